@@ -1,0 +1,243 @@
+"""Backend-neutral per-sample arithmetic: the math both backends run on their own scalars.
+
+A *scalar* here is one value per sample: a Python number (a constant), a DALI ``DataNode``,
+a ``tf.Tensor`` or a NumPy array. Transforms compute their geometry and colour matrices
+with the helpers below and a backend's :class:`Math`, so the same formulas run in the
+DALI graph and in TensorFlow. Python numbers are folded eagerly, which keeps DALI graphs
+small when a range is degenerate (for example ``zoom`` with ``keep_aspect``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+Scalar = Any
+
+
+def is_const(x: Scalar) -> bool:
+    """Whether ``x`` is a plain Python number known while building the graph."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def add(a: Scalar, b: Scalar) -> Scalar:
+    if is_const(a) and is_const(b):
+        return a + b
+    if is_const(a) and a == 0:
+        return b
+    if is_const(b) and b == 0:
+        return a
+    return a + b
+
+
+def sub(a: Scalar, b: Scalar) -> Scalar:
+    if is_const(b):
+        return add(a, -b)
+    if is_const(a) and a == 0:
+        return -b
+    return a - b
+
+
+def mul(a: Scalar, b: Scalar) -> Scalar:
+    if is_const(a) and is_const(b):
+        return a * b
+    if is_const(a):
+        return 0.0 if a == 0 else b if a == 1 else a * b
+    if is_const(b):
+        return 0.0 if b == 0 else a if b == 1 else a * b
+    return a * b
+
+
+def div(a: Scalar, b: Scalar) -> Scalar:
+    if is_const(a) and is_const(b):
+        return a / b
+    if is_const(b):
+        return mul(a, 1.0 / b)
+    if is_const(a) and a == 0:
+        return 0.0
+    return a / b
+
+
+def neg(a: Scalar) -> Scalar:
+    return -a if is_const(a) else sub(0.0, a)
+
+
+def dot(row: tuple[Scalar, ...], col: tuple[Scalar, ...]) -> Scalar:
+    """Sum of pairwise products, folding constant zeros."""
+    total: Scalar = 0.0
+    for r, c in zip(row, col, strict=True):
+        total = add(total, mul(r, c))
+    return total
+
+
+class Random(Protocol):
+    """Draws one value per sample; each call is an independent draw."""
+
+    def uniform(self, low: float, high: float) -> Scalar:
+        """A value from U[low, high)."""
+
+    def bernoulli(self, p: float) -> Scalar:
+        """1.0 with probability ``p``, else 0.0."""
+
+
+@dataclass(frozen=True)
+class Math:
+    """Elementwise functions of a backend, with Python numbers folded by ``math``."""
+
+    cos_: Callable[[Scalar], Scalar]
+    sin_: Callable[[Scalar], Scalar]
+    tan_: Callable[[Scalar], Scalar]
+    sqrt_: Callable[[Scalar], Scalar]
+    exp_: Callable[[Scalar], Scalar]
+    log_: Callable[[Scalar], Scalar]
+    floor_: Callable[[Scalar], Scalar]
+    minimum_: Callable[[Scalar, Scalar], Scalar]
+    maximum_: Callable[[Scalar, Scalar], Scalar]
+
+    def cos(self, x: Scalar) -> Scalar:
+        return math.cos(x) if is_const(x) else self.cos_(x)
+
+    def sin(self, x: Scalar) -> Scalar:
+        return math.sin(x) if is_const(x) else self.sin_(x)
+
+    def tan(self, x: Scalar) -> Scalar:
+        return math.tan(x) if is_const(x) else self.tan_(x)
+
+    def sqrt(self, x: Scalar) -> Scalar:
+        return math.sqrt(x) if is_const(x) else self.sqrt_(x)
+
+    def exp(self, x: Scalar) -> Scalar:
+        return math.exp(x) if is_const(x) else self.exp_(x)
+
+    def log(self, x: Scalar) -> Scalar:
+        return math.log(x) if is_const(x) else self.log_(x)
+
+    def floor(self, x: Scalar) -> Scalar:
+        return float(math.floor(x)) if is_const(x) else self.floor_(x)
+
+    def round(self, x: Scalar) -> Scalar:
+        """Round half up: ``floor(x + 0.5)``, identical in every backend."""
+        return self.floor(add(x, 0.5))
+
+    def minimum(self, a: Scalar, b: Scalar) -> Scalar:
+        return min(a, b) if is_const(a) and is_const(b) else self.minimum_(a, b)
+
+    def maximum(self, a: Scalar, b: Scalar) -> Scalar:
+        return max(a, b) if is_const(a) and is_const(b) else self.maximum_(a, b)
+
+    def clip(self, x: Scalar, low: Scalar, high: Scalar) -> Scalar:
+        return self.minimum(self.maximum(x, low), high)
+
+
+class Canvas(NamedTuple):
+    """Per-sample height and width of the image at some stage of the geometric chain."""
+
+    h: Scalar
+    w: Scalar
+
+
+class Box(NamedTuple):
+    """An integer-valued crop window: top-left corner and size, in pixels."""
+
+    y: Scalar
+    x: Scalar
+    h: Scalar
+    w: Scalar
+
+
+class Affine(NamedTuple):
+    """``x' = a*x + b*y + c``, ``y' = d*x + e*y + f`` in pixel-corner coordinates.
+
+    The centre of pixel ``(row i, column j)`` sits at ``(x, y) = (j + 0.5, i + 0.5)``.
+    """
+
+    a: Scalar = 1.0
+    b: Scalar = 0.0
+    c: Scalar = 0.0
+    d: Scalar = 0.0
+    e: Scalar = 1.0
+    f: Scalar = 0.0
+
+    @staticmethod
+    def translate(tx: Scalar, ty: Scalar) -> Affine:
+        return Affine(c=tx, f=ty)
+
+    @staticmethod
+    def scale(sx: Scalar, sy: Scalar) -> Affine:
+        return Affine(a=sx, e=sy)
+
+    @staticmethod
+    def about(cx: Scalar, cy: Scalar, linear: tuple[Scalar, Scalar, Scalar, Scalar]) -> Affine:
+        """The 2x2 ``linear`` map ``(a, b, d, e)`` applied about the point ``(cx, cy)``."""
+        a, b, d, e = linear
+        inner = Affine(a=a, b=b, d=d, e=e)
+        return (
+            Affine.translate(cx, cy)
+            .then_after(inner)
+            .then_after(Affine.translate(neg(cx), neg(cy)))
+        )
+
+    def then_after(self, first: Affine) -> Affine:
+        """``self ∘ first``: apply ``first``, then ``self``."""
+        return Affine(
+            a=dot((self.a, self.b), (first.a, first.d)),
+            b=dot((self.a, self.b), (first.b, first.e)),
+            c=add(dot((self.a, self.b), (first.c, first.f)), self.c),
+            d=dot((self.d, self.e), (first.a, first.d)),
+            e=dot((self.d, self.e), (first.b, first.e)),
+            f=add(dot((self.d, self.e), (first.c, first.f)), self.f),
+        )
+
+    def inverse(self) -> Affine:
+        det = sub(mul(self.a, self.e), mul(self.b, self.d))
+        ia, ib = div(self.e, det), div(neg(self.b), det)
+        id_, ie = div(neg(self.d), det), div(self.a, det)
+        return Affine(
+            a=ia,
+            b=ib,
+            c=neg(dot((ia, ib), (self.c, self.f))),
+            d=id_,
+            e=ie,
+            f=neg(dot((id_, ie), (self.c, self.f))),
+        )
+
+
+Row = tuple[Scalar, ...]
+
+
+@dataclass(frozen=True)
+class ColourMatrix:
+    """An affine colour map ``out = M @ rgb + t`` on the 0..255 scale, one row per channel."""
+
+    rows: tuple[Row, ...]
+
+    @staticmethod
+    def identity(channels: int) -> ColourMatrix:
+        return ColourMatrix.linear(
+            tuple(tuple(1.0 if i == j else 0.0 for j in range(channels)) for i in range(channels))
+        )
+
+    @staticmethod
+    def linear(m: tuple[Row, ...], offset: Row | None = None) -> ColourMatrix:
+        t = offset or (0.0,) * len(m)
+        return ColourMatrix(tuple((*row, t_i) for row, t_i in zip(m, t, strict=True)))
+
+    @property
+    def channels(self) -> int:
+        return len(self.rows)
+
+    def then_after(self, first: ColourMatrix) -> ColourMatrix:
+        """``self ∘ first``: apply ``first``, then ``self``."""
+        n = self.channels
+        first_cols = [tuple(first.rows[k][j] for k in range(n)) for j in range(n + 1)]
+        rows = []
+        for row in self.rows:
+            lin = tuple(dot(row[:n], first_cols[j]) for j in range(n))
+            rows.append((*lin, add(dot(row[:n], first_cols[n]), row[n])))
+        return ColourMatrix(tuple(rows))
+
+    def flat(self) -> list[Scalar]:
+        """Row-major ``[M | t]`` entries, ``channels * (channels + 1)`` of them."""
+        return [v for row in self.rows for v in row]

@@ -1,0 +1,5 @@
+import sys
+
+from daliaug.cli import main
+
+sys.exit(main())

@@ -1,0 +1,25 @@
+"""Write a PNG grid of augmented samples from a config (runs DALI only, no TensorFlow)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from daliaug.cli.common import add_data_argument, config_from_args, console
+from daliaug.preview import augmented_samples, save_grid
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help="pipeline config (YAML or JSON)")
+    parser.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG to write")
+    parser.add_argument("--count", type=int, default=16, help="number of samples (default 16)")
+    add_data_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    with console.status("decoding and augmenting samples"):
+        images, labels, names = augmented_samples(config, args.count)
+    save_grid(images, [names[i] for i in labels], args.out)
+    console.print(f"wrote {len(images)} augmented samples to {args.out}")
+    return 0

@@ -1,0 +1,223 @@
+"""The pipeline config: one pydantic model, loaded from YAML, JSON or a dict."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from daliaug.errors import ConfigError
+from daliaug.sources import AnySource
+from daliaug.transforms import AnyTransform, ColourTransform, GeometricTransform
+from daliaug.transforms.base import Fill, Size
+from daliaug.transforms.normalize import Channels, Normalize
+from daliaug.transforms.random_resized_crop import RandomResizedCrop
+
+
+class Output(BaseModel):
+    """How images leave the pipeline: normalization, dtype and layout.
+
+    ``(x - mean) / std`` or ``x * rescale`` on the 0..255 scale; with none of them the values
+    stay 0..255. ``uint8`` output allows no normalization.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dtype: Literal["float32", "float16", "uint8"] = "float32"
+    layout: Literal["NHWC", "NCHW"] = "NHWC"
+    mean: Channels | None = None
+    std: Channels | None = None
+    rescale: Annotated[float, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Output:
+        normalizes = any(v is not None for v in (self.mean, self.std, self.rescale))
+        if self.rescale is not None and (self.mean is not None or self.std is not None):
+            raise ValueError("give either 'rescale' or 'mean'/'std', not both")
+        if self.dtype == "uint8" and normalizes:
+            raise ValueError("dtype uint8 cannot carry normalized values; use float32 or float16")
+        return self
+
+    def mean_std(self, channels: int) -> tuple[list[float], list[float]]:
+        """Per-channel ``mean`` and ``std`` such that output = (x - mean) / std."""
+
+        def per_channel(v: Channels | None, default: float) -> list[float]:
+            if v is None:
+                return [default] * channels
+            values = [float(v)] * channels if isinstance(v, (int, float)) else [float(x) for x in v]
+            if len(values) != channels:
+                raise ConfigError(f"output: expected {channels} values per channel, got {v}")
+            return values
+
+        if self.rescale is not None:
+            return [0.0] * channels, [1.0 / self.rescale] * channels
+        return per_channel(self.mean, 0.0), per_channel(self.std, 1.0)
+
+
+class Config(BaseModel):
+    """A whole daliaug pipeline: where samples come from, how they are augmented, what comes out."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: AnySource
+    image_size: Size
+    channels: Literal[1, 3] = 3
+    batch_size: Annotated[int, Field(gt=0)] = 32
+    shuffle: bool = True
+    seed: int | None = None
+    label_mode: Literal["int", "categorical", "binary"] = "int"
+    drop_remainder: bool = False
+    transforms: list[AnyTransform] = []
+    output: Output = Output()
+    backend: Literal["auto", "gpu", "cpu"] = "auto"
+    device_id: Annotated[int, Field(ge=0)] = 0
+    num_threads: Annotated[int, Field(gt=0)] = Field(
+        default_factory=lambda: max(1, min(4, os.cpu_count() or 1))
+    )
+    prefetch: Annotated[int, Field(gt=0)] = 2
+
+    @model_validator(mode="before")
+    @classmethod
+    def _move_normalize_to_output(cls, data: Any) -> Any:
+        """A ``normalize`` transform must come last and becomes ``output``'s normalization."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("transforms"), list):
+            return data
+        transforms = data["transforms"]
+        kinds = [t.get("type") if isinstance(t, Mapping) else None for t in transforms]
+        if "normalize" not in kinds:
+            return data
+        index = kinds.index("normalize")
+        if index != len(transforms) - 1:
+            raise ValueError(f"transforms.{index}: 'normalize' must be the last transform")
+        output = dict(data.get("output") or {})
+        if any(output.get(k) is not None for k in ("mean", "std", "rescale")):
+            raise ValueError(
+                f"transforms.{index}: normalization is given both here and in 'output'; keep one"
+            )
+        try:
+            norm = Normalize.model_validate(transforms[index])
+        except ValidationError as e:
+            raise ValueError(f"transforms.{index}: {_first_message(e)}") from None
+        output.update(norm.model_dump(exclude={"type"}, exclude_none=True))
+        return {**data, "transforms": transforms[:index], "output": output}
+
+    @model_validator(mode="after")
+    def _check_transforms(self) -> Config:
+        fills: dict[str, Fill] = {}
+        for i, t in enumerate(self.transforms):
+            if isinstance(t, ColourTransform) and t.needs_rgb and self.channels != 3:
+                raise ValueError(f"transforms.{i}: '{t.type}' needs channels: 3")
+            if isinstance(t, GeometricTransform) and "fill" in t.model_fields_set:
+                fills[f"transforms.{i}.fill"] = t.fill_value
+        if len(set(fills.values())) > 1:
+            listed = ", ".join(f"{k}={v!r}" for k, v in fills.items())
+            raise ValueError(
+                f"all geometric transforms share one warp and so one fill value; got {listed}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _default_crop_sizes(self) -> Config:
+        transforms = [
+            t.model_copy(update={"size": self.image_size})
+            if isinstance(t, RandomResizedCrop) and t.size is None
+            else t
+            for t in self.transforms
+        ]
+        object.__setattr__(self, "transforms", transforms)
+        return self
+
+    @property
+    def fill(self) -> Fill:
+        """The one fill value of the fused warp (0 unless a transform sets another)."""
+        for t in self.transforms:
+            if isinstance(t, GeometricTransform) and "fill" in t.model_fields_set:
+                return t.fill_value
+        return 0.0
+
+    def evaluation_twin(self) -> Config:
+        """The same pipeline for evaluation: no shuffling and only its deterministic transforms."""
+        kept = [t for t in self.transforms if not t.params]
+        return self.model_copy(update={"shuffle": False, "transforms": kept})
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+
+
+def _first_message(e: ValidationError) -> str:
+    err = e.errors()[0]
+    return f"{'.'.join(map(str, err['loc']))}: {err['msg']}" if err["loc"] else err["msg"]
+
+
+def format_errors(e: ValidationError, origin: str) -> str:
+    """One line per error: the field path, the message and the offending value."""
+    lines = [f"invalid config {origin}:"]
+    for err in e.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        value = err.get("input")
+        if not loc:  # a whole-config check: its message starts with the field path itself
+            lines.append(f"  {msg}")
+            continue
+        shown = (
+            "" if isinstance(value, (dict, list)) and len(str(value)) > 80 else f" (got {value!r})"
+        )
+        lines.append(f"  {loc}: {msg}{shown}")
+    return "\n".join(lines)
+
+
+def _deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Parse a YAML or JSON file into a dict; errors name the file (and line for YAML)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {p}: {e.strerror or e}") from e
+    try:
+        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        raise ConfigError(
+            f"config file {p} is not valid {p.suffix.lstrip('.').upper() or 'YAML'}: {e}"
+        ) from e
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {p} must hold a mapping of keys, got {type(data).__name__}")
+    return data
+
+
+def load_config(
+    source: str | os.PathLike[str] | Mapping[str, Any] | Config,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Validate a config from a YAML/JSON path, a dict or a :class:`Config`.
+
+    ``overrides`` is merged into it first (nested mappings merge key by key). Raises
+    :class:`~daliaug.errors.ConfigError` whose message lists every bad field and value.
+    """
+    if isinstance(source, Config):
+        data: Mapping[str, Any] = source.model_dump()
+        origin = "(Config object)"
+    elif isinstance(source, Mapping):
+        data, origin = source, "(dict)"
+    else:
+        data, origin = read_config_file(source), str(source)
+    if overrides:
+        data = _deep_merge(data, overrides)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_errors(e, origin)) from None

@@ -1,0 +1,27 @@
+"""Exceptions that carry a user-facing message and a CLI exit code."""
+
+from __future__ import annotations
+
+
+class DaliaugError(Exception):
+    """Base class: the message is meant for the user, the exit code for the CLI."""
+
+    exit_code = 1
+
+
+class ConfigError(DaliaugError, ValueError):
+    """The configuration is invalid; the message names each bad field and value."""
+
+    exit_code = 2
+
+
+class DataError(DaliaugError, ValueError):
+    """The data is missing, empty, unreadable or corrupt; the message names the path."""
+
+    exit_code = 3
+
+
+class BackendError(DaliaugError, RuntimeError):
+    """The requested backend (GPU, DALI, TensorFlow) is not available here."""
+
+    exit_code = 4

@@ -1,0 +1,97 @@
+"""From a config's transform list to the per-sample computation, independent of the backend.
+
+The plan fuses the transforms: every geometric step composes into one affine map from the
+decoded image (or its decoded region of interest) to the output canvas, and every colour step
+composes into one affine colour matrix. Backends evaluate the plan with their own
+:class:`~daliaug.algebra.Math` and :class:`~daliaug.algebra.Random`, then resample once and
+recolour once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from daliaug.algebra import Affine, Box, Canvas, ColourMatrix, Math, Random, Scalar, div
+from daliaug.transforms import ColourTransform, CropTransform, GeometricTransform, Transform
+from daliaug.transforms.base import Params
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Where to decode and how to warp: ``forward`` maps ROI (or source) pixels to output pixels."""
+
+    roi: Box | None
+    forward: Affine
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The fused per-sample computation of a transform list producing ``image_size`` images."""
+
+    transforms: tuple[Transform, ...]
+    image_size: tuple[int, int]
+    channels: int = 3
+
+    @staticmethod
+    def of(transforms: Sequence[Transform], image_size: Sequence[int], channels: int = 3) -> Plan:
+        return Plan(tuple(transforms), (int(image_size[0]), int(image_size[1])), channels)
+
+    @cached_property
+    def param_keys(self) -> list[str]:
+        """Names of all per-sample parameters, ``"<transform index>.<name>"``, in a fixed order."""
+        return [f"{i}.{name}" for i, t in enumerate(self.transforms) for name in t.params]
+
+    def draw(self, rng: Random) -> dict[str, Scalar]:
+        """Draw every transform's parameters for one sample (or one batch, per backend)."""
+        drawn: dict[str, Scalar] = {}
+        for i, t in enumerate(self.transforms):
+            params = t.draw(rng)
+            assert set(params) == set(t.params), f"{t.type} drew {sorted(params)}"
+            drawn.update({f"{i}.{k}": v for k, v in params.items()})
+        return drawn
+
+    def _params_of(self, params: dict[str, Scalar], index: int) -> Params:
+        return {name: params[f"{index}.{name}"] for name in self.transforms[index].params}
+
+    @cached_property
+    def roi_step(self) -> int | None:
+        """Index of the first geometric transform when it can be fused into decoding."""
+        for i, t in enumerate(self.transforms):
+            if isinstance(t, GeometricTransform):
+                return i if isinstance(t, CropTransform) and t.decodes_roi else None
+        return None
+
+    @property
+    def has_colour(self) -> bool:
+        return any(isinstance(t, ColourTransform) for t in self.transforms)
+
+    def geometry(self, params: dict[str, Scalar], source: Canvas, m: Math) -> Geometry:
+        """The decode window and the composed affine map for one sample of size ``source``."""
+        roi: Box | None = None
+        forward, canvas = Affine(), source
+        for i, t in enumerate(self.transforms):
+            if not isinstance(t, GeometricTransform):
+                continue
+            p = self._params_of(params, i)
+            if i == self.roi_step:
+                assert isinstance(t, CropTransform)
+                roi = t.crop_box(p, canvas, m)
+                forward, canvas = t.box_to_output(roi)
+            else:
+                step, canvas = t.warp(p, canvas, m)
+                forward = step.then_after(forward)
+        out_h, out_w = (float(s) for s in self.image_size)
+        final = Affine.scale(div(out_w, canvas.w), div(out_h, canvas.h))
+        return Geometry(roi, final.then_after(forward))
+
+    def colour(self, params: dict[str, Scalar], m: Math) -> ColourMatrix | None:
+        """The composed colour map, or ``None`` when the plan has no colour transform."""
+        if not self.has_colour:
+            return None
+        total = ColourMatrix.identity(self.channels)
+        for i, t in enumerate(self.transforms):
+            if isinstance(t, ColourTransform):
+                total = t.colour(self._params_of(params, i), self.channels, m).then_after(total)
+        return total

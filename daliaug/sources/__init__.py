@@ -1,0 +1,19 @@
+"""Data sources: each module defines one ``source.type`` and how to list its samples."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Annotated, Union
+
+from pydantic import Field
+
+from daliaug.sources.base import FileSamples, SourceConfig
+
+for _module in pkgutil.iter_modules(__path__):
+    if _module.name != "base":
+        importlib.import_module(f"{__name__}.{_module.name}")
+
+AnySource = Annotated[Union[tuple(SourceConfig.registry.values())], Field(discriminator="type")]  # noqa: UP007
+
+__all__ = ["AnySource", "FileSamples", "SourceConfig"]

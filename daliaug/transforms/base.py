@@ -1,0 +1,160 @@
+"""What every transform is: a config model that draws per-sample parameters and maps them
+to geometry (one fused affine warp) or colour (one fused colour matrix).
+
+A transform never touches pixels itself. It contributes
+
+* ``draw(rng)``: its random parameters, one value per sample, from a documented
+  distribution (``params`` names them, so they can also be given explicitly);
+* for :class:`GeometricTransform`, ``warp(params, canvas, m)``: an affine map in
+  pixel-corner coordinates and the canvas size after it;
+* for :class:`ColourTransform`, ``colour(params, channels, m)``: an affine colour map.
+
+Each backend (DALI graph, TensorFlow ops) supplies the ``rng`` and ``m`` primitives, then
+applies the composed result once: one warp for images (bilinear) and masks (nearest), and one
+colour pass for images only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from daliaug.algebra import Affine, Box, Canvas, ColourMatrix, Math, Random, Scalar, div, mul, neg
+
+Params = dict[str, Scalar]
+
+
+def _ordered(r: tuple[float, float]) -> tuple[float, float]:
+    if r[0] > r[1]:
+        raise ValueError(f"range must be [low, high] with low <= high, got {list(r)}")
+    return r
+
+
+def _symmetric(v: Any) -> Any:
+    """A single number ``a`` means the range ``[-a, a]``."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return (-abs(v), abs(v))
+    return v
+
+
+def _around_one(v: Any) -> Any:
+    """A single number ``d`` means the factor range ``[max(0, 1 - d), 1 + d]``."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return (max(0.0, 1.0 - abs(v)), 1.0 + abs(v))
+    return v
+
+
+def _non_negative(r: tuple[float, float]) -> tuple[float, float]:
+    if r[0] < 0:
+        raise ValueError(f"factors must be >= 0, got {list(r)}")
+    return r
+
+
+def _positive(r: tuple[float, float]) -> tuple[float, float]:
+    if r[0] <= 0:
+        raise ValueError(f"values must be > 0, got {list(r)}")
+    return r
+
+
+Range = Annotated[tuple[float, float], AfterValidator(_ordered)]
+SymmetricRange = Annotated[
+    tuple[float, float], BeforeValidator(_symmetric), AfterValidator(_ordered)
+]
+FactorRange = Annotated[
+    tuple[float, float],
+    BeforeValidator(_around_one),
+    AfterValidator(_ordered),
+    AfterValidator(_non_negative),
+]
+PositiveRange = Annotated[tuple[float, float], AfterValidator(_ordered), AfterValidator(_positive)]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+Fill = float | Literal["nearest"]
+"""A constant fill value on the 0..255 scale, or ``"nearest"`` to repeat the border pixel."""
+
+
+def _size(v: Any) -> Any:
+    return (v, v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+Size = Annotated[
+    tuple[Annotated[int, Field(gt=0)], Annotated[int, Field(gt=0)]], BeforeValidator(_size)
+]
+"""``[height, width]`` in pixels; a single integer means a square."""
+
+
+def radians(degrees: Scalar) -> Scalar:
+    return mul(degrees, math.pi / 180.0)
+
+
+class Transform(BaseModel):
+    """Base of all transforms: a strict, immutable config entry typed by ``type``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    registry: ClassVar[dict[str, type[Transform]]] = {}
+    params: ClassVar[tuple[str, ...]] = ()
+    """Names of the per-sample parameters that :meth:`draw` returns."""
+
+    type: str
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Register concrete transforms (those with a default ``type``) by that name."""
+        super().__pydantic_init_subclass__(**kwargs)
+        name = cls.model_fields["type"].default
+        if isinstance(name, str):
+            Transform.registry[name] = cls
+
+    def draw(self, rng: Random) -> Params:
+        """Draw this transform's parameters for one sample (all of :attr:`params`)."""
+        return {}
+
+
+class GeometricTransform(Transform):
+    """A transform that moves pixels; all of them in a pipeline fuse into one affine warp."""
+
+    def warp(self, p: Params, canvas: Canvas, m: Math) -> tuple[Affine, Canvas]:
+        """The source-to-destination map for this step and the canvas size after it."""
+        raise NotImplementedError
+
+    @property
+    def fill_value(self) -> Fill | None:
+        """The fill this transform asks for where it reveals area outside the image."""
+        return getattr(self, "fill", None)
+
+
+class ColourTransform(Transform):
+    """A per-pixel affine colour change; all of them fuse into one colour pass."""
+
+    needs_rgb: ClassVar[bool] = False
+
+    def colour(self, p: Params, channels: int, m: Math) -> ColourMatrix:
+        raise NotImplementedError
+
+
+class CropTransform(GeometricTransform):
+    """A geometric step that cuts a window out of the canvas and maps it onto a new canvas."""
+
+    decodes_roi: ClassVar[bool] = False
+    """True when the window always lies inside the image, so that decoding can be limited to it
+    when this is the first geometric step (DALI's fused decode-and-crop, TF's
+    ``decode_and_crop_jpeg``)."""
+
+    def crop_box(self, p: Params, canvas: Canvas, m: Math) -> Box:
+        raise NotImplementedError
+
+    def crop_output(self, box: Box) -> Canvas:
+        """The canvas the window is mapped onto (by default: the window itself, unscaled)."""
+        return Canvas(box.h, box.w)
+
+    def box_to_output(self, box: Box) -> tuple[Affine, Canvas]:
+        """The map from window-local coordinates to the output canvas."""
+        out = self.crop_output(box)
+        return Affine.scale(div(out.w, box.w), div(out.h, box.h)), out
+
+    def warp(self, p: Params, canvas: Canvas, m: Math) -> tuple[Affine, Canvas]:
+        box = self.crop_box(p, canvas, m)
+        scale, out = self.box_to_output(box)
+        return scale.then_after(Affine.translate(neg(box.x), neg(box.y))), out

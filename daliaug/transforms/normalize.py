@@ -1,0 +1,32 @@
+"""Normalize: the last step, folded into the output stage."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from daliaug.transforms.base import Transform
+
+Channels = float | list[float]
+
+
+class Normalize(Transform):
+    """``out = (in - mean) / std`` on the 0..255 scale, or ``out = in * rescale``.
+
+    Accepted only as the last transform; the config moves it into ``output`` (where it can be
+    written directly), so it runs fused with the dtype and layout conversion.
+    """
+
+    type: Literal["normalize"] = "normalize"
+    mean: Channels | None = None
+    std: Channels | None = None
+    rescale: Annotated[float, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Normalize:
+        if self.rescale is not None and (self.mean is not None or self.std is not None):
+            raise ValueError("give either 'rescale' or 'mean'/'std', not both")
+        if self.rescale is None and self.mean is None and self.std is None:
+            raise ValueError("give 'rescale' or 'mean' and/or 'std'")
+        return self

@@ -1,0 +1,1 @@
+"""Ready-to-use pipeline configs (YAML), shipped as package data ``daliaug.pipelines``."""

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.helpers import structured_image, write_image_dir
+
+
+@pytest.fixture(scope="session")
+def square_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One lossless 64x64 structured PNG in one class folder."""
+    return write_image_dir(tmp_path_factory.mktemp("square"), {"a": [structured_image(64, 64)]})
+
+
+@pytest.fixture(scope="session")
+def square_image() -> np.ndarray:
+    return structured_image(64, 64)
+
+
+@pytest.fixture(scope="session")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small procedural classification dataset (JPEG and PNG), 4 classes."""
+    from daliaug.demo_data import write_classification_dataset
+
+    return write_classification_dataset(
+        tmp_path_factory.mktemp("demo") / "train", per_class=12, size=(80, 96), seed=3
+    )
+
+
+@pytest.fixture(scope="session")
+def numbered_list(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A file list of 23 images whose label is their own index (to check each appears once)."""
+    root = tmp_path_factory.mktemp("numbered")
+    images = [structured_image(40 + i % 5, 48, seed=i) for i in range(23)]
+    write_image_dir(root, {"img": images})
+    listing = root / "list.csv"
+    listing.write_text("path,label\n" + "".join(f"img/{i:04d}.png,{i}\n" for i in range(23)))
+    return listing

@@ -1,0 +1,96 @@
+"""The daliaug command line, run as a user would (in a subprocess)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+ROOT = Path(__file__).parents[1]
+
+
+def daliaug(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "daliaug.cli", *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_validate_prints_the_normalized_config() -> None:
+    result = daliaug("validate", ROOT / "pipelines" / "imagenet_train.yaml")
+    assert result.returncode == 0, result.stderr
+    assert "random_resized_crop" in result.stdout and "size:\n  - 224" in result.stdout
+
+
+def test_validate_bad_config_exits_2_naming_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("source: {type: directory, path: x}\nimage_size: 32\n"
+                   "transforms:\n  - {type: rotation, angle: [30, 10]}\n")
+    result = daliaug("validate", bad)
+    assert result.returncode == 2
+    assert "transforms.0.rotation.angle" in result.stderr and "[30.0, 10.0]" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_preview_writes_a_grid(demo_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "grid.png"
+    result = daliaug("preview", ROOT / "pipelines" / "demo.yaml", "--data", demo_dir, "--out", out,
+                     "--count", "6")
+    assert result.returncode == 0, result.stderr
+    with Image.open(out) as im:
+        assert im.size[0] > 200 and im.size[1] > 100
+
+
+@pytest.mark.parametrize("setup", ["missing", "empty", "no_images"])
+def test_bad_data_directories_exit_3_naming_the_path(tmp_path: Path, setup: str) -> None:
+    data = tmp_path / "data"
+    if setup != "missing":
+        data.mkdir()
+    if setup == "no_images":
+        (data / "cats").mkdir()
+        (data / "cats" / "notes.txt").write_text("not an image")
+    result = daliaug("preview", ROOT / "pipelines" / "demo.yaml", "--data", data,
+                     "--out", tmp_path / "g.png")
+    assert result.returncode == 3, result.stderr
+    assert str(data) in result.stderr and "Traceback" not in result.stderr
+
+
+def test_corrupt_image_is_named(demo_dir: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for cls in ("a", "b"):
+        (data / cls).mkdir(parents=True)
+        for i, src in enumerate(sorted((demo_dir / "circle").glob("*.jpg"))[:3]):
+            (data / cls / f"{i}.jpg").write_bytes(src.read_bytes())
+    broken = data / "b" / "1.jpg"
+    broken.write_bytes(b"\xff\xd8\xff" + b"\x00garbage" * 20)  # a JPEG header, then nothing
+    result = daliaug("preview", ROOT / "pipelines" / "demo.yaml", "--data", data,
+                     "--out", tmp_path / "g.png")
+    assert result.returncode == 3, result.stderr
+    assert str(broken) in result.stderr and "Traceback" not in result.stderr
+    not_an_image = data / "a" / "0.jpg"
+    not_an_image.write_bytes(b"GIF89a...")
+    result = daliaug("preview", ROOT / "pipelines" / "demo.yaml", "--data", data,
+                     "--out", tmp_path / "g.png")
+    assert result.returncode == 3 and str(not_an_image) in result.stderr
+
+
+def test_gpu_backend_without_a_gpu_is_an_error(demo_dir: Path, tmp_path: Path) -> None:
+    from daliaug.device import dali_gpu_count
+
+    if dali_gpu_count() > 0:
+        pytest.skip("this machine has a GPU")
+    config = tmp_path / "gpu.yaml"
+    config.write_text((ROOT / "pipelines" / "demo.yaml").read_text() + "backend: gpu\n")
+    result = daliaug("preview", config, "--data", demo_dir, "--out", tmp_path / "g.png")
+    assert result.returncode == 4 and "backend: gpu" in result.stderr
+
+
+def test_demo_trains_on_user_data(demo_dir: Path) -> None:
+    result = daliaug("demo", "--data", demo_dir, "--epochs", "2", "--backend", "cpu")
+    assert result.returncode == 0, result.stderr
+    assert "images/s" in result.stderr and "validation accuracy" in result.stderr

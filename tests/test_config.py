@@ -1,0 +1,155 @@
+"""Config validation: valid configs load; every error names the field and the bad value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from daliaug.config import Config, load_config
+from daliaug.errors import ConfigError
+from daliaug.transforms import TRANSFORMS, ColourTransform, GeometricTransform
+
+PIPELINES = sorted((Path(__file__).parents[1] / "pipelines").glob("*.yaml"))
+BASE = {"source": {"type": "directory", "path": "data"}, "image_size": 32}
+
+
+def error_of(data: dict) -> str:
+    with pytest.raises(ConfigError) as e:
+        load_config(data)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("path", PIPELINES, ids=lambda p: p.name)
+def test_shipped_pipelines_validate(path: Path) -> None:
+    config = load_config(path)
+    assert config.transforms or config.output.mean is not None
+    assert load_config(config.model_dump()) == config  # the normalized form round-trips
+
+
+def test_defaults_are_filled_in() -> None:
+    config = load_config({**BASE, "transforms": [{"type": "random_resized_crop"}]})
+    assert config.image_size == (32, 32)
+    assert config.transforms[0].size == (32, 32)  # the crop resizes to image_size
+    assert config.batch_size == 32 and config.label_mode == "int" and config.backend == "auto"
+
+
+def test_normalize_transform_moves_into_output() -> None:
+    config = load_config({**BASE, "transforms": [{"type": "flip"},
+                                                 {"type": "normalize", "mean": 127.5, "std": 127.5}]})
+    assert [t.type for t in config.transforms] == ["flip"]
+    assert config.output.mean_std(3) == ([127.5] * 3, [127.5] * 3)
+
+
+def test_yaml_json_and_overrides(tmp_path: Path) -> None:
+    (tmp_path / "c.json").write_text(json.dumps(BASE))
+    (tmp_path / "c.yaml").write_text("source: {type: directory, path: data}\nimage_size: 32\n")
+    assert load_config(tmp_path / "c.json") == load_config(tmp_path / "c.yaml")
+    moved = load_config(tmp_path / "c.yaml", {"source": {"path": "elsewhere"}, "batch_size": 8})
+    assert str(moved.source.path) == "elsewhere" and moved.batch_size == 8
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({**BASE, "colour": 1}, "colour: Extra inputs are not permitted (got 1)"),
+        ({**BASE, "batch_size": 0}, "batch_size: Input should be greater than 0 (got 0)"),
+        ({**BASE, "label_mode": "onehot"}, "label_mode: Input should be 'int', 'categorical' or"),
+        ({**BASE, "transforms": [{"type": "rotate", "angle": 3}]}, "transforms.0: Input tag 'rotate'"),
+        ({**BASE, "transforms": [{"type": "rotation", "angle": "lots"}]},
+         "transforms.0.rotation.angle: Input should be a valid tuple (got 'lots')"),
+        ({**BASE, "transforms": [{"type": "rotation", "angle": [10, -10]}]},
+         "transforms.0.rotation.angle: range must be [low, high] with low <= high"),
+        ({**BASE, "transforms": [{"type": "flip", "horizontal": 2}]},
+         "transforms.0.flip.horizontal: Input should be less than or equal to 1 (got 2)"),
+        ({**BASE, "transforms": [{"type": "random_resized_crop", "scale": [0.5, 2]}]},
+         "transforms.0.random_resized_crop.scale: scale is a fraction of the image area"),
+        ({**BASE, "transforms": [{"type": "resize"}]},
+         "transforms.0.resize: give exactly one of 'size' or 'shorter_side'"),
+        ({**BASE, "transforms": [{"type": "normalize", "rescale": 1}, {"type": "flip"}]},
+         "transforms.0: 'normalize' must be the last transform"),
+        ({**BASE, "transforms": [{"type": "rotation", "angle": 5, "fill": 0},
+                                 {"type": "shift", "x": 0.1, "fill": "nearest"}]},
+         "transforms.0.fill=0.0, transforms.1.fill='nearest'"),
+        ({**BASE, "channels": 1, "transforms": [{"type": "hue", "degrees": 10}]},
+         "transforms.0: 'hue' needs channels: 3"),
+        ({**BASE, "output": {"dtype": "uint8", "rescale": 0.5}},
+         "output: dtype uint8 cannot carry normalized values"),
+        ({**BASE, "source": {"type": "directory"}}, "source.directory.path: Field required"),
+        ({"image_size": 32}, "source: Field required"),
+    ],
+)
+def test_errors_name_the_field_and_value(data: dict, expected: str) -> None:
+    assert expected in error_of(data)
+
+
+def test_file_errors_name_the_file(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("source: [unclosed\n")
+    message = error_of_path(broken)
+    assert str(broken) in message and "line" in message
+    assert "cannot read config file" in error_of_path(tmp_path / "missing.yaml")
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    assert "must hold a mapping" in error_of_path(tmp_path / "list.yaml")
+
+
+def error_of_path(path: Path) -> str:
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    return str(e.value)
+
+
+def test_every_transform_is_one_unit() -> None:
+    """Each registered transform validates alone and declares what it draws."""
+    for name, cls in TRANSFORMS.items():
+        assert cls.__doc__, name
+        assert issubclass(cls, (GeometricTransform, ColourTransform)) or name == "normalize"
+
+
+_ranges = st.tuples(st.floats(-40, 40), st.floats(0, 40)).map(lambda t: [t[0], t[0] + t[1]])
+_factors = st.floats(0.0, 0.9)
+_transform = st.one_of(
+    st.builds(lambda a: {"type": "rotation", "angle": a}, _ranges),
+    st.builds(lambda a: {"type": "shear", "angle": [a[0] / 2, a[1] / 2]}, _ranges),
+    st.builds(lambda x, y: {"type": "shift", "x": x, "y": y}, _factors, _factors),
+    st.builds(lambda f: {"type": "zoom", "factor": f}, _factors),
+    st.builds(lambda p, q: {"type": "flip", "horizontal": p, "vertical": q},
+              st.floats(0, 1), st.floats(0, 1)),
+    st.builds(lambda f: {"type": "brightness", "factor": f}, _factors),
+    st.builds(lambda f: {"type": "contrast", "factor": f}, _factors),
+    st.builds(lambda f: {"type": "saturation", "factor": f}, _factors),
+    st.builds(lambda a: {"type": "hue", "degrees": a}, _ranges),
+    st.builds(lambda s: {"type": "resize", "size": s}, st.integers(1, 512)),
+    st.builds(lambda s: {"type": "center_crop", "size": s}, st.integers(1, 512)),
+    st.builds(lambda lo: {"type": "random_resized_crop", "scale": [lo, 1.0]}, st.floats(0.01, 1)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_transform, max_size=6))
+def test_fuzzed_valid_configs_round_trip(transforms: list[dict]) -> None:
+    config = load_config({**BASE, "transforms": transforms})
+    assert isinstance(config, Config)
+    assert load_config(config.model_dump(mode="json")) == config
+
+
+_junk = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["type", "angle", "factor", "size", "fill", "x", "p"]), _junk,
+                       max_size=4),
+       st.sampled_from(sorted(TRANSFORMS)))
+def test_fuzzed_bad_transforms_fail_cleanly(fields: dict, kind: str) -> None:
+    """Whatever garbage a transform entry holds, the outcome is a config or a ConfigError."""
+    try:
+        load_config({**BASE, "transforms": [{**fields, "type": kind}]})
+    except ConfigError as e:
+        assert "transforms.0" in str(e)

@@ -1,0 +1,19 @@
+"""`import daliaug` and the DALI layer never import TensorFlow (the GPU host has none)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["daliaug", "daliaug.dali_pipeline", "daliaug.dali_loader", "daliaug.cli", "daliaug.preview",
+     "daliaug.demo_data"],
+)
+def test_module_does_not_import_tensorflow(module: str) -> None:
+    code = f"import sys, {module}; print('tensorflow' in sys.modules, 'keras' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
