@@ -2,7 +2,9 @@
 
 Used by ``daliaug preview``, the parity harness, the GPU suite and the benchmarks. Each epoch
 visits every sample exactly once in a fresh order (``seed`` and the epoch number fix it); the
-last batch is smaller unless ``drop_remainder``.
+last batch is smaller unless ``drop_remainder``. Column sources are fed from NumPy one batch
+at a time (no per-sample Python loop); TFRecords are read by DALI's own reader, whose shuffle
+is a buffer rather than a full permutation.
 """
 
 from __future__ import annotations
@@ -14,23 +16,25 @@ import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
 from daliaug.config import Config
-from daliaug.dali_pipeline import GraphOptions, build_pipeline, encode_paths
+from daliaug.dali_pipeline import GraphOptions, build_pipeline
 from daliaug.device import Device, resolve_device
 from daliaug.epochs import batch_bounds, epoch_order, resolve_seed
 from daliaug.errors import DataError
-from daliaug.sources import FileSamples
+from daliaug.sources import Samples, prepare_samples
 from daliaug.sources.base import find_undecodable
+from daliaug.sources.tfrecord import RecordSamples
 
 
 class _EpochFeed:
-    """The one external source: a batch of (paths, labels[, params]) per call, epoch by epoch.
+    """The one external source: a batch of every column (and params) per call, epoch by epoch.
 
     Raising ``StopIteration`` ends an epoch; the next call (after the pipeline's reset)
     starts the next epoch in a new order.
     """
 
-    def __init__(self, loader: DaliLoader) -> None:
+    def __init__(self, loader: DaliLoader, samples: Samples) -> None:
         self.loader = loader
+        self.columns = [samples.columns[name] for name in samples.columns]
         self.epoch = 0
         self.pending: deque[np.ndarray] | None = None
         self.recent: deque[np.ndarray] = deque(maxlen=loader.config.prefetch + 2)
@@ -44,26 +48,31 @@ class _EpochFeed:
             raise StopIteration
         idx = self.pending.popleft()
         self.recent.append(idx)
-        out = [self.loader.encoded_paths[idx], self.loader.samples.labels[idx]]
+        out = [column[idx] for column in self.columns]
         if self.loader.params is not None:
             out.append(self.loader.params[idx])
         return tuple(out)
 
 
 class DaliLoader:
-    """A config's DALI pipeline over its samples, yielding NumPy ``(images, labels[, params])``."""
+    """A config's DALI pipeline over its samples, yielding NumPy ``(images, targets[, params])``.
+
+    ``samples`` replaces the config's source (for example in-memory arrays); ``params``, one
+    row of :attr:`Plan.param_keys` per sample, replaces the random draws; ``return_params``
+    also yields the parameters each sample got.
+    """
 
     def __init__(
         self,
         config: Config,
         *,
-        samples: FileSamples | None = None,
+        samples: Samples | RecordSamples | None = None,
         device: Device | None = None,
         params: np.ndarray | None = None,
         return_params: bool = False,
     ) -> None:
         self.config = config
-        self.samples = samples if samples is not None else config.source.samples()
+        self.samples = prepare_samples(config, samples)
         self.device = device or resolve_device(config)
         self.params = None if params is None else np.asarray(params, dtype=np.float32)
         if self.params is not None and self.params.shape[0] != len(self.samples):
@@ -71,18 +80,28 @@ class DaliLoader:
                 f"params has {self.params.shape[0]} rows for {len(self.samples)} samples"
             )
         self.seed = resolve_seed(config.seed)
-        self.encoded_paths = encode_paths(self.samples.paths)
-        self._feed = _EpochFeed(self)
-        self.pipeline: Pipeline = build_pipeline(
-            config,
-            GraphOptions(
-                device=self.device,
-                num_classes=self.samples.num_classes,
-                explicit_params=self.params is not None,
-                feed=self._feed,
+        self._feed: _EpochFeed | None = None
+        if isinstance(self.samples, RecordSamples):
+            if self.params is not None:
+                raise ValueError("explicit params need a column source, not TFRecords")
+            options = GraphOptions(
+                self.device,
+                self.samples.num_classes,
+                inputs=(),
+                records=self.samples,
                 return_params=return_params,
-            ),
-        )
+            )
+        else:
+            self._feed = _EpochFeed(self, self.samples)
+            options = GraphOptions(
+                self.device,
+                self.samples.num_classes,
+                inputs=(*self.samples.columns, *(("params",) if self.params is not None else ())),
+                feed=self._feed,
+                image_shape=self.samples.image_shape,
+                return_params=return_params,
+            )
+        self.pipeline: Pipeline = build_pipeline(config, options)
         self.pipeline.build()
 
     def batch_indices(self, epoch: int) -> list[np.ndarray]:
@@ -91,12 +110,14 @@ class DaliLoader:
         return [order[a:b] for a, b in bounds]
 
     def __len__(self) -> int:
-        return len(
-            batch_bounds(len(self.samples), self.config.batch_size, self.config.drop_remainder)
-        )
+        n = len(self.samples)
+        return len(batch_bounds(n, self.config.batch_size, self.config.drop_remainder))
 
     def raw_batches(self) -> Iterator[tuple]:
         """One epoch of DALI ``TensorList`` outputs (on the GPU for the GPU device)."""
+        if self._feed is None:
+            yield from self._reader_batches()
+            return
         while True:
             try:
                 outputs = self.pipeline.run()
@@ -107,20 +128,59 @@ class DaliLoader:
                 raise self._explain(e) from None
             yield outputs
 
+    def _reader_batches(self) -> Iterator[tuple]:
+        """Epochs of DALI's TFRecord reader: it pads the last batch, which is trimmed here."""
+        n, size = len(self.samples), self.config.batch_size
+        for start in range(0, n, size):
+            try:
+                outputs = self.pipeline.run()
+            except RuntimeError as e:
+                raise DataError(f"reading TFRecords failed: {_first_line(e)}") from None
+            if start + size <= n:
+                yield outputs
+            elif not self.config.drop_remainder:
+                yield tuple(_Trimmed(t, n - start) for t in outputs)
+
     def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:
         for outputs in self.raw_batches():
             yield tuple(_to_numpy(t) for t in outputs)
 
     def _explain(self, error: RuntimeError) -> DataError:
-        paths = [self.samples.paths[i] for idx in self._feed.recent for i in idx]
-        bad = find_undecodable(paths)
+        assert self._feed is not None and isinstance(self.samples, Samples)
+        recent = [int(i) for idx in self._feed.recent for i in idx]
+        files = [paths[i] for paths in self.samples.files.values() for i in recent]
+        bad = find_undecodable(files)
         if bad is not None:
             return DataError(f"cannot decode image {bad[0]}: {bad[1]}")
-        first_line = next((line for line in str(error).splitlines() if line.strip()), str(error))
-        return DataError(f"DALI failed on a batch from {len(paths)} recent files: {first_line}")
+        return DataError(
+            f"DALI failed on a batch of {len(recent)} recent samples: {_first_line(error)}"
+        )
+
+
+class _Trimmed:
+    """The first ``count`` samples of a DALI output batch."""
+
+    def __init__(self, tensors: object, count: int) -> None:
+        self.tensors, self.count = tensors, count
+
+    def as_cpu(self) -> _Trimmed:
+        return _Trimmed(_on_cpu(self.tensors), self.count)
+
+    def as_array(self) -> np.ndarray:
+        return np.asarray(self.tensors.as_array())[: self.count]
+
+
+def _on_cpu(tensors: object) -> object:
+    return tensors.as_cpu() if hasattr(tensors, "as_cpu") else tensors
 
 
 def _to_numpy(tensors: object) -> np.ndarray:
-    if hasattr(tensors, "as_cpu"):
-        tensors = tensors.as_cpu()
-    return np.asarray(tensors.as_array())
+    return np.asarray(_on_cpu(tensors).as_array())
+
+
+def _first_line(error: Exception) -> str:
+    """The informative line of a DALI error: what follows "encountered:", else the first line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if "encountered:" in lines[:-1]:
+        return lines[lines.index("encountered:") + 1]
+    return lines[0] if lines else repr(error)

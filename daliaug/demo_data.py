@@ -35,11 +35,6 @@ _SEGMENTATION_PNG_FRACTION = 0.25
 Size = tuple[int, int] | tuple[tuple[int, int], tuple[int, int]]
 
 
-def default_cache_dir() -> Path:
-    """``$DALIAUG_CACHE`` if set, else ``~/.cache/daliaug``."""
-    return Path(os.environ.get("DALIAUG_CACHE") or "~/.cache/daliaug").expanduser()
-
-
 def _smooth_noise(rng: np.random.Generator, h: int, w: int, cell: float) -> np.ndarray:
     """(H, W, 3) band-limited noise in [-1, 1]: random values ``cell`` pixels apart, bicubic."""
     gh, gw = int(h / cell) + 2, int(w / cell) + 2

@@ -6,9 +6,10 @@ TensorFlow owns the epoch, DALI does the pixels. A DALI pipeline rebuilt for eve
 (which is what iterating a ``DALIDataset`` again does) would replay the same shuffle and the
 same random parameters; so the sample order (reshuffled each epoch), the batch boundaries
 (the last batch of an epoch is smaller unless ``drop_remainder``) and the random parameters
-(stateless draws, fresh each epoch) come from small ``tf.data`` streams, and DALI decodes and
-augments the files they name. Every input stream is built from the same seed, so the
-streams stay aligned sample for sample.
+(stateless draws, fresh each epoch) come from small ``tf.data`` streams, and DALI reads,
+decodes and augments what they name. Each input is its own stream, built from the same seed,
+so the streams stay aligned sample for sample. TFRecords are read once, by TensorFlow, and
+each batch goes to DALI as one packed input (image bytes with their length and label).
 """
 
 from __future__ import annotations
@@ -19,29 +20,40 @@ import tensorflow as tf
 from nvidia.dali.plugin import tf as dali_tf
 
 from daliaug.config import Config, load_config
-from daliaug.dali_pipeline import GraphOptions, build_pipeline, encode_paths
+from daliaug.dali_pipeline import RECORD_HEADER, GraphOptions, build_pipeline
 from daliaug.device import Device, resolve_device
 from daliaug.epochs import batch_bounds, resolve_seed
 from daliaug.errors import BackendError, DataError
 from daliaug.plan import Plan
-from daliaug.sources import FileSamples
+from daliaug.sources import Samples, prepare_samples
+from daliaug.sources.segmentation import SegmentationSource
+from daliaug.sources.tfrecord import RecordSamples
 from daliaug.tf_ops import draw_params
 
 _TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "uint8": tf.uint8}
 
 
 def element_spec(config: Config, num_classes: int) -> tuple[tf.TensorSpec, tf.TensorSpec]:
-    """Shapes and dtypes of one ``(images, labels)`` batch, known from the config alone."""
+    """Shapes and dtypes of one ``(images, labels or masks)`` batch, known from the config."""
     h, w = config.image_size
     c = config.channels
     batch = config.batch_size if config.drop_remainder else None
-    image_shape = (batch, h, w, c) if config.output.layout == "NHWC" else (batch, c, h, w)
-    label_spec = {
+    nhwc = config.output.layout == "NHWC"
+    images = tf.TensorSpec(
+        (batch, h, w, c) if nhwc else (batch, c, h, w), _TF_DTYPES[config.output.dtype]
+    )
+    source = config.source
+    if isinstance(source, SegmentationSource):
+        if source.mask_output == "one_hot":
+            shape = (batch, h, w, num_classes) if nhwc else (batch, num_classes, h, w)
+            return images, tf.TensorSpec(shape, tf.float32)
+        return images, tf.TensorSpec((batch, h, w), tf.as_dtype(source.mask_dtype))
+    labels = {
         "int": tf.TensorSpec((batch,), tf.int32),
         "categorical": tf.TensorSpec((batch, num_classes), tf.float32),
         "binary": tf.TensorSpec((batch, 1), tf.float32),
     }[config.label_mode]
-    return tf.TensorSpec(image_shape, _TF_DTYPES[config.output.dtype]), label_spec
+    return images, labels
 
 
 def _index_batches(n: int, config: Config, seed: int) -> tf.data.Dataset:
@@ -52,22 +64,51 @@ def _index_batches(n: int, config: Config, seed: int) -> tf.data.Dataset:
     return ds.batch(config.batch_size, drop_remainder=config.drop_remainder)
 
 
-def _input_datasets(config: Config, samples: FileSamples, plan: Plan, seed: int) -> dict[str, Any]:
-    n = len(samples)
-    paths = tf.constant(encode_paths(samples.paths))
-    labels = tf.constant(samples.labels)
-    inputs = {
-        "path": _index_batches(n, config, seed).map(lambda i: tf.gather(paths, i)),
-        "label": _index_batches(n, config, seed).map(lambda i: tf.gather(labels, i)),
+def _column_inputs(config: Config, samples: Samples, seed: int) -> dict[str, tf.data.Dataset]:
+    def gather(column: tf.Tensor) -> tf.data.Dataset:
+        return _index_batches(len(samples), config, seed).map(lambda i: tf.gather(column, i))
+
+    return {name: gather(tf.constant(column)) for name, column in samples.columns.items()}
+
+
+def _record_batches(config: Config, records: RecordSamples, seed: int) -> tf.data.Dataset:
+    """Batches of packed TFRecord images (see ``dali_pipeline.pack_records``)."""
+    total = sum(records.counts)
+    start = total * records.shard_id // records.num_shards
+    features = {
+        records.image_key: tf.io.FixedLenFeature([], tf.string),
+        records.label_key: tf.io.FixedLenFeature([], tf.int64),
     }
-    if plan.param_keys:
-        keys = tf.data.Dataset.random(seed=seed + 1, rerandomize_each_iteration=True).batch(2)
-        inputs["params"] = tf.data.Dataset.zip(_index_batches(n, config, seed), keys).map(
-            lambda i, key: draw_params(plan, key, tf.shape(i)[0])
-        )
-    return {
-        name: dali_tf.experimental.Input(ds.prefetch(2), batch=True) for name, ds in inputs.items()
-    }
+
+    def parse(serialized: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        example = tf.io.parse_single_example(serialized, features)
+        return example[records.image_key], tf.cast(example[records.label_key], tf.int32)
+
+    def pack(encoded: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+        lengths = tf.strings.length(encoded)
+        head = tf.bitcast(tf.stack([lengths, labels], axis=1), tf.uint8)
+        body = tf.io.decode_raw(encoded, tf.uint8, fixed_length=tf.reduce_max(lengths))
+        return tf.concat([tf.reshape(head, [-1, RECORD_HEADER]), body], axis=1)
+
+    ds = tf.data.TFRecordDataset(records.files).skip(start).take(len(records))
+    if config.shuffle:
+        ds = ds.shuffle(min(len(records), 10_000), seed=seed, reshuffle_each_iteration=True)
+    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.batch(config.batch_size, drop_remainder=config.drop_remainder).map(pack)
+
+
+def _check_record_keys(records: RecordSamples) -> None:
+    """The first record holds both feature keys, with the expected kinds of values."""
+    first = next(iter(tf.data.TFRecordDataset(records.files[:1])), None)
+    if first is None:
+        raise DataError(f"TFRecord file {records.files[0]} holds no records")
+    feature = tf.train.Example.FromString(first.numpy()).features.feature
+    for key, kind in ((records.image_key, "bytes_list"), (records.label_key, "int64_list")):
+        if key not in feature or feature[key].WhichOneof("kind") != kind:
+            raise DataError(
+                f"TFRecord file {records.files[0]}: no {kind.split('_')[0]} feature {key!r} "
+                f"(the records hold {sorted(feature)}); set source.image_key / source.label_key"
+            )
 
 
 def _tf_device(device: Device, config: Config) -> str:
@@ -81,35 +122,55 @@ def _tf_device(device: Device, config: Config) -> str:
     return f"/gpu:{config.device_id}"
 
 
-def make_dataset(config: Any, *, samples: FileSamples | None = None) -> tf.data.Dataset:
-    """A dataset of ``(images, labels)`` batches augmented by DALI, ready for ``model.fit``.
+def make_dataset(
+    config: Any,
+    *,
+    samples: Samples | RecordSamples | None = None,
+    x: Any = None,
+    y: Any = None,
+) -> tf.data.Dataset:
+    """A dataset of ``(images, labels or masks)`` batches augmented by DALI, for ``model.fit``.
+
+    ``config`` is anything :func:`~daliaug.config.load_config` takes. For an ``arrays``
+    source pass the uint8 images ``x`` (N, H, W, C) and integer labels ``y``; ``samples``
+    replaces the config's source altogether.
 
     One iteration is one epoch: every sample exactly once, in a new order each epoch when
     ``shuffle``; the last batch is smaller unless ``drop_remainder``. Images come out on the
     GPU with ``backend`` gpu (or auto on a GPU machine), else from DALI on the CPU.
     """
     config = load_config(config)
-    samples = samples if samples is not None else config.source.samples()
-    if config.label_mode == "binary" and samples.num_classes != 2:
-        raise DataError(
-            f"label_mode: binary needs exactly 2 classes, found {samples.num_classes}: "
-            f"{samples.class_names[:10]}"
-        )
+    samples = prepare_samples(config, samples, x, y)
     device = resolve_device(config)
     tf_device = _tf_device(device, config)
     plan = Plan.of(config.transforms, config.image_size, config.channels)
     seed = resolve_seed(config.seed)
-    pipe = build_pipeline(
-        config,
-        GraphOptions(device, samples.num_classes, explicit_params=bool(plan.param_keys)),
+    with tf.device("/cpu:0"):
+        if isinstance(samples, RecordSamples):
+            _check_record_keys(samples)
+            inputs = {"record": _record_batches(config, samples, seed)}
+        else:
+            inputs = _column_inputs(config, samples, seed)
+        if plan.param_keys:
+            keys = tf.data.Dataset.random(seed=seed + 1, rerandomize_each_iteration=True).batch(2)
+            sizes = _index_batches(len(samples), config, seed)
+            inputs["params"] = tf.data.Dataset.zip(sizes, keys).map(
+                lambda i, key: draw_params(plan, key, tf.shape(i)[0])
+            )
+    options = GraphOptions(
+        device,
+        samples.num_classes,
+        inputs=tuple(inputs),
+        image_shape=samples.image_shape if isinstance(samples, Samples) else None,
     )
     specs = element_spec(config, samples.num_classes)
-    with tf.device("/cpu:0"):
-        inputs = _input_datasets(config, samples, plan, seed)
     with tf.device(tf_device):
         ds = dali_tf.experimental.DALIDatasetWithInputs(
-            pipeline=pipe,
-            input_datasets=inputs,
+            pipeline=build_pipeline(config, options),
+            input_datasets={
+                name: dali_tf.experimental.Input(stream.prefetch(2), batch=True)
+                for name, stream in inputs.items()
+            },
             batch_size=config.batch_size,
             num_threads=config.num_threads,
             device_id=None if device == "cpu" else config.device_id,

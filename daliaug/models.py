@@ -5,38 +5,87 @@ from __future__ import annotations
 import keras
 
 from daliaug.config import Config
+from daliaug.sources.segmentation import SegmentationSource
+
+
+def _layout(config: Config) -> tuple[tuple[int, int, int], str, int]:
+    h, w = config.image_size
+    c = config.channels
+    if config.output.layout == "NHWC":
+        return (h, w, c), "channels_last", -1
+    return (c, h, w), "channels_first", 1
+
+
+def _conv_block(
+    x: keras.KerasTensor, filters: int, data_format: str, axis: int
+) -> keras.KerasTensor:
+    x = keras.layers.Conv2D(filters, 3, padding="same", use_bias=False, data_format=data_format)(x)
+    x = keras.layers.BatchNormalization(axis=axis, momentum=0.9)(x)
+    return keras.layers.ReLU()(x)
 
 
 def small_cnn(config: Config, num_classes: int) -> keras.Model:
-    """A compact CNN (three conv blocks) sized for quick CPU training, compiled for the labels."""
-    h, w = config.image_size
-    c = config.channels
-    data_format = "channels_last" if config.output.layout == "NHWC" else "channels_first"
-    shape = (h, w, c) if data_format == "channels_last" else (c, h, w)
-    axis = -1 if data_format == "channels_last" else 1
+    """A compact classifier (three blocks of two convolutions) for quick CPU training, compiled."""
+    shape, data_format, axis = _layout(config)
     x = inputs = keras.Input(shape, dtype=config.output.dtype)
     for filters in (32, 64, 128):
-        x = keras.layers.Conv2D(filters, 3, padding="same", use_bias=False, data_format=data_format)(x)
-        x = keras.layers.BatchNormalization(axis=axis)(x)
-        x = keras.layers.ReLU()(x)
+        x = _conv_block(x, filters, data_format, axis)
+        x = _conv_block(x, filters, data_format, axis)
         x = keras.layers.MaxPooling2D(data_format=data_format)(x)
     x = keras.layers.GlobalAveragePooling2D(data_format=data_format)(x)
-    model = keras.Model(inputs, _head(x, config, num_classes))
-    return compile_for(model, config)
-
-
-def _head(x: keras.KerasTensor, config: Config, num_classes: int) -> keras.KerasTensor:
     if config.label_mode == "binary":
-        return keras.layers.Dense(1, activation="sigmoid", dtype="float32")(x)
-    return keras.layers.Dense(num_classes, activation="softmax", dtype="float32")(x)
-
-
-def compile_for(model: keras.Model, config: Config) -> keras.Model:
-    """Compile with the loss and accuracy metric that match ``label_mode``."""
-    loss = {
-        "int": "sparse_categorical_crossentropy",
-        "categorical": "categorical_crossentropy",
-        "binary": "binary_crossentropy",
-    }[config.label_mode]
+        outputs = keras.layers.Dense(1, activation="sigmoid", dtype="float32")(x)
+        loss = "binary_crossentropy"
+    else:
+        outputs = keras.layers.Dense(num_classes, activation="softmax", dtype="float32")(x)
+        loss = (
+            "categorical_crossentropy"
+            if config.label_mode == "categorical"
+            else ("sparse_categorical_crossentropy")
+        )
+    model = keras.Model(inputs, outputs)
     model.compile(optimizer=keras.optimizers.Adam(2e-3), loss=loss, metrics=["accuracy"])
     return model
+
+
+def small_segmenter(config: Config, num_classes: int) -> keras.Model:
+    """A compact encoder-decoder with a skip connection, compiled with a mean IoU metric that
+    skips the source's ``ignore_index`` pixels."""
+    source = config.source
+    assert isinstance(source, SegmentationSource)
+    shape, data_format, axis = _layout(config)
+    x = inputs = keras.Input(shape, dtype=config.output.dtype)
+    skips = []
+    for filters in (24, 48):
+        x = _conv_block(x, filters, data_format, axis)
+        skips.append(x)
+        x = keras.layers.MaxPooling2D(data_format=data_format)(x)
+    x = _conv_block(x, 96, data_format, axis)
+    for filters, skip in zip((48, 24), reversed(skips), strict=True):
+        x = keras.layers.UpSampling2D(data_format=data_format)(x)
+        x = keras.layers.Concatenate(axis=axis)([x, skip])
+        x = _conv_block(x, filters, data_format, axis)
+    logits = keras.layers.Conv2D(num_classes, 1, data_format=data_format, dtype="float32")(x)
+    if data_format == "channels_first":
+        logits = keras.layers.Permute((2, 3, 1))(logits)
+    outputs = keras.layers.Softmax(dtype="float32")(logits)
+    sparse = source.mask_output == "index"
+    ignore = source.ignore_index if source.ignore_index >= num_classes else None
+    loss = (
+        keras.losses.SparseCategoricalCrossentropy(ignore_class=ignore)
+        if sparse
+        else keras.losses.CategoricalCrossentropy()
+    )
+    metric = keras.metrics.MeanIoU(
+        num_classes, name="mean_iou", sparse_y_true=sparse, sparse_y_pred=False, ignore_class=ignore
+    )
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer=keras.optimizers.Adam(2e-3), loss=loss, metrics=[metric])
+    return model
+
+
+def model_for(config: Config, num_classes: int) -> keras.Model:
+    """The demo model that fits the config's task."""
+    if config.source.segmentation:
+        return small_segmenter(config, num_classes)
+    return small_cnn(config, num_classes)

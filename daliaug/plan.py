@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from daliaug.algebra import Affine, Box, Canvas, ColourMatrix, Math, Random, Scalar, div
+from daliaug.algebra import Affine, Box, Canvas, ColourMatrix, Math, Random, Scalar, div, neg
 from daliaug.transforms import ColourTransform, CropTransform, GeometricTransform, Transform
 from daliaug.transforms.base import Params
 
@@ -24,6 +24,13 @@ class Geometry:
 
     roi: Box | None
     forward: Affine
+
+    @property
+    def source_forward(self) -> Affine:
+        """The map from full-source pixels to output pixels (what masks, decoded whole, need)."""
+        if self.roi is None:
+            return self.forward
+        return self.forward.then_after(Affine.translate(neg(self.roi.x), neg(self.roi.y)))
 
 
 @dataclass(frozen=True)
@@ -67,15 +74,20 @@ class Plan:
     def has_colour(self) -> bool:
         return any(isinstance(t, ColourTransform) for t in self.transforms)
 
-    def geometry(self, params: dict[str, Scalar], source: Canvas, m: Math) -> Geometry:
-        """The decode window and the composed affine map for one sample of size ``source``."""
+    def geometry(
+        self, params: dict[str, Scalar], source: Canvas, m: Math, fuse_roi: bool = True
+    ) -> Geometry:
+        """The decode window and the composed affine map for one sample of size ``source``.
+
+        With ``fuse_roi`` (encoded input) a leading random resized crop becomes the decode
+        window; without it (already decoded arrays) the crop is part of the warp."""
         roi: Box | None = None
         forward, canvas = Affine(), source
         for i, t in enumerate(self.transforms):
             if not isinstance(t, GeometricTransform):
                 continue
             p = self._params_of(params, i)
-            if i == self.roi_step:
+            if fuse_roi and i == self.roi_step:
                 assert isinstance(t, CropTransform)
                 roi = t.crop_box(p, canvas, m)
                 forward, canvas = t.box_to_output(roi)

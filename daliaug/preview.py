@@ -9,17 +9,47 @@ import numpy as np
 
 from daliaug.config import Config, Output
 
+_PALETTE = np.array(
+    [
+        (230, 25, 75),
+        (60, 180, 75),
+        (255, 225, 25),
+        (0, 130, 200),
+        (245, 130, 48),
+        (145, 30, 180),
+        (70, 240, 240),
+        (240, 50, 230),
+        (210, 245, 60),
+        (250, 190, 212),
+    ],
+    dtype=np.float64,
+)
+
 
 def augmented_samples(config: Config, count: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """``count`` augmented images (uint8, NHWC, before normalization), labels and class names."""
+    """``count`` augmented images (uint8, NHWC, before normalization) with their labels or
+    masks (class indices), and the class names."""
     from daliaug.dali_loader import DaliLoader
 
-    shown = config.model_copy(
-        update={"output": Output(dtype="uint8"), "batch_size": count, "label_mode": "int"}
+    update = {"output": Output(dtype="uint8"), "batch_size": count, "label_mode": "int"}
+    if config.source.segmentation:
+        update["source"] = config.source.model_copy(update={"mask_output": "index"})
+    loader = DaliLoader(config.model_copy(update=update))
+    images, targets = next(iter(loader))[:2]
+    return images, targets, loader.samples.class_names
+
+
+def overlay(image: np.ndarray, mask: np.ndarray, num_classes: int) -> np.ndarray:
+    """The image with each class tinted in its own colour; ignored pixels hatched grey."""
+    tint = _PALETTE[np.minimum(mask, num_classes - 1) % len(_PALETTE)]
+    out = (
+        image.astype(np.float64) if image.shape[-1] == 3 else np.repeat(image, 3, -1).astype(float)
     )
-    loader = DaliLoader(shown)
-    images, labels = next(iter(loader))[:2]
-    return images, labels, loader.samples.class_names
+    ignored = mask >= num_classes
+    out = np.where(((mask > 0) & ~ignored)[..., None], 0.45 * out + 0.55 * tint, out)
+    hatch = (np.add.outer(np.arange(mask.shape[0]), np.arange(mask.shape[1])) // 3) % 2 == 0
+    out[ignored & hatch] = 128
+    return out.astype(np.uint8)
 
 
 def save_grid(images: np.ndarray, titles: list[str], path: Path) -> Path:
@@ -42,3 +72,15 @@ def save_grid(images: np.ndarray, titles: list[str], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def preview(config: Config, count: int, path: Path) -> Path:
+    """Write a grid of ``count`` augmented samples: captioned by class, or with masks overlaid."""
+    images, targets, names = augmented_samples(config, count)
+    if config.source.segmentation:
+        shown = np.stack([overlay(i, m, len(names)) for i, m in zip(images, targets, strict=True)])
+        titles = [
+            ", ".join(names[c] for c in np.unique(m) if 0 < c < len(names)) or "-" for m in targets
+        ]
+        return save_grid(shown, titles, path)
+    return save_grid(images, [names[i] for i in targets], path)

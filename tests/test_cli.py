@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,10 @@ ROOT = Path(__file__).parents[1]
 def daliaug(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "daliaug.cli", *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
         env={**os.environ, **(env or {})},
     )
 
@@ -29,8 +33,10 @@ def test_validate_prints_the_normalized_config() -> None:
 
 def test_validate_bad_config_exits_2_naming_the_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("source: {type: directory, path: x}\nimage_size: 32\n"
-                   "transforms:\n  - {type: rotation, angle: [30, 10]}\n")
+    bad.write_text(
+        "source: {type: directory, path: x}\nimage_size: 32\n"
+        "transforms:\n  - {type: rotation, angle: [30, 10]}\n"
+    )
     result = daliaug("validate", bad)
     assert result.returncode == 2
     assert "transforms.0.rotation.angle" in result.stderr and "[30.0, 10.0]" in result.stderr
@@ -39,8 +45,16 @@ def test_validate_bad_config_exits_2_naming_the_field(tmp_path: Path) -> None:
 
 def test_preview_writes_a_grid(demo_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "grid.png"
-    result = daliaug("preview", ROOT / "pipelines" / "demo.yaml", "--data", demo_dir, "--out", out,
-                     "--count", "6")
+    result = daliaug(
+        "preview",
+        ROOT / "pipelines" / "demo.yaml",
+        "--data",
+        demo_dir,
+        "--out",
+        out,
+        "--count",
+        "6",
+    )
     assert result.returncode == 0, result.stderr
     with Image.open(out) as im:
         assert im.size[0] > 200 and im.size[1] > 100
@@ -54,8 +68,9 @@ def test_bad_data_directories_exit_3_naming_the_path(tmp_path: Path, setup: str)
     if setup == "no_images":
         (data / "cats").mkdir()
         (data / "cats" / "notes.txt").write_text("not an image")
-    result = daliaug("preview", ROOT / "pipelines" / "demo.yaml", "--data", data,
-                     "--out", tmp_path / "g.png")
+    result = daliaug(
+        "preview", ROOT / "pipelines" / "demo.yaml", "--data", data, "--out", tmp_path / "g.png"
+    )
     assert result.returncode == 3, result.stderr
     assert str(data) in result.stderr and "Traceback" not in result.stderr
 
@@ -68,14 +83,16 @@ def test_corrupt_image_is_named(demo_dir: Path, tmp_path: Path) -> None:
             (data / cls / f"{i}.jpg").write_bytes(src.read_bytes())
     broken = data / "b" / "1.jpg"
     broken.write_bytes(b"\xff\xd8\xff" + b"\x00garbage" * 20)  # a JPEG header, then nothing
-    result = daliaug("preview", ROOT / "pipelines" / "demo.yaml", "--data", data,
-                     "--out", tmp_path / "g.png")
+    result = daliaug(
+        "preview", ROOT / "pipelines" / "demo.yaml", "--data", data, "--out", tmp_path / "g.png"
+    )
     assert result.returncode == 3, result.stderr
     assert str(broken) in result.stderr and "Traceback" not in result.stderr
     not_an_image = data / "a" / "0.jpg"
     not_an_image.write_bytes(b"GIF89a...")
-    result = daliaug("preview", ROOT / "pipelines" / "demo.yaml", "--data", data,
-                     "--out", tmp_path / "g.png")
+    result = daliaug(
+        "preview", ROOT / "pipelines" / "demo.yaml", "--data", data, "--out", tmp_path / "g.png"
+    )
     assert result.returncode == 3 and str(not_an_image) in result.stderr
 
 
@@ -94,3 +111,58 @@ def test_demo_trains_on_user_data(demo_dir: Path) -> None:
     result = daliaug("demo", "--data", demo_dir, "--epochs", "2", "--backend", "cpu")
     assert result.returncode == 0, result.stderr
     assert "images/s" in result.stderr and "validation accuracy" in result.stderr
+
+
+def test_preview_overlays_segmentation_masks(tmp_path: Path) -> None:
+    from daliaug.demo_data import write_segmentation_dataset
+
+    data = write_segmentation_dataset(tmp_path / "seg", count=8)
+    out = tmp_path / "seg.png"
+    result = daliaug(
+        "preview",
+        ROOT / "pipelines" / "segmentation.yaml",
+        "--data",
+        data,
+        "--out",
+        out,
+        "--count",
+        "4",
+    )
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_size > 10_000
+
+
+def test_convert_writes_shards_that_train(demo_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "records"
+    result = daliaug("convert", demo_dir, out, "--shards", "2")
+    assert result.returncode == 0, result.stderr
+    assert "wrote 48 records of 4 classes to 2 files" in result.stderr
+    assert len(list(out.glob("*.tfrecord"))) == 2 and (out / "daliaug.json").is_file()
+    config = tmp_path / "records.yaml"
+    config.write_text(
+        f"source: {{type: tfrecord, path: {out}, index_dir: {tmp_path / 'idx'}}}\n"
+        "image_size: 32\nbatch_size: 8\n"
+    )
+    result = daliaug("preview", config, "--out", tmp_path / "r.png", "--count", "4")
+    assert result.returncode == 0, result.stderr
+
+
+def test_demo_segmentation_mean_iou_rises(tmp_path: Path) -> None:
+    result = daliaug(
+        "demo",
+        "--config",
+        ROOT / "pipelines" / "segmentation.yaml",
+        "--epochs",
+        "6",
+        "--backend",
+        "cpu",
+        env={"DALIAUG_CACHE": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stderr
+    first, best = (
+        float(v)
+        for v in re.findall(
+            r"validation mean_iou: first epoch ([\d.]+)%, best ([\d.]+)%", result.stderr
+        )[0]
+    )
+    assert best > first + 5

@@ -38,8 +38,12 @@ def test_defaults_are_filled_in() -> None:
 
 
 def test_normalize_transform_moves_into_output() -> None:
-    config = load_config({**BASE, "transforms": [{"type": "flip"},
-                                                 {"type": "normalize", "mean": 127.5, "std": 127.5}]})
+    config = load_config(
+        {
+            **BASE,
+            "transforms": [{"type": "flip"}, {"type": "normalize", "mean": 127.5, "std": 127.5}],
+        }
+    )
     assert [t.type for t in config.transforms] == ["flip"]
     assert config.output.mean_std(3) == ([127.5] * 3, [127.5] * 3)
 
@@ -58,26 +62,52 @@ def test_yaml_json_and_overrides(tmp_path: Path) -> None:
         ({**BASE, "colour": 1}, "colour: Extra inputs are not permitted (got 1)"),
         ({**BASE, "batch_size": 0}, "batch_size: Input should be greater than 0 (got 0)"),
         ({**BASE, "label_mode": "onehot"}, "label_mode: Input should be 'int', 'categorical' or"),
-        ({**BASE, "transforms": [{"type": "rotate", "angle": 3}]}, "transforms.0: Input tag 'rotate'"),
-        ({**BASE, "transforms": [{"type": "rotation", "angle": "lots"}]},
-         "transforms.0.rotation.angle: Input should be a valid tuple (got 'lots')"),
-        ({**BASE, "transforms": [{"type": "rotation", "angle": [10, -10]}]},
-         "transforms.0.rotation.angle: range must be [low, high] with low <= high"),
-        ({**BASE, "transforms": [{"type": "flip", "horizontal": 2}]},
-         "transforms.0.flip.horizontal: Input should be less than or equal to 1 (got 2)"),
-        ({**BASE, "transforms": [{"type": "random_resized_crop", "scale": [0.5, 2]}]},
-         "transforms.0.random_resized_crop.scale: scale is a fraction of the image area"),
-        ({**BASE, "transforms": [{"type": "resize"}]},
-         "transforms.0.resize: give exactly one of 'size' or 'shorter_side'"),
-        ({**BASE, "transforms": [{"type": "normalize", "rescale": 1}, {"type": "flip"}]},
-         "transforms.0: 'normalize' must be the last transform"),
-        ({**BASE, "transforms": [{"type": "rotation", "angle": 5, "fill": 0},
-                                 {"type": "shift", "x": 0.1, "fill": "nearest"}]},
-         "transforms.0.fill=0.0, transforms.1.fill='nearest'"),
-        ({**BASE, "channels": 1, "transforms": [{"type": "hue", "degrees": 10}]},
-         "transforms.0: 'hue' needs channels: 3"),
-        ({**BASE, "output": {"dtype": "uint8", "rescale": 0.5}},
-         "output: dtype uint8 cannot carry normalized values"),
+        (
+            {**BASE, "transforms": [{"type": "rotate", "angle": 3}]},
+            "transforms.0: Input tag 'rotate'",
+        ),
+        (
+            {**BASE, "transforms": [{"type": "rotation", "angle": "lots"}]},
+            "transforms.0.rotation.angle: Input should be a valid tuple (got 'lots')",
+        ),
+        (
+            {**BASE, "transforms": [{"type": "rotation", "angle": [10, -10]}]},
+            "transforms.0.rotation.angle: range must be [low, high] with low <= high",
+        ),
+        (
+            {**BASE, "transforms": [{"type": "flip", "horizontal": 2}]},
+            "transforms.0.flip.horizontal: Input should be less than or equal to 1 (got 2)",
+        ),
+        (
+            {**BASE, "transforms": [{"type": "random_resized_crop", "scale": [0.5, 2]}]},
+            "transforms.0.random_resized_crop.scale: scale is a fraction of the image area",
+        ),
+        (
+            {**BASE, "transforms": [{"type": "resize"}]},
+            "transforms.0.resize: give exactly one of 'size' or 'shorter_side'",
+        ),
+        (
+            {**BASE, "transforms": [{"type": "normalize", "rescale": 1}, {"type": "flip"}]},
+            "transforms.0: 'normalize' must be the last transform",
+        ),
+        (
+            {
+                **BASE,
+                "transforms": [
+                    {"type": "rotation", "angle": 5, "fill": 0},
+                    {"type": "shift", "x": 0.1, "fill": "nearest"},
+                ],
+            },
+            "transforms.0.fill=0.0, transforms.1.fill='nearest'",
+        ),
+        (
+            {**BASE, "channels": 1, "transforms": [{"type": "hue", "degrees": 10}]},
+            "transforms.0: 'hue' needs channels: 3",
+        ),
+        (
+            {**BASE, "output": {"dtype": "uint8", "rescale": 0.5}},
+            "output: dtype uint8 cannot carry normalized values",
+        ),
         ({**BASE, "source": {"type": "directory"}}, "source.directory.path: Field required"),
         ({"image_size": 32}, "source: Field required"),
     ],
@@ -116,8 +146,11 @@ _transform = st.one_of(
     st.builds(lambda a: {"type": "shear", "angle": [a[0] / 2, a[1] / 2]}, _ranges),
     st.builds(lambda x, y: {"type": "shift", "x": x, "y": y}, _factors, _factors),
     st.builds(lambda f: {"type": "zoom", "factor": f}, _factors),
-    st.builds(lambda p, q: {"type": "flip", "horizontal": p, "vertical": q},
-              st.floats(0, 1), st.floats(0, 1)),
+    st.builds(
+        lambda p, q: {"type": "flip", "horizontal": p, "vertical": q},
+        st.floats(0, 1),
+        st.floats(0, 1),
+    ),
     st.builds(lambda f: {"type": "brightness", "factor": f}, _factors),
     st.builds(lambda f: {"type": "contrast", "factor": f}, _factors),
     st.builds(lambda f: {"type": "saturation", "factor": f}, _factors),
@@ -138,15 +171,20 @@ def test_fuzzed_valid_configs_round_trip(transforms: list[dict]) -> None:
 
 _junk = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["type", "angle", "factor", "size", "fill", "x", "p"]), _junk,
-                       max_size=4),
-       st.sampled_from(sorted(TRANSFORMS)))
+@given(
+    st.dictionaries(
+        st.sampled_from(["type", "angle", "factor", "size", "fill", "x", "p"]), _junk, max_size=4
+    ),
+    st.sampled_from(sorted(TRANSFORMS)),
+)
 def test_fuzzed_bad_transforms_fail_cleanly(fields: dict, kind: str) -> None:
     """Whatever garbage a transform entry holds, the outcome is a config or a ConfigError."""
     try:

@@ -12,22 +12,40 @@ from daliaug.dali_loader import DaliLoader
 from daliaug.keras_dataset import make_dataset
 from tests.helpers import config_for
 
+PIPELINES_DIR = Path(__file__).parents[1] / "pipelines"
+PIPELINES = sorted(PIPELINES_DIR.glob("*.yaml"))
+
 SPEC_CASES = [
     ({}, (None, 64, 64, 3), tf.float32, (None,), tf.int32),
     ({"label_mode": "categorical"}, (None, 64, 64, 3), tf.float32, (None, 4), tf.float32),
-    ({"output": {"layout": "NCHW", "dtype": "float16"}}, (None, 3, 64, 64), tf.float16,
-     (None,), tf.int32),
-    ({"drop_remainder": True, "output": {"dtype": "uint8"}}, (4, 64, 64, 3), tf.uint8,
-     (4,), tf.int32),
+    (
+        {"output": {"layout": "NCHW", "dtype": "float16"}},
+        (None, 3, 64, 64),
+        tf.float16,
+        (None,),
+        tf.int32,
+    ),
+    (
+        {"drop_remainder": True, "output": {"dtype": "uint8"}},
+        (4, 64, 64, 3),
+        tf.uint8,
+        (4,),
+        tf.int32,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("fields", "image_shape", "image_dtype", "label_shape", "label_dtype"),
-                         SPEC_CASES)
-def test_element_spec_and_batches_match_the_config(demo_dir: Path, fields, image_shape,
-                                                   image_dtype, label_shape, label_dtype) -> None:
-    ds = make_dataset(config_for(demo_dir, transforms=[{"type": "random_resized_crop"},
-                                                       {"type": "flip"}], **fields))
+@pytest.mark.parametrize(
+    ("fields", "image_shape", "image_dtype", "label_shape", "label_dtype"), SPEC_CASES
+)
+def test_element_spec_and_batches_match_the_config(
+    demo_dir: Path, fields, image_shape, image_dtype, label_shape, label_dtype
+) -> None:
+    ds = make_dataset(
+        config_for(
+            demo_dir, transforms=[{"type": "random_resized_crop"}, {"type": "flip"}], **fields
+        )
+    )
     images, labels = ds.element_spec
     assert tuple(images.shape) == image_shape and images.dtype == image_dtype
     assert tuple(labels.shape) == label_shape and labels.dtype == label_dtype
@@ -37,9 +55,11 @@ def test_element_spec_and_batches_match_the_config(demo_dir: Path, fields, image
 
 
 def test_binary_labels(tmp_path: Path, demo_dir: Path) -> None:
-    config = config_for(demo_dir, label_mode="binary",
-                        source={"type": "directory", "path": str(demo_dir),
-                                "class_names": ["circle", "square"]})
+    config = config_for(
+        demo_dir,
+        label_mode="binary",
+        source={"type": "directory", "path": str(demo_dir), "class_names": ["circle", "square"]},
+    )
     labels = np.concatenate([b[1].numpy() for b in make_dataset(config)])
     assert labels.shape == (24, 1) and set(labels.ravel()) == {0.0, 1.0}
 
@@ -49,20 +69,30 @@ def epoch_labels(ds: tf.data.Dataset) -> list[list[int]]:
 
 
 def test_each_sample_exactly_once_per_epoch_and_reshuffled(numbered_list: Path) -> None:
-    config = config_for(numbered_list.parent, source={"type": "file_list", "path": str(numbered_list)},
-                        shuffle=True, batch_size=5, transforms=[{"type": "rotation", "angle": 20}])
+    config = config_for(
+        numbered_list.parent,
+        source={"type": "file_list", "path": str(numbered_list)},
+        shuffle=True,
+        batch_size=5,
+        transforms=[{"type": "rotation", "angle": 20}],
+    )
     ds = make_dataset(config)
     first, second = epoch_labels(ds), epoch_labels(ds)
     for epoch in (first, second):
         assert [len(b) for b in epoch] == [5, 5, 5, 5, 3]  # the last batch is partial
-        assert sorted(sum(epoch, [])) == list(range(23))  # every sample exactly once
+        assert sorted(np.concatenate(epoch).tolist()) == list(range(23))  # each sample once
     assert first != second  # a new order every epoch
     assert epoch_labels(make_dataset(config)) == first  # the same seed reproduces it
 
 
 def test_drop_remainder_drops_only_the_partial_batch(numbered_list: Path) -> None:
-    config = config_for(numbered_list.parent, source={"type": "file_list", "path": str(numbered_list)},
-                        shuffle=False, batch_size=5, drop_remainder=True)
+    config = config_for(
+        numbered_list.parent,
+        source={"type": "file_list", "path": str(numbered_list)},
+        shuffle=False,
+        batch_size=5,
+        drop_remainder=True,
+    )
     assert epoch_labels(make_dataset(config)) == [list(range(i, i + 5)) for i in range(0, 20, 5)]
 
 
@@ -76,21 +106,27 @@ def test_random_parameters_change_every_epoch(square_dir: Path) -> None:
 def test_matches_the_dali_loader_with_the_same_parameters(demo_dir: Path) -> None:
     """The Keras path and the pure-DALI path run one graph: no shuffle, no randomness,
     identical pixels."""
-    config = config_for(demo_dir, transforms=[{"type": "resize", "shorter_side": 70},
-                                              {"type": "center_crop", "size": 64}])
+    config = config_for(
+        demo_dir,
+        transforms=[{"type": "resize", "shorter_side": 70}, {"type": "center_crop", "size": 64}],
+    )
     keras_images = np.concatenate([b[0].numpy() for b in make_dataset(config)])
     dali_images = np.concatenate([b[0] for b in DaliLoader(config)])
     assert np.array_equal(keras_images, dali_images)
 
 
 def test_dali_loader_epochs(numbered_list: Path) -> None:
-    config = config_for(numbered_list.parent, source={"type": "file_list", "path": str(numbered_list)},
-                        shuffle=True, batch_size=4)
+    config = config_for(
+        numbered_list.parent,
+        source={"type": "file_list", "path": str(numbered_list)},
+        shuffle=True,
+        batch_size=4,
+    )
     loader = DaliLoader(config)
     epochs = [[b[1].tolist() for b in loader] for _ in range(2)]
     assert len(loader) == 6
     for epoch in epochs:
-        assert sorted(sum(epoch, [])) == list(range(23)) and len(epoch[-1]) == 3
+        assert sorted(np.concatenate(epoch).tolist()) == list(range(23)) and len(epoch[-1]) == 3
     assert epochs[0] != epochs[1]
 
 
@@ -98,13 +134,45 @@ def test_model_fit_loss_falls(demo_dir: Path) -> None:
     from daliaug.models import small_cnn
 
     tf.keras.utils.set_random_seed(0)
-    config = config_for(demo_dir, image_size=48, batch_size=8, shuffle=True,
-                        transforms=[{"type": "random_resized_crop", "scale": [0.6, 1]},
-                                    {"type": "flip"}, {"type": "normalize", "rescale": 1 / 255}])
+    config = config_for(
+        demo_dir,
+        image_size=48,
+        batch_size=8,
+        shuffle=True,
+        transforms=[
+            {"type": "random_resized_crop", "scale": [0.6, 1]},
+            {"type": "flip"},
+            {"type": "normalize", "rescale": 1 / 255},
+        ],
+    )
     train = make_dataset(config)
     model = small_cnn(config, num_classes=4)
-    history = model.fit(train, epochs=6, validation_data=make_dataset(config.evaluation_twin()),
-                        verbose=0)
+    history = model.fit(
+        train, epochs=6, validation_data=make_dataset(config.evaluation_twin()), verbose=0
+    )
     losses = history.history["loss"]
     assert losses[-1] < 0.8 * losses[0]
     assert len(history.history["val_loss"]) == 6
+
+
+@pytest.fixture(scope="module")
+def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PIPELINES))
+def test_every_shipped_pipeline_runs(name: str, demo_cache: Path, monkeypatch) -> None:
+    """Each config in pipelines/ builds and yields batches of its element spec, on the demo
+    data written in the form its source reads."""
+    from daliaug.config import load_config
+    from daliaug.demo_sources import demo_sources
+
+    monkeypatch.setenv("DALIAUG_CACHE", str(demo_cache))
+    config = load_config(PIPELINES_DIR / name, {"batch_size": 8, "backend": "cpu"})
+    _, val = demo_sources(config.source)
+    config = config.model_copy(update={"source": val})
+    ds = make_dataset(config)
+    images, targets = next(iter(ds))
+    assert ds.element_spec[0].is_compatible_with(images)
+    assert ds.element_spec[1].is_compatible_with(targets)
+    assert images.shape[0] == 8

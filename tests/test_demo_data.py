@@ -9,9 +9,9 @@ import pytest
 from PIL import Image
 
 from daliaug import demo_data
+from daliaug.cache import default_cache_dir
 from daliaug.demo_data import (
     CLASS_NAMES,
-    default_cache_dir,
     render_sample,
     write_classification_dataset,
     write_segmentation_dataset,

@@ -10,8 +10,14 @@ import pytest
 
 @pytest.mark.parametrize(
     "module",
-    ["daliaug", "daliaug.dali_pipeline", "daliaug.dali_loader", "daliaug.cli", "daliaug.preview",
-     "daliaug.demo_data"],
+    [
+        "daliaug",
+        "daliaug.dali_pipeline",
+        "daliaug.dali_loader",
+        "daliaug.cli",
+        "daliaug.preview",
+        "daliaug.demo_data",
+    ],
 )
 def test_module_does_not_import_tensorflow(module: str) -> None:
     code = f"import sys, {module}; print('tensorflow' in sys.modules, 'keras' in sys.modules)"

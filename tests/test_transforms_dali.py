@@ -15,8 +15,9 @@ from daliaug.plan import Plan
 from tests.helpers import config_for, structured_image, write_image_dir
 
 
-def augment(root: Path, transforms: list[dict], size: int = 64, params: dict | None = None,
-            **fields: Any) -> np.ndarray:
+def augment(
+    root: Path, transforms: list[dict], size: int = 64, params: dict | None = None, **fields: Any
+) -> np.ndarray:
     """The first output image (float, 0..255 scale unless normalized) for explicit params."""
     config = config_for(root, image_size=size, transforms=transforms, **fields)
     plan = Plan.of(config.transforms, config.image_size, config.channels)
@@ -31,8 +32,9 @@ def inner(a: np.ndarray, border: int = 1) -> np.ndarray:
     return a[border:-border, border:-border]
 
 
-def reference_warp(img: np.ndarray, forward: np.ndarray, out_hw: tuple[int, int],
-                   mode: str = "constant") -> np.ndarray:
+def reference_warp(
+    img: np.ndarray, forward: np.ndarray, out_hw: tuple[int, int], mode: str = "constant"
+) -> np.ndarray:
     """Bilinear resampling with SciPy for a 2x3 source-to-destination map in pixel-corner
     coordinates (pixel centres at +0.5), the convention daliaug documents."""
     full = np.vstack([forward, [0, 0, 1]])
@@ -42,22 +44,26 @@ def reference_warp(img: np.ndarray, forward: np.ndarray, out_hw: tuple[int, int]
     centre = np.array([0.5, 0.5])
     offset = m @ centre + np.array([inv[1, 2], inv[0, 2]]) - centre
     return np.stack(
-        [ndimage.affine_transform(img[..., c].astype(np.float64), m, offset, out_hw, order=1,
-                                  mode=mode) for c in range(img.shape[-1])],
+        [
+            ndimage.affine_transform(
+                img[..., c].astype(np.float64), m, offset, out_hw, order=1, mode=mode
+            )
+            for c in range(img.shape[-1])
+        ],
         axis=-1,
     )
 
 
-def inside_source(forward: np.ndarray, out_hw: tuple[int, int], src_hw: tuple[int, int],
-                  margin: float = 1.0) -> np.ndarray:
+def inside_source(
+    forward: np.ndarray, out_hw: tuple[int, int], src_hw: tuple[int, int], margin: float = 1.0
+) -> np.ndarray:
     """Output pixels whose source point lies ``margin`` pixels inside the source image, away
     from the band where interpolation meets the fill."""
     inv = np.linalg.inv(np.vstack([forward, [0, 0, 1]]))
     y, x = np.mgrid[0 : out_hw[0], 0 : out_hw[1]] + 0.5
     sx = inv[0, 0] * x + inv[0, 1] * y + inv[0, 2]
     sy = inv[1, 0] * x + inv[1, 1] * y + inv[1, 2]
-    return ((sx >= margin) & (sx <= src_hw[1] - margin) & (sy >= margin)
-            & (sy <= src_hw[0] - margin))
+    return (sx >= margin) & (sx <= src_hw[1] - margin) & (sy >= margin) & (sy <= src_hw[0] - margin)
 
 
 def about_centre(linear: np.ndarray, c: float = 32.0) -> np.ndarray:
@@ -73,8 +79,11 @@ def test_identity_is_exact(square_dir: Path, square_image: np.ndarray) -> None:
 
 @pytest.mark.parametrize(
     ("flips", "expected"),
-    [((1.0, 0.0), lambda a: a[:, ::-1]), ((0.0, 1.0), lambda a: a[::-1]),
-     ((1.0, 1.0), lambda a: a[::-1, ::-1])],
+    [
+        ((1.0, 0.0), lambda a: a[:, ::-1]),
+        ((0.0, 1.0), lambda a: a[::-1]),
+        ((1.0, 1.0), lambda a: a[::-1, ::-1]),
+    ],
 )
 def test_flip_mirrors(square_dir: Path, square_image: np.ndarray, flips, expected) -> None:
     out = augment(square_dir, [{"type": "flip", "horizontal": flips[0], "vertical": flips[1]}])
@@ -137,8 +146,9 @@ def test_shorter_side_resize_keeps_aspect(tmp_path: Path) -> None:
     wide = structured_image(40, 80)
     root = write_image_dir(tmp_path, {"a": [wide]})
     # shorter side 20 -> 20x40; then the centre 20x20 window
-    out = augment(root, [{"type": "resize", "shorter_side": 20}, {"type": "center_crop", "size": 20}],
-                  size=20)
+    out = augment(
+        root, [{"type": "resize", "shorter_side": 20}, {"type": "center_crop", "size": 20}], size=20
+    )
     expected = wide.reshape(20, 2, 40, 2, 3).mean(axis=(1, 3))[:, 10:30]
     assert np.abs(out - expected).max() <= 0.5 + 1e-6
 
@@ -158,8 +168,12 @@ def test_random_resized_crop_box_follows_its_parameters(square_dir: Path, square
 def test_random_resized_crop_aspect_ratio(square_dir: Path, square_image) -> None:
     # area 1/8 with ratio 2 -> w = round(sqrt(512*2)) = 32, h = 16; u = v = 1 -> bottom-right
     params = {"0.area": 0.125, "0.log_ratio": float(np.log(2)), "0.u": 1.0, "0.v": 1.0}
-    out = augment(square_dir, [{"type": "random_resized_crop", "ratio": [0.5, 2]}],
-                  size=[16, 32], params=params)
+    out = augment(
+        square_dir,
+        [{"type": "random_resized_crop", "ratio": [0.5, 2]}],
+        size=[16, 32],
+        params=params,
+    )
     assert np.array_equal(out, square_image[48:, 32:])
 
 
@@ -198,8 +212,10 @@ def test_hue_rotates_chroma_and_keeps_luma(square_dir: Path) -> None:
 
 
 def test_colour_transforms_compose_in_order(square_dir: Path, square_image) -> None:
-    out = augment(square_dir, [{"type": "brightness", "factor": [0.5, 0.5]},
-                               {"type": "contrast", "factor": [2, 2]}])
+    out = augment(
+        square_dir,
+        [{"type": "brightness", "factor": [0.5, 0.5]}, {"type": "contrast", "factor": [2, 2]}],
+    )
     expected = np.clip((square_image * 0.5 - 128) * 2 + 128, 0, 255)
     assert np.abs(out - expected).max() <= 1.0
 
@@ -228,15 +244,27 @@ def test_grayscale_channel(square_dir: Path, square_image: np.ndarray) -> None:
 
 def _op_counts(config) -> Counter[str]:
     """How many instances of each operator the DALI graph holds."""
-    return Counter(getattr(node._op, "schema_name", "") for node in DaliLoader(config).pipeline._ops)
+    return Counter(
+        getattr(node._op, "schema_name", "") for node in DaliLoader(config).pipeline._ops
+    )
 
 
 def test_geometry_fuses_into_one_warp_and_colour_into_one_pass(square_dir: Path) -> None:
-    config = config_for(square_dir, transforms=[
-        {"type": "random_resized_crop"}, {"type": "rotation", "angle": 10},
-        {"type": "shift", "x": 0.1}, {"type": "zoom", "factor": 0.1}, {"type": "shear", "angle": 5},
-        {"type": "flip"}, {"type": "brightness", "factor": 0.2}, {"type": "contrast", "factor": 0.2},
-        {"type": "saturation", "factor": 0.2}, {"type": "hue", "degrees": 10}])
+    config = config_for(
+        square_dir,
+        transforms=[
+            {"type": "random_resized_crop"},
+            {"type": "rotation", "angle": 10},
+            {"type": "shift", "x": 0.1},
+            {"type": "zoom", "factor": 0.1},
+            {"type": "shear", "angle": 5},
+            {"type": "flip"},
+            {"type": "brightness", "factor": 0.2},
+            {"type": "contrast", "factor": 0.2},
+            {"type": "saturation", "factor": 0.2},
+            {"type": "hue", "degrees": 10},
+        ],
+    )
     counts = _op_counts(config)
     assert counts["WarpAffine"] == 1 and counts["CoordTransform"] == 1
     assert counts["decoders__ImageSlice"] == 1  # random resized crop first: ROI decoding

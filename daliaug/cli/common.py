@@ -14,10 +14,13 @@ console = Console(stderr=True, highlight=False)
 
 def add_data_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--data", type=Path, help="data directory; replaces the config's source.path"
+        "--data", type=Path, help="data for the config's source (replaces its path)"
     )
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
-    overrides = {"source": {"path": str(args.data)}} if getattr(args, "data", None) else None
-    return load_config(args.config, overrides)
+    """The config named on the command line, its source pointed at ``--data`` if given."""
+    config = load_config(args.config)
+    if getattr(args, "data", None) is None:
+        return config
+    return config.model_copy(update={"source": config.source.with_path(args.data)})

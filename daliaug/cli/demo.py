@@ -1,9 +1,12 @@
-"""Train a small CNN with model.fit on DALI-augmented data and report images/s and accuracy.
+"""Train a small model with model.fit on DALI-augmented data; report images/s and accuracy.
 
 With no arguments it writes a small procedural dataset (shapes on textured backgrounds, as
-JPEG and PNG) into the cache directory and uses the shipped ``pipelines/demo.yaml``.
-``--data DIR`` trains on your own class folders instead: ``DIR/train`` and ``DIR/val`` when
-present, else a reproducible 80/20 split of ``DIR``.
+JPEG and PNG) into the cache directory and uses the shipped ``pipelines/demo.yaml``. With
+``--config`` any source type works: class folders, a file list, arrays (``.npz``), TFRecords or
+segmentation pairs (then a small encoder-decoder trains and mean IoU is reported); without
+``--data`` the demo writes its procedural data in the form the source expects. ``--data``
+points the source at your data: ``DATA/train`` and ``DATA/val`` when both exist, else an
+80/20 split of ``DATA``.
 """
 
 from __future__ import annotations
@@ -16,54 +19,57 @@ from pathlib import Path
 from daliaug.cli.common import console
 from daliaug.config import Config, load_config
 from daliaug.errors import DataError
-from daliaug.sources import FileSamples
+from daliaug.sources import Samples, SourceConfig, prepare_samples
+from daliaug.sources.tfrecord import RecordSamples
 
 DEFAULT_CONFIG = "demo.yaml"
+AnySamples = Samples | RecordSamples
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="pipeline config (default: the shipped demo.yaml)")
-    parser.add_argument("--data", type=Path, help="class folders to train on (default: demo data)")
-    parser.add_argument("--epochs", type=int, default=6, help="training epochs (default 6)")
+    parser.add_argument(
+        "--data", type=Path, help="data for the config's source (default: demo data)"
+    )
+    parser.add_argument("--epochs", type=int, default=12, help="training epochs (default 12)")
     parser.add_argument("--backend", choices=["auto", "gpu", "cpu"], help="override the config")
 
 
 def _config(args: argparse.Namespace) -> Config:
     overrides = {"backend": args.backend} if args.backend else {}
-    if args.config:
-        return load_config(args.config, overrides)
-    return load_config(str(files("daliaug.pipelines") / DEFAULT_CONFIG), overrides)
+    path = args.config or str(files("daliaug.pipelines") / DEFAULT_CONFIG)
+    return load_config(path, overrides)
 
 
-def _demo_folders() -> tuple[Path, Path]:
-    from daliaug.demo_data import default_cache_dir, write_classification_dataset
+def _splits(config: Config, data: Path | None) -> tuple[AnySamples, AnySamples]:
+    """Training and validation samples of the config's source."""
 
-    root = default_cache_dir() / "demo"
-    with console.status(f"writing the demo dataset to {root} (first run only)"):
-        train = write_classification_dataset(root / "train", per_class=200, seed=0)
-        val = write_classification_dataset(root / "val", per_class=50, seed=1)
-    return train, val
+    def samples_of(source: SourceConfig) -> AnySamples:
+        return prepare_samples(config.model_copy(update={"source": source}))
 
-
-def _samples(config: Config, data: Path | None) -> tuple[FileSamples, FileSamples]:
     if data is None:
-        train, val = _demo_folders()
-    elif (data / "train").is_dir() and (data / "val").is_dir():
-        train, val = data / "train", data / "val"
-    else:
-        return config.source.model_copy(update={"path": data}).samples().split(0.2)
-    source = config.source
-    return (
-        source.model_copy(update={"path": train}).samples(),
-        source.model_copy(update={"path": val}).samples(),
-    )
+        from daliaug.demo_sources import demo_sources
+
+        with console.status("writing the demo data to the cache (first run only)"):
+            train, val = demo_sources(config.source)
+        return samples_of(train), samples_of(val)
+    if (data / "train").exists() and (data / "val").exists():
+        source = config.source
+        return samples_of(source.with_path(data / "train")), samples_of(
+            source.with_path(data / "val")
+        )
+    samples = samples_of(config.source.with_path(data))
+    if isinstance(samples, RecordSamples):
+        raise DataError(f"--data: give TFRecords as {data}/train and {data}/val folders")
+    return samples.split(0.2)
 
 
-def _explain(error: Exception, samples: FileSamples) -> DataError:
+def _explain(error: Exception, samples: AnySamples) -> DataError:
     """Turn a failure inside the input pipeline into an error naming the bad file."""
     from daliaug.sources.base import find_undecodable
 
-    bad = find_undecodable(samples.paths)
+    files_ = [f for paths in getattr(samples, "files", {}).values() for f in paths]
+    bad = find_undecodable(files_)
     if bad is not None:
         return DataError(f"cannot decode image {bad[0]}: {bad[1]}")
     first = next((line for line in str(error).splitlines() if line.strip()), repr(error))
@@ -72,14 +78,15 @@ def _explain(error: Exception, samples: FileSamples) -> DataError:
 
 def run(args: argparse.Namespace) -> int:
     config = _config(args)
-    train_samples, val_samples = _samples(config, args.data)
+    train_samples, val_samples = _splits(config, args.data)
     if train_samples.class_names != val_samples.class_names:
         raise DataError(
-            f"train and val class folders differ: {train_samples.class_names} vs "
+            f"training and validation classes differ: {train_samples.class_names} vs "
             f"{val_samples.class_names}"
         )
+    task = "segmentation" if config.source.segmentation else "classification"
     console.print(
-        f"{len(train_samples)} training and {len(val_samples)} validation images, "
+        f"{task}: {len(train_samples)} training and {len(val_samples)} validation samples, "
         f"{train_samples.num_classes} classes: {', '.join(train_samples.class_names)}"
     )
     with console.status("starting TensorFlow and building the DALI pipelines"):
@@ -87,25 +94,25 @@ def run(args: argparse.Namespace) -> int:
 
         from daliaug.device import resolve_device
         from daliaug.keras_dataset import make_dataset
-        from daliaug.models import small_cnn
+        from daliaug.models import model_for
 
         device = resolve_device(config)
         train_ds = make_dataset(config, samples=train_samples)
         val_ds = make_dataset(config.evaluation_twin(), samples=val_samples)
-        model = small_cnn(config, train_samples.num_classes)
-    console.print(f"DALI runs on the {device.upper()}; model: small CNN, {model.count_params()} parameters")
+        model = model_for(config, train_samples.num_classes)
+    console.print(f"DALI runs on the {device.upper()}; model: {model.count_params():,} parameters")
+    metric = "mean_iou" if config.source.segmentation else "accuracy"
     try:
-        pipeline_rate = _pipeline_rate(train_ds, len(train_samples))
-        console.print(f"pipeline alone: {pipeline_rate:,.0f} images/s")
-        history = _fit(model, train_ds, val_ds, args.epochs, len(train_samples))
+        rate = _pipeline_rate(train_ds, len(train_samples))
+        console.print(f"pipeline alone: {rate:,.0f} images/s")
+        history = _fit(model, train_ds, val_ds, args.epochs, len(train_samples), metric)
     except tf.errors.OpError as e:
         raise _explain(e, train_samples) from None
-    chance = 1.0 / max(2, train_samples.num_classes)
-    best = max(history["val_accuracy"])
-    console.print(
-        f"best validation accuracy {best:.1%} (chance {chance:.0%}); "
-        f"training at {sum(history['images_per_s']) / len(history['images_per_s']):,.0f} images/s"
-    )
+    scores, rates = history[f"val_{metric}"], history["images_per_s"]
+    summary = f"validation {metric}: first epoch {scores[0]:.1%}, best {max(scores):.1%}"
+    if metric == "accuracy":
+        summary += f" (chance {1 / max(2, train_samples.num_classes):.0%})"
+    console.print(f"{summary}; training at {sum(rates) / len(rates):,.0f} images/s")
     return 0
 
 
@@ -116,10 +123,12 @@ def _pipeline_rate(ds: object, count: int) -> float:
     return count / (time.perf_counter() - start)
 
 
-def _fit(model: object, train_ds: object, val_ds: object, epochs: int, count: int) -> dict:
+def _fit(
+    model: object, train_ds: object, val_ds: object, epochs: int, count: int, metric: str
+) -> dict[str, list[float]]:
     import keras
 
-    history: dict[str, list[float]] = {"val_accuracy": [], "images_per_s": []}
+    history: dict[str, list[float]] = {f"val_{metric}": [], "images_per_s": []}
 
     class Report(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
@@ -131,11 +140,12 @@ def _fit(model: object, train_ds: object, val_ds: object, epochs: int, count: in
         def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
             logs = logs or {}
             rate = count / (self.train_end - self.start)
-            history["val_accuracy"].append(logs["val_accuracy"])
+            history[f"val_{metric}"].append(logs[f"val_{metric}"])
             history["images_per_s"].append(rate)
             console.print(
-                f"epoch {epoch + 1}/{epochs}: loss {logs['loss']:.3f}, accuracy "
-                f"{logs['accuracy']:.1%}, val_accuracy {logs['val_accuracy']:.1%}, {rate:,.0f} images/s"
+                f"epoch {epoch + 1}/{epochs}: loss {logs['loss']:.3f}, {metric} "
+                f"{logs[metric]:.1%}, val_{metric} {logs[f'val_{metric}']:.1%}, "
+                f"{rate:,.0f} images/s"
             )
 
     model.fit(train_ds, validation_data=val_ds, epochs=epochs, verbose=0, callbacks=[Report()])

@@ -1,4 +1,4 @@
-"""Write a PNG grid of augmented samples from a config (runs DALI only, no TensorFlow)."""
+"""Write a PNG grid of augmented samples (masks overlaid for segmentation); DALI only, no TF."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from daliaug.cli.common import add_data_argument, config_from_args, console
-from daliaug.preview import augmented_samples, save_grid
+from daliaug.preview import preview
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +19,6 @@ def register(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     with console.status("decoding and augmenting samples"):
-        images, labels, names = augmented_samples(config, args.count)
-    save_grid(images, [names[i] for i in labels], args.out)
-    console.print(f"wrote {len(images)} augmented samples to {args.out}")
+        preview(config, args.count, args.out)
+    console.print(f"wrote {args.count} augmented samples to {args.out}")
     return 0

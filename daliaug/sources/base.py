@@ -1,15 +1,21 @@
-"""What a source yields: the list of samples of one epoch, checked before any decoding."""
+"""What a source yields: the samples of one epoch as aligned columns, checked before decoding.
+
+A column is a NumPy array with one row per sample; the DALI graph takes each column as one
+input of the same name (``path``: zero-padded UTF-8 file names, ``mask_path`` likewise,
+``label``: int32, ``image``: uint8 HWC arrays). TFRecord shards are streamed instead (see
+:mod:`daliaug.sources.tfrecord`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from daliaug.errors import DataError
 
@@ -17,27 +23,78 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
 _MAGIC = {b"\xff\xd8\xff": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG"}
 
 
-@dataclass(frozen=True)
-class FileSamples:
-    """Encoded image files with integer labels; one epoch is one pass over ``paths``."""
+def encode_paths(paths: Sequence[str]) -> np.ndarray:
+    """File names as a zero-padded ``uint8`` matrix, one row per file (for ``fn.io.file.read``)."""
+    raw = [p.encode("utf-8") for p in paths]
+    out = np.zeros((len(raw), max(map(len, raw), default=1)), dtype=np.uint8)
+    for i, b in enumerate(raw):
+        out[i, : len(b)] = np.frombuffer(b, dtype=np.uint8)
+    return out
 
-    paths: list[str]
-    labels: np.ndarray
+
+@dataclass(frozen=True)
+class Samples:
+    """One epoch of samples: ``columns[name][i]`` is input ``name`` of sample ``i``.
+
+    ``files`` keeps the file names behind the file columns (``path``, ``mask_path``) for error
+    messages; ``class_names`` names the label values (or mask classes).
+    """
+
+    columns: dict[str, np.ndarray]
     class_names: list[str]
+    files: dict[str, list[str]] = field(default_factory=dict)
+
+    @staticmethod
+    def of_files(
+        files: dict[str, list[str]], class_names: list[str], **arrays: np.ndarray
+    ) -> Samples:
+        """Samples whose file columns are the given file lists (encoded for DALI)."""
+        columns = {name: encode_paths(paths) for name, paths in files.items()}
+        return Samples(
+            {**columns, **arrays}, list(class_names), {k: list(v) for k, v in files.items()}
+        )
 
     def __len__(self) -> int:
-        return len(self.paths)
+        return len(next(iter(self.columns.values())))
 
     @property
     def num_classes(self) -> int:
         return len(self.class_names)
 
-    def subset(self, indices: Sequence[int] | np.ndarray) -> FileSamples:
+    @property
+    def paths(self) -> list[str]:
+        """The image files (empty for in-memory arrays)."""
+        return self.files.get("path", [])
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        return self.columns.get("label")
+
+    @property
+    def image_shape(self) -> tuple[int, int] | None:
+        """The (height, width) shared by in-memory images; ``None`` for files."""
+        image = self.columns.get("image")
+        return None if image is None else (int(image.shape[1]), int(image.shape[2]))
+
+    def describe(self, index: int) -> str:
+        """A name for sample ``index`` in messages: its file, or its position in the array."""
+        return self.paths[index] if self.paths else f"sample {index} of the array"
+
+    def subset(self, indices: Sequence[int] | np.ndarray) -> Samples:
         """The samples at ``indices``, with the same class names."""
         idx = np.asarray(indices, dtype=np.int64)
-        return FileSamples([self.paths[i] for i in idx], self.labels[idx], self.class_names)
+        return Samples(
+            {name: column[idx] for name, column in self.columns.items()},
+            self.class_names,
+            {name: [paths[i] for i in idx] for name, paths in self.files.items()},
+        )
 
-    def split(self, fraction: float, seed: int = 0) -> tuple[FileSamples, FileSamples]:
+    def shard(self, shard_id: int, num_shards: int) -> Samples:
+        """Contiguous shard ``shard_id`` of ``num_shards``; the shards partition the samples."""
+        n = len(self)
+        return self.subset(np.arange(n * shard_id // num_shards, n * (shard_id + 1) // num_shards))
+
+    def split(self, fraction: float, seed: int = 0) -> tuple[Samples, Samples]:
         """A reproducible ``(1 - fraction, fraction)`` random split, e.g. train and validation."""
         order = np.random.default_rng(seed).permutation(len(self))
         cut = len(self) - max(1, round(fraction * len(self)))
@@ -45,12 +102,18 @@ class FileSamples:
 
 
 class SourceConfig(BaseModel):
-    """Base of the ``source`` section; concrete sources are tagged by ``type``."""
+    """Base of the ``source`` section; concrete sources are tagged by ``type``.
+
+    Every source can be sharded (``shard_id`` of ``num_shards``, for multi-GPU training):
+    the shards are disjoint and together hold every sample exactly once.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     registry: ClassVar[dict[str, type[SourceConfig]]] = {}
 
     type: str
+    shard_id: Annotated[int, Field(ge=0)] = 0
+    num_shards: Annotated[int, Field(ge=1)] = 1
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: object) -> None:
@@ -59,9 +122,28 @@ class SourceConfig(BaseModel):
         if isinstance(name, str):
             SourceConfig.registry[name] = cls
 
-    def samples(self) -> FileSamples:
-        """List and check the samples; raises :class:`DataError` naming the bad path."""
+    @model_validator(mode="after")
+    def _shard_in_range(self) -> SourceConfig:
+        if self.shard_id >= self.num_shards:
+            raise ValueError(f"shard_id {self.shard_id} must be below num_shards {self.num_shards}")
+        return self
+
+    @property
+    def segmentation(self) -> bool:
+        """Whether samples carry masks (targets are masks, not labels)."""
+        return False
+
+    def samples(self) -> Samples:
+        """List and check this shard's samples; :class:`DataError` names the bad path."""
+        return self.list_samples().shard(self.shard_id, self.num_shards)
+
+    def list_samples(self) -> Samples:
+        """All samples of the source, before sharding."""
         raise NotImplementedError
+
+    def with_path(self, path: Path) -> SourceConfig:
+        """The same source reading from ``path`` (the CLI's ``--data``)."""
+        return self.model_validate({**self.model_dump(), "path": path})
 
 
 def image_format(path: str) -> str:
@@ -79,18 +161,19 @@ def image_format(path: str) -> str:
     raise DataError(f"{path} is not a JPEG or PNG image (its first bytes are {head[:4]!r})")
 
 
-def check_image_files(paths: Sequence[str], threads: int = 8) -> None:
-    """Check that every file exists and starts like a JPEG or PNG, in parallel."""
+def parallel_check(check: Callable[[Any], object], items: Iterable[Any], threads: int = 8) -> None:
+    """Run ``check`` on every item with a thread pool; the first error propagates."""
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        for _ in pool.map(image_format, paths, chunksize=256):
+        for _ in pool.map(check, items):
             pass
 
 
-def is_image(path: Path) -> bool:
-    return path.suffix.lower() in IMAGE_EXTENSIONS and path.is_file()
+def check_image_files(paths: Sequence[str]) -> None:
+    """Check that every file exists and starts like a JPEG or PNG."""
+    parallel_check(image_format, paths)
 
 
-def find_undecodable(paths: Sequence[str]) -> tuple[str, str] | None:
+def find_undecodable(paths: Iterable[str]) -> tuple[str, str] | None:
     """The first file that PIL cannot fully decode, with the reason; ``None`` if all decode."""
     from PIL import Image
 

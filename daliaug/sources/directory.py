@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 
 from daliaug.errors import DataError
-from daliaug.sources.base import IMAGE_EXTENSIONS, FileSamples, SourceConfig, check_image_files
+from daliaug.sources.base import IMAGE_EXTENSIONS, Samples, SourceConfig, check_image_files
 
 
 class DirectorySource(SourceConfig):
@@ -22,7 +22,7 @@ class DirectorySource(SourceConfig):
     path: Path
     class_names: list[str] | None = None
 
-    def samples(self) -> FileSamples:
+    def list_samples(self) -> Samples:
         root = self.path.expanduser()
         if not root.is_dir():
             raise DataError(f"source.path: data directory {root} does not exist")
@@ -50,4 +50,4 @@ class DirectorySource(SourceConfig):
                 f"source.path: found no images ({', '.join(IMAGE_EXTENSIONS)}) under {root}"
             )
         check_image_files(paths)
-        return FileSamples(paths, np.asarray(labels, dtype=np.int32), list(names))
+        return Samples.of_files({"path": paths}, names, label=np.asarray(labels, dtype=np.int32))

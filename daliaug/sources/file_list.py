@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 
 from daliaug.errors import DataError
-from daliaug.sources.base import FileSamples, SourceConfig, check_image_files
+from daliaug.sources.base import Samples, SourceConfig, check_image_files
 
 
 class FileListSource(SourceConfig):
@@ -44,7 +44,7 @@ class FileListSource(SourceConfig):
             raise DataError(f"source.path: file list {list_file} lists no images")
         return rows
 
-    def samples(self) -> FileSamples:
+    def list_samples(self) -> Samples:
         rows = self._rows()
         root = (self.root or self.path.expanduser().parent).expanduser()
         raw = [label for _, _, label in rows]
@@ -64,4 +64,6 @@ class FileListSource(SourceConfig):
             for _, path, _ in rows
         ]
         check_image_files(paths)
-        return FileSamples(paths, np.asarray(values, dtype=np.int32), class_names)
+        return Samples.of_files(
+            {"path": paths}, class_names, label=np.asarray(values, dtype=np.int32)
+        )

@@ -1,0 +1,66 @@
+"""Write a class-folder dataset into sharded TFRecord files of ``tf.train.Example``s."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from daliaug.sources.base import Samples, image_format
+from daliaug.sources.tfrecord import METADATA
+
+IMAGE_KEY = "image/encoded"
+LABEL_KEY = "image/class/label"
+
+
+def write_tfrecords(
+    samples: Samples,
+    out: Path,
+    shards: int = 4,
+    prefix: str = "data",
+    progress: Callable[[int], None] | None = None,
+) -> list[Path]:
+    """Write ``samples`` (files with labels) to ``shards`` TFRecord files in ``out``, in order,
+    plus the ``daliaug.json`` the ``tfrecord`` source reads class names from.
+
+    Each record holds ``image/encoded`` (the file's bytes), ``image/class/label`` (int64),
+    ``image/format`` and ``image/filename``. ``progress`` is called with each record's count.
+    """
+    import tensorflow as tf
+
+    labels = samples.labels
+    assert labels is not None and samples.paths, "convert needs image files with labels"
+    out.mkdir(parents=True, exist_ok=True)
+    shards = max(1, min(shards, len(samples)))
+    files = [out / f"{prefix}-{i:05d}-of-{shards:05d}.tfrecord" for i in range(shards)]
+    n = len(samples)
+    for shard, path in enumerate(files):
+        with tf.io.TFRecordWriter(str(path)) as writer:
+            for i in range(n * shard // shards, n * (shard + 1) // shards):
+                source = samples.paths[i]
+                feature = {
+                    IMAGE_KEY: _bytes(Path(source).read_bytes()),
+                    LABEL_KEY: tf.train.Feature(
+                        int64_list=tf.train.Int64List(value=[int(labels[i])])
+                    ),
+                    "image/format": _bytes(image_format(source).lower().encode()),
+                    "image/filename": _bytes(Path(source).name.encode()),
+                }
+                example = tf.train.Example(features=tf.train.Features(feature=feature))
+                writer.write(example.SerializeToString())
+                if progress is not None:
+                    progress(1)
+    meta = {
+        "class_names": samples.class_names,
+        "image_key": IMAGE_KEY,
+        "label_key": LABEL_KEY,
+        "count": n,
+    }
+    (out / METADATA).write_text(json.dumps(meta, indent=2))
+    return files
+
+
+def _bytes(value: bytes) -> object:
+    import tensorflow as tf
+
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))

@@ -1,0 +1,80 @@
+"""In-memory uint8 image arrays with integer labels (what ``ImageDataGenerator.flow`` took)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from daliaug.errors import DataError
+from daliaug.sources.base import Samples, SourceConfig
+
+
+def array_samples(x: object, y: object, class_names: list[str] | None = None) -> Samples:
+    """Check ``x`` (N, H, W, C) or (N, H, W) uint8 and ``y`` (N,) or (N, 1) integer labels."""
+    if not isinstance(x, np.ndarray) or x.dtype != np.uint8 or x.ndim not in (3, 4):
+        shape = getattr(x, "shape", None)
+        raise DataError(
+            f"source arrays: images must be a uint8 NumPy array of shape (N, H, W, C) or "
+            f"(N, H, W); got {type(x).__name__} {getattr(x, 'dtype', '')} {shape}"
+        )
+    images = np.ascontiguousarray(x if x.ndim == 4 else x[..., None])
+    if images.shape[-1] not in (1, 3):
+        raise DataError(f"source arrays: images must have 1 or 3 channels, got shape {x.shape}")
+    labels = np.asarray(y)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        raise DataError(
+            f"source arrays: labels must be integers of shape (N,) or (N, 1); got "
+            f"{labels.dtype} {labels.shape} (one-hot labels: pass labels.argmax(1))"
+        )
+    if len(labels) != len(images):
+        raise DataError(f"source arrays: {len(images)} images but {len(labels)} labels")
+    if len(images) == 0:
+        raise DataError("source arrays: the arrays hold no samples")
+    limit = len(class_names) if class_names else np.iinfo(np.int64).max
+    bad = np.flatnonzero((labels < 0) | (labels >= limit))
+    if bad.size:
+        raise DataError(
+            f"source arrays: label {labels[bad[0]]} of sample {bad[0]} is out of range"
+            + (f" for {len(class_names)} classes" if class_names else "")
+        )
+    names = class_names or [str(i) for i in range(int(labels.max()) + 1)]
+    return Samples({"image": images, "label": labels.astype(np.int32)}, names)
+
+
+class ArraysSource(SourceConfig):
+    """uint8 images ``(N, H, W, C)`` and integer labels held in memory.
+
+    From Python: ``make_dataset(config, x=images, y=labels)`` (or ``DaliLoader``); in a config
+    file: ``path`` to an ``.npz`` holding them under ``images_key`` and ``labels_key`` (and,
+    optionally, the class names under ``class_names``). DALI
+    receives whole batches gathered with NumPy/TensorFlow indexing: no per-sample Python loop.
+    """
+
+    type: Literal["arrays"] = "arrays"
+    path: Path | None = None
+    images_key: str = "x"
+    labels_key: str = "y"
+    class_names: list[str] | None = None
+
+    def list_samples(self) -> Samples:
+        if self.path is None:
+            raise DataError(
+                "source.path: an arrays source needs an .npz file here; from Python pass the "
+                "arrays instead: make_dataset(config, x=images, y=labels)"
+            )
+        try:
+            with np.load(self.path.expanduser()) as data:
+                missing = {self.images_key, self.labels_key} - set(data.files)
+                if missing:
+                    raise DataError(
+                        f"source.path: {self.path} has no {sorted(missing)} (it holds {data.files})"
+                    )
+                x, y = data[self.images_key], data[self.labels_key]
+                stored = [str(n) for n in data["class_names"]] if "class_names" in data else None
+        except (OSError, ValueError) as e:
+            raise DataError(f"source.path: cannot read arrays from {self.path}: {e}") from e
+        return array_samples(x, y, self.class_names or stored)

@@ -1,0 +1,199 @@
+"""Semantic segmentation: images with masks matched by file stem, or listed in pairs."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from daliaug.errors import DataError
+from daliaug.sources.base import (
+    IMAGE_EXTENSIONS,
+    Samples,
+    SourceConfig,
+    check_image_files,
+    parallel_check,
+)
+
+
+@dataclass(frozen=True)
+class ClassTable:
+    """Class names and the RGB colour of each class in colour-coded masks."""
+
+    names: list[str]
+    colours: list[tuple[int, int, int]]
+
+    @staticmethod
+    def read(path: Path) -> ClassTable:
+        """Parse a ``name,r,g,b`` CSV (a header line is optional)."""
+        try:
+            rows = list(csv.reader(path.expanduser().read_text().splitlines()))
+        except OSError as e:
+            raise DataError(f"source.classes: cannot read class table {path}: {e.strerror}") from e
+        names, colours = [], []
+        for number, row in enumerate(rows, start=1):
+            if not row or (number == 1 and row[0].strip().lower() == "name"):
+                continue
+            try:
+                name, r, g, b = (v.strip() for v in row)
+                colour = (int(r), int(g), int(b))
+            except ValueError:
+                raise DataError(
+                    f"{path}:{number}: expected 'name,r,g,b', got {','.join(row)!r}"
+                ) from None
+            if not all(0 <= c <= 255 for c in colour) or colour in colours:
+                raise DataError(f"{path}:{number}: colour {colour} is out of range or repeated")
+            names.append(name)
+            colours.append(colour)
+        if not names:
+            raise DataError(f"source.classes: class table {path} lists no classes")
+        return ClassTable(names, colours)
+
+
+def _stem_map(folder: Path, extensions: tuple[str, ...]) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder).with_suffix("")): str(p)
+        for p in sorted(folder.rglob("*"))
+        if p.suffix.lower() in extensions and p.is_file()
+    }
+
+
+class SegmentationSource(SourceConfig):
+    """Images and their masks: ``images`` and ``masks`` folders matched by file stem (relative
+    path without extension), or a ``pairs`` CSV of ``image,mask`` lines.
+
+    Masks are PNGs. With ``classes`` (a ``name,r,g,b`` CSV) they are colour-coded and each
+    colour maps to its row's index; otherwise they are greyscale index masks with values below
+    ``num_classes`` (named by ``class_names``). ``ignore_index`` fills areas a geometric
+    transform reveals and may also appear in masks. Masks come out as class indices
+    (``mask_dtype``) or one-hot float32 (``mask_output: one_hot``; ignored pixels all zeros).
+    """
+
+    type: Literal["segmentation"] = "segmentation"
+    images: Path | None = None
+    masks: Path | None = None
+    pairs: Path | None = None
+    classes: Path | None = None
+    num_classes: Annotated[int, Field(gt=0, le=255)] | None = None
+    class_names: list[str] | None = None
+    ignore_index: Annotated[int, Field(ge=0, le=255)] = 255
+    mask_output: Literal["index", "one_hot"] = "index"
+    mask_dtype: Literal["uint8", "int32"] = "uint8"
+    check_masks: bool = True
+
+    @model_validator(mode="after")
+    def _one_layout(self) -> SegmentationSource:
+        if (self.pairs is None) == (self.images is None or self.masks is None):
+            raise ValueError("give either 'images' and 'masks' folders, or a 'pairs' CSV")
+        if (self.classes is None) == (self.num_classes is None):
+            raise ValueError("give 'classes' (colour-coded masks) or 'num_classes' (index masks)")
+        if self.class_names is not None and len(self.class_names) != self.num_classes:
+            raise ValueError(
+                f"class_names lists {len(self.class_names)} names for "
+                f"num_classes {self.num_classes}"
+            )
+        return self
+
+    @property
+    def segmentation(self) -> bool:
+        return True
+
+    @property
+    def colour_coded(self) -> bool:
+        return self.classes is not None
+
+    def class_table(self) -> ClassTable | None:
+        return ClassTable.read(self.classes) if self.classes is not None else None
+
+    def mask_classes(self) -> list[str]:
+        table = self.class_table()
+        if table is not None:
+            return table.names
+        return self.class_names or [str(i) for i in range(self.num_classes or 0)]
+
+    def with_path(self, path: Path) -> SegmentationSource:
+        """``path/images`` and ``path/masks`` (and ``path/classes.csv`` for colour masks)."""
+        update = {"images": path / "images", "masks": path / "masks", "pairs": None}
+        if self.classes is not None:
+            update["classes"] = path / "classes.csv"
+        return self.model_validate({**self.model_dump(), **update})
+
+    def _pairs(self) -> list[tuple[str, str]]:
+        if self.pairs is not None:
+            base = self.pairs.expanduser().parent
+            try:
+                lines = self.pairs.expanduser().read_text().splitlines()
+            except OSError as e:
+                raise DataError(f"source.pairs: cannot read {self.pairs}: {e.strerror}") from e
+            rows = [r for r in csv.reader(lines) if r and r[0].strip().lower() != "image"]
+            if any(len(r) != 2 for r in rows):
+                raise DataError(f"source.pairs: {self.pairs} must hold 'image,mask' lines")
+            return [(str(base / i.strip()), str(base / m.strip())) for i, m in rows]
+        assert self.images is not None and self.masks is not None
+        for name, folder in (("images", self.images), ("masks", self.masks)):
+            if not folder.expanduser().is_dir():
+                raise DataError(f"source.{name}: folder {folder} does not exist")
+        images = _stem_map(self.images.expanduser(), IMAGE_EXTENSIONS)
+        masks = _stem_map(self.masks.expanduser(), (".png",))
+        if not images:
+            raise DataError(f"source.images: found no images under {self.images}")
+        lonely_images = sorted(images.keys() - masks.keys())
+        lonely_masks = sorted(masks.keys() - images.keys())
+        if lonely_images or lonely_masks:
+            raise DataError(
+                f"images and masks do not match by name: {len(lonely_images)} images without a "
+                f"mask (first: {lonely_images[:5]}), {len(lonely_masks)} masks without an image "
+                f"(first: {lonely_masks[:5]})"
+            )
+        return [(images[stem], masks[stem]) for stem in sorted(images)]
+
+    def list_samples(self) -> Samples:
+        pairs = self._pairs()
+        if not pairs:
+            raise DataError("source: the segmentation source lists no image/mask pairs")
+        images, masks = [i for i, _ in pairs], [m for _, m in pairs]
+        check_image_files(images + masks)
+        if self.check_masks:
+            table = self.class_table()
+            parallel_check(lambda pair: self._check_mask(*pair, table), pairs)
+        return Samples.of_files({"path": images, "mask_path": masks}, self.mask_classes())
+
+    def _check_mask(self, image: str, mask: str, table: ClassTable | None) -> None:
+        """The mask has the image's size and only known class values (or ``ignore_index``)."""
+        from PIL import Image
+
+        with Image.open(image) as im:
+            size = im.size
+        with Image.open(mask) as m:
+            if m.size != size:
+                raise DataError(
+                    f"mask {mask} is {m.size[0]}x{m.size[1]} but its image {image} is "
+                    f"{size[0]}x{size[1]}"
+                )
+            if table is None and m.mode != "L":
+                raise DataError(
+                    f"mask {mask} is a {m.mode} image, not an 8-bit greyscale index mask "
+                    "(for colour or palette masks give 'classes' with their colours)"
+                )
+            values = np.asarray(m.convert("RGB") if table else m)
+        if table is not None:
+            found = np.unique(values.reshape(-1, 3), axis=0)
+            unknown = [
+                tuple(int(c) for c in v) for v in found if tuple(v) not in set(table.colours)
+            ]
+            if unknown:
+                raise DataError(
+                    f"mask {mask} has colours not in the class table {self.classes}: {unknown[:5]}"
+                )
+            return
+        found = np.unique(values)
+        bad = [int(v) for v in found if v >= (self.num_classes or 0) and v != self.ignore_index]
+        if bad:
+            raise DataError(
+                f"mask {mask} has class values {bad[:5]} outside 0..{self.num_classes - 1} "
+                f"(and ignore_index {self.ignore_index})"
+            )

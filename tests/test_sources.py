@@ -1,0 +1,315 @@
+"""Sources users have: in-memory arrays, segmentation pairs, TFRecord shards; and sharding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from daliaug.convert import write_tfrecords
+from daliaug.dali_loader import DaliLoader
+from daliaug.errors import ConfigError, DataError
+from daliaug.keras_dataset import make_dataset
+from daliaug.sources import prepare_samples
+from daliaug.sources.arrays import array_samples
+from tests.helpers import config_for, structured_image
+
+PALETTE = np.array([(0, 0, 0), (255, 0, 0), (0, 255, 0), (0, 0, 255)], dtype=np.uint8)
+
+
+def epoch_targets(ds) -> list[np.ndarray]:
+    return [np.asarray(b[1]) for b in ds]
+
+
+# ---------------------------------------------------------------- arrays
+
+
+@pytest.fixture(scope="module")
+def arrays() -> tuple[np.ndarray, np.ndarray]:
+    x = np.stack([structured_image(32, 32, seed=i) for i in range(21)])
+    return x, np.arange(21, dtype=np.int64)
+
+
+def arrays_config(**fields):
+    fields = {"source": {"type": "arrays"}, "image_size": 32, "batch_size": 4, **fields}
+    return config_for(Path("."), **fields)
+
+
+def test_arrays_each_sample_once_per_epoch_reshuffled(arrays) -> None:
+    x, y = arrays
+    ds = make_dataset(
+        arrays_config(shuffle=True, transforms=[{"type": "rotation", "angle": 15}]), x=x, y=y
+    )
+    epochs = [np.concatenate(epoch_targets(ds)) for _ in range(2)]
+    for labels in epochs:
+        assert sorted(labels.tolist()) == list(range(21))
+    assert epochs[0].tolist() != epochs[1].tolist()
+    loader = DaliLoader(arrays_config(shuffle=True), samples=array_samples(x, y))
+    assert sorted(np.concatenate([b[1] for b in loader]).tolist()) == list(range(21))
+
+
+def test_arrays_flow_through_the_same_transforms(arrays) -> None:
+    x, y = arrays
+    config = arrays_config(transforms=[{"type": "flip", "horizontal": 1.0}])
+    images = np.concatenate([b[0].numpy() for b in make_dataset(config, x=x, y=y)])
+    assert np.array_equal(images, x[:, :, ::-1].astype(np.float32))
+    # a random resized crop on arrays is part of the warp (nothing to decode): same box
+    crop = arrays_config(image_size=16, transforms=[{"type": "random_resized_crop"}])
+    params = np.tile([[0.25, 0.0, 0.5, 0.5]], (21, 1))  # a 16x16 window at (8, 8)
+    out = next(iter(DaliLoader(crop, samples=array_samples(x, y), params=params)))[0]
+    assert np.array_equal(out, x[:4, 8:24, 8:24])
+
+
+def test_arrays_from_an_npz_file(arrays, tmp_path: Path) -> None:
+    x, y = arrays
+    np.savez(tmp_path / "data.npz", images=x, labels=y)
+    config = arrays_config(
+        source={
+            "type": "arrays",
+            "path": str(tmp_path / "data.npz"),
+            "images_key": "images",
+            "labels_key": "labels",
+        }
+    )
+    assert len(prepare_samples(config)) == 21
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "message"),
+    [
+        (np.zeros((4, 8, 8, 3), np.float32), np.zeros(4, int), "must be a uint8 NumPy array"),
+        (np.zeros((4, 8, 8, 5), np.uint8), np.zeros(4, int), "1 or 3 channels"),
+        (np.zeros((4, 8, 8, 3), np.uint8), np.zeros(3, int), "4 images but 3 labels"),
+        (np.zeros((4, 8, 8, 3), np.uint8), np.eye(4), "labels must be integers of shape (N,)"),
+        (np.zeros((4, 8, 8, 3), np.uint8), np.array([0, 1, -1, 0]), "label -1 of sample 2"),
+    ],
+)
+def test_bad_arrays_are_named(x, y, message: str) -> None:
+    with pytest.raises(DataError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        make_dataset(arrays_config(), x=x, y=y)
+
+
+def test_arrays_need_an_arrays_source(arrays, demo_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="source must be of type 'arrays'"):
+        make_dataset(config_for(demo_dir), x=arrays[0], y=arrays[1])
+    with pytest.raises(DataError, match=r"arrays have 3 channel\(s\) but the config asks for 1"):
+        make_dataset(arrays_config(channels=1), x=arrays[0], y=arrays[1])
+
+
+# ---------------------------------------------------------------- segmentation
+
+
+def write_segmentation(root: Path, count: int = 6, colour: bool = False) -> Path:
+    """Images whose colours *are* their masks' palette, so alignment can be checked exactly."""
+    rng = np.random.default_rng(0)
+    for folder in ("images", "masks"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        mask = np.zeros((48, 64), np.uint8)
+        for k in (1, 2, 3):
+            y0, x0 = rng.integers(0, 32), rng.integers(0, 48)
+            mask[y0 : y0 + 16, x0 : x0 + 16] = k
+        Image.fromarray(PALETTE[mask]).save(root / "images" / f"s{i}.png")
+        Image.fromarray(PALETTE[mask] if colour else mask).save(root / "masks" / f"s{i}.png")
+    (root / "classes.csv").write_text(
+        "name,r,g,b\n" + "".join(f"c{k},{r},{g},{b}\n" for k, (r, g, b) in enumerate(PALETTE))
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def seg_root(tmp_path_factory) -> Path:
+    return write_segmentation(tmp_path_factory.mktemp("seg"))
+
+
+def seg_config(root: Path, colour: bool = False, **fields):
+    source = {"type": "segmentation", "images": str(root / "images"), "masks": str(root / "masks")}
+    source |= {"classes": str(root / "classes.csv")} if colour else {"num_classes": 4}
+    source |= fields.pop("source", {})
+    return config_for(root, **{"source": source, "image_size": 48, "batch_size": 3, **fields})
+
+
+GEOMETRY = [
+    {"type": "random_resized_crop", "scale": [0.3, 1]},
+    {"type": "flip"},
+    {"type": "rotation", "angle": 40},
+    {"type": "shear", "angle": 10},
+]
+
+
+def test_masks_follow_the_geometry_of_their_images(seg_root: Path) -> None:
+    config = seg_config(seg_root, transforms=GEOMETRY)
+    for images, masks in DaliLoader(config):
+        assert masks.dtype == np.uint8 and masks.shape == images.shape[:3]
+        known = masks < 4
+        # nearest-sampled mask and bilinear image agree away from class borders
+        expected = PALETTE[np.where(known, masks, 0)].astype(float)
+        close = np.abs(images - expected).max(axis=-1) <= 1
+        assert close[known].mean() > 0.9
+        assert (~known).any()  # the rotation revealed corners: ignore_index 255 there
+        assert set(np.unique(masks[~known])) == {255}
+
+
+def test_colour_transforms_never_touch_masks(seg_root: Path) -> None:
+    plain = seg_config(seg_root, transforms=[{"type": "flip", "horizontal": 1.0}])
+    coloured = seg_config(
+        seg_root,
+        transforms=[
+            {"type": "flip", "horizontal": 1.0},
+            {"type": "brightness", "factor": [0.3, 0.3]},
+            {"type": "hue", "degrees": [90, 90]},
+        ],
+    )
+    (a_img, a_mask), (b_img, b_mask) = (next(iter(DaliLoader(c))) for c in (plain, coloured))
+    assert np.array_equal(a_mask, b_mask) and not np.allclose(a_img, b_img)
+
+
+def test_colour_coded_masks_map_through_the_class_table(tmp_path: Path, seg_root: Path) -> None:
+    colour_root = write_segmentation(tmp_path / "c", colour=True)
+    index = np.concatenate([b[1] for b in DaliLoader(seg_config(seg_root, transforms=GEOMETRY))])
+    colour = np.concatenate(
+        [b[1] for b in DaliLoader(seg_config(colour_root, colour=True, transforms=GEOMETRY))]
+    )
+    assert np.array_equal(index, colour)
+
+
+def test_one_hot_and_int32_masks_through_make_dataset(seg_root: Path) -> None:
+    one_hot = make_dataset(
+        seg_config(seg_root, transforms=GEOMETRY, seed=3, source={"mask_output": "one_hot"})
+    )
+    assert tuple(one_hot.element_spec[1].shape) == (None, 48, 48, 4)
+    index = make_dataset(
+        seg_config(seg_root, transforms=GEOMETRY, seed=3, source={"mask_dtype": "int32"})
+    )
+    assert index.element_spec[1].dtype.name == "int32"
+    for (_, hot), (_, idx) in zip(one_hot, index, strict=True):
+        hot, idx = hot.numpy(), idx.numpy()
+        assert np.array_equal(hot.sum(-1), (idx < 4).astype(np.float32))
+        assert np.array_equal(hot.argmax(-1)[idx < 4], idx[idx < 4])
+
+
+def test_pairs_list_equals_folders(seg_root: Path) -> None:
+    pairs = seg_root / "pairs.csv"
+    pairs.write_text(
+        "image,mask\n" + "".join(f"images/s{i}.png,masks/s{i}.png\n" for i in range(6))
+    )
+    folders = prepare_samples(seg_config(seg_root))
+    listed = prepare_samples(
+        seg_config(seg_root, source={"images": None, "masks": None, "pairs": str(pairs)})
+    )
+    assert folders.files == listed.files
+
+
+def test_segmentation_errors_name_the_item(tmp_path: Path) -> None:
+    root = write_segmentation(tmp_path / "e", count=3)
+    (root / "images" / "extra.png").write_bytes((root / "images" / "s0.png").read_bytes())
+    with pytest.raises(DataError, match=r"1 images without a mask \(first: \['extra'\]\)"):
+        prepare_samples(seg_config(root))
+    (root / "images" / "extra.png").unlink()
+    bad = np.zeros((48, 64), np.uint8)
+    bad[0, 0] = 9
+    Image.fromarray(bad).save(root / "masks" / "s1.png")
+    with pytest.raises(DataError, match=r"s1.png has class values \[9\]"):
+        prepare_samples(seg_config(root))
+    colour_root = write_segmentation(tmp_path / "c", count=3, colour=True)
+    Image.fromarray(PALETTE[bad % 4] + 7).save(colour_root / "masks" / "s1.png")
+    with pytest.raises(DataError, match=r"s1.png has colours not in the class table.*\(7, 7, 7\)"):
+        prepare_samples(seg_config(colour_root, colour=True))
+    Image.fromarray(np.zeros((10, 10), np.uint8)).save(root / "masks" / "s1.png")
+    with pytest.raises(DataError, match=r"s1.png is 10x10 but its image"):
+        prepare_samples(seg_config(root))
+
+
+# ---------------------------------------------------------------- TFRecord
+
+
+@pytest.fixture(scope="module")
+def records(numbered_list: Path, tmp_path_factory) -> Path:
+    from daliaug.config import load_config
+
+    listing = load_config(
+        {"source": {"type": "file_list", "path": str(numbered_list)}, "image_size": 8}
+    )
+    out = tmp_path_factory.mktemp("records")
+    write_tfrecords(listing.source.samples(), out, shards=3)
+    return out
+
+
+def records_config(path: Path, tmp_path: Path, **fields):
+    source = {"type": "tfrecord", "path": str(path), "index_dir": str(tmp_path / "idx")}
+    source |= fields.pop("source", {})
+    return config_for(path, **{"source": source, "batch_size": 5, "shuffle": True, **fields})
+
+
+def test_tfrecords_each_record_once_per_epoch(records: Path, tmp_path: Path) -> None:
+    config = records_config(records, tmp_path, transforms=[{"type": "random_resized_crop"}])
+    samples = prepare_samples(config)
+    assert len(samples) == 23 and samples.class_names == [str(i) for i in range(23)]
+    assert len(list((tmp_path / "idx").glob("*.idx"))) == 3  # DALI's index files, made here
+    for dataset in (make_dataset(config), DaliLoader(config)):
+        for _ in range(2):
+            batches = epoch_targets(dataset)
+            assert [len(b) for b in batches] == [5, 5, 5, 5, 3]
+            assert sorted(np.concatenate(batches).tolist()) == list(range(23))
+
+
+def test_tfrecord_index_files_are_reused(records: Path, tmp_path: Path) -> None:
+    config = records_config(records, tmp_path)
+    prepare_samples(config)
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "idx").glob("*.idx")}
+    prepare_samples(config)
+    assert stamps == {p: p.stat().st_mtime_ns for p in (tmp_path / "idx").glob("*.idx")}
+
+
+def test_tfrecord_errors(records: Path, tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"no bytes feature 'jpeg'.*image/encoded"):
+        make_dataset(records_config(records, tmp_path, source={"image_key": "jpeg"}))
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    first = sorted(records.glob("*.tfrecord"))[0].read_bytes()
+    (broken / "x.tfrecord").write_bytes(first[:-10])
+    with pytest.raises(DataError, match=r"x.tfrecord is truncated"):
+        prepare_samples(records_config(broken, tmp_path, source={"num_classes": 23}))
+
+
+# ---------------------------------------------------------------- sharding
+
+
+def union_of_shards(make, num_shards: int) -> list[int]:
+    seen: list[int] = []
+    for shard in range(num_shards):
+        seen += np.concatenate([np.asarray(b[1]).ravel() for b in make(shard)]).tolist()
+    return sorted(seen)
+
+
+@pytest.mark.parametrize("num_shards", [2, 3, 5])
+def test_shards_partition_every_source(
+    num_shards: int, arrays, numbered_list: Path, records: Path, tmp_path: Path
+) -> None:
+    shard = {"shard_id": 0, "num_shards": num_shards}
+
+    def listed(i):
+        source = {"type": "file_list", "path": str(numbered_list), **shard, "shard_id": i}
+        return make_dataset(config_for(numbered_list.parent, source=source, shuffle=True))
+
+    def in_memory(i):
+        source = {"type": "arrays", **shard, "shard_id": i}
+        return make_dataset(arrays_config(source=source, shuffle=True), x=arrays[0], y=arrays[1])
+
+    def recorded_tf(i):
+        return make_dataset(records_config(records, tmp_path, source={**shard, "shard_id": i}))
+
+    def recorded_dali(i):
+        return DaliLoader(records_config(records, tmp_path, source={**shard, "shard_id": i}))
+
+    assert union_of_shards(listed, num_shards) == list(range(23))
+    assert union_of_shards(in_memory, num_shards) == list(range(21))
+    assert union_of_shards(recorded_tf, num_shards) == list(range(23))
+    assert union_of_shards(recorded_dali, num_shards) == list(range(23))
+
+
+def test_shard_id_must_be_below_num_shards() -> None:
+    with pytest.raises(ConfigError, match="shard_id 2 must be below num_shards 2"):
+        arrays_config(source={"type": "arrays", "shard_id": 2, "num_shards": 2})
