@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from daliaug.sources.base import Samples, image_format
+from daliaug.sources.base import Samples, image_header
 from daliaug.sources.tfrecord import METADATA
 
 IMAGE_KEY = "image/encoded"
@@ -43,7 +43,7 @@ def write_tfrecords(
                     LABEL_KEY: tf.train.Feature(
                         int64_list=tf.train.Int64List(value=[int(labels[i])])
                     ),
-                    "image/format": _bytes(image_format(source).lower().encode()),
+                    "image/format": _bytes(image_header(source)[0].lower().encode()),
                     "image/filename": _bytes(Path(source).name.encode()),
                 }
                 example = tf.train.Example(features=tf.train.Features(feature=feature))

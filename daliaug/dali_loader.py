@@ -16,50 +16,80 @@ import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
 from daliaug.config import Config
-from daliaug.dali_pipeline import GraphOptions, build_pipeline
+from daliaug.dali_pipeline import GraphOptions, build_pipeline, warp_input_shape
 from daliaug.device import Device, resolve_device
 from daliaug.epochs import batch_bounds, epoch_order, resolve_seed
 from daliaug.errors import DataError
+from daliaug.numpy_ops import NumpyRandom, pack, warp_batch
+from daliaug.plan import Plan
 from daliaug.sources import Samples, prepare_samples
 from daliaug.sources.base import find_undecodable
 from daliaug.sources.tfrecord import RecordSamples
 
 
 class _EpochFeed:
-    """The one external source: a batch of every column (and params) per call, epoch by epoch.
+    """The one external source: every input of a batch per call, epoch by epoch.
 
-    Raising ``StopIteration`` ends an epoch; the next call (after the pipeline's reset)
-    starts the next epoch in a new order.
+    Parameters are drawn (or taken from the explicit ``params``) and the plan evaluated with
+    NumPy, vectorized over the batch. Raising ``StopIteration`` ends an epoch; the next call
+    (after the pipeline's reset) starts the next epoch in a new order.
     """
 
     def __init__(self, loader: DaliLoader, samples: Samples) -> None:
         self.loader = loader
-        self.columns = [samples.columns[name] for name in samples.columns]
+        self.samples = samples
+        config = loader.config
+        self.plan = Plan.of(config.transforms, config.image_size, config.channels)
+        self.fuse_roi = "image" not in samples.columns
+        self.masks = "mask_path" in samples.columns
+        self.warp_names = self.plan.warp_input_names(fuse_roi=self.fuse_roi, masks=self.masks)
+        self.shapes = {n: warp_input_shape(n, config.channels) for n in self.warp_names}
         self.epoch = 0
+        self.rng = np.random.default_rng()
         self.pending: deque[np.ndarray] | None = None
-        self.recent: deque[np.ndarray] = deque(maxlen=loader.config.prefetch + 2)
+        self.recent: deque[np.ndarray] = deque(maxlen=config.prefetch + 2)
+        self.params: deque[np.ndarray] = deque()
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (*self.samples.columns, *self.warp_names)
 
     def __call__(self) -> tuple[np.ndarray, ...]:
         if self.pending is None:
             self.pending = deque(self.loader.batch_indices(self.epoch))
+            self.rng = np.random.default_rng([self.loader.seed, self.epoch, 1])
         if not self.pending:
             self.pending = None
             self.epoch += 1
             raise StopIteration
         idx = self.pending.popleft()
         self.recent.append(idx)
-        out = [column[idx] for column in self.columns]
         if self.loader.params is not None:
-            out.append(self.loader.params[idx])
-        return tuple(out)
+            rows = self.loader.params[idx]
+        else:
+            drawn = self.plan.draw(NumpyRandom(self.rng, len(idx)))
+            rows = pack([drawn[k] for k in self.plan.param_keys], len(idx))
+        self.params.append(rows)
+        params = {key: rows[:, i] for i, key in enumerate(self.plan.param_keys)}
+        warp = warp_batch(
+            self.plan,
+            params,
+            self.samples.sizes[idx],
+            fuse_roi=self.fuse_roi,
+            masks=self.masks,
+            shapes=self.shapes,
+        )
+        columns = [column[idx] for column in self.samples.columns.values()]
+        return (*columns, *(warp[name] for name in self.warp_names))
 
 
 class DaliLoader:
     """A config's DALI pipeline over its samples, yielding NumPy ``(images, targets[, params])``.
 
     ``samples`` replaces the config's source (for example in-memory arrays); ``params``, one
-    row of :attr:`Plan.param_keys` per sample, replaces the random draws; ``return_params``
-    also yields the parameters each sample got.
+    row of :attr:`Plan.param_keys` per sample, replaces the random draws (which are NumPy's,
+    seeded by the config's ``seed`` and the epoch); ``return_params`` also yields the
+    parameters each sample got.
     """
 
     def __init__(
@@ -75,6 +105,7 @@ class DaliLoader:
         self.samples = prepare_samples(config, samples)
         self.device = device or resolve_device(config)
         self.params = None if params is None else np.asarray(params, dtype=np.float32)
+        self.return_params = return_params
         if self.params is not None and self.params.shape[0] != len(self.samples):
             raise ValueError(
                 f"params has {self.params.shape[0]} rows for {len(self.samples)} samples"
@@ -82,24 +113,15 @@ class DaliLoader:
         self.seed = resolve_seed(config.seed)
         self._feed: _EpochFeed | None = None
         if isinstance(self.samples, RecordSamples):
-            if self.params is not None:
-                raise ValueError("explicit params need a column source, not TFRecords")
+            if self.params is not None or return_params:
+                raise ValueError("explicit or returned params need a column source, not TFRecords")
             options = GraphOptions(
-                self.device,
-                self.samples.num_classes,
-                inputs=(),
-                records=self.samples,
-                return_params=return_params,
+                self.device, self.samples.num_classes, inputs=(), records=self.samples
             )
         else:
             self._feed = _EpochFeed(self, self.samples)
             options = GraphOptions(
-                self.device,
-                self.samples.num_classes,
-                inputs=(*self.samples.columns, *(("params",) if self.params is not None else ())),
-                feed=self._feed,
-                image_shape=self.samples.image_shape,
-                return_params=return_params,
+                self.device, self.samples.num_classes, inputs=self._feed.inputs, feed=self._feed
             )
         self.pipeline: Pipeline = build_pipeline(config, options)
         self.pipeline.build()
@@ -123,6 +145,7 @@ class DaliLoader:
                 outputs = self.pipeline.run()
             except StopIteration:
                 self.pipeline.reset()
+                self._feed.params.clear()
                 return
             except RuntimeError as e:
                 raise self._explain(e) from None
@@ -143,7 +166,11 @@ class DaliLoader:
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:
         for outputs in self.raw_batches():
-            yield tuple(_to_numpy(t) for t in outputs)
+            batch = tuple(_to_numpy(t) for t in outputs)
+            if self._feed is not None:
+                params = self._feed.params.popleft()
+                batch = (*batch, params) if self.return_params else batch
+            yield batch
 
     def _explain(self, error: RuntimeError) -> DataError:
         assert self._feed is not None and isinstance(self.samples, Samples)

@@ -2,14 +2,20 @@
 
 This module never imports TensorFlow: it runs on hosts that only have DALI.
 
-Samples arrive one batch at a time through ``external_source`` nodes named after the source's
-columns (see :mod:`daliaug.sources.base`): ``path`` and ``mask_path`` (file names, read with
-``fn.io.file.read``), ``image`` (uint8 HWC arrays), ``label`` (int32), ``record`` (a TFRecord
-image packed with its length and label, see :func:`pack_records`) and, with explicit
-parameters, ``params`` (float32, one row of :attr:`Plan.param_keys` per sample). The inputs
-are either named placeholders, fed by TensorFlow through ``DALIDatasetWithInputs``, or one
-Python callable returning all of them. The last batch of an epoch may be smaller. Alternatively
-DALI's own TFRecord reader feeds the graph (:class:`RecordSamples`, for DALI-only use).
+Samples arrive one batch at a time through ``external_source`` nodes (:data:`INPUTS`): the
+source's columns (``path`` and ``mask_path``: file names read with ``fn.io.file.read``;
+``image``: uint8 HWC arrays; ``label``: int32; ``record``: a TFRecord image packed with its
+length, label and plan inputs, see :func:`_unpack_record`) and what the host computed for
+each sample from the plan (:meth:`Plan.warp_inputs`): the decode window, the warp matrices and
+the colour matrix. Computing those per-sample numbers on the host, vectorized over the batch
+(TensorFlow or NumPy), keeps the graph to a handful of operators; as DALI operators, scalar
+arithmetic costs about a microsecond per sample and operation. The inputs are either named placeholders,
+fed by TensorFlow through ``DALIDatasetWithInputs``, or one Python callable returning them all.
+The last batch of an epoch may be smaller.
+
+Only when DALI's own TFRecord reader feeds the graph (:class:`RecordSamples`, for DALI-only
+use) are the parameters drawn and the plan evaluated inside the graph, since the host never
+sees those images.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from nvidia.dali import fn, pipeline_def, types
 from nvidia.dali import tfrecord as tfrec
 from nvidia.dali.pipeline import DataNode, Pipeline
 
-from daliaug.algebra import Affine, Canvas, is_const
+from daliaug.algebra import Canvas
 from daliaug.config import Config
 from daliaug.dali_ops import MATH, DaliRandom, as_tensor_arg
 from daliaug.plan import Plan
@@ -38,13 +44,18 @@ INPUTS = {
     "image": (types.UINT8, 3),
     "label": (types.INT32, 0),
     "record": (types.UINT8, 1),
-    "params": (types.FLOAT, 1),
+    "crop_start": (types.FLOAT, 1),
+    "crop_shape": (types.FLOAT, 1),
+    "matrix": (types.FLOAT, 2),
+    "mask_matrix": (types.FLOAT, 2),
+    "colour": (types.FLOAT, 2),
 }
 """Every input the graph can take: its DALI dtype and number of dimensions per sample."""
 
+WARP_SHAPES = {"crop_start": (2,), "crop_shape": (2,), "matrix": (2, 3), "mask_matrix": (2, 3)}
+"""Per-sample shapes of the plan's inputs (``colour`` is ``(C, C + 1)``)."""
+
 _DTYPES = {"float32": types.FLOAT, "float16": types.FLOAT16, "uint8": types.UINT8}
-RECORD_HEADER = 8
-"""Bytes before a packed record's image: its length and its label, int32 little-endian each."""
 
 
 @dataclass(frozen=True)
@@ -53,25 +64,16 @@ class GraphOptions:
 
     device: Device
     num_classes: int
-    inputs: tuple[str, ...] = ("path", "label")
-    """The inputs fed per batch, in this order (``params`` last when given explicitly)."""
+    inputs: tuple[str, ...] = ("path", "label", "matrix")
+    """The inputs fed per batch, in this order."""
     feed: Callable[[], tuple[np.ndarray, ...]] | None = None
     """One callable returning a batch of every input; ``None`` for named placeholders."""
     records: RecordSamples | None = None
-    """Read these TFRecords with DALI's reader instead of taking images from the inputs."""
-    image_shape: tuple[int, int] | None = None
-    """The fixed (height, width) of ``image`` inputs, when every array has the same size."""
-    return_params: bool = False
-    """Also output the ``params`` used, one row per sample (for tests and the parity harness)."""
+    """Read these TFRecords with DALI's reader (and draw the parameters in the graph)."""
 
 
-def pack_records(encoded: list[bytes], labels: np.ndarray) -> np.ndarray:
-    """The ``record`` input: each row is length, label, then the encoded image, zero-padded."""
-    rows = np.zeros((len(encoded), RECORD_HEADER + max(map(len, encoded), default=0)), np.uint8)
-    for i, (data, label) in enumerate(zip(encoded, labels, strict=True)):
-        head = np.array([len(data), label], dtype="<i4").tobytes()
-        rows[i, : RECORD_HEADER + len(data)] = np.frombuffer(head + data, dtype=np.uint8)
-    return rows
+def warp_input_shape(name: str, channels: int) -> tuple[int, ...]:
+    return (channels, channels + 1) if name == "colour" else WARP_SHAPES[name]
 
 
 def _input_nodes(options: GraphOptions) -> dict[str, DataNode]:
@@ -112,10 +114,35 @@ def _read_records(records: RecordSamples, config: Config) -> tuple[DataNode, Dat
     return out[records.image_key], fn.cast(out[records.label_key][0], dtype=types.INT32)
 
 
-def _unpack_record(record: DataNode) -> tuple[DataNode, DataNode]:
+def _warp_in_graph(encoded: DataNode, config: Config) -> dict[str, object]:
+    """The plan's inputs drawn and computed inside the graph (DALI's TFRecord reader only)."""
+    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    shape = fn.cast(fn.peek_image_shape(encoded, adjust_orientation=False), dtype=types.FLOAT)
+    values = plan.warp_inputs(
+        plan.draw(DaliRandom()), Canvas(h=shape[0], w=shape[1]), MATH, fuse_roi=True, masks=False
+    )
+    return {
+        name: as_tensor_arg(v, warp_input_shape(name, config.channels))
+        for name, v in values.items()
+    }
+
+
+def _unpack_record(record: DataNode, config: Config) -> tuple[DataNode, DataNode, dict]:
+    """Split a packed TFRecord row: image length and label (int32 each), the plan's inputs
+    (float32, in ``warp_input_names`` order), then the encoded image (zero-padded)."""
+    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    names = plan.warp_input_names(fuse_roi=True, masks=False)
+    shapes = [warp_input_shape(name, config.channels) for name in names]
+    sizes = [int(np.prod(shape)) for shape in shapes]
+    start = 8 + 4 * sum(sizes)
     length = fn.reinterpret(record[0:4], dtype=types.INT32, shape=[1])[0]
     label = fn.reinterpret(record[4:8], dtype=types.INT32, shape=[1])[0]
-    return record[RECORD_HEADER : RECORD_HEADER + length], label
+    floats = fn.reinterpret(record[8:start], dtype=types.FLOAT, shape=[sum(sizes)])
+    warp, offset = {}, 0
+    for name, shape, size in zip(names, shapes, sizes, strict=True):
+        warp[name] = fn.reshape(floats[offset : offset + size], shape=list(shape))
+        offset += size
+    return record[start : start + length], label, warp
 
 
 def _decoder(device: Device, image_type: types.DALIImageType) -> dict[str, object]:
@@ -126,13 +153,11 @@ def _decoder(device: Device, image_type: types.DALIImageType) -> dict[str, objec
     }
 
 
-def _warp(
-    image: DataNode, forward: Affine, config: Config, nearest: bool, fill: object
-) -> DataNode:
-    """Resample once, from the source to ``image_size``, with the inverse of ``forward``."""
+def _warp(image: DataNode, matrix: object, config: Config, nearest: bool, fill: object) -> DataNode:
+    """Resample once to ``image_size``; ``matrix`` maps destination to source pixels."""
     return fn.warp_affine(
         image,
-        matrix=as_tensor_arg(list(forward.inverse()), (2, 3)),
+        matrix=matrix,
         size=[float(s) for s in config.image_size],
         interp_type=types.INTERP_NN if nearest else types.INTERP_LINEAR,
         **({} if fill == "nearest" else {"fill_value": float(fill)}),
@@ -142,55 +167,38 @@ def _warp(
 def augment(
     encoded: DataNode | None,
     image: DataNode | None,
-    params: dict[str, object],
+    warp: dict[str, object],
     config: Config,
-    options: GraphOptions,
-) -> tuple[DataNode, Affine]:
-    """Decode (``encoded``) or take (``image``) a batch of images and augment it.
-
-    Returns the images and the forward map from the full source image to the output, which
-    masks follow.
-    """
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    device: Device,
+) -> DataNode:
+    """Decode (``encoded``) or take (``image``) a batch of images, warp, recolour, normalize."""
     image_type = types.RGB if config.channels == 3 else types.GRAY
-    if encoded is not None:
-        shape = fn.cast(fn.peek_image_shape(encoded, adjust_orientation=False), dtype=types.FLOAT)
-        canvas = Canvas(h=shape[0], w=shape[1])
-    elif options.image_shape is not None:
-        canvas = Canvas(*(float(s) for s in options.image_shape))
-    else:
-        shape = fn.cast(fn.shapes(image), dtype=types.FLOAT)
-        canvas = Canvas(h=shape[0], w=shape[1])
-    geometry = plan.geometry(params, canvas, MATH, fuse_roi=encoded is not None)
     if encoded is None:
-        image = image.gpu() if options.device == "gpu" else image
-    elif geometry.roi is not None:
-        roi = geometry.roi
+        assert image is not None
+        image = image.gpu() if device == "gpu" else image
+    elif "crop_start" in warp:
         image = fn.decoders.image_slice(
             encoded,
-            fn.cast(fn.stack(roi.x, roi.y), dtype=types.INT32),
-            fn.cast(fn.stack(roi.w, roi.h), dtype=types.INT32),
+            warp["crop_start"],
+            warp["crop_shape"],
+            normalized_anchor=False,
+            normalized_shape=False,
             axis_names="WH",
-            **_decoder(options.device, image_type),
+            **_decoder(device, image_type),
         )
     else:
-        image = fn.decoders.image(encoded, **_decoder(options.device, image_type))
-    image = _warp(image, geometry.forward, config, nearest=False, fill=config.fill)
-    colour = plan.colour(params, MATH)
-    if colour is not None:
-        c = config.channels
-        image = fn.coord_transform(
-            image, MT=as_tensor_arg(colour.flat(), (c, c + 1)), dtype=types.UINT8
-        )
+        image = fn.decoders.image(encoded, **_decoder(device, image_type))
+    image = _warp(image, warp["matrix"], config, nearest=False, fill=config.fill)
+    if "colour" in warp:
+        image = fn.coord_transform(image, MT=warp["colour"], dtype=types.UINT8)
     mean, std = config.output.mean_std(config.channels)
-    image = fn.crop_mirror_normalize(
+    return fn.crop_mirror_normalize(
         image,
         dtype=_DTYPES[config.output.dtype],
         output_layout="HWC" if config.output.layout == "NHWC" else "CHW",
         mean=mean,
         std=std,
     )
-    return image, geometry.source_forward
 
 
 def _colour_to_index(mask: DataNode, source: SegmentationSource) -> DataNode:
@@ -213,7 +221,7 @@ def _unused_grey(source: SegmentationSource) -> float:
 
 
 def mask_target(
-    encoded: DataNode, forward: Affine, config: Config, options: GraphOptions
+    encoded: DataNode, matrix: DataNode, config: Config, options: GraphOptions
 ) -> DataNode:
     """Decode masks, warp them like their images (nearest, ``ignore_index`` fill), and encode
     them as class indices or one-hot."""
@@ -222,7 +230,7 @@ def mask_target(
     image_type = types.RGB if source.colour_coded else types.GRAY
     mask = fn.decoders.image(encoded, **_decoder(options.device, image_type))
     fill = _unused_grey(source) if source.colour_coded else float(source.ignore_index)
-    mask = _warp(mask, forward, config, nearest=True, fill=fill)
+    mask = _warp(mask, matrix, config, nearest=True, fill=fill)
     index = _colour_to_index(mask, source) if source.colour_coded else mask[:, :, 0]
     if source.mask_output == "index":
         dtype = types.UINT8 if source.mask_dtype == "uint8" else types.INT32
@@ -241,16 +249,8 @@ def label_target(label: DataNode, config: Config, options: GraphOptions) -> Data
     return label.gpu() if options.device == "gpu" else label
 
 
-def _params_output(values: list[object]) -> DataNode:
-    """The parameters of each sample as one float32 vector (constants included)."""
-    if all(is_const(v) for v in values):
-        return fn.constant(fdata=[float(v) for v in values] or [0.0], dtype=types.FLOAT)
-    return as_tensor_arg(values, (-1,))
-
-
 def build_pipeline(config: Config, options: GraphOptions) -> Pipeline:
-    """A DALI pipeline producing ``(images, labels or masks[, params])`` batches."""
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    """A DALI pipeline producing ``(images, labels or masks)`` batches."""
 
     @pipeline_def(
         batch_size=config.batch_size,
@@ -259,29 +259,21 @@ def build_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         seed=config.seed,
         prefetch_queue_depth=config.prefetch,
     )
-    def graph() -> tuple[DataNode, ...]:
+    def graph() -> tuple[DataNode, DataNode]:
         nodes = _input_nodes(options) if options.inputs else {}
         label = nodes.get("label")
         if options.records is not None:
             encoded, label = _read_records(options.records, config)
+            warp = _warp_in_graph(encoded, config)
         elif "record" in nodes:
-            encoded, label = _unpack_record(nodes["record"])
-        elif "path" in nodes:
-            encoded = fn.io.file.read(nodes["path"])
+            encoded, label, warp = _unpack_record(nodes["record"], config)
         else:
-            encoded = None
-        if "params" in nodes:
-            params = {key: nodes["params"][i] for i, key in enumerate(plan.param_keys)}
-        else:
-            params = plan.draw(DaliRandom())
-        images, forward = augment(encoded, nodes.get("image"), params, config, options)
+            encoded = fn.io.file.read(nodes["path"]) if "path" in nodes else None
+            warp = {name: nodes[name] for name in WARP_SHAPES.keys() | {"colour"} if name in nodes}
+        images = augment(encoded, nodes.get("image"), warp, config, options.device)
         if "mask_path" in nodes:
-            target = mask_target(fn.io.file.read(nodes["mask_path"]), forward, config, options)
-        else:
-            target = label_target(label, config, options)
-        outputs = [images, target]
-        if options.return_params:
-            outputs.append(_params_output([params[k] for k in plan.param_keys]))
-        return tuple(outputs)
+            masks = fn.io.file.read(nodes["mask_path"])
+            return images, mask_target(masks, nodes["mask_matrix"], config, options)
+        return images, label_target(label, config, options)
 
     return graph()

@@ -8,8 +8,10 @@ same random parameters; so the sample order (reshuffled each epoch), the batch b
 (the last batch of an epoch is smaller unless ``drop_remainder``) and the random parameters
 (stateless draws, fresh each epoch) come from small ``tf.data`` streams, and DALI reads,
 decodes and augments what they name. Each input is its own stream, built from the same seed,
-so the streams stay aligned sample for sample. TFRecords are read once, by TensorFlow, and
-each batch goes to DALI as one packed input (image bytes with their length and label).
+so the streams stay aligned sample for sample. The random parameters become decode windows and
+warp/colour matrices right here, vectorized over each batch (see :mod:`daliaug.dali_pipeline`
+for why). TFRecords are read once, by TensorFlow, and each batch goes to DALI as one packed
+input: each image's bytes with its length, label and plan inputs.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import tensorflow as tf
 from nvidia.dali.plugin import tf as dali_tf
 
 from daliaug.config import Config, load_config
-from daliaug.dali_pipeline import RECORD_HEADER, GraphOptions, build_pipeline
+from daliaug.dali_pipeline import GraphOptions, build_pipeline, warp_input_shape
 from daliaug.device import Device, resolve_device
 from daliaug.epochs import batch_bounds, resolve_seed
 from daliaug.errors import BackendError, DataError
@@ -28,7 +30,7 @@ from daliaug.plan import Plan
 from daliaug.sources import Samples, prepare_samples
 from daliaug.sources.segmentation import SegmentationSource
 from daliaug.sources.tfrecord import RecordSamples
-from daliaug.tf_ops import draw_params
+from daliaug.tf_ops import warp_batch
 
 _TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "uint8": tf.uint8}
 
@@ -64,15 +66,60 @@ def _index_batches(n: int, config: Config, seed: int) -> tf.data.Dataset:
     return ds.batch(config.batch_size, drop_remainder=config.drop_remainder)
 
 
+def _warp_streams(
+    config: Config, sizes: tf.Tensor, seed: int, *, fuse_roi: bool, masks: bool
+) -> dict[str, tf.data.Dataset]:
+    """One stream per plan input: fresh parameters each epoch, turned into decode windows and
+    matrices for the images' ``sizes``, vectorized over each batch."""
+    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    names = plan.warp_input_names(fuse_roi=fuse_roi, masks=masks)
+    shapes = {name: warp_input_shape(name, config.channels) for name in names}
+
+    def stream(name: str) -> tf.data.Dataset:
+        keys = tf.data.Dataset.random(seed=seed + 1, rerandomize_each_iteration=True).batch(2)
+        batches = tf.data.Dataset.zip(_index_batches(len(sizes), config, seed), keys)
+        return batches.map(
+            lambda i, key: warp_batch(
+                plan, key, tf.gather(sizes, i), fuse_roi=fuse_roi, masks=masks, shapes=shapes
+            )[name]
+        )
+
+    return {name: stream(name) for name in names}
+
+
 def _column_inputs(config: Config, samples: Samples, seed: int) -> dict[str, tf.data.Dataset]:
     def gather(column: tf.Tensor) -> tf.data.Dataset:
         return _index_batches(len(samples), config, seed).map(lambda i: tf.gather(column, i))
 
-    return {name: gather(tf.constant(column)) for name, column in samples.columns.items()}
+    columns = {name: gather(tf.constant(column)) for name, column in samples.columns.items()}
+    warps = _warp_streams(
+        config,
+        tf.constant(samples.sizes),
+        seed,
+        fuse_roi="image" not in samples.columns,
+        masks="mask_path" in samples.columns,
+    )
+    return {**columns, **warps}
+
+
+def _image_size(encoded: tf.Tensor) -> tf.Tensor:
+    """(height, width) of an encoded JPEG or PNG, from its header."""
+    png_header = tf.io.decode_raw(tf.strings.substr(encoded, 16, 8), tf.uint8)
+    # PNG stores width then height, each a big-endian uint32
+    big_endian = tf.cast(tf.reshape(png_header, [2, 4]), tf.int32) * [1 << 24, 1 << 16, 1 << 8, 1]
+    png_wh = tf.reduce_sum(big_endian, axis=1)
+    return tf.cond(
+        tf.io.is_jpeg(encoded),
+        lambda: tf.image.extract_jpeg_shape(encoded)[:2],
+        lambda: tf.stack([png_wh[1], png_wh[0]]),
+    )
 
 
 def _record_batches(config: Config, records: RecordSamples, seed: int) -> tf.data.Dataset:
-    """Batches of packed TFRecord images (see ``dali_pipeline.pack_records``)."""
+    """Batches of packed TFRecord rows: image, length, label, plan inputs (``_unpack_record``)."""
+    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    names = plan.warp_input_names(fuse_roi=True, masks=False)
+    shapes = {name: warp_input_shape(name, config.channels) for name in names}
     total = sum(records.counts)
     start = total * records.shard_id // records.num_shards
     features = {
@@ -80,21 +127,28 @@ def _record_batches(config: Config, records: RecordSamples, seed: int) -> tf.dat
         records.label_key: tf.io.FixedLenFeature([], tf.int64),
     }
 
-    def parse(serialized: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def parse(serialized: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         example = tf.io.parse_single_example(serialized, features)
-        return example[records.image_key], tf.cast(example[records.label_key], tf.int32)
+        encoded = example[records.image_key]
+        return encoded, tf.cast(example[records.label_key], tf.int32), _image_size(encoded)
 
-    def pack(encoded: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+    def pack(batch: tuple[tf.Tensor, tf.Tensor, tf.Tensor], key: tf.Tensor) -> tf.Tensor:
+        encoded, labels, sizes = batch
+        warp = warp_batch(plan, key, sizes, fuse_roi=True, masks=False, shapes=shapes)
+        floats = tf.concat([tf.reshape(warp[n], [tf.shape(sizes)[0], -1]) for n in names], 1)
         lengths = tf.strings.length(encoded)
-        head = tf.bitcast(tf.stack([lengths, labels], axis=1), tf.uint8)
+        head = tf.reshape(tf.bitcast(tf.stack([lengths, labels], axis=1), tf.uint8), [-1, 8])
         body = tf.io.decode_raw(encoded, tf.uint8, fixed_length=tf.reduce_max(lengths))
-        return tf.concat([tf.reshape(head, [-1, RECORD_HEADER]), body], axis=1)
+        packed_floats = tf.reshape(tf.bitcast(floats, tf.uint8), [tf.shape(sizes)[0], -1])
+        return tf.concat([head, packed_floats, body], axis=1)
 
     ds = tf.data.TFRecordDataset(records.files).skip(start).take(len(records))
     if config.shuffle:
         ds = ds.shuffle(min(len(records), 10_000), seed=seed, reshuffle_each_iteration=True)
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-    return ds.batch(config.batch_size, drop_remainder=config.drop_remainder).map(pack)
+    ds = ds.batch(config.batch_size, drop_remainder=config.drop_remainder)
+    keys = tf.data.Dataset.random(seed=seed + 1, rerandomize_each_iteration=True).batch(2)
+    return tf.data.Dataset.zip(ds, keys).map(pack)
 
 
 def _check_record_keys(records: RecordSamples) -> None:
@@ -143,7 +197,6 @@ def make_dataset(
     samples = prepare_samples(config, samples, x, y)
     device = resolve_device(config)
     tf_device = _tf_device(device, config)
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
     seed = resolve_seed(config.seed)
     with tf.device("/cpu:0"):
         if isinstance(samples, RecordSamples):
@@ -151,18 +204,7 @@ def make_dataset(
             inputs = {"record": _record_batches(config, samples, seed)}
         else:
             inputs = _column_inputs(config, samples, seed)
-        if plan.param_keys:
-            keys = tf.data.Dataset.random(seed=seed + 1, rerandomize_each_iteration=True).batch(2)
-            sizes = _index_batches(len(samples), config, seed)
-            inputs["params"] = tf.data.Dataset.zip(sizes, keys).map(
-                lambda i, key: draw_params(plan, key, tf.shape(i)[0])
-            )
-    options = GraphOptions(
-        device,
-        samples.num_classes,
-        inputs=tuple(inputs),
-        image_shape=samples.image_shape if isinstance(samples, Samples) else None,
-    )
+    options = GraphOptions(device, samples.num_classes, inputs=tuple(inputs))
     specs = element_spec(config, samples.num_classes)
     with tf.device(tf_device):
         ds = dali_tf.experimental.DALIDatasetWithInputs(

@@ -98,6 +98,37 @@ class Plan:
         final = Affine.scale(div(out_w, canvas.w), div(out_h, canvas.h))
         return Geometry(roi, final.then_after(forward))
 
+    def warp_input_names(self, *, fuse_roi: bool, masks: bool) -> tuple[str, ...]:
+        """The keys :meth:`warp_inputs` returns, known before any sample is seen."""
+        names = ["matrix"]
+        if fuse_roi and self.roi_step is not None:
+            names += ["crop_start", "crop_shape"]
+        if masks:
+            names.append("mask_matrix")
+        if self.has_colour:
+            names.append("colour")
+        return tuple(names)
+
+    def warp_inputs(
+        self, params: dict[str, Scalar], source: Canvas, m: Math, *, fuse_roi: bool, masks: bool
+    ) -> dict[str, list[Scalar]]:
+        """What a backend applies per sample, flattened: the decode window (``crop_start`` x, y
+        and ``crop_shape`` w, h; with ``fuse_roi`` and a leading random resized crop), the
+        destination-to-source ``matrix`` (2x3) of the image warp, the ``mask_matrix`` from
+        full-source mask pixels (with ``masks``), and the ``colour`` matrix (C x (C+1), when
+        the plan has one)."""
+        geometry = self.geometry(params, source, m, fuse_roi=fuse_roi)
+        out: dict[str, list[Scalar]] = {"matrix": list(geometry.forward.inverse())}
+        if geometry.roi is not None:
+            out["crop_start"] = [geometry.roi.x, geometry.roi.y]
+            out["crop_shape"] = [geometry.roi.w, geometry.roi.h]
+        if masks:
+            out["mask_matrix"] = list(geometry.source_forward.inverse())
+        colour = self.colour(params, m)
+        if colour is not None:
+            out["colour"] = colour.flat()
+        return out
+
     def colour(self, params: dict[str, Scalar], m: Math) -> ColourMatrix | None:
         """The composed colour map, or ``None`` when the plan has no colour transform."""
         if not self.has_colour:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import tensorflow as tf
 
-from daliaug.algebra import Math, Scalar
+from daliaug.algebra import Canvas, Math, Scalar
 from daliaug.plan import Plan
 
 MATH = Math(
@@ -47,13 +49,24 @@ class TfRandom:
         return tf.cast(draw < p, tf.float32)
 
 
-def draw_params(plan: Plan, seed: tf.Tensor, batch: tf.Tensor) -> tf.Tensor:
-    """A ``[batch, len(plan.param_keys)]`` float32 matrix of freshly drawn parameters."""
-    drawn = plan.draw(TfRandom(seed, [batch]))
-    columns = [
-        tf.fill([batch], tf.constant(v, tf.float32))
-        if isinstance(v, float)
-        else tf.cast(v, tf.float32)
-        for v in (drawn[k] for k in plan.param_keys)
-    ]
-    return tf.stack(columns, axis=1)
+def pack(values: Sequence[Scalar], batch: tf.Tensor) -> tf.Tensor:
+    """Per-sample scalars (tensors or constants) as a ``(batch, len(values))`` float32 tensor."""
+    return tf.stack([tf.broadcast_to(tf.cast(v, tf.float32), [batch]) for v in values], axis=1)
+
+
+def warp_batch(
+    plan: Plan,
+    seed: tf.Tensor,
+    sizes: tf.Tensor,
+    *,
+    fuse_roi: bool,
+    masks: bool,
+    shapes: dict[str, tuple[int, ...]],
+) -> dict[str, tf.Tensor]:
+    """Fresh parameters for a batch of images of ``sizes`` ((height, width) rows, drawn from
+    ``seed``), turned into the plan's per-sample inputs shaped ``(batch, *shapes[name])``."""
+    batch = tf.shape(sizes)[0]
+    params = plan.draw(TfRandom(seed, [batch]))
+    source = Canvas(h=tf.cast(sizes[:, 0], tf.float32), w=tf.cast(sizes[:, 1], tf.float32))
+    values = plan.warp_inputs(params, source, MATH, fuse_roi=fuse_roi, masks=masks)
+    return {name: tf.reshape(pack(v, batch), [-1, *shapes[name]]) for name, v in values.items()}

@@ -42,7 +42,8 @@ def array_samples(x: object, y: object, class_names: list[str] | None = None) ->
             + (f" for {len(class_names)} classes" if class_names else "")
         )
     names = class_names or [str(i) for i in range(int(labels.max()) + 1)]
-    return Samples({"image": images, "label": labels.astype(np.int32)}, names)
+    sizes = np.tile(np.array(images.shape[1:3], dtype=np.int32), (len(images), 1))
+    return Samples({"image": images, "label": labels.astype(np.int32)}, names, sizes)
 
 
 class ArraysSource(SourceConfig):

@@ -37,21 +37,23 @@ class Samples:
     """One epoch of samples: ``columns[name][i]`` is input ``name`` of sample ``i``.
 
     ``files`` keeps the file names behind the file columns (``path``, ``mask_path``) for error
-    messages; ``class_names`` names the label values (or mask classes).
+    messages; ``class_names`` names the label values (or mask classes); ``sizes`` holds each
+    image's (height, width), which the host needs to compute crop windows and warp matrices.
     """
 
     columns: dict[str, np.ndarray]
     class_names: list[str]
+    sizes: np.ndarray
     files: dict[str, list[str]] = field(default_factory=dict)
 
     @staticmethod
     def of_files(
-        files: dict[str, list[str]], class_names: list[str], **arrays: np.ndarray
+        files: dict[str, list[str]], class_names: list[str], sizes: np.ndarray, **arrays: np.ndarray
     ) -> Samples:
         """Samples whose file columns are the given file lists (encoded for DALI)."""
         columns = {name: encode_paths(paths) for name, paths in files.items()}
         return Samples(
-            {**columns, **arrays}, list(class_names), {k: list(v) for k, v in files.items()}
+            {**columns, **arrays}, list(class_names), sizes, {k: list(v) for k, v in files.items()}
         )
 
     def __len__(self) -> int:
@@ -86,6 +88,7 @@ class Samples:
         return Samples(
             {name: column[idx] for name, column in self.columns.items()},
             self.class_names,
+            self.sizes[idx],
             {name: [paths[i] for i in idx] for name, paths in self.files.items()},
         )
 
@@ -146,31 +149,41 @@ class SourceConfig(BaseModel):
         return self.model_validate({**self.model_dump(), "path": path})
 
 
-def image_format(path: str) -> str:
-    """'JPEG' or 'PNG' from the file's first bytes; :class:`DataError` if neither."""
+def image_header(path: str) -> tuple[str, int, int]:
+    """``('JPEG' | 'PNG', height, width)`` from the file's header; :class:`DataError` naming the
+    file if it is missing, empty, not a JPEG or PNG, or has a broken header."""
+    from PIL import Image, UnidentifiedImageError
+
     try:
         with open(path, "rb") as f:
             head = f.read(8)
+            if not head:
+                raise DataError(f"image file {path} is empty")
+            kind = next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
+            if kind is None:
+                raise DataError(
+                    f"{path} is not a JPEG or PNG image (its first bytes are {head[:4]!r})"
+                )
+            f.seek(0)
+            with Image.open(f) as im:
+                width, height = im.size
     except OSError as e:
-        raise DataError(f"cannot read image file {path}: {e.strerror or e}") from e
-    if not head:
-        raise DataError(f"image file {path} is empty")
-    for magic, name in _MAGIC.items():
-        if head.startswith(magic):
-            return name
-    raise DataError(f"{path} is not a JPEG or PNG image (its first bytes are {head[:4]!r})")
+        if isinstance(e, UnidentifiedImageError) or not e.strerror:
+            raise DataError(f"{path} has a broken {kind} header: {e}") from e
+        raise DataError(f"cannot read image file {path}: {e.strerror}") from e
+    return kind, height, width
 
 
-def parallel_check(check: Callable[[Any], object], items: Iterable[Any], threads: int = 8) -> None:
-    """Run ``check`` on every item with a thread pool; the first error propagates."""
+def parallel_check(check: Callable[[Any], Any], items: Iterable[Any], threads: int = 8) -> list:
+    """``check`` of every item, run by a thread pool; the first error propagates."""
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        for _ in pool.map(check, items):
-            pass
+        return list(pool.map(check, items))
 
 
-def check_image_files(paths: Sequence[str]) -> None:
-    """Check that every file exists and starts like a JPEG or PNG."""
-    parallel_check(image_format, paths)
+def check_image_files(paths: Sequence[str]) -> np.ndarray:
+    """Check that every file is a readable JPEG or PNG; their ``(height, width)``s, int32."""
+    headers = parallel_check(image_header, paths)
+    return np.array([(h, w) for _, h, w in headers], dtype=np.int32).reshape(-1, 2)
 
 
 def find_undecodable(paths: Iterable[str]) -> tuple[str, str] | None:

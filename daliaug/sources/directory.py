@@ -49,5 +49,6 @@ class DirectorySource(SourceConfig):
             raise DataError(
                 f"source.path: found no images ({', '.join(IMAGE_EXTENSIONS)}) under {root}"
             )
-        check_image_files(paths)
-        return Samples.of_files({"path": paths}, names, label=np.asarray(labels, dtype=np.int32))
+        sizes = check_image_files(paths)
+        labels_ = np.asarray(labels, dtype=np.int32)
+        return Samples.of_files({"path": paths}, names, sizes, label=labels_)

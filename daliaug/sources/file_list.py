@@ -63,7 +63,7 @@ class FileListSource(SourceConfig):
             str(p if (p := Path(path).expanduser()).is_absolute() else root / p)
             for _, path, _ in rows
         ]
-        check_image_files(paths)
+        sizes = check_image_files(paths)
         return Samples.of_files(
-            {"path": paths}, class_names, label=np.asarray(values, dtype=np.int32)
+            {"path": paths}, class_names, sizes, label=np.asarray(values, dtype=np.int32)
         )

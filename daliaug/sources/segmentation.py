@@ -156,11 +156,12 @@ class SegmentationSource(SourceConfig):
         if not pairs:
             raise DataError("source: the segmentation source lists no image/mask pairs")
         images, masks = [i for i, _ in pairs], [m for _, m in pairs]
-        check_image_files(images + masks)
+        sizes = check_image_files(images)
+        check_image_files(masks)
         if self.check_masks:
             table = self.class_table()
             parallel_check(lambda pair: self._check_mask(*pair, table), pairs)
-        return Samples.of_files({"path": images, "mask_path": masks}, self.mask_classes())
+        return Samples.of_files({"path": images, "mask_path": masks}, self.mask_classes(), sizes)
 
     def _check_mask(self, image: str, mask: str, table: ClassTable | None) -> None:
         """The mask has the image's size and only known class values (or ``ignore_index``)."""

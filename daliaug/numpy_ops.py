@@ -1,0 +1,68 @@
+"""NumPy primitives for the backend-neutral math: per-sample scalars are ``(batch,)`` arrays.
+
+The DALI loader evaluates the plan with these on the host, one batch at a time, and feeds
+DALI the resulting decode windows and matrices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from daliaug.algebra import Canvas, Math, Scalar
+from daliaug.plan import Plan
+
+MATH = Math(
+    cos_=np.cos,
+    sin_=np.sin,
+    tan_=np.tan,
+    sqrt_=np.sqrt,
+    exp_=np.exp,
+    log_=np.log,
+    floor_=np.floor,
+    minimum_=np.minimum,
+    maximum_=np.maximum,
+)
+
+
+class NumpyRandom:
+    """Draws ``size`` values per call from a NumPy generator (float32, like the other backends)."""
+
+    def __init__(self, rng: np.random.Generator, size: int) -> None:
+        self.rng, self.size = rng, size
+
+    def uniform(self, low: float, high: float) -> Scalar:
+        if low == high:
+            return float(low)
+        return self.rng.uniform(low, high, self.size).astype(np.float32)
+
+    def bernoulli(self, p: float) -> Scalar:
+        if p in (0.0, 1.0):
+            return float(p)
+        return (self.rng.random(self.size) < p).astype(np.float32)
+
+
+def pack(values: Sequence[Scalar], batch: int) -> np.ndarray:
+    """Per-sample scalars (arrays or constants) as a ``(batch, len(values))`` float32 array."""
+    out = np.empty((batch, len(values)), dtype=np.float32)
+    for i, v in enumerate(values):
+        out[:, i] = v
+    return out
+
+
+def warp_batch(
+    plan: Plan,
+    params: dict[str, Scalar],
+    sizes: np.ndarray,
+    *,
+    fuse_roi: bool,
+    masks: bool,
+    shapes: dict[str, tuple[int, ...]],
+) -> dict[str, np.ndarray]:
+    """The plan's per-sample inputs for a batch of images of ``sizes`` ((height, width) rows),
+    as arrays shaped ``(batch, *shapes[name])``."""
+    batch = len(sizes)
+    source = Canvas(h=sizes[:, 0].astype(np.float32), w=sizes[:, 1].astype(np.float32))
+    values = plan.warp_inputs(params, source, MATH, fuse_roi=fuse_roi, masks=masks)
+    return {name: pack(v, batch).reshape(batch, *shapes[name]) for name, v in values.items()}
