@@ -9,9 +9,9 @@ length, label and plan inputs, see :func:`_unpack_record`) and what the host com
 each sample from the plan (:meth:`Plan.warp_inputs`): the decode window, the warp matrices and
 the colour matrix. Computing those per-sample numbers on the host, vectorized over the batch
 (TensorFlow or NumPy), keeps the graph to a handful of operators; as DALI operators, scalar
-arithmetic costs about a microsecond per sample and operation. The inputs are either named placeholders,
-fed by TensorFlow through ``DALIDatasetWithInputs``, or one Python callable returning them all.
-The last batch of an epoch may be smaller.
+arithmetic costs about a microsecond per sample and operation. The inputs are either named
+placeholders, fed by TensorFlow through ``DALIDatasetWithInputs``, or one Python callable
+returning them all. The last batch of an epoch may be smaller.
 
 Only when DALI's own TFRecord reader feeds the graph (:class:`RecordSamples`, for DALI-only
 use) are the parameters drawn and the plan evaluated inside the graph, since the host never
