@@ -174,15 +174,26 @@ def image_header(path: str) -> tuple[str, int, int]:
     return kind, height, width
 
 
-def parallel_check(check: Callable[[Any], Any], items: Iterable[Any], threads: int = 8) -> list:
+PROGRESS_FROM = 20_000
+"""Checks of at least this many items show a progress bar (on stderr)."""
+
+
+def parallel_check(
+    check: Callable[[Any], Any], items: Sequence[Any], what: str = "checking files"
+) -> list:
     """``check`` of every item, run by a thread pool; the first error propagates."""
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        return list(pool.map(check, items))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = pool.map(check, items, chunksize=64)
+        if len(items) < PROGRESS_FROM:
+            return list(results)
+        from rich.progress import track
+
+        return list(track(results, description=what, total=len(items), transient=True))
 
 
 def check_image_files(paths: Sequence[str]) -> np.ndarray:
     """Check that every file is a readable JPEG or PNG; their ``(height, width)``s, int32."""
-    headers = parallel_check(image_header, paths)
+    headers = parallel_check(image_header, paths, "reading image headers")
     return np.array([(h, w) for _, h, w in headers], dtype=np.int32).reshape(-1, 2)
 
 

@@ -160,7 +160,7 @@ class SegmentationSource(SourceConfig):
         check_image_files(masks)
         if self.check_masks:
             table = self.class_table()
-            parallel_check(lambda pair: self._check_mask(*pair, table), pairs)
+            parallel_check(lambda pair: self._check_mask(*pair, table), pairs, "checking masks")
         return Samples.of_files({"path": images, "mask_path": masks}, self.mask_classes(), sizes)
 
     def _check_mask(self, image: str, mask: str, table: ClassTable | None) -> None:
