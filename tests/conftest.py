@@ -38,3 +38,16 @@ def numbered_list(tmp_path_factory: pytest.TempPathFactory) -> Path:
     listing = root / "list.csv"
     listing.write_text("path,label\n" + "".join(f"img/{i:04d}.png,{i}\n" for i in range(23)))
     return listing
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``gpu`` run only where DALI sees a CUDA GPU."""
+    if not any(item.get_closest_marker("gpu") for item in items):
+        return
+    from daliaug.device import dali_gpu_count
+
+    if dali_gpu_count() == 0:
+        skip = pytest.mark.skip(reason="needs a CUDA GPU visible to DALI")
+        for item in items:
+            if item.get_closest_marker("gpu"):
+                item.add_marker(skip)
