@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, NamedTuple, Protocol
 
 Scalar = Any
@@ -82,50 +83,46 @@ class Random(Protocol):
         """1.0 with probability ``p``, else 0.0."""
 
 
+def _folded(on_constants: Callable[..., float], name: str) -> Callable[..., Scalar]:
+    """A :class:`Math` method: ``on_constants`` for Python numbers, else the backend's ``name``."""
+
+    def method(self: Math, *args: Scalar) -> Scalar:
+        if all(is_const(a) for a in args):
+            return float(on_constants(*args))
+        return getattr(self.ops, name)(*args)
+
+    method.__name__ = name
+    return method
+
+
 @dataclass(frozen=True)
 class Math:
-    """Elementwise functions of a backend, with Python numbers folded by ``math``."""
+    """Elementwise functions of a backend (``ops``: a module or namespace with ``cos``, ``sin``,
+    ``tan``, ``sqrt``, ``exp``, ``log``, ``floor``, ``minimum``, ``maximum``); Python numbers
+    are folded with :mod:`math` instead."""
 
-    cos_: Callable[[Scalar], Scalar]
-    sin_: Callable[[Scalar], Scalar]
-    tan_: Callable[[Scalar], Scalar]
-    sqrt_: Callable[[Scalar], Scalar]
-    exp_: Callable[[Scalar], Scalar]
-    log_: Callable[[Scalar], Scalar]
-    floor_: Callable[[Scalar], Scalar]
-    minimum_: Callable[[Scalar, Scalar], Scalar]
-    maximum_: Callable[[Scalar, Scalar], Scalar]
+    ops: Any
 
-    def cos(self, x: Scalar) -> Scalar:
-        return math.cos(x) if is_const(x) else self.cos_(x)
+    @staticmethod
+    def of(module: Any, **renames: str) -> Math:
+        """The functions of ``module``, where ``renames`` maps our names to the module's."""
+        names = ("cos", "sin", "tan", "sqrt", "exp", "log", "floor", "minimum", "maximum")
+        ops = {n: getattr(module, renames.get(n, n)) for n in names}
+        return Math(SimpleNamespace(**ops))
 
-    def sin(self, x: Scalar) -> Scalar:
-        return math.sin(x) if is_const(x) else self.sin_(x)
-
-    def tan(self, x: Scalar) -> Scalar:
-        return math.tan(x) if is_const(x) else self.tan_(x)
-
-    def sqrt(self, x: Scalar) -> Scalar:
-        return math.sqrt(x) if is_const(x) else self.sqrt_(x)
-
-    def exp(self, x: Scalar) -> Scalar:
-        return math.exp(x) if is_const(x) else self.exp_(x)
-
-    def log(self, x: Scalar) -> Scalar:
-        return math.log(x) if is_const(x) else self.log_(x)
-
-    def floor(self, x: Scalar) -> Scalar:
-        return float(math.floor(x)) if is_const(x) else self.floor_(x)
+    cos = _folded(math.cos, "cos")
+    sin = _folded(math.sin, "sin")
+    tan = _folded(math.tan, "tan")
+    sqrt = _folded(math.sqrt, "sqrt")
+    exp = _folded(math.exp, "exp")
+    log = _folded(math.log, "log")
+    floor = _folded(math.floor, "floor")
+    minimum = _folded(min, "minimum")
+    maximum = _folded(max, "maximum")
 
     def round(self, x: Scalar) -> Scalar:
         """Round half up: ``floor(x + 0.5)``, identical in every backend."""
         return self.floor(add(x, 0.5))
-
-    def minimum(self, a: Scalar, b: Scalar) -> Scalar:
-        return min(a, b) if is_const(a) and is_const(b) else self.minimum_(a, b)
-
-    def maximum(self, a: Scalar, b: Scalar) -> Scalar:
-        return max(a, b) if is_const(a) and is_const(b) else self.maximum_(a, b)
 
     def clip(self, x: Scalar, low: Scalar, high: Scalar) -> Scalar:
         return self.minimum(self.maximum(x, low), high)
@@ -215,9 +212,15 @@ class ColourMatrix:
 
     @staticmethod
     def identity(channels: int) -> ColourMatrix:
-        return ColourMatrix.linear(
-            tuple(tuple(1.0 if i == j else 0.0 for j in range(channels)) for i in range(channels))
+        return ColourMatrix.diagonal(1.0, channels)
+
+    @staticmethod
+    def diagonal(value: Scalar, channels: int, offset: Scalar = 0.0) -> ColourMatrix:
+        """``out = value * in + offset`` on every channel."""
+        rows = tuple(
+            tuple(value if i == j else 0.0 for j in range(channels)) for i in range(channels)
         )
+        return ColourMatrix.linear(rows, (offset,) * channels)
 
     @staticmethod
     def linear(m: tuple[Row, ...], offset: Row | None = None) -> ColourMatrix:

@@ -13,17 +13,7 @@ import numpy as np
 from daliaug.algebra import Canvas, Math, Scalar
 from daliaug.plan import Plan
 
-MATH = Math(
-    cos_=np.cos,
-    sin_=np.sin,
-    tan_=np.tan,
-    sqrt_=np.sqrt,
-    exp_=np.exp,
-    log_=np.log,
-    floor_=np.floor,
-    minimum_=np.minimum,
-    maximum_=np.maximum,
-)
+MATH = Math.of(np)
 
 
 class NumpyRandom:

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from daliaug.errors import DataError
+from daliaug.tagged import Tagged
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
 _MAGIC = {b"\xff\xd8\xff": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG"}
@@ -104,26 +105,17 @@ class Samples:
         return self.subset(np.sort(order[:cut])), self.subset(np.sort(order[cut:]))
 
 
-class SourceConfig(BaseModel):
+class SourceConfig(Tagged):
     """Base of the ``source`` section; concrete sources are tagged by ``type``.
 
     Every source can be sharded (``shard_id`` of ``num_shards``, for multi-GPU training):
     the shards are disjoint and together hold every sample exactly once.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     registry: ClassVar[dict[str, type[SourceConfig]]] = {}
 
-    type: str
     shard_id: Annotated[int, Field(ge=0)] = 0
     num_shards: Annotated[int, Field(ge=1)] = 1
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: object) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        name = cls.model_fields["type"].default
-        if isinstance(name, str):
-            SourceConfig.registry[name] = cls
 
     @model_validator(mode="after")
     def _shard_in_range(self) -> SourceConfig:

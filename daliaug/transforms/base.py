@@ -19,9 +19,10 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from daliaug.algebra import Affine, Box, Canvas, ColourMatrix, Math, Random, Scalar, div, mul, neg
+from daliaug.tagged import Tagged
 
 Params = dict[str, Scalar]
 
@@ -88,24 +89,12 @@ def radians(degrees: Scalar) -> Scalar:
     return mul(degrees, math.pi / 180.0)
 
 
-class Transform(BaseModel):
+class Transform(Tagged):
     """Base of all transforms: a strict, immutable config entry typed by ``type``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     registry: ClassVar[dict[str, type[Transform]]] = {}
     params: ClassVar[tuple[str, ...]] = ()
     """Names of the per-sample parameters that :meth:`draw` returns."""
-
-    type: str
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        """Register concrete transforms (those with a default ``type``) by that name."""
-        super().__pydantic_init_subclass__(**kwargs)
-        name = cls.model_fields["type"].default
-        if isinstance(name, str):
-            Transform.registry[name] = cls
 
     def draw(self, rng: Random) -> Params:
         """Draw this transform's parameters for one sample (all of :attr:`params`)."""
@@ -132,6 +121,17 @@ class ColourTransform(Transform):
 
     def colour(self, p: Params, channels: int, m: Math) -> ColourMatrix:
         raise NotImplementedError
+
+
+class FactorTransform(ColourTransform):
+    """A colour change by one factor per sample, ``factor ~ U(factor)``; a single number ``d``
+    means ``[max(0, 1 - d), 1 + d]``."""
+
+    factor: FactorRange
+    params: ClassVar[tuple[str, ...]] = ("factor",)
+
+    def draw(self, rng: Random) -> Params:
+        return {"factor": rng.uniform(*self.factor)}
 
 
 class CropTransform(GeometricTransform):

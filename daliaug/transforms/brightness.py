@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
-from daliaug.algebra import ColourMatrix, Math, Random
-from daliaug.transforms.base import ColourTransform, FactorRange, Params
+from daliaug.algebra import ColourMatrix, Math
+from daliaug.transforms.base import FactorTransform, Params
 
 
-class Brightness(ColourTransform):
-    """``out = factor * in`` with ``factor ~ U(factor)``; a single number ``d`` means
-    ``[max(0, 1 - d), 1 + d]`` (``ImageDataGenerator``'s ``brightness_range`` is the pair form).
-    """
+class Brightness(FactorTransform):
+    """``out = factor * in`` (``ImageDataGenerator``'s ``brightness_range`` is the pair form of
+    ``factor``)."""
 
     type: Literal["brightness"] = "brightness"
-    factor: FactorRange
-
-    params: ClassVar[tuple[str, ...]] = ("factor",)
-
-    def draw(self, rng: Random) -> Params:
-        return {"factor": rng.uniform(*self.factor)}
 
     def colour(self, p: Params, channels: int, m: Math) -> ColourMatrix:
-        b = p["factor"]
-        return ColourMatrix.linear(
-            tuple(tuple(b if i == j else 0.0 for j in range(channels)) for i in range(channels))
-        )
+        return ColourMatrix.diagonal(p["factor"], channels)

@@ -4,26 +4,19 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from daliaug.algebra import ColourMatrix, Math, Random, add, mul, sub
-from daliaug.transforms.base import ColourTransform, FactorRange, Params
+from daliaug.algebra import ColourMatrix, Math, add, mul, sub
+from daliaug.transforms.base import FactorTransform, Params
 
 LUMA = (0.299, 0.587, 0.114)
 """Rec. 601 luma weights, the Y row of the YIQ transform that ``hue`` rotates in."""
 
 
-class Saturation(ColourTransform):
-    """``out = factor * in + (1 - factor) * luma(in)`` per channel, ``factor ~ U(factor)``;
-    0 gives greyscale, 1 the input. A single number ``d`` means ``[max(0, 1 - d), 1 + d]``.
-    """
+class Saturation(FactorTransform):
+    """``out = factor * in + (1 - factor) * luma(in)`` per channel; 0 gives greyscale, 1 the
+    input."""
 
     type: Literal["saturation"] = "saturation"
-    factor: FactorRange
-
-    params: ClassVar[tuple[str, ...]] = ("factor",)
     needs_rgb: ClassVar[bool] = True
-
-    def draw(self, rng: Random) -> Params:
-        return {"factor": rng.uniform(*self.factor)}
 
     def colour(self, p: Params, channels: int, m: Math) -> ColourMatrix:
         s = p["factor"]

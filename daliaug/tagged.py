@@ -1,0 +1,24 @@
+"""Strict config models tagged by a ``type`` field, each family with its own registry."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Tagged(BaseModel):
+    """An immutable config entry that rejects unknown keys; concrete subclasses (those with a
+    default ``type``) register themselves in their family's ``registry`` under that name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    registry: ClassVar[dict[str, type[Tagged]]]
+
+    type: str
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        name = cls.model_fields["type"].default
+        if isinstance(name, str):
+            cls.registry[name] = cls
