@@ -1,0 +1,314 @@
+"""Run the benchmark suite: every tool on each workload, interleaved, one process per tool.
+
+    python -m bench.run --workload a b --repeats 5 --out bench/results
+
+Per workload, each case (a tool at a thread setting) gets its own worker process
+(:mod:`bench.worker`); each repeat measures every case once, in an order rotated by one each
+repeat, so that slow drifts in machine load spread over all tools. Each measurement is a fresh
+epoch with warm-up batches excluded. The scaling curve (``--threads``) runs as a second round
+of cases at other thread settings. Results: ``<suite>-<date>.json`` with every raw sample,
+``.md`` table and PNG plots, and ``LATEST.md`` (see :mod:`bench.report`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import select
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+from typing import Any, TextIO
+
+from rich.console import Console
+
+from bench import machine
+from bench.tools import TOOLS
+from bench.workloads import WORKLOADS, Data, prepare
+
+console = Console(stderr=True, highlight=False)
+
+
+@dataclass(frozen=True)
+class Suite:
+    tools: tuple[str, ...]
+    scaling: tuple[str, ...]
+    threads: tuple[int, ...]
+
+
+SUITES = {
+    "cpu": Suite(
+        tools=(
+            "dali-gpu",
+            "dali-cpu",
+            "loader-cpu",
+            "daliaug-tf",
+            "idg",
+            "idg-pool",
+            "tfdata-layers",
+            "tfdata-tuned",
+            "decode-cpu",
+        ),
+        scaling=("dali-cpu", "idg-pool", "tfdata-layers", "tfdata-tuned"),
+        threads=(1, 2, 4),
+    ),
+    # The GPU host has no TensorFlow: DALI pipelines only, driven by DaliLoader.
+    "gpu": Suite(
+        tools=("loader-gpu", "loader-cpu", "decode-gpu", "decode-cpu"),
+        scaling=("loader-gpu", "loader-cpu"),
+        threads=(1, 2, 4, 8, 16),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How one measurement runs."""
+
+    warmup: int
+    """Untimed batches at the start of each epoch..."""
+    warmup_seconds: float
+    """...and untimed seconds at least, so that start-up bursts are drained."""
+    seconds: float
+    max_images: int
+
+
+def timing(workload: str, quick: bool) -> Timing:
+    if quick:
+        return Timing(warmup=1, warmup_seconds=0.0, seconds=0.2, max_images=256)
+    if workload == "a":
+        return Timing(warmup=5, warmup_seconds=1.0, seconds=2.5, max_images=10**9)
+    return Timing(warmup=2, warmup_seconds=2.0, seconds=6.0, max_images=10**9)
+
+
+class Worker:
+    """A :mod:`bench.worker` process: one JSON line per command."""
+
+    def __init__(self, spec: dict[str, Any], log: TextIO, timeout: float) -> None:
+        self.timeout = timeout
+        self.log = log
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.worker", json.dumps(spec)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            cwd=machine.ROOT,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"},
+        )
+
+    def read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            self.proc.kill()
+            return {"error": f"worker gave no answer within {self.timeout:.0f} s or died"}
+        return json.loads(line)
+
+    def send(self, command: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(command + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            return {"error": "worker exited"}
+        return self.read()
+
+    def stop(self) -> dict[str, Any]:
+        final = self.send("stop") if self.proc.poll() is None else {}
+        self.proc.wait(timeout=60)
+        return final
+
+
+def summarize(values: list[float]) -> dict[str, float]:
+    """Median and interquartile range (``q1``, ``q3`` by linear interpolation)."""
+    ordered = sorted(values)
+
+    def quantile(q: float) -> float:
+        position = q * (len(ordered) - 1)
+        low = int(position)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+    return {"median": median(ordered), "q1": quantile(0.25), "q3": quantile(0.75)}
+
+
+def _case_result(name: str, threads: int | None, group: str) -> dict[str, Any]:
+    tool = TOOLS[name]
+    effective = tool.threads(threads)
+    return {
+        "tool": name,
+        "label": tool.label,
+        "role": tool.role,
+        "device": tool.device,
+        "parallelism": tool.parallelism,
+        "threads": "-"
+        if tool.parallelism == "none"
+        else "auto"
+        if effective is None
+        else effective,
+        "group": group,
+        "status": "ok",
+        "samples": [],
+    }
+
+
+def run_group(
+    cases: list[tuple[str, int | None]],
+    workload: str,
+    data: Data,
+    repeats: int,
+    settings: Timing,
+    log: TextIO,
+    group: str,
+) -> list[dict[str, Any]]:
+    """Measure ``cases`` (tool, threads) ``repeats`` times each, interleaved and rotated."""
+    results = [_case_result(name, threads, group) for name, threads in cases]
+    workers: dict[int, Worker] = {}
+    data_spec = {k: str(v) if isinstance(v, Path) else v for k, v in vars(data).items()}
+    for i, (name, threads) in enumerate(cases):
+        console.print(f"  starting {name} (threads {results[i]['threads']})")
+        log.write(f"\n===== {workload} {name} threads={threads} =====\n")
+        log.flush()
+        spec = {
+            "tool": name,
+            "workload": workload,
+            "threads": threads,
+            "data": data_spec,
+            **vars(settings),
+        }
+        worker = Worker(spec, log, timeout=600)
+        first = worker.read()
+        if "ready" in first:
+            results[i]["build_seconds"] = first["build_seconds"]
+            workers[i] = worker
+            continue
+        results[i]["status"] = "unavailable" if "unavailable" in first else "error"
+        results[i]["reason"] = first.get("unavailable") or first.get("error", "")
+        console.print(f"    {results[i]['status']}: {results[i]['reason'].splitlines()[-1]}")
+        worker.stop()
+    active = list(workers)
+    for repeat in range(repeats):
+        shift = repeat % max(1, len(active))
+        for i in active[shift:] + active[:shift]:
+            if results[i]["status"] != "ok":
+                continue
+            sample = workers[i].send("measure")
+            if "error" in sample:
+                results[i].update(status="error", reason=sample["error"])
+                console.print(f"    {cases[i][0]} failed: {sample['error'].splitlines()[-1]}")
+                continue
+            results[i]["samples"].append(sample)
+            console.print(
+                f"  [{repeat + 1}/{repeats}] {results[i]['label']} "
+                f"(threads {results[i]['threads']}): {sample['images_per_s']:,.0f} images/s"
+            )
+    for i, worker in workers.items():
+        final = worker.stop()
+        results[i]["peak_rss_mb"] = final.get("peak_rss_bytes", 0) / 2**20
+        gpu_bytes = final.get("peak_gpu_bytes")
+        results[i]["peak_gpu_mb"] = None if gpu_bytes is None else gpu_bytes / 2**20
+        if final.get("gpu_note"):
+            results[i]["gpu_note"] = final["gpu_note"]
+    for result in results:
+        if result["samples"]:
+            result["images_per_s"] = summarize([s["images_per_s"] for s in result["samples"]])
+            per_image = [1000 * s["cpu_seconds"] / s["images"] for s in result["samples"]]
+            result["cpu_ms_per_image"] = summarize(per_image)
+    return results
+
+
+def run_workload(name: str, args: argparse.Namespace, suite: Suite, log: TextIO) -> dict:
+    workload = WORKLOADS[name]
+    console.print(f"[bold]{workload.title}[/]")
+    with console.status("preparing data (cached after the first run)"):
+        data = prepare(name, args.quick, args.cache)
+    settings = timing(name, args.quick)
+    chosen = [t for t in suite.tools if name in TOOLS[t].workloads]
+    if args.tools:
+        chosen = [t for t in chosen if t in args.tools]
+    load_before = os.getloadavg()
+    cases: list[dict[str, Any]] = run_group(
+        [(t, None) for t in chosen], name, data, args.repeats, settings, log, "main"
+    )
+    if args.scaling_repeats > 0:
+        done = {(c["tool"], c["threads"]) for c in cases}
+        extra = [
+            (t, n)
+            for t in suite.scaling
+            if t in chosen
+            for n in args.threads or suite.threads
+            if (t, n) not in done
+        ]
+        cases += run_group(extra, name, data, args.scaling_repeats, settings, log, "scaling")
+    return {
+        "title": workload.title,
+        "config": workload.config,
+        "equivalent": vars(workload.equivalent),
+        "data": {
+            "arrays": str(data.arrays) if data.arrays else None,
+            "directory": str(data.directory) if data.directory else None,
+            "repeat": data.repeat,
+            "epoch_samples": len(data.samples()),
+        },
+        "timing": vars(settings),
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "cases": cases,
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
+    parser.add_argument("--workload", nargs="+", choices=sorted(WORKLOADS), default=["a", "b"])
+    parser.add_argument("--suite", choices=sorted(SUITES), default="cpu")
+    parser.add_argument("--repeats", type=int, default=5, help="repeats per case (default 5)")
+    parser.add_argument(
+        "--scaling-repeats", type=int, default=3, help="repeats per scaling case; 0 skips them"
+    )
+    parser.add_argument("--threads", type=int, nargs="+", help="scaling curve thread settings")
+    parser.add_argument("--tools", nargs="+", choices=sorted(TOOLS), help="only these tools")
+    parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    parser.add_argument("--cache", type=Path, help="data cache (default: daliaug's cache)")
+    parser.add_argument("--quick", action="store_true", help="tiny data and windows (smoke test)")
+    parser.add_argument("--no-stages", action="store_true", help="skip the DALI stage profile")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> Path:
+    from bench import report, stages
+
+    args = parse_args(argv)
+    suite = SUITES[args.suite]
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
+    name = f"{args.suite}-{'quick-' if args.quick else ''}{stamp}"
+    result: dict[str, Any] = {
+        "suite": args.suite,
+        "command": " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])]),
+        "quick": args.quick,
+        "machine": machine.describe(),
+        "loadavg_before": os.getloadavg(),
+        "workloads": {},
+    }
+    with open(args.out / f"{name}.log", "w") as log:
+        for workload in args.workload:
+            result["workloads"][workload] = run_workload(workload, args, suite, log)
+        if not args.no_stages:
+            with console.status("profiling DALI stages"):
+                result["stages"] = stages.profile_all(args, log)
+    result["loadavg_after"] = os.getloadavg()
+    path = args.out / f"{name}.json"
+    path.write_text(json.dumps(result, indent=1))
+    report.write(result, path, latest=not args.quick)
+    console.print(report.summary(result))
+    return path
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""Where daliaug's CPU time goes: its DALI graph cut after each stage, one DALI thread.
+
+    python -m bench.stages [--workload a b] [--quick]
+
+Each stage list builds partial pipelines with the operators and arguments daliaug uses
+(:mod:`daliaug.dali_pipeline`): read, decode (whole image, then the random-resized-crop window),
+the one ``warp_affine``, the ``coord_transform`` colour pass, and ``crop_mirror_normalize``.
+The decode windows and matrices come from the workload's plan, evaluated with NumPy as
+``DaliLoader`` does. With one thread, CPU milliseconds per image add up stage by stage; the
+difference between consecutive stages is that stage's cost. Two comparison rows (not daliaug's
+semantics) show what the warp costs with a clamped border instead of the constant fill, and a
+plain ``resize`` of the window. DALI only: runs without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from statistics import median
+from typing import Any, TextIO
+
+import numpy as np
+
+from bench.workloads import WORKLOADS, Data, prepare
+from daliaug.config import Config
+
+Stage = Callable[[dict[str, Any]], Any]
+
+
+def _feed(config: Config, data: Data) -> tuple[Callable[[], tuple], tuple[str, ...]]:
+    """A batch source of the sample column (file names or arrays) and the plan's inputs."""
+    from daliaug.dali_pipeline import warp_input_shape
+    from daliaug.numpy_ops import NumpyRandom, pack, warp_batch
+    from daliaug.plan import Plan
+
+    samples = data.samples()
+    column = "path" if "path" in samples.columns else "image"
+    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    fuse = column == "path"
+    names = plan.warp_input_names(fuse_roi=fuse, masks=False)
+    shapes = {n: warp_input_shape(n, config.channels) for n in names}
+    rng = np.random.default_rng(0)
+    batch = config.batch_size
+
+    def feed() -> tuple:
+        idx = rng.integers(0, len(samples), batch)
+        drawn = plan.draw(NumpyRandom(rng, batch))
+        rows = pack([drawn[k] for k in plan.param_keys], batch)
+        params = {k: rows[:, i] for i, k in enumerate(plan.param_keys)}
+        warp = warp_batch(
+            plan, params, samples.sizes[idx], fuse_roi=fuse, masks=False, shapes=shapes
+        )
+        return (samples.columns[column][idx], *(warp[n] for n in names))
+
+    return feed, (column, *names)
+
+
+def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
+    """Cumulative partial graphs, each a function of the input nodes."""
+    from nvidia.dali import fn, types
+
+    size = [float(s) for s in config.image_size]
+    mean, std = config.output.mean_std(config.channels)
+    fill = {} if config.fill == "nearest" else {"fill_value": float(config.fill)}
+
+    def decoded(n: dict[str, Any]) -> Any:
+        if "image" in n:
+            return n["image"]
+        return fn.decoders.image_slice(
+            fn.io.file.read(n["path"]),
+            n["crop_start"],
+            n["crop_shape"],
+            normalized_anchor=False,
+            normalized_shape=False,
+            axis_names="WH",
+            output_type=types.RGB,
+            adjust_orientation=False,
+        )
+
+    def warped(n: dict[str, Any], **border: Any) -> Any:
+        return fn.warp_affine(
+            decoded(n), matrix=n["matrix"], size=size, interp_type=types.INTERP_LINEAR, **border
+        )
+
+    def coloured(n: dict[str, Any]) -> Any:
+        image = warped(n, **fill)
+        return (
+            fn.coord_transform(image, MT=n["colour"], dtype=types.UINT8) if "colour" in n else image
+        )
+
+    def normalized(n: dict[str, Any]) -> Any:
+        return fn.crop_mirror_normalize(
+            coloured(n), dtype=types.FLOAT, output_layout="HWC", mean=mean, std=std
+        )
+
+    stages: dict[str, Stage] = {}
+    if config.source.type == "directory":
+        stages["read files"] = lambda n: fn.io.file.read(n["path"])
+        stages["decode whole image"] = lambda n: fn.decoders.image(
+            fn.io.file.read(n["path"]), output_type=types.RGB, adjust_orientation=False
+        )
+        stages["decode crop window (ROI)"] = decoded
+    else:
+        stages["feed arrays"] = decoded
+    stages["+ warp_affine"] = lambda n: warped(n, **fill)
+    if config.fill != "nearest":
+        stages["(compare) warp, clamped border"] = warped
+    if config.source.type == "directory":
+        stages["(compare) resize window"] = lambda n: fn.resize(
+            decoded(n), size=size, antialias=False
+        )
+    if "colour" in inputs:
+        stages["+ coord_transform colour"] = coloured
+    stages["+ crop_mirror_normalize (full)"] = normalized
+    return stages
+
+
+def _time(pipe: Any, batch: int, seconds: float) -> dict[str, float]:
+    for _ in range(2):
+        pipe.run()
+    t0, c0 = time.perf_counter(), sum(os.times()[:2])
+    runs = 0
+    while time.perf_counter() - t0 < seconds or runs < 2:
+        pipe.run()
+        runs += 1
+    elapsed, cpu = time.perf_counter() - t0, sum(os.times()[:2]) - c0
+    return {"images_per_s": runs * batch / elapsed, "cpu_ms_per_image": 1000 * cpu / (runs * batch)}
+
+
+def profile(name: str, quick: bool, repeats: int, seconds: float) -> list[dict[str, Any]]:
+    """Median CPU ms/image and images/s of each stage of workload ``name``, one DALI thread."""
+    from nvidia.dali import fn, pipeline_def, types
+
+    data = prepare(name, quick)
+    config = WORKLOADS[name].daliaug_config(data, num_threads=1)
+    feed, inputs = _feed(config, data)
+    dtypes = [types.UINT8] + [types.FLOAT] * (len(inputs) - 1)
+    layouts = ["HWC" if i == "image" else None for i in inputs]
+    pipes = {}
+    for stage, graph in _stages(config, inputs).items():
+
+        @pipeline_def(batch_size=config.batch_size, num_threads=1, device_id=None, seed=0)
+        def pipeline(graph: Stage = graph) -> Any:
+            nodes = fn.external_source(
+                source=feed, num_outputs=len(inputs), dtype=dtypes, layout=layouts, batch=True
+            )
+            return graph(dict(zip(inputs, nodes, strict=True)))
+
+        pipes[stage] = pipeline()
+        pipes[stage].build()
+    runs: dict[str, list[dict[str, float]]] = {stage: [] for stage in pipes}
+    for _ in range(repeats):
+        for stage, pipe in pipes.items():
+            runs[stage].append(_time(pipe, config.batch_size, seconds))
+    return [
+        {
+            "stage": stage,
+            "cpu_ms_per_image": median(r["cpu_ms_per_image"] for r in samples),
+            "images_per_s": median(r["images_per_s"] for r in samples),
+        }
+        for stage, samples in runs.items()
+    ]
+
+
+def profile_all(args: argparse.Namespace, log: TextIO) -> dict[str, Any]:
+    """Run the profile in a fresh process (DALI only) for the run's workloads."""
+    command = [sys.executable, "-m", "bench.stages", "--workload", *args.workload]
+    if args.quick:
+        command.append("--quick")
+    out = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.stages", description=__doc__)
+    parser.add_argument("--workload", nargs="+", choices=sorted(WORKLOADS), default=["a", "b"])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    repeats, seconds = (1, 0.05) if args.quick else (3, 1.5)
+    result = {
+        "threads": 1,
+        "loadavg_before": os.getloadavg(),
+        "workloads": {w: profile(w, args.quick, repeats, seconds) for w in args.workload},
+        "loadavg_after": os.getloadavg(),
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

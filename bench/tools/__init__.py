@@ -1,0 +1,164 @@
+"""The tools under test: each builds, from a workload, a fresh epoch of materialised batches.
+
+A tool's ``build(workload, data, threads)`` returns a callable that starts one epoch and yields
+the number of images in each batch it materialises (NumPy arrays, eager tensors, or DALI
+outputs left on the GPU); closing the generator tears the epoch's iterator, pool or pipeline
+down. ``threads`` is the tool's own parallelism knob (``None``: its default); see
+:attr:`Tool.parallelism`. Modules are imported lazily, so that the GPU suite runs without
+TensorFlow.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from bench.workloads import Data, Workload
+
+Epoch = Callable[[], Iterator[int]]
+
+
+class Unavailable(Exception):
+    """The tool cannot run here (no GPU, a backend missing from this build); says why."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    label: str
+    builder: str
+    """``module:function`` under :mod:`bench.tools`, called with ``(workload, data, threads,
+    device)``, returning an :data:`Epoch` or raising :class:`Unavailable`."""
+    workloads: tuple[str, ...]
+    parallelism: str
+    """What ``threads`` sets."""
+    default_threads: Callable[[], int | None]
+    device: str = "cpu"
+    role: str = "contender"
+    """``contender``, ``baseline`` or ``reference`` (a ceiling, not a pipeline)."""
+
+    def build(self, workload: Workload, data: Data, threads: int | None) -> Epoch:
+        module, function = self.builder.split(":")
+        make = getattr(importlib.import_module(f"bench.tools.{module}"), function)
+        return make(workload, data, self.threads(threads), self.device)
+
+    def threads(self, threads: int | None) -> int | None:
+        """The effective setting: ``threads``, or this tool's default."""
+        return self.default_threads() if threads is None else threads
+
+
+def _dali_default() -> int:
+    return max(1, min(4, os.cpu_count() or 1))  # daliaug's num_threads default
+
+
+def _cores() -> int:
+    return os.cpu_count() or 1
+
+
+def _auto() -> None:
+    return None  # tf.data AUTOTUNE
+
+
+def _none() -> None:
+    return None
+
+
+AB = ("a", "b")
+TOOLS = {
+    t.name: t
+    for t in [
+        Tool(
+            "dali-gpu",
+            "daliaug DALI-GPU (make_dataset)",
+            "daliaug_tools:dali_dataset",
+            AB,
+            "DALI num_threads",
+            _dali_default,
+            device="gpu",
+        ),
+        Tool(
+            "dali-cpu",
+            "daliaug DALI-CPU (make_dataset)",
+            "daliaug_tools:dali_dataset",
+            AB,
+            "DALI num_threads",
+            _dali_default,
+        ),
+        Tool(
+            "loader-cpu",
+            "daliaug DALI-CPU (DaliLoader, NumPy)",
+            "daliaug_tools:loader",
+            AB,
+            "DALI num_threads",
+            _dali_default,
+        ),
+        Tool(
+            "loader-gpu",
+            "daliaug DALI-GPU (DaliLoader, raw)",
+            "daliaug_tools:loader",
+            AB,
+            "DALI num_threads",
+            _dali_default,
+            device="gpu",
+        ),
+        Tool(
+            "daliaug-tf",
+            "daliaug TF backend (make_dataset)",
+            "daliaug_tools:tf_backend",
+            AB,
+            "tf.data AUTOTUNE",
+            _none,
+        ),
+        Tool(
+            "idg", "ImageDataGenerator, 1 process", "idg:single", AB, "none", _none, role="baseline"
+        ),
+        Tool(
+            "idg-pool",
+            "ImageDataGenerator + PyDataset pool",
+            "idg:pool",
+            AB,
+            "pool workers",
+            _cores,
+            role="baseline",
+        ),
+        Tool(
+            "tfdata-layers",
+            "tf.data + Keras layers",
+            "tfdata:keras_layers",
+            AB,
+            "num_parallel_calls",
+            _auto,
+            role="baseline",
+        ),
+        Tool(
+            "tfdata-tuned",
+            "tf.data hand-tuned",
+            "tfdata:hand_tuned",
+            ("b",),
+            "num_parallel_calls",
+            _auto,
+            role="baseline",
+        ),
+        Tool(
+            "decode-cpu",
+            "DALI decode only, CPU (ceiling)",
+            "daliaug_tools:decode_only",
+            ("b",),
+            "DALI num_threads",
+            _dali_default,
+            role="reference",
+        ),
+        Tool(
+            "decode-gpu",
+            "DALI decode only, nvJPEG (ceiling)",
+            "daliaug_tools:decode_only",
+            ("b",),
+            "DALI num_threads",
+            _dali_default,
+            device="gpu",
+            role="reference",
+        ),
+    ]
+}
