@@ -35,15 +35,18 @@ def small_cnn(config: Config, num_classes: int) -> keras.Model:
     x = keras.layers.GlobalAveragePooling2D(data_format=data_format)(x)
     if config.label_mode == "binary":
         outputs = keras.layers.Dense(1, activation="sigmoid", dtype="float32")(x)
-        loss = "binary_crossentropy"
     else:
         outputs = keras.layers.Dense(num_classes, activation="softmax", dtype="float32")(x)
-        loss = (
-            "categorical_crossentropy"
-            if config.label_mode == "categorical"
-            else ("sparse_categorical_crossentropy")
-        )
-    model = keras.Model(inputs, outputs)
+    return compile_classifier(keras.Model(inputs, outputs), config)
+
+
+def compile_classifier(model: keras.Model, config: Config) -> keras.Model:
+    """Compile a classifier for the config's label mode: Adam, cross-entropy, accuracy."""
+    loss = {
+        "int": "sparse_categorical_crossentropy",
+        "categorical": "categorical_crossentropy",
+        "binary": "binary_crossentropy",
+    }[config.label_mode]
     model.compile(optimizer=keras.optimizers.Adam(2e-3), loss=loss, metrics=["accuracy"])
     return model
 

@@ -143,11 +143,11 @@ class Monitor:
     def __post_init__(self) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._start = time.perf_counter()
+        self.started = time.perf_counter()
         self._kids: list[int] = []
 
     def __enter__(self) -> Monitor:
-        self._start = time.perf_counter()
+        self.started = time.perf_counter()
         self._thread.start()
         return self
 
@@ -156,7 +156,7 @@ class Monitor:
         self._thread.join()
 
     def now(self) -> float:
-        return time.perf_counter() - self._start
+        return time.perf_counter() - self.started
 
     def mark(self, name: str) -> None:
         self.marks.append((self.now(), name))

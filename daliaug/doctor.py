@@ -1,0 +1,258 @@
+"""Is the input pipeline the bottleneck? Three measurements and a verdict (``daliaug doctor``).
+
+(i) **pipeline**: batches of ``make_dataset(config)`` iterated with nothing else running;
+(ii) **model**: training steps on one synthetic batch of the config's element spec held in
+memory (``fit`` on ``Dataset.from_tensors(batch).repeat()``), so no input work at all;
+(iii) **fit**: ``model.fit`` fed by ``make_dataset(config)``.
+Each phase times ``steps`` batches after ``warmup`` untimed ones; partial last batches are
+dropped (``drop_remainder``) so every step holds ``batch_size`` images. Whichever of (i) and
+(ii) is slower bounds (iii). Machine CPU utilisation (``/proc/stat``) and, where NVML works, GPU
+utilisation are sampled throughout, and can be drawn as a timeline.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from daliaug.config import Config
+from daliaug.device import resolve_device
+from daliaug.errors import ConfigError, DataError
+from daliaug.monitor import Monitor, Nvml
+from daliaug.sources import prepare_samples
+
+MODELS = ("small", "resnet50")
+
+
+@dataclass
+class Phase:
+    """One measurement: rate of the timed steps and the machine's mean utilisation meanwhile."""
+
+    name: str
+    images_per_s: float
+    steps: int
+    start: float
+    end: float
+    cpu_percent: float | None = None
+    gpu_percent: float | None = None
+
+
+@dataclass
+class Diagnosis:
+    device: str
+    model: str
+    batch_size: int
+    phases: list[Phase] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    monitor: Monitor | None = None
+
+    def rate(self, name: str) -> float:
+        return next(p.images_per_s for p in self.phases if p.name == name)
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self.rate("pipeline"), self.rate("model"), self.rate("fit"))
+
+
+def verdict(pipeline: float, model: float, fit: float) -> str:
+    """Which of the pipeline and the model bounds ``fit``, and by how much."""
+    if pipeline < model:
+        return (
+            f"input pipeline bounds training: fit runs at {fit:,.0f} images/s, the model alone "
+            f"could do {model:,.0f} images/s ({model / fit:.1f}x); the pipeline alone delivers "
+            f"{pipeline:,.0f} images/s"
+        )
+    return (
+        f"the model bounds training: fit runs at {fit:,.0f} images/s, the model alone at "
+        f"{model:,.0f} images/s ({fit / model:.0%} of it); the pipeline alone could feed "
+        f"{pipeline:,.0f} images/s ({pipeline / model:.1f}x what the model takes)"
+    )
+
+
+def build_model(spec: str, config: Config, num_classes: int) -> Any:
+    """``small`` (the demo model), ``resnet50`` (random weights) or a saved Keras model file."""
+    import keras
+
+    from daliaug.models import compile_classifier, model_for
+
+    if spec == "small":
+        return model_for(config, num_classes)
+    if spec == "resnet50":
+        if config.source.segmentation:
+            raise ConfigError("--model resnet50 is a classifier; use small for segmentation")
+        h, w = config.image_size
+        nhwc = config.output.layout == "NHWC"
+        binary = config.label_mode == "binary"
+        previous = keras.config.image_data_format()
+        keras.config.set_image_data_format("channels_last" if nhwc else "channels_first")
+        try:
+            model = keras.applications.ResNet50(
+                weights=None,
+                input_shape=(h, w, config.channels) if nhwc else (config.channels, h, w),
+                classes=1 if binary else num_classes,
+                classifier_activation="sigmoid" if binary else "softmax",
+            )
+        finally:
+            keras.config.set_image_data_format(previous)
+        return compile_classifier(model, config)
+    path = Path(spec)
+    if not path.is_file():
+        raise DataError(f"--model: {spec} is neither {' nor '.join(MODELS)} nor a model file")
+    return keras.models.load_model(path)
+
+
+def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """One batch of random images and targets with the config's element spec (the values of
+    one-hot or binary targets do not change the cost of a step)."""
+    from daliaug.keras_dataset import element_spec
+
+    images, targets = element_spec(config, num_classes)
+    rng = np.random.default_rng(0)
+    x_shape = (config.batch_size, *images.shape[1:])
+    y_shape = (config.batch_size, *targets.shape[1:])
+    if images.dtype.name == "uint8":
+        x = rng.integers(0, 256, x_shape, dtype=np.uint8)
+    else:
+        x = rng.standard_normal(x_shape).astype(images.dtype.name)
+    if targets.dtype.is_floating:
+        return x, rng.random(y_shape, dtype=np.float32)
+    return x, rng.integers(0, num_classes, y_shape).astype(targets.dtype.name)
+
+
+def _step_recorder() -> Any:
+    """A Keras callback recording when each training step ends (in ``.times``)."""
+    import keras
+
+    class StepTimes(keras.callbacks.Callback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.times: list[float] = []
+
+        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+            self.times.append(time.perf_counter())
+
+    return StepTimes()
+
+
+def _rate(times: list[float], warmup: int, steps: int, batch: int) -> float:
+    """images/s over the ``steps`` after the first ``warmup`` (step end times)."""
+    return steps * batch / (times[warmup + steps - 1] - times[warmup - 1])
+
+
+def diagnose(
+    config: Config, model: str = "small", steps: int = 20, warmup: int = 3, gpu_index: int = 0
+) -> Diagnosis:
+    """Run the three phases on ``config`` and return their rates, utilisation and notes."""
+    import tensorflow as tf
+
+    from daliaug.keras_dataset import make_dataset
+
+    if steps < 1 or warmup < 1:
+        raise ConfigError("--steps and --warmup must be at least 1")
+    config = config.model_copy(update={"drop_remainder": True})
+    samples = prepare_samples(config)
+    batches = len(samples) // config.batch_size
+    if batches == 0:
+        raise DataError(f"source: {len(samples)} samples make no full batch of {config.batch_size}")
+    device = resolve_device(config)
+    nvml = Nvml(gpu_index)
+    result = Diagnosis(device, model, config.batch_size)
+    if not nvml.available:
+        result.notes.append(nvml.note)
+    total = warmup + steps
+    epochs = math.ceil(total / batches)
+    keras_model = build_model(model, config, samples.num_classes)
+    with Monitor(interval=0.1, gpu=nvml if nvml.available else None) as monitor:
+        result.monitor = monitor
+
+        def phase(name: str, times: list[float]) -> None:
+            start, end = times[warmup - 1] - monitor.started, times[total - 1] - monitor.started
+            result.phases.append(
+                Phase(
+                    name,
+                    _rate(times, warmup, steps, config.batch_size),
+                    steps,
+                    start,
+                    end,
+                    monitor.mean("cpu_percent", start, end),
+                    monitor.mean("gpu_percent", start, end),
+                )
+            )
+
+        monitor.mark("pipeline")
+        dataset = make_dataset(config, samples=samples)
+        times: list[float] = []
+        while len(times) < total:  # one iteration of the dataset is one epoch
+            for _batch in dataset:
+                times.append(time.perf_counter())
+                if len(times) == total:
+                    break
+        phase("pipeline", times)
+
+        monitor.mark("model")
+        x, y = synthetic_batch(config, samples.num_classes)
+        recorder = _step_recorder()
+        keras_model.fit(
+            tf.data.Dataset.from_tensors((x, y)).repeat(),
+            steps_per_epoch=total,
+            epochs=1,
+            verbose=0,
+            shuffle=False,
+            callbacks=[recorder],
+        )
+        phase("model", recorder.times)
+
+        monitor.mark("fit")
+        recorder = _step_recorder()
+        keras_model.fit(dataset, epochs=epochs, verbose=0, shuffle=False, callbacks=[recorder])
+        phase("fit", recorder.times)
+    if device == "cpu":
+        p, m = result.rate("pipeline"), result.rate("model")
+        result.notes.append(
+            f"DALI runs on the CPU here: pipeline and model share the cores, so fit tends "
+            f"towards 1/(1/pipeline + 1/model) = {1 / (1 / p + 1 / m):,.0f} images/s where they "
+            "cannot overlap"
+        )
+    return result
+
+
+def plot_timeline(result: Diagnosis, path: Path) -> None:
+    """CPU (and GPU) utilisation over time, the timed part of each phase shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    assert result.monitor is not None
+    samples = result.monitor.samples
+    fig, ax = plt.subplots(figsize=(10, 3.5))
+    ax.plot([s.t for s in samples], [s.cpu_percent for s in samples], label="CPU % (machine)")
+    gpu = [(s.t, s.gpu_percent) for s in samples if s.gpu_percent is not None]
+    if gpu:
+        ax.plot(*zip(*gpu, strict=True), label="GPU %")
+    colours = {"pipeline": "tab:green", "model": "tab:orange", "fit": "tab:purple"}
+    for p in result.phases:
+        ax.axvspan(p.start, p.end, color=colours[p.name], alpha=0.15)
+        ax.text(
+            (p.start + p.end) / 2,
+            103,
+            f"{p.name}\n{p.images_per_s:,.0f} img/s",
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
+    ax.set_ylim(0, 125)
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("utilisation %")
+    ax.set_title(
+        f"daliaug doctor: model {result.model}, DALI on the {result.device.upper()}", fontsize=10
+    )
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
