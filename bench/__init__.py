@@ -1,0 +1,1 @@
+"""Benchmarks: daliaug against ImageDataGenerator and tf.data (see bench/README.md)."""

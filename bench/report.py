@@ -132,6 +132,7 @@ def scaling_table(workload: dict[str, Any]) -> list[str]:
             curves.setdefault(f"{case['label']} ({case['parallelism']})", {})[
                 str(case["threads"])
             ] = rate
+    curves = {name: points for name, points in curves.items() if len(points) > 1}
     settings = sorted(
         {s for c in curves.values() for s in c},
         key=lambda s: (not s.isdigit(), int(s or 0) if s.isdigit() else 0),

@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> Path:
     result["loadavg_after"] = os.getloadavg()
     path = args.out / f"{name}.json"
     path.write_text(json.dumps(result, indent=1))
-    report.write(result, path, latest=not args.quick)
+    report.write(result, path, latest=args.suite == "cpu" and not args.quick)
     console.print(report.summary(result))
     return path
 

@@ -101,7 +101,7 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
     stages: dict[str, Stage] = {}
     if config.source.type == "directory":
         stages["read files"] = lambda n: fn.io.file.read(n["path"])
-        stages["decode whole image"] = lambda n: fn.decoders.image(
+        stages["(compare) decode whole image"] = lambda n: fn.decoders.image(
             fn.io.file.read(n["path"]), output_type=types.RGB, adjust_orientation=False
         )
         stages["decode crop window (ROI)"] = decoded

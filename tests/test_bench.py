@@ -1,0 +1,139 @@
+"""The benchmark suite and ``daliaug doctor`` run end to end on tiny data (no timing checks).
+
+Module level imports nothing heavy: the GPU host runs ``pytest -m gpu`` on this file without
+TensorFlow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+TENSORFLOW_BLOCKED = "raise ImportError('tensorflow is blocked in this test')\n"
+
+
+def bench(tmp_path: Path, *args: str, env: dict | None = None) -> dict:
+    """Run ``python -m bench.run --quick ARGS`` and return its JSON result."""
+    out = tmp_path / "results"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--quick", "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "DALIAUG_CACHE": str(tmp_path / "cache"), **(env or {})},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (path,) = out.glob("*.json")
+    assert path.with_suffix(".md").is_file() and not (out / "LATEST.md").exists()
+    return json.loads(path.read_text())
+
+
+def case(result: dict, workload: str, tool: str, group: str = "main") -> dict:
+    cases = result["workloads"][workload]["cases"]
+    return next(c for c in cases if c["tool"] == tool and c["group"] == group)
+
+
+def check_measured(c: dict, repeats: int) -> None:
+    assert c["status"] == "ok", c.get("reason")
+    assert len(c["samples"]) == repeats
+    for sample in c["samples"]:
+        assert sample["images"] > 0 and sample["images_per_s"] > 0 and sample["cpu_seconds"] >= 0
+    assert c["images_per_s"]["q1"] <= c["images_per_s"]["median"] <= c["images_per_s"]["q3"]
+    assert c["peak_rss_mb"] > 0
+
+
+def test_gpu_suite_runs_without_tensorflow(tmp_path: Path) -> None:
+    """The GPU half runs DALI only: here its CPU twins run, the GPU tools say why not."""
+    blocked = tmp_path / "blocked" / "tensorflow"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text(TENSORFLOW_BLOCKED)
+    path = os.pathsep.join([str(blocked.parent), str(ROOT)])
+    result = bench(
+        tmp_path,
+        *("--suite", "gpu", "--repeats", "2", "--scaling-repeats", "1", "--threads", "1"),
+        env={"PYTHONPATH": path},
+    )
+    assert result["suite"] == "gpu" and {"cpu", "cores", "versions"} <= set(result["machine"])
+    check_measured(case(result, "a", "loader-cpu"), 2)
+    check_measured(case(result, "b", "decode-cpu"), 2)
+    check_measured(case(result, "b", "loader-cpu", "scaling"), 1)
+    stages = [s["stage"] for s in result["stages"]["workloads"]["b"]]
+    assert stages[0] == "read files" and stages[-1].endswith("(full)")
+    gpu = case(result, "b", "loader-gpu")
+    if gpu["status"] != "ok":
+        assert gpu["status"] == "unavailable" and "GPU" in gpu["reason"]
+
+
+@pytest.mark.gpu
+def test_gpu_suite_measures_the_gpu(tmp_path: Path) -> None:
+    result = bench(tmp_path, "--suite", "gpu", "--repeats", "1", "--scaling-repeats", "0")
+    check_measured(case(result, "b", "loader-gpu"), 1)
+    check_measured(case(result, "b", "decode-gpu"), 1)
+
+
+def test_cpu_suite_and_targets(tmp_path: Path) -> None:
+    result = bench(
+        tmp_path,
+        *("--workload", "a", "--tools", "dali-cpu", "idg", "tfdata-layers", "daliaug-tf"),
+        *("--repeats", "1", "--scaling-repeats", "0", "--no-stages"),
+    )
+    for tool in ("dali-cpu", "idg", "tfdata-layers"):
+        check_measured(case(result, "a", tool), 1)
+    tf_backend = case(result, "a", "daliaug-tf")
+    assert tf_backend["status"] == "ok" or "not available in this build" in tf_backend["reason"]
+    from bench.report import evaluate
+
+    verdicts = {row["target"]: row["status"] for row in evaluate(result)}
+    assert verdicts["best daliaug CPU path vs ImageDataGenerator, 1 process"] in {"PASS", "MISS"}
+    assert verdicts["best daliaug CPU path vs hand-tuned tf.data"] == "NOT MEASURED"
+
+
+def test_equivalent_parameters_come_from_the_configs() -> None:
+    from bench.workloads import WORKLOADS
+
+    a, b = WORKLOADS["a"].equivalent, WORKLOADS["b"].equivalent
+    assert (a.rotation, a.shift, a.flip, a.fill, a.size) == (
+        45,
+        (0.1, 0.1),
+        True,
+        "nearest",
+        (32, 32),
+    )
+    assert a.std == (255.0,) * 3 and a.crop_scale is None
+    assert b.crop_scale == (0.08, 1.0) and b.size == (224, 224) and b.brightness == 0.4
+    assert b.zoom[0] == pytest.approx(0.08**0.5) and a.batch_size == b.batch_size == 128
+
+
+def test_doctor_reports_the_bound_and_a_timeline(demo_dir: Path, tmp_path: Path) -> None:
+    timeline = tmp_path / "timeline.png"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "daliaug.cli",
+            "doctor",
+            str(ROOT / "pipelines" / "demo.yaml"),
+            "--data",
+            str(demo_dir),
+            "--steps",
+            "2",
+            "--warmup",
+            "1",
+            "--timeline",
+            str(timeline),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "bounds training" in result.stderr and "(iii) model.fit" in result.stderr
+    assert timeline.stat().st_size > 0
