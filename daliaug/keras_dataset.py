@@ -1,6 +1,8 @@
 """The Keras-facing side: ``make_dataset`` returns a ``tf.data.Dataset`` for ``model.fit``.
 
-This is the only module (with :mod:`daliaug.tf_ops`) that imports TensorFlow.
+With :mod:`daliaug.tf_ops` and :mod:`daliaug.tf_backend`, the only modules that import
+TensorFlow. DALI is imported only for the DALI backends: ``backend: tf`` (and ``auto`` without
+DALI) runs :mod:`daliaug.tf_backend` on the same streams.
 
 TensorFlow owns the epoch, DALI does the pixels. A DALI pipeline rebuilt for every epoch
 (which is what iterating a ``DALIDataset`` again does) would replay the same shuffle and the
@@ -16,11 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 import tensorflow as tf
-from nvidia.dali.plugin import tf as dali_tf
 
 from daliaug.config import Config, load_config
-from daliaug.dali_pipeline import GraphOptions, build_pipeline, encode_paths
-from daliaug.device import Device, resolve_device
+from daliaug.device import Device, resolve_backend
 from daliaug.epochs import batch_bounds, resolve_seed
 from daliaug.errors import BackendError, DataError
 from daliaug.plan import Plan
@@ -44,7 +44,7 @@ def element_spec(config: Config, num_classes: int) -> tuple[tf.TensorSpec, tf.Te
     return tf.TensorSpec(image_shape, _TF_DTYPES[config.output.dtype]), label_spec
 
 
-def _index_batches(n: int, config: Config, seed: int) -> tf.data.Dataset:
+def index_batches(n: int, config: Config, seed: int) -> tf.data.Dataset:
     """Sample indices of one epoch in batches; reshuffled (reproducibly) on every iteration."""
     ds = tf.data.Dataset.range(n)
     if config.shuffle:
@@ -52,19 +52,28 @@ def _index_batches(n: int, config: Config, seed: int) -> tf.data.Dataset:
     return ds.batch(config.batch_size, drop_remainder=config.drop_remainder)
 
 
+def param_batches(n: int, config: Config, plan: Plan, seed: int) -> tf.data.Dataset:
+    """Random parameters for :func:`index_batches`' batches, drawn afresh every epoch."""
+    keys = tf.data.Dataset.random(seed=seed + 1, rerandomize_each_iteration=True).batch(2)
+    return tf.data.Dataset.zip(index_batches(n, config, seed), keys).map(
+        lambda i, key: draw_params(plan, key, tf.shape(i)[0])
+    )
+
+
 def _input_datasets(config: Config, samples: FileSamples, plan: Plan, seed: int) -> dict[str, Any]:
+    from nvidia.dali.plugin import tf as dali_tf
+
+    from daliaug.dali_pipeline import encode_paths
+
     n = len(samples)
     paths = tf.constant(encode_paths(samples.paths))
     labels = tf.constant(samples.labels)
     inputs = {
-        "path": _index_batches(n, config, seed).map(lambda i: tf.gather(paths, i)),
-        "label": _index_batches(n, config, seed).map(lambda i: tf.gather(labels, i)),
+        "path": index_batches(n, config, seed).map(lambda i: tf.gather(paths, i)),
+        "label": index_batches(n, config, seed).map(lambda i: tf.gather(labels, i)),
     }
     if plan.param_keys:
-        keys = tf.data.Dataset.random(seed=seed + 1, rerandomize_each_iteration=True).batch(2)
-        inputs["params"] = tf.data.Dataset.zip(_index_batches(n, config, seed), keys).map(
-            lambda i, key: draw_params(plan, key, tf.shape(i)[0])
-        )
+        inputs["params"] = param_batches(n, config, plan, seed)
     return {
         name: dali_tf.experimental.Input(ds.prefetch(2), batch=True) for name, ds in inputs.items()
     }
@@ -86,7 +95,8 @@ def make_dataset(config: Any, *, samples: FileSamples | None = None) -> tf.data.
 
     One iteration is one epoch: every sample exactly once, in a new order each epoch when
     ``shuffle``; the last batch is smaller unless ``drop_remainder``. Images come out on the
-    GPU with ``backend`` gpu (or auto on a GPU machine), else from DALI on the CPU.
+    GPU with ``backend`` gpu (or auto on a GPU machine), else from DALI on the CPU, or from
+    TensorFlow ops with ``backend: tf`` (or auto without DALI), with the same element spec.
     """
     config = load_config(config)
     samples = samples if samples is not None else config.source.samples()
@@ -95,7 +105,19 @@ def make_dataset(config: Any, *, samples: FileSamples | None = None) -> tf.data.
             f"label_mode: binary needs exactly 2 classes, found {samples.num_classes}: "
             f"{samples.class_names[:10]}"
         )
-    device = resolve_device(config)
+    device = resolve_backend(config)
+    if device == "tf":
+        from daliaug.tf_backend import tf_dataset
+
+        return tf_dataset(config, samples)
+    return _dali_dataset(config, samples, device)
+
+
+def _dali_dataset(config: Config, samples: FileSamples, device: Device) -> tf.data.Dataset:
+    from nvidia.dali.plugin import tf as dali_tf
+
+    from daliaug.dali_pipeline import GraphOptions, build_pipeline
+
     tf_device = _tf_device(device, config)
     plan = Plan.of(config.transforms, config.image_size, config.channels)
     seed = resolve_seed(config.seed)
