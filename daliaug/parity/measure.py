@@ -1,0 +1,127 @@
+"""The NumPy side of the parity harness: explicit parameters, where warps meet the border, and
+the error statistics with their tolerances. Imports neither TensorFlow nor DALI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from daliaug.algebra import Affine, Canvas, Math, Scalar
+from daliaug.plan import Plan
+
+NUMPY_MATH = Math(
+    cos_=np.cos,
+    sin_=np.sin,
+    tan_=np.tan,
+    sqrt_=np.sqrt,
+    exp_=np.exp,
+    log_=np.log,
+    floor_=np.floor,
+    minimum_=np.minimum,
+    maximum_=np.maximum,
+)
+"""The backend-neutral math on NumPy arrays (one element per sample)."""
+
+MAX_MEAN_ERROR = 0.5
+"""Tolerated mean absolute difference on the 0..255 scale, lossless input."""
+MAX_SHARE_OVER = 0.005
+"""Tolerated share of pixels that differ by more than :data:`OVER` (at least 99.5% within)."""
+OVER = 2
+MAX_DECODE_MEAN_ERROR = 1.0
+"""Tolerated mean absolute difference between two JPEG decoders."""
+BORDER_BAND = 1.0
+"""Width in source pixels of the band around the source border that warp comparisons skip."""
+
+
+class NumpyRandom:
+    """Draws ``n`` values per call from a seeded NumPy generator (one per sample)."""
+
+    def __init__(self, rng: np.random.Generator, n: int) -> None:
+        self.rng = rng
+        self.n = n
+
+    def uniform(self, low: float, high: float) -> Scalar:
+        return float(low) if low == high else self.rng.uniform(low, high, self.n)
+
+    def bernoulli(self, p: float) -> Scalar:
+        if p in (0.0, 1.0):
+            return float(p)
+        return (self.rng.random(self.n) < p).astype(np.float64)
+
+
+def draw_rows(plan: Plan, n: int, seed: int) -> np.ndarray:
+    """``n`` rows of freshly drawn parameters, ordered like ``plan.param_keys`` (float32)."""
+    drawn = plan.draw(NumpyRandom(np.random.default_rng(seed), n))
+    columns = [np.broadcast_to(np.asarray(drawn[k], np.float64), (n,)) for k in plan.param_keys]
+    return np.stack(columns, axis=1).astype(np.float32) if columns else np.zeros((n, 0), np.float32)
+
+
+def inside_source(
+    forward: Affine, out_hw: tuple[int, int], src_hw: tuple[Scalar, Scalar], margin: float = 1.0
+) -> np.ndarray:
+    """Output pixels whose source point lies at least ``margin`` pixels inside the source.
+
+    ``forward`` maps source to output pixel-corner coordinates. Its entries and ``src_hw`` may
+    be arrays with one element per sample; the result then has shape ``(n, H, W)``.
+    """
+    inv = [np.asarray(v, np.float64)[..., None, None] for v in forward.inverse()]
+    y, x = np.mgrid[0 : out_hw[0], 0 : out_hw[1]] + 0.5
+    sx = inv[0] * x + inv[1] * y + inv[2]
+    sy = inv[3] * x + inv[4] * y + inv[5]
+    h, w = (np.asarray(v, np.float64)[..., None, None] for v in src_hw)
+    return (sx >= margin) & (sx <= w - margin) & (sy >= margin) & (sy <= h - margin)
+
+
+def border_band(
+    forward: Affine, out_hw: tuple[int, int], src_hw: tuple[Scalar, Scalar], width: float
+) -> np.ndarray:
+    """Output pixels whose source point lies in the band ``width`` pixels wide centred on the
+    source border: there bilinear interpolation mixes image pixels with the fill (an identity
+    map puts no pixel in it)."""
+    outer = inside_source(forward, out_hw, src_hw, -width / 2)
+    return outer & ~inside_source(forward, out_hw, src_hw, width / 2)
+
+
+def compared_pixels(plan: Plan, rows: np.ndarray, source_hw: np.ndarray) -> np.ndarray:
+    """``(n, H, W, 1)`` mask of the output pixels a comparison counts: all but those in the
+    :data:`BORDER_BAND` of each sample's source (the decoded window for a fused crop)."""
+    params = {k: rows[:, i].astype(np.float64) for i, k in enumerate(plan.param_keys)}
+    source = Canvas(h=source_hw[:, 0].astype(np.float64), w=source_hw[:, 1].astype(np.float64))
+    geometry = plan.geometry(params, source, NUMPY_MATH)
+    src_hw = source if geometry.roi is None else Canvas(geometry.roi.h, geometry.roi.w)
+    band = border_band(geometry.forward, plan.image_size, src_hw, BORDER_BAND)
+    return ~np.broadcast_to(band, (len(rows), *plan.image_size))[..., None]
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Absolute differences between two backends' outputs on the 0..255 scale."""
+
+    max_error: float
+    mean_error: float
+    share_over: float
+    """Share of compared values that differ by more than :data:`OVER`."""
+    compared: int
+    """How many values (pixels x channels) were compared."""
+
+    @staticmethod
+    def of(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> Stats:
+        diff = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
+        if mask is not None:
+            diff = diff[np.broadcast_to(mask, diff.shape)]
+        if diff.size == 0:
+            return Stats(0.0, 0.0, 0.0, 0)
+        return Stats(
+            float(diff.max()), float(diff.mean()), float(np.mean(diff > OVER)), int(diff.size)
+        )
+
+    def within(self, decoder: bool = False) -> bool:
+        """Whether the statistics meet the tolerance (the decoders' one if ``decoder``)."""
+        if decoder:
+            return self.mean_error <= MAX_DECODE_MEAN_ERROR
+        return self.mean_error <= MAX_MEAN_ERROR and self.share_over <= MAX_SHARE_OVER
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
