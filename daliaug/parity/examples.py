@@ -25,7 +25,7 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
 )
 """One or more settings of each transform, with wide ranges (``normalize`` is the output's)."""
 
-EXAMPLE_FIELDS: dict[str, Any] = {"image_size": 64}
+EXAMPLE_FIELDS: dict[str, Any] = {"image_size": 64, "output": {"dtype": "uint8"}}
 
 
 def _with_source(data: dict[str, Any], path: Path) -> dict[str, Any]:

@@ -27,13 +27,16 @@ def compared(config: Config, output: Output = COMPARED_OUTPUT, **fields: Any) ->
     return config.model_copy(update={**update, "output": output, **fields})
 
 
-def explicit(config: Config, rows: np.ndarray) -> np.ndarray | None:
-    """``rows`` as the backends take them: ``None`` when the plan has no parameters."""
+def explicit(config: Config, rows: np.ndarray | None) -> np.ndarray | None:
+    """``rows`` as the backends take them: ``None`` when the plan has no parameters (and
+    ``None`` rows mean random draws)."""
     plan = Plan.of(config.transforms, config.image_size, config.channels)
     return rows if plan.param_keys else None
 
 
-def run_dali(config: Config, samples: FileSamples, rows: np.ndarray, device: Device) -> np.ndarray:
+def run_dali(
+    config: Config, samples: FileSamples, rows: np.ndarray | None, device: Device
+) -> np.ndarray:
     """All output images of ``samples`` from DALI on ``device``, in sample order."""
     from daliaug.dali_loader import DaliLoader
 
@@ -41,7 +44,7 @@ def run_dali(config: Config, samples: FileSamples, rows: np.ndarray, device: Dev
     return np.concatenate([batch[0] for batch in loader])
 
 
-def run_tf(config: Config, samples: FileSamples, rows: np.ndarray) -> np.ndarray:
+def run_tf(config: Config, samples: FileSamples, rows: np.ndarray | None) -> np.ndarray:
     """All output images of ``samples`` from the TensorFlow backend, in sample order."""
     from daliaug.tf_backend import tf_dataset
 
