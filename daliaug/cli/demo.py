@@ -25,7 +25,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="pipeline config (default: the shipped demo.yaml)")
     parser.add_argument("--data", type=Path, help="class folders to train on (default: demo data)")
     parser.add_argument("--epochs", type=int, default=6, help="training epochs (default 6)")
-    parser.add_argument("--backend", choices=["auto", "gpu", "cpu"], help="override the config")
+    parser.add_argument(
+        "--backend", choices=["auto", "gpu", "cpu", "tf"], help="override the config"
+    )
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -85,15 +87,16 @@ def run(args: argparse.Namespace) -> int:
     with console.status("starting TensorFlow and building the DALI pipelines"):
         import tensorflow as tf
 
-        from daliaug.device import resolve_device
+        from daliaug.device import resolve_backend
         from daliaug.keras_dataset import make_dataset
         from daliaug.models import small_cnn
 
-        device = resolve_device(config)
+        backend = resolve_backend(config)
         train_ds = make_dataset(config, samples=train_samples)
         val_ds = make_dataset(config.evaluation_twin(), samples=val_samples)
         model = small_cnn(config, train_samples.num_classes)
-    console.print(f"DALI runs on the {device.upper()}; model: small CNN, {model.count_params()} parameters")
+    where = "TensorFlow ops" if backend == "tf" else f"DALI on the {backend.upper()}"
+    console.print(f"augmenting with {where}; model: small CNN, {model.count_params()} parameters")
     try:
         pipeline_rate = _pipeline_rate(train_ds, len(train_samples))
         console.print(f"pipeline alone: {pipeline_rate:,.0f} images/s")
