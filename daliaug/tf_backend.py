@@ -50,12 +50,22 @@ def source_shape(encoded: tf.Tensor) -> Canvas:
 
 def decode(encoded: tf.Tensor, roi: Box | None, channels: int) -> tf.Tensor:
     """Decode to ``uint8`` HWC, only the ``roi`` window if given (JPEG: fused decode and crop)."""
-    window = None if roi is None else tf.cast(tf.stack([roi.y, roi.x, roi.h, roi.w]), tf.int32)
+    corner = size = None
+    if roi is not None:
+        corner = tf.cast(tf.stack([roi.y, roi.x]), tf.int32)
+        size = tf.cast(tf.stack([roi.h, roi.w]), tf.int32)
 
     def jpeg(c: int) -> tf.Tensor:
-        if window is None:
+        if roi is None:
             return tf.io.decode_jpeg(encoded, c, dct_method=_DCT)
-        return tf.image.decode_and_crop_jpeg(encoded, window, c, dct_method=_DCT)
+        # TensorFlow upsamples chroma at the edges of a cropped decode as if they were the
+        # image's (up to 35 grey levels off a full decode, which DALI's ROI decode matches):
+        # decode one more pixel on each side, then cut it off.
+        start = tf.maximum(corner - 1, 0)
+        stop = tf.minimum(corner + size + 1, tf.image.extract_jpeg_shape(encoded)[:2])
+        window = tf.concat([start, stop - start], 0)
+        wide = tf.image.decode_and_crop_jpeg(encoded, window, c, dct_method=_DCT)
+        return _cut(wide, corner - start, size)
 
     def jpeg_any() -> tf.Tensor:
         if channels == 3:
@@ -67,12 +77,17 @@ def decode(encoded: tf.Tensor, roi: Box | None, channels: int) -> tf.Tensor:
     def png() -> tf.Tensor:
         # 16 bits per sample to 8 as DALI does, round(v * 255 / 65535); 8-bit PNGs stay exact.
         image = tf.io.decode_png(encoded, channels, dtype=tf.uint16)
-        if window is not None:
-            image = tf.slice(image, [window[0], window[1], 0], [window[2], window[3], channels])
+        if roi is not None:
+            image = _cut(image, corner, size)
         return to_uint8(tf.cast(image, tf.float32) / 257.0)
 
     image = tf.cond(tf.io.is_jpeg(encoded), jpeg_any, png)
     return tf.ensure_shape(image, [None, None, channels])
+
+
+def _cut(image: tf.Tensor, corner: tf.Tensor, size: tf.Tensor) -> tf.Tensor:
+    """The ``size`` (height, width) window of ``image`` at ``corner`` (row, column)."""
+    return tf.slice(image, tf.concat([corner, [0]], 0), tf.concat([size, [-1]], 0))
 
 
 def luma(rgb: tf.Tensor) -> tf.Tensor:

@@ -53,6 +53,24 @@ def test_the_dataset_graph_has_no_python_function(square_dir: Path) -> None:
     assert b"PyFunc" not in graph and b"EagerPyFunc" not in graph
 
 
+def test_a_decoded_crop_window_equals_the_crop_of_the_whole_image(tmp_path: Path) -> None:
+    """Decoding only a window of a JPEG (4:2:0, windows off the 16-pixel grid) gives exactly the
+    pixels a full decode has there, as DALI's ROI decoding does."""
+    from PIL import Image
+
+    from daliaug.algebra import Box
+    from daliaug.parity.inputs import parity_image
+    from daliaug.tf_backend import decode
+
+    path = tmp_path / "a.jpg"
+    Image.fromarray(parity_image(120, 80, seed=5)).save(path, quality=90)
+    encoded = tf.constant(path.read_bytes())
+    whole = decode(encoded, None, 3).numpy()
+    for y, x, h, w in [(0, 0, 120, 80), (13, 5, 61, 33), (1, 47, 119, 33), (50, 17, 21, 62)]:
+        window = decode(encoded, Box(y=float(y), x=float(x), h=float(h), w=float(w)), 3).numpy()
+        assert np.array_equal(window, whole[y : y + h, x : x + w]), (y, x, h, w)
+
+
 def test_inside_source_follows_the_inverse_map() -> None:
     """The border helper on a half-pixel shift: the first column's source point is x = 0."""
     from daliaug.algebra import Affine
