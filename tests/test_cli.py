@@ -111,7 +111,7 @@ def test_parity_on_user_images_reports_every_comparison(tmp_path: Path) -> None:
     assert data["passed"] and data["seed"] == 3 and data["backends"] == "DALI-CPU vs TF"
     names = [r["name"] for r in data["results"]]
     assert names == ["0: rotation", "1: shift", "2: flip", "pipeline", "output (float32, NHWC)",
-                     "JPEG decoders"]
+                     "JPEG decoders", "pipeline on JPEGs"]
     assert "JPEG decoders" in result.stderr and "Traceback" not in result.stderr
     missing = daliaug("parity", ROOT / "pipelines" / "cifar_train.yaml", "--images", tmp_path / "no")
     assert missing.returncode == 3 and str(tmp_path / "no") in missing.stderr

@@ -12,7 +12,7 @@ import numpy as np
 from daliaug.config import Config
 from daliaug.device import Device
 from daliaug.parity.inputs import ParityInputs
-from daliaug.parity.measure import Stats, compared_pixels, draw_rows
+from daliaug.parity.measure import Stats, compared_pixels, differences, draw_rows
 from daliaug.parity.report import Kind, Report, Result
 from daliaug.parity.run import compared, run_dali, run_tf, source_sizes
 from daliaug.plan import Plan
@@ -44,18 +44,18 @@ def decoder_runs(config: Config, jpegs: FileSamples) -> Iterator[tuple[Config, n
         yield run, np.flatnonzero((sizes == size).all(axis=1))
 
 
-def compare_case(
+def dali_differences(
     config: Config, samples: FileSamples, rows: np.ndarray, reference: np.ndarray, device: Device
-) -> Stats:
-    """DALI's outputs on ``device`` against ``reference`` outputs, skipping the border band."""
+) -> np.ndarray:
+    """DALI's outputs on ``device`` against ``reference`` outputs, outside the border band."""
     plan = Plan.of(config.transforms, config.image_size, config.channels)
     dali = run_dali(config, samples, rows, device)
-    return Stats.of(dali, reference, compared_pixels(plan, rows, source_sizes(samples)))
+    return differences(dali, reference, compared_pixels(plan, rows, source_sizes(samples)))
 
 
-def _case(config: Config, samples: FileSamples, seed: int, device: Device) -> Stats:
+def _case(config: Config, samples: FileSamples, seed: int, device: Device) -> np.ndarray:
     config, rows = prepared(config, len(samples), seed)
-    return compare_case(config, samples, rows, run_tf(config, samples, rows), device)
+    return dali_differences(config, samples, rows, run_tf(config, samples, rows), device)
 
 
 def _output_stats(config: Config, samples: FileSamples, seed: int, device: Device) -> Stats:
@@ -77,20 +77,24 @@ def _output_stats(config: Config, samples: FileSamples, seed: int, device: Devic
 
 def _decoder_stats(config: Config, jpegs: FileSamples, device: Device) -> Stats:
     """Decode only: DALI against TensorFlow on every JPEG, pooled."""
-    dali, tf_images = [], []
+    pooled = []
     for run, indices in decoder_runs(config, jpegs):
         group = jpegs.subset(indices)
         rows = np.zeros((len(group), 0), np.float32)
-        dali.append(run_dali(run, group, rows, device).ravel())
-        tf_images.append(run_tf(run, group, rows).ravel())
-    return Stats.of(np.concatenate(dali), np.concatenate(tf_images))
+        pooled.append(dali_differences(run, group, rows, run_tf(run, group, rows), device))
+    return Stats.of_differences(np.concatenate(pooled))
 
 
 def run_parity(config: Config, inputs: ParityInputs, seed: int, device: Device) -> Report:
-    """Compare DALI on ``device`` with the TensorFlow backend on ``inputs`` (needs both)."""
+    """Compare DALI on ``device`` with the TensorFlow backend on ``inputs`` (needs both).
+
+    On JPEG inputs the decoders are compared alone, and the whole pipeline once more (with
+    the decoders' tolerance) to cover decoding only a crop window.
+    """
     samples = inputs.lossless
     results = [
-        Result(name, kind, _case(case, samples, seed, device)) for name, kind, case in cases(config)
+        Result(name, kind, Stats.of_differences(_case(case, samples, seed, device)))
+        for name, kind, case in cases(config)
     ]
     if config.output != compared(config).output:
         name = f"output ({config.output.dtype}, {config.output.layout})"
@@ -98,4 +102,6 @@ def run_parity(config: Config, inputs: ParityInputs, seed: int, device: Device) 
     if inputs.jpeg is not None:
         stats = _decoder_stats(config, inputs.jpeg, device)
         results.append(Result("JPEG decoders", "decoder", stats))
+        stats = Stats.of_differences(_case(config, inputs.jpeg, seed, device))
+        results.append(Result("pipeline on JPEGs", "decoder", stats))
     return Report(f"DALI-{device.upper()} vs TF", seed, results)

@@ -4,6 +4,7 @@ PNGs; their JPEG versions (or the user's JPEGs) serve the separate decoder compa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +52,8 @@ class ParityInputs:
     jpeg: FileSamples | None
 
 
-def _samples(paths: list[Path]) -> FileSamples:
+def image_samples(paths: Sequence[str | Path]) -> FileSamples:
+    """Unlabelled samples (all of class ``images``) for the files at ``paths``."""
     return FileSamples([str(p) for p in paths], np.zeros(len(paths), np.int32), ["images"])
 
 
@@ -65,7 +67,7 @@ def builtin_inputs(root: Path) -> ParityInputs:
         jpegs.append(root / f"{i:02d}.jpg")
         image.save(pngs[-1])
         image.save(jpegs[-1], quality=90)
-    return ParityInputs(_samples(pngs), _samples(jpegs))
+    return ParityInputs(image_samples(pngs), image_samples(jpegs))
 
 
 def user_inputs(images: Path, root: Path, limit: int) -> ParityInputs:
@@ -90,4 +92,4 @@ def user_inputs(images: Path, root: Path, limit: int) -> ParityInputs:
             copy = root / f"{i:04d}.png"
             im.convert("L" if im.mode == "L" else "RGB").save(copy)
         lossless.append(copy)
-    return ParityInputs(_samples(lossless), _samples(jpegs) if jpegs else None)
+    return ParityInputs(image_samples(lossless), image_samples(jpegs) if jpegs else None)

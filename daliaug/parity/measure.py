@@ -95,6 +95,13 @@ def compared_pixels(plan: Plan, rows: np.ndarray, source_hw: np.ndarray) -> np.n
     return ~np.broadcast_to(band, (len(rows), *plan.image_size))[..., None]
 
 
+def differences(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """The absolute differences of the compared values, flat: where ``mask`` (broadcast to
+    the images' shape) is true, or all."""
+    diff = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
+    return diff[np.broadcast_to(mask, diff.shape)] if mask is not None else diff.ravel()
+
+
 @dataclass(frozen=True)
 class Stats:
     """Absolute differences between two backends' outputs on the 0..255 scale."""
@@ -108,9 +115,12 @@ class Stats:
 
     @staticmethod
     def of(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> Stats:
-        diff = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
-        if mask is not None:
-            diff = diff[np.broadcast_to(mask, diff.shape)]
+        """The statistics of ``|a - b|``, only where ``mask`` (broadcast) is true if given."""
+        return Stats.of_differences(differences(a, b, mask))
+
+    @staticmethod
+    def of_differences(diff: np.ndarray) -> Stats:
+        """The statistics of absolute differences already taken (see :func:`differences`)."""
         if diff.size == 0:
             return Stats(0.0, 0.0, 0.0, 0)
         return Stats(

@@ -22,11 +22,12 @@ import numpy as np
 from daliaug.config import Config, load_config
 from daliaug.device import Device
 from daliaug.parity.examples import pipeline_examples, transform_examples
-from daliaug.parity.harness import compare_case, decoder_runs, prepared
-from daliaug.parity.inputs import builtin_inputs
+from daliaug.parity.harness import dali_differences, decoder_runs, prepared
+from daliaug.parity.inputs import builtin_inputs, image_samples
 from daliaug.parity.measure import Stats
 from daliaug.parity.report import Kind, Report, Result
-from daliaug.parity.run import run_dali, run_tf
+from daliaug.parity.run import run_tf
+from daliaug.plan import Plan
 from daliaug.sources import FileSamples
 
 FORMAT = 1
@@ -48,25 +49,37 @@ class ReferenceCase:
     """The TensorFlow backend's outputs (uint8, NHWC)."""
 
 
-def _cases(png: FileSamples, jpeg: FileSamples, seed: int) -> list[ReferenceCase]:
-    """The cases to store, with their TF outputs (input indices: PNGs first, then JPEGs)."""
-    source = Path(png.paths[0]).parent
-    named = [(n, "transform", c) for n, c in transform_examples(source)]
-    named += [(n, "pipeline", c) for n, c in pipeline_examples(source)]
+def _cases(files: FileSamples, jpegs: list[int], seed: int) -> list[ReferenceCase]:
+    """The cases to store, with their TF outputs; ``jpegs`` are the JPEGs among ``files``
+    (the rest are PNGs)."""
+    pngs = [i for i in range(len(files)) if i not in jpegs]
+    source = Path(files.paths[0]).parent
+    pipelines = pipeline_examples(source)
+    named = [(n, "transform", c, pngs) for n, c in transform_examples(source)]
+    named += [(n, "pipeline", c, pngs) for n, c in pipelines]
+    named += [(f"{n} on JPEGs", "decoder", c, jpegs) for n, c in pipelines if _fuses_crop(c)]
     cases = []
-    for name, kind, config in named:
+    for name, kind, config, indices in named:
         h, w = config.image_size
-        inputs = list(range(max(1, min(len(png), OUTPUT_PIXELS // (h * w)))))
+        inputs = indices[: max(1, OUTPUT_PIXELS // (h * w))]
         run, rows = prepared(config, len(inputs), seed)
-        outputs = run_tf(run, png.subset(inputs), rows)
-        cases.append(ReferenceCase(name, kind, run, inputs, rows, outputs))
-    for run, indices in decoder_runs(named[0][2], jpeg):
-        rows = np.zeros((len(indices), 0), np.float32)
-        outputs = run_tf(run, jpeg.subset(indices), rows)
-        h, w = run.image_size
-        inputs = [len(png) + int(i) for i in indices]
-        cases.append(ReferenceCase(f"JPEG decoder {h}x{w}", "decoder", run, inputs, rows, outputs))
+        cases.append(_computed(name, kind, run, files, inputs, rows))
+    for run, group in decoder_runs(named[0][2], files.subset(jpegs)):
+        rows = np.zeros((len(group), 0), np.float32)
+        inputs = [jpegs[i] for i in group]
+        cases.append(_computed("JPEG decoders", "decoder", run, files, inputs, rows))
     return cases
+
+
+def _fuses_crop(config: Config) -> bool:
+    return Plan.of(config.transforms, config.image_size, config.channels).roi_step is not None
+
+
+def _computed(
+    name: str, kind: Kind, config: Config, files: FileSamples, inputs: list[int], rows: np.ndarray
+) -> ReferenceCase:
+    outputs = run_tf(config, files.subset(inputs), rows)
+    return ReferenceCase(name, kind, config, inputs, rows, outputs)
 
 
 def write_reference(path: Path, seed: int) -> Path:
@@ -74,9 +87,10 @@ def write_reference(path: Path, seed: int) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         inputs = builtin_inputs(Path(tmp))
         assert inputs.jpeg is not None
-        cases = _cases(inputs.lossless, inputs.jpeg, seed)
-        files = [Path(p).read_bytes() for p in inputs.lossless.paths + inputs.jpeg.paths]
-        names = [Path(p).name for p in inputs.lossless.paths + inputs.jpeg.paths]
+        files = image_samples(inputs.lossless.paths + inputs.jpeg.paths)
+        cases = _cases(files, list(range(len(inputs.lossless), len(files))), seed)
+        contents = [Path(p).read_bytes() for p in files.paths]
+    names = [Path(p).name for p in files.paths]
     manifest = {
         "format": FORMAT,
         "seed": seed,
@@ -92,7 +106,7 @@ def write_reference(path: Path, seed: int) -> Path:
         ],
     }
     arrays = {"manifest": np.frombuffer(json.dumps(manifest).encode(), np.uint8)}
-    arrays.update({f"file_{i}": np.frombuffer(b, np.uint8) for i, b in enumerate(files)})
+    arrays.update({f"file_{i}": np.frombuffer(b, np.uint8) for i, b in enumerate(contents)})
     for i, c in enumerate(cases):
         arrays[f"rows_{i}"] = c.rows
         arrays[f"outputs_{i}"] = c.outputs
@@ -111,7 +125,7 @@ def load_reference(path: Path, workdir: Path) -> tuple[FileSamples, list[Referen
         for i, name in enumerate(manifest["files"]):
             paths.append(workdir / name)
             paths[-1].write_bytes(data[f"file_{i}"].tobytes())
-        files = FileSamples([str(p) for p in paths], np.zeros(len(paths), np.int32), ["images"])
+        files = image_samples([str(p) for p in paths])
         cases = [
             ReferenceCase(
                 c["name"],
@@ -127,25 +141,16 @@ def load_reference(path: Path, workdir: Path) -> tuple[FileSamples, list[Referen
 
 
 def check_reference(path: Path, device: Device) -> Report:
-    """DALI on ``device`` against the stored TF outputs (no TensorFlow needed).
-
-    The decoder cases are pooled into one row, like the harness's decoder comparison.
-    """
+    """DALI on ``device`` against the stored TF outputs (no TensorFlow needed); cases of the
+    same name (the decoders at each image size) are pooled into one row."""
+    pooled: dict[tuple[str, Kind], list[np.ndarray]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         files, cases, seed = load_reference(path, Path(tmp))
-        results = []
-        decoded: list[tuple[np.ndarray, np.ndarray]] = []
         for c in cases:
-            samples = files.subset(c.inputs)
-            if c.kind == "decoder":
-                decoded.append(
-                    (run_dali(c.config, samples, c.rows, device).ravel(), c.outputs.ravel())
-                )
-                continue
-            results.append(
-                Result(c.name, c.kind, compare_case(c.config, samples, c.rows, c.outputs, device))
-            )
-    if decoded:
-        dali, stored = (np.concatenate(parts) for parts in zip(*decoded, strict=True))
-        results.append(Result("JPEG decoders", "decoder", Stats.of(dali, stored)))
+            diff = dali_differences(c.config, files.subset(c.inputs), c.rows, c.outputs, device)
+            pooled.setdefault((c.name, c.kind), []).append(diff)
+    results = [
+        Result(name, kind, Stats.of_differences(np.concatenate(parts)))
+        for (name, kind), parts in pooled.items()
+    ]
     return Report(f"DALI-{device.upper()} vs stored TF reference", seed, results)
