@@ -96,6 +96,13 @@ class Math:
     minimum_: Callable[[Scalar, Scalar], Scalar]
     maximum_: Callable[[Scalar, Scalar], Scalar]
 
+    @staticmethod
+    def of(namespace: Any, minimum: str = "minimum", maximum: str = "maximum") -> Math:
+        """The functions of the same names in ``namespace`` (a module such as ``numpy``);
+        ``minimum`` and ``maximum`` name the elementwise min and max there."""
+        names = ("cos", "sin", "tan", "sqrt", "exp", "log", "floor", minimum, maximum)
+        return Math(*(getattr(namespace, name) for name in names))
+
     def cos(self, x: Scalar) -> Scalar:
         return math.cos(x) if is_const(x) else self.cos_(x)
 

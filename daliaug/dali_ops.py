@@ -10,17 +10,7 @@ import nvidia.dali.types as types
 
 from daliaug.algebra import Math, Scalar, is_const
 
-MATH = Math(
-    cos_=dmath.cos,
-    sin_=dmath.sin,
-    tan_=dmath.tan,
-    sqrt_=dmath.sqrt,
-    exp_=dmath.exp,
-    log_=dmath.log,
-    floor_=dmath.floor,
-    minimum_=dmath.min,
-    maximum_=dmath.max,
-)
+MATH = Math.of(dmath, minimum="min", maximum="max")
 
 
 class DaliRandom:

@@ -7,17 +7,7 @@ import tensorflow as tf
 from daliaug.algebra import Math, Scalar
 from daliaug.plan import Plan
 
-MATH = Math(
-    cos_=tf.cos,
-    sin_=tf.sin,
-    tan_=tf.tan,
-    sqrt_=tf.sqrt,
-    exp_=tf.exp,
-    log_=tf.math.log,
-    floor_=tf.floor,
-    minimum_=tf.minimum,
-    maximum_=tf.maximum,
-)
+MATH = Math.of(tf.math)
 
 
 class TfRandom:

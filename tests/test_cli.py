@@ -113,5 +113,6 @@ def test_parity_on_user_images_reports_every_comparison(tmp_path: Path) -> None:
     assert names == ["0: rotation", "1: shift", "2: flip", "pipeline", "output (float32, NHWC)",
                      "JPEG decoders", "pipeline on JPEGs"]
     assert "JPEG decoders" in result.stderr and "Traceback" not in result.stderr
-    missing = daliaug("parity", ROOT / "pipelines" / "cifar_train.yaml", "--images", tmp_path / "no")
+    missing = daliaug("parity", ROOT / "pipelines" / "cifar_train.yaml",
+                      "--images", tmp_path / "no")
     assert missing.returncode == 3 and str(tmp_path / "no") in missing.stderr

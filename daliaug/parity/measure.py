@@ -11,17 +11,7 @@ import numpy as np
 from daliaug.algebra import Affine, Canvas, Math, Scalar
 from daliaug.plan import Plan
 
-NUMPY_MATH = Math(
-    cos_=np.cos,
-    sin_=np.sin,
-    tan_=np.tan,
-    sqrt_=np.sqrt,
-    exp_=np.exp,
-    log_=np.log,
-    floor_=np.floor,
-    minimum_=np.minimum,
-    maximum_=np.maximum,
-)
+NUMPY_MATH = Math.of(np)
 """The backend-neutral math on NumPy arrays (one element per sample)."""
 
 MAX_MEAN_ERROR = 0.5
