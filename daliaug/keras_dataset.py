@@ -105,12 +105,12 @@ def make_dataset(config: Any, *, samples: FileSamples | None = None) -> tf.data.
             f"label_mode: binary needs exactly 2 classes, found {samples.num_classes}: "
             f"{samples.class_names[:10]}"
         )
-    device = resolve_backend(config)
-    if device == "tf":
+    backend = resolve_backend(config)
+    if backend == "tf":
         from daliaug.tf_backend import tf_dataset
 
         return tf_dataset(config, samples)
-    return _dali_dataset(config, samples, device)
+    return _dali_dataset(config, samples, backend)
 
 
 def _dali_dataset(config: Config, samples: FileSamples, device: Device) -> tf.data.Dataset:

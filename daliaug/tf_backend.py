@@ -27,8 +27,8 @@ from daliaug.tf_ops import MATH
 from daliaug.transforms.saturation import LUMA
 
 _DCT = "INTEGER_ACCURATE"
-"""libjpeg-turbo's accurate integer IDCT, the one DALI's CPU decoder uses (TensorFlow's
-default is the fast one, which differs by a grey level here and there)."""
+"""libjpeg-turbo's accurate integer IDCT, the one DALI's CPU decoder uses (TensorFlow's default,
+the fast one, was up to 17 grey levels and 1.56 on average off it on our test JPEGs)."""
 
 
 def to_uint8(x: tf.Tensor) -> tf.Tensor:
