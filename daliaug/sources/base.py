@@ -200,3 +200,8 @@ def find_undecodable(paths: Iterable[str]) -> tuple[str, str] | None:
         except Exception as e:  # PIL raises many types for broken files
             return path, f"{type(e).__name__}: {e}"
     return None
+
+
+def is_image(path: Path) -> bool:
+    """Whether ``path`` is a file with a JPEG or PNG extension."""
+    return path.suffix.lower() in IMAGE_EXTENSIONS and path.is_file()
