@@ -74,7 +74,7 @@ class Config(BaseModel):
     drop_remainder: bool = False
     transforms: list[AnyTransform] = []
     output: Output = Output()
-    backend: Literal["auto", "gpu", "cpu"] = "auto"
+    backend: Literal["auto", "gpu", "cpu", "tf"] = "auto"
     device_id: Annotated[int, Field(ge=0)] = 0
     num_threads: Annotated[int, Field(gt=0)] = Field(
         default_factory=lambda: max(1, min(4, os.cpu_count() or 1))

@@ -16,11 +16,11 @@ import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
 from daliaug.config import Config
-from daliaug.dali_pipeline import GraphOptions, build_pipeline, warp_input_shape
+from daliaug.dali_pipeline import GraphOptions, build_pipeline
 from daliaug.device import Device, resolve_device
 from daliaug.epochs import batch_bounds, epoch_order, resolve_seed
 from daliaug.errors import DataError
-from daliaug.numpy_ops import NumpyRandom, pack, warp_batch
+from daliaug.numpy_ops import draw_params, warp_batch
 from daliaug.plan import Plan
 from daliaug.sources import Samples, prepare_samples
 from daliaug.sources.base import find_undecodable
@@ -43,7 +43,6 @@ class _EpochFeed:
         self.fuse_roi = "image" not in samples.columns
         self.masks = "mask_path" in samples.columns
         self.warp_names = self.plan.warp_input_names(fuse_roi=self.fuse_roi, masks=self.masks)
-        self.shapes = {n: warp_input_shape(n, config.channels) for n in self.warp_names}
         self.epoch = 0
         self.rng = np.random.default_rng()
         self.pending: deque[np.ndarray] | None = None
@@ -67,17 +66,10 @@ class _EpochFeed:
         if self.loader.params is not None:
             rows = self.loader.params[idx]
         else:
-            drawn = self.plan.draw(NumpyRandom(self.rng, len(idx)))
-            rows = pack([drawn[k] for k in self.plan.param_keys], len(idx))
+            rows = draw_params(self.plan, self.rng, len(idx))
         self.params.append(rows)
-        params = {key: rows[:, i] for i, key in enumerate(self.plan.param_keys)}
         warp = warp_batch(
-            self.plan,
-            params,
-            self.samples.sizes[idx],
-            fuse_roi=self.fuse_roi,
-            masks=self.masks,
-            shapes=self.shapes,
+            self.plan, rows, self.samples.sizes[idx], fuse_roi=self.fuse_roi, masks=self.masks
         )
         columns = [column[idx] for column in self.samples.columns.values()]
         return (*columns, *(warp[name] for name in self.warp_names))

@@ -52,9 +52,7 @@ INPUTS = {
 }
 """Every input the graph can take: its DALI dtype and number of dimensions per sample."""
 
-WARP_SHAPES = {"crop_start": (2,), "crop_shape": (2,), "matrix": (2, 3), "mask_matrix": (2, 3)}
-"""Per-sample shapes of the plan's inputs (``colour`` is ``(C, C + 1)``)."""
-
+WARP_INPUTS = ("crop_start", "crop_shape", "matrix", "mask_matrix", "colour")
 _DTYPES = {"float32": types.FLOAT, "float16": types.FLOAT16, "uint8": types.UINT8}
 
 
@@ -70,10 +68,6 @@ class GraphOptions:
     """One callable returning a batch of every input; ``None`` for named placeholders."""
     records: RecordSamples | None = None
     """Read these TFRecords with DALI's reader (and draw the parameters in the graph)."""
-
-
-def warp_input_shape(name: str, channels: int) -> tuple[int, ...]:
-    return (channels, channels + 1) if name == "colour" else WARP_SHAPES[name]
 
 
 def _input_nodes(options: GraphOptions) -> dict[str, DataNode]:
@@ -121,10 +115,7 @@ def _warp_in_graph(encoded: DataNode, config: Config) -> dict[str, object]:
     values = plan.warp_inputs(
         plan.draw(DaliRandom()), Canvas(h=shape[0], w=shape[1]), MATH, fuse_roi=True, masks=False
     )
-    return {
-        name: as_tensor_arg(v, warp_input_shape(name, config.channels))
-        for name, v in values.items()
-    }
+    return {name: as_tensor_arg(v, plan.warp_input_shape(name)) for name, v in values.items()}
 
 
 def _unpack_record(record: DataNode, config: Config) -> tuple[DataNode, DataNode, dict]:
@@ -132,7 +123,7 @@ def _unpack_record(record: DataNode, config: Config) -> tuple[DataNode, DataNode
     (float32, in ``warp_input_names`` order), then the encoded image (zero-padded)."""
     plan = Plan.of(config.transforms, config.image_size, config.channels)
     names = plan.warp_input_names(fuse_roi=True, masks=False)
-    shapes = [warp_input_shape(name, config.channels) for name in names]
+    shapes = [plan.warp_input_shape(name) for name in names]
     sizes = [int(np.prod(shape)) for shape in shapes]
     start = 8 + 4 * sum(sizes)
     length = fn.reinterpret(record[0:4], dtype=types.INT32, shape=[1])[0]
@@ -205,19 +196,11 @@ def _colour_to_index(mask: DataNode, source: SegmentationSource) -> DataNode:
     """Class index of each colour of the table; anything else (the fill) is ``ignore_index``."""
     table = source.class_table()
     assert table is not None
-    # 256^2 R + 256 G + B < 2^24 is exact in float32
     key = fn.coord_transform(mask, M=[65536.0, 256.0, 1.0], dtype=types.FLOAT)[:, :, 0]
     index = source.ignore_index
-    for k, (r, g, b) in enumerate(table.colours):
-        index = index + (k - source.ignore_index) * (key == r * 65536 + g * 256 + b)
+    for k, colour_key in enumerate(table.keys):
+        index = index + (k - source.ignore_index) * (key == colour_key)
     return index
-
-
-def _unused_grey(source: SegmentationSource) -> float:
-    """A grey ``(v, v, v)`` that is no class colour: the fill of warped colour masks."""
-    table = source.class_table()
-    assert table is not None
-    return float(next(v for v in range(256) if (v, v, v) not in table.colours))
 
 
 def mask_target(
@@ -229,8 +212,7 @@ def mask_target(
     assert isinstance(source, SegmentationSource)
     image_type = types.RGB if source.colour_coded else types.GRAY
     mask = fn.decoders.image(encoded, **_decoder(options.device, image_type))
-    fill = _unused_grey(source) if source.colour_coded else float(source.ignore_index)
-    mask = _warp(mask, matrix, config, nearest=True, fill=fill)
+    mask = _warp(mask, matrix, config, nearest=True, fill=source.mask_fill)
     index = _colour_to_index(mask, source) if source.colour_coded else mask[:, :, 0]
     if source.mask_output == "index":
         dtype = types.UINT8 if source.mask_dtype == "uint8" else types.INT32
@@ -269,7 +251,7 @@ def build_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             encoded, label, warp = _unpack_record(nodes["record"], config)
         else:
             encoded = fn.io.file.read(nodes["path"]) if "path" in nodes else None
-            warp = {name: nodes[name] for name in WARP_SHAPES.keys() | {"colour"} if name in nodes}
+            warp = {name: nodes[name] for name in WARP_INPUTS if name in nodes}
         images = augment(encoded, nodes.get("image"), warp, config, options.device)
         if "mask_path" in nodes:
             masks = fn.io.file.read(nodes["mask_path"])

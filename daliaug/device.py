@@ -1,4 +1,4 @@
-"""Which device a config runs on, decided without importing TensorFlow."""
+"""Which backend and device a config runs on, decided without importing TensorFlow."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from daliaug.config import Config
 from daliaug.errors import BackendError
 
 Device = Literal["cpu", "gpu"]
+Backend = Literal["cpu", "gpu", "tf"]
 
 
 def dali_gpu_count() -> int:
@@ -39,3 +40,15 @@ def resolve_device(config: Config) -> Device:
             raise BackendError(f"device_id: {config.device_id} but only {count} GPU(s) are visible")
         return "gpu"
     return "gpu" if count > config.device_id else "cpu"
+
+
+def resolve_backend(config: Config) -> Backend:
+    """DALI's device, or ``tf`` for ``backend: tf`` and for ``auto`` where DALI is missing."""
+    if config.backend == "tf":
+        return "tf"
+    if config.backend == "auto":
+        try:
+            import nvidia.dali  # noqa: F401
+        except ImportError:
+            return "tf"
+    return resolve_device(config)

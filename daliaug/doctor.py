@@ -109,7 +109,7 @@ def build_model(spec: str, config: Config, num_classes: int) -> Any:
 def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     """One batch of random images and targets with the config's element spec (the values of
     one-hot or binary targets do not change the cost of a step)."""
-    from daliaug.keras_dataset import element_spec
+    from daliaug.tf_epoch import element_spec
 
     images, targets = element_spec(config, num_classes)
     rng = np.random.default_rng(0)

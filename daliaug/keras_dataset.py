@@ -1,17 +1,14 @@
 """The Keras-facing side: ``make_dataset`` returns a ``tf.data.Dataset`` for ``model.fit``.
 
-This is the only module (with :mod:`daliaug.tf_ops`) that imports TensorFlow.
-
-TensorFlow owns the epoch, DALI does the pixels. A DALI pipeline rebuilt for every epoch
-(which is what iterating a ``DALIDataset`` again does) would replay the same shuffle and the
-same random parameters; so the sample order (reshuffled each epoch), the batch boundaries
-(the last batch of an epoch is smaller unless ``drop_remainder``) and the random parameters
-(stateless draws, fresh each epoch) come from small ``tf.data`` streams, and DALI reads,
-decodes and augments what they name. Each input is its own stream, built from the same seed,
-so the streams stay aligned sample for sample. The random parameters become decode windows and
-warp/colour matrices right here, vectorized over each batch (see :mod:`daliaug.dali_pipeline`
-for why). TFRecords are read once, by TensorFlow, and each batch goes to DALI as one packed
-input: each image's bytes with its length, label and plan inputs.
+With DALI (``backend`` auto, gpu or cpu): TensorFlow owns the epoch, DALI does the pixels. A
+DALI pipeline rebuilt for every epoch (which is what iterating a ``DALIDataset`` again does)
+would replay the same shuffle and the same random parameters; so the epoch comes from the
+``tf.data`` streams of :mod:`daliaug.tf_epoch`, fed to DALI through ``DALIDatasetWithInputs``,
+one stream per input, all built from the same seed so they stay aligned sample for sample.
+TFRecords are read once, by TensorFlow, and each batch goes to DALI as one packed input: each
+image's bytes with its length, label and plan inputs. With ``backend: tf`` (or ``auto`` without
+DALI) :mod:`daliaug.tf_backend` computes the same with TensorFlow ops. DALI is imported only
+on the DALI path.
 """
 
 from __future__ import annotations
@@ -19,150 +16,62 @@ from __future__ import annotations
 from typing import Any
 
 import tensorflow as tf
-from nvidia.dali.plugin import tf as dali_tf
 
 from daliaug.config import Config, load_config
-from daliaug.dali_pipeline import GraphOptions, build_pipeline, warp_input_shape
-from daliaug.device import Device, resolve_device
+from daliaug.device import Device, resolve_backend
 from daliaug.epochs import batch_bounds, resolve_seed
-from daliaug.errors import BackendError, DataError
+from daliaug.errors import BackendError
 from daliaug.plan import Plan
 from daliaug.sources import Samples, prepare_samples
-from daliaug.sources.segmentation import SegmentationSource
 from daliaug.sources.tfrecord import RecordSamples
+from daliaug.tf_epoch import (
+    check_record_keys,
+    element_spec,
+    index_batches,
+    param_batches,
+    record_batches,
+    warp_batches,
+)
 from daliaug.tf_ops import warp_batch
-
-_TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "uint8": tf.uint8}
-
-
-def element_spec(config: Config, num_classes: int) -> tuple[tf.TensorSpec, tf.TensorSpec]:
-    """Shapes and dtypes of one ``(images, labels or masks)`` batch, known from the config."""
-    h, w = config.image_size
-    c = config.channels
-    batch = config.batch_size if config.drop_remainder else None
-    nhwc = config.output.layout == "NHWC"
-    images = tf.TensorSpec(
-        (batch, h, w, c) if nhwc else (batch, c, h, w), _TF_DTYPES[config.output.dtype]
-    )
-    source = config.source
-    if isinstance(source, SegmentationSource):
-        if source.mask_output == "one_hot":
-            shape = (batch, h, w, num_classes) if nhwc else (batch, num_classes, h, w)
-            return images, tf.TensorSpec(shape, tf.float32)
-        return images, tf.TensorSpec((batch, h, w), tf.as_dtype(source.mask_dtype))
-    labels = {
-        "int": tf.TensorSpec((batch,), tf.int32),
-        "categorical": tf.TensorSpec((batch, num_classes), tf.float32),
-        "binary": tf.TensorSpec((batch, 1), tf.float32),
-    }[config.label_mode]
-    return images, labels
-
-
-def _index_batches(n: int, config: Config, seed: int) -> tf.data.Dataset:
-    """Sample indices of one epoch in batches; reshuffled (reproducibly) on every iteration."""
-    ds = tf.data.Dataset.range(n)
-    if config.shuffle:
-        ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True)
-    return ds.batch(config.batch_size, drop_remainder=config.drop_remainder)
-
-
-def _warp_streams(
-    config: Config, sizes: tf.Tensor, seed: int, *, fuse_roi: bool, masks: bool
-) -> dict[str, tf.data.Dataset]:
-    """One stream per plan input: fresh parameters each epoch, turned into decode windows and
-    matrices for the images' ``sizes``, vectorized over each batch."""
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
-    names = plan.warp_input_names(fuse_roi=fuse_roi, masks=masks)
-    shapes = {name: warp_input_shape(name, config.channels) for name in names}
-
-    def stream(name: str) -> tf.data.Dataset:
-        keys = tf.data.Dataset.random(seed=seed + 1, rerandomize_each_iteration=True).batch(2)
-        batches = tf.data.Dataset.zip(_index_batches(len(sizes), config, seed), keys)
-        return batches.map(
-            lambda i, key: warp_batch(
-                plan, key, tf.gather(sizes, i), fuse_roi=fuse_roi, masks=masks, shapes=shapes
-            )[name]
-        )
-
-    return {name: stream(name) for name in names}
 
 
 def _column_inputs(config: Config, samples: Samples, seed: int) -> dict[str, tf.data.Dataset]:
+    """One stream per source column (gathered by index) and per plan input."""
+
     def gather(column: tf.Tensor) -> tf.data.Dataset:
-        return _index_batches(len(samples), config, seed).map(lambda i: tf.gather(column, i))
+        return index_batches(len(samples), config, seed).map(lambda i: tf.gather(column, i))
 
+    def warp(name: str) -> tf.data.Dataset:
+        batches = warp_batches(config, samples.sizes, seed, fuse_roi=fuse_roi, masks=masks)
+        return batches.map(lambda i, inputs: inputs[name])
+
+    fuse_roi = "image" not in samples.columns
+    masks = "mask_path" in samples.columns
+    plan = Plan.of(config.transforms, config.image_size, config.channels)
     columns = {name: gather(tf.constant(column)) for name, column in samples.columns.items()}
-    warps = _warp_streams(
-        config,
-        tf.constant(samples.sizes),
-        seed,
-        fuse_roi="image" not in samples.columns,
-        masks="mask_path" in samples.columns,
-    )
-    return {**columns, **warps}
+    names = plan.warp_input_names(fuse_roi=fuse_roi, masks=masks)
+    return {**columns, **{name: warp(name) for name in names}}
 
 
-def _image_size(encoded: tf.Tensor) -> tf.Tensor:
-    """(height, width) of an encoded JPEG or PNG, from its header."""
-    png_header = tf.io.decode_raw(tf.strings.substr(encoded, 16, 8), tf.uint8)
-    # PNG stores width then height, each a big-endian uint32
-    big_endian = tf.cast(tf.reshape(png_header, [2, 4]), tf.int32) * [1 << 24, 1 << 16, 1 << 8, 1]
-    png_wh = tf.reduce_sum(big_endian, axis=1)
-    return tf.cond(
-        tf.io.is_jpeg(encoded),
-        lambda: tf.image.extract_jpeg_shape(encoded)[:2],
-        lambda: tf.stack([png_wh[1], png_wh[0]]),
-    )
-
-
-def _record_batches(config: Config, records: RecordSamples, seed: int) -> tf.data.Dataset:
-    """Batches of packed TFRecord rows: image, length, label, plan inputs (``_unpack_record``)."""
+def _packed_records(config: Config, records: RecordSamples, seed: int) -> tf.data.Dataset:
+    """Batches of packed rows (see ``dali_pipeline._unpack_record``): image length and label
+    (int32 each), the plan inputs (float32), then the encoded image, zero-padded."""
     plan = Plan.of(config.transforms, config.image_size, config.channels)
     names = plan.warp_input_names(fuse_roi=True, masks=False)
-    shapes = {name: warp_input_shape(name, config.channels) for name in names}
-    total = sum(records.counts)
-    start = total * records.shard_id // records.num_shards
-    features = {
-        records.image_key: tf.io.FixedLenFeature([], tf.string),
-        records.label_key: tf.io.FixedLenFeature([], tf.int64),
-    }
 
-    def parse(serialized: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        example = tf.io.parse_single_example(serialized, features)
-        encoded = example[records.image_key]
-        return encoded, tf.cast(example[records.label_key], tf.int32), _image_size(encoded)
-
-    def pack(batch: tuple[tf.Tensor, tf.Tensor, tf.Tensor], key: tf.Tensor) -> tf.Tensor:
+    def pack(batch: tuple[tf.Tensor, tf.Tensor, tf.Tensor], rows: tf.Tensor) -> tf.Tensor:
         encoded, labels, sizes = batch
-        warp = warp_batch(plan, key, sizes, fuse_roi=True, masks=False, shapes=shapes)
-        floats = tf.concat([tf.reshape(warp[n], [tf.shape(sizes)[0], -1]) for n in names], 1)
+        n = tf.shape(sizes)[0]
+        warp = warp_batch(plan, rows, sizes, fuse_roi=True, masks=False)
+        floats = tf.concat([tf.reshape(warp[name], [n, -1]) for name in names], axis=1)
         lengths = tf.strings.length(encoded)
-        head = tf.reshape(tf.bitcast(tf.stack([lengths, labels], axis=1), tf.uint8), [-1, 8])
+        head = tf.bitcast(tf.stack([lengths, labels], axis=1), tf.uint8)
         body = tf.io.decode_raw(encoded, tf.uint8, fixed_length=tf.reduce_max(lengths))
-        packed_floats = tf.reshape(tf.bitcast(floats, tf.uint8), [tf.shape(sizes)[0], -1])
-        return tf.concat([head, packed_floats, body], axis=1)
+        parts = [head, tf.bitcast(floats, tf.uint8), body]
+        return tf.concat([tf.reshape(p, [n, -1]) for p in parts], axis=1)
 
-    ds = tf.data.TFRecordDataset(records.files).skip(start).take(len(records))
-    if config.shuffle:
-        ds = ds.shuffle(min(len(records), 10_000), seed=seed, reshuffle_each_iteration=True)
-    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-    ds = ds.batch(config.batch_size, drop_remainder=config.drop_remainder)
-    keys = tf.data.Dataset.random(seed=seed + 1, rerandomize_each_iteration=True).batch(2)
-    return tf.data.Dataset.zip(ds, keys).map(pack)
-
-
-def _check_record_keys(records: RecordSamples) -> None:
-    """The first record holds both feature keys, with the expected kinds of values."""
-    first = next(iter(tf.data.TFRecordDataset(records.files[:1])), None)
-    if first is None:
-        raise DataError(f"TFRecord file {records.files[0]} holds no records")
-    feature = tf.train.Example.FromString(first.numpy()).features.feature
-    for key, kind in ((records.image_key, "bytes_list"), (records.label_key, "int64_list")):
-        if key not in feature or feature[key].WhichOneof("kind") != kind:
-            raise DataError(
-                f"TFRecord file {records.files[0]}: no {kind.split('_')[0]} feature {key!r} "
-                f"(the records hold {sorted(feature)}); set source.image_key / source.label_key"
-            )
+    rows = param_batches(plan, len(records), config, seed).map(lambda i, r: r)
+    return tf.data.Dataset.zip(record_batches(config, records, seed), rows).map(pack)
 
 
 def _tf_device(device: Device, config: Config) -> str:
@@ -183,25 +92,40 @@ def make_dataset(
     x: Any = None,
     y: Any = None,
 ) -> tf.data.Dataset:
-    """A dataset of ``(images, labels or masks)`` batches augmented by DALI, for ``model.fit``.
+    """A dataset of ``(images, labels or masks)`` batches, augmented as the config says.
 
     ``config`` is anything :func:`~daliaug.config.load_config` takes. For an ``arrays``
     source pass the uint8 images ``x`` (N, H, W, C) and integer labels ``y``; ``samples``
     replaces the config's source altogether.
 
     One iteration is one epoch: every sample exactly once, in a new order each epoch when
-    ``shuffle``; the last batch is smaller unless ``drop_remainder``. Images come out on the
-    GPU with ``backend`` gpu (or auto on a GPU machine), else from DALI on the CPU.
+    ``shuffle``; the last batch is smaller unless ``drop_remainder``. Images come out of DALI
+    on the GPU with ``backend`` gpu (or auto on a GPU machine), else from DALI on the CPU, or
+    from TensorFlow ops with ``backend: tf`` (or auto without DALI), with the same element spec.
     """
     config = load_config(config)
     samples = prepare_samples(config, samples, x, y)
-    device = resolve_device(config)
+    backend = resolve_backend(config)
+    if backend == "tf":
+        from daliaug.tf_backend import tf_dataset
+
+        return tf_dataset(config, samples)
+    return _dali_dataset(config, samples, backend)
+
+
+def _dali_dataset(
+    config: Config, samples: Samples | RecordSamples, device: Device
+) -> tf.data.Dataset:
+    from nvidia.dali.plugin import tf as dali_tf
+
+    from daliaug.dali_pipeline import GraphOptions, build_pipeline
+
     tf_device = _tf_device(device, config)
     seed = resolve_seed(config.seed)
     with tf.device("/cpu:0"):
         if isinstance(samples, RecordSamples):
-            _check_record_keys(samples)
-            inputs = {"record": _record_batches(config, samples, seed)}
+            check_record_keys(samples)
+            inputs = {"record": _packed_records(config, samples, seed)}
         else:
             inputs = _column_inputs(config, samples, seed)
     options = GraphOptions(device, samples.num_classes, inputs=tuple(inputs))

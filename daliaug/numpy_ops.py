@@ -41,18 +41,22 @@ def pack(values: Sequence[Scalar], batch: int) -> np.ndarray:
     return out
 
 
+def draw_params(plan: Plan, rng: np.random.Generator, batch: int) -> np.ndarray:
+    """A ``(batch, len(plan.param_keys))`` float32 array of parameters drawn from ``rng``."""
+    drawn = plan.draw(NumpyRandom(rng, batch))
+    return pack([drawn[k] for k in plan.param_keys], batch)
+
+
 def warp_batch(
-    plan: Plan,
-    params: dict[str, Scalar],
-    sizes: np.ndarray,
-    *,
-    fuse_roi: bool,
-    masks: bool,
-    shapes: dict[str, tuple[int, ...]],
+    plan: Plan, rows: np.ndarray, sizes: np.ndarray, *, fuse_roi: bool, masks: bool
 ) -> dict[str, np.ndarray]:
-    """The plan's per-sample inputs for a batch of images of ``sizes`` ((height, width) rows),
-    as arrays shaped ``(batch, *shapes[name])``."""
+    """The plan's per-sample inputs (:meth:`Plan.warp_inputs`) for a batch of parameter
+    ``rows`` and images of ``sizes`` ((height, width) rows), shaped ``(batch, *shape)``."""
     batch = len(sizes)
+    params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
     source = Canvas(h=sizes[:, 0].astype(np.float32), w=sizes[:, 1].astype(np.float32))
     values = plan.warp_inputs(params, source, MATH, fuse_roi=fuse_roi, masks=masks)
-    return {name: pack(v, batch).reshape(batch, *shapes[name]) for name, v in values.items()}
+    return {
+        name: pack(v, batch).reshape(batch, *plan.warp_input_shape(name))
+        for name, v in values.items()
+    }

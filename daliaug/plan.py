@@ -98,6 +98,12 @@ class Plan:
         final = Affine.scale(div(out_w, canvas.w), div(out_h, canvas.h))
         return Geometry(roi, final.then_after(forward))
 
+    def warp_input_shape(self, name: str) -> tuple[int, ...]:
+        """The per-sample shape of one of :meth:`warp_inputs`' entries."""
+        c = self.channels
+        shapes = {"crop_start": (2,), "crop_shape": (2,), "matrix": (2, 3), "mask_matrix": (2, 3)}
+        return (c, c + 1) if name == "colour" else shapes[name]
+
     def warp_input_names(self, *, fuse_roi: bool, masks: bool) -> tuple[str, ...]:
         """The keys :meth:`warp_inputs` returns, known before any sample is seen."""
         names = ["matrix"]

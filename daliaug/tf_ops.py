@@ -44,19 +44,29 @@ def pack(values: Sequence[Scalar], batch: tf.Tensor) -> tf.Tensor:
     return tf.stack([tf.broadcast_to(tf.cast(v, tf.float32), [batch]) for v in values], axis=1)
 
 
+def draw_params(plan: Plan, seed: tf.Tensor, batch: tf.Tensor | int) -> tf.Tensor:
+    """A ``(batch, len(plan.param_keys))`` float32 matrix of parameters drawn from ``seed``."""
+    drawn = plan.draw(TfRandom(seed, [batch]))
+    if not plan.param_keys:
+        return tf.zeros([batch, 0], tf.float32)
+    return pack([drawn[k] for k in plan.param_keys], batch)
+
+
 def warp_batch(
     plan: Plan,
-    seed: tf.Tensor,
+    rows: tf.Tensor,
     sizes: tf.Tensor,
     *,
     fuse_roi: bool,
     masks: bool,
-    shapes: dict[str, tuple[int, ...]],
 ) -> dict[str, tf.Tensor]:
-    """Fresh parameters for a batch of images of ``sizes`` ((height, width) rows, drawn from
-    ``seed``), turned into the plan's per-sample inputs shaped ``(batch, *shapes[name])``."""
+    """The plan's per-sample inputs (:meth:`Plan.warp_inputs`) for a batch of parameter
+    ``rows`` and images of ``sizes`` ((height, width) rows), shaped ``(batch, *shape)``."""
     batch = tf.shape(sizes)[0]
-    params = plan.draw(TfRandom(seed, [batch]))
+    params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
     source = Canvas(h=tf.cast(sizes[:, 0], tf.float32), w=tf.cast(sizes[:, 1], tf.float32))
     values = plan.warp_inputs(params, source, MATH, fuse_roi=fuse_roi, masks=masks)
-    return {name: tf.reshape(pack(v, batch), [-1, *shapes[name]]) for name, v in values.items()}
+    return {
+        name: tf.reshape(pack(v, batch), [-1, *plan.warp_input_shape(name)])
+        for name, v in values.items()
+    }

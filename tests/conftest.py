@@ -8,6 +8,12 @@ import pytest
 from tests.helpers import structured_image, write_image_dir
 
 
+@pytest.fixture(params=["cpu", "tf"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each backend that runs here: DALI on the CPU (``cpu``) and TensorFlow ops (``tf``)."""
+    return request.param
+
+
 @pytest.fixture(scope="session")
 def square_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One lossless 64x64 structured PNG in one class folder."""

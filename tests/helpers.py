@@ -9,6 +9,8 @@ import numpy as np
 from PIL import Image
 
 from daliaug.config import Config, load_config
+from daliaug.parity.run import run_dali, run_tf
+from daliaug.plan import Plan
 
 
 def structured_image(h: int = 64, w: int = 64, seed: int = 0) -> np.ndarray:
@@ -35,7 +37,8 @@ def write_image_dir(root: Path, images: dict[str, list[np.ndarray]], fmt: str = 
 
 
 def config_for(root: Path, **fields: Any) -> Config:
-    """A config over the class folders at ``root`` with ``fields`` set (CPU backend)."""
+    """A config over the class folders at ``root`` with ``fields`` set (default: DALI on the
+    CPU)."""
     base: dict[str, Any] = {
         "source": {"type": "directory", "path": str(root)},
         "image_size": 64,
@@ -46,3 +49,30 @@ def config_for(root: Path, **fields: Any) -> Config:
         "num_threads": 1,
     }
     return load_config({**base, **fields})
+
+
+def run_backend(config: Config, rows: np.ndarray | None = None) -> np.ndarray:
+    """All output images of the config's samples in order, from its backend (``cpu``: DALI on
+    the CPU, ``tf``: the TF backend), with explicit parameters ``rows`` if given."""
+    samples = config.source.samples()
+    if config.backend == "tf":
+        return run_tf(config, samples, rows)
+    return run_dali(config, samples, rows, "cpu")
+
+
+def augment(
+    backend: str,
+    root: Path,
+    transforms: list[dict],
+    size: int = 64,
+    params: dict | None = None,
+    **fields: Any,
+) -> np.ndarray:
+    """The first output image (float, 0..255 scale unless normalized) on ``backend``, with
+    explicit ``params`` if given."""
+    config = config_for(root, image_size=size, transforms=transforms, backend=backend, **fields)
+    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    rows = None
+    if params is not None:
+        rows = np.array([[params[k] for k in plan.param_keys]], dtype=np.float32)
+    return run_backend(config, rows)[0].astype(np.float64)

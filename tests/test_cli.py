@@ -166,3 +166,41 @@ def test_demo_segmentation_mean_iou_rises(tmp_path: Path) -> None:
         )[0]
     )
     assert best > first + 5
+
+
+def test_parity_on_user_images_reports_every_comparison(tmp_path: Path) -> None:
+    import json
+
+    from tests.helpers import structured_image, write_image_dir
+
+    images = write_image_dir(tmp_path / "mine", {"x": [structured_image(50, 70, 1)]})
+    write_image_dir(tmp_path / "mine", {"y": [structured_image(64, 48, 2)]}, fmt="jpg")
+    report = tmp_path / "parity.json"
+    result = daliaug(
+        "parity",
+        ROOT / "pipelines" / "cifar_train.yaml",
+        "--images",
+        images,
+        "--seed",
+        "3",
+        "--json",
+        report,
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(report.read_text())
+    assert data["passed"] and data["seed"] == 3 and data["backends"] == "DALI-CPU vs TF"
+    names = [r["name"] for r in data["results"]]
+    assert names == [
+        "0: rotation",
+        "1: shift",
+        "2: flip",
+        "pipeline",
+        "output (float32, NHWC)",
+        "JPEG decoders",
+        "pipeline on JPEGs",
+    ]
+    assert "JPEG decoders" in result.stderr and "Traceback" not in result.stderr
+    missing = daliaug(
+        "parity", ROOT / "pipelines" / "cifar_train.yaml", "--images", tmp_path / "no"
+    )
+    assert missing.returncode == 3 and str(tmp_path / "no") in missing.stderr

@@ -1,4 +1,5 @@
-"""make_dataset: element spec from the config, epochs of exactly N samples, model.fit."""
+"""make_dataset on each backend: element spec from the config, epochs of exactly N samples,
+model.fit."""
 
 from __future__ import annotations
 
@@ -39,11 +40,14 @@ SPEC_CASES = [
     ("fields", "image_shape", "image_dtype", "label_shape", "label_dtype"), SPEC_CASES
 )
 def test_element_spec_and_batches_match_the_config(
-    demo_dir: Path, fields, image_shape, image_dtype, label_shape, label_dtype
+    backend: str, demo_dir: Path, fields, image_shape, image_dtype, label_shape, label_dtype
 ) -> None:
     ds = make_dataset(
         config_for(
-            demo_dir, transforms=[{"type": "random_resized_crop"}, {"type": "flip"}], **fields
+            demo_dir,
+            backend=backend,
+            transforms=[{"type": "random_resized_crop"}, {"type": "flip"}],
+            **fields,
         )
     )
     images, labels = ds.element_spec
@@ -54,10 +58,11 @@ def test_element_spec_and_batches_match_the_config(
     assert tuple(batch[0].shape)[1:] == image_shape[1:] and batch[0].shape[0] == 4
 
 
-def test_binary_labels(tmp_path: Path, demo_dir: Path) -> None:
+def test_binary_labels(backend: str, demo_dir: Path) -> None:
     config = config_for(
         demo_dir,
         label_mode="binary",
+        backend=backend,
         source={"type": "directory", "path": str(demo_dir), "class_names": ["circle", "square"]},
     )
     labels = np.concatenate([b[1].numpy() for b in make_dataset(config)])
@@ -68,12 +73,15 @@ def epoch_labels(ds: tf.data.Dataset) -> list[list[int]]:
     return [b[1].numpy().tolist() for b in ds]
 
 
-def test_each_sample_exactly_once_per_epoch_and_reshuffled(numbered_list: Path) -> None:
+def test_each_sample_exactly_once_per_epoch_and_reshuffled(
+    backend: str, numbered_list: Path
+) -> None:
     config = config_for(
         numbered_list.parent,
-        source={"type": "file_list", "path": str(numbered_list)},
+        backend=backend,
         shuffle=True,
         batch_size=5,
+        source={"type": "file_list", "path": str(numbered_list)},
         transforms=[{"type": "rotation", "angle": 20}],
     )
     ds = make_dataset(config)
@@ -85,19 +93,20 @@ def test_each_sample_exactly_once_per_epoch_and_reshuffled(numbered_list: Path) 
     assert epoch_labels(make_dataset(config)) == first  # the same seed reproduces it
 
 
-def test_drop_remainder_drops_only_the_partial_batch(numbered_list: Path) -> None:
+def test_drop_remainder_drops_only_the_partial_batch(backend: str, numbered_list: Path) -> None:
     config = config_for(
         numbered_list.parent,
-        source={"type": "file_list", "path": str(numbered_list)},
+        backend=backend,
         shuffle=False,
         batch_size=5,
+        source={"type": "file_list", "path": str(numbered_list)},
         drop_remainder=True,
     )
     assert epoch_labels(make_dataset(config)) == [list(range(i, i + 5)) for i in range(0, 20, 5)]
 
 
-def test_random_parameters_change_every_epoch(square_dir: Path) -> None:
-    config = config_for(square_dir, transforms=[{"type": "rotation", "angle": 45}])
+def test_random_parameters_change_every_epoch(backend: str, square_dir: Path) -> None:
+    config = config_for(square_dir, backend=backend, transforms=[{"type": "rotation", "angle": 45}])
     ds = make_dataset(config)
     a, b = (next(iter(ds))[0].numpy() for _ in range(2))
     assert not np.array_equal(a, b)
@@ -130,7 +139,7 @@ def test_dali_loader_epochs(numbered_list: Path) -> None:
     assert epochs[0] != epochs[1]
 
 
-def test_model_fit_loss_falls(demo_dir: Path) -> None:
+def test_model_fit_loss_falls(backend: str, demo_dir: Path) -> None:
     from daliaug.models import small_cnn
 
     tf.keras.utils.set_random_seed(0)
@@ -139,6 +148,7 @@ def test_model_fit_loss_falls(demo_dir: Path) -> None:
         image_size=48,
         batch_size=8,
         shuffle=True,
+        backend=backend,
         transforms=[
             {"type": "random_resized_crop", "scale": [0.6, 1]},
             {"type": "flip"},

@@ -69,3 +69,20 @@ def test_gpu_outputs_stay_on_the_gpu(images: Path) -> None:
     loader = DaliLoader(config_for(images / "jpeg", transforms=PIPELINE), device="gpu")
     batch = next(loader.raw_batches())
     assert all(type(t).__name__ == "TensorListGPU" for t in batch)
+
+
+def test_gpu_masks_equal_cpu_masks(tmp_path: Path) -> None:
+    from daliaug.demo_data import write_segmentation_dataset
+
+    root = write_segmentation_dataset(tmp_path / "seg", count=8, size=(64, 96))
+    source = {
+        "type": "segmentation",
+        "images": str(root / "images"),
+        "masks": str(root / "masks_rgb"),
+        "classes": str(root / "classes.csv"),
+    }
+    config = config_for(root, source=source, transforms=PIPELINE, seed=3)
+    cpu, gpu = (
+        np.concatenate([b[1] for b in DaliLoader(config, device=d)]) for d in ("cpu", "gpu")
+    )
+    assert np.mean(cpu != gpu) <= 0.005

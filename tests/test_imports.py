@@ -17,9 +17,23 @@ import pytest
         "daliaug.cli",
         "daliaug.preview",
         "daliaug.demo_data",
+        "daliaug.demo_sources",
+        "daliaug.device",
+        "daliaug.parity",
+        "daliaug.parity.__main__",
     ],
 )
 def test_module_does_not_import_tensorflow(module: str) -> None:
     code = f"import sys, {module}; print('tensorflow' in sys.modules, 'keras' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_parity_package_imports_neither_tensorflow_nor_dali() -> None:
+    """The reference check runs where TensorFlow is missing; DALI loads only when it runs."""
+    code = (
+        "import sys, daliaug.parity; "
+        "print('tensorflow' in sys.modules, 'nvidia.dali' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

@@ -16,7 +16,7 @@ from rich.markup import escape
 from daliaug.cli.common import console
 from daliaug.errors import DaliaugError
 
-COMMANDS = ("demo", "validate", "preview", "convert", "doctor")
+COMMANDS = ("demo", "validate", "preview", "convert", "parity", "doctor")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -32,7 +32,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--data", type=Path, help="data for the config's source (default: demo data)"
     )
     parser.add_argument("--epochs", type=int, default=12, help="training epochs (default 12)")
-    parser.add_argument("--backend", choices=["auto", "gpu", "cpu"], help="override the config")
+    parser.add_argument(
+        "--backend", choices=["auto", "gpu", "cpu", "tf"], help="override the config"
+    )
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -92,15 +94,16 @@ def run(args: argparse.Namespace) -> int:
     with console.status("starting TensorFlow and building the DALI pipelines"):
         import tensorflow as tf
 
-        from daliaug.device import resolve_device
+        from daliaug.device import resolve_backend
         from daliaug.keras_dataset import make_dataset
         from daliaug.models import model_for
 
-        device = resolve_device(config)
+        backend = resolve_backend(config)
         train_ds = make_dataset(config, samples=train_samples)
         val_ds = make_dataset(config.evaluation_twin(), samples=val_samples)
         model = model_for(config, train_samples.num_classes)
-    console.print(f"DALI runs on the {device.upper()}; model: {model.count_params():,} parameters")
+    where = "TensorFlow ops" if backend == "tf" else f"DALI on the {backend.upper()}"
+    console.print(f"augmenting with {where}; model: {model.count_params():,} parameters")
     metric = "mean_iou" if config.source.segmentation else "accuracy"
     try:
         rate = _pipeline_rate(train_ds, len(train_samples))

@@ -73,16 +73,6 @@ class Samples:
     def labels(self) -> np.ndarray | None:
         return self.columns.get("label")
 
-    @property
-    def image_shape(self) -> tuple[int, int] | None:
-        """The (height, width) shared by in-memory images; ``None`` for files."""
-        image = self.columns.get("image")
-        return None if image is None else (int(image.shape[1]), int(image.shape[2]))
-
-    def describe(self, index: int) -> str:
-        """A name for sample ``index`` in messages: its file, or its position in the array."""
-        return self.paths[index] if self.paths else f"sample {index} of the array"
-
     def subset(self, indices: Sequence[int] | np.ndarray) -> Samples:
         """The samples at ``indices``, with the same class names."""
         idx = np.asarray(indices, dtype=np.int64)
@@ -200,3 +190,8 @@ def find_undecodable(paths: Iterable[str]) -> tuple[str, str] | None:
         except Exception as e:  # PIL raises many types for broken files
             return path, f"{type(e).__name__}: {e}"
     return None
+
+
+def is_image(path: Path) -> bool:
+    """Whether ``path`` is a file with a JPEG or PNG extension."""
+    return path.suffix.lower() in IMAGE_EXTENSIONS and path.is_file()

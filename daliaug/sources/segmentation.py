@@ -27,6 +27,15 @@ class ClassTable:
     names: list[str]
     colours: list[tuple[int, int, int]]
 
+    @property
+    def keys(self) -> list[int]:
+        """Each colour as one number, ``65536 R + 256 G + B`` (exact in float32)."""
+        return [r * 65536 + g * 256 + b for r, g, b in self.colours]
+
+    def unused_grey(self) -> int:
+        """A grey level ``v`` whose colour ``(v, v, v)`` is no class's."""
+        return next(v for v in range(256) if (v, v, v) not in self.colours)
+
     @staticmethod
     def read(path: Path) -> ClassTable:
         """Parse a ``name,r,g,b`` CSV (a header line is optional)."""
@@ -108,6 +117,13 @@ class SegmentationSource(SourceConfig):
 
     def class_table(self) -> ClassTable | None:
         return ClassTable.read(self.classes) if self.classes is not None else None
+
+    @property
+    def mask_fill(self) -> int:
+        """What warped masks get where no mask pixel maps: ``ignore_index`` for index masks,
+        for colour masks a grey that is no class colour (it then maps to ``ignore_index``)."""
+        table = self.class_table()
+        return table.unused_grey() if table is not None else self.ignore_index
 
     def mask_classes(self) -> list[str]:
         table = self.class_table()

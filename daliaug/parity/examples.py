@@ -1,0 +1,56 @@
+"""The configs parity is checked on: every transform alone, and every shipped pipeline."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from daliaug.config import Config, load_config
+
+TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
+    {"type": "random_resized_crop", "scale": [0.1, 1.0], "ratio": [0.6, 1.6]},
+    {"type": "resize", "shorter_side": 80},
+    {"type": "center_crop", "size": [56, 72], "fill": 30},
+    {"type": "rotation", "angle": 45, "fill": 128},
+    {"type": "rotation", "angle": 45, "fill": "nearest"},
+    {"type": "zoom", "factor": 0.5, "keep_aspect": False},
+    {"type": "shift", "x": 0.25, "y": 0.25, "fill": "nearest"},
+    {"type": "shear", "angle": 35},
+    {"type": "flip", "horizontal": 0.5, "vertical": 0.5},
+    {"type": "brightness", "factor": 0.6},
+    {"type": "contrast", "factor": 0.6},
+    {"type": "saturation", "factor": 0.9},
+    {"type": "hue", "degrees": 90},
+)
+"""One or more settings of each transform, with wide ranges (``normalize`` is the output's)."""
+
+EXAMPLE_FIELDS: dict[str, Any] = {"image_size": 64, "output": {"dtype": "uint8"}}
+
+
+def _with_source(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    return {**data, "source": {"type": "directory", "path": str(path)}}
+
+
+def transform_examples(source: Path) -> list[tuple[str, Config]]:
+    """``(name, config)`` for each of :data:`TRANSFORM_EXAMPLES` alone, at 64x64."""
+    out = []
+    for t in TRANSFORM_EXAMPLES:
+        fill = f", fill {t['fill']}" if "fill" in t else ""
+        config = load_config(_with_source({**EXAMPLE_FIELDS, "transforms": [t]}, source))
+        out.append((f"{t['type']}{fill}", config))
+    return out
+
+
+def shipped_pipelines() -> list[Path]:
+    """The configs under ``pipelines/``: next to the package in a source checkout, else the
+    installed ``daliaug.pipelines``."""
+    checkout = Path(__file__).parents[2] / "pipelines"
+    folder = checkout if checkout.is_dir() else Path(str(files("daliaug.pipelines")))
+    return sorted(folder.glob("*.yaml"))
+
+
+def pipeline_examples() -> list[tuple[str, Config]]:
+    """``(file name, config)`` for each shipped pipeline (the harness supplies the images, and
+    synthetic masks for a segmentation source)."""
+    return [(p.name, load_config(p)) for p in shipped_pipelines()]

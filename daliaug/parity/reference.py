@@ -1,0 +1,156 @@
+"""Stored TensorFlow outputs, so that DALI can be checked where TensorFlow is missing (the GPU
+host has DALI but no TensorFlow).
+
+:func:`write_reference` (needs TensorFlow) runs the TF backend on the built-in images for every
+transform example and every shipped pipeline, with explicit parameters, and for the JPEG
+decoder alone; it stores the inputs (PNG and JPEG bytes), the parameters and the outputs in one
+compressed ``.npz``. :func:`check_reference` (needs DALI only) runs DALI on the same inputs and
+parameters and reports the differences with the harness's tolerances. CI recomputes the TF
+outputs (:func:`load_reference` + :func:`daliaug.parity.run.run_tf`) so that the stored ones
+cannot go stale.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from daliaug.config import Config, load_config
+from daliaug.device import Device
+from daliaug.parity.examples import pipeline_examples, transform_examples
+from daliaug.parity.harness import dali_differences, decoder_runs, prepared
+from daliaug.parity.inputs import builtin_inputs, image_samples
+from daliaug.parity.measure import Stats
+from daliaug.parity.report import Kind, Report, Result
+from daliaug.parity.run import run_tf
+from daliaug.plan import Plan
+from daliaug.sources import Samples
+
+FORMAT = 1
+OUTPUT_PIXELS = 3 * 64 * 64
+"""Output pixels per case (at least one image): keeps the file small."""
+
+
+@dataclass(frozen=True)
+class ReferenceCase:
+    """One stored comparison: a config run on some of the inputs with explicit parameters."""
+
+    name: str
+    kind: Kind
+    config: Config
+    inputs: list[int]
+    """Indices into the stored input files."""
+    rows: np.ndarray
+    outputs: np.ndarray
+    """The TensorFlow backend's outputs (uint8, NHWC)."""
+
+
+def _cases(files: Samples, jpegs: list[int], seed: int) -> list[ReferenceCase]:
+    """The cases to store, with their TF outputs; ``jpegs`` are the JPEGs among ``files``
+    (the rest are PNGs)."""
+    pngs = [i for i in range(len(files)) if i not in jpegs]
+    source = Path(files.paths[0]).parent
+    pipelines = pipeline_examples()
+    named = [(n, "transform", c, pngs) for n, c in transform_examples(source)]
+    named += [(n, "pipeline", c, pngs) for n, c in pipelines]
+    named += [(f"{n} on JPEGs", "decoder", c, jpegs) for n, c in pipelines if _fuses_crop(c)]
+    cases = []
+    for name, kind, config, indices in named:
+        h, w = config.image_size
+        inputs = indices[: max(1, OUTPUT_PIXELS // (h * w))]
+        run, rows = prepared(config, len(inputs), seed)
+        cases.append(_computed(name, kind, run, files, inputs, rows))
+    for run, group in decoder_runs(named[0][2], files.subset(jpegs)):
+        rows = np.zeros((len(group), 0), np.float32)
+        inputs = [jpegs[i] for i in group]
+        cases.append(_computed("JPEG decoders", "decoder", run, files, inputs, rows))
+    return cases
+
+
+def _fuses_crop(config: Config) -> bool:
+    return Plan.of(config.transforms, config.image_size, config.channels).roi_step is not None
+
+
+def _computed(
+    name: str, kind: Kind, config: Config, files: Samples, inputs: list[int], rows: np.ndarray
+) -> ReferenceCase:
+    outputs = run_tf(config, files.subset(inputs), rows)
+    return ReferenceCase(name, kind, config, inputs, rows, outputs)
+
+
+def write_reference(path: Path, seed: int) -> Path:
+    """Compute the TF reference outputs and store them, with inputs and parameters, at ``path``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = builtin_inputs(Path(tmp))
+        assert inputs.jpeg is not None
+        files = image_samples(inputs.lossless.paths + inputs.jpeg.paths)
+        cases = _cases(files, list(range(len(inputs.lossless), len(files))), seed)
+        contents = [Path(p).read_bytes() for p in files.paths]
+    names = [Path(p).name for p in files.paths]
+    manifest = {
+        "format": FORMAT,
+        "seed": seed,
+        "files": names,
+        "cases": [
+            {
+                "name": c.name,
+                "kind": c.kind,
+                "inputs": c.inputs,
+                "config": c.config.model_dump(mode="json"),
+            }
+            for c in cases
+        ],
+    }
+    arrays = {"manifest": np.frombuffer(json.dumps(manifest).encode(), np.uint8)}
+    arrays.update({f"file_{i}": np.frombuffer(b, np.uint8) for i, b in enumerate(contents)})
+    for i, c in enumerate(cases):
+        arrays[f"rows_{i}"] = c.rows
+        arrays[f"outputs_{i}"] = c.outputs
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **arrays)
+    return path
+
+
+def load_reference(path: Path, workdir: Path) -> tuple[Samples, list[ReferenceCase], int]:
+    """The stored input files (written into ``workdir``), the cases and the seed they used."""
+    with np.load(path) as data:
+        manifest = json.loads(data["manifest"].tobytes())
+        if manifest["format"] != FORMAT:
+            raise ValueError(f"{path}: reference format {manifest['format']}, expected {FORMAT}")
+        paths = []
+        for i, name in enumerate(manifest["files"]):
+            paths.append(workdir / name)
+            paths[-1].write_bytes(data[f"file_{i}"].tobytes())
+        files = image_samples([str(p) for p in paths])
+        cases = [
+            ReferenceCase(
+                c["name"],
+                c["kind"],
+                load_config({**c["config"], "source": {"type": "directory", "path": str(workdir)}}),
+                c["inputs"],
+                data[f"rows_{i}"],
+                data[f"outputs_{i}"],
+            )
+            for i, c in enumerate(manifest["cases"])
+        ]
+    return files, cases, int(manifest["seed"])
+
+
+def check_reference(path: Path, device: Device) -> Report:
+    """DALI on ``device`` against the stored TF outputs (no TensorFlow needed); cases of the
+    same name (the decoders at each image size) are pooled into one row."""
+    pooled: dict[tuple[str, Kind], list[np.ndarray]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        files, cases, seed = load_reference(path, Path(tmp))
+        for c in cases:
+            diff = dali_differences(c.config, files.subset(c.inputs), c.rows, c.outputs, device)
+            pooled.setdefault((c.name, c.kind), []).append(diff)
+    results = [
+        Result(name, kind, Stats.of_differences(np.concatenate(parts)))
+        for (name, kind), parts in pooled.items()
+    ]
+    return Report(f"DALI-{device.upper()} vs stored TF reference", seed, results)
