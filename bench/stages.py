@@ -34,8 +34,7 @@ Stage = Callable[[dict[str, Any]], Any]
 
 def _feed(config: Config, data: Data) -> tuple[Callable[[], tuple], tuple[str, ...]]:
     """A batch source of the sample column (file names or arrays) and the plan's inputs."""
-    from daliaug.dali_pipeline import warp_input_shape
-    from daliaug.numpy_ops import NumpyRandom, pack, warp_batch
+    from daliaug.numpy_ops import draw_params, warp_batch
     from daliaug.plan import Plan
 
     samples = data.samples()
@@ -43,18 +42,13 @@ def _feed(config: Config, data: Data) -> tuple[Callable[[], tuple], tuple[str, .
     plan = Plan.of(config.transforms, config.image_size, config.channels)
     fuse = column == "path"
     names = plan.warp_input_names(fuse_roi=fuse, masks=False)
-    shapes = {n: warp_input_shape(n, config.channels) for n in names}
     rng = np.random.default_rng(0)
     batch = config.batch_size
 
     def feed() -> tuple:
         idx = rng.integers(0, len(samples), batch)
-        drawn = plan.draw(NumpyRandom(rng, batch))
-        rows = pack([drawn[k] for k in plan.param_keys], batch)
-        params = {k: rows[:, i] for i, k in enumerate(plan.param_keys)}
-        warp = warp_batch(
-            plan, params, samples.sizes[idx], fuse_roi=fuse, masks=False, shapes=shapes
-        )
+        rows = draw_params(plan, rng, batch)
+        warp = warp_batch(plan, rows, samples.sizes[idx], fuse_roi=fuse, masks=False)
         return (samples.columns[column][idx], *(warp[n] for n in names))
 
     return feed, (column, *names)

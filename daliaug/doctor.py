@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from daliaug.config import Config
-from daliaug.device import resolve_device
+from daliaug.device import resolve_backend
 from daliaug.errors import ConfigError, DataError
 from daliaug.monitor import Monitor, Nvml
 from daliaug.sources import prepare_samples
@@ -159,7 +159,7 @@ def diagnose(
     batches = len(samples) // config.batch_size
     if batches == 0:
         raise DataError(f"source: {len(samples)} samples make no full batch of {config.batch_size}")
-    device = resolve_device(config)
+    device = resolve_backend(config)
     nvml = Nvml(gpu_index)
     result = Diagnosis(device, model, config.batch_size)
     if not nvml.available:
@@ -211,10 +211,10 @@ def diagnose(
         recorder = _step_recorder()
         keras_model.fit(dataset, epochs=epochs, verbose=0, shuffle=False, callbacks=[recorder])
         phase("fit", recorder.times)
-    if device == "cpu":
+    if device != "gpu":
         p, m = result.rate("pipeline"), result.rate("model")
         result.notes.append(
-            f"DALI runs on the CPU here: pipeline and model share the cores, so fit tends "
+            f"the pipeline runs on the CPU here: it shares the cores with the model, so fit tends "
             f"towards 1/(1/pipeline + 1/model) = {1 / (1 / p + 1 / m):,.0f} images/s where they "
             "cannot overlap"
         )
@@ -250,7 +250,7 @@ def plot_timeline(result: Diagnosis, path: Path) -> None:
     ax.set_xlabel("seconds")
     ax.set_ylabel("utilisation %")
     ax.set_title(
-        f"daliaug doctor: model {result.model}, DALI on the {result.device.upper()}", fontsize=10
+        f"daliaug doctor: model {result.model}, pipeline on {result.device.upper()}", fontsize=10
     )
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()

@@ -25,7 +25,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=20, help="timed steps per phase (default 20)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
     parser.add_argument("--timeline", type=Path, help="write a utilisation timeline PNG here")
-    parser.add_argument("--backend", choices=["auto", "gpu", "cpu"], help="override the config")
+    parser.add_argument(
+        "--backend", choices=["auto", "gpu", "cpu", "tf"], help="override the config"
+    )
     add_data_argument(parser)
 
 
@@ -41,10 +43,8 @@ def run(args: argparse.Namespace) -> int:
         from daliaug.doctor import diagnose, plot_timeline
 
         result = diagnose(config, args.model, args.steps, args.warmup)
-    table = Table(
-        title=f"model {result.model}, batch {result.batch_size}, DALI on the "
-        f"{result.device.upper()}"
-    )
+    augments = "TensorFlow ops" if result.device == "tf" else f"DALI on the {result.device.upper()}"
+    table = Table(title=f"model {result.model}, batch {result.batch_size}, {augments}")
     for column in ("phase", "images/s", "steps", "CPU (machine)", "GPU"):
         table.add_column(column, justify="left" if column == "phase" else "right")
     names = {
