@@ -123,27 +123,6 @@ def pool(workload: Workload, data: Data, threads: int | None, device: str) -> Ep
             for images, _ in adapter.get_numpy_iterator():
                 yield len(images)
         finally:
-            _terminate(adapter.enqueuer)
+            adapter.on_epoch_end()  # what fit does: stop the pool once its queued batches finish
 
     return epoch
-
-
-def _terminate(enqueuer: Any) -> None:
-    """Stop an epoch mid-way without finishing its queued batches.
-
-    Keras' own stop waits for every batch already handed to the pool (up to ``max_queue_size``),
-    which would spill work into the next measurement; the pool is terminated instead.
-    """
-    import queue
-
-    from keras.src.trainers.data_adapters import py_dataset_adapter
-
-    thread = enqueuer.run_thread
-    enqueuer.stop(drain_queue_and_join=False)
-    for running in list(py_dataset_adapter._DATA_POOLS):
-        running.terminate()
-    while thread is not None and thread.is_alive():  # unblock its put() on a full queue
-        try:
-            enqueuer.future_queue.get_nowait()
-        except queue.Empty:
-            thread.join(0.05)
