@@ -81,5 +81,7 @@ def describe() -> dict[str, Any]:
         "platform": platform.platform(),
         "versions": versions(),
         "commit": _git("rev-parse", "--short", "HEAD"),
-        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "uncommitted": [
+            line[3:] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()
+        ],
     }

@@ -168,6 +168,11 @@ def stages_table(stages: list[dict[str, Any]]) -> list[str]:
     return rows
 
 
+def _uncommitted(machine: dict[str, Any]) -> str:
+    files = machine.get("uncommitted", [])
+    return f" with uncommitted changes to {', '.join(files)}" if files else ""
+
+
 def _load(values: list[float]) -> str:
     return " / ".join(f"{v:.2f}" for v in values)
 
@@ -183,8 +188,7 @@ def markdown(result: dict[str, Any], images: dict[str, str]) -> str:
         f"- Load average (1/5/15 min) before: {_load(result['loadavg_before'])}, after: "
         f"{_load(result['loadavg_after'])} (other jobs shared the machine)",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in m["versions"].items()),
-        f"- Commit {m['commit']}{' (with uncommitted changes)' if m['dirty'] else ''}; "
-        f"command: `{result['command']}`",
+        f"- Commit {m['commit']}{_uncommitted(m)}; command: `{result['command']}`",
         "- images/s of materialised batches (batch 128), warm-up excluded, repeats interleaved "
         "with the tool order rotated; CPU ms/image counts the tool's process and its workers; "
         "peak RSS sums the process tree.",
@@ -227,7 +231,14 @@ def markdown(result: dict[str, Any], images: dict[str, str]) -> str:
         )
     scaling = {n: scaling_table(w) for n, w in result["workloads"].items()}
     if any(scaling.values()):
-        lines += ["", "## Scaling: images/s against threads / workers", ""]
+        lines += [
+            "",
+            "## Scaling: images/s against threads / workers",
+            "",
+            "The default settings come from the main round above; the other points from a second "
+            "round (3 repeats, interleaved), so a curve mixes two rounds' machine load.",
+            "",
+        ]
         for name, table in scaling.items():
             if table:
                 lines += [f"Workload ({name}):", "", *table, ""]
@@ -290,6 +301,7 @@ def plot_scaling(result: dict[str, Any], path: Path) -> bool:
             if len(points) > 1:
                 xs, ys = zip(*sorted(points), strict=True)
                 ax.plot(xs, ys, marker="o", label=label)
+        ax.set_xticks(sorted({x for points in curves.values() for x, _ in points}))
         ax.set_xlabel("threads / workers / num_parallel_calls")
         ax.set_ylabel("images/s (median)")
         ax.set_title(f"workload ({name})")
