@@ -16,7 +16,6 @@ import tensorflow as tf
 
 from daliaug.config import Config, Output
 from daliaug.epochs import batch_bounds, resolve_seed
-from daliaug.plan import Plan
 from daliaug.sources import Samples
 from daliaug.sources.segmentation import SegmentationSource
 from daliaug.sources.tfrecord import RecordSamples
@@ -203,7 +202,7 @@ def _sample_batches(
 
 def _record_samples(config: Config, records: RecordSamples, seed: int) -> tf.data.Dataset:
     """Per sample ``(image, label)`` for TFRecords, parameters drawn per batch."""
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     rows = param_batches(plan, len(records), config, seed).map(lambda i, r: r)
 
     def with_inputs(batch: tuple[tf.Tensor, tf.Tensor, tf.Tensor], r: tf.Tensor) -> tuple:
