@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from daliaug.errors import ConfigError
+from daliaug.plan import Plan
 from daliaug.sources import AnySource
 from daliaug.transforms import AnyTransform, ColourTransform, GeometricTransform
 from daliaug.transforms.base import Fill, Size
@@ -113,7 +114,7 @@ class Config(BaseModel):
             if isinstance(t, ColourTransform) and t.needs_rgb and self.channels != 3:
                 raise ValueError(f"transforms.{i}: '{t.type}' needs channels: 3")
             if isinstance(t, GeometricTransform) and "fill" in t.model_fields_set:
-                fills[f"transforms.{i}.fill"] = t.fill_value
+                fills[f"transforms.{i}.fill"] = t.fill
         if len(set(fills.values())) > 1:
             listed = ", ".join(f"{k}={v!r}" for k, v in fills.items())
             raise ValueError(
@@ -134,11 +135,17 @@ class Config(BaseModel):
 
     @property
     def fill(self) -> Fill:
-        """The one fill value of the fused warp (0 unless a transform sets another)."""
-        for t in self.transforms:
-            if isinstance(t, GeometricTransform) and "fill" in t.model_fields_set:
-                return t.fill_value
-        return 0.0
+        """The one fill of the fused warp: the one the transforms set, else 0; ``nearest``
+        (clamp to the border pixels) when no transform can reveal area outside the image."""
+        revealing = [t for t in self.transforms if isinstance(t, GeometricTransform) and t.reveals]
+        if not revealing:
+            return "nearest"
+        return next((t.fill for t in revealing if "fill" in t.model_fields_set), 0.0)
+
+    @property
+    def plan(self) -> Plan:
+        """The fused per-sample computation of this config's transforms."""
+        return Plan.of(self.transforms, self.image_size, self.channels, self.fill)
 
     def evaluation_twin(self) -> Config:
         """The same pipeline for evaluation: no shuffling and only its deterministic transforms."""

@@ -21,7 +21,6 @@ from daliaug.device import Device, resolve_device
 from daliaug.epochs import batch_bounds, epoch_order, resolve_seed
 from daliaug.errors import DataError
 from daliaug.numpy_ops import draw_params, warp_batch
-from daliaug.plan import Plan
 from daliaug.sources import Samples, prepare_samples
 from daliaug.sources.base import find_undecodable
 from daliaug.sources.tfrecord import RecordSamples
@@ -39,10 +38,13 @@ class _EpochFeed:
         self.loader = loader
         self.samples = samples
         config = loader.config
-        self.plan = Plan.of(config.transforms, config.image_size, config.channels)
+        self.plan = config.plan
         self.fuse_roi = "image" not in samples.columns
         self.masks = "mask_path" in samples.columns
-        self.warp_names = self.plan.warp_input_names(fuse_roi=self.fuse_roi, masks=self.masks)
+        self.resize = self.plan.resizes
+        self.warp_names = self.plan.warp_input_names(
+            fuse_roi=self.fuse_roi, masks=self.masks, resize=self.resize
+        )
         self.epoch = 0
         self.rng = np.random.default_rng()
         self.pending: deque[np.ndarray] | None = None
@@ -69,7 +71,12 @@ class _EpochFeed:
             rows = draw_params(self.plan, self.rng, len(idx))
         self.params.append(rows)
         warp = warp_batch(
-            self.plan, rows, self.samples.sizes[idx], fuse_roi=self.fuse_roi, masks=self.masks
+            self.plan,
+            rows,
+            self.samples.sizes[idx],
+            fuse_roi=self.fuse_roi,
+            masks=self.masks,
+            resize=self.resize,
         )
         columns = [column[idx] for column in self.samples.columns.values()]
         return (*columns, *(warp[name] for name in self.warp_names))

@@ -32,7 +32,6 @@ from nvidia.dali.pipeline import DataNode, Pipeline
 from daliaug.algebra import Canvas
 from daliaug.config import Config
 from daliaug.dali_ops import MATH, DaliRandom, as_tensor_arg
-from daliaug.plan import Plan
 from daliaug.sources.segmentation import SegmentationSource
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -48,11 +47,17 @@ INPUTS = {
     "crop_shape": (types.FLOAT, 1),
     "matrix": (types.FLOAT, 2),
     "mask_matrix": (types.FLOAT, 2),
+    "resize_start": (types.FLOAT, 1),
+    "resize_end": (types.FLOAT, 1),
+    "mask_resize_start": (types.FLOAT, 1),
+    "mask_resize_end": (types.FLOAT, 1),
     "colour": (types.FLOAT, 2),
 }
 """Every input the graph can take: its DALI dtype and number of dimensions per sample."""
 
-WARP_INPUTS = ("crop_start", "crop_shape", "matrix", "mask_matrix", "colour")
+WARP_INPUTS = tuple(
+    name for name in INPUTS if name not in ("path", "mask_path", "image", "label", "record")
+)
 _DTYPES = {"float32": types.FLOAT, "float16": types.FLOAT16, "uint8": types.UINT8}
 
 
@@ -110,10 +115,11 @@ def _read_records(records: RecordSamples, config: Config) -> tuple[DataNode, Dat
 
 def _warp_in_graph(encoded: DataNode, config: Config) -> dict[str, object]:
     """The plan's inputs drawn and computed inside the graph (DALI's TFRecord reader only)."""
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     shape = fn.cast(fn.peek_image_shape(encoded, adjust_orientation=False), dtype=types.FLOAT)
+    source = Canvas(h=shape[0], w=shape[1])
     values = plan.warp_inputs(
-        plan.draw(DaliRandom()), Canvas(h=shape[0], w=shape[1]), MATH, fuse_roi=True, masks=False
+        plan.draw(DaliRandom()), source, MATH, fuse_roi=True, masks=False, resize=plan.resizes
     )
     return {name: as_tensor_arg(v, plan.warp_input_shape(name)) for name, v in values.items()}
 
@@ -121,8 +127,8 @@ def _warp_in_graph(encoded: DataNode, config: Config) -> dict[str, object]:
 def _unpack_record(record: DataNode, config: Config) -> tuple[DataNode, DataNode, dict]:
     """Split a packed TFRecord row: image length and label (int32 each), the plan's inputs
     (float32, in ``warp_input_names`` order), then the encoded image (zero-padded)."""
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
-    names = plan.warp_input_names(fuse_roi=True, masks=False)
+    plan = config.plan
+    names = plan.warp_input_names(fuse_roi=True, masks=False, resize=plan.resizes)
     shapes = [plan.warp_input_shape(name) for name in names]
     sizes = [int(np.prod(shape)) for shape in shapes]
     start = 8 + 4 * sum(sizes)
@@ -144,13 +150,34 @@ def _decoder(device: Device, image_type: types.DALIImageType) -> dict[str, objec
     }
 
 
-def _warp(image: DataNode, matrix: object, config: Config, nearest: bool, fill: object) -> DataNode:
-    """Resample once to ``image_size``; ``matrix`` maps destination to source pixels."""
+def resample(
+    image: DataNode,
+    warp: dict[str, object],
+    prefix: str,
+    config: Config,
+    nearest: bool,
+    fill: object,
+) -> DataNode:
+    """Resample once to ``image_size``: a resize of a source window when the plan is an
+    axis-aligned map that clamps at the border (``resize_start``/``resize_end``), else an
+    affine warp (``matrix``, destination to source)."""
+    interp = types.INTERP_NN if nearest else types.INTERP_LINEAR
+    size = [float(s) for s in config.image_size]
+    if f"{prefix}resize_start" in warp:
+        return fn.resize(
+            image,
+            size=size,
+            roi_start=warp[f"{prefix}resize_start"],
+            roi_end=warp[f"{prefix}resize_end"],
+            roi_relative=False,
+            interp_type=interp,
+            antialias=False,
+        )
     return fn.warp_affine(
         image,
-        matrix=matrix,
-        size=[float(s) for s in config.image_size],
-        interp_type=types.INTERP_NN if nearest else types.INTERP_LINEAR,
+        matrix=warp[f"{prefix}matrix"],
+        size=size,
+        interp_type=interp,
         **({} if fill == "nearest" else {"fill_value": float(fill)}),
     )
 
@@ -179,7 +206,7 @@ def augment(
         )
     else:
         image = fn.decoders.image(encoded, **_decoder(device, image_type))
-    image = _warp(image, warp["matrix"], config, nearest=False, fill=config.fill)
+    image = resample(image, warp, "", config, nearest=False, fill=config.fill)
     if "colour" in warp:
         image = fn.coord_transform(image, MT=warp["colour"], dtype=types.UINT8)
     mean, std = config.output.mean_std(config.channels)
@@ -204,7 +231,7 @@ def _colour_to_index(mask: DataNode, source: SegmentationSource) -> DataNode:
 
 
 def mask_target(
-    encoded: DataNode, matrix: DataNode, config: Config, options: GraphOptions
+    encoded: DataNode, warp: dict[str, object], config: Config, options: GraphOptions
 ) -> DataNode:
     """Decode masks, warp them like their images (nearest, ``ignore_index`` fill), and encode
     them as class indices or one-hot."""
@@ -212,7 +239,7 @@ def mask_target(
     assert isinstance(source, SegmentationSource)
     image_type = types.RGB if source.colour_coded else types.GRAY
     mask = fn.decoders.image(encoded, **_decoder(options.device, image_type))
-    mask = _warp(mask, matrix, config, nearest=True, fill=source.mask_fill)
+    mask = resample(mask, warp, "mask_", config, nearest=True, fill=source.mask_fill)
     index = _colour_to_index(mask, source) if source.colour_coded else mask[:, :, 0]
     if source.mask_output == "index":
         dtype = types.UINT8 if source.mask_dtype == "uint8" else types.INT32
@@ -255,7 +282,7 @@ def build_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         images = augment(encoded, nodes.get("image"), warp, config, options.device)
         if "mask_path" in nodes:
             masks = fn.io.file.read(nodes["mask_path"])
-            return images, mask_target(masks, nodes["mask_matrix"], config, options)
+            return images, mask_target(masks, warp, config, options)
         return images, label_target(label, config, options)
 
     return graph()

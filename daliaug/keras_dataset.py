@@ -21,7 +21,6 @@ from daliaug.config import Config, load_config
 from daliaug.device import Device, resolve_backend
 from daliaug.epochs import batch_bounds, resolve_seed
 from daliaug.errors import BackendError
-from daliaug.plan import Plan
 from daliaug.sources import Samples, prepare_samples
 from daliaug.sources.tfrecord import RecordSamples
 from daliaug.tf_epoch import (
@@ -42,27 +41,29 @@ def _column_inputs(config: Config, samples: Samples, seed: int) -> dict[str, tf.
         return index_batches(len(samples), config, seed).map(lambda i: tf.gather(column, i))
 
     def warp(name: str) -> tf.data.Dataset:
-        batches = warp_batches(config, samples.sizes, seed, fuse_roi=fuse_roi, masks=masks)
+        batches = warp_batches(
+            config, samples.sizes, seed, fuse_roi=fuse_roi, masks=masks, resize=plan.resizes
+        )
         return batches.map(lambda i, inputs: inputs[name])
 
     fuse_roi = "image" not in samples.columns
     masks = "mask_path" in samples.columns
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     columns = {name: gather(tf.constant(column)) for name, column in samples.columns.items()}
-    names = plan.warp_input_names(fuse_roi=fuse_roi, masks=masks)
+    names = plan.warp_input_names(fuse_roi=fuse_roi, masks=masks, resize=plan.resizes)
     return {**columns, **{name: warp(name) for name in names}}
 
 
 def _packed_records(config: Config, records: RecordSamples, seed: int) -> tf.data.Dataset:
     """Batches of packed rows (see ``dali_pipeline._unpack_record``): image length and label
     (int32 each), the plan inputs (float32), then the encoded image, zero-padded."""
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
-    names = plan.warp_input_names(fuse_roi=True, masks=False)
+    plan = config.plan
+    names = plan.warp_input_names(fuse_roi=True, masks=False, resize=plan.resizes)
 
     def pack(batch: tuple[tf.Tensor, tf.Tensor, tf.Tensor], rows: tf.Tensor) -> tf.Tensor:
         encoded, labels, sizes = batch
         n = tf.shape(sizes)[0]
-        warp = warp_batch(plan, rows, sizes, fuse_roi=True, masks=False)
+        warp = warp_batch(plan, rows, sizes, fuse_roi=True, masks=False, resize=plan.resizes)
         floats = tf.concat([tf.reshape(warp[name], [n, -1]) for name in names], axis=1)
         lengths = tf.strings.length(encoded)
         head = tf.bitcast(tf.stack([lengths, labels], axis=1), tf.uint8)

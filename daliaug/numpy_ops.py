@@ -48,14 +48,20 @@ def draw_params(plan: Plan, rng: np.random.Generator, batch: int) -> np.ndarray:
 
 
 def warp_batch(
-    plan: Plan, rows: np.ndarray, sizes: np.ndarray, *, fuse_roi: bool, masks: bool
+    plan: Plan,
+    rows: np.ndarray,
+    sizes: np.ndarray,
+    *,
+    fuse_roi: bool,
+    masks: bool,
+    resize: bool = False,
 ) -> dict[str, np.ndarray]:
     """The plan's per-sample inputs (:meth:`Plan.warp_inputs`) for a batch of parameter
     ``rows`` and images of ``sizes`` ((height, width) rows), shaped ``(batch, *shape)``."""
     batch = len(sizes)
     params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
     source = Canvas(h=sizes[:, 0].astype(np.float32), w=sizes[:, 1].astype(np.float32))
-    values = plan.warp_inputs(params, source, MATH, fuse_roi=fuse_roi, masks=masks)
+    values = plan.warp_inputs(params, source, MATH, fuse_roi=fuse_roi, masks=masks, resize=resize)
     return {
         name: pack(v, batch).reshape(batch, *plan.warp_input_shape(name))
         for name, v in values.items()

@@ -13,9 +13,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from daliaug.algebra import Affine, Box, Canvas, ColourMatrix, Math, Random, Scalar, div, neg
+from daliaug.algebra import (
+    Affine,
+    Box,
+    Canvas,
+    ColourMatrix,
+    Math,
+    Random,
+    Scalar,
+    add,
+    div,
+    mul,
+    neg,
+)
 from daliaug.transforms import ColourTransform, CropTransform, GeometricTransform, Transform
-from daliaug.transforms.base import Params
+from daliaug.transforms.base import Fill, Params
 
 
 @dataclass(frozen=True)
@@ -40,10 +52,17 @@ class Plan:
     transforms: tuple[Transform, ...]
     image_size: tuple[int, int]
     channels: int = 3
+    fill: Fill = 0.0
+    """The warp's fill; ``nearest`` clamps to the border pixels."""
 
     @staticmethod
-    def of(transforms: Sequence[Transform], image_size: Sequence[int], channels: int = 3) -> Plan:
-        return Plan(tuple(transforms), (int(image_size[0]), int(image_size[1])), channels)
+    def of(
+        transforms: Sequence[Transform],
+        image_size: Sequence[int],
+        channels: int = 3,
+        fill: Fill = 0.0,
+    ) -> Plan:
+        return Plan(tuple(transforms), (int(image_size[0]), int(image_size[1])), channels, fill)
 
     @cached_property
     def param_keys(self) -> list[str]:
@@ -74,6 +93,13 @@ class Plan:
     def has_colour(self) -> bool:
         return any(isinstance(t, ColourTransform) for t in self.transforms)
 
+    @property
+    def resizes(self) -> bool:
+        """Whether the fused warp is an axis-aligned scale and shift (flips included) that clamps
+        at the border: then a resize of a source window computes it (faster than a warp)."""
+        geometric = (t for t in self.transforms if isinstance(t, GeometricTransform))
+        return self.fill == "nearest" and all(t.axis_aligned for t in geometric)
+
     def geometry(
         self, params: dict[str, Scalar], source: Canvas, m: Math, fuse_roi: bool = True
     ) -> Geometry:
@@ -101,39 +127,61 @@ class Plan:
     def warp_input_shape(self, name: str) -> tuple[int, ...]:
         """The per-sample shape of one of :meth:`warp_inputs`' entries."""
         c = self.channels
-        shapes = {"crop_start": (2,), "crop_shape": (2,), "matrix": (2, 3), "mask_matrix": (2, 3)}
-        return (c, c + 1) if name == "colour" else shapes[name]
+        if name == "colour":
+            return (c, c + 1)
+        return (2, 3) if name.endswith("matrix") else (2,)
 
-    def warp_input_names(self, *, fuse_roi: bool, masks: bool) -> tuple[str, ...]:
+    def warp_input_names(
+        self, *, fuse_roi: bool, masks: bool, resize: bool = False
+    ) -> tuple[str, ...]:
         """The keys :meth:`warp_inputs` returns, known before any sample is seen."""
-        names = ["matrix"]
+        resampling = ["resize_start", "resize_end"] if resize else ["matrix"]
+        names = list(resampling)
         if fuse_roi and self.roi_step is not None:
             names += ["crop_start", "crop_shape"]
         if masks:
-            names.append("mask_matrix")
+            names += [f"mask_{name}" for name in resampling]
         if self.has_colour:
             names.append("colour")
         return tuple(names)
 
     def warp_inputs(
-        self, params: dict[str, Scalar], source: Canvas, m: Math, *, fuse_roi: bool, masks: bool
+        self,
+        params: dict[str, Scalar],
+        source: Canvas,
+        m: Math,
+        *,
+        fuse_roi: bool,
+        masks: bool,
+        resize: bool = False,
     ) -> dict[str, list[Scalar]]:
         """What a backend applies per sample, flattened: the decode window (``crop_start`` x, y
         and ``crop_shape`` w, h; with ``fuse_roi`` and a leading random resized crop), the
-        destination-to-source ``matrix`` (2x3) of the image warp, the ``mask_matrix`` from
-        full-source mask pixels (with ``masks``), and the ``colour`` matrix (C x (C+1), when
-        the plan has one)."""
+        destination-to-source ``matrix`` (2x3) of the image warp (with ``resize``, instead the
+        source points ``resize_start`` and ``resize_end`` (y, x) of the output's corners), the
+        same for masks from full-source mask pixels (with ``masks``, names prefixed ``mask_``),
+        and the ``colour`` matrix (C x (C+1), when the plan has one)."""
         geometry = self.geometry(params, source, m, fuse_roi=fuse_roi)
-        out: dict[str, list[Scalar]] = {"matrix": list(geometry.forward.inverse())}
+        out = self._resampling(geometry.forward, resize)
         if geometry.roi is not None:
             out["crop_start"] = [geometry.roi.x, geometry.roi.y]
             out["crop_shape"] = [geometry.roi.w, geometry.roi.h]
         if masks:
-            out["mask_matrix"] = list(geometry.source_forward.inverse())
+            mask = self._resampling(geometry.source_forward, resize)
+            out.update({f"mask_{name}": v for name, v in mask.items()})
         colour = self.colour(params, m)
         if colour is not None:
             out["colour"] = colour.flat()
         return out
+
+    def _resampling(self, forward: Affine, resize: bool) -> dict[str, list[Scalar]]:
+        inverse = forward.inverse()
+        if not resize:
+            return {"matrix": list(inverse)}
+        h, w = (float(s) for s in self.image_size)
+        end_x = add(add(mul(inverse.a, w), mul(inverse.b, h)), inverse.c)
+        end_y = add(add(mul(inverse.d, w), mul(inverse.e, h)), inverse.f)
+        return {"resize_start": [inverse.f, inverse.c], "resize_end": [end_y, end_x]}
 
     def colour(self, params: dict[str, Scalar], m: Math) -> ColourMatrix | None:
         """The composed colour map, or ``None`` when the plan has no colour transform."""

@@ -16,7 +16,6 @@ import tensorflow as tf
 
 from daliaug.config import Config, Output
 from daliaug.epochs import batch_bounds, resolve_seed
-from daliaug.plan import Plan
 from daliaug.sources import Samples
 from daliaug.sources.segmentation import SegmentationSource
 from daliaug.sources.tfrecord import RecordSamples
@@ -31,9 +30,14 @@ the fast one, was up to 17 grey levels and 1.56 on average off it on our test JP
 Inputs = dict[str, tf.Tensor]
 
 
+def quantize(x: tf.Tensor) -> tf.Tensor:
+    """Round half up and saturate to 0..255, as DALI converts float results to ``uint8``
+    (kept in float32 between the stages, cast once at the end)."""
+    return tf.clip_by_value(tf.floor(x + 0.5), 0.0, 255.0)
+
+
 def to_uint8(x: tf.Tensor) -> tf.Tensor:
-    """Round half up and saturate to 0..255, as DALI converts float results to ``uint8``."""
-    return tf.cast(tf.clip_by_value(tf.floor(x + 0.5), 0.0, 255.0), tf.uint8)
+    return tf.cast(quantize(x), tf.uint8)
 
 
 def decode(encoded: tf.Tensor, inputs: Inputs, channels: int) -> tf.Tensor:
@@ -88,7 +92,8 @@ def luma(rgb: tf.Tensor) -> tf.Tensor:
 def warp(
     image: tf.Tensor, matrix: tf.Tensor, size: tuple[int, int], fill: float | str, nearest: bool
 ) -> tf.Tensor:
-    """Resample ``image`` onto ``size`` with the destination-to-source ``matrix`` (2x3).
+    """Resample ``image`` onto ``size`` with the destination-to-source ``matrix`` (2x3);
+    the result is quantized (float32).
 
     ``matrix`` works in pixel-corner coordinates (centres at +0.5); TensorFlow's transform
     works on pixel indices, so ``src_idx = A (dst_idx + 0.5) + t - 0.5``. A constant fill is
@@ -106,7 +111,25 @@ def warp(
         interpolation="NEAREST" if nearest else "BILINEAR",
         fill_mode="NEAREST" if fill == "nearest" else "CONSTANT",
     )[0]
-    return to_uint8(out)
+    return quantize(out)
+
+
+def resize_or_warp(image: tf.Tensor, matrix: tf.Tensor, size: tuple[int, int]) -> tf.Tensor:
+    """:func:`warp` for an axis-aligned, border-clamped map; where it maps the output onto the
+    whole image (a decoded crop window, a plain resize), possibly flipped, the same samples come
+    from ``tf.image.resize`` and a reversal, about three times faster."""
+    h, w = tf.unstack(tf.cast(tf.shape(image)[:2], tf.float32))
+    x0, y0 = matrix[0, 2], matrix[1, 2]
+    x1, y1 = matrix[0, 0] * size[1] + x0, matrix[1, 1] * size[0] + y0
+    spans = [tf.sort(tf.stack(v)) for v in ((x0, x1), (y0, y1))]
+    whole = tf.reduce_all(tf.abs(tf.concat(spans, 0) - tf.stack([0.0, w, 0.0, h])) < 1e-3)
+
+    def resized() -> tf.Tensor:
+        out = tf.image.resize(image, size, antialias=False)
+        out = tf.cond(x0 > x1, lambda: tf.reverse(out, [1]), lambda: out)
+        return quantize(tf.cond(y0 > y1, lambda: tf.reverse(out, [0]), lambda: out))
+
+    return tf.cond(whole, resized, lambda: warp(image, matrix, size, "nearest", nearest=False))
 
 
 def index_translation(linear: tf.Tensor, shift: tf.Tensor) -> tf.Tensor:
@@ -115,26 +138,29 @@ def index_translation(linear: tf.Tensor, shift: tf.Tensor) -> tf.Tensor:
 
 
 def recolour(image: tf.Tensor, colour: tf.Tensor) -> tf.Tensor:
-    """``out = M @ rgb + t`` per pixel (``colour`` is ``[M | t]``), rounded and saturated."""
+    """``out = M @ rgb + t`` per pixel (``colour`` is ``[M | t]``), quantized."""
     c = image.shape[-1]
-    pixels = tf.cast(image, tf.float32)
-    return to_uint8(tf.tensordot(pixels, colour[:, :c], [[2], [1]]) + colour[:, c])
+    return quantize(tf.einsum("hwc,kc->hwk", image, colour[:, :c]) + colour[:, c])
 
 
 def normalize(image: tf.Tensor, output: Output, channels: int) -> tf.Tensor:
     """``(x - mean) / std`` (computed as ``(x - mean) * (1 / std)``, like DALI), dtype, layout."""
     mean, std = output.mean_std(channels)
     if output.dtype == "uint8":
-        out = image
+        out = tf.cast(image, tf.uint8)
     else:
         scale = np.float32(1.0) / np.asarray(std, np.float32)
-        out = tf.cast((tf.cast(image, tf.float32) - mean) * scale, tf.as_dtype(output.dtype))
+        out = tf.cast((image - mean) * scale, tf.as_dtype(output.dtype))
     return tf.transpose(out, [2, 0, 1]) if output.layout == "NCHW" else out
 
 
 def augment(image: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
     """Warp, recolour and normalize one decoded image with its plan ``inputs``."""
-    image = warp(image, inputs["matrix"], config.image_size, config.fill, nearest=False)
+    image = tf.cast(image, tf.float32)
+    if config.plan.resizes:
+        image = resize_or_warp(image, inputs["matrix"], config.image_size)
+    else:
+        image = warp(image, inputs["matrix"], config.image_size, config.fill, nearest=False)
     if "colour" in inputs:
         image = recolour(image, inputs["colour"])
     return normalize(image, config.output, config.channels)
@@ -146,12 +172,12 @@ def mask_target(encoded: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Ten
     source = config.source
     assert isinstance(source, SegmentationSource)
     table = source.class_table()
-    mask = tf.io.decode_png(encoded, 3 if table else 1)
+    mask = tf.cast(tf.io.decode_png(encoded, 3 if table else 1), tf.float32)
     mask = warp(mask, matrix, config.image_size, source.mask_fill, nearest=True)
     if table is None:
         index = tf.cast(mask[..., 0], tf.int32)
     else:
-        key = tf.tensordot(tf.cast(mask, tf.float32), [65536.0, 256.0, 1.0], [[2], [0]])
+        key = tf.tensordot(mask, [65536.0, 256.0, 1.0], [[2], [0]])
         hits = tf.cast(key[..., tf.newaxis] == tf.constant(table.keys, tf.float32), tf.int32)
         classes = tf.range(len(table.keys), dtype=tf.int32) - source.ignore_index
         index = source.ignore_index + tf.reduce_sum(hits * classes, axis=-1)
@@ -203,7 +229,7 @@ def _sample_batches(
 
 def _record_samples(config: Config, records: RecordSamples, seed: int) -> tf.data.Dataset:
     """Per sample ``(image, label)`` for TFRecords, parameters drawn per batch."""
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     rows = param_batches(plan, len(records), config, seed).map(lambda i, r: r)
 
     def with_inputs(batch: tuple[tf.Tensor, tf.Tensor, tf.Tensor], r: tf.Tensor) -> tuple:

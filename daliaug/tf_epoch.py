@@ -75,15 +75,20 @@ def warp_batches(
     *,
     fuse_roi: bool,
     masks: bool,
+    resize: bool = False,
     rows: np.ndarray | None = None,
 ) -> tf.data.Dataset:
     """``(indices, plan inputs)`` per batch for images of ``sizes`` ((height, width) per
     sample): see :meth:`Plan.warp_inputs`."""
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     table = tf.constant(sizes)
-    return param_batches(plan, len(sizes), config, seed, rows).map(
-        lambda i, r: (i, warp_batch(plan, r, tf.gather(table, i), fuse_roi=fuse_roi, masks=masks))
-    )
+
+    def inputs(i: tf.Tensor, r: tf.Tensor) -> dict[str, tf.Tensor]:
+        return warp_batch(
+            plan, r, tf.gather(table, i), fuse_roi=fuse_roi, masks=masks, resize=resize
+        )
+
+    return param_batches(plan, len(sizes), config, seed, rows).map(lambda i, r: (i, inputs(i, r)))
 
 
 def image_size(encoded: tf.Tensor) -> tf.Tensor:

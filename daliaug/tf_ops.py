@@ -59,13 +59,14 @@ def warp_batch(
     *,
     fuse_roi: bool,
     masks: bool,
+    resize: bool = False,
 ) -> dict[str, tf.Tensor]:
     """The plan's per-sample inputs (:meth:`Plan.warp_inputs`) for a batch of parameter
     ``rows`` and images of ``sizes`` ((height, width) rows), shaped ``(batch, *shape)``."""
     batch = tf.shape(sizes)[0]
     params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
     source = Canvas(h=tf.cast(sizes[:, 0], tf.float32), w=tf.cast(sizes[:, 1], tf.float32))
-    values = plan.warp_inputs(params, source, MATH, fuse_roi=fuse_roi, masks=masks)
+    values = plan.warp_inputs(params, source, MATH, fuse_roi=fuse_roi, masks=masks, resize=resize)
     return {
         name: tf.reshape(pack(v, batch), [-1, *plan.warp_input_shape(name)])
         for name, v in values.items()

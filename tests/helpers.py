@@ -10,7 +10,6 @@ from PIL import Image
 
 from daliaug.config import Config, load_config
 from daliaug.parity.run import run_dali, run_tf
-from daliaug.plan import Plan
 
 
 def structured_image(h: int = 64, w: int = 64, seed: int = 0) -> np.ndarray:
@@ -71,7 +70,7 @@ def augment(
     """The first output image (float, 0..255 scale unless normalized) on ``backend``, with
     explicit ``params`` if given."""
     config = config_for(root, image_size=size, transforms=transforms, backend=backend, **fields)
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     rows = None
     if params is not None:
         rows = np.array([[params[k] for k in plan.param_keys]], dtype=np.float32)

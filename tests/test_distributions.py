@@ -88,7 +88,7 @@ def draws(
         transforms=TRANSFORMS,
         output={"dtype": "uint8"},
     )
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     if request.param == "loader":
         files = [str(root / "a" / "0.png")] * N
         samples = Samples.of_files(

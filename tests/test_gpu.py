@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from daliaug.dali_loader import DaliLoader
-from daliaug.plan import Plan
 from tests.helpers import config_for, structured_image, write_image_dir
 
 pytestmark = pytest.mark.gpu
@@ -32,7 +31,7 @@ def run_both(root: Path, **fields) -> tuple[np.ndarray, np.ndarray]:
     """Images from the CPU and the GPU pipeline with the same explicit parameters."""
     config = config_for(root, **fields)
     n = len(config.source.samples())
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     rng = np.random.default_rng(0)
     from daliaug.numpy_ops import NumpyRandom, pack
 

@@ -44,7 +44,7 @@ def test_reference_covers_every_transform_and_pipeline(tmp_path: Path) -> None:
     pipelines = {c.name for c in cases if c.kind == "pipeline"}
     assert pipelines == {p.name for p in (ROOT / "pipelines").glob("*.yaml")}, REGENERATE
     assert any(c.kind == "decoder" for c in cases)
-    assert REFERENCE.stat().st_size < 1_000_000
+    assert REFERENCE.stat().st_size < 1_500_000  # small enough to keep in the repository
 
 
 def test_dali_cpu_matches_the_reference() -> None:

@@ -13,7 +13,6 @@ import tensorflow as tf
 
 from daliaug.keras_dataset import make_dataset
 from daliaug.parity.measure import inside_source
-from daliaug.plan import Plan
 from daliaug.tf_backend import tf_dataset
 from tests.helpers import config_for
 
@@ -48,7 +47,7 @@ def test_one_seed_gives_both_backends_the_same_epochs(numbered_list: Path) -> No
 def test_explicit_parameters_replace_the_draws(square_dir: Path) -> None:
     config = config_for(square_dir, backend="tf", transforms=[{"type": "rotation", "angle": 90}])
     samples = config.source.samples()
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     assert plan.param_keys == ["0.angle"]
     images = [
         next(iter(tf_dataset(config, samples, np.array([[a]]))))[0].numpy()[0]

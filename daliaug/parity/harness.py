@@ -18,7 +18,6 @@ from daliaug.parity.inputs import ParityInputs, with_masks
 from daliaug.parity.measure import Stats, compared_pixels, differences, draw_rows
 from daliaug.parity.report import Kind, Report, Result
 from daliaug.parity.run import compared, dali_outputs, run_dali, run_tf, tf_outputs
-from daliaug.plan import Plan
 from daliaug.sources import Samples
 from daliaug.sources.segmentation import SegmentationSource
 
@@ -34,9 +33,7 @@ def cases(config: Config) -> Iterator[tuple[str, Kind, Config]]:
 def prepared(config: Config, n: int, seed: int) -> tuple[Config, np.ndarray]:
     """``config`` as a comparison runs it, and ``n`` rows of parameters drawn from ``seed``."""
     config = compared(config)
-    return config, draw_rows(
-        Plan.of(config.transforms, config.image_size, config.channels), n, seed
-    )
+    return config, draw_rows(config.plan, n, seed)
 
 
 def decoder_runs(config: Config, jpegs: Samples) -> Iterator[tuple[Config, np.ndarray]]:
@@ -52,7 +49,7 @@ def dali_differences(
     config: Config, samples: Samples, rows: np.ndarray, reference: np.ndarray, device: Device
 ) -> np.ndarray:
     """DALI's outputs on ``device`` against ``reference`` outputs, outside the border band."""
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     dali = run_dali(config, samples, rows, device)
     return differences(dali, reference, compared_pixels(plan, rows, samples.sizes))
 
@@ -75,7 +72,7 @@ def _output_stats(config: Config, samples: Samples, seed: int, device: Device) -
 
     dali = unnormalized(run_dali(run, samples, rows, device))
     tf_images = unnormalized(run_tf(run, samples, rows))
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     return Stats.of(dali, tf_images, compared_pixels(plan, rows, samples.sizes))
 
 
@@ -109,7 +106,7 @@ def _mask_stats(config: Config, samples: Samples, seed: int, device: Device) -> 
         run = run.model_copy(update={"source": masks_source})
         dali = dali_outputs(run, paired, rows, device)[1]
         tf_masks = tf_outputs(run, paired, rows)[1]
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     differ = (dali != tf_masks)[..., None].astype(np.float64)
     mask = compared_pixels(plan, rows, paired.sizes)
     return Stats.of_differences(differ[np.broadcast_to(mask, differ.shape)])

@@ -27,7 +27,6 @@ from daliaug.parity.inputs import builtin_inputs, image_samples
 from daliaug.parity.measure import Stats
 from daliaug.parity.report import Kind, Report, Result
 from daliaug.parity.run import run_tf
-from daliaug.plan import Plan
 from daliaug.sources import Samples
 
 FORMAT = 1
@@ -72,7 +71,7 @@ def _cases(files: Samples, jpegs: list[int], seed: int) -> list[ReferenceCase]:
 
 
 def _fuses_crop(config: Config) -> bool:
-    return Plan.of(config.transforms, config.image_size, config.channels).roi_step is not None
+    return config.plan.roi_step is not None
 
 
 def _computed(

@@ -13,7 +13,6 @@ import numpy as np
 
 from daliaug.config import Config, Output
 from daliaug.device import Device
-from daliaug.plan import Plan
 from daliaug.sources import Samples
 from daliaug.sources.directory import DirectorySource
 
@@ -37,7 +36,7 @@ def compared(config: Config, output: Output = COMPARED_OUTPUT, **fields: Any) ->
 def explicit(config: Config, rows: np.ndarray | None) -> np.ndarray | None:
     """``rows`` as the backends take them: ``None`` when the plan has no parameters (and
     ``None`` rows mean random draws)."""
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     return rows if plan.param_keys else None
 
 

@@ -102,16 +102,21 @@ class Transform(Tagged):
 
 
 class GeometricTransform(Transform):
-    """A transform that moves pixels; all of them in a pipeline fuse into one affine warp."""
+    """A transform that moves pixels; all of them in a pipeline fuse into one affine warp.
+
+    Transforms that can reveal area outside the image have a ``fill`` field."""
+
+    axis_aligned: ClassVar[bool] = True
+    """Whether the map only scales, shifts and flips the axes (no rotation or shear)."""
 
     def warp(self, p: Params, canvas: Canvas, m: Math) -> tuple[Affine, Canvas]:
         """The source-to-destination map for this step and the canvas size after it."""
         raise NotImplementedError
 
     @property
-    def fill_value(self) -> Fill | None:
-        """The fill this transform asks for where it reveals area outside the image."""
-        return getattr(self, "fill", None)
+    def reveals(self) -> bool:
+        """Whether this transform can reveal area outside the image (then it has a ``fill``)."""
+        return "fill" in type(self).model_fields
 
 
 class ColourTransform(Transform):

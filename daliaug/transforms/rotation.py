@@ -19,6 +19,7 @@ class Rotation(GeometricTransform):
     fill: Fill = 0.0
 
     params: ClassVar[tuple[str, ...]] = ("angle",)
+    axis_aligned: ClassVar[bool] = False
 
     def draw(self, rng: Random) -> Params:
         return {"angle": rng.uniform(*self.angle)}

@@ -20,6 +20,7 @@ class Shear(GeometricTransform):
     fill: Fill = 0.0
 
     params: ClassVar[tuple[str, ...]] = ("angle",)
+    axis_aligned: ClassVar[bool] = False
 
     @field_validator("angle")
     @classmethod
