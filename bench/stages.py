@@ -4,12 +4,13 @@
 
 Each stage list builds partial pipelines with the operators and arguments daliaug uses
 (:mod:`daliaug.dali_pipeline`): read, decode (whole image, then the random-resized-crop window),
-the one ``warp_affine``, the ``coord_transform`` colour pass, and ``crop_mirror_normalize``.
+the one resampling (a ``resize`` of a source window for axis-aligned, border-clamped plans, else
+``warp_affine``), the ``coord_transform`` colour pass, and ``crop_mirror_normalize``.
 The decode windows and matrices come from the workload's plan, evaluated with NumPy as
 ``DaliLoader`` does. With one thread, CPU milliseconds per image add up stage by stage; the
-difference between consecutive stages is that stage's cost. Two comparison rows (not daliaug's
-semantics) show what the warp costs with a clamped border instead of the constant fill, and a
-plain ``resize`` of the window. DALI only: runs without TensorFlow.
+difference between consecutive stages is that stage's cost. Comparison rows show the whole-image
+decode and, for a resizing plan, what ``warp_affine`` would cost instead (with a clamped border,
+and with daliaug's former constant fill 0). DALI only: runs without TensorFlow.
 """
 
 from __future__ import annotations
@@ -33,22 +34,25 @@ Stage = Callable[[dict[str, Any]], Any]
 
 
 def _feed(config: Config, data: Data) -> tuple[Callable[[], tuple], tuple[str, ...]]:
-    """A batch source of the sample column (file names or arrays) and the plan's inputs."""
+    """A batch source of the sample column (file names or arrays) and the plan's inputs, as
+    ``DaliLoader`` computes them; with a resizing plan also the equivalent warp ``matrix``."""
     from daliaug.numpy_ops import draw_params, warp_batch
-    from daliaug.plan import Plan
 
     samples = data.samples()
     column = "path" if "path" in samples.columns else "image"
-    plan = Plan.of(config.transforms, config.image_size, config.channels)
+    plan = config.plan
     fuse = column == "path"
-    names = plan.warp_input_names(fuse_roi=fuse, masks=False)
+    names = plan.warp_input_names(fuse_roi=fuse, masks=False, resize=plan.resizes)
+    names += () if "matrix" in names else ("matrix",)
     rng = np.random.default_rng(0)
     batch = config.batch_size
 
     def feed() -> tuple:
         idx = rng.integers(0, len(samples), batch)
-        rows = draw_params(plan, rng, batch)
-        warp = warp_batch(plan, rows, samples.sizes[idx], fuse_roi=fuse, masks=False)
+        rows, sizes = draw_params(plan, rng, batch), samples.sizes[idx]
+        warp = warp_batch(plan, rows, sizes, fuse_roi=fuse, masks=False, resize=plan.resizes)
+        if "matrix" not in warp:
+            warp["matrix"] = warp_batch(plan, rows, sizes, fuse_roi=fuse, masks=False)["matrix"]
         return (samples.columns[column][idx], *(warp[n] for n in names))
 
     return feed, (column, *names)
@@ -58,9 +62,11 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
     """Cumulative partial graphs, each a function of the input nodes."""
     from nvidia.dali import fn, types
 
+    from daliaug.dali_pipeline import resample
+
     size = [float(s) for s in config.image_size]
     mean, std = config.output.mean_std(config.channels)
-    fill = {} if config.fill == "nearest" else {"fill_value": float(config.fill)}
+    resizes = "resize_start" in inputs
 
     def decoded(n: dict[str, Any]) -> Any:
         if "image" in n:
@@ -76,13 +82,11 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
             adjust_orientation=False,
         )
 
-    def warped(n: dict[str, Any], **border: Any) -> Any:
-        return fn.warp_affine(
-            decoded(n), matrix=n["matrix"], size=size, interp_type=types.INTERP_LINEAR, **border
-        )
+    def resampled(n: dict[str, Any]) -> Any:
+        return resample(decoded(n), n, "", config, nearest=False, fill=config.fill)
 
     def coloured(n: dict[str, Any]) -> Any:
-        image = warped(n, **fill)
+        image = resampled(n)
         return (
             fn.coord_transform(image, MT=n["colour"], dtype=types.UINT8) if "colour" in n else image
         )
@@ -101,13 +105,18 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
         stages["decode crop window (ROI)"] = decoded
     else:
         stages["feed arrays"] = decoded
-    stages["+ warp_affine"] = lambda n: warped(n, **fill)
-    if config.fill != "nearest":
-        stages["(compare) warp, clamped border"] = warped
-    if config.source.type == "directory":
-        stages["(compare) resize window"] = lambda n: fn.resize(
-            decoded(n), size=size, antialias=False
-        )
+    stages["+ resize of the window" if resizes else "+ warp_affine"] = resampled
+    if resizes:
+        for label, border in (("clamped border", {}), ("constant fill 0", {"fill_value": 0.0})):
+            stages[f"(compare) warp_affine instead, {label}"] = lambda n, border=border: (
+                fn.warp_affine(
+                    decoded(n),
+                    matrix=n["matrix"],
+                    size=size,
+                    interp_type=types.INTERP_LINEAR,
+                    **border,
+                )
+            )
     if "colour" in inputs:
         stages["+ coord_transform colour"] = coloured
     stages["+ crop_mirror_normalize (full)"] = normalized
