@@ -57,11 +57,8 @@ def _cores() -> int:
     return os.cpu_count() or 1
 
 
-def _auto() -> None:
-    return None  # tf.data AUTOTUNE
-
-
-def _none() -> None:
+def _unset() -> None:
+    """No explicit setting: tf.data's AUTOTUNE, or a tool without a knob."""
     return None
 
 
@@ -109,10 +106,16 @@ TOOLS = {
             "daliaug_tools:tf_backend",
             AB,
             "tf.data AUTOTUNE",
-            _none,
+            _unset,
         ),
         Tool(
-            "idg", "ImageDataGenerator, 1 process", "idg:single", AB, "none", _none, role="baseline"
+            "idg",
+            "ImageDataGenerator, 1 process",
+            "idg:single",
+            AB,
+            "none",
+            _unset,
+            role="baseline",
         ),
         Tool(
             "idg-pool",
@@ -129,7 +132,7 @@ TOOLS = {
             "tfdata:keras_layers",
             AB,
             "num_parallel_calls",
-            _auto,
+            _unset,
             role="baseline",
         ),
         Tool(
@@ -138,7 +141,7 @@ TOOLS = {
             "tfdata:hand_tuned",
             ("b",),
             "num_parallel_calls",
-            _auto,
+            _unset,
             role="baseline",
         ),
         Tool(
