@@ -144,9 +144,7 @@ def _rate(times: list[float], warmup: int, steps: int, batch: int) -> float:
     return steps * batch / (times[warmup + steps - 1] - times[warmup - 1])
 
 
-def diagnose(
-    config: Config, model: str = "small", steps: int = 20, warmup: int = 3, gpu_index: int = 0
-) -> Diagnosis:
+def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int = 3) -> Diagnosis:
     """Run the three phases on ``config`` and return their rates, utilisation and notes."""
     import tensorflow as tf
 
@@ -160,7 +158,7 @@ def diagnose(
     if batches == 0:
         raise DataError(f"source: {len(samples)} samples make no full batch of {config.batch_size}")
     device = resolve_backend(config)
-    nvml = Nvml(gpu_index)
+    nvml = Nvml(config.device_id)
     result = Diagnosis(device, model, config.batch_size)
     if not nvml.available:
         result.notes.append(nvml.note)
@@ -222,7 +220,7 @@ def diagnose(
 
 
 def plot_timeline(result: Diagnosis, path: Path) -> None:
-    """CPU (and GPU) utilisation over time, the timed part of each phase shaded."""
+    """CPU (and GPU) utilisation over time: each phase's start dotted, its timed steps shaded."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -235,6 +233,8 @@ def plot_timeline(result: Diagnosis, path: Path) -> None:
     gpu = [(s.t, s.gpu_percent) for s in samples if s.gpu_percent is not None]
     if gpu:
         ax.plot(*zip(*gpu, strict=True), label="GPU %")
+    for start, _ in result.monitor.marks:  # where each phase begins, its warm-up included
+        ax.axvline(start, color="grey", linestyle=":", linewidth=1)
     colours = {"pipeline": "tab:green", "model": "tab:orange", "fit": "tab:purple"}
     for p in result.phases:
         ax.axvspan(p.start, p.end, color=colours[p.name], alpha=0.15)
