@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from daliaug.config import Config, Output
+from daliaug.config import Config
 from daliaug.epochs import batch_bounds, resolve_seed
 from daliaug.sources import Samples
 from daliaug.sources.segmentation import SegmentationSource
@@ -90,34 +90,42 @@ def luma(rgb: tf.Tensor) -> tf.Tensor:
 
 
 def warp(
-    image: tf.Tensor, matrix: tf.Tensor, size: tuple[int, int], fill: float | str, nearest: bool
+    images: tf.Tensor, matrices: tf.Tensor, size: tuple[int, int], fill: float | str, nearest: bool
 ) -> tf.Tensor:
-    """Resample ``image`` onto ``size`` with the destination-to-source ``matrix`` (2x3);
-    the result is quantized (float32).
+    """Resample a batch of float ``images`` onto ``size`` with their destination-to-source
+    ``matrices`` (``(batch, 2, 3)``); the result is quantized (float32).
 
-    ``matrix`` works in pixel-corner coordinates (centres at +0.5); TensorFlow's transform
+    The matrices work in pixel-corner coordinates (centres at +0.5); TensorFlow's transform
     works on pixel indices, so ``src_idx = A (dst_idx + 0.5) + t - 0.5``. A constant fill is
     first rounded and saturated to ``uint8``, as DALI does.
     """
-    linear = matrix[:, :2]
-    shift = index_translation(linear, matrix[:, 2])
-    transform = tf.concat([linear[0], shift[:1], linear[1], shift[1:], [0.0, 0.0]], 0)
+    linear = matrices[:, :, :2]
+    shift = index_translation(linear, matrices[:, :, 2])
+    zeros = tf.zeros_like(shift)
+    transforms = tf.concat([linear[:, 0], shift[:, :1], linear[:, 1], shift[:, 1:], zeros], 1)
     fill_value = 0.0 if fill == "nearest" else float(np.clip(np.floor(float(fill) + 0.5), 0, 255))
     out = tf.raw_ops.ImageProjectiveTransformV3(
-        images=tf.cast(image, tf.float32)[tf.newaxis],
-        transforms=transform[tf.newaxis],
+        images=images,
+        transforms=transforms,
         output_shape=tf.constant(size, tf.int32),
         fill_value=fill_value,
         interpolation="NEAREST" if nearest else "BILINEAR",
         fill_mode="NEAREST" if fill == "nearest" else "CONSTANT",
-    )[0]
+    )
     return quantize(out)
 
 
-def resize_or_warp(image: tf.Tensor, matrix: tf.Tensor, size: tuple[int, int]) -> tf.Tensor:
-    """:func:`warp` for an axis-aligned, border-clamped map; where it maps the output onto the
-    whole image (a decoded crop window, a plain resize), possibly flipped, the same samples come
-    from ``tf.image.resize`` and a reversal, about three times faster."""
+def resample(image: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Tensor:
+    """One float image resampled as the plan says: a border-clamped map that covers the whole
+    image (a decoded crop window, a plain resize), possibly flipped, takes the same samples from
+    ``tf.image.resize`` and a reversal, about three times faster than :func:`warp`."""
+    size = config.image_size
+
+    def warped() -> tf.Tensor:
+        return warp(image[tf.newaxis], matrix[tf.newaxis], size, config.fill, nearest=False)[0]
+
+    if not config.plan.resizes:
+        return warped()
     h, w = tf.unstack(tf.cast(tf.shape(image)[:2], tf.float32))
     x0, y0 = matrix[0, 2], matrix[1, 2]
     x1, y1 = matrix[0, 0] * size[1] + x0, matrix[1, 1] * size[0] + y0
@@ -129,41 +137,29 @@ def resize_or_warp(image: tf.Tensor, matrix: tf.Tensor, size: tuple[int, int]) -
         out = tf.cond(x0 > x1, lambda: tf.reverse(out, [1]), lambda: out)
         return quantize(tf.cond(y0 > y1, lambda: tf.reverse(out, [0]), lambda: out))
 
-    return tf.cond(whole, resized, lambda: warp(image, matrix, size, "nearest", nearest=False))
+    return tf.cond(whole, resized, warped)
 
 
 def index_translation(linear: tf.Tensor, shift: tf.Tensor) -> tf.Tensor:
-    """The translation of a pixel-corner map ``(linear, shift)`` in index coordinates."""
-    return shift + 0.5 * tf.reduce_sum(linear, axis=1) - 0.5
+    """The translation of pixel-corner maps ``(linear, shift)`` in index coordinates."""
+    return shift + 0.5 * tf.reduce_sum(linear, axis=-1) - 0.5
 
 
-def recolour(image: tf.Tensor, colour: tf.Tensor) -> tf.Tensor:
-    """``out = M @ rgb + t`` per pixel (``colour`` is ``[M | t]``), quantized."""
-    c = image.shape[-1]
-    return quantize(tf.einsum("hwc,kc->hwk", image, colour[:, :c]) + colour[:, c])
-
-
-def normalize(image: tf.Tensor, output: Output, channels: int) -> tf.Tensor:
-    """``(x - mean) / std`` (computed as ``(x - mean) * (1 / std)``, like DALI), dtype, layout."""
-    mean, std = output.mean_std(channels)
-    if output.dtype == "uint8":
-        out = tf.cast(image, tf.uint8)
+def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
+    """Recolour (``out = M @ rgb + t`` with ``inputs["colour"]`` = ``[M | t]`` per image,
+    quantized) and normalize a batch of resampled images: ``(x - mean) * (1 / std)`` like DALI,
+    then dtype and layout."""
+    if "colour" in inputs:
+        colour, c = inputs["colour"], config.channels
+        moved = tf.einsum("bhwc,bkc->bhwk", images, colour[:, :, :c])
+        images = quantize(moved + colour[:, tf.newaxis, tf.newaxis, :, c])
+    mean, std = config.output.mean_std(config.channels)
+    if config.output.dtype == "uint8":
+        out = tf.cast(images, tf.uint8)
     else:
         scale = np.float32(1.0) / np.asarray(std, np.float32)
-        out = tf.cast((image - mean) * scale, tf.as_dtype(output.dtype))
-    return tf.transpose(out, [2, 0, 1]) if output.layout == "NCHW" else out
-
-
-def augment(image: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
-    """Warp, recolour and normalize one decoded image with its plan ``inputs``."""
-    image = tf.cast(image, tf.float32)
-    if config.plan.resizes:
-        image = resize_or_warp(image, inputs["matrix"], config.image_size)
-    else:
-        image = warp(image, inputs["matrix"], config.image_size, config.fill, nearest=False)
-    if "colour" in inputs:
-        image = recolour(image, inputs["colour"])
-    return normalize(image, config.output, config.channels)
+        out = tf.cast((images - mean) * scale, tf.as_dtype(config.output.dtype))
+    return tf.transpose(out, [0, 3, 1, 2]) if config.output.layout == "NCHW" else out
 
 
 def mask_target(encoded: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Tensor:
@@ -173,7 +169,7 @@ def mask_target(encoded: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Ten
     assert isinstance(source, SegmentationSource)
     table = source.class_table()
     mask = tf.cast(tf.io.decode_png(encoded, 3 if table else 1), tf.float32)
-    mask = warp(mask, matrix, config.image_size, source.mask_fill, nearest=True)
+    mask = warp(mask[tf.newaxis], matrix[tf.newaxis], config.image_size, source.mask_fill, True)[0]
     if table is None:
         index = tf.cast(mask[..., 0], tf.int32)
     else:
@@ -196,39 +192,54 @@ def label_target(label: tf.Tensor, config: Config, num_classes: int) -> tf.Tenso
     return label
 
 
-def _sample_batches(
+def _finish_one(image: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
+    """:func:`finish` for one image (per-sample stages parallelize better than batch ones)."""
+    return finish(image[tf.newaxis], {k: v[tf.newaxis] for k, v in inputs.items()}, config)[0]
+
+
+def _file_samples(
     config: Config, samples: Samples, seed: int, rows: np.ndarray | None
 ) -> tf.data.Dataset:
-    """Per sample ``(image, target)`` for column sources, from the epoch's plan inputs."""
-    columns = {name: tf.constant(column) for name, column in samples.columns.items()}
+    """Finished ``(image, target)`` batches for file sources: each file is decoded, resampled
+    and finished on its own (its size is its own), in parallel."""
     paths = {name: tf.constant(p) for name, p in samples.files.items()}
-    batches = warp_batches(
-        config,
-        samples.sizes,
-        seed,
-        fuse_roi="image" not in columns,
-        masks="mask_path" in columns,
-        rows=rows,
-    )
+    labels = tf.constant(samples.columns["label"]) if "label" in samples.columns else None
+    masks = "mask_path" in paths
+    batches = warp_batches(config, samples.sizes, seed, fuse_roi=True, masks=masks, rows=rows)
 
     def sample(index: tf.Tensor, inputs: Inputs) -> tuple[tf.Tensor, tf.Tensor]:
-        if "image" in columns:
-            image = tf.gather(columns["image"], index)
-        else:
-            encoded = tf.io.read_file(tf.gather(paths["path"], index))
-            image = decode(encoded, inputs, config.channels)
-        if "mask_path" in paths:
+        encoded = tf.io.read_file(tf.gather(paths["path"], index))
+        image = tf.cast(decode(encoded, inputs, config.channels), tf.float32)
+        if masks:
             mask = tf.io.read_file(tf.gather(paths["mask_path"], index))
             target = mask_target(mask, inputs["mask_matrix"], config)
         else:
-            target = label_target(tf.gather(columns["label"], index), config, samples.num_classes)
-        return augment(image, inputs, config), target
+            target = label_target(tf.gather(labels, index), config, samples.num_classes)
+        return _finish_one(resample(image, inputs["matrix"], config), inputs, config), target
 
-    return batches.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    per_sample = batches.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
+    return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
+
+
+def _array_samples(
+    config: Config, samples: Samples, seed: int, rows: np.ndarray | None
+) -> tf.data.Dataset:
+    """Finished ``(images, labels)`` batches for in-memory arrays: all of a batch is gathered,
+    warped and finished at once (the arrays share one size)."""
+    images, labels = (tf.constant(samples.columns[k]) for k in ("image", "label"))
+    batches = warp_batches(config, samples.sizes, seed, fuse_roi=False, masks=False, rows=rows)
+
+    def batch(index: tf.Tensor, inputs: Inputs) -> tuple[tf.Tensor, tf.Tensor]:
+        pixels = tf.cast(tf.gather(images, index), tf.float32)
+        warped = warp(pixels, inputs["matrix"], config.image_size, config.fill, nearest=False)
+        targets = label_target(tf.gather(labels, index), config, samples.num_classes)
+        return finish(warped, inputs, config), targets
+
+    return batches.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def _record_samples(config: Config, records: RecordSamples, seed: int) -> tf.data.Dataset:
-    """Per sample ``(image, label)`` for TFRecords, parameters drawn per batch."""
+    """Finished ``(image, label)`` batches for TFRecords, decoded one by one like files."""
     plan = config.plan
     rows = param_batches(plan, len(records), config, seed).map(lambda i, r: r)
 
@@ -236,12 +247,14 @@ def _record_samples(config: Config, records: RecordSamples, seed: int) -> tf.dat
         encoded, labels, sizes = batch
         return encoded, labels, warp_batch(plan, r, sizes, fuse_roi=True, masks=False)
 
-    def sample(encoded: tf.Tensor, label: tf.Tensor, inputs: Inputs) -> tuple[tf.Tensor, ...]:
-        image = augment(decode(encoded, inputs, config.channels), inputs, config)
+    def sample(encoded: tf.Tensor, label: tf.Tensor, inputs: Inputs) -> tuple:
+        image = tf.cast(decode(encoded, inputs, config.channels), tf.float32)
+        image = _finish_one(resample(image, inputs["matrix"], config), inputs, config)
         return image, label_target(label, config, records.num_classes)
 
     batches = tf.data.Dataset.zip(record_batches(config, records, seed), rows).map(with_inputs)
-    return batches.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    per_sample = batches.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
+    return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
 
 
 def tf_dataset(
@@ -256,15 +269,19 @@ def tf_dataset(
     if isinstance(samples, RecordSamples):
         if params is not None:
             raise ValueError("explicit params need a column source, not TFRecords")
-        per_sample = _record_samples(config, samples, seed)
+        batches = _record_samples(config, samples, seed)
+    elif "image" in samples.columns:
+        batches = _array_samples(config, samples, seed, params)
     else:
-        per_sample = _sample_batches(config, samples, seed, params)
+        batches = _file_samples(config, samples, seed, params)
     specs = element_spec(config, samples.num_classes)
-    shapes = tuple(spec.shape[1:] for spec in specs)
-    ds = (
-        per_sample.map(lambda image, target: tuple(map(tf.ensure_shape, (image, target), shapes)))
-        .batch(config.batch_size, drop_remainder=config.drop_remainder)
-        .prefetch(tf.data.AUTOTUNE)
+    shaped = batches.map(
+        lambda images, targets: (
+            tf.ensure_shape(images, specs[0].shape),
+            tf.ensure_shape(targets, specs[1].shape),
+        )
     )
     num_batches = len(batch_bounds(len(samples), config.batch_size, config.drop_remainder))
-    return ds.apply(tf.data.experimental.assert_cardinality(num_batches))
+    return shaped.prefetch(tf.data.AUTOTUNE).apply(
+        tf.data.experimental.assert_cardinality(num_batches)
+    )
