@@ -69,6 +69,12 @@ def test_binary_labels(backend: str, demo_dir: Path) -> None:
     assert labels.shape == (24, 1) and set(labels.ravel()) == {0.0, 1.0}
 
 
+def numbered_config(numbered_list: Path, **fields):
+    """A config over the 23 numbered images, labels 0..22, five to a batch unless told."""
+    source = {"type": "file_list", "path": str(numbered_list)}
+    return config_for(numbered_list.parent, source=source, **{"batch_size": 5, **fields})
+
+
 def epoch_labels(ds: tf.data.Dataset) -> list[list[int]]:
     return [b[1].numpy().tolist() for b in ds]
 
@@ -76,13 +82,8 @@ def epoch_labels(ds: tf.data.Dataset) -> list[list[int]]:
 def test_each_sample_exactly_once_per_epoch_and_reshuffled(
     backend: str, numbered_list: Path
 ) -> None:
-    config = config_for(
-        numbered_list.parent,
-        backend=backend,
-        shuffle=True,
-        batch_size=5,
-        source={"type": "file_list", "path": str(numbered_list)},
-        transforms=[{"type": "rotation", "angle": 20}],
+    config = numbered_config(
+        numbered_list, backend=backend, shuffle=True, transforms=[{"type": "rotation", "angle": 20}]
     )
     ds = make_dataset(config)
     first, second = epoch_labels(ds), epoch_labels(ds)
@@ -94,14 +95,7 @@ def test_each_sample_exactly_once_per_epoch_and_reshuffled(
 
 
 def test_drop_remainder_drops_only_the_partial_batch(backend: str, numbered_list: Path) -> None:
-    config = config_for(
-        numbered_list.parent,
-        backend=backend,
-        shuffle=False,
-        batch_size=5,
-        source={"type": "file_list", "path": str(numbered_list)},
-        drop_remainder=True,
-    )
+    config = numbered_config(numbered_list, backend=backend, shuffle=False, drop_remainder=True)
     assert epoch_labels(make_dataset(config)) == [list(range(i, i + 5)) for i in range(0, 20, 5)]
 
 
@@ -125,12 +119,7 @@ def test_matches_the_dali_loader_with_the_same_parameters(demo_dir: Path) -> Non
 
 
 def test_dali_loader_epochs(numbered_list: Path) -> None:
-    config = config_for(
-        numbered_list.parent,
-        source={"type": "file_list", "path": str(numbered_list)},
-        shuffle=True,
-        batch_size=4,
-    )
+    config = numbered_config(numbered_list, shuffle=True, batch_size=4)
     loader = DaliLoader(config)
     epochs = [[b[1].tolist() for b in loader] for _ in range(2)]
     assert len(loader) == 6
