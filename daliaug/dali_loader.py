@@ -46,14 +46,14 @@ class _EpochFeed:
             fuse_roi=self.fuse_roi, masks=self.masks, resize=self.resize
         )
         self.epoch = 0
-        self.rng = np.random.default_rng()
+        self.rng: np.random.Generator | None = None
         self.pending: deque[np.ndarray] | None = None
         self.recent: deque[np.ndarray] = deque(maxlen=config.prefetch + 2)
         self.params: deque[np.ndarray] = deque()
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        return (*self.samples.columns, *self.warp_names)
+        return (*self.samples.columns, "warp")
 
     def __call__(self) -> tuple[np.ndarray, ...]:
         if self.pending is None:
@@ -79,7 +79,8 @@ class _EpochFeed:
             resize=self.resize,
         )
         columns = [column[idx] for column in self.samples.columns.values()]
-        return (*columns, *(warp[name] for name in self.warp_names))
+        flat = [warp[name].reshape(len(idx), -1) for name in self.warp_names]
+        return (*columns, np.concatenate(flat, axis=1))
 
 
 class DaliLoader:

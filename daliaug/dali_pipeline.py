@@ -6,10 +6,11 @@ Samples arrive one batch at a time through ``external_source`` nodes (:data:`INP
 source's columns (``path`` and ``mask_path``: file names read with ``fn.io.file.read``;
 ``image``: uint8 HWC arrays; ``label``: int32; ``record``: a TFRecord image packed with its
 length, label and plan inputs, see :func:`_unpack_record`) and what the host computed for
-each sample from the plan (:meth:`Plan.warp_inputs`): the decode window, the warp matrices and
-the colour matrix. Computing those per-sample numbers on the host, vectorized over the batch
-(TensorFlow or NumPy), keeps the graph to a handful of operators; as DALI operators, scalar
-arithmetic costs about a microsecond per sample and operation. The inputs are either named
+each sample from the plan (:meth:`Plan.warp_inputs`), flattened into one float32 vector
+``warp``: the decode window, the warp matrices and the colour matrix. Computing those
+per-sample numbers on the host, vectorized over the batch (TensorFlow or NumPy), keeps the
+graph to a handful of operators; as DALI operators, scalar arithmetic costs about a
+microsecond per sample and operation. The inputs are either named
 placeholders, fed by TensorFlow through ``DALIDatasetWithInputs``, or one Python callable
 returning them all. The last batch of an epoch may be smaller.
 
@@ -43,21 +44,10 @@ INPUTS = {
     "image": (types.UINT8, 3),
     "label": (types.INT32, 0),
     "record": (types.UINT8, 1),
-    "crop_start": (types.FLOAT, 1),
-    "crop_shape": (types.FLOAT, 1),
-    "matrix": (types.FLOAT, 2),
-    "mask_matrix": (types.FLOAT, 2),
-    "resize_start": (types.FLOAT, 1),
-    "resize_end": (types.FLOAT, 1),
-    "mask_resize_start": (types.FLOAT, 1),
-    "mask_resize_end": (types.FLOAT, 1),
-    "colour": (types.FLOAT, 2),
+    "warp": (types.FLOAT, 1),
 }
 """Every input the graph can take: its DALI dtype and number of dimensions per sample."""
 
-WARP_INPUTS = tuple(
-    name for name in INPUTS if name not in ("path", "mask_path", "image", "label", "record")
-)
 _DTYPES = {"float32": types.FLOAT, "float16": types.FLOAT16, "uint8": types.UINT8}
 
 
@@ -67,8 +57,8 @@ class GraphOptions:
 
     device: Device
     num_classes: int
-    inputs: tuple[str, ...] = ("path", "label", "matrix")
-    """The inputs fed per batch, in this order."""
+    inputs: tuple[str, ...]
+    """The inputs fed per batch (of :data:`INPUTS`), in this order."""
     feed: Callable[[], tuple[np.ndarray, ...]] | None = None
     """One callable returning a batch of every input; ``None`` for named placeholders."""
     records: RecordSamples | None = None
@@ -124,22 +114,30 @@ def _warp_in_graph(encoded: DataNode, config: Config) -> dict[str, object]:
     return {name: as_tensor_arg(v, plan.warp_input_shape(name)) for name, v in values.items()}
 
 
+def _split_warp(floats: DataNode, names: tuple[str, ...], config: Config) -> dict[str, DataNode]:
+    """The plan's inputs ``names``, sliced out of one flat float32 vector per sample and
+    reshaped (see :meth:`Plan.warp_width`)."""
+    plan = config.plan
+    warp, offset = {}, 0
+    for name in names:
+        shape = plan.warp_input_shape(name)
+        size = int(np.prod(shape))
+        warp[name] = fn.reshape(floats[offset : offset + size], shape=list(shape))
+        offset += size
+    return warp
+
+
 def _unpack_record(record: DataNode, config: Config) -> tuple[DataNode, DataNode, dict]:
     """Split a packed TFRecord row: image length and label (int32 each), the plan's inputs
     (float32, in ``warp_input_names`` order), then the encoded image (zero-padded)."""
     plan = config.plan
     names = plan.warp_input_names(fuse_roi=True, masks=False, resize=plan.resizes)
-    shapes = [plan.warp_input_shape(name) for name in names]
-    sizes = [int(np.prod(shape)) for shape in shapes]
-    start = 8 + 4 * sum(sizes)
+    width = plan.warp_width(names)
+    start = 8 + 4 * width
     length = fn.reinterpret(record[0:4], dtype=types.INT32, shape=[1])[0]
     label = fn.reinterpret(record[4:8], dtype=types.INT32, shape=[1])[0]
-    floats = fn.reinterpret(record[8:start], dtype=types.FLOAT, shape=[sum(sizes)])
-    warp, offset = {}, 0
-    for name, shape, size in zip(names, shapes, sizes, strict=True):
-        warp[name] = fn.reshape(floats[offset : offset + size], shape=list(shape))
-        offset += size
-    return record[start : start + length], label, warp
+    floats = fn.reinterpret(record[8:start], dtype=types.FLOAT, shape=[width])
+    return record[start : start + length], label, _split_warp(floats, names, config)
 
 
 def _decoder(device: Device, image_type: types.DALIImageType) -> dict[str, object]:
@@ -278,7 +276,11 @@ def build_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             encoded, label, warp = _unpack_record(nodes["record"], config)
         else:
             encoded = fn.io.file.read(nodes["path"]) if "path" in nodes else None
-            warp = {name: nodes[name] for name in WARP_INPUTS if name in nodes}
+            plan = config.plan
+            names = plan.warp_input_names(
+                fuse_roi="image" not in nodes, masks="mask_path" in nodes, resize=plan.resizes
+            )
+            warp = _split_warp(nodes["warp"], names, config)
         images = augment(encoded, nodes.get("image"), warp, config, options.device)
         if "mask_path" in nodes:
             masks = fn.io.file.read(nodes["mask_path"])

@@ -34,24 +34,28 @@ from daliaug.tf_epoch import (
 from daliaug.tf_ops import warp_batch
 
 
+def _flat(warp: dict[str, tf.Tensor], names: tuple[str, ...]) -> tf.Tensor:
+    """The plan's inputs ``names`` of a batch as one float32 row per sample (the graph's
+    ``warp`` input)."""
+    n = tf.shape(warp[names[0]])[0]
+    return tf.concat([tf.reshape(warp[name], [n, -1]) for name in names], axis=1)
+
+
 def _column_inputs(config: Config, samples: Samples, seed: int) -> dict[str, tf.data.Dataset]:
-    """One stream per source column (gathered by index) and per plan input."""
+    """One stream per source column (gathered by index), and one of the plan's inputs."""
 
     def gather(column: tf.Tensor) -> tf.data.Dataset:
         return index_batches(len(samples), config, seed).map(lambda i: tf.gather(column, i))
 
-    def warp(name: str) -> tf.data.Dataset:
-        batches = warp_batches(
-            config, samples.sizes, seed, fuse_roi=fuse_roi, masks=masks, resize=plan.resizes
-        )
-        return batches.map(lambda i, inputs: inputs[name])
-
     fuse_roi = "image" not in samples.columns
     masks = "mask_path" in samples.columns
     plan = config.plan
-    columns = {name: gather(tf.constant(column)) for name, column in samples.columns.items()}
     names = plan.warp_input_names(fuse_roi=fuse_roi, masks=masks, resize=plan.resizes)
-    return {**columns, **{name: warp(name) for name in names}}
+    warp = warp_batches(
+        config, samples.sizes, seed, fuse_roi=fuse_roi, masks=masks, resize=plan.resizes
+    )
+    columns = {name: gather(tf.constant(column)) for name, column in samples.columns.items()}
+    return {**columns, "warp": warp.map(lambda i, inputs: _flat(inputs, names))}
 
 
 def _packed_records(config: Config, records: RecordSamples, seed: int) -> tf.data.Dataset:
@@ -64,11 +68,10 @@ def _packed_records(config: Config, records: RecordSamples, seed: int) -> tf.dat
         encoded, labels, sizes = batch
         n = tf.shape(sizes)[0]
         warp = warp_batch(plan, rows, sizes, fuse_roi=True, masks=False, resize=plan.resizes)
-        floats = tf.concat([tf.reshape(warp[name], [n, -1]) for name in names], axis=1)
         lengths = tf.strings.length(encoded)
         head = tf.bitcast(tf.stack([lengths, labels], axis=1), tf.uint8)
         body = tf.io.decode_raw(encoded, tf.uint8, fixed_length=tf.reduce_max(lengths))
-        parts = [head, tf.bitcast(floats, tf.uint8), body]
+        parts = [head, tf.bitcast(_flat(warp, names), tf.uint8), body]
         return tf.concat([tf.reshape(p, [n, -1]) for p in parts], axis=1)
 
     rows = param_batches(plan, len(records), config, seed).map(lambda i, r: r)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from math import prod
 
 from daliaug.algebra import (
     Affine,
@@ -130,6 +131,11 @@ class Plan:
         if name == "colour":
             return (c, c + 1)
         return (2, 3) if name.endswith("matrix") else (2,)
+
+    def warp_width(self, names: Sequence[str]) -> int:
+        """The length of one sample's ``names`` inputs flattened and concatenated (how the
+        DALI graph receives them: one float32 vector per sample, in ``names`` order)."""
+        return sum(prod(self.warp_input_shape(name)) for name in names)
 
     def warp_input_names(
         self, *, fuse_roi: bool, masks: bool, resize: bool = False
