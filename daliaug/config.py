@@ -16,11 +16,11 @@ from daliaug.plan import Plan
 from daliaug.sources import AnySource
 from daliaug.transforms import AnyTransform, ColourTransform, GeometricTransform
 from daliaug.transforms.base import Fill, Size
-from daliaug.transforms.normalize import Channels, Normalize
+from daliaug.transforms.normalize import Channels, Normalization, Normalize
 from daliaug.transforms.random_resized_crop import RandomResizedCrop
 
 
-class Output(BaseModel):
+class Output(Normalization):
     """How images leave the pipeline: normalization, dtype and layout.
 
     ``(x - mean) / std`` or ``x * rescale`` on the 0..255 scale; with none of them the values
@@ -31,16 +31,10 @@ class Output(BaseModel):
 
     dtype: Literal["float32", "float16", "uint8"] = "float32"
     layout: Literal["NHWC", "NCHW"] = "NHWC"
-    mean: Channels | None = None
-    std: Channels | None = None
-    rescale: Annotated[float, Field(gt=0)] | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> Output:
-        normalizes = any(v is not None for v in (self.mean, self.std, self.rescale))
-        if self.rescale is not None and (self.mean is not None or self.std is not None):
-            raise ValueError("give either 'rescale' or 'mean'/'std', not both")
-        if self.dtype == "uint8" and normalizes:
+    def _dtype_holds_values(self) -> Output:
+        if self.dtype == "uint8" and self.normalizes:
             raise ValueError("dtype uint8 cannot carry normalized values; use float32 or float16")
         return self
 
@@ -50,10 +44,7 @@ class Output(BaseModel):
         def per_channel(v: Channels | None, default: float) -> list[float]:
             if v is None:
                 return [default] * channels
-            values = [float(v)] * channels if isinstance(v, (int, float)) else [float(x) for x in v]
-            if len(values) != channels:
-                raise ConfigError(f"output: expected {channels} values per channel, got {v}")
-            return values
+            return [float(v)] * channels if isinstance(v, (int, float)) else [float(x) for x in v]
 
         if self.rescale is not None:
             return [0.0] * channels, [1.0 / self.rescale] * channels
@@ -123,6 +114,17 @@ class Config(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _check_output_channels(self) -> Config:
+        for name in ("mean", "std"):
+            v = getattr(self.output, name)
+            if isinstance(v, list) and len(v) != self.channels:
+                raise ValueError(
+                    f"output.{name}: {len(v)} values {v} for channels: {self.channels}; give one "
+                    "value per channel, or a single number"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _default_crop_sizes(self) -> Config:
         transforms = [
             t.model_copy(update={"size": self.image_size})
@@ -158,7 +160,8 @@ class Config(BaseModel):
 
 def _first_message(e: ValidationError) -> str:
     err = e.errors()[0]
-    return f"{'.'.join(map(str, err['loc']))}: {err['msg']}" if err["loc"] else err["msg"]
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{'.'.join(map(str, err['loc']))}: {msg}" if err["loc"] else msg
 
 
 def format_errors(e: ValidationError, origin: str) -> str:

@@ -108,6 +108,14 @@ def test_yaml_json_and_overrides(tmp_path: Path) -> None:
             {**BASE, "output": {"dtype": "uint8", "rescale": 0.5}},
             "output: dtype uint8 cannot carry normalized values",
         ),
+        (
+            {**BASE, "transforms": [{"type": "normalize", "mean": [1, 2]}]},
+            "output.mean: 2 values [1.0, 2.0] for channels: 3",
+        ),
+        (
+            {**BASE, "transforms": [{"type": "normalize"}]},
+            "transforms.0: give 'rescale' or 'mean' and/or 'std'",
+        ),
         ({**BASE, "source": {"type": "directory"}}, "source.directory.path: Field required"),
         ({"image_size": 32}, "source: Field required"),
     ],

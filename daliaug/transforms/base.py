@@ -59,7 +59,6 @@ def _positive(r: tuple[float, float]) -> tuple[float, float]:
     return r
 
 
-Range = Annotated[tuple[float, float], AfterValidator(_ordered)]
 SymmetricRange = Annotated[
     tuple[float, float], BeforeValidator(_symmetric), AfterValidator(_ordered)
 ]
@@ -70,6 +69,7 @@ FactorRange = Annotated[
     AfterValidator(_non_negative),
 ]
 PositiveRange = Annotated[tuple[float, float], AfterValidator(_ordered), AfterValidator(_positive)]
+PositiveFactorRange = Annotated[FactorRange, AfterValidator(_positive)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 Fill = float | Literal["nearest"]
 """A constant fill value on the 0..255 scale, or ``"nearest"`` to repeat the border pixel."""

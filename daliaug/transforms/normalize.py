@@ -4,14 +4,32 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from daliaug.transforms.base import Transform
 
 Channels = float | list[float]
 
 
-class Normalize(Transform):
+class Normalization(BaseModel):
+    """The fields of a normalization: ``(x - mean) / std`` or ``x * rescale``."""
+
+    mean: Channels | None = None
+    std: Channels | None = None
+    rescale: Annotated[float, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Normalization:
+        if self.rescale is not None and (self.mean is not None or self.std is not None):
+            raise ValueError("give either 'rescale' or 'mean'/'std', not both")
+        return self
+
+    @property
+    def normalizes(self) -> bool:
+        return any(v is not None for v in (self.mean, self.std, self.rescale))
+
+
+class Normalize(Normalization, Transform):
     """``out = (in - mean) / std`` on the 0..255 scale, or ``out = in * rescale``.
 
     Accepted only as the last transform; the config moves it into ``output`` (where it can be
@@ -19,14 +37,9 @@ class Normalize(Transform):
     """
 
     type: Literal["normalize"] = "normalize"
-    mean: Channels | None = None
-    std: Channels | None = None
-    rescale: Annotated[float, Field(gt=0)] | None = None
 
     @model_validator(mode="after")
-    def _one_form(self) -> Normalize:
-        if self.rescale is not None and (self.mean is not None or self.std is not None):
-            raise ValueError("give either 'rescale' or 'mean'/'std', not both")
-        if self.rescale is None and self.mean is None and self.std is None:
+    def _given(self) -> Normalize:
+        if not self.normalizes:
             raise ValueError("give 'rescale' or 'mean' and/or 'std'")
         return self

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import field_validator
-
 from daliaug.algebra import Affine, Canvas, Math, Random, mul
-from daliaug.transforms.base import FactorRange, Fill, GeometricTransform, Params
+from daliaug.transforms.base import Fill, GeometricTransform, Params, PositiveFactorRange
 
 
 class Zoom(GeometricTransform):
     """Magnify the content by ``zoom_x ~ U(factor)`` about the centre (``> 1`` zooms in); a
-    single number ``d`` means ``[1 - d, 1 + d]``.
+    single number ``d`` (below 1) means ``[1 - d, 1 + d]``.
 
     With ``keep_aspect`` (default) ``zoom_y = zoom_x``; otherwise ``zoom_y`` is drawn
     independently from the same range, as Keras' ``ImageDataGenerator`` does. Note the
@@ -20,18 +18,11 @@ class Zoom(GeometricTransform):
     """
 
     type: Literal["zoom"] = "zoom"
-    factor: FactorRange
+    factor: PositiveFactorRange
     keep_aspect: bool = True
     fill: Fill = 0.0
 
     params: ClassVar[tuple[str, ...]] = ("zoom_x", "zoom_y")
-
-    @field_validator("factor")
-    @classmethod
-    def _positive(cls, v: tuple[float, float]) -> tuple[float, float]:
-        if v[0] <= 0:
-            raise ValueError(f"zoom factors must be > 0, got {list(v)}")
-        return v
 
     def draw(self, rng: Random) -> Params:
         zx = rng.uniform(*self.factor)
