@@ -152,16 +152,19 @@ class DaliLoader:
             yield outputs
 
     def _reader_batches(self) -> Iterator[tuple]:
-        """Epochs of DALI's TFRecord reader: it pads the last batch, which is trimmed here."""
+        """One epoch of DALI's TFRecord reader, which stays on its shard and repeats the
+        shard's last record up to the batches of the largest shard: the repeats are cut off."""
         n, size = len(self.samples), self.config.batch_size
-        for start in range(0, n, size):
+        meta = self.pipeline.reader_meta("records")
+        largest = meta["epoch_size_padded"] // meta["number_of_shards"]
+        for start in range(0, largest, size):
             try:
                 outputs = self.pipeline.run()
             except RuntimeError as e:
                 raise DataError(f"reading TFRecords failed: {_first_line(e)}") from None
             if start + size <= n:
                 yield outputs
-            elif not self.config.drop_remainder:
+            elif start < n and not self.config.drop_remainder:
                 yield tuple(_Trimmed(t, n - start) for t in outputs)
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:

@@ -96,6 +96,7 @@ def _read_records(records: RecordSamples, config: Config) -> tuple[DataNode, Dat
         random_shuffle=config.shuffle,
         shard_id=records.shard_id,
         num_shards=records.num_shards,
+        stick_to_shard=True,
         pad_last_batch=True,
         seed=config.seed,
         name="records",

@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
+from daliaug.epochs import shard_range
 from daliaug.errors import DataError
 from daliaug.plan import Plan
 from daliaug.sources.segmentation import SegmentationSource
@@ -104,8 +105,7 @@ def image_size(encoded: tf.Tensor) -> tf.Tensor:
 def record_batches(config: Config, records: RecordSamples, seed: int) -> tf.data.Dataset:
     """Batches of ``(encoded images, labels, (height, width))`` from the TFRecords: this
     shard's contiguous range, shuffled with a buffer of 10,000 records each iteration."""
-    total = sum(records.counts)
-    start = total * records.shard_id // records.num_shards
+    start, _ = shard_range(sum(records.counts), records.shard_id, records.num_shards)
     features = {
         records.image_key: tf.io.FixedLenFeature([], tf.string),
         records.label_key: tf.io.FixedLenFeature([], tf.int64),

@@ -310,6 +310,18 @@ def test_shards_partition_every_source(
     assert union_of_shards(recorded_dali, num_shards) == list(range(23))
 
 
+def test_dali_tfrecord_reader_keeps_each_shard_every_epoch(records: Path, tmp_path: Path) -> None:
+    """Uneven shards (4 or 5 of the 23 records, two or three batches of 2): DALI's reader
+    stays on its shard and each epoch yields exactly that shard's records."""
+    starts = [23 * i // 5 for i in range(6)]
+    for shard in range(5):
+        source = {"shard_id": shard, "num_shards": 5}
+        loader = DaliLoader(records_config(records, tmp_path, source=source, batch_size=2))
+        for _ in range(3):
+            seen = np.concatenate([b[1] for b in loader]).tolist()
+            assert sorted(seen) == list(range(starts[shard], starts[shard + 1]))
+
+
 def test_shard_id_must_be_below_num_shards() -> None:
     with pytest.raises(ConfigError, match="shard_id 2 must be below num_shards 2"):
         arrays_config(source={"type": "arrays", "shard_id": 2, "num_shards": 2})

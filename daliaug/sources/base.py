@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar
 import numpy as np
 from pydantic import Field, model_validator
 
+from daliaug.epochs import shard_range
 from daliaug.errors import DataError
 from daliaug.tagged import Tagged
 
@@ -85,8 +86,7 @@ class Samples:
 
     def shard(self, shard_id: int, num_shards: int) -> Samples:
         """Contiguous shard ``shard_id`` of ``num_shards``; the shards partition the samples."""
-        n = len(self)
-        return self.subset(np.arange(n * shard_id // num_shards, n * (shard_id + 1) // num_shards))
+        return self.subset(np.arange(*shard_range(len(self), shard_id, num_shards)))
 
     def split(self, fraction: float, seed: int = 0) -> tuple[Samples, Samples]:
         """A reproducible ``(1 - fraction, fraction)`` random split, e.g. train and validation."""

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from daliaug.cache import default_cache_dir
+from daliaug.epochs import shard_range
 from daliaug.errors import DataError
 from daliaug.sources.base import SourceConfig
 
@@ -36,11 +37,8 @@ class RecordSamples:
 
     def __len__(self) -> int:
         """Records in this shard (DALI's readers split ``total`` into contiguous ranges)."""
-        total = sum(self.counts)
-        return (
-            total * (self.shard_id + 1) // self.num_shards
-            - total * self.shard_id // self.num_shards
-        )
+        start, stop = shard_range(sum(self.counts), self.shard_id, self.num_shards)
+        return stop - start
 
     @property
     def num_classes(self) -> int:
