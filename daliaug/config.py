@@ -198,6 +198,8 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         text = p.read_text()
     except OSError as e:
         raise ConfigError(f"cannot read config file {p}: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"cannot read config file {p}: not UTF-8 text ({e.reason})") from e
     try:
         data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as e:

@@ -109,6 +109,8 @@ def make_dataset(
     """
     config = load_config(config)
     samples = prepare_samples(config, samples, x, y)
+    if isinstance(samples, RecordSamples):
+        check_record_keys(samples)
     backend = resolve_backend(config)
     if backend == "tf":
         from daliaug.tf_backend import tf_dataset
@@ -128,7 +130,6 @@ def _dali_dataset(
     seed = resolve_seed(config.seed)
     with tf.device("/cpu:0"):
         if isinstance(samples, RecordSamples):
-            check_record_keys(samples)
             inputs = {"record": _packed_records(config, samples, seed)}
         else:
             inputs = _column_inputs(config, samples, seed)

@@ -14,6 +14,7 @@ from daliaug.errors import ConfigError, DataError
 from daliaug.keras_dataset import make_dataset
 from daliaug.sources import prepare_samples
 from daliaug.sources.arrays import array_samples
+from daliaug.sources.segmentation import ClassTable
 from tests.helpers import config_for, structured_image
 
 PALETTE = np.array([(0, 0, 0), (255, 0, 0), (0, 255, 0), (0, 0, 255)], dtype=np.uint8)
@@ -264,8 +265,10 @@ def test_tfrecord_index_files_are_reused(records: Path, tmp_path: Path) -> None:
 
 
 def test_tfrecord_errors(records: Path, tmp_path: Path) -> None:
-    with pytest.raises(DataError, match=r"no bytes feature 'jpeg'.*image/encoded"):
-        make_dataset(records_config(records, tmp_path, source={"image_key": "jpeg"}))
+    for backend in ("cpu", "tf"):
+        config = records_config(records, tmp_path, source={"image_key": "jpeg"}, backend=backend)
+        with pytest.raises(DataError, match=r"no bytes feature 'jpeg'.*image/encoded"):
+            make_dataset(config)
     broken = tmp_path / "broken"
     broken.mkdir()
     first = sorted(records.glob("*.tfrecord"))[0].read_bytes()
@@ -320,6 +323,26 @@ def test_dali_tfrecord_reader_keeps_each_shard_every_epoch(records: Path, tmp_pa
         for _ in range(3):
             seen = np.concatenate([b[1] for b in loader]).tolist()
             assert sorted(seen) == list(range(starts[shard], starts[shard + 1]))
+
+
+def test_unreadable_text_files_are_named(records: Path, tmp_path: Path) -> None:
+    """Lists, class tables and metadata that are not text, or not what daliaug wrote."""
+    binary = b"\x89PNG\r\n\x1a\n\xff\xfe"
+    sources = {"path": {"type": "file_list"}, "pairs": {"type": "segmentation", "num_classes": 2}}
+    for field, source in sources.items():
+        text = tmp_path / f"{field}.csv"
+        text.write_bytes(binary)
+        with pytest.raises(DataError, match=rf"source.{field}: .*{text.name}: not UTF-8 text"):
+            prepare_samples(config_for(tmp_path, source={**source, field: str(text)}))
+    with pytest.raises(DataError, match=r"source.classes: .*path.csv: not UTF-8 text"):
+        ClassTable.read(tmp_path / "path.csv")
+    copied = tmp_path / "copied"
+    copied.mkdir()
+    for record in records.glob("*.tfrecord"):
+        (copied / record.name).write_bytes(record.read_bytes())
+    (copied / "daliaug.json").write_text('{"classes": 3}')
+    with pytest.raises(DataError, match=r"daliaug.json is not daliaug's TFRecord metadata"):
+        prepare_samples(records_config(copied, tmp_path))
 
 
 def test_shard_id_must_be_below_num_shards() -> None:

@@ -131,6 +131,16 @@ class SourceConfig(Tagged):
         return self.model_validate({**self.model_dump(), "path": path})
 
 
+def read_text(path: Path, what: str) -> str:
+    """The text of ``path``, or a :class:`DataError` that starts with ``what`` and names it."""
+    try:
+        return path.expanduser().read_text()
+    except OSError as e:
+        raise DataError(f"{what} {path}: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise DataError(f"{what} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+
+
 def image_header(path: str) -> tuple[str, int, int]:
     """``('JPEG' | 'PNG', height, width)`` from the file's header; :class:`DataError` naming the
     file if it is missing, empty, not a JPEG or PNG, or has a broken header."""

@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 
 from daliaug.errors import DataError
-from daliaug.sources.base import Samples, SourceConfig, check_image_files
+from daliaug.sources.base import Samples, SourceConfig, check_image_files, read_text
 
 
 class FileListSource(SourceConfig):
@@ -26,10 +26,7 @@ class FileListSource(SourceConfig):
 
     def _rows(self) -> list[tuple[int, str, str]]:
         list_file = self.path.expanduser()
-        try:
-            text = list_file.read_text()
-        except OSError as e:
-            raise DataError(f"source.path: cannot read file list {list_file}: {e.strerror}") from e
+        text = read_text(list_file, "source.path: cannot read file list")
         rows = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip() or line.lstrip().startswith("#"):

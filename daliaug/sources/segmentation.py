@@ -17,6 +17,7 @@ from daliaug.sources.base import (
     SourceConfig,
     check_image_files,
     parallel_check,
+    read_text,
 )
 
 
@@ -39,10 +40,8 @@ class ClassTable:
     @staticmethod
     def read(path: Path) -> ClassTable:
         """Parse a ``name,r,g,b`` CSV (a header line is optional)."""
-        try:
-            rows = list(csv.reader(path.expanduser().read_text().splitlines()))
-        except OSError as e:
-            raise DataError(f"source.classes: cannot read class table {path}: {e.strerror}") from e
+        text = read_text(path, "source.classes: cannot read class table")
+        rows = list(csv.reader(text.splitlines()))
         names, colours = [], []
         for number, row in enumerate(rows, start=1):
             if not row or (number == 1 and row[0].strip().lower() == "name"):
@@ -141,10 +140,7 @@ class SegmentationSource(SourceConfig):
     def _pairs(self) -> list[tuple[str, str]]:
         if self.pairs is not None:
             base = self.pairs.expanduser().parent
-            try:
-                lines = self.pairs.expanduser().read_text().splitlines()
-            except OSError as e:
-                raise DataError(f"source.pairs: cannot read {self.pairs}: {e.strerror}") from e
+            lines = read_text(self.pairs, "source.pairs: cannot read").splitlines()
             rows = [r for r in csv.reader(lines) if r and r[0].strip().lower() != "image"]
             if any(len(r) != 2 for r in rows):
                 raise DataError(f"source.pairs: {self.pairs} must hold 'image,mask' lines")

@@ -16,7 +16,7 @@ from pydantic import Field
 from daliaug.cache import default_cache_dir
 from daliaug.epochs import shard_range
 from daliaug.errors import DataError
-from daliaug.sources.base import SourceConfig
+from daliaug.sources.base import SourceConfig, read_text
 
 METADATA = "daliaug.json"
 """Written next to the shards by ``daliaug convert``: class names and the feature keys."""
@@ -99,7 +99,14 @@ class TFRecordSource(SourceConfig):
             return list(self.class_names)
         meta = Path(files[0]).parent / METADATA
         if meta.is_file():
-            return list(json.loads(meta.read_text())["class_names"])
+            text = read_text(meta, "source: cannot read TFRecord metadata")
+            try:
+                return [str(name) for name in json.loads(text)["class_names"]]
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise DataError(
+                    f"source: {meta} is not daliaug's TFRecord metadata (no readable "
+                    f"'class_names': {e}); fix or delete it, or give class_names or num_classes"
+                ) from e
         if self.num_classes:
             return [str(i) for i in range(self.num_classes)]
         raise DataError(
@@ -113,7 +120,8 @@ class TFRecordSource(SourceConfig):
         key = hashlib.sha1(os.path.abspath(record_file).encode()).hexdigest()[:16]
         index = folder / f"{Path(record_file).name}.{key}.idx"
         if index.is_file() and index.stat().st_mtime >= os.path.getmtime(record_file):
-            return str(index), sum(1 for _ in index.open())
+            with index.open() as lines:
+                return str(index), sum(1 for _ in lines)
         return str(index), write_index(record_file, index)
 
     def samples(self) -> RecordSamples:  # type: ignore[override]
