@@ -221,6 +221,13 @@ def test_segmentation_errors_name_the_item(tmp_path: Path) -> None:
     Image.fromarray(np.zeros((10, 10), np.uint8)).save(root / "masks" / "s1.png")
     with pytest.raises(DataError, match=r"s1.png is 10x10 but its image"):
         prepare_samples(seg_config(root))
+    Image.fromarray(np.zeros((48, 64), np.uint8)).save(root / "s1.jpg")
+    pairs = root / "pairs.csv"
+    pairs.write_text("images/s0.png,masks/s0.png\nimages/s1.png,s1.jpg\n")
+    with pytest.raises(DataError, match=r"mask .*s1.jpg is a JPEG; masks must be lossless PNGs"):
+        prepare_samples(
+            seg_config(root, source={"images": None, "masks": None, "pairs": str(pairs)})
+        )
 
 
 # ---------------------------------------------------------------- TFRecord

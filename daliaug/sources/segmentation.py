@@ -16,6 +16,7 @@ from daliaug.sources.base import (
     Samples,
     SourceConfig,
     check_image_files,
+    image_header,
     parallel_check,
     read_text,
 )
@@ -169,24 +170,22 @@ class SegmentationSource(SourceConfig):
             raise DataError("source: the segmentation source lists no image/mask pairs")
         images, masks = [i for i, _ in pairs], [m for _, m in pairs]
         sizes = check_image_files(images)
-        check_image_files(masks)
+        headers = parallel_check(image_header, masks, "reading mask headers")
+        for image, mask, (h, w), (kind, mh, mw) in zip(images, masks, sizes, headers, strict=True):
+            if kind != "PNG":
+                raise DataError(f"mask {mask} is a {kind}; masks must be lossless PNGs")
+            if (mh, mw) != (h, w):
+                raise DataError(f"mask {mask} is {mw}x{mh} but its image {image} is {w}x{h}")
         if self.check_masks:
             table = self.class_table()
-            parallel_check(lambda pair: self._check_mask(*pair, table), pairs, "checking masks")
+            parallel_check(lambda mask: self._check_mask(mask, table), masks, "checking masks")
         return Samples.of_files({"path": images, "mask_path": masks}, self.mask_classes(), sizes)
 
-    def _check_mask(self, image: str, mask: str, table: ClassTable | None) -> None:
-        """The mask has the image's size and only known class values (or ``ignore_index``)."""
+    def _check_mask(self, mask: str, table: ClassTable | None) -> None:
+        """The mask holds only known class values (or ``ignore_index``), or known colours."""
         from PIL import Image
 
-        with Image.open(image) as im:
-            size = im.size
         with Image.open(mask) as m:
-            if m.size != size:
-                raise DataError(
-                    f"mask {mask} is {m.size[0]}x{m.size[1]} but its image {image} is "
-                    f"{size[0]}x{size[1]}"
-                )
             if table is None and m.mode != "L":
                 raise DataError(
                     f"mask {mask} is a {m.mode} image, not an 8-bit greyscale index mask "
