@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import keras
 
 from daliaug.config import Config
@@ -51,6 +53,25 @@ def compile_classifier(model: keras.Model, config: Config) -> keras.Model:
     return model
 
 
+class _MeanIoU(keras.metrics.MeanIoU):
+    """Mean IoU of class scores along ``class_axis`` against index or one-hot masks (all-zero
+    one-hot pixels count as ``ignore_class``). Keras' own ``axis`` breaks its ``result()``
+    for any axis but the last."""
+
+    def __init__(self, num_classes: int, class_axis: int, ignore_class: int | None) -> None:
+        super().__init__(num_classes, name="mean_iou", ignore_class=ignore_class)
+        self.class_axis = class_axis
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        ops, axis = keras.ops, self.class_axis
+        if len(y_true.shape) == len(y_pred.shape):  # one-hot masks
+            labels = ops.argmax(y_true, axis)
+            if self.ignore_class is not None:
+                labels = ops.where(ops.max(y_true, axis) > 0, labels, self.ignore_class)
+            y_true = labels
+        return super().update_state(y_true, ops.argmax(y_pred, axis), sample_weight)
+
+
 def small_segmenter(config: Config, num_classes: int) -> keras.Model:
     """A compact encoder-decoder with a skip connection, compiled with a mean IoU metric that
     skips the source's ``ignore_index`` pixels."""
@@ -69,19 +90,20 @@ def small_segmenter(config: Config, num_classes: int) -> keras.Model:
         x = keras.layers.Concatenate(axis=axis)([x, skip])
         x = _conv_block(x, filters, data_format, axis)
     logits = keras.layers.Conv2D(num_classes, 1, data_format=data_format, dtype="float32")(x)
-    if data_format == "channels_first":
-        logits = keras.layers.Permute((2, 3, 1))(logits)
-    outputs = keras.layers.Softmax(dtype="float32")(logits)
     sparse = source.mask_output == "index"
+    # Index masks are (batch, H, W) in both layouts, and Keras' sparse crossentropy wants the
+    # classes last; one-hot masks keep the config's layout, and so do the predictions.
+    class_axis = -1 if sparse else axis
+    if class_axis != axis:
+        logits = keras.layers.Permute((2, 3, 1))(logits)
+    outputs = keras.layers.Softmax(axis=class_axis, dtype="float32")(logits)
     ignore = source.ignore_index if source.ignore_index >= num_classes else None
     loss = (
         keras.losses.SparseCategoricalCrossentropy(ignore_class=ignore)
         if sparse
-        else keras.losses.CategoricalCrossentropy()
+        else keras.losses.CategoricalCrossentropy(axis=class_axis)
     )
-    metric = keras.metrics.MeanIoU(
-        num_classes, name="mean_iou", sparse_y_true=sparse, sparse_y_pred=False, ignore_class=ignore
-    )
+    metric = _MeanIoU(num_classes, class_axis, ignore)
     model = keras.Model(inputs, outputs)
     model.compile(optimizer=keras.optimizers.Adam(2e-3), loss=loss, metrics=[metric])
     return model

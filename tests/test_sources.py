@@ -203,6 +203,20 @@ def test_pairs_list_equals_folders(seg_root: Path) -> None:
     assert folders.files == listed.files
 
 
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("mask_output", ["index", "one_hot"])
+def test_segmenter_trains_on_every_mask_layout(seg_root: Path, layout: str, mask_output) -> None:
+    from daliaug.models import small_segmenter
+
+    config = seg_config(
+        seg_root, source={"mask_output": mask_output}, output={"layout": layout, "rescale": 1 / 255}
+    )
+    ds = make_dataset(config)
+    model = small_segmenter(config, 4)
+    history = model.fit(ds, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0]) and 0 <= history.history["mean_iou"][0] <= 1
+
+
 def test_segmentation_errors_name_the_item(tmp_path: Path) -> None:
     root = write_segmentation(tmp_path / "e", count=3)
     (root / "images" / "extra.png").write_bytes((root / "images" / "s0.png").read_bytes())
