@@ -19,10 +19,10 @@ from daliaug.config import Config
 from daliaug.dali_pipeline import GraphOptions, build_pipeline
 from daliaug.device import Device, resolve_device
 from daliaug.epochs import batch_bounds, epoch_order, resolve_seed
-from daliaug.errors import DataError
+from daliaug.errors import DataError, first_line
 from daliaug.numpy_ops import draw_params, warp_batch
 from daliaug.sources import Samples, prepare_samples
-from daliaug.sources.base import find_undecodable
+from daliaug.sources.base import explain_failure
 from daliaug.sources.tfrecord import RecordSamples
 
 
@@ -161,7 +161,7 @@ class DaliLoader:
             try:
                 outputs = self.pipeline.run()
             except RuntimeError as e:
-                raise DataError(f"reading TFRecords failed: {_first_line(e)}") from None
+                raise DataError(f"reading TFRecords failed: {first_line(e)}") from None
             if start + size <= n:
                 yield outputs
             elif start < n and not self.config.drop_remainder:
@@ -179,11 +179,8 @@ class DaliLoader:
         assert self._feed is not None and isinstance(self.samples, Samples)
         recent = [int(i) for idx in self._feed.recent for i in idx]
         files = [paths[i] for paths in self.samples.files.values() for i in recent]
-        bad = find_undecodable(files)
-        if bad is not None:
-            return DataError(f"cannot decode image {bad[0]}: {bad[1]}")
-        return DataError(
-            f"DALI failed on a batch of {len(recent)} recent samples: {_first_line(error)}"
+        return explain_failure(
+            error, files, f"DALI failed on a batch of {len(recent)} recent samples"
         )
 
 
@@ -206,11 +203,3 @@ def _on_cpu(tensors: object) -> object:
 
 def _to_numpy(tensors: object) -> np.ndarray:
     return np.asarray(_on_cpu(tensors).as_array())
-
-
-def _first_line(error: Exception) -> str:
-    """The informative line of a DALI error: what follows "encountered:", else the first line."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    if "encountered:" in lines[:-1]:
-        return lines[lines.index("encountered:") + 1]
-    return lines[0] if lines else repr(error)

@@ -25,21 +25,27 @@ def dali_gpu_count() -> int:
         return 0
 
 
-def resolve_device(config: Config) -> Device:
-    """``gpu`` or ``cpu`` for DALI; ``backend: gpu`` without a usable GPU is an error."""
+def dali_device(requested: str, device_id: int = 0) -> Device:
+    """Where DALI runs for ``requested`` (``cpu``, ``gpu``, or ``auto``: the GPU if DALI sees
+    GPU ``device_id``); ``gpu`` without a usable GPU is an error."""
     count = dali_gpu_count()
-    if config.backend == "cpu":
+    if requested == "cpu":
         return "cpu"
-    if config.backend == "gpu":
+    if requested == "gpu":
         if count == 0:
             raise BackendError(
                 "backend: gpu was requested but DALI sees no CUDA GPU on this machine; "
                 "use backend: cpu (or auto) to run the same pipeline on the CPU"
             )
-        if config.device_id >= count:
-            raise BackendError(f"device_id: {config.device_id} but only {count} GPU(s) are visible")
+        if device_id >= count:
+            raise BackendError(f"device_id: {device_id} but only {count} GPU(s) are visible")
         return "gpu"
-    return "gpu" if count > config.device_id else "cpu"
+    return "gpu" if count > device_id else "cpu"
+
+
+def resolve_device(config: Config) -> Device:
+    """``gpu`` or ``cpu`` for DALI as the config asks (see :func:`dali_device`)."""
+    return dali_device(config.backend, config.device_id)
 
 
 def resolve_backend(config: Config) -> Backend:

@@ -25,3 +25,12 @@ class BackendError(DaliaugError, RuntimeError):
     """The requested backend (GPU, DALI, TensorFlow) is not available here."""
 
     exit_code = 4
+
+
+def first_line(error: Exception) -> str:
+    """The informative line of an error (for DALI's: what follows "encountered:"), else the
+    first non-empty line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if "encountered:" in lines[:-1]:
+        return lines[lines.index("encountered:") + 1]
+    return lines[0] if lines else repr(error)

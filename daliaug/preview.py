@@ -31,7 +31,12 @@ def augmented_samples(config: Config, count: int) -> tuple[np.ndarray, np.ndarra
     masks (class indices), and the class names."""
     from daliaug.dali_loader import DaliLoader
 
-    update = {"output": Output(dtype="uint8"), "batch_size": count, "label_mode": "int"}
+    update = {
+        "output": Output(dtype="uint8"),
+        "batch_size": count,
+        "label_mode": "int",
+        "drop_remainder": False,
+    }
     if config.source.segmentation:
         update["source"] = config.source.model_copy(update={"mask_output": "index"})
     loader = DaliLoader(config.model_copy(update=update))

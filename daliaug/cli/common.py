@@ -12,6 +12,14 @@ from daliaug.config import Config, load_config
 console = Console(stderr=True, highlight=False)
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def add_data_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data", type=Path, help="data for the config's source (replaces its path)"

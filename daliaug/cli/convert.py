@@ -7,14 +7,16 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from daliaug.cli.common import console
+from daliaug.cli.common import console, positive_int
 from daliaug.sources.directory import DirectorySource
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("data", type=Path, help="folder with one sub-folder per class")
     parser.add_argument("out", type=Path, help="folder to write the .tfrecord shards into")
-    parser.add_argument("--shards", type=int, default=4, help="number of files (default 4)")
+    parser.add_argument(
+        "--shards", type=positive_int, default=4, help="number of files (default 4)"
+    )
     parser.add_argument("--prefix", default="data", help="shard file name prefix (default data)")
 
 

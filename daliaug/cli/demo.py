@@ -16,7 +16,7 @@ import time
 from importlib.resources import files
 from pathlib import Path
 
-from daliaug.cli.common import console
+from daliaug.cli.common import console, positive_int
 from daliaug.config import Config, load_config
 from daliaug.errors import DataError
 from daliaug.sources import Samples, SourceConfig, prepare_samples
@@ -31,7 +31,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data", type=Path, help="data for the config's source (default: demo data)"
     )
-    parser.add_argument("--epochs", type=int, default=12, help="training epochs (default 12)")
+    parser.add_argument(
+        "--epochs", type=positive_int, default=12, help="training epochs (default 12)"
+    )
     parser.add_argument(
         "--backend", choices=["auto", "gpu", "cpu", "tf"], help="override the config"
     )
@@ -68,14 +70,10 @@ def _splits(config: Config, data: Path | None) -> tuple[AnySamples, AnySamples]:
 
 def _explain(error: Exception, samples: AnySamples) -> DataError:
     """Turn a failure inside the input pipeline into an error naming the bad file."""
-    from daliaug.sources.base import find_undecodable
+    from daliaug.sources.base import explain_failure
 
-    files_ = [f for paths in getattr(samples, "files", {}).values() for f in paths]
-    bad = find_undecodable(files_)
-    if bad is not None:
-        return DataError(f"cannot decode image {bad[0]}: {bad[1]}")
-    first = next((line for line in str(error).splitlines() if line.strip()), repr(error))
-    return DataError(f"the input pipeline failed: {first}")
+    files = [f for paths in getattr(samples, "files", {}).values() for f in paths]
+    return explain_failure(error, files, "the input pipeline failed")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from daliaug.cli.common import add_data_argument, config_from_args, console
+from daliaug.cli.common import add_data_argument, config_from_args, console, positive_int
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +22,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", default="small", help="small (default), resnet50, or a saved Keras model file"
     )
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per phase (default 20)")
+    parser.add_argument(
+        "--steps", type=positive_int, default=20, help="timed steps per phase (default 20)"
+    )
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
     parser.add_argument("--timeline", type=Path, help="write a utilisation timeline PNG here")
     parser.add_argument(

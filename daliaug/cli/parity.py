@@ -15,14 +15,16 @@ import json
 import tempfile
 from pathlib import Path
 
-from daliaug.cli.common import console
+from daliaug.cli.common import console, positive_int
 from daliaug.config import load_config
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", help="pipeline config (YAML or JSON)")
     parser.add_argument("--images", type=Path, help="folder of your images (default: built-in)")
-    parser.add_argument("--limit", type=int, default=16, help="most images to use (default 16)")
+    parser.add_argument(
+        "--limit", type=positive_int, default=16, help="most images to use (default 16)"
+    )
     parser.add_argument("--seed", type=int, help="parameter seed (default: a fresh one)")
     parser.add_argument(
         "--device",
@@ -34,12 +36,12 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from daliaug.device import resolve_device
+    from daliaug.device import dali_device
     from daliaug.epochs import resolve_seed
     from daliaug.parity import builtin_inputs, run_parity, table, user_inputs
 
     config = load_config(args.config)
-    device = resolve_device(config.model_copy(update={"backend": args.device}))
+    device = dali_device(args.device, config.device_id)
     seed = resolve_seed(args.seed)
     with tempfile.TemporaryDirectory() as tmp, console.status("running DALI and TensorFlow"):
         if args.images is None:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from daliaug.cli.common import add_data_argument, config_from_args, console
+from daliaug.cli.common import add_data_argument, config_from_args, console, positive_int
 from daliaug.preview import preview
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", help="pipeline config (YAML or JSON)")
     parser.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG to write")
-    parser.add_argument("--count", type=int, default=16, help="number of samples (default 16)")
+    parser.add_argument(
+        "--count", type=positive_int, default=16, help="number of samples (default 16)"
+    )
     add_data_argument(parser)
 
 

@@ -15,16 +15,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from daliaug.device import Device, dali_gpu_count
+from daliaug.device import dali_device
 from daliaug.epochs import resolve_seed
+from daliaug.errors import DaliaugError
 from daliaug.parity.reference import check_reference, write_reference
 from daliaug.parity.report import table
-
-
-def _device(name: str) -> Device:
-    if name == "auto":
-        return "gpu" if dali_gpu_count() > 0 else "cpu"
-    return "gpu" if name == "gpu" else "cpu"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,7 +39,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = write_reference(args.out, seed)
         console.print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB, seed {seed})")
         return 0
-    report = check_reference(args.reference, _device(args.device))
+    try:
+        report = check_reference(args.reference, dali_device(args.device))
+    except DaliaugError as e:
+        console.print(f"error: {e}", markup=False)
+        return e.exit_code
     console.print(table(report))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from daliaug.epochs import shard_range
-from daliaug.errors import DataError
+from daliaug.errors import DataError, first_line
 from daliaug.tagged import Tagged
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
@@ -200,6 +200,15 @@ def find_undecodable(paths: Iterable[str]) -> tuple[str, str] | None:
         except Exception as e:  # PIL raises many types for broken files
             return path, f"{type(e).__name__}: {e}"
     return None
+
+
+def explain_failure(error: Exception, files: Iterable[str], what: str) -> DataError:
+    """The error for a pipeline that failed on ``files``: the first that cannot be decoded,
+    else ``what`` with the error's informative line."""
+    bad = find_undecodable(files)
+    if bad is not None:
+        return DataError(f"cannot decode image {bad[0]}: {bad[1]}")
+    return DataError(f"{what}: {first_line(error)}")
 
 
 def is_image(path: Path) -> bool:
