@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from bench.workloads import Data, Workload
+from daliaug.config import Config
 
 Epoch = Callable[[], Iterator[int]]
 
@@ -50,7 +51,8 @@ class Tool:
 
 
 def _dali_default() -> int:
-    return max(1, min(4, os.cpu_count() or 1))  # daliaug's num_threads default
+    """daliaug's ``num_threads`` default on this machine."""
+    return Config.model_fields["num_threads"].get_default(call_default_factory=True)
 
 
 def _cores() -> int:
