@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from daliaug.errors import ConfigError
 from daliaug.plan import Plan
 from daliaug.sources import AnySource
+from daliaug.sources.base import read_text
 from daliaug.transforms import AnyTransform, ColourTransform, GeometricTransform
 from daliaug.transforms.base import Fill, Size
 from daliaug.transforms.normalize import Channels, Normalization, Normalize
@@ -194,12 +195,7 @@ def _deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str,
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Parse a YAML or JSON file into a dict; errors name the file (and line for YAML)."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise ConfigError(f"cannot read config file {p}: {e.strerror or e}") from e
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"cannot read config file {p}: not UTF-8 text ({e.reason})") from e
+    text = read_text(p, "cannot read config file", ConfigError)
     try:
         data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as e:

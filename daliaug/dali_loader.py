@@ -39,12 +39,8 @@ class _EpochFeed:
         self.samples = samples
         config = loader.config
         self.plan = config.plan
-        self.fuse_roi = "image" not in samples.columns
-        self.masks = "mask_path" in samples.columns
-        self.resize = self.plan.resizes
-        self.warp_names = self.plan.warp_input_names(
-            fuse_roi=self.fuse_roi, masks=self.masks, resize=self.resize
-        )
+        self.feed = self.plan.graph_feed(samples.columns)
+        self.warp_names = self.plan.warp_input_names(**self.feed)
         self.epoch = 0
         self.rng: np.random.Generator | None = None
         self.pending: deque[np.ndarray] | None = None
@@ -70,14 +66,7 @@ class _EpochFeed:
         else:
             rows = draw_params(self.plan, self.rng, len(idx))
         self.params.append(rows)
-        warp = warp_batch(
-            self.plan,
-            rows,
-            self.samples.sizes[idx],
-            fuse_roi=self.fuse_roi,
-            masks=self.masks,
-            resize=self.resize,
-        )
+        warp = warp_batch(self.plan, rows, self.samples.sizes[idx], **self.feed)
         columns = [column[idx] for column in self.samples.columns.values()]
         flat = [warp[name].reshape(len(idx), -1) for name in self.warp_names]
         return (*columns, np.concatenate(flat, axis=1))

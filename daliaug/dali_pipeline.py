@@ -33,6 +33,7 @@ from nvidia.dali.pipeline import DataNode, Pipeline
 from daliaug.algebra import Canvas
 from daliaug.config import Config
 from daliaug.dali_ops import MATH, DaliRandom, as_tensor_arg
+from daliaug.plan import Plan
 from daliaug.sources.segmentation import SegmentationSource
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -109,16 +110,13 @@ def _warp_in_graph(encoded: DataNode, config: Config) -> dict[str, object]:
     plan = config.plan
     shape = fn.cast(fn.peek_image_shape(encoded, adjust_orientation=False), dtype=types.FLOAT)
     source = Canvas(h=shape[0], w=shape[1])
-    values = plan.warp_inputs(
-        plan.draw(DaliRandom()), source, MATH, fuse_roi=True, masks=False, resize=plan.resizes
-    )
+    values = plan.warp_inputs(plan.draw(DaliRandom()), source, MATH, **plan.graph_feed(("record",)))
     return {name: as_tensor_arg(v, plan.warp_input_shape(name)) for name, v in values.items()}
 
 
-def _split_warp(floats: DataNode, names: tuple[str, ...], config: Config) -> dict[str, DataNode]:
+def _split_warp(floats: DataNode, names: tuple[str, ...], plan: Plan) -> dict[str, DataNode]:
     """The plan's inputs ``names``, sliced out of one flat float32 vector per sample and
     reshaped (see :meth:`Plan.warp_width`)."""
-    plan = config.plan
     warp, offset = {}, 0
     for name in names:
         shape = plan.warp_input_shape(name)
@@ -132,13 +130,13 @@ def _unpack_record(record: DataNode, config: Config) -> tuple[DataNode, DataNode
     """Split a packed TFRecord row: image length and label (int32 each), the plan's inputs
     (float32, in ``warp_input_names`` order), then the encoded image (zero-padded)."""
     plan = config.plan
-    names = plan.warp_input_names(fuse_roi=True, masks=False, resize=plan.resizes)
+    names = plan.warp_input_names(**plan.graph_feed(("record",)))
     width = plan.warp_width(names)
     start = 8 + 4 * width
     length = fn.reinterpret(record[0:4], dtype=types.INT32, shape=[1])[0]
     label = fn.reinterpret(record[4:8], dtype=types.INT32, shape=[1])[0]
     floats = fn.reinterpret(record[8:start], dtype=types.FLOAT, shape=[width])
-    return record[start : start + length], label, _split_warp(floats, names, config)
+    return record[start : start + length], label, _split_warp(floats, names, plan)
 
 
 def _decoder(device: Device, image_type: types.DALIImageType) -> dict[str, object]:
@@ -278,10 +276,8 @@ def build_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         else:
             encoded = fn.io.file.read(nodes["path"]) if "path" in nodes else None
             plan = config.plan
-            names = plan.warp_input_names(
-                fuse_roi="image" not in nodes, masks="mask_path" in nodes, resize=plan.resizes
-            )
-            warp = _split_warp(nodes["warp"], names, config)
+            names = plan.warp_input_names(**plan.graph_feed(nodes))
+            warp = _split_warp(nodes["warp"], names, plan)
         images = augment(encoded, nodes.get("image"), warp, config, options.device)
         if "mask_path" in nodes:
             masks = fn.io.file.read(nodes["mask_path"])

@@ -47,13 +47,9 @@ def _column_inputs(config: Config, samples: Samples, seed: int) -> dict[str, tf.
     def gather(column: tf.Tensor) -> tf.data.Dataset:
         return index_batches(len(samples), config, seed).map(lambda i: tf.gather(column, i))
 
-    fuse_roi = "image" not in samples.columns
-    masks = "mask_path" in samples.columns
-    plan = config.plan
-    names = plan.warp_input_names(fuse_roi=fuse_roi, masks=masks, resize=plan.resizes)
-    warp = warp_batches(
-        config, samples.sizes, seed, fuse_roi=fuse_roi, masks=masks, resize=plan.resizes
-    )
+    feed = config.plan.graph_feed(samples.columns)
+    names = config.plan.warp_input_names(**feed)
+    warp = warp_batches(config, samples.sizes, seed, **feed)
     columns = {name: gather(tf.constant(column)) for name, column in samples.columns.items()}
     return {**columns, "warp": warp.map(lambda i, inputs: _flat(inputs, names))}
 
@@ -62,12 +58,13 @@ def _packed_records(config: Config, records: RecordSamples, seed: int) -> tf.dat
     """Batches of packed rows (see ``dali_pipeline._unpack_record``): image length and label
     (int32 each), the plan inputs (float32), then the encoded image, zero-padded."""
     plan = config.plan
-    names = plan.warp_input_names(fuse_roi=True, masks=False, resize=plan.resizes)
+    feed = plan.graph_feed(("record",))
+    names = plan.warp_input_names(**feed)
 
     def pack(batch: tuple[tf.Tensor, tf.Tensor, tf.Tensor], rows: tf.Tensor) -> tf.Tensor:
         encoded, labels, sizes = batch
         n = tf.shape(sizes)[0]
-        warp = warp_batch(plan, rows, sizes, fuse_roi=True, masks=False, resize=plan.resizes)
+        warp = warp_batch(plan, rows, sizes, **feed)
         lengths = tf.strings.length(encoded)
         head = tf.bitcast(tf.stack([lengths, labels], axis=1), tf.uint8)
         body = tf.io.decode_raw(encoded, tf.uint8, fixed_length=tf.reduce_max(lengths))

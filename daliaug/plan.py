@@ -9,7 +9,7 @@ recolour once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from math import prod
@@ -131,6 +131,16 @@ class Plan:
         if name == "colour":
             return (c, c + 1)
         return (2, 3) if name.endswith("matrix") else (2,)
+
+    def graph_feed(self, columns: Collection[str]) -> dict[str, bool]:
+        """How the DALI graph fed with these source columns takes :meth:`warp_inputs`: with
+        the decode window when it decodes files (``fuse_roi``: no ``image`` arrays), with the
+        masks' resampling when ``mask_path`` comes along, as a resize where :attr:`resizes`."""
+        return {
+            "fuse_roi": "image" not in columns,
+            "masks": "mask_path" in columns,
+            "resize": self.resizes,
+        }
 
     def warp_width(self, names: Sequence[str]) -> int:
         """The length of one sample's ``names`` inputs flattened and concatenated (how the

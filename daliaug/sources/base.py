@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from daliaug.epochs import shard_range
-from daliaug.errors import DataError, first_line
+from daliaug.errors import DaliaugError, DataError, first_line
 from daliaug.tagged import Tagged
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
@@ -131,14 +131,14 @@ class SourceConfig(Tagged):
         return self.model_validate({**self.model_dump(), "path": path})
 
 
-def read_text(path: Path, what: str) -> str:
-    """The text of ``path``, or a :class:`DataError` that starts with ``what`` and names it."""
+def read_text(path: Path, what: str, error: type[DaliaugError] = DataError) -> str:
+    """The text of ``path``, or an ``error`` that starts with ``what`` and names it."""
     try:
         return path.expanduser().read_text()
     except OSError as e:
-        raise DataError(f"{what} {path}: {e.strerror or e}") from e
+        raise error(f"{what} {path}: {e.strerror or e}") from e
     except UnicodeDecodeError as e:
-        raise DataError(f"{what} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+        raise error(f"{what} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
 
 
 def image_header(path: str) -> tuple[str, int, int]:
