@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from daliaug.config import Config, load_config
-from daliaug.errors import BackendError, ConfigError, DaliaugError, DataError
+from daliaug.errors import BackendError, BackendWarning, ConfigError, DaliaugError, DataError
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -30,6 +30,7 @@ def make_dataset(config: Any, **kwargs: Any) -> tf.data.Dataset:
 
 __all__ = [
     "BackendError",
+    "BackendWarning",
     "Config",
     "ConfigError",
     "DaliaugError",

@@ -27,6 +27,11 @@ class BackendError(DaliaugError, RuntimeError):
     exit_code = 4
 
 
+class BackendWarning(UserWarning):
+    """The backend runs somewhere other than it could (for example DALI on the CPU although a
+    GPU is present); the message names the fix."""
+
+
 def first_line(error: Exception) -> str:
     """The informative line of an error (for DALI's: what follows "encountered:"), else the
     first non-empty line."""

@@ -13,6 +13,7 @@ on the DALI path.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import tensorflow as tf
@@ -20,7 +21,7 @@ import tensorflow as tf
 from daliaug.config import Config, load_config
 from daliaug.device import Device, resolve_backend
 from daliaug.epochs import batch_bounds, resolve_seed
-from daliaug.errors import BackendError
+from daliaug.errors import BackendError, BackendWarning
 from daliaug.sources import Samples, prepare_samples
 from daliaug.sources.tfrecord import RecordSamples
 from daliaug.tf_epoch import (
@@ -75,15 +76,28 @@ def _packed_records(config: Config, records: RecordSamples, seed: int) -> tf.dat
     return tf.data.Dataset.zip(record_batches(config, records, seed), rows).map(pack)
 
 
-def _tf_device(device: Device, config: Config) -> str:
-    if device == "cpu":
-        return "/cpu:0"
-    if not tf.config.list_physical_devices("GPU"):
+TF_CUDA_FIX = "install TensorFlow's CUDA build: pip install 'tensorflow[and-cuda]==2.21.*'"
+
+
+def _placement(device: Device, config: Config) -> Device:
+    """Where DALI runs for a TensorFlow dataset: on the GPU only if TensorFlow sees one too.
+
+    ``backend: auto`` falls back to DALI on the CPU (with a warning naming the fix) where DALI
+    sees a GPU but TensorFlow does not (TensorFlow's CPU-only build); ``backend: gpu`` fails.
+    """
+    if device == "cpu" or tf.config.list_physical_devices("GPU"):
+        return device
+    if config.backend == "gpu":
         raise BackendError(
-            "DALI sees a GPU but TensorFlow does not (is the CUDA build of TensorFlow installed?); "
-            "use backend: cpu to run DALI on the CPU"
+            f"backend: gpu: DALI sees a GPU but TensorFlow does not; {TF_CUDA_FIX} "
+            "(or use backend: cpu to run DALI on the CPU)"
         )
-    return f"/gpu:{config.device_id}"
+    warnings.warn(
+        f"DALI sees a GPU but TensorFlow does not, so DALI runs on the CPU; {TF_CUDA_FIX}",
+        BackendWarning,
+        stacklevel=3,
+    )
+    return "cpu"
 
 
 def make_dataset(
@@ -123,7 +137,7 @@ def _dali_dataset(
 
     from daliaug.dali_pipeline import GraphOptions, build_pipeline
 
-    tf_device = _tf_device(device, config)
+    device = _placement(device, config)
     seed = resolve_seed(config.seed)
     with tf.device("/cpu:0"):
         if isinstance(samples, RecordSamples):
@@ -132,7 +146,7 @@ def _dali_dataset(
             inputs = _column_inputs(config, samples, seed)
     options = GraphOptions(device, samples.num_classes, inputs=tuple(inputs))
     specs = element_spec(config, samples.num_classes)
-    with tf.device(tf_device):
+    with tf.device("/cpu:0" if device == "cpu" else f"/gpu:{config.device_id}"):
         ds = dali_tf.experimental.DALIDatasetWithInputs(
             pipeline=build_pipeline(config, options),
             input_datasets={

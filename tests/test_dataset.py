@@ -175,3 +175,22 @@ def test_every_shipped_pipeline_runs(name: str, demo_cache: Path, monkeypatch) -
     assert ds.element_spec[0].is_compatible_with(images)
     assert ds.element_spec[1].is_compatible_with(targets)
     assert images.shape[0] == 8
+
+
+def test_auto_runs_dali_on_the_cpu_where_tensorflow_sees_no_gpu(
+    demo_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DALI sees a GPU, TensorFlow (its CPU-only build) does not: ``auto`` warns, naming the
+    fix, and runs DALI on the CPU; ``gpu`` is an error (exit code 4) naming the fix."""
+    import daliaug.device
+    from daliaug.errors import BackendError, BackendWarning
+
+    monkeypatch.setattr(daliaug.device, "dali_gpu_count", lambda: 1)
+    assert not tf.config.list_physical_devices("GPU")
+    with pytest.warns(BackendWarning, match=r"tensorflow\[and-cuda\]"):
+        ds = make_dataset(config_for(demo_dir, backend="auto", batch_size=8))
+    images, _ = next(iter(ds))
+    assert images.device.endswith("CPU:0") and images.shape[0] == 8
+    with pytest.raises(BackendError, match=r"tensorflow\[and-cuda\]") as error:
+        make_dataset(config_for(demo_dir, backend="gpu"))
+    assert error.value.exit_code == 4

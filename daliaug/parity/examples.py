@@ -43,11 +43,8 @@ def transform_examples(source: Path) -> list[tuple[str, Config]]:
 
 
 def shipped_pipelines() -> list[Path]:
-    """The configs under ``pipelines/``: next to the package in a source checkout, else the
-    installed ``daliaug.pipelines``."""
-    checkout = Path(__file__).parents[2] / "pipelines"
-    folder = checkout if checkout.is_dir() else Path(str(files("daliaug.pipelines")))
-    return sorted(folder.glob("*.yaml"))
+    """The shipped configs (the package ``daliaug.pipelines``, a link to ``pipelines/``)."""
+    return sorted(Path(str(files("daliaug.pipelines"))).glob("*.yaml"))
 
 
 def pipeline_examples() -> list[tuple[str, Config]]:

