@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from daliaug.monitor import Nvml
+from daliaug.tools.monitor import Nvml
 
 PACKAGES = (
     "tensorflow",

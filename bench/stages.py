@@ -3,9 +3,9 @@
     python -m bench.stages [--workload a b] [--quick]
 
 Each stage list builds partial pipelines with the operators and arguments daliaug uses
-(:mod:`daliaug.dali_pipeline`): read, decode (whole image, then the random-resized-crop window),
-the one resampling (a ``resize`` of a source window for axis-aligned, border-clamped plans, else
-``warp_affine``), the ``coord_transform`` colour pass, and ``crop_mirror_normalize``.
+(:mod:`daliaug.backends.dali.image`): read, decode (whole image, then the random-resized-crop
+window), the one resampling (a ``resize`` of a source window for axis-aligned, border-clamped
+plans, else ``warp_affine``), the ``coord_transform`` colour pass, and ``crop_mirror_normalize``.
 The decode windows and matrices come from the workload's plan, evaluated with NumPy as
 ``DaliLoader`` does. With one thread, CPU milliseconds per image add up stage by stage; the
 difference between consecutive stages is that stage's cost. Comparison rows show the whole-image
@@ -36,24 +36,24 @@ Stage = Callable[[dict[str, Any]], Any]
 def _feed(config: Config, data: Data) -> tuple[Callable[[], tuple], tuple[str, ...]]:
     """A batch source of the sample column (file names or arrays) and the plan's inputs, as
     ``DaliLoader`` computes them; with a resizing plan also the equivalent warp ``matrix``."""
-    from daliaug.numpy_ops import draw_params, warp_batch
+    from daliaug.backends.feed import NUMPY, WarpLayout
+    from daliaug.epoch import draw_rows
 
     samples = data.samples()
     column = "path" if "path" in samples.columns else "image"
     plan = config.plan
-    fuse = column == "path"
-    names = plan.warp_input_names(fuse_roi=fuse, masks=False, resize=plan.resizes)
-    names += () if "matrix" in names else ("matrix",)
+    layouts = [WarpLayout.of(plan, (column,), resizes) for resizes in (True, False)]
+    names = layouts[0].names + (() if "matrix" in layouts[0].names else ("matrix",))
     rng = np.random.default_rng(0)
     batch = config.batch_size
 
     def feed() -> tuple:
         idx = rng.integers(0, len(samples), batch)
-        rows, sizes = draw_params(plan, rng, batch), samples.sizes[idx]
-        warp = warp_batch(plan, rows, sizes, fuse_roi=fuse, masks=False, resize=plan.resizes)
-        if "matrix" not in warp:
-            warp["matrix"] = warp_batch(plan, rows, sizes, fuse_roi=fuse, masks=False)["matrix"]
-        return (samples.columns[column][idx], *(warp[n] for n in names))
+        rows, sizes = draw_rows(plan, rng, batch), samples.sizes[idx]
+        warp = {}
+        for layout in reversed(layouts):  # the resizing layout's inputs win
+            warp.update(layout.unpack(layout.evaluate(rows, sizes, NUMPY), np.reshape, True))
+        return (samples.columns[column][idx], *(np.ascontiguousarray(warp[n]) for n in names))
 
     return feed, (column, *names)
 
@@ -62,7 +62,7 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
     """Cumulative partial graphs, each a function of the input nodes."""
     from nvidia.dali import fn, types
 
-    from daliaug.dali_pipeline import resample
+    from daliaug.backends.dali.image import resample
 
     size = [float(s) for s in config.image_size]
     mean, std = config.output.mean_std(config.channels)

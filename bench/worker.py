@@ -23,7 +23,7 @@ from typing import Any
 
 from bench.tools import TOOLS, Epoch, Unavailable
 from bench.workloads import WORKLOADS, Data
-from daliaug.monitor import Monitor, Nvml, children, tree_cpu_seconds
+from daliaug.tools.monitor import Monitor, Nvml, children, tree_cpu_seconds
 
 
 def measure(

@@ -185,7 +185,7 @@ def prepare(name: str, quick: bool, cache: Path | None = None) -> Data:
     (b): 1,000 textured JPEGs of 300-450 x 400-600 pixels (about 500x375 on average), repeated
     8 times per epoch (16 images x 16 in quick mode).
     """
-    from daliaug.demo_data import CLASS_NAMES, render_sample, write_classification_dataset
+    from daliaug.tools.demo_data import CLASS_NAMES, render_sample, write_classification_dataset
 
     root = (cache or default_cache_dir()) / "bench"
     if name == "a":

@@ -21,9 +21,9 @@ def make_dataset(config: Any, **kwargs: Any) -> tf.data.Dataset:
     """A ``tf.data.Dataset`` of ``(images, labels)`` batches for ``model.fit``.
 
     ``config`` is anything :func:`load_config` accepts. See
-    :func:`daliaug.keras_dataset.make_dataset` for the keyword arguments.
+    :func:`daliaug.dataset.make_dataset` for the keyword arguments.
     """
-    from daliaug.keras_dataset import make_dataset as _make_dataset
+    from daliaug.dataset import make_dataset as _make_dataset
 
     return _make_dataset(config, **kwargs)
 

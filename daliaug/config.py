@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Mapping
@@ -147,8 +148,9 @@ class Config(BaseModel):
 
     @property
     def plan(self) -> Plan:
-        """The fused per-sample computation of this config's transforms."""
-        return Plan.of(self.transforms, self.image_size, self.channels, self.fill)
+        """The fused per-sample computation of this config's transforms (built once for each
+        distinct transform list, size, channels and fill: plans are immutable)."""
+        return _plan(tuple(self.transforms), self.image_size, self.channels, self.fill)
 
     def evaluation_twin(self) -> Config:
         """The same pipeline for evaluation: no shuffling and only its deterministic transforms."""
@@ -157,6 +159,9 @@ class Config(BaseModel):
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+
+
+_plan = functools.lru_cache(maxsize=64)(Plan.of)
 
 
 def _first_message(e: ValidationError) -> str:

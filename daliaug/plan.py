@@ -9,10 +9,9 @@ recolour once.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from math import prod
 
 from daliaug.algebra import (
     Affine,
@@ -75,7 +74,11 @@ class Plan:
         drawn: dict[str, Scalar] = {}
         for i, t in enumerate(self.transforms):
             params = t.draw(rng)
-            assert set(params) == set(t.params), f"{t.type} drew {sorted(params)}"
+            if set(params) != set(t.params):
+                raise TypeError(
+                    f"transform {t.type!r} drew {sorted(params)} but declares params "
+                    f"{sorted(t.params)}"
+                )
             drawn.update({f"{i}.{k}": v for k, v in params.items()})
         return drawn
 
@@ -114,8 +117,7 @@ class Plan:
             if not isinstance(t, GeometricTransform):
                 continue
             p = self._params_of(params, i)
-            if fuse_roi and i == self.roi_step:
-                assert isinstance(t, CropTransform)
+            if fuse_roi and i == self.roi_step and isinstance(t, CropTransform):
                 roi = t.crop_box(p, canvas, m)
                 forward, canvas = t.box_to_output(roi)
             else:
@@ -124,42 +126,6 @@ class Plan:
         out_h, out_w = (float(s) for s in self.image_size)
         final = Affine.scale(div(out_w, canvas.w), div(out_h, canvas.h))
         return Geometry(roi, final.then_after(forward))
-
-    def warp_input_shape(self, name: str) -> tuple[int, ...]:
-        """The per-sample shape of one of :meth:`warp_inputs`' entries."""
-        c = self.channels
-        if name == "colour":
-            return (c, c + 1)
-        return (2, 3) if name.endswith("matrix") else (2,)
-
-    def graph_feed(self, columns: Collection[str]) -> dict[str, bool]:
-        """How the DALI graph fed with these source columns takes :meth:`warp_inputs`: with
-        the decode window when it decodes files (``fuse_roi``: no ``image`` arrays), with the
-        masks' resampling when ``mask_path`` comes along, as a resize where :attr:`resizes`."""
-        return {
-            "fuse_roi": "image" not in columns,
-            "masks": "mask_path" in columns,
-            "resize": self.resizes,
-        }
-
-    def warp_width(self, names: Sequence[str]) -> int:
-        """The length of one sample's ``names`` inputs flattened and concatenated (how the
-        DALI graph receives them: one float32 vector per sample, in ``names`` order)."""
-        return sum(prod(self.warp_input_shape(name)) for name in names)
-
-    def warp_input_names(
-        self, *, fuse_roi: bool, masks: bool, resize: bool = False
-    ) -> tuple[str, ...]:
-        """The keys :meth:`warp_inputs` returns, known before any sample is seen."""
-        resampling = ["resize_start", "resize_end"] if resize else ["matrix"]
-        names = list(resampling)
-        if fuse_roi and self.roi_step is not None:
-            names += ["crop_start", "crop_shape"]
-        if masks:
-            names += [f"mask_{name}" for name in resampling]
-        if self.has_colour:
-            names.append("colour")
-        return tuple(names)
 
     def warp_inputs(
         self,

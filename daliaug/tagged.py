@@ -17,8 +17,14 @@ class Tagged(BaseModel):
     type: str
 
     @classmethod
+    def tag(cls) -> str | None:
+        """The ``type`` a concrete entry is registered under; ``None`` for a base class."""
+        name = cls.model_fields["type"].default
+        return name if isinstance(name, str) else None
+
+    @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
-        name = cls.model_fields["type"].default
-        if isinstance(name, str):
+        name = cls.tag()
+        if name is not None:
             cls.registry[name] = cls

@@ -28,7 +28,7 @@ def square_image() -> np.ndarray:
 @pytest.fixture(scope="session")
 def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small procedural classification dataset (JPEG and PNG), 4 classes."""
-    from daliaug.demo_data import write_classification_dataset
+    from daliaug.tools.demo_data import write_classification_dataset
 
     return write_classification_dataset(
         tmp_path_factory.mktemp("demo") / "train", per_class=12, size=(80, 96), seed=3
@@ -50,7 +50,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Tests marked ``gpu`` run only where DALI sees a CUDA GPU."""
     if not any(item.get_closest_marker("gpu") for item in items):
         return
-    from daliaug.device import dali_gpu_count
+    from daliaug.backends.select import dali_gpu_count
 
     if dali_gpu_count() == 0:
         skip = pytest.mark.skip(reason="needs a CUDA GPU visible to DALI")

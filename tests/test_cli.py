@@ -97,7 +97,7 @@ def test_corrupt_image_is_named(demo_dir: Path, tmp_path: Path) -> None:
 
 
 def test_gpu_backend_without_a_gpu_is_an_error(demo_dir: Path, tmp_path: Path) -> None:
-    from daliaug.device import dali_gpu_count
+    from daliaug.backends.select import dali_gpu_count
 
     if dali_gpu_count() > 0:
         pytest.skip("this machine has a GPU")
@@ -114,7 +114,7 @@ def test_demo_trains_on_user_data(demo_dir: Path) -> None:
 
 
 def test_preview_overlays_segmentation_masks(tmp_path: Path) -> None:
-    from daliaug.demo_data import write_segmentation_dataset
+    from daliaug.tools.demo_data import write_segmentation_dataset
 
     data = write_segmentation_dataset(tmp_path / "seg", count=8)
     out = tmp_path / "seg.png"

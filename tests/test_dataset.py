@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from daliaug.dali_loader import DaliLoader
-from daliaug.keras_dataset import make_dataset
+from daliaug.backends.dali.loader import DaliLoader
+from daliaug.dataset import make_dataset
 from tests.helpers import config_for
 
 PIPELINES_DIR = Path(__file__).parents[1] / "pipelines"
@@ -129,7 +129,7 @@ def test_dali_loader_epochs(numbered_list: Path) -> None:
 
 
 def test_model_fit_loss_falls(backend: str, demo_dir: Path) -> None:
-    from daliaug.models import small_cnn
+    from daliaug.tools.models import small_cnn
 
     tf.keras.utils.set_random_seed(0)
     config = config_for(
@@ -164,7 +164,7 @@ def test_every_shipped_pipeline_runs(name: str, demo_cache: Path, monkeypatch) -
     """Each config in pipelines/ builds and yields batches of its element spec, on the demo
     data written in the form its source reads."""
     from daliaug.config import load_config
-    from daliaug.demo_sources import demo_sources
+    from daliaug.tools.demo_sources import demo_sources
 
     monkeypatch.setenv("DALIAUG_CACHE", str(demo_cache))
     config = load_config(PIPELINES_DIR / name, {"batch_size": 8, "backend": "cpu"})
@@ -182,10 +182,10 @@ def test_auto_runs_dali_on_the_cpu_where_tensorflow_sees_no_gpu(
 ) -> None:
     """DALI sees a GPU, TensorFlow (its CPU-only build) does not: ``auto`` warns, naming the
     fix, and runs DALI on the CPU; ``gpu`` is an error (exit code 4) naming the fix."""
-    import daliaug.device
+    import daliaug.backends.select
     from daliaug.errors import BackendError, BackendWarning
 
-    monkeypatch.setattr(daliaug.device, "dali_gpu_count", lambda: 1)
+    monkeypatch.setattr(daliaug.backends.select, "dali_gpu_count", lambda: 1)
     assert not tf.config.list_physical_devices("GPU")
     with pytest.warns(BackendWarning, match=r"tensorflow\[and-cuda\]"):
         ds = make_dataset(config_for(demo_dir, backend="auto", batch_size=8))

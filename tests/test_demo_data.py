@@ -1,4 +1,4 @@
-"""Tests for the procedural demo datasets in :mod:`daliaug.demo_data`."""
+"""Tests for the procedural demo datasets in :mod:`daliaug.tools.demo_data`."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from daliaug import demo_data
 from daliaug.cache import default_cache_dir
-from daliaug.demo_data import (
+from daliaug.tools import demo_data
+from daliaug.tools.demo_data import (
     CLASS_NAMES,
     render_sample,
     write_classification_dataset,

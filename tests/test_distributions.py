@@ -1,6 +1,6 @@
-"""In random mode every sampler draws from the documented distributions: the DALI loader's NumPy
-draws (also the parity harness's), the TF backend's stateless draws, and DALI's in-graph draws
-(used with DALI's own TFRecord reader). Checked over many
+"""In random mode every sampler draws from the documented distributions: the epochs' parameter
+stream (what make_dataset feeds both backends), the same seen through the DALI loader, and
+DALI's in-graph draws (used with DALI's own TFRecord reader). Checked over many
 samples with fresh seeds (printed on failure) at a false-alarm rate of about 1e-6 per check."""
 
 from __future__ import annotations
@@ -10,17 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tensorflow as tf
 from PIL import Image
 from scipy import stats
 
 from daliaug.algebra import Canvas
-from daliaug.dali_loader import DaliLoader
-from daliaug.epochs import resolve_seed
-from daliaug.numpy_ops import MATH
+from daliaug.backends.dali.loader import DaliLoader
+from daliaug.backends.feed import NUMPY
+from daliaug.epoch import Epochs, resolve_seed
 from daliaug.plan import Plan
 from daliaug.sources.base import Samples
-from daliaug.tf_ops import draw_params
 from tests.helpers import config_for
 
 N = 4000
@@ -59,7 +57,7 @@ def in_graph_rows(plan: Plan, seed: int) -> np.ndarray:
     """``N`` parameter rows drawn by DALI's random operators inside a pipeline."""
     from nvidia.dali import pipeline_def
 
-    from daliaug.dali_ops import DaliRandom, as_tensor_arg
+    from daliaug.backends.dali.math import DaliRandom, as_tensor_arg
 
     @pipeline_def(batch_size=1000, num_threads=1, device_id=None, seed=seed)
     def draws():
@@ -71,7 +69,7 @@ def in_graph_rows(plan: Plan, seed: int) -> np.ndarray:
     return np.concatenate([np.asarray(pipe.run()[0].as_array()) for _ in range(N // 1000)])
 
 
-@pytest.fixture(scope="module", params=["loader", "tf", "dali-graph"])
+@pytest.fixture(scope="module", params=["epochs", "loader", "dali-graph"])
 def draws(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[str, dict[str, np.ndarray]]:
@@ -96,8 +94,9 @@ def draws(
         )
         loader = DaliLoader(config, samples=samples, return_params=True)
         rows = np.concatenate([batch[2] for batch in loader])
-    elif request.param == "tf":
-        rows = draw_params(plan, tf.constant([seed, 0], tf.int64), N).numpy()
+    elif request.param == "epochs":
+        epochs = Epochs.of(config, N)
+        rows = np.concatenate(list(epochs.parameters(plan, epoch=3)))
     else:
         rows = in_graph_rows(plan, seed)
     assert rows.shape == (N, len(plan.param_keys))
@@ -138,7 +137,7 @@ def test_crop_area_range(draws: tuple[str, dict[str, np.ndarray]]) -> None:
     label, by_key = draws
     plan = Plan.of(config_for(Path("."), transforms=TRANSFORMS[:1]).transforms, (64, 64))
     params = {k: by_key[k].astype(np.float64) for k in plan.param_keys}
-    box = plan.geometry(params, Canvas(h=200.0, w=300.0), MATH).roi
+    box = plan.geometry(params, Canvas(h=200.0, w=300.0), NUMPY.math).roi
     assert box is not None
     area = box.w * box.h / (200 * 300)
     assert area.min() >= 0.2 * 0.95 and area.max() <= 0.9 * 1.02, label

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daliaug.dali_loader import DaliLoader
+from daliaug.backends.dali.loader import DaliLoader
 from tests.helpers import config_for, structured_image, write_image_dir
 
 pytestmark = pytest.mark.gpu
@@ -32,11 +32,9 @@ def run_both(root: Path, **fields) -> tuple[np.ndarray, np.ndarray]:
     config = config_for(root, **fields)
     n = len(config.source.samples())
     plan = config.plan
-    rng = np.random.default_rng(0)
-    from daliaug.numpy_ops import NumpyRandom, pack
+    from daliaug.epoch import draw_rows
 
-    drawn = plan.draw(NumpyRandom(rng, n))
-    params = pack([drawn[k] for k in plan.param_keys], n) if plan.param_keys else None
+    params = draw_rows(plan, np.random.default_rng(0), n) if plan.param_keys else None
     cpu, gpu = (
         np.concatenate([b[0] for b in DaliLoader(config, device=d, params=params)])
         for d in ("cpu", "gpu")
@@ -71,7 +69,7 @@ def test_gpu_outputs_stay_on_the_gpu(images: Path) -> None:
 
 
 def test_gpu_masks_equal_cpu_masks(tmp_path: Path) -> None:
-    from daliaug.demo_data import write_segmentation_dataset
+    from daliaug.tools.demo_data import write_segmentation_dataset
 
     root = write_segmentation_dataset(tmp_path / "seg", count=8, size=(64, 96))
     source = {

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daliaug import tf_backend
+from daliaug.backends.select import dali_gpu_count
+from daliaug.backends.tf import image as tf_image
 from daliaug.config import load_config
-from daliaug.device import dali_gpu_count
-from daliaug.epochs import resolve_seed
+from daliaug.epoch import resolve_seed
 from daliaug.parity import ParityInputs, Report, Stats, builtin_inputs, run_parity
 from daliaug.parity.examples import TRANSFORM_EXAMPLES, transform_examples
 from daliaug.transforms import TRANSFORMS
@@ -130,7 +130,7 @@ def test_the_harness_catches_a_half_pixel_error(
 ) -> None:
     """Dropping the pixel-centre correction in the TF warp shifts content by half a pixel; the
     harness must flag it, or it checks nothing."""
-    monkeypatch.setattr(tf_backend, "index_translation", lambda linear, shift: shift)
+    monkeypatch.setattr(tf_image, "index_translation", lambda linear, shift: shift)
     config = load_config(
         {
             "source": {"type": "directory", "path": "."},

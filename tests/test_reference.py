@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daliaug.device import dali_gpu_count
+from daliaug.backends.select import dali_gpu_count
 from daliaug.parity import check_reference
 from daliaug.parity.reference import load_reference
 from daliaug.parity.run import run_tf
@@ -20,7 +20,7 @@ from daliaug.transforms import TRANSFORMS
 
 ROOT = Path(__file__).parents[1]
 REFERENCE = ROOT / "tests" / "data" / "parity_reference.npz"
-REGENERATE = "python -m daliaug.parity write-reference tests/data/parity_reference.npz"
+REGENERATE = "daliaug parity --write-reference tests/data/parity_reference.npz"
 
 
 def test_reference_matches_the_current_tf_backend(tmp_path: Path) -> None:
@@ -63,12 +63,12 @@ def test_check_reference_needs_no_tensorflow(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     code = (
         "import sys; sys.modules['tensorflow'] = None;"
-        " from daliaug.parity.__main__ import main;"
-        f" sys.exit(main(['check-reference', {str(REFERENCE)!r}, '--device', 'cpu',"
+        " from daliaug.cli import main;"
+        f" sys.exit(main(['parity', '--check-reference', {str(REFERENCE)!r}, '--device', 'cpu',"
         f" '--json', {str(out)!r}]))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(out.read_text())
-    assert report["passed"] and "JPEG decoders" in result.stdout
+    assert report["passed"] and "JPEG decoders" in result.stderr
     assert {r["kind"] for r in report["results"]} == {"transform", "pipeline", "decoder"}

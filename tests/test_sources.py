@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from daliaug.convert import write_tfrecords
-from daliaug.dali_loader import DaliLoader
+from daliaug.backends.dali.loader import DaliLoader
+from daliaug.dataset import make_dataset
 from daliaug.errors import ConfigError, DataError
-from daliaug.keras_dataset import make_dataset
-from daliaug.sources import prepare_samples
 from daliaug.sources.arrays import array_samples
+from daliaug.sources.prepare import prepare_samples
 from daliaug.sources.segmentation import ClassTable
+from daliaug.tools.convert import write_tfrecords
 from tests.helpers import config_for, structured_image
 
 PALETTE = np.array([(0, 0, 0), (255, 0, 0), (0, 255, 0), (0, 0, 255)], dtype=np.uint8)
@@ -206,7 +206,7 @@ def test_pairs_list_equals_folders(seg_root: Path) -> None:
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("mask_output", ["index", "one_hot"])
 def test_segmenter_trains_on_every_mask_layout(seg_root: Path, layout: str, mask_output) -> None:
-    from daliaug.models import small_segmenter
+    from daliaug.tools.models import small_segmenter
 
     config = seg_config(
         seg_root, source={"mask_output": mask_output}, output={"layout": layout, "rescale": 1 / 255}

@@ -11,7 +11,7 @@ import pytest
 from scipy import ndimage
 
 from daliaug.algebra import Affine
-from daliaug.dali_loader import DaliLoader
+from daliaug.backends.dali.loader import DaliLoader
 from daliaug.parity.measure import inside_source
 from tests.helpers import augment, config_for, run_backend, structured_image, write_image_dir
 

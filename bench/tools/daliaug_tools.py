@@ -21,7 +21,7 @@ def _config(workload: Workload, data: Data, threads: int | None, **fields: Any) 
 
 
 def _gpu_check(device: str) -> None:
-    from daliaug.device import dali_gpu_count
+    from daliaug.backends.select import dali_gpu_count
 
     if device == "gpu" and dali_gpu_count() == 0:
         raise Unavailable("no CUDA GPU visible to DALI on this machine")
@@ -31,7 +31,7 @@ def _dataset_epoch(config: Any, data: Data) -> Epoch:
     """Epochs of ``make_dataset`` (an arrays source gets the arrays as ``x``/``y``)."""
     import tensorflow as tf
 
-    from daliaug.keras_dataset import make_dataset
+    from daliaug.dataset import make_dataset
 
     samples = data.samples()
     if config.backend == "gpu" and not tf.config.list_physical_devices("GPU"):
@@ -59,7 +59,7 @@ def loader(workload: Workload, data: Data, threads: int | None, device: str) -> 
     """``DaliLoader`` on ``device``: NumPy batches on the CPU; on the GPU the raw DALI outputs,
     left on the device (no copy to the host, as a GPU training step would take them)."""
     _gpu_check(device)
-    from daliaug.dali_loader import DaliLoader
+    from daliaug.backends.dali.loader import DaliLoader
 
     config = _config(workload, data, threads, backend=device)
     dali = DaliLoader(config, samples=data.samples(), device=device)

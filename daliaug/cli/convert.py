@@ -21,7 +21,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from daliaug.convert import write_tfrecords
+    from daliaug.tools.convert import write_tfrecords
 
     with console.status(f"listing {args.data}"):
         samples = DirectorySource(path=args.data).samples()

@@ -19,7 +19,8 @@ from pathlib import Path
 from daliaug.cli.common import console, positive_int
 from daliaug.config import Config, load_config
 from daliaug.errors import DataError
-from daliaug.sources import Samples, SourceConfig, prepare_samples
+from daliaug.sources import Samples, SourceConfig
+from daliaug.sources.prepare import prepare_samples
 from daliaug.sources.tfrecord import RecordSamples
 
 DEFAULT_CONFIG = "demo.yaml"
@@ -52,7 +53,7 @@ def _splits(config: Config, data: Path | None) -> tuple[AnySamples, AnySamples]:
         return prepare_samples(config.model_copy(update={"source": source}))
 
     if data is None:
-        from daliaug.demo_sources import demo_sources
+        from daliaug.tools.demo_sources import demo_sources
 
         with console.status("writing the demo data to the cache (first run only)"):
             train, val = demo_sources(config.source)
@@ -92,9 +93,9 @@ def run(args: argparse.Namespace) -> int:
     with console.status("starting TensorFlow and building the DALI pipelines"):
         import tensorflow as tf
 
-        from daliaug.device import resolve_backend
-        from daliaug.keras_dataset import make_dataset
-        from daliaug.models import model_for
+        from daliaug.backends.select import resolve_backend
+        from daliaug.dataset import make_dataset
+        from daliaug.tools.models import model_for
 
         backend = resolve_backend(config)
         train_ds = make_dataset(config, samples=train_samples)

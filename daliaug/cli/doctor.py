@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if args.backend:
         config = config.model_copy(update={"backend": args.backend})
     with console.status("measuring: pipeline alone, model alone, then model.fit"):
-        from daliaug.doctor import diagnose, plot_timeline
+        from daliaug.tools.doctor import diagnose, plot_timeline
 
         result = diagnose(config, args.model, args.steps, args.warmup)
     augments = "TensorFlow ops" if result.device == "tf" else f"DALI on the {result.device.upper()}"

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from daliaug.cli.common import add_data_argument, config_from_args, console, positive_int
-from daliaug.preview import preview
+from daliaug.tools.preview import preview
 
 
 def register(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from daliaug.parity.harness import run_parity
 from daliaug.parity.inputs import ParityInputs, builtin_inputs, user_inputs
-from daliaug.parity.measure import Stats, border_band, draw_rows, inside_source
+from daliaug.parity.measure import Stats, border_band, inside_source, seeded_rows
 from daliaug.parity.reference import check_reference, write_reference
 from daliaug.parity.report import Report, Result, table
 
@@ -28,9 +28,9 @@ __all__ = [
     "border_band",
     "builtin_inputs",
     "check_reference",
-    "draw_rows",
     "inside_source",
     "run_parity",
+    "seeded_rows",
     "table",
     "user_inputs",
     "write_reference",

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from daliaug.backends.select import Device
 from daliaug.config import Config
-from daliaug.device import Device
 from daliaug.parity.inputs import ParityInputs, with_masks
-from daliaug.parity.measure import Stats, compared_pixels, differences, draw_rows
+from daliaug.parity.measure import Stats, compared_pixels, differences, seeded_rows
 from daliaug.parity.report import Kind, Report, Result
 from daliaug.parity.run import compared, dali_outputs, run_dali, run_tf, tf_outputs
 from daliaug.sources import Samples
@@ -33,7 +33,7 @@ def cases(config: Config) -> Iterator[tuple[str, Kind, Config]]:
 def prepared(config: Config, n: int, seed: int) -> tuple[Config, np.ndarray]:
     """``config`` as a comparison runs it, and ``n`` rows of parameters drawn from ``seed``."""
     config = compared(config)
-    return config, draw_rows(config.plan, n, seed)
+    return config, seeded_rows(config.plan, n, seed)
 
 
 def decoder_runs(config: Config, jpegs: Samples) -> Iterator[tuple[Config, np.ndarray]]:

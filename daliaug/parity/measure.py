@@ -8,9 +8,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from daliaug.algebra import Affine, Canvas, Scalar
-from daliaug.numpy_ops import MATH, draw_params
+from daliaug.algebra import Affine, Canvas, Math, Scalar
+from daliaug.epoch import Epochs
 from daliaug.plan import Plan
+
+MATH = Math.of(np)
 
 MAX_MEAN_ERROR = 0.5
 """Tolerated mean absolute difference on the 0..255 scale, lossless input."""
@@ -23,9 +25,10 @@ BORDER_BAND = 1.0
 """Width in source pixels of the band around the source border that warp comparisons skip."""
 
 
-def draw_rows(plan: Plan, n: int, seed: int) -> np.ndarray:
-    """``n`` rows of freshly drawn parameters, ordered like ``plan.param_keys`` (float32)."""
-    return draw_params(plan, np.random.default_rng(seed), n)
+def seeded_rows(plan: Plan, n: int, seed: int) -> np.ndarray:
+    """The parameter rows ``make_dataset`` gives the first ``n`` samples of epoch 0 for
+    ``seed`` (unshuffled, one shard), ordered like ``plan.param_keys`` (float32)."""
+    return Epochs(n, n, False, False, seed).rows(plan, 0)[0:n]
 
 
 def inside_source(

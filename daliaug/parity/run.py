@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from daliaug.backends import backend
+from daliaug.backends.select import Device
 from daliaug.config import Config, Output
-from daliaug.device import Device
 from daliaug.sources import Samples
 from daliaug.sources.directory import DirectorySource
 
@@ -40,27 +41,28 @@ def explicit(config: Config, rows: np.ndarray | None) -> np.ndarray | None:
     return rows if plan.param_keys else None
 
 
+def outputs(
+    name: str, config: Config, samples: Samples, rows: np.ndarray | None, device: Device = "cpu"
+) -> tuple[np.ndarray, np.ndarray]:
+    """All output images and targets (labels or masks) of ``samples`` from backend ``name``
+    on ``device``, in sample order, with explicit parameter ``rows`` (``None``: drawn)."""
+    batches = backend(name).batches(config, samples, device, params=explicit(config, rows))
+    images, targets = zip(*batches, strict=True)
+    return np.concatenate(images), np.concatenate(targets)
+
+
 def dali_outputs(
     config: Config, samples: Samples, rows: np.ndarray | None, device: Device
 ) -> tuple[np.ndarray, np.ndarray]:
-    """All output images and targets (labels or masks) of ``samples`` from DALI on
-    ``device``, in sample order."""
-    from daliaug.dali_loader import DaliLoader
-
-    loader = DaliLoader(config, samples=samples, device=device, params=explicit(config, rows))
-    images, targets = zip(*(batch[:2] for batch in loader), strict=True)
-    return np.concatenate(images), np.concatenate(targets)
+    """:func:`outputs` of DALI on ``device``."""
+    return outputs("dali", config, samples, rows, device)
 
 
 def tf_outputs(
     config: Config, samples: Samples, rows: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """All output images and targets of ``samples`` from the TensorFlow backend, in order."""
-    from daliaug.tf_backend import tf_dataset
-
-    dataset = tf_dataset(config, samples, explicit(config, rows))
-    images, targets = zip(*((b[0].numpy(), b[1].numpy()) for b in dataset), strict=True)
-    return np.concatenate(images), np.concatenate(targets)
+    """:func:`outputs` of the TensorFlow backend."""
+    return outputs("tf", config, samples, rows)
 
 
 def run_dali(

@@ -1,64 +1,21 @@
-"""Data sources: each module defines one ``source.type`` and how to list its samples."""
+"""Data sources: each module defines one ``source.type`` and how to list its samples (``base``
+holds what they share, ``prepare`` checks a source's samples against the whole config)."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import TYPE_CHECKING, Annotated, Union
+from typing import Annotated, Union
 
 from pydantic import Field
 
-from daliaug.errors import ConfigError, DataError
 from daliaug.sources.base import Samples, SourceConfig
 
-if TYPE_CHECKING:
-    from daliaug.config import Config
-    from daliaug.sources.tfrecord import RecordSamples
-
 for _module in pkgutil.iter_modules(__path__):
-    if _module.name != "base":
+    if _module.name not in ("base", "prepare"):
         importlib.import_module(f"{__name__}.{_module.name}")
 
 AnySource = Annotated[Union[tuple(SourceConfig.registry.values())], Field(discriminator="type")]  # noqa: UP007
 
 
-def prepare_samples(
-    config: Config,
-    samples: Samples | RecordSamples | None = None,
-    x: object = None,
-    y: object = None,
-) -> Samples | RecordSamples:
-    """The samples a pipeline runs on: given ``samples``, in-memory arrays ``x``/``y`` (for an
-    ``arrays`` source), or the config's source; checked against the config."""
-    from daliaug.sources.arrays import array_samples
-
-    if x is not None or y is not None:
-        if config.source.type != "arrays":
-            raise ConfigError(
-                f"source.type: x/y arrays were given, so the source must be of type 'arrays', "
-                f"not {config.source.type!r}"
-            )
-        samples = array_samples(x, y, config.source.class_names).shard(
-            config.source.shard_id, config.source.num_shards
-        )
-    elif samples is None:
-        samples = config.source.samples()
-    if len(samples) == 0:
-        raise DataError(
-            f"source: shard {config.source.shard_id} of {config.source.num_shards} is empty"
-        )
-    image = samples.columns.get("image") if isinstance(samples, Samples) else None
-    if image is not None and image.shape[-1] != config.channels:
-        raise DataError(
-            f"channels: the arrays have {image.shape[-1]} channel(s) but the config asks for "
-            f"{config.channels}"
-        )
-    if config.label_mode == "binary" and samples.num_classes != 2:
-        raise DataError(
-            f"label_mode: binary needs exactly 2 classes, found {samples.num_classes}: "
-            f"{samples.class_names[:10]}"
-        )
-    return samples
-
-
-__all__ = ["AnySource", "Samples", "SourceConfig", "prepare_samples"]
+__all__ = ["AnySource", "Samples", "SourceConfig"]

@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar
 import numpy as np
 from pydantic import Field, model_validator
 
-from daliaug.epochs import shard_range
+from daliaug.epoch import shard_range
 from daliaug.errors import DaliaugError, DataError, first_line
 from daliaug.tagged import Tagged
 

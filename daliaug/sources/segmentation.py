@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -63,6 +64,11 @@ class ClassTable:
         return ClassTable(names, colours)
 
 
+@functools.lru_cache(maxsize=16)
+def _read_class_table(path: Path, version: tuple[int, int] | None) -> ClassTable:
+    return ClassTable.read(path)
+
+
 def _stem_map(folder: Path, extensions: tuple[str, ...]) -> dict[str, str]:
     return {
         str(p.relative_to(folder).with_suffix("")): str(p)
@@ -116,7 +122,16 @@ class SegmentationSource(SourceConfig):
         return self.classes is not None
 
     def class_table(self) -> ClassTable | None:
-        return ClassTable.read(self.classes) if self.classes is not None else None
+        """The class table of colour-coded masks (read once while the file is unchanged)."""
+        if self.classes is None:
+            return None
+        path = self.classes.expanduser()
+        try:
+            stat = path.stat()
+            version = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            version = None  # read_text names the file and the reason
+        return _read_class_table(path, version)
 
     @property
     def mask_fill(self) -> int:

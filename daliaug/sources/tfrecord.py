@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from daliaug.cache import default_cache_dir
-from daliaug.epochs import shard_range
+from daliaug.epoch import shard_range
 from daliaug.errors import DataError
 from daliaug.sources.base import SourceConfig, read_text
 

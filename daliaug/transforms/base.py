@@ -106,8 +106,19 @@ class GeometricTransform(Transform):
 
     Transforms that can reveal area outside the image have a ``fill`` field."""
 
-    axis_aligned: ClassVar[bool] = True
-    """Whether the map only scales, shifts and flips the axes (no rotation or shear)."""
+    axis_aligned: ClassVar[bool]
+    """Whether the map only scales, shifts and flips the axes (no rotation or shear). Every
+    geometric transform must declare it: an axis-aligned plan is resampled as a resize, which
+    would silently be wrong for a map that turns or shears."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.tag() is not None and not hasattr(cls, "axis_aligned"):
+            raise TypeError(
+                f"geometric transform {cls.__name__} must declare axis_aligned: True only if "
+                "its map scales, shifts or flips the axes and never turns or shears them"
+            )
 
     def warp(self, p: Params, canvas: Canvas, m: Math) -> tuple[Affine, Canvas]:
         """The source-to-destination map for this step and the canvas size after it."""
@@ -141,6 +152,8 @@ class FactorTransform(ColourTransform):
 
 class CropTransform(GeometricTransform):
     """A geometric step that cuts a window out of the canvas and maps it onto a new canvas."""
+
+    axis_aligned: ClassVar[bool] = True
 
     decodes_roi: ClassVar[bool] = False
     """True when the window always lies inside the image, so that decoding can be limited to it

@@ -18,6 +18,7 @@ class Flip(GeometricTransform):
     vertical: Probability = 0.0
 
     params: ClassVar[tuple[str, ...]] = ("flip_x", "flip_y")
+    axis_aligned: ClassVar[bool] = True
 
     def draw(self, rng: Random) -> Params:
         return {"flip_x": rng.bernoulli(self.horizontal), "flip_y": rng.bernoulli(self.vertical)}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -20,6 +20,8 @@ class Resize(GeometricTransform):
     type: Literal["resize"] = "resize"
     size: Size | None = None
     shorter_side: Annotated[int, Field(gt=0)] | None = None
+
+    axis_aligned: ClassVar[bool] = True
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Resize:

@@ -21,6 +21,7 @@ class Shift(GeometricTransform):
     fill: Fill = 0.0
 
     params: ClassVar[tuple[str, ...]] = ("dx", "dy")
+    axis_aligned: ClassVar[bool] = True
 
     def draw(self, rng: Random) -> Params:
         return {"dx": rng.uniform(*self.x), "dy": rng.uniform(*self.y)}

@@ -23,6 +23,7 @@ class Zoom(GeometricTransform):
     fill: Fill = 0.0
 
     params: ClassVar[tuple[str, ...]] = ("zoom_x", "zoom_y")
+    axis_aligned: ClassVar[bool] = True
 
     def draw(self, rng: Random) -> Params:
         zx = rng.uniform(*self.factor)

@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 
 from daliaug.cache import default_cache_dir
-from daliaug.demo_data import (
+from daliaug.sources import SourceConfig
+from daliaug.sources.directory import DirectorySource
+from daliaug.tools.demo_data import (
     CLASS_NAMES,
     write_classification_dataset,
     write_segmentation_dataset,
 )
-from daliaug.sources import SourceConfig
-from daliaug.sources.directory import DirectorySource
 
 SPLITS = {"train": (200, 0), "val": (50, 1)}
 """Per split: images per class (a fifth as many segmentation samples), and the seed."""
@@ -45,7 +45,7 @@ def _file_list(folder: Path, out: Path) -> Path:
 
 
 def _tfrecords(folder: Path, out: Path) -> Path:
-    from daliaug.convert import write_tfrecords
+    from daliaug.tools.convert import write_tfrecords
 
     if not (out / "daliaug.json").is_file():
         write_tfrecords(DirectorySource(path=folder).samples(), out, shards=2)

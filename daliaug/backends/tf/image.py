@@ -1,12 +1,7 @@
-"""The TensorFlow backend: the DALI graph's twin, built from TensorFlow ops.
-
-Used for ``backend: tf``, and by ``backend: auto`` where DALI cannot be imported. The epoch and
-the plan inputs (decode windows, warp and colour matrices) come from the same
-:mod:`daliaug.tf_epoch` streams as on the DALI path, so for one seed both backends see the same
-samples, in the same order, with the same parameters. Only the primitives are TensorFlow's own:
-decode (only the crop window of a JPEG when the plan fuses a crop into decoding), resample once,
-recolour once, normalize; masks are resampled with nearest neighbours and never recoloured.
-:mod:`daliaug.parity` measures how closely the two agree.
+"""TensorFlow's image operations for the plan, the DALI graph's twins: decode (only the crop
+window of a JPEG when the plan fuses a crop into decoding), resample once, recolour once,
+normalize, and the targets; masks are resampled with nearest neighbours and never recoloured.
+:mod:`daliaug.parity` measures how closely the two backends agree.
 """
 
 from __future__ import annotations
@@ -15,12 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
-from daliaug.epochs import batch_bounds, resolve_seed
-from daliaug.sources import Samples
 from daliaug.sources.segmentation import SegmentationSource
-from daliaug.sources.tfrecord import RecordSamples
-from daliaug.tf_epoch import element_spec, param_batches, record_batches, warp_batches
-from daliaug.tf_ops import warp_batch
 from daliaug.transforms.saturation import LUMA
 
 _DCT = "INTEGER_ACCURATE"
@@ -164,7 +154,7 @@ def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
 
 def mask_target(encoded: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Tensor:
     """One mask, warped like its image (nearest, the source's ``mask_fill``), as class indices
-    or one-hot (as :func:`daliaug.dali_pipeline.mask_target`)."""
+    or one-hot (as :func:`daliaug.backends.dali.image.mask_target`)."""
     source = config.source
     assert isinstance(source, SegmentationSource)
     table = source.class_table()
@@ -184,104 +174,10 @@ def mask_target(encoded: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Ten
 
 
 def label_target(label: tf.Tensor, config: Config, num_classes: int) -> tf.Tensor:
-    """One sample's label as ``label_mode`` says (as :func:`daliaug.dali_pipeline.label_target`)."""
+    """A sample's (or a batch's) label as ``label_mode`` says (as DALI's
+    :func:`daliaug.backends.dali.image.label_target`)."""
     if config.label_mode == "categorical":
         return tf.one_hot(label, num_classes, dtype=tf.float32)
     if config.label_mode == "binary":
-        return tf.reshape(tf.cast(label, tf.float32), [1])
+        return tf.cast(label, tf.float32)[..., tf.newaxis]
     return label
-
-
-def _finish_one(image: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
-    """:func:`finish` for one image (per-sample stages parallelize better than batch ones)."""
-    return finish(image[tf.newaxis], {k: v[tf.newaxis] for k, v in inputs.items()}, config)[0]
-
-
-def _file_samples(
-    config: Config, samples: Samples, seed: int, rows: np.ndarray | None
-) -> tf.data.Dataset:
-    """Finished ``(image, target)`` batches for file sources: each file is decoded, resampled
-    and finished on its own (its size is its own), in parallel."""
-    paths = {name: tf.constant(p) for name, p in samples.files.items()}
-    labels = tf.constant(samples.columns["label"]) if "label" in samples.columns else None
-    masks = "mask_path" in paths
-    batches = warp_batches(config, samples.sizes, seed, fuse_roi=True, masks=masks, rows=rows)
-
-    def sample(index: tf.Tensor, inputs: Inputs) -> tuple[tf.Tensor, tf.Tensor]:
-        encoded = tf.io.read_file(tf.gather(paths["path"], index))
-        image = tf.cast(decode(encoded, inputs, config.channels), tf.float32)
-        if masks:
-            mask = tf.io.read_file(tf.gather(paths["mask_path"], index))
-            target = mask_target(mask, inputs["mask_matrix"], config)
-        else:
-            target = label_target(tf.gather(labels, index), config, samples.num_classes)
-        return _finish_one(resample(image, inputs["matrix"], config), inputs, config), target
-
-    per_sample = batches.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
-    return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
-
-
-def _array_samples(
-    config: Config, samples: Samples, seed: int, rows: np.ndarray | None
-) -> tf.data.Dataset:
-    """Finished ``(images, labels)`` batches for in-memory arrays: all of a batch is gathered,
-    warped and finished at once (the arrays share one size)."""
-    images, labels = (tf.constant(samples.columns[k]) for k in ("image", "label"))
-    batches = warp_batches(config, samples.sizes, seed, fuse_roi=False, masks=False, rows=rows)
-
-    def batch(index: tf.Tensor, inputs: Inputs) -> tuple[tf.Tensor, tf.Tensor]:
-        pixels = tf.cast(tf.gather(images, index), tf.float32)
-        warped = warp(pixels, inputs["matrix"], config.image_size, config.fill, nearest=False)
-        targets = label_target(tf.gather(labels, index), config, samples.num_classes)
-        return finish(warped, inputs, config), targets
-
-    return batches.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
-
-
-def _record_samples(config: Config, records: RecordSamples, seed: int) -> tf.data.Dataset:
-    """Finished ``(image, label)`` batches for TFRecords, decoded one by one like files."""
-    plan = config.plan
-    rows = param_batches(plan, len(records), config, seed).map(lambda i, r: r)
-
-    def with_inputs(batch: tuple[tf.Tensor, tf.Tensor, tf.Tensor], r: tf.Tensor) -> tuple:
-        encoded, labels, sizes = batch
-        return encoded, labels, warp_batch(plan, r, sizes, fuse_roi=True, masks=False)
-
-    def sample(encoded: tf.Tensor, label: tf.Tensor, inputs: Inputs) -> tuple:
-        image = tf.cast(decode(encoded, inputs, config.channels), tf.float32)
-        image = _finish_one(resample(image, inputs["matrix"], config), inputs, config)
-        return image, label_target(label, config, records.num_classes)
-
-    batches = tf.data.Dataset.zip(record_batches(config, records, seed), rows).map(with_inputs)
-    per_sample = batches.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
-    return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
-
-
-def tf_dataset(
-    config: Config, samples: Samples | RecordSamples, params: np.ndarray | None = None
-) -> tf.data.Dataset:
-    """``(images, labels or masks)`` batches of ``samples`` computed with TensorFlow ops.
-
-    One iteration is one epoch, exactly as on the DALI path. ``params`` (one row of
-    :attr:`Plan.param_keys` per sample) replaces the random draws (column sources only).
-    """
-    seed = resolve_seed(config.seed)
-    if isinstance(samples, RecordSamples):
-        if params is not None:
-            raise ValueError("explicit params need a column source, not TFRecords")
-        batches = _record_samples(config, samples, seed)
-    elif "image" in samples.columns:
-        batches = _array_samples(config, samples, seed, params)
-    else:
-        batches = _file_samples(config, samples, seed, params)
-    specs = element_spec(config, samples.num_classes)
-    shaped = batches.map(
-        lambda images, targets: (
-            tf.ensure_shape(images, specs[0].shape),
-            tf.ensure_shape(targets, specs[1].shape),
-        )
-    )
-    num_batches = len(batch_bounds(len(samples), config.batch_size, config.drop_remainder))
-    return shaped.prefetch(tf.data.AUTOTUNE).apply(
-        tf.data.experimental.assert_cardinality(num_batches)
-    )

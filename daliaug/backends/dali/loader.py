@@ -1,10 +1,10 @@
 """Iterate a config's DALI pipeline directly, without TensorFlow: NumPy batches per epoch.
 
-Used by ``daliaug preview``, the parity harness, the GPU suite and the benchmarks. Each epoch
-visits every sample exactly once in a fresh order (``seed`` and the epoch number fix it); the
-last batch is smaller unless ``drop_remainder``. Column sources are fed from NumPy one batch
-at a time (no per-sample Python loop); TFRecords are read by DALI's own reader, whose shuffle
-is a buffer rather than a full permutation.
+Used by ``daliaug preview``, the parity harness, the GPU suite and the benchmarks, and by users
+who drive DALI themselves. Column sources are fed from the host one batch at a time by the
+feed protocol's :class:`~daliaug.backends.feed.EpochFeed`, so the epochs are exactly
+``make_dataset``'s (order, batches, parameters). TFRecords are read by DALI's own reader, whose
+shuffle is a buffer rather than a full permutation.
 """
 
 from __future__ import annotations
@@ -15,70 +15,53 @@ from collections.abc import Iterator
 import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
+from daliaug.backends.dali.pipeline import RESIZES, GraphOptions, build_pipeline
+from daliaug.backends.feed import EpochFeed
+from daliaug.backends.select import Device, resolve_device
 from daliaug.config import Config
-from daliaug.dali_pipeline import GraphOptions, build_pipeline
-from daliaug.device import Device, resolve_device
-from daliaug.epochs import batch_bounds, epoch_order, resolve_seed
+from daliaug.epoch import batch_bounds
 from daliaug.errors import DataError, first_line
-from daliaug.numpy_ops import draw_params, warp_batch
-from daliaug.sources import Samples, prepare_samples
-from daliaug.sources.base import explain_failure
+from daliaug.sources.base import Samples, explain_failure
+from daliaug.sources.prepare import prepare_samples
 from daliaug.sources.tfrecord import RecordSamples
 
 
-class _EpochFeed:
-    """The one external source: every input of a batch per call, epoch by epoch.
+class _Source:
+    """The pipeline's one external source: every input of a batch per call, epoch by epoch.
 
-    Parameters are drawn (or taken from the explicit ``params``) and the plan evaluated with
-    NumPy, vectorized over the batch. Raising ``StopIteration`` ends an epoch; the next call
-    (after the pipeline's reset) starts the next epoch in a new order.
+    Raising ``StopIteration`` ends an epoch; the next call (after the pipeline's reset) starts
+    the next epoch. Keeps the recent batches' sample indices (to name a file that fails) and
+    each batch's parameter rows until the batch comes out.
     """
 
-    def __init__(self, loader: DaliLoader, samples: Samples) -> None:
-        self.loader = loader
-        self.samples = samples
-        config = loader.config
-        self.plan = config.plan
-        self.feed = self.plan.graph_feed(samples.columns)
-        self.warp_names = self.plan.warp_input_names(**self.feed)
-        self.epoch = 0
-        self.rng: np.random.Generator | None = None
-        self.pending: deque[np.ndarray] | None = None
-        self.recent: deque[np.ndarray] = deque(maxlen=config.prefetch + 2)
+    def __init__(self, feed: EpochFeed, epoch: int, depth: int) -> None:
+        self.feed = feed
+        self.epoch = epoch
+        self.pending: Iterator[dict[str, np.ndarray]] | None = None
+        self.recent: deque[np.ndarray] = deque(maxlen=depth)
         self.params: deque[np.ndarray] = deque()
 
-    @property
-    def inputs(self) -> tuple[str, ...]:
-        return (*self.samples.columns, "warp")
-
     def __call__(self) -> tuple[np.ndarray, ...]:
+        names = self.feed.inputs
         if self.pending is None:
-            self.pending = deque(self.loader.batch_indices(self.epoch))
-            self.rng = np.random.default_rng([self.loader.seed, self.epoch, 1])
-        if not self.pending:
+            self.pending = self.feed.batches(self.epoch, ("index", "params", *names))
+        batch = next(self.pending, None)
+        if batch is None:
             self.pending = None
             self.epoch += 1
             raise StopIteration
-        idx = self.pending.popleft()
-        self.recent.append(idx)
-        if self.loader.params is not None:
-            rows = self.loader.params[idx]
-        else:
-            rows = draw_params(self.plan, self.rng, len(idx))
-        self.params.append(rows)
-        warp = warp_batch(self.plan, rows, self.samples.sizes[idx], **self.feed)
-        columns = [column[idx] for column in self.samples.columns.values()]
-        flat = [warp[name].reshape(len(idx), -1) for name in self.warp_names]
-        return (*columns, np.concatenate(flat, axis=1))
+        self.recent.append(batch["index"])
+        self.params.append(batch["params"])
+        return tuple(batch[name] for name in names)
 
 
 class DaliLoader:
     """A config's DALI pipeline over its samples, yielding NumPy ``(images, targets[, params])``.
 
     ``samples`` replaces the config's source (for example in-memory arrays); ``params``, one
-    row of :attr:`Plan.param_keys` per sample, replaces the random draws (which are NumPy's,
-    seeded by the config's ``seed`` and the epoch); ``return_params`` also yields the
-    parameters each sample got.
+    row of :attr:`Plan.param_keys` per sample, replaces the random draws; ``return_params`` also
+    yields the parameters each sample got; ``initial_epoch`` is the first epoch iterated (epochs
+    then count up from it, as in ``make_dataset``).
     """
 
     def __init__(
@@ -89,44 +72,36 @@ class DaliLoader:
         device: Device | None = None,
         params: np.ndarray | None = None,
         return_params: bool = False,
+        initial_epoch: int = 0,
     ) -> None:
         self.config = config
         self.samples = prepare_samples(config, samples)
         self.device = device or resolve_device(config)
-        self.params = None if params is None else np.asarray(params, dtype=np.float32)
         self.return_params = return_params
-        if self.params is not None and self.params.shape[0] != len(self.samples):
-            raise ValueError(
-                f"params has {self.params.shape[0]} rows for {len(self.samples)} samples"
-            )
-        self.seed = resolve_seed(config.seed)
-        self._feed: _EpochFeed | None = None
+        self._source: _Source | None = None
         if isinstance(self.samples, RecordSamples):
-            if self.params is not None or return_params:
+            if params is not None or return_params:
                 raise ValueError("explicit or returned params need a column source, not TFRecords")
             options = GraphOptions(
                 self.device, self.samples.num_classes, inputs=(), records=self.samples
             )
         else:
-            self._feed = _EpochFeed(self, self.samples)
+            feed = EpochFeed(config, self.samples, resizes=RESIZES, params=params)
+            self._source = _Source(feed, initial_epoch, depth=config.prefetch + 2)
             options = GraphOptions(
-                self.device, self.samples.num_classes, inputs=self._feed.inputs, feed=self._feed
+                self.device, self.samples.num_classes, inputs=feed.inputs, feed=self._source
             )
         self.pipeline: Pipeline = build_pipeline(config, options)
         self.pipeline.build()
 
-    def batch_indices(self, epoch: int) -> list[np.ndarray]:
-        order = epoch_order(len(self.samples), self.config.shuffle, self.seed, epoch)
-        bounds = batch_bounds(len(order), self.config.batch_size, self.config.drop_remainder)
-        return [order[a:b] for a, b in bounds]
-
     def __len__(self) -> int:
+        """Batches per epoch."""
         n = len(self.samples)
         return len(batch_bounds(n, self.config.batch_size, self.config.drop_remainder))
 
     def raw_batches(self) -> Iterator[tuple]:
         """One epoch of DALI ``TensorList`` outputs (on the GPU for the GPU device)."""
-        if self._feed is None:
+        if self._source is None:
             yield from self._reader_batches()
             return
         while True:
@@ -134,7 +109,7 @@ class DaliLoader:
                 outputs = self.pipeline.run()
             except StopIteration:
                 self.pipeline.reset()
-                self._feed.params.clear()
+                self._source.params.clear()
                 return
             except RuntimeError as e:
                 raise self._explain(e) from None
@@ -159,14 +134,14 @@ class DaliLoader:
     def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:
         for outputs in self.raw_batches():
             batch = tuple(_to_numpy(t) for t in outputs)
-            if self._feed is not None:
-                params = self._feed.params.popleft()
+            if self._source is not None:
+                params = self._source.params.popleft()
                 batch = (*batch, params) if self.return_params else batch
             yield batch
 
     def _explain(self, error: RuntimeError) -> DataError:
-        assert self._feed is not None and isinstance(self.samples, Samples)
-        recent = [int(i) for idx in self._feed.recent for i in idx]
+        assert self._source is not None and isinstance(self.samples, Samples)
+        recent = [int(i) for idx in self._source.recent for i in idx]
         files = [paths[i] for paths in self.samples.files.values() for i in recent]
         return explain_failure(
             error, files, f"DALI failed on a batch of {len(recent)} recent samples"

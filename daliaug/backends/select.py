@@ -1,4 +1,7 @@
-"""Which backend and device a config runs on, decided without importing TensorFlow."""
+"""Which backend and device a config runs on, decided without importing TensorFlow.
+
+A placement is ``gpu`` or ``cpu`` (DALI on that device) or ``tf`` (the TensorFlow backend).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from daliaug.config import Config
 from daliaug.errors import BackendError
 
 Device = Literal["cpu", "gpu"]
-Backend = Literal["cpu", "gpu", "tf"]
+Placement = Literal["cpu", "gpu", "tf"]
 
 
 def dali_gpu_count() -> int:
@@ -48,7 +51,7 @@ def resolve_device(config: Config) -> Device:
     return dali_device(config.backend, config.device_id)
 
 
-def resolve_backend(config: Config) -> Backend:
+def resolve_backend(config: Config) -> Placement:
     """DALI's device, or ``tf`` for ``backend: tf`` and for ``auto`` where DALI is missing."""
     if config.backend == "tf":
         return "tf"

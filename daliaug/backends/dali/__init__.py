@@ -1,0 +1,49 @@
+"""The DALI backend: the plan as one DALI graph, on the GPU (nvJPEG decoding, GPU warp, colour
+and normalization) or on the CPU. Importing this package imports DALI, never TensorFlow; only
+:mod:`daliaug.backends.dali.dataset`, the bridge to ``tf.data``, imports TensorFlow."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from daliaug.backends import Backend
+from daliaug.backends.dali.loader import DaliLoader
+from daliaug.backends.select import Device
+from daliaug.config import Config
+from daliaug.sources.base import Samples
+from daliaug.sources.tfrecord import RecordSamples
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+
+class DaliBackend(Backend):
+    name = "dali"
+
+    def dataset(
+        self,
+        config: Config,
+        samples: Samples | RecordSamples,
+        device: Device,
+        *,
+        initial_epoch: int = 0,
+    ) -> tf.data.Dataset:
+        from daliaug.backends.dali.dataset import dali_dataset
+
+        return dali_dataset(config, samples, device, initial_epoch)
+
+    def batches(
+        self,
+        config: Config,
+        samples: Samples,
+        device: Device,
+        *,
+        params: np.ndarray | None = None,
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        yield from DaliLoader(config, samples=samples, device=device, params=params)
+
+
+BACKEND = DaliBackend()

@@ -1,0 +1,127 @@
+"""DALI's image operators for the plan: decode (with ROI), resample once, recolour once,
+normalize, and the targets (labels, masks). Functions of ``DataNode``s, used inside a graph
+definition (:mod:`daliaug.backends.dali.pipeline`)."""
+
+from __future__ import annotations
+
+from nvidia.dali import fn, types
+from nvidia.dali.pipeline import DataNode
+
+from daliaug.backends.select import Device
+from daliaug.config import Config
+from daliaug.sources.segmentation import SegmentationSource
+
+_DTYPES = {"float32": types.FLOAT, "float16": types.FLOAT16, "uint8": types.UINT8}
+
+
+def _decoder(device: Device, image_type: types.DALIImageType) -> dict[str, object]:
+    return {
+        "device": "mixed" if device == "gpu" else "cpu",
+        "output_type": image_type,
+        "adjust_orientation": False,
+    }
+
+
+def decode(encoded: DataNode, warp: dict[str, object], channels: int, device: Device) -> DataNode:
+    """Decode a batch of JPEG/PNG bytes (nvJPEG on the GPU): only the plan's decode window
+    (``crop_start`` x, y and ``crop_shape`` w, h) when ``warp`` has one."""
+    image_type = types.RGB if channels == 3 else types.GRAY
+    if "crop_start" not in warp:
+        return fn.decoders.image(encoded, **_decoder(device, image_type))
+    return fn.decoders.image_slice(
+        encoded,
+        warp["crop_start"],
+        warp["crop_shape"],
+        normalized_anchor=False,
+        normalized_shape=False,
+        axis_names="WH",
+        **_decoder(device, image_type),
+    )
+
+
+def resample(
+    image: DataNode,
+    warp: dict[str, object],
+    prefix: str,
+    config: Config,
+    nearest: bool,
+    fill: object,
+) -> DataNode:
+    """Resample once to ``image_size``: a resize of a source window when the plan is an
+    axis-aligned map that clamps at the border (``resize_start``/``resize_end``), else an
+    affine warp (``matrix``, destination to source)."""
+    interp = types.INTERP_NN if nearest else types.INTERP_LINEAR
+    size = [float(s) for s in config.image_size]
+    if f"{prefix}resize_start" in warp:
+        return fn.resize(
+            image,
+            size=size,
+            roi_start=warp[f"{prefix}resize_start"],
+            roi_end=warp[f"{prefix}resize_end"],
+            roi_relative=False,
+            interp_type=interp,
+            antialias=False,
+        )
+    return fn.warp_affine(
+        image,
+        matrix=warp[f"{prefix}matrix"],
+        size=size,
+        interp_type=interp,
+        **({} if fill == "nearest" else {"fill_value": float(fill)}),
+    )
+
+
+def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode:
+    """Recolour (the plan's ``colour`` matrix, rounded to ``uint8``) and normalize a batch of
+    resampled images, in the output dtype and layout."""
+    if "colour" in warp:
+        image = fn.coord_transform(image, MT=warp["colour"], dtype=types.UINT8)
+    mean, std = config.output.mean_std(config.channels)
+    return fn.crop_mirror_normalize(
+        image,
+        dtype=_DTYPES[config.output.dtype],
+        output_layout="HWC" if config.output.layout == "NHWC" else "CHW",
+        mean=mean,
+        std=std,
+    )
+
+
+def _colour_to_index(mask: DataNode, source: SegmentationSource) -> DataNode:
+    """Class index of each colour of the table; anything else (the fill) is ``ignore_index``."""
+    table = source.class_table()
+    assert table is not None  # only called for colour-coded masks
+    key = fn.coord_transform(mask, M=[65536.0, 256.0, 1.0], dtype=types.FLOAT)[:, :, 0]
+    index = source.ignore_index
+    for k, colour_key in enumerate(table.keys):
+        index = index + (k - source.ignore_index) * (key == colour_key)
+    return index
+
+
+def mask_target(
+    encoded: DataNode, warp: dict[str, object], config: Config, num_classes: int, device: Device
+) -> DataNode:
+    """Decode masks, warp them like their images (nearest, ``mask_fill``), and encode them as
+    class indices or one-hot."""
+    source = config.source
+    if not isinstance(source, SegmentationSource):
+        raise TypeError("masks need a segmentation source")
+    image_type = types.RGB if source.colour_coded else types.GRAY
+    mask = fn.decoders.image(encoded, **_decoder(device, image_type))
+    mask = resample(mask, warp, "mask_", config, nearest=True, fill=source.mask_fill)
+    index = _colour_to_index(mask, source) if source.colour_coded else mask[:, :, 0]
+    if source.mask_output == "index":
+        dtype = types.UINT8 if source.mask_dtype == "uint8" else types.INT32
+        return fn.cast(index, dtype=dtype)
+    one_hot = fn.one_hot(
+        fn.cast(index, dtype=types.INT32), num_classes=num_classes, dtype=types.FLOAT
+    )
+    return one_hot if config.output.layout == "NHWC" else fn.transpose(one_hot, perm=[2, 0, 1])
+
+
+def label_target(label: DataNode, config: Config, num_classes: int, device: Device) -> DataNode:
+    """The labels as ``label_mode`` says, on the graph's device."""
+    if config.label_mode == "categorical":
+        label = fn.one_hot(label, num_classes=num_classes, dtype=types.FLOAT)
+    elif config.label_mode == "binary":
+        label = fn.reshape(fn.cast(label, dtype=types.FLOAT), shape=[1])
+    return label.gpu() if device == "gpu" else label

@@ -1,0 +1,232 @@
+"""The feed protocol: what a backend's graph takes for each batch, and the host side that makes it.
+
+Every backend computes the same thing from the same inputs. Per batch of samples those are:
+
+* the source's columns (:data:`INPUTS`): ``path`` and ``mask_path`` (UTF-8 file names,
+  zero-padded to one ``uint8`` row each), ``image`` (``uint8`` HWC arrays), ``label``
+  (``int32``), or for TFRecords one packed ``record`` row per sample (:class:`RecordLayout`);
+* ``warp``: the plan evaluated for each sample (decode window, warp matrices, colour matrix),
+  flattened into one ``float32`` vector per sample (:class:`WarpLayout`).
+
+The plan is evaluated once, by :meth:`WarpLayout.evaluate`, over an array namespace
+(:class:`Arrays`): NumPy on the host here (:class:`EpochFeed`), TensorFlow where only the
+TensorFlow graph knows the images' sizes (TFRecords). Only DALI's own TFRecord reader evaluates
+the plan inside the DALI graph (:mod:`daliaug.backends.dali.pipeline`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from math import prod
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from daliaug.algebra import Canvas, Math, Scalar
+from daliaug.config import Config
+from daliaug.epoch import Epochs, columns
+from daliaug.plan import Plan
+from daliaug.sources.base import Samples
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input of the graph: dtype (NumPy name) and dimensions per sample."""
+
+    dtype: str
+    ndim: int
+    layout: str | None = None
+
+
+INPUTS: dict[str, Input] = {
+    "path": Input("uint8", 1),
+    "mask_path": Input("uint8", 1),
+    "image": Input("uint8", 3, "HWC"),
+    "label": Input("int32", 0),
+    "record": Input("uint8", 1),
+    "warp": Input("float32", 1),
+}
+"""Every input a graph can take, by name."""
+
+
+class Arrays(Protocol):
+    """The array operations the plan evaluator needs (NumPy's or TensorFlow's)."""
+
+    math: Math
+
+    def floats(self, x: Any) -> Any:
+        """``x`` as float32."""
+
+    def length(self, x: Any) -> Any:
+        """The size of ``x``'s first dimension."""
+
+    def columns(self, values: Sequence[Scalar], count: Any) -> Any:
+        """Per-sample scalars (arrays or constants) as ``(count, len(values))`` float32."""
+
+
+class NumpyArrays:
+    """:class:`Arrays` on NumPy arrays, for the host."""
+
+    math = Math.of(np)
+
+    @staticmethod
+    def floats(x: Any) -> np.ndarray:
+        return np.asarray(x, dtype=np.float32)
+
+    @staticmethod
+    def length(x: Any) -> int:
+        return len(x)
+
+    columns = staticmethod(columns)
+
+
+NUMPY = NumpyArrays()
+
+
+@dataclass(frozen=True)
+class WarpLayout:
+    """Which of the plan's per-sample inputs a graph takes, and their place in ``warp``.
+
+    ``fuse_roi``: the graph decodes files, so a leading random resized crop becomes the decode
+    window (``crop_start``, ``crop_shape``); ``masks``: masks come along and get their own
+    resampling inputs (prefixed ``mask_``); ``resize``: the plan is axis-aligned and clamps at
+    the border, so it is resampled as a resize of a source window (``resize_start``,
+    ``resize_end``) rather than warped (``matrix``). See :meth:`Plan.warp_inputs`.
+    """
+
+    plan: Plan
+    fuse_roi: bool
+    masks: bool
+    resize: bool
+
+    @staticmethod
+    def of(plan: Plan, columns: Sequence[str], resizes: bool) -> WarpLayout:
+        """The layout for a graph fed these source columns (or ``record``); ``resizes``: the
+        graph resamples axis-aligned plans as resizes (where the plan allows)."""
+        return WarpLayout(
+            plan,
+            fuse_roi="image" not in columns,
+            masks="mask_path" in columns,
+            resize=resizes and plan.resizes,
+        )
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        """The inputs, in their order in ``warp``."""
+        resampling = ["resize_start", "resize_end"] if self.resize else ["matrix"]
+        names = list(resampling)
+        if self.fuse_roi and self.plan.roi_step is not None:
+            names += ["crop_start", "crop_shape"]
+        if self.masks:
+            names += [f"mask_{name}" for name in resampling]
+        if self.plan.has_colour:
+            names.append("colour")
+        return tuple(names)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        """The per-sample shape of input ``name``."""
+        c = self.plan.channels
+        if name == "colour":
+            return (c, c + 1)
+        return (2, 3) if name.endswith("matrix") else (2,)
+
+    @cached_property
+    def slices(self) -> tuple[tuple[str, int, int, tuple[int, ...]], ...]:
+        """``(name, start, stop, shape)`` of each input within one sample's ``warp`` vector."""
+        out, start = [], 0
+        for name in self.names:
+            shape = self.shape(name)
+            out.append((name, start, start + prod(shape), shape))
+            start += prod(shape)
+        return tuple(out)
+
+    @property
+    def width(self) -> int:
+        """The length of one sample's ``warp`` vector."""
+        return self.slices[-1][2]
+
+    def evaluate(self, rows: Any, sizes: Any, xp: Arrays) -> Any:
+        """The ``(batch, width)`` float32 ``warp`` of a batch: parameter ``rows`` (one per
+        sample, ``plan.param_keys`` order) on images of ``sizes`` ((height, width) rows)."""
+        plan = self.plan
+        params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
+        source = Canvas(h=xp.floats(sizes[:, 0]), w=xp.floats(sizes[:, 1]))
+        values = plan.warp_inputs(
+            params, source, xp.math, fuse_roi=self.fuse_roi, masks=self.masks, resize=self.resize
+        )
+        flat = [v for name in self.names for v in values[name]]
+        return xp.columns(flat, xp.length(sizes))
+
+    def unpack(
+        self, warp: Any, reshape: Callable[[Any, list[int]], Any], batched: bool = False
+    ) -> dict[str, Any]:
+        """One sample's ``warp`` vector (or a batch of them) cut into its named inputs, each
+        reshaped with the backend's ``reshape``."""
+        if batched:
+            return {name: reshape(warp[:, a:b], [-1, *shape]) for name, a, b, shape in self.slices}
+        return {name: reshape(warp[a:b], list(shape)) for name, a, b, shape in self.slices}
+
+
+@dataclass(frozen=True)
+class RecordLayout:
+    """One TFRecord sample as one ``uint8`` row: the encoded image's length and the label (two
+    little-endian ``int32``), the sample's ``warp`` (``float32``, :class:`WarpLayout`), then the
+    encoded image, zero-padded to the longest of its batch. TensorFlow reads the records and
+    packs them; the DALI graph unpacks them."""
+
+    warp: WarpLayout
+    length: ClassVar[slice] = slice(0, 4)
+    label: ClassVar[slice] = slice(4, 8)
+
+    @property
+    def warp_bytes(self) -> slice:
+        return slice(8, 8 + 4 * self.warp.width)
+
+    @property
+    def image_start(self) -> int:
+        return self.warp_bytes.stop
+
+
+class EpochFeed:
+    """A shard's samples (columns) as a graph's inputs, one epoch at a time, made on the host:
+    :class:`~daliaug.epoch.Epochs` gives each batch's samples and parameter rows (or the
+    explicit ``params``, one row per sample), the columns are gathered and the plan evaluated
+    with NumPy, vectorized over the batch. ``resizes``: see :meth:`WarpLayout.of`."""
+
+    def __init__(
+        self,
+        config: Config,
+        samples: Samples,
+        *,
+        resizes: bool,
+        params: np.ndarray | None = None,
+    ) -> None:
+        self.samples = samples
+        self.plan = config.plan
+        self.epochs = Epochs.of(config, len(samples))
+        self.layout = WarpLayout.of(self.plan, tuple(samples.columns), resizes)
+        self.params = None if params is None else np.asarray(params, dtype=np.float32)
+        expected = (len(samples), len(self.plan.param_keys))
+        if self.params is not None and self.params.shape != expected:
+            raise ValueError(f"params has shape {self.params.shape}, expected {expected}")
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The graph's inputs: the source's columns, then ``warp``."""
+        return (*self.samples.columns, "warp")
+
+    def batches(self, epoch: int, names: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
+        """Each batch of ``epoch`` as the arrays ``names`` asks for: inputs of :attr:`inputs`,
+        ``index`` (the samples' indices) and ``params`` (their parameter rows)."""
+        rows = self.epochs.parameters(self.plan, epoch) if self.params is None else None
+        for index in self.epochs.batches(epoch):
+            params = self.params[index] if rows is None else next(rows)
+            out = {"index": index, "params": params}
+            if "warp" in names:
+                out["warp"] = self.layout.evaluate(params, self.samples.sizes[index], NUMPY)
+            for name in names:
+                if name in self.samples.columns:
+                    out[name] = self.samples.columns[name][index]
+            yield {name: out[name] for name in names}

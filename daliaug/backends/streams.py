@@ -1,0 +1,175 @@
+"""The epochs of :mod:`daliaug.epoch` as ``tf.data`` streams, for every backend's dataset.
+
+A ``tf.data`` dataset is iterated once per epoch (``model.fit`` makes a new iterator each
+epoch), so each stream counts its own iterations: its n-th iteration yields the batches of epoch
+``initial_epoch + n``. Streams of one dataset are built from one :class:`EpochFeed` (one seed)
+and count alike, so they stay aligned sample for sample. Column sources come from the host
+(:class:`EpochFeed`, through ``Dataset.from_generator``: one Python call per batch, arrays of
+indices and per-sample numbers); TFRecords are read by ``tf.data`` in a per-epoch order and the
+plan is evaluated in the TensorFlow graph, where their sizes are known.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from daliaug.backends.feed import INPUTS, EpochFeed, WarpLayout
+from daliaug.backends.tf.math import TF_ARRAYS
+from daliaug.config import Config
+from daliaug.epoch import Epochs, shard_range
+from daliaug.errors import DataError
+from daliaug.sources.segmentation import SegmentationSource
+from daliaug.sources.tfrecord import RecordSamples
+
+RECORD_BUFFER = 10_000
+"""Records a TFRecord stream shuffles at a time: consecutive blocks of this many records of the
+shard are each permuted, by a permutation fixed by the seed, the shard, the epoch and the
+block."""
+
+_TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "uint8": tf.uint8}
+
+
+def element_spec(config: Config, num_classes: int) -> tuple[tf.TensorSpec, tf.TensorSpec]:
+    """Shapes and dtypes of one ``(images, labels or masks)`` batch, known from the config."""
+    h, w = config.image_size
+    c = config.channels
+    batch = config.batch_size if config.drop_remainder else None
+    nhwc = config.output.layout == "NHWC"
+    image_shape = (batch, h, w, c) if nhwc else (batch, c, h, w)
+    images = tf.TensorSpec(image_shape, _TF_DTYPES[config.output.dtype])
+    source = config.source
+    if isinstance(source, SegmentationSource):
+        if source.mask_output == "one_hot":
+            shape = (batch, h, w, num_classes) if nhwc else (batch, num_classes, h, w)
+            return images, tf.TensorSpec(shape, tf.float32)
+        return images, tf.TensorSpec((batch, h, w), tf.as_dtype(source.mask_dtype))
+    labels = {
+        "int": tf.TensorSpec((batch,), tf.int32),
+        "categorical": tf.TensorSpec((batch, num_classes), tf.float32),
+        "binary": tf.TensorSpec((batch, 1), tf.float32),
+    }[config.label_mode]
+    return images, labels
+
+
+def counted(
+    epoch_batches: Callable[[int], Iterator],
+    signature: tf.TensorSpec | tuple[tf.TensorSpec, ...],
+    initial_epoch: int,
+) -> tf.data.Dataset:
+    """A dataset whose n-th iteration yields ``epoch_batches(initial_epoch + n)``."""
+    clock = itertools.count(initial_epoch)
+
+    def generate() -> Iterator:
+        yield from epoch_batches(next(clock))
+
+    return tf.data.Dataset.from_generator(generate, output_signature=signature)
+
+
+def _spec(feed: EpochFeed, name: str) -> tf.TensorSpec:
+    """The batch ``TensorSpec`` of a feed's ``name`` (an input, ``index`` or ``params``)."""
+    if name == "index":
+        return tf.TensorSpec((None,), tf.int64)
+    if name == "params":
+        return tf.TensorSpec((None, len(feed.plan.param_keys)), tf.float32)
+    if name == "warp":
+        return tf.TensorSpec((None, feed.layout.width), tf.float32)
+    column = feed.samples.columns[name]
+    spec = INPUTS[name]
+    return tf.TensorSpec((None, *column.shape[1 : 1 + spec.ndim]), tf.as_dtype(spec.dtype))
+
+
+def feed_stream(
+    feed: EpochFeed, names: str | Sequence[str], initial_epoch: int = 0
+) -> tf.data.Dataset:
+    """Batches of ``names`` (see :meth:`EpochFeed.batches`), one epoch per iteration: tuples,
+    or plain tensors for a single name given as a string."""
+    single = isinstance(names, str)
+    wanted = (names,) if single else tuple(names)
+
+    def epoch_batches(epoch: int) -> Iterator:
+        for batch in feed.batches(epoch, wanted):
+            yield batch[wanted[0]] if single else tuple(batch[name] for name in wanted)
+
+    specs = tuple(_spec(feed, name) for name in wanted)
+    return counted(epoch_batches, specs[0] if single else specs, initial_epoch)
+
+
+def image_size(encoded: tf.Tensor) -> tf.Tensor:
+    """``(height, width)`` (int32) of an encoded JPEG or PNG, read from its header."""
+
+    def png() -> tf.Tensor:
+        width_height = tf.io.decode_raw(tf.strings.substr(encoded, 16, 8), tf.int32, False)
+        return tf.reverse(width_height, [0])
+
+    return tf.cond(tf.io.is_jpeg(encoded), lambda: tf.image.extract_jpeg_shape(encoded)[:2], png)
+
+
+def record_stream(
+    config: Config,
+    records: RecordSamples,
+    epochs: Epochs,
+    layout: WarpLayout,
+    initial_epoch: int = 0,
+) -> tf.data.Dataset:
+    """Batches of ``(encoded images, labels, warp)`` from the TFRecords: this shard's
+    contiguous range, shuffled per epoch in blocks of :data:`RECORD_BUFFER` records, in an
+    order fixed by the seed, the shard and the epoch; ``warp`` (``layout``) evaluated in the
+    graph from the epoch's parameter rows."""
+    start, _ = shard_range(sum(records.counts), records.shard_id, records.num_shards)
+    features = {
+        records.image_key: tf.io.FixedLenFeature([], tf.string),
+        records.label_key: tf.io.FixedLenFeature([], tf.int64),
+    }
+
+    def parse(serialized: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        example = tf.io.parse_single_example(serialized, features)
+        encoded = example[records.image_key]
+        return encoded, tf.cast(example[records.label_key], tf.int32), image_size(encoded)
+
+    base = np.random.SeedSequence([epochs.seed, epochs.stream]).generate_state(1, np.uint64)[0]
+    window = min(len(records), RECORD_BUFFER)
+
+    def shuffled(key: tf.Tensor, i: tf.Tensor, block: tf.Tensor) -> tf.Tensor:
+        seed = tf.random.experimental.stateless_fold_in(key, i)
+        return tf.random.experimental.stateless_shuffle(block, seed=seed)
+
+    def epoch_records(epoch: tf.Tensor) -> tf.data.Dataset:
+        ds = tf.data.TFRecordDataset(records.files).skip(start).take(len(records))
+        if config.shuffle:
+            key = tf.stack([tf.constant(int(base >> 1), tf.int64), epoch])
+            blocks = ds.batch(window).enumerate()
+            ds = blocks.map(lambda i, block: shuffled(key, i, block)).unbatch()
+        ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+        return ds.batch(config.batch_size, drop_remainder=config.drop_remainder)
+
+    def epoch_number(epoch: int) -> Iterator[np.int64]:
+        yield np.int64(epoch)
+
+    numbers = counted(epoch_number, tf.TensorSpec((), tf.int64), initial_epoch)
+    batches = numbers.flat_map(epoch_records)
+    rows_spec = tf.TensorSpec((None, len(config.plan.param_keys)), tf.float32)
+    rows = counted(lambda epoch: epochs.parameters(config.plan, epoch), rows_spec, initial_epoch)
+
+    def with_warp(batch: tuple[tf.Tensor, tf.Tensor, tf.Tensor], r: tf.Tensor) -> tuple:
+        encoded, labels, sizes = batch
+        return encoded, labels, layout.evaluate(r, sizes, TF_ARRAYS)
+
+    return tf.data.Dataset.zip(batches, rows).map(with_warp)
+
+
+def check_record_keys(records: RecordSamples) -> None:
+    """The first record holds both feature keys, with the expected kinds of values."""
+    first = next(iter(tf.data.TFRecordDataset(records.files[:1])), None)
+    if first is None:
+        raise DataError(f"TFRecord file {records.files[0]} holds no records")
+    feature = tf.train.Example.FromString(first.numpy()).features.feature
+    for key, kind in ((records.image_key, "bytes_list"), (records.label_key, "int64_list")):
+        if key not in feature or feature[key].WhichOneof("kind") != kind:
+            raise DataError(
+                f"TFRecord file {records.files[0]}: no {kind.split('_')[0]} feature {key!r} "
+                f"(the records hold {sorted(feature)}); set source.image_key / source.label_key"
+            )

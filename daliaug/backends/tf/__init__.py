@@ -1,0 +1,47 @@
+"""The TensorFlow backend: the plan computed with TensorFlow ops in ``tf.data`` (``backend: tf``,
+and ``auto`` where DALI cannot be imported). Importing this package imports TensorFlow."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import tensorflow as tf
+
+from daliaug.backends import Backend
+from daliaug.backends.select import Device
+from daliaug.config import Config
+from daliaug.sources.base import Samples
+from daliaug.sources.tfrecord import RecordSamples
+
+
+class TfBackend(Backend):
+    name = "tf"
+
+    def dataset(
+        self,
+        config: Config,
+        samples: Samples | RecordSamples,
+        device: Device,
+        *,
+        initial_epoch: int = 0,
+    ) -> tf.data.Dataset:
+        from daliaug.backends.tf.dataset import tf_dataset
+
+        return tf_dataset(config, samples, initial_epoch=initial_epoch)
+
+    def batches(
+        self,
+        config: Config,
+        samples: Samples,
+        device: Device,
+        *,
+        params: np.ndarray | None = None,
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        from daliaug.backends.tf.dataset import tf_dataset
+
+        for images, targets in tf_dataset(config, samples, params=params):
+            yield images.numpy(), targets.numpy()
+
+
+BACKEND = TfBackend()

@@ -1,0 +1,32 @@
+"""TensorFlow primitives for the plan: the array namespace its evaluator runs on in the graph
+(TFRecords, whose image sizes only the graph knows)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from daliaug.algebra import Math, Scalar
+
+
+class TfArrays:
+    """The feed protocol's :class:`~daliaug.backends.feed.Arrays` on TensorFlow tensors."""
+
+    math = Math.of(tf.math)
+
+    @staticmethod
+    def floats(x: Any) -> tf.Tensor:
+        return tf.cast(x, tf.float32)
+
+    @staticmethod
+    def length(x: Any) -> tf.Tensor:
+        return tf.shape(x)[0]
+
+    @staticmethod
+    def columns(values: Sequence[Scalar], count: Any) -> tf.Tensor:
+        return tf.stack([tf.broadcast_to(tf.cast(v, tf.float32), [count]) for v in values], axis=1)
+
+
+TF_ARRAYS = TfArrays()

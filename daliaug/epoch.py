@@ -1,0 +1,157 @@
+"""The one definition of an epoch, used by every backend and tool.
+
+An epoch of one shard's samples is their order (a permutation fixed by the seed, the shard and
+the epoch number; the source order when ``shuffle`` is off), its batches (the last one smaller
+unless ``drop_remainder``), and one row of random parameters per sample, drawn batch by batch
+from a stream fixed by the same three numbers. ``make_dataset`` (both backends), ``DaliLoader``,
+``preview`` and the parity harness all read their epochs from :class:`Epochs`, so for one seed
+they see the same samples in the same order with the same parameters, and epoch ``k`` is the
+same whether a run starts there or reaches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from daliaug.algebra import Scalar
+
+if TYPE_CHECKING:
+    from daliaug.config import Config
+    from daliaug.plan import Plan
+
+
+def resolve_seed(seed: int | None) -> int:
+    """The config's seed, or a fresh random one when it has none."""
+    return seed if seed is not None else int(np.random.SeedSequence().entropy % 2**31)
+
+
+def shard_range(n: int, shard_id: int, num_shards: int) -> tuple[int, int]:
+    """``[start, stop)`` of contiguous shard ``shard_id`` of ``num_shards`` over ``n`` samples,
+    split as DALI's readers split them; the shards partition the samples."""
+    return n * shard_id // num_shards, n * (shard_id + 1) // num_shards
+
+
+def batch_bounds(n: int, batch_size: int, drop_remainder: bool) -> list[tuple[int, int]]:
+    """``[start, stop)`` of each batch of an epoch of ``n`` samples."""
+    stop = n - n % batch_size if drop_remainder else n
+    return [(s, min(s + batch_size, stop)) for s in range(0, stop, batch_size)]
+
+
+class NumpyRandom:
+    """Draws ``size`` values per call from a NumPy generator (float32, like every backend)."""
+
+    def __init__(self, rng: np.random.Generator, size: int) -> None:
+        self.rng, self.size = rng, size
+
+    def uniform(self, low: float, high: float) -> Scalar:
+        if low == high:
+            return float(low)
+        return self.rng.uniform(low, high, self.size).astype(np.float32)
+
+    def bernoulli(self, p: float) -> Scalar:
+        if p in (0.0, 1.0):
+            return float(p)
+        return (self.rng.random(self.size) < p).astype(np.float32)
+
+
+def columns(values: Sequence[Scalar], count: int) -> np.ndarray:
+    """Per-sample scalars (arrays or constants) as a ``(count, len(values))`` float32 array."""
+    out = np.empty((count, len(values)), dtype=np.float32)
+    for i, v in enumerate(values):
+        out[:, i] = v
+    return out
+
+
+def draw_rows(plan: Plan, rng: np.random.Generator, count: int) -> np.ndarray:
+    """``count`` rows of the plan's parameters (``plan.param_keys`` order), float32."""
+    drawn = plan.draw(NumpyRandom(rng, count))
+    return columns([drawn[k] for k in plan.param_keys], count)
+
+
+@dataclass(frozen=True)
+class Epochs:
+    """The epochs of ``size`` samples: order, batches and parameter rows of epoch ``e``."""
+
+    size: int
+    batch_size: int
+    drop_remainder: bool
+    shuffle: bool
+    seed: int
+    stream: int = 0
+    """The shard's own stream: shards of one seed draw different orders and parameters."""
+
+    @staticmethod
+    def of(config: Config, size: int) -> Epochs:
+        """The epochs of ``size`` samples of the config's shard (a fresh seed if it has none:
+        build one :class:`Epochs` per dataset and share it between its streams)."""
+        return Epochs(
+            size,
+            config.batch_size,
+            config.drop_remainder,
+            config.shuffle,
+            resolve_seed(config.seed),
+            config.source.shard_id,
+        )
+
+    @property
+    def bounds(self) -> list[tuple[int, int]]:
+        return batch_bounds(self.size, self.batch_size, self.drop_remainder)
+
+    def __len__(self) -> int:
+        """Batches per epoch."""
+        return len(self.bounds)
+
+    def order(self, epoch: int) -> np.ndarray:
+        """The sample order of ``epoch``: a permutation fixed by seed, shard and epoch."""
+        if not self.shuffle:
+            return np.arange(self.size)
+        return np.random.default_rng([self.seed, self.stream, epoch]).permutation(self.size)
+
+    def batches(self, epoch: int) -> list[np.ndarray]:
+        """The sample indices of each batch of ``epoch``."""
+        order = self.order(epoch)
+        return [order[a:b] for a, b in self.bounds]
+
+    def rows(self, plan: Plan, epoch: int) -> ParameterRows:
+        """The parameter rows of ``epoch``, by position in its order."""
+        return ParameterRows(plan, (self.seed, self.stream, epoch))
+
+    def parameters(self, plan: Plan, epoch: int) -> Iterator[np.ndarray]:
+        """One array of parameter rows per batch of ``epoch``, in batch order."""
+        rows = self.rows(plan, epoch)
+        for a, b in self.bounds:
+            yield rows[a:b]
+
+
+class ParameterRows:
+    """The parameter rows of one epoch, by position: drawn in chunks of :attr:`CHUNK`
+    positions, each from its own stream, so a position's row does not depend on how the epoch
+    is cut into batches (``preview``'s one batch sees what ``make_dataset``'s batches see)."""
+
+    CHUNK = 1024
+
+    def __init__(self, plan: Plan, key: tuple[int, ...]) -> None:
+        self.plan, self.key = plan, key
+        self._cached: tuple[int, np.ndarray] | None = None
+
+    def _chunk(self, c: int) -> np.ndarray:
+        if self._cached is None or self._cached[0] != c:
+            rng = np.random.default_rng([*self.key, 1, c])
+            self._cached = (c, draw_rows(self.plan, rng, self.CHUNK))
+        return self._cached[1]
+
+    def __getitem__(self, positions: slice) -> np.ndarray:
+        """Rows of positions ``[start, stop)``."""
+        start, stop = positions.start or 0, positions.stop
+        parts = []
+        for c in range(start // self.CHUNK, (stop - 1) // self.CHUNK + 1):
+            lo = max(start, c * self.CHUNK) - c * self.CHUNK
+            hi = min(stop, (c + 1) * self.CHUNK) - c * self.CHUNK
+            parts.append(self._chunk(c)[lo:hi])
+        if not parts:
+            return np.zeros((0, len(self.plan.param_keys)), np.float32)
+        return np.concatenate(parts)
