@@ -12,19 +12,15 @@ points the source at your data: ``DATA/train`` and ``DATA/val`` when both exist,
 from __future__ import annotations
 
 import argparse
-import time
 from importlib.resources import files
 from pathlib import Path
 
 from daliaug.cli.common import console, positive_int
 from daliaug.config import Config, load_config
 from daliaug.errors import DataError
-from daliaug.sources import Samples, SourceConfig
-from daliaug.sources.prepare import prepare_samples
-from daliaug.sources.tfrecord import RecordSamples
+from daliaug.tools.demo import AnySamples, fit, pipeline_rate, splits
 
 DEFAULT_CONFIG = "demo.yaml"
-AnySamples = Samples | RecordSamples
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -46,29 +42,6 @@ def _config(args: argparse.Namespace) -> Config:
     return load_config(path, overrides)
 
 
-def _splits(config: Config, data: Path | None) -> tuple[AnySamples, AnySamples]:
-    """Training and validation samples of the config's source."""
-
-    def samples_of(source: SourceConfig) -> AnySamples:
-        return prepare_samples(config.model_copy(update={"source": source}))
-
-    if data is None:
-        from daliaug.tools.demo_sources import demo_sources
-
-        with console.status("writing the demo data to the cache (first run only)"):
-            train, val = demo_sources(config.source)
-        return samples_of(train), samples_of(val)
-    if (data / "train").exists() and (data / "val").exists():
-        source = config.source
-        return samples_of(source.with_path(data / "train")), samples_of(
-            source.with_path(data / "val")
-        )
-    samples = samples_of(config.source.with_path(data))
-    if isinstance(samples, RecordSamples):
-        raise DataError(f"--data: give TFRecords as {data}/train and {data}/val folders")
-    return samples.split(0.2)
-
-
 def _explain(error: Exception, samples: AnySamples) -> DataError:
     """Turn a failure inside the input pipeline into an error naming the bad file."""
     from daliaug.sources.base import explain_failure
@@ -79,7 +52,9 @@ def _explain(error: Exception, samples: AnySamples) -> DataError:
 
 def run(args: argparse.Namespace) -> int:
     config = _config(args)
-    train_samples, val_samples = _splits(config, args.data)
+    what = "writing the demo data to the cache (first run only)" if args.data is None else ""
+    with console.status(what or f"listing and checking {args.data}"):
+        train_samples, val_samples = splits(config, args.data)
     if train_samples.class_names != val_samples.class_names:
         raise DataError(
             f"training and validation classes differ: {train_samples.class_names} vs "
@@ -105,9 +80,11 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"augmenting with {where}; model: {model.count_params():,} parameters")
     metric = "mean_iou" if config.source.segmentation else "accuracy"
     try:
-        rate = _pipeline_rate(train_ds, len(train_samples))
+        rate = pipeline_rate(train_ds, len(train_samples))
         console.print(f"pipeline alone: {rate:,.0f} images/s")
-        history = _fit(model, train_ds, val_ds, args.epochs, len(train_samples), metric)
+        history = fit(
+            model, train_ds, val_ds, args.epochs, len(train_samples), metric, console.print
+        )
     except tf.errors.OpError as e:
         raise _explain(e, train_samples) from None
     scores, rates = history[f"val_{metric}"], history["images_per_s"]
@@ -116,39 +93,3 @@ def run(args: argparse.Namespace) -> int:
         summary += f" (chance {1 / max(2, train_samples.num_classes):.0%})"
     console.print(f"{summary}; training at {sum(rates) / len(rates):,.0f} images/s")
     return 0
-
-
-def _pipeline_rate(ds: object, count: int) -> float:
-    start = time.perf_counter()
-    for _ in ds:
-        pass
-    return count / (time.perf_counter() - start)
-
-
-def _fit(
-    model: object, train_ds: object, val_ds: object, epochs: int, count: int, metric: str
-) -> dict[str, list[float]]:
-    import keras
-
-    history: dict[str, list[float]] = {f"val_{metric}": [], "images_per_s": []}
-
-    class Report(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
-            self.start = time.perf_counter()
-
-        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-            self.train_end = time.perf_counter()
-
-        def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
-            logs = logs or {}
-            rate = count / (self.train_end - self.start)
-            history[f"val_{metric}"].append(logs[f"val_{metric}"])
-            history["images_per_s"].append(rate)
-            console.print(
-                f"epoch {epoch + 1}/{epochs}: loss {logs['loss']:.3f}, {metric} "
-                f"{logs[metric]:.1%}, val_{metric} {logs[f'val_{metric}']:.1%}, "
-                f"{rate:,.0f} images/s"
-            )
-
-    model.fit(train_ds, validation_data=val_ds, epochs=epochs, verbose=0, callbacks=[Report()])
-    return history

@@ -113,12 +113,12 @@ class GeometricTransform(Transform):
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        if cls.tag() is not None and not hasattr(cls, "axis_aligned"):
+        if cls.tag() is not None and not hasattr(cls, "axis_aligned"):  # before registering
             raise TypeError(
                 f"geometric transform {cls.__name__} must declare axis_aligned: True only if "
                 "its map scales, shifts or flips the axes and never turns or shears them"
             )
+        super().__pydantic_init_subclass__(**kwargs)
 
     def warp(self, p: Params, canvas: Canvas, m: Math) -> tuple[Affine, Canvas]:
         """The source-to-destination map for this step and the canvas size after it."""
