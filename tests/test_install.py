@@ -81,25 +81,19 @@ def test_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path: Pa
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     where = tmp_path / "elsewhere"
     where.mkdir()
-    imports = subprocess.run(
-        [python, "-c", "import daliaug, daliaug.sources, daliaug.parity; print(daliaug.__file__)"],
-        cwd=where,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+
+    def run(*command: object) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            command, cwd=where, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    imports = run(
+        python, "-c", "import daliaug, daliaug.sources, daliaug.parity; print(daliaug.__file__)"
     )
     assert imports.returncode == 0, imports.stderr
     assert imports.stdout.strip().startswith(site), imports.stdout
     config = Path(site) / "daliaug" / "pipelines" / "imagenet_train.yaml"
-    validate = subprocess.run(
-        [venv / "bin" / "daliaug", "validate", str(config)],
-        cwd=where,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    validate = run(venv / "bin" / "daliaug", "validate", config)
     assert validate.returncode == 0, validate.stderr
     assert "random_resized_crop" in validate.stdout
 
