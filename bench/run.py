@@ -88,7 +88,10 @@ def timing(workload: str, quick: bool) -> Timing:
 class Worker:
     """A :mod:`bench.worker` process: one JSON line per command."""
 
-    def __init__(self, spec: dict[str, Any], log: TextIO, timeout: float) -> None:
+    def __init__(
+        self, spec: dict[str, Any], log: TextIO, timeout: float, root: Path = machine.ROOT
+    ) -> None:
+        """``root``: the checkout whose ``bench`` and ``daliaug`` the worker runs."""
         self.timeout = timeout
         self.log = log
         self.proc = subprocess.Popen(
@@ -97,7 +100,7 @@ class Worker:
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
-            cwd=machine.ROOT,
+            cwd=root,
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"},
         )
 

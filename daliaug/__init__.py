@@ -1,7 +1,7 @@
 """daliaug: GPU image decoding and augmentation for Keras training with NVIDIA DALI.
 
 ``import daliaug`` imports neither TensorFlow nor DALI; :func:`make_dataset` imports them when
-called.
+called, :func:`build_pipeline` DALI only.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from daliaug.errors import BackendError, BackendWarning, ConfigError, DaliaugErr
 
 if TYPE_CHECKING:
     import tensorflow as tf
+    from nvidia.dali.pipeline import Pipeline
 
 __version__ = "0.1.0"
 
@@ -28,6 +29,16 @@ def make_dataset(config: Any, **kwargs: Any) -> tf.data.Dataset:
     return _make_dataset(config, **kwargs)
 
 
+def build_pipeline(config: Any, device: str | None = None, **kwargs: Any) -> Pipeline:
+    """The ``nvidia.dali.Pipeline`` of a config, reading its source itself (not built), for
+    driving DALI directly or through DALI's own iterators. ``device``: ``"gpu"`` or ``"cpu"``
+    (default: where ``backend`` runs DALI here). See
+    :func:`daliaug.backends.dali.loader.build_pipeline` for the keyword arguments."""
+    from daliaug.backends.dali.loader import build_pipeline as _build_pipeline
+
+    return _build_pipeline(config, device, **kwargs)
+
+
 __all__ = [
     "BackendError",
     "BackendWarning",
@@ -36,6 +47,7 @@ __all__ = [
     "DaliaugError",
     "DataError",
     "__version__",
+    "build_pipeline",
     "load_config",
     "make_dataset",
 ]

@@ -7,10 +7,14 @@ Importing this module imports neither TensorFlow nor DALI; the chosen backend do
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from daliaug.backends import select_backend
-from daliaug.config import load_config
+import numpy as np
+
+from daliaug.backends import DatasetOptions, select_backend
+from daliaug.config import Config, load_config
+from daliaug.errors import ConfigError
 from daliaug.sources.base import Samples
 from daliaug.sources.prepare import prepare_samples
 from daliaug.sources.tfrecord import RecordSamples
@@ -26,6 +30,7 @@ def make_dataset(
     x: Any = None,
     y: Any = None,
     initial_epoch: int = 0,
+    class_weight: Mapping[int, float] | None = None,
 ) -> tf.data.Dataset:
     """A dataset of ``(images, labels or masks)`` batches, augmented as the config says.
 
@@ -36,15 +41,44 @@ def make_dataset(
     One iteration is one epoch: every sample exactly once, in a new order each epoch when
     ``shuffle``; the last batch is smaller unless ``drop_remainder``. The first iteration is
     epoch ``initial_epoch`` (the same order and parameters as in a run that started at 0), so
-    ``model.fit(..., initial_epoch=k)`` resumes the data stream too. Images come out of DALI on
-    the GPU with ``backend`` gpu (or auto on a GPU machine), else from DALI on the CPU, or from
-    TensorFlow ops with ``backend: tf`` (or auto without DALI), with the same element spec.
+    ``model.fit(..., initial_epoch=k)`` resumes the data stream too. ``class_weight`` (Keras'
+    mapping from class index to weight) makes the batches ``(images, labels, weights)``, the
+    weights computed in the pipeline: use it instead of ``model.fit(class_weight=...)``, which
+    adds a CPU stage after the dataset (not allowed after a GPU-placed DALI dataset). Images
+    come out of DALI on the GPU with ``backend`` gpu (or auto on a GPU machine), else from DALI
+    on the CPU, or from TensorFlow ops with ``backend: tf`` (or auto without DALI), with the
+    same element spec.
     """
     config = load_config(config)
+    if initial_epoch < 0:
+        raise ConfigError(f"initial_epoch: must be 0 or more, got {initial_epoch}")
     samples = prepare_samples(config, samples, x, y)
     backend, device = select_backend(config)
     if isinstance(samples, RecordSamples):
         from daliaug.backends.streams import check_record_keys
 
         check_record_keys(samples)
-    return backend.dataset(config, samples, device, initial_epoch=initial_epoch)
+    weights = None if class_weight is None else _class_weights(config, samples, class_weight)
+    options = DatasetOptions(initial_epoch=initial_epoch, class_weights=weights)
+    return backend.dataset(config, samples, device, options)
+
+
+def _class_weights(
+    config: Config, samples: Samples | RecordSamples, class_weight: Mapping[int, float]
+) -> np.ndarray:
+    """Keras' ``class_weight`` as one weight per class, checked."""
+    if config.source.segmentation:
+        raise ConfigError(
+            "class_weight: class weights need one label per sample; segmentation masks have a "
+            "class per pixel (weigh the classes in the loss instead)"
+        )
+    table = np.ones(samples.num_classes, np.float32)
+    for label, weight in class_weight.items():
+        if not isinstance(label, (int, np.integer)) or not 0 <= label < samples.num_classes:
+            raise ConfigError(
+                f"class_weight: key {label!r} is not a class index (0..{samples.num_classes - 1})"
+            )
+        if not np.isfinite(weight) or weight < 0:
+            raise ConfigError(f"class_weight: weight {weight!r} of class {label} is not >= 0")
+        table[label] = weight
+    return table

@@ -74,7 +74,13 @@ def draw_rows(plan: Plan, rng: np.random.Generator, count: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Epochs:
-    """The epochs of ``size`` samples: order, batches and parameter rows of epoch ``e``."""
+    """The epochs of ``size`` samples: order, batches and parameter rows of epoch ``e``.
+
+    An epoch has ``length`` positions (default: ``size``). Where ``length`` exceeds ``size``
+    (replicas padded to equal batch counts) the extra positions repeat samples from the start
+    of the order and are marked invalid (:meth:`valid`); where it falls short, the epoch ends
+    there and the rest of the order is left out of it.
+    """
 
     size: int
     batch_size: int
@@ -83,9 +89,10 @@ class Epochs:
     seed: int
     stream: int = 0
     """The shard's own stream: shards of one seed draw different orders and parameters."""
+    length: int | None = None
 
     @staticmethod
-    def of(config: Config, size: int) -> Epochs:
+    def of(config: Config, size: int, length: int | None = None) -> Epochs:
         """The epochs of ``size`` samples of the config's shard (a fresh seed if it has none:
         build one :class:`Epochs` per dataset and share it between its streams)."""
         return Epochs(
@@ -95,11 +102,17 @@ class Epochs:
             config.shuffle,
             resolve_seed(config.seed),
             config.source.shard_id,
+            length,
         )
 
     @property
+    def positions(self) -> int:
+        """Positions per epoch (``length``, else ``size``)."""
+        return self.size if self.length is None else self.length
+
+    @property
     def bounds(self) -> list[tuple[int, int]]:
-        return batch_bounds(self.size, self.batch_size, self.drop_remainder)
+        return batch_bounds(self.positions, self.batch_size, self.drop_remainder)
 
     def __len__(self) -> int:
         """Batches per epoch."""
@@ -114,7 +127,11 @@ class Epochs:
     def batches(self, epoch: int) -> list[np.ndarray]:
         """The sample indices of each batch of ``epoch``."""
         order = self.order(epoch)
-        return [order[a:b] for a, b in self.bounds]
+        return [order[np.arange(a, b) % self.size] for a, b in self.bounds]
+
+    def valid(self, start: int, stop: int) -> np.ndarray:
+        """Which of the positions ``[start, stop)`` hold a sample of this epoch (not padding)."""
+        return np.arange(start, stop) < self.size
 
     def rows(self, plan: Plan, epoch: int) -> ParameterRows:
         """The parameter rows of ``epoch``, by position in its order."""

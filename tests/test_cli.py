@@ -204,3 +204,20 @@ def test_parity_on_user_images_reports_every_comparison(tmp_path: Path) -> None:
         "parity", ROOT / "pipelines" / "cifar_train.yaml", "--images", tmp_path / "no"
     )
     assert missing.returncode == 3 and str(tmp_path / "no") in missing.stderr
+
+
+def test_selftest_runs_everything_here_and_says_what_was_skipped(tmp_path: Path) -> None:
+    """On this machine (no GPU): DALI on the CPU against the stored reference, training steps
+    through make_dataset, the GPU part reported as skipped; --require-gpu then exits with 4."""
+    from daliaug.backends.select import dali_gpu_count
+
+    if dali_gpu_count() > 0:
+        pytest.skip("this machine has a GPU")
+    env = {"DALIAUG_CACHE": str(tmp_path), "COLUMNS": "200"}
+    result = daliaug("selftest", "--steps", "3", env=env)
+    assert result.returncode == 0, result.stderr
+    out = result.stderr
+    assert re.search(r"DALI-CPU vs stored TensorFlow reference\s*│ ok", out), out
+    assert re.search(r"model\.fit, 3 steps\s*│ ok", out) and "skipped: DALI sees no GPU" in out
+    required = daliaug("selftest", "--steps", "1", "--require-gpu", env=env)
+    assert required.returncode == 4 and "--require-gpu" in required.stderr

@@ -83,3 +83,46 @@ def test_gpu_masks_equal_cpu_masks(tmp_path: Path) -> None:
         np.concatenate([b[1] for b in DaliLoader(config, device=d)]) for d in ("cpu", "gpu")
     )
     assert np.mean(cpu != gpu) <= 0.005
+
+
+def _tf_gpu() -> bool:
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return False
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+needs_tf_gpu = pytest.mark.skipif(not _tf_gpu(), reason="needs TensorFlow's CUDA build")
+
+
+@needs_tf_gpu
+def test_make_dataset_on_the_gpu_fits_and_sees_every_sample_once(tmp_path: Path) -> None:
+    """``make_dataset`` on the GPU: a GPU-placed DALIDatasetWithInputs, each sample exactly
+    once per epoch, batches on the GPU, close to the CPU path, and one model.fit epoch."""
+    from daliaug.dataset import make_dataset
+    from daliaug.tools.models import small_cnn
+
+    root = write_image_dir(
+        tmp_path, {"img": [structured_image(64 + i % 3, 80, seed=i) for i in range(23)]}
+    )
+    listing = tmp_path / "list.csv"
+    listing.write_text("".join(f"img/{i:04d}.png,{i}\n" for i in range(23)))
+    source = {"type": "file_list", "path": str(listing)}
+    config = config_for(root, source=source, backend="gpu", batch_size=5, shuffle=True)
+    gpu = make_dataset(config)
+    assert gpu.batches_per_epoch == 5
+    labels, images = [], []
+    for batch_images, batch_labels in gpu:
+        assert "GPU" in batch_images.device
+        labels += batch_labels.numpy().tolist()
+        images.append(batch_images.numpy())
+    assert sorted(labels) == list(range(23))
+    cpu = make_dataset(config.model_copy(update={"backend": "cpu"}))
+    cpu_images = np.concatenate([b[0].numpy() for b in cpu])
+    assert np.abs(np.concatenate(images) - cpu_images).mean() <= 0.5
+
+    fit_config = config.model_copy(update={"label_mode": "categorical"})
+    model = small_cnn(fit_config, 23)
+    history = model.fit(make_dataset(fit_config), epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])

@@ -57,6 +57,7 @@ def test_wheel_holds_every_package_config_and_marker(wheel: Path) -> None:
     for config in (ROOT / "pipelines").glob("*.yaml"):
         assert f"daliaug/pipelines/{config.name}" in names, config.name
     assert "daliaug/py.typed" in names
+    assert "daliaug/parity/reference.npz" in names
 
 
 def test_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The stored TF reference (tests/data/parity_reference.npz): it still matches the current TF
+"""The stored TF reference (daliaug/parity/reference.npz): it still matches the current TF
 backend, covers every transform and shipped pipeline, and DALI matches it without TensorFlow
 (on the CPU here, on the GPU where DALI sees one)."""
 
@@ -19,8 +19,8 @@ from daliaug.parity.run import run_tf
 from daliaug.transforms import TRANSFORMS
 
 ROOT = Path(__file__).parents[1]
-REFERENCE = ROOT / "tests" / "data" / "parity_reference.npz"
-REGENERATE = "daliaug parity --write-reference tests/data/parity_reference.npz"
+REFERENCE = ROOT / "daliaug" / "parity" / "reference.npz"
+REGENERATE = "daliaug parity --write-reference daliaug/parity/reference.npz"
 
 
 def test_reference_matches_the_current_tf_backend(tmp_path: Path) -> None:

@@ -14,12 +14,14 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from daliaug.backends.select import Device, resolve_backend
 from daliaug.config import Config
+from daliaug.epoch import Epochs
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -27,6 +29,34 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
 NAMES = ("dali", "tf")
+
+
+@dataclass(frozen=True)
+class DatasetOptions:
+    """How a dataset runs its epochs beyond what the config says."""
+
+    initial_epoch: int = 0
+    """The first iteration is this epoch (the n-th is ``initial_epoch + n``)."""
+    class_weights: np.ndarray | None = None
+    """One weight per class: batches become ``(images, targets, weights)``."""
+    length: int | None = None
+    """Positions per epoch, where replicas pad or cut to equal batch counts (see
+    :class:`~daliaug.epoch.Epochs`)."""
+    weighted: bool = False
+    """Yield ``(images, targets, weights)`` even without class weights (padding weighs 0)."""
+
+    def weights(self, num_classes: int) -> np.ndarray | None:
+        """The per-class weights of a weighted dataset (ones without class weights), else
+        ``None``."""
+        if self.class_weights is not None or not self.weighted:
+            return self.class_weights
+        return np.ones(num_classes, np.float32)
+
+    def epochs(self, config: Config, size: int) -> Epochs:
+        return Epochs.of(config, size, self.length)
+
+
+DEFAULT_OPTIONS = DatasetOptions()
 
 
 class Backend(ABC):
@@ -41,11 +71,10 @@ class Backend(ABC):
         config: Config,
         samples: Samples | RecordSamples,
         device: Device,
-        *,
-        initial_epoch: int = 0,
+        options: DatasetOptions = DEFAULT_OPTIONS,
     ) -> tf.data.Dataset:
-        """A ``tf.data.Dataset`` of ``(images, targets)`` batches whose n-th iteration is
-        epoch ``initial_epoch + n``."""
+        """A ``tf.data.Dataset`` of ``(images, targets[, weights])`` batches whose n-th
+        iteration is epoch ``options.initial_epoch + n``."""
 
     @abstractmethod
     def batches(

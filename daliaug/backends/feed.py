@@ -6,7 +6,9 @@ Every backend computes the same thing from the same inputs. Per batch of samples
   zero-padded to one ``uint8`` row each), ``image`` (``uint8`` HWC arrays), ``label``
   (``int32``), or for TFRecords one packed ``record`` row per sample (:class:`RecordLayout`);
 * ``warp``: the plan evaluated for each sample (decode window, warp matrices, colour matrix),
-  flattened into one ``float32`` vector per sample (:class:`WarpLayout`).
+  flattened into one ``float32`` vector per sample (:class:`WarpLayout`);
+* for weighted datasets, ``weight``: each sample's weight (its class weight, 0 for padding),
+  which the graph passes through as a third output, ``(images, targets, weights)``.
 
 The plan is evaluated once, by :meth:`WarpLayout.evaluate`, over an array namespace
 (:class:`Arrays`): NumPy on the host here (:class:`EpochFeed`), TensorFlow where only the
@@ -29,6 +31,7 @@ from daliaug.config import Config
 from daliaug.epoch import Epochs, columns
 from daliaug.plan import Plan
 from daliaug.sources.base import Samples
+from daliaug.sources.tfrecord import RecordSamples
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ INPUTS: dict[str, Input] = {
     "label": Input("int32", 0),
     "record": Input("uint8", 1),
     "warp": Input("float32", 1),
+    "weight": Input("float32", 0),
 }
 """Every input a graph can take, by name."""
 
@@ -171,29 +175,40 @@ class WarpLayout:
 
 @dataclass(frozen=True)
 class RecordLayout:
-    """One TFRecord sample as one ``uint8`` row: the encoded image's length and the label (two
-    little-endian ``int32``), the sample's ``warp`` (``float32``, :class:`WarpLayout`), then the
-    encoded image, zero-padded to the longest of its batch. TensorFlow reads the records and
-    packs them; the DALI graph unpacks them."""
+    """One TFRecord sample as one ``uint8`` row: the encoded image's length, the label (two
+    little-endian ``int32``) and the sample's weight (``float32``), its ``warp`` (``float32``,
+    :class:`WarpLayout`), then the encoded image, zero-padded to the longest of its batch.
+    TensorFlow reads the records and packs them; the DALI graph unpacks them."""
 
     warp: WarpLayout
     length: ClassVar[slice] = slice(0, 4)
     label: ClassVar[slice] = slice(4, 8)
+    weight: ClassVar[slice] = slice(8, 12)
 
     @property
     def warp_bytes(self) -> slice:
-        return slice(8, 8 + 4 * self.warp.width)
+        return slice(12, 12 + 4 * self.warp.width)
 
     @property
     def image_start(self) -> int:
         return self.warp_bytes.stop
 
 
+def graph_inputs(samples: Samples | RecordSamples, weighted: bool) -> tuple[str, ...]:
+    """The inputs of a graph fed ``samples``: packed ``record`` rows for TFRecords, else the
+    source's columns, ``warp``, and ``weight`` if ``weighted``."""
+    if isinstance(samples, RecordSamples):
+        return ("record",)
+    return (*samples.columns, "warp", *(("weight",) if weighted else ()))
+
+
 class EpochFeed:
     """A shard's samples (columns) as a graph's inputs, one epoch at a time, made on the host:
     :class:`~daliaug.epoch.Epochs` gives each batch's samples and parameter rows (or the
     explicit ``params``, one row per sample), the columns are gathered and the plan evaluated
-    with NumPy, vectorized over the batch. ``resizes``: see :meth:`WarpLayout.of`."""
+    with NumPy, vectorized over the batch. ``resizes``: see :meth:`WarpLayout.of`. With
+    ``weights`` (one per class) the feed also gives each sample's ``weight``: its class's,
+    0 where the epoch pads."""
 
     def __init__(
         self,
@@ -202,11 +217,14 @@ class EpochFeed:
         *,
         resizes: bool,
         params: np.ndarray | None = None,
+        epochs: Epochs | None = None,
+        weights: np.ndarray | None = None,
     ) -> None:
         self.samples = samples
         self.plan = config.plan
-        self.epochs = Epochs.of(config, len(samples))
+        self.epochs = epochs or Epochs.of(config, len(samples))
         self.layout = WarpLayout.of(self.plan, tuple(samples.columns), resizes)
+        self.weights = weights
         self.params = None if params is None else np.asarray(params, dtype=np.float32)
         expected = (len(samples), len(self.plan.param_keys))
         if self.params is not None and self.params.shape != expected:
@@ -214,18 +232,24 @@ class EpochFeed:
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        """The graph's inputs: the source's columns, then ``warp``."""
-        return (*self.samples.columns, "warp")
+        return graph_inputs(self.samples, self.weights is not None)
 
     def batches(self, epoch: int, names: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
         """Each batch of ``epoch`` as the arrays ``names`` asks for: inputs of :attr:`inputs`,
         ``index`` (the samples' indices) and ``params`` (their parameter rows)."""
         rows = self.epochs.parameters(self.plan, epoch) if self.params is None else None
-        for index in self.epochs.batches(epoch):
+        bounds = self.epochs.bounds
+        for (start, stop), index in zip(bounds, self.epochs.batches(epoch), strict=True):
             params = self.params[index] if rows is None else next(rows)
             out = {"index": index, "params": params}
             if "warp" in names:
                 out["warp"] = self.layout.evaluate(params, self.samples.sizes[index], NUMPY)
+            if "weight" in names and self.weights is not None:
+                labels = self.samples.labels
+                weight = self.weights[labels[index]] if labels is not None else 1.0
+                out["weight"] = np.where(self.epochs.valid(start, stop), weight, 0.0).astype(
+                    np.float32
+                )
             for name in names:
                 if name in self.samples.columns:
                     out[name] = self.samples.columns[name][index]

@@ -33,26 +33,30 @@ block."""
 _TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "uint8": tf.uint8}
 
 
-def element_spec(config: Config, num_classes: int) -> tuple[tf.TensorSpec, tf.TensorSpec]:
-    """Shapes and dtypes of one ``(images, labels or masks)`` batch, known from the config."""
+def element_spec(
+    config: Config, num_classes: int, weighted: bool = False
+) -> tuple[tf.TensorSpec, ...]:
+    """Shapes and dtypes of one ``(images, labels or masks[, weights])`` batch, known from the
+    config."""
     h, w = config.image_size
     c = config.channels
     batch = config.batch_size if config.drop_remainder else None
     nhwc = config.output.layout == "NHWC"
     image_shape = (batch, h, w, c) if nhwc else (batch, c, h, w)
     images = tf.TensorSpec(image_shape, _TF_DTYPES[config.output.dtype])
+    weights = (tf.TensorSpec((batch,), tf.float32),) if weighted else ()
     source = config.source
     if isinstance(source, SegmentationSource):
         if source.mask_output == "one_hot":
             shape = (batch, h, w, num_classes) if nhwc else (batch, num_classes, h, w)
-            return images, tf.TensorSpec(shape, tf.float32)
-        return images, tf.TensorSpec((batch, h, w), tf.as_dtype(source.mask_dtype))
+            return images, tf.TensorSpec(shape, tf.float32), *weights
+        return images, tf.TensorSpec((batch, h, w), tf.as_dtype(source.mask_dtype)), *weights
     labels = {
         "int": tf.TensorSpec((batch,), tf.int32),
         "categorical": tf.TensorSpec((batch, num_classes), tf.float32),
         "binary": tf.TensorSpec((batch, 1), tf.float32),
     }[config.label_mode]
-    return images, labels
+    return images, labels, *weights
 
 
 def counted(
@@ -77,6 +81,8 @@ def _spec(feed: EpochFeed, name: str) -> tf.TensorSpec:
         return tf.TensorSpec((None, len(feed.plan.param_keys)), tf.float32)
     if name == "warp":
         return tf.TensorSpec((None, feed.layout.width), tf.float32)
+    if name == "weight":
+        return tf.TensorSpec((None,), tf.float32)
     column = feed.samples.columns[name]
     spec = INPUTS[name]
     return tf.TensorSpec((None, *column.shape[1 : 1 + spec.ndim]), tf.as_dtype(spec.dtype))
@@ -114,21 +120,25 @@ def record_stream(
     epochs: Epochs,
     layout: WarpLayout,
     initial_epoch: int = 0,
+    weights: np.ndarray | None = None,
 ) -> tf.data.Dataset:
-    """Batches of ``(encoded images, labels, warp)`` from the TFRecords: this shard's
+    """Batches of ``(encoded images, labels, weights, warp)`` from the TFRecords: this shard's
     contiguous range, shuffled per epoch in blocks of :data:`RECORD_BUFFER` records, in an
-    order fixed by the seed, the shard and the epoch; ``warp`` (``layout``) evaluated in the
-    graph from the epoch's parameter rows."""
+    order fixed by the seed, the shard and the epoch, and cut or padded (weight 0) to the
+    epoch's positions; ``weights`` from the class ``weights`` (1 without); ``warp``
+    (``layout``) evaluated in the graph from the epoch's parameter rows."""
     start, _ = shard_range(sum(records.counts), records.shard_id, records.num_shards)
+    table = tf.constant(np.ones(records.num_classes, np.float32) if weights is None else weights)
     features = {
         records.image_key: tf.io.FixedLenFeature([], tf.string),
         records.label_key: tf.io.FixedLenFeature([], tf.int64),
     }
 
-    def parse(serialized: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    def parse(position: tf.Tensor, serialized: tf.Tensor) -> tuple:
         example = tf.io.parse_single_example(serialized, features)
-        encoded = example[records.image_key]
-        return encoded, tf.cast(example[records.label_key], tf.int32), image_size(encoded)
+        encoded, label = example[records.image_key], tf.cast(example[records.label_key], tf.int32)
+        weight = tf.gather(table, label) * tf.cast(position < len(records), tf.float32)
+        return encoded, label, weight, image_size(encoded)
 
     base = np.random.SeedSequence([epochs.seed, epochs.stream]).generate_state(1, np.uint64)[0]
     window = min(len(records), RECORD_BUFFER)
@@ -143,6 +153,7 @@ def record_stream(
             key = tf.stack([tf.constant(int(base >> 1), tf.int64), epoch])
             blocks = ds.batch(window).enumerate()
             ds = blocks.map(lambda i, block: shuffled(key, i, block)).unbatch()
+        ds = ds.repeat().take(epochs.positions).enumerate()
         ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
         return ds.batch(config.batch_size, drop_remainder=config.drop_remainder)
 
@@ -154,9 +165,9 @@ def record_stream(
     rows_spec = tf.TensorSpec((None, len(config.plan.param_keys)), tf.float32)
     rows = counted(lambda epoch: epochs.parameters(config.plan, epoch), rows_spec, initial_epoch)
 
-    def with_warp(batch: tuple[tf.Tensor, tf.Tensor, tf.Tensor], r: tf.Tensor) -> tuple:
-        encoded, labels, sizes = batch
-        return encoded, labels, layout.evaluate(r, sizes, TF_ARRAYS)
+    def with_warp(batch: tuple[tf.Tensor, ...], r: tf.Tensor) -> tuple:
+        encoded, labels, weight, sizes = batch
+        return encoded, labels, weight, layout.evaluate(r, sizes, TF_ARRAYS)
 
     return tf.data.Dataset.zip(batches, rows).map(with_warp)
 

@@ -16,7 +16,7 @@ from rich.markup import escape
 from daliaug.cli.common import console
 from daliaug.errors import DaliaugError
 
-COMMANDS = ("demo", "validate", "preview", "convert", "parity", "doctor")
+COMMANDS = ("demo", "validate", "preview", "convert", "parity", "doctor", "selftest")
 
 
 def build_parser() -> argparse.ArgumentParser:

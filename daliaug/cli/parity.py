@@ -20,6 +20,7 @@ from pathlib import Path
 from daliaug.cli.common import console, positive_int
 from daliaug.config import load_config
 from daliaug.errors import ConfigError
+from daliaug.parity.reference import SHIPPED
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +39,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, help="also write the report as JSON here")
     stored = parser.add_mutually_exclusive_group()
     stored.add_argument(
-        "--check-reference", type=Path, metavar="REF", help="compare DALI with a stored reference"
+        "--check-reference",
+        type=Path,
+        nargs="?",
+        const=SHIPPED,
+        metavar="REF",
+        help="compare DALI with a stored reference (default: the one shipped with daliaug)",
     )
     stored.add_argument(
         "--write-reference", type=Path, metavar="OUT", help="store TensorFlow's outputs here"

@@ -30,6 +30,8 @@ from daliaug.parity.run import run_tf
 from daliaug.sources import Samples
 
 FORMAT = 1
+SHIPPED = Path(__file__).with_name("reference.npz")
+"""The reference shipped with the package (what ``daliaug selftest`` checks DALI against)."""
 OUTPUT_PIXELS = 3 * 64 * 64
 """Output pixels per case (at least one image): keeps the file small."""
 

@@ -82,5 +82,7 @@ def fit(
                 f"{rate:,.0f} images/s"
             )
 
-    model.fit(train, validation_data=val, epochs=epochs, verbose=0, callbacks=[Report()])
+    model.fit(
+        train, validation_data=val, epochs=epochs, verbose=0, callbacks=[Report()], shuffle=False
+    )
     return history

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from daliaug.backends import Backend
+from daliaug.backends import DEFAULT_OPTIONS, Backend, DatasetOptions
 from daliaug.backends.dali.loader import DaliLoader
 from daliaug.backends.select import Device
 from daliaug.config import Config
@@ -28,12 +28,11 @@ class DaliBackend(Backend):
         config: Config,
         samples: Samples | RecordSamples,
         device: Device,
-        *,
-        initial_epoch: int = 0,
+        options: DatasetOptions = DEFAULT_OPTIONS,
     ) -> tf.data.Dataset:
         from daliaug.backends.dali.dataset import dali_dataset
 
-        return dali_dataset(config, samples, device, initial_epoch)
+        return dali_dataset(config, samples, device, options)
 
     def batches(
         self,

@@ -9,12 +9,14 @@ dataset's device as the plugin requires.
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import tensorflow as tf
 from nvidia.dali.plugin import tf as dali_tf
 
-from daliaug.backends.dali.pipeline import RESIZES, GraphOptions, build_pipeline
+from daliaug.backends import DEFAULT_OPTIONS, DatasetOptions
+from daliaug.backends.dali.pipeline import RESIZES, named_pipeline
 from daliaug.backends.feed import EpochFeed, RecordLayout, WarpLayout
 from daliaug.backends.select import Device
 from daliaug.backends.streams import element_spec, feed_stream, record_stream
@@ -48,51 +50,107 @@ def placement(device: Device, config: Config) -> Device:
     return "cpu"
 
 
-def _packed(stream: tf.data.Dataset, layout: RecordLayout) -> tf.data.Dataset:
-    """``(encoded, labels, warp)`` batches packed into rows of :class:`RecordLayout`."""
+def tf_gpu(device_id: int) -> str:
+    """TensorFlow's name for the GPU that DALI calls ``device_id`` (the CUDA ordinal, as in
+    ``CUDA_VISIBLE_DEVICES`` order): its place among the GPUs TensorFlow may use
+    (``tf.config.set_visible_devices``), counting the logical devices each is split into."""
+    physical = tf.config.list_physical_devices("GPU")
+    if device_id >= len(physical):
+        raise BackendError(
+            f"device_id: {device_id}, but TensorFlow sees {len(physical)} GPU(s) "
+            "(GPU numbers follow CUDA_VISIBLE_DEVICES); use a device_id below that"
+        )
+    logical = 0
+    for gpu in tf.config.get_visible_devices("GPU"):
+        if gpu.name == physical[device_id].name:
+            return f"/gpu:{logical}"
+        logical += len(tf.config.get_logical_device_configuration(gpu) or [gpu])
+    raise BackendError(
+        f"device_id: GPU {device_id} is hidden from TensorFlow (tf.config.set_visible_devices); "
+        "make it visible or pick a visible one"
+    )
 
-    def pack(encoded: tf.Tensor, labels: tf.Tensor, warp: tf.Tensor) -> tf.Tensor:
+
+def memory_policy() -> None:
+    """Let TensorFlow take GPU memory as it needs it rather than nearly all of it at start-up,
+    which leaves DALI none (NVIDIA/DALI#2326), unless the user has decided: memory growth or a
+    memory limit set, or ``TF_FORCE_GPU_ALLOW_GROWTH`` in the environment. Too late once
+    TensorFlow's GPU runtime has started (then a warning says so)."""
+    if "TF_FORCE_GPU_ALLOW_GROWTH" in os.environ:
+        return
+    for gpu in tf.config.list_physical_devices("GPU"):
+        decided = tf.config.get_logical_device_configuration(gpu) is not None
+        if decided or tf.config.experimental.get_memory_growth(gpu):
+            continue
+        try:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        except RuntimeError:
+            warnings.warn(
+                "TensorFlow's GPU runtime started before daliaug could turn on memory growth, "
+                "so TensorFlow may hold the GPU memory DALI needs; make the daliaug datasets "
+                "first, or set TF_FORCE_GPU_ALLOW_GROWTH=true",
+                BackendWarning,
+                stacklevel=5,
+            )
+            return
+
+
+def _packed(stream: tf.data.Dataset, layout: RecordLayout) -> tf.data.Dataset:
+    """``(encoded, labels, weights, warp)`` batches packed into rows of :class:`RecordLayout`."""
+
+    def pack(
+        encoded: tf.Tensor, labels: tf.Tensor, weights: tf.Tensor, warp: tf.Tensor
+    ) -> tf.Tensor:
         n = tf.shape(labels)[0]
         lengths = tf.strings.length(encoded)
         head = tf.bitcast(tf.stack([lengths, labels], axis=1), tf.uint8)  # length, label
         body = tf.io.decode_raw(encoded, tf.uint8, fixed_length=tf.reduce_max(lengths))
-        parts = [head, tf.bitcast(warp, tf.uint8), body]
+        parts = [head, tf.bitcast(weights, tf.uint8), tf.bitcast(warp, tf.uint8), body]
         return tf.concat([tf.reshape(p, [n, -1]) for p in parts], axis=1)
 
     return stream.map(pack)
 
 
 def _inputs(
-    config: Config, samples: Samples | RecordSamples, initial_epoch: int
+    config: Config, samples: Samples | RecordSamples, options: DatasetOptions
 ) -> tuple[dict[str, tf.data.Dataset], Epochs]:
     """One CPU stream per graph input, all counting epochs from ``initial_epoch``."""
+    epochs = options.epochs(config, len(samples))
+    weights = options.weights(samples.num_classes)
+    start = options.initial_epoch
     if isinstance(samples, RecordSamples):
         layout = WarpLayout.of(config.plan, ("record",), RESIZES)
-        epochs = Epochs.of(config, len(samples))
-        stream = record_stream(config, samples, epochs, layout, initial_epoch)
+        stream = record_stream(config, samples, epochs, layout, start, weights)
         return {"record": _packed(stream, RecordLayout(layout))}, epochs
-    feed = EpochFeed(config, samples, resizes=RESIZES)
-    return {name: feed_stream(feed, name, initial_epoch) for name in feed.inputs}, feed.epochs
+    feed = EpochFeed(config, samples, resizes=RESIZES, epochs=epochs, weights=weights)
+    return {name: feed_stream(feed, name, start) for name in feed.inputs}, epochs
 
 
 def dali_dataset(
-    config: Config, samples: Samples | RecordSamples, device: Device, initial_epoch: int = 0
+    config: Config,
+    samples: Samples | RecordSamples,
+    device: Device,
+    options: DatasetOptions = DEFAULT_OPTIONS,
 ) -> tf.data.Dataset:
-    """``(images, targets)`` batches from the DALI graph on ``device``, one epoch per
-    iteration (the n-th is epoch ``initial_epoch + n``)."""
+    """``(images, targets[, weights])`` batches from the DALI graph on ``device``, one epoch
+    per iteration (see :class:`DatasetOptions`). The number of batches per epoch is the
+    dataset's ``batches_per_epoch`` (a GPU-placed dataset's cardinality is unknown to
+    ``tf.data``)."""
     device = placement(device, config)
     with tf.device("/cpu:0"):
-        inputs, epochs = _inputs(config, samples, initial_epoch)
+        inputs, epochs = _inputs(config, samples, options)
         inputs = {name: stream.prefetch(2) for name, stream in inputs.items()}
-    place = "/cpu:0" if device == "cpu" else f"/gpu:{config.device_id}"
+    place = "/cpu:0"
     if device == "gpu":
+        memory_policy()
+        place = tf_gpu(config.device_id)
         copy = tf.data.experimental.copy_to_device(place)
         inputs = {name: stream.apply(copy) for name, stream in inputs.items()}
-    options = GraphOptions(device, samples.num_classes, inputs=tuple(inputs))
-    specs = element_spec(config, samples.num_classes)
+    weighted = options.weights(samples.num_classes) is not None
+    specs = element_spec(config, samples.num_classes, weighted)
     with tf.device(place):
         ds = dali_tf.experimental.DALIDatasetWithInputs(
-            pipeline=build_pipeline(config, options),
+            pipeline=named_pipeline(config, samples, device, weighted),
             input_datasets={
                 name: dali_tf.experimental.Input(stream, batch=True)
                 for name, stream in inputs.items()
@@ -109,4 +167,5 @@ def dali_dataset(
         # ever hold a different number of batches. (GPU-placed DALI datasets take no further
         # tf.data stages.)
         ds = ds.apply(tf.data.experimental.assert_cardinality(len(epochs)))
+    ds.batches_per_epoch = len(epochs)
     return ds

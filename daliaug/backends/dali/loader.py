@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
-from daliaug.backends.dali.pipeline import RESIZES, GraphOptions, build_pipeline
+from daliaug.backends.dali.pipeline import RESIZES, GraphOptions, define_pipeline
 from daliaug.backends.feed import EpochFeed
 from daliaug.backends.select import Device, resolve_device
-from daliaug.config import Config
+from daliaug.config import Config, load_config
 from daliaug.epoch import batch_bounds
 from daliaug.errors import DataError, first_line
 from daliaug.sources.base import Samples, explain_failure
@@ -55,6 +56,49 @@ class _Source:
         return tuple(batch[name] for name in names)
 
 
+def _pipeline(
+    config: Config,
+    samples: Samples | RecordSamples,
+    device: Device,
+    params: np.ndarray | None,
+    initial_epoch: int,
+) -> tuple[Pipeline, _Source | None]:
+    """The config's pipeline over ``samples`` (not built) and its external source (``None``
+    where DALI's TFRecord reader feeds it)."""
+    if isinstance(samples, RecordSamples):
+        if params is not None:
+            raise ValueError("explicit params need a column source, not TFRecords")
+        options = GraphOptions(device, samples.num_classes, inputs=(), records=samples)
+        return define_pipeline(config, options), None
+    feed = EpochFeed(config, samples, resizes=RESIZES, params=params)
+    source = _Source(feed, initial_epoch, depth=config.prefetch + 2)
+    options = GraphOptions(device, samples.num_classes, inputs=feed.inputs, feed=source)
+    return define_pipeline(config, options), source
+
+
+def build_pipeline(
+    config: Any,
+    device: Device | None = None,
+    *,
+    x: Any = None,
+    y: Any = None,
+    samples: Samples | RecordSamples | None = None,
+    initial_epoch: int = 0,
+) -> Pipeline:
+    """The DALI pipeline of a config, reading its source itself: ``(images, labels or masks)``
+    batches, epoch after epoch as ``make_dataset`` defines them (each epoch ends with
+    ``StopIteration``; the last batch is smaller unless ``drop_remainder``), for driving DALI
+    directly or through DALI's own iterators (PyTorch, JAX). Not built: call ``build()`` (which
+    needs CUDA for ``device="gpu"``); on a machine without a GPU a ``gpu`` pipeline can still be
+    defined and checked (:mod:`daliaug.backends.dali.check`). ``device`` defaults to where the
+    config's ``backend`` runs DALI here; ``x``/``y`` are in-memory arrays for an ``arrays``
+    source. TFRecords are read by DALI's own reader, named ``records``.
+    """
+    config = load_config(config)
+    samples = prepare_samples(config, samples, x, y)
+    return _pipeline(config, samples, device or resolve_device(config), None, initial_epoch)[0]
+
+
 class DaliLoader:
     """A config's DALI pipeline over its samples, yielding NumPy ``(images, targets[, params])``.
 
@@ -78,20 +122,11 @@ class DaliLoader:
         self.samples = prepare_samples(config, samples)
         self.device = device or resolve_device(config)
         self.return_params = return_params
-        self._source: _Source | None = None
-        if isinstance(self.samples, RecordSamples):
-            if params is not None or return_params:
-                raise ValueError("explicit or returned params need a column source, not TFRecords")
-            options = GraphOptions(
-                self.device, self.samples.num_classes, inputs=(), records=self.samples
-            )
-        else:
-            feed = EpochFeed(config, self.samples, resizes=RESIZES, params=params)
-            self._source = _Source(feed, initial_epoch, depth=config.prefetch + 2)
-            options = GraphOptions(
-                self.device, self.samples.num_classes, inputs=feed.inputs, feed=self._source
-            )
-        self.pipeline: Pipeline = build_pipeline(config, options)
+        if return_params and isinstance(self.samples, RecordSamples):
+            raise ValueError("returned params need a column source, not TFRecords")
+        self.pipeline, self._source = _pipeline(
+            config, self.samples, self.device, params, initial_epoch
+        )
         self.pipeline.build()
 
     def __len__(self) -> int:

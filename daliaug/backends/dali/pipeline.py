@@ -28,9 +28,10 @@ from nvidia.dali.pipeline import DataNode, Pipeline
 from daliaug.algebra import Canvas
 from daliaug.backends.dali.image import decode, finish, label_target, mask_target, resample
 from daliaug.backends.dali.math import MATH, DaliRandom, as_tensor_arg
-from daliaug.backends.feed import INPUTS, RecordLayout, WarpLayout
+from daliaug.backends.feed import INPUTS, RecordLayout, WarpLayout, graph_inputs
 from daliaug.backends.select import Device
 from daliaug.config import Config
+from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
 
 _TYPES = {"uint8": types.UINT8, "int32": types.INT32, "float32": types.FLOAT}
@@ -52,6 +53,8 @@ class GraphOptions:
     """One callable returning a batch of every input; ``None`` for named placeholders."""
     records: RecordSamples | None = None
     """Read these TFRecords with DALI's reader (and draw the parameters in the graph)."""
+    weighted: bool = False
+    """Packed TFRecord rows: also output each sample's weight (column inputs: ``weight``)."""
 
 
 def _input_nodes(options: GraphOptions) -> dict[str, DataNode]:
@@ -114,17 +117,24 @@ def _reshape(node: DataNode, shape: list[int]) -> DataNode:
     return fn.reshape(node, shape=shape)
 
 
-def _unpack_record(record: DataNode, layout: RecordLayout) -> tuple[DataNode, DataNode, dict]:
-    """Split packed TFRecord rows (:class:`RecordLayout`) into image bytes, label and warp."""
-    length = fn.reinterpret(record[layout.length], dtype=types.INT32, shape=[1])[0]
-    label = fn.reinterpret(record[layout.label], dtype=types.INT32, shape=[1])[0]
+def _unpack_record(
+    record: DataNode, layout: RecordLayout
+) -> tuple[DataNode, DataNode, DataNode, dict]:
+    """Split packed TFRecord rows (:class:`RecordLayout`): image bytes, label, weight, warp."""
+
+    def scalar(part: slice, dtype: types.DALIDataType) -> DataNode:
+        return fn.reinterpret(record[part], dtype=dtype, shape=[1])[0]
+
+    length = scalar(layout.length, types.INT32)
     floats = fn.reinterpret(record[layout.warp_bytes], dtype=types.FLOAT, shape=[layout.warp.width])
     start = layout.image_start
-    return record[start : start + length], label, layout.warp.unpack(floats, _reshape)
+    encoded = record[start : start + length]
+    weight = scalar(layout.weight, types.FLOAT)
+    return encoded, scalar(layout.label, types.INT32), weight, layout.warp.unpack(floats, _reshape)
 
 
-def build_pipeline(config: Config, options: GraphOptions) -> Pipeline:
-    """A DALI pipeline producing ``(images, labels or masks)`` batches."""
+def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
+    """A DALI pipeline producing ``(images, labels or masks[, weights])`` batches."""
     plan = config.plan
 
     @pipeline_def(
@@ -134,15 +144,16 @@ def build_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         seed=config.seed,
         prefetch_queue_depth=config.prefetch,
     )
-    def graph() -> tuple[DataNode, DataNode]:
+    def graph() -> tuple[DataNode, ...]:
         nodes = _input_nodes(options) if options.inputs else {}
-        label = nodes.get("label")
+        label, weight = nodes.get("label"), nodes.get("weight")
         if options.records is not None:
             encoded, label = _read_records(options.records, config)
             warp = _warp_in_graph(encoded, WarpLayout.of(plan, ("record",), RESIZES))
         elif "record" in nodes:
             layout = RecordLayout(WarpLayout.of(plan, ("record",), RESIZES))
-            encoded, label, warp = _unpack_record(nodes["record"], layout)
+            encoded, label, packed_weight, warp = _unpack_record(nodes["record"], layout)
+            weight = packed_weight if options.weighted else None
         else:
             encoded = fn.io.file.read(nodes["path"]) if "path" in nodes else None
             warp = WarpLayout.of(plan, tuple(nodes), RESIZES).unpack(nodes["warp"], _reshape)
@@ -152,10 +163,24 @@ def build_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         else:
             image = decode(encoded, warp, config.channels, options.device)
         image = resample(image, warp, "", config, nearest=False, fill=config.fill)
-        images = finish(image, warp, config)
+        outputs = [finish(image, warp, config)]
         if "mask_path" in nodes:
             masks = fn.io.file.read(nodes["mask_path"])
-            return images, mask_target(masks, warp, config, options.num_classes, options.device)
-        return images, label_target(label, config, options.num_classes, options.device)
+            outputs.append(mask_target(masks, warp, config, options.num_classes, options.device))
+        else:
+            outputs.append(label_target(label, config, options.num_classes, options.device))
+        if weight is not None:
+            outputs.append(weight.gpu() if options.device == "gpu" else weight)
+        return tuple(outputs)
 
     return graph()
+
+
+def named_pipeline(
+    config: Config, samples: Samples | RecordSamples, device: Device, weighted: bool
+) -> Pipeline:
+    """The pipeline ``make_dataset`` feeds through ``DALIDatasetWithInputs``: one named
+    placeholder per input (:func:`~daliaug.backends.feed.graph_inputs`)."""
+    inputs = graph_inputs(samples, weighted)
+    options = GraphOptions(device, samples.num_classes, inputs=inputs, weighted=weighted)
+    return define_pipeline(config, options)

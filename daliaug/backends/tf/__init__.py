@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 import tensorflow as tf
 
-from daliaug.backends import Backend
+from daliaug.backends import DEFAULT_OPTIONS, Backend, DatasetOptions
 from daliaug.backends.select import Device
 from daliaug.config import Config
 from daliaug.sources.base import Samples
@@ -23,12 +23,11 @@ class TfBackend(Backend):
         config: Config,
         samples: Samples | RecordSamples,
         device: Device,
-        *,
-        initial_epoch: int = 0,
+        options: DatasetOptions = DEFAULT_OPTIONS,
     ) -> tf.data.Dataset:
         from daliaug.backends.tf.dataset import tf_dataset
 
-        return tf_dataset(config, samples, initial_epoch=initial_epoch)
+        return tf_dataset(config, samples, options)
 
     def batches(
         self,

@@ -38,18 +38,19 @@ def _encoded_image(encoded: tf.Tensor, inputs: Inputs, config: Config) -> tf.Ten
 def file_batches(
     config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
-    """Finished batches for file sources from ``(index, warp)`` batches: each file is read,
-    decoded, resampled and finished on its own (its size is its own), in parallel."""
+    """Finished batches for file sources from ``(index, warp[, weight])`` batches: each file
+    is read, decoded, resampled and finished on its own (its size is its own), in parallel."""
     paths = {name: tf.constant(p) for name, p in samples.files.items()}
     labels = tf.constant(samples.columns["label"]) if "label" in samples.columns else None
 
-    def sample(index: tf.Tensor, flat: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def sample(index: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
         inputs = layout.unpack(flat, tf.reshape)
         image = _encoded_image(tf.io.read_file(tf.gather(paths["path"], index)), inputs, config)
         if "mask_path" in paths:
             mask = tf.io.read_file(tf.gather(paths["mask_path"], index))
-            return image, mask_target(mask, inputs["mask_matrix"], config)
-        return image, label_target(tf.gather(labels, index), config, samples.num_classes)
+            return image, mask_target(mask, inputs["mask_matrix"], config), *weight
+        label = label_target(tf.gather(labels, index), config, samples.num_classes)
+        return image, label, *weight
 
     per_sample = stream.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
     return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
@@ -58,27 +59,28 @@ def file_batches(
 def array_batches(
     config: Config, num_classes: int, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
-    """Finished batches for in-memory arrays from ``(images, labels, warp)`` batches: a whole
-    batch is warped and finished at once (the arrays share one size)."""
+    """Finished batches for in-memory arrays from ``(images, labels, warp[, weight])``
+    batches: a whole batch is warped and finished at once (the arrays share one size)."""
 
-    def batch(images: tf.Tensor, labels: tf.Tensor, flat: tf.Tensor) -> tuple:
+    def batch(images: tf.Tensor, labels: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
         inputs = layout.unpack(flat, tf.reshape, batched=True)
         pixels = tf.cast(images, tf.float32)
         warped = warp(pixels, inputs["matrix"], config.image_size, config.fill, nearest=False)
-        return finish(warped, inputs, config), label_target(labels, config, num_classes)
+        return finish(warped, inputs, config), label_target(labels, config, num_classes), *weight
 
     return stream.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def record_batches(
-    config: Config, num_classes: int, layout: WarpLayout, stream: tf.data.Dataset
+    config: Config, num_classes: int, layout: WarpLayout, stream: tf.data.Dataset, weighted: bool
 ) -> tf.data.Dataset:
-    """Finished batches for TFRecords from ``(encoded, labels, warp)`` batches, decoded one by
-    one like files."""
+    """Finished batches for TFRecords from ``(encoded, labels, weights, warp)`` batches,
+    decoded one by one like files; the weights kept if ``weighted``."""
 
-    def sample(encoded: tf.Tensor, label: tf.Tensor, flat: tf.Tensor) -> tuple:
+    def sample(encoded: tf.Tensor, label: tf.Tensor, weight: tf.Tensor, flat: tf.Tensor) -> tuple:
         image = _encoded_image(encoded, layout.unpack(flat, tf.reshape), config)
-        return image, label_target(label, config, num_classes)
+        target = label_target(label, config, num_classes)
+        return (image, target, weight) if weighted else (image, target)
 
     per_sample = stream.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
     return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)

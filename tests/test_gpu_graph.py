@@ -1,0 +1,150 @@
+"""The GPU graphs, checked without a GPU: for every shipped config and every source kind, in
+both layouts, grey and RGB, float16 and uint8 output, the graph that make_dataset feeds and the
+one build_pipeline returns (DALI's own TFRecord reader for TFRecords) keep DALI's device rules
+(daliaug.backends.dali.check); and the check catches seeded mistakes."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from daliaug.backends.dali import loader, pipeline
+from daliaug.backends.dali.check import DALI_VERSION, graph_problems
+from daliaug.config import Config, load_config
+from daliaug.sources.arrays import array_samples
+from daliaug.sources.prepare import prepare_samples
+from daliaug.transforms import TRANSFORMS
+
+ROOT = Path(__file__).parents[1]
+SHIPPED = sorted((ROOT / "pipelines").glob("*.yaml"))
+KINDS = [
+    "files",
+    "arrays",
+    "masks-index",
+    "masks-index-one-hot",
+    "masks-colour",
+    "masks-colour-one-hot",
+    "tfrecords",
+]
+
+
+@pytest.fixture(scope="module")
+def sources(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """A source of each kind (as config entries) over small data on disk."""
+    from daliaug.sources.directory import DirectorySource
+    from daliaug.tools.convert import write_tfrecords
+    from daliaug.tools.demo_data import write_segmentation_dataset
+
+    tmp = tmp_path_factory.mktemp("graph-sources")
+    seg = write_segmentation_dataset(tmp / "seg", count=4, size=(32, 40))
+    write_tfrecords(DirectorySource(path=demo_dir).samples(), tmp / "records", shards=1)
+    index = {"images": str(seg / "images"), "masks": str(seg / "masks"), "num_classes": 5}
+    colour = {
+        "images": str(seg / "images"),
+        "masks": str(seg / "masks_rgb"),
+        "classes": str(seg / "classes.csv"),
+    }
+    return {
+        "files": {"type": "directory", "path": str(demo_dir)},
+        "arrays": {"type": "arrays"},
+        "masks-index": {"type": "segmentation", **index},
+        "masks-index-one-hot": {"type": "segmentation", **index, "mask_output": "one_hot"},
+        "masks-colour": {"type": "segmentation", **colour},
+        "masks-colour-one-hot": {"type": "segmentation", **colour, "mask_output": "one_hot"},
+        "tfrecords": {"type": "tfrecord", "path": str(tmp / "records"), "index_dir": str(tmp)},
+    }
+
+
+def variant(shipped: Path, source: dict, layout: str, channels: int, dtype: str) -> Config:
+    """A shipped config on another source, layout, channel count and output dtype (without
+    the RGB-only transforms for grey, without normalization for uint8)."""
+    data: dict[str, Any] = load_config(shipped).model_dump(mode="json")
+    kept = [
+        t
+        for t in data["transforms"]
+        if channels == 3 or not getattr(TRANSFORMS[t["type"]], "needs_rgb", False)
+    ]
+    output = {"layout": layout, "dtype": dtype}
+    if dtype != "uint8":
+        output.update({k: data["output"][k] for k in ("mean", "std", "rescale")})
+    if channels == 1:
+        output.update({k: v[:1] for k, v in output.items() if isinstance(v, list)})
+    return load_config(
+        {**data, "source": source, "transforms": kept, "channels": channels, "output": output}
+    )
+
+
+def samples_of(config: Config) -> Any:
+    if config.source.type != "arrays":
+        return prepare_samples(config)
+    h, w = 36, 44
+    x = np.zeros((4, h, w, config.channels), np.uint8)
+    return array_samples(x if config.channels == 3 else x[..., 0], np.arange(4) % 2)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shipped", SHIPPED, ids=lambda p: p.stem)
+def test_gpu_graphs_keep_dalis_device_rules(
+    shipped: Path, kind: str, sources: dict[str, dict]
+) -> None:
+    for layout, channels, dtype in itertools.product(
+        ("NHWC", "NCHW"), (3, 1), ("float16", "uint8")
+    ):
+        config = variant(shipped, sources[kind], layout, channels, dtype)
+        samples = samples_of(config)
+        forms = {
+            "make_dataset": partial(pipeline.named_pipeline, config, samples, "gpu", False),
+            "make_dataset, weighted": partial(
+                pipeline.named_pipeline, config, samples, "gpu", True
+            ),
+            "build_pipeline": partial(loader.build_pipeline, config, "gpu", samples=samples),
+        }
+        for form, define in forms.items():
+            problems = graph_problems(define)
+            assert not problems, (form, layout, channels, dtype, [str(p) for p in problems])
+
+
+def test_the_graph_check_catches_seeded_mistakes(
+    sources: dict[str, dict], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nvidia.dali import fn
+
+    config = variant(SHIPPED[0], sources["files"], "NHWC", 3, "float16")
+    samples = samples_of(config)
+
+    def problems() -> list[str]:
+        found = graph_problems(lambda: pipeline.named_pipeline(config, samples, "gpu", False))
+        return [str(p) for p in found]
+
+    assert problems() == []
+    with monkeypatch.context() as m:  # a label left on the CPU
+        m.setattr(pipeline, "label_target", lambda label, *args: label)
+        assert any(re.match(r"output 1 .* is on the CPU", p) for p in problems())
+    with monkeypatch.context() as m:  # a GPU node as an argument input
+        original = pipeline.resample
+        m.setattr(
+            pipeline,
+            "resample",
+            lambda image, warp, *a, **k: original(
+                image, {n: v.gpu() for n, v in warp.items()}, *a, **k
+            ),
+        )
+        assert any("argument" in p and "gpu" in p.lower() for p in problems())
+    with monkeypatch.context() as m:  # a CPU-only operator fed a GPU node (DALI's own check)
+        read = fn.io.file.read
+        m.setattr(fn.io.file, "read", lambda node: read(node.gpu()))
+        assert any("incompatible device" in p for p in problems())
+    with monkeypatch.context() as m:  # one that DALI lets through: only the walk sees it
+        m.setattr(pipeline, "label_target", lambda label, *a: fn.peek_image_shape(label.gpu()))
+        assert any("PeekImageShape" in p and "no gpu implementation" in p for p in problems())
+
+
+def test_the_check_is_pinned_to_the_dali_in_pyproject() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert f'"nvidia-dali-cuda120=={DALI_VERSION}.*' in pyproject
