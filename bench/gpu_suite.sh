@@ -2,7 +2,7 @@
 # The GPU half of the benchmarks, in one command, for a GPU host that has no TensorFlow:
 #   bash bench/gpu_suite.sh
 # Writes JSON, markdown, PNGs and logs under $OUT (default bench/results/gpu), runs the GPU
-# tests (pytest -m gpu), then the DALI-only suite (DaliLoader on the GPU and on the CPU, nvJPEG
+# tests (pytest -m gpu) after `daliaug selftest --require-gpu`, then the DALI-only suite (DaliLoader on the GPU and on the CPU, nvJPEG
 # and CPU decoding alone), and prints its short table last. Needs DALI (nvidia-dali-cuda120 or
 # -cuda130), pydantic and PyYAML: from the project kit (.gpu/, see bench/README.md) or wheels
 # placed in .whl/.
@@ -24,6 +24,8 @@ if ! "$PY" -c "import nvidia.dali, pydantic, yaml"; then
     exit 3
 fi
 nvidia-smi -L
+"$PY" -m daliaug.cli selftest --require-gpu 2>&1 | tee "$OUT/selftest.log"
+selftest=${PIPESTATUS[0]}
 "$PY" -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu.py tests/test_reference.py \
     tests/test_bench.py 2>&1 \
     | tee "$OUT/pytest-gpu.log"
@@ -31,4 +33,4 @@ tests=${PIPESTATUS[0]}
 "$PY" -m bench.run --suite gpu --workload a b --repeats 5 --scaling-repeats 2 \
     --threads 1 4 16 --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -n 12
 bench=${PIPESTATUS[0]}
-exit $((tests || bench))
+exit $((tests || bench || selftest))
