@@ -31,7 +31,8 @@ def make_dataset(
     y: Any = None,
     initial_epoch: int = 0,
     class_weight: Mapping[int, float] | None = None,
-) -> tf.data.Dataset:
+    strategy: Any = None,
+) -> tf.data.Dataset | tf.distribute.DistributedDataset:
     """A dataset of ``(images, labels or masks)`` batches, augmented as the config says.
 
     ``config`` is anything :func:`~daliaug.config.load_config` takes. For an ``arrays``
@@ -48,6 +49,10 @@ def make_dataset(
     come out of DALI on the GPU with ``backend`` gpu (or auto on a GPU machine), else from DALI
     on the CPU, or from TensorFlow ops with ``backend: tf`` (or auto without DALI), with the
     same element spec.
+
+    With a ``tf.distribute`` ``strategy`` the result is a distributed dataset for ``model.fit``
+    under that strategy: one pipeline per replica on the replica's device, ``batch_size`` the
+    global batch (see :mod:`daliaug.replicas`).
     """
     config = load_config(config)
     if initial_epoch < 0:
@@ -59,6 +64,10 @@ def make_dataset(
 
         check_record_keys(samples)
     weights = None if class_weight is None else _class_weights(config, samples, class_weight)
+    if strategy is not None:
+        from daliaug.replicas import distributed_dataset
+
+        return distributed_dataset(config, samples, strategy, initial_epoch, weights)
     options = DatasetOptions(initial_epoch=initial_epoch, class_weights=weights)
     return backend.dataset(config, samples, device, options)
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from daliaug.algebra import Scalar
+from daliaug.errors import DataError
 
 if TYPE_CHECKING:
     from daliaug.config import Config
@@ -39,6 +40,26 @@ def batch_bounds(n: int, batch_size: int, drop_remainder: bool) -> list[tuple[in
     """``[start, stop)`` of each batch of an epoch of ``n`` samples."""
     stop = n - n % batch_size if drop_remainder else n
     return [(s, min(s + batch_size, stop)) for s in range(0, stop, batch_size)]
+
+
+def replica_length(total: int, replicas: int, batch_size: int, drop_remainder: bool) -> int:
+    """Positions per epoch for each of ``replicas`` contiguous shards of ``total`` samples, so
+    that every replica runs the same number of batches: the largest shard rounded up to whole
+    batches (the others padded, see :class:`Epochs`), or with ``drop_remainder`` the smallest
+    rounded down (the same number of samples left out of every shard's epoch)."""
+    sizes = [
+        stop - start for start, stop in (shard_range(total, r, replicas) for r in range(replicas))
+    ]
+    if drop_remainder:
+        batches = min(sizes) // batch_size
+        if batches == 0:
+            raise DataError(
+                f"batch_size: {batch_size} per replica is more than the {min(sizes)} samples of "
+                f"the smallest of {replicas} shards, and drop_remainder leaves no batch"
+            )
+    else:
+        batches = -(-max(sizes) // batch_size)
+    return batches * batch_size
 
 
 class NumpyRandom:

@@ -221,3 +221,10 @@ def test_selftest_runs_everything_here_and_says_what_was_skipped(tmp_path: Path)
     assert re.search(r"model\.fit, 3 steps\s*│ ok", out) and "skipped: DALI sees no GPU" in out
     required = daliaug("selftest", "--steps", "1", "--require-gpu", env=env)
     assert required.returncode == 4 and "--require-gpu" in required.stderr
+
+
+def test_demo_trains_under_a_mirrored_strategy(demo_dir: Path) -> None:
+    env = {"COLUMNS": "200"}
+    result = daliaug("demo", "--data", demo_dir, "--epochs", "1", "--replicas", "2", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "2 replicas" in result.stderr and "per replica" in result.stderr

@@ -44,6 +44,9 @@ class DatasetOptions:
     :class:`~daliaug.epoch.Epochs`)."""
     weighted: bool = False
     """Yield ``(images, targets, weights)`` even without class weights (padding weighs 0)."""
+    place: str | None = None
+    """The TensorFlow device to place the dataset on (a replica's device); default: the host
+    CPU, or DALI's GPU for DALI on the GPU."""
 
     def weights(self, num_classes: int) -> np.ndarray | None:
         """The per-class weights of a weighted dataset (ones without class weights), else

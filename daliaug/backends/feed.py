@@ -18,6 +18,7 @@ the plan inside the DALI graph (:mod:`daliaug.backends.dali.pipeline`).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -234,14 +235,27 @@ class EpochFeed:
     def inputs(self) -> tuple[str, ...]:
         return graph_inputs(self.samples, self.weights is not None)
 
+    def chunks(
+        self, epoch: int, names: Sequence[str], size: int
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """:meth:`batches` joined a few at a time, about ``size`` samples per chunk (whole
+        batches: cutting a chunk into ``batch_size`` pieces gives the batches back)."""
+        per_chunk = max(1, size // self.epochs.batch_size)
+        batches = self.batches(epoch, names)
+        while group := list(itertools.islice(batches, per_chunk)):
+            yield {name: np.concatenate([b[name] for b in group]) for name in names}
+
     def batches(self, epoch: int, names: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
         """Each batch of ``epoch`` as the arrays ``names`` asks for: inputs of :attr:`inputs`,
         ``index`` (the samples' indices) and ``params`` (their parameter rows)."""
-        rows = self.epochs.parameters(self.plan, epoch) if self.params is None else None
+        drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
+        needs_params = "warp" in names or "params" in names
         bounds = self.epochs.bounds
         for (start, stop), index in zip(bounds, self.epochs.batches(epoch), strict=True):
-            params = self.params[index] if rows is None else next(rows)
-            out = {"index": index, "params": params}
+            out: dict[str, np.ndarray] = {"index": index}
+            if needs_params:
+                params = self.params[index] if drawn is None else drawn[start:stop]
+                out["params"] = params
             if "warp" in names:
                 out["warp"] = self.layout.evaluate(params, self.samples.sizes[index], NUMPY)
             if "weight" in names and self.weights is not None:

@@ -25,6 +25,9 @@ from daliaug.errors import DataError
 from daliaug.sources.segmentation import SegmentationSource
 from daliaug.sources.tfrecord import RecordSamples
 
+CHUNK = 8192
+"""Samples per Python call of a feed stream (index arrays and per-sample numbers are small)."""
+
 RECORD_BUFFER = 10_000
 """Records a TFRecord stream shuffles at a time: consecutive blocks of this many records of the
 shard are each permuted, by a permutation fixed by the seed, the shard, the epoch and the
@@ -92,16 +95,25 @@ def feed_stream(
     feed: EpochFeed, names: str | Sequence[str], initial_epoch: int = 0
 ) -> tf.data.Dataset:
     """Batches of ``names`` (see :meth:`EpochFeed.batches`), one epoch per iteration: tuples,
-    or plain tensors for a single name given as a string."""
+    or plain tensors for a single name given as a string. Python makes them a chunk of
+    batches at a time (:data:`CHUNK` samples), which ``tf.data`` cuts back into batches."""
     single = isinstance(names, str)
     wanted = (names,) if single else tuple(names)
 
-    def epoch_batches(epoch: int) -> Iterator:
-        for batch in feed.batches(epoch, wanted):
-            yield batch[wanted[0]] if single else tuple(batch[name] for name in wanted)
+    def epoch_chunks(epoch: int) -> Iterator:
+        for chunk in feed.chunks(epoch, wanted, CHUNK):
+            yield chunk[wanted[0]] if single else tuple(chunk[name] for name in wanted)
 
     specs = tuple(_spec(feed, name) for name in wanted)
-    return counted(epoch_batches, specs[0] if single else specs, initial_epoch)
+    chunks = counted(epoch_chunks, specs[0] if single else specs, initial_epoch)
+    return chunks.rebatch(feed.epochs.batch_size)
+
+
+def column_stream(feed: EpochFeed, name: str, initial_epoch: int = 0) -> tf.data.Dataset:
+    """Batches of the source column ``name``, gathered in the graph from the epoch's sample
+    indices."""
+    column = tf.constant(feed.samples.columns[name])
+    return feed_stream(feed, "index", initial_epoch).map(lambda index: tf.gather(column, index))
 
 
 def image_size(encoded: tf.Tensor) -> tf.Tensor:

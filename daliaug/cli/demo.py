@@ -12,13 +12,14 @@ points the source at your data: ``DATA/train`` and ``DATA/val`` when both exist,
 from __future__ import annotations
 
 import argparse
+import contextlib
 from importlib.resources import files
 from pathlib import Path
 
 from daliaug.cli.common import console, positive_int
 from daliaug.config import Config, load_config
 from daliaug.errors import DataError
-from daliaug.tools.demo import AnySamples, fit, pipeline_rate, splits
+from daliaug.tools.demo import AnySamples, fit, mirrored, pipeline_rate, splits
 
 DEFAULT_CONFIG = "demo.yaml"
 
@@ -33,6 +34,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--backend", choices=["auto", "gpu", "cpu", "tf"], help="override the config"
+    )
+    parser.add_argument(
+        "--replicas",
+        type=positive_int,
+        help="train under MirroredStrategy: all visible GPUs, or this many logical CPU devices "
+        "without a GPU (the config's batch_size stays the batch of each replica)",
     )
 
 
@@ -72,18 +79,34 @@ def run(args: argparse.Namespace) -> int:
         from daliaug.dataset import make_dataset
         from daliaug.tools.models import model_for
 
+        strategy = mirrored(args.replicas) if args.replicas else None
+        replicas = strategy.num_replicas_in_sync if strategy else 1
+        config = config.model_copy(update={"batch_size": config.batch_size * replicas})
         backend = resolve_backend(config)
-        train_ds = make_dataset(config, samples=train_samples)
-        val_ds = make_dataset(config.evaluation_twin(), samples=val_samples)
-        model = model_for(config, train_samples.num_classes)
+        train_ds = make_dataset(config, samples=train_samples, strategy=strategy)
+        val_ds = make_dataset(config.evaluation_twin(), samples=val_samples, strategy=strategy)
+        with strategy.scope() if strategy else contextlib.nullcontext():
+            model = model_for(config, train_samples.num_classes)
     where = "TensorFlow ops" if backend == "tf" else f"DALI on the {backend.upper()}"
     console.print(f"augmenting with {where}; model: {model.count_params():,} parameters")
+    if strategy:
+        console.print(
+            f"{replicas} replicas ({', '.join(strategy.extended.worker_devices)}), one pipeline "
+            f"each; global batch {config.batch_size}"
+        )
     metric = "mean_iou" if config.source.segmentation else "accuracy"
     try:
         rate = pipeline_rate(train_ds, len(train_samples))
         console.print(f"pipeline alone: {rate:,.0f} images/s")
         history = fit(
-            model, train_ds, val_ds, args.epochs, len(train_samples), metric, console.print
+            model,
+            train_ds,
+            val_ds,
+            args.epochs,
+            len(train_samples),
+            metric,
+            console.print,
+            replicas,
         )
     except tf.errors.OpError as e:
         raise _explain(e, train_samples) from None

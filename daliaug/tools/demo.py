@@ -41,6 +41,19 @@ def splits(config: Config, data: Path | None) -> tuple[AnySamples, AnySamples]:
     return samples.split(0.2)
 
 
+def mirrored(replicas: int) -> Any:
+    """A ``MirroredStrategy`` over all visible GPUs, or without a GPU over ``replicas`` logical
+    CPU devices (set up here, so before TensorFlow starts its devices)."""
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU"):
+        return tf.distribute.MirroredStrategy()
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    logical = [tf.config.LogicalDeviceConfiguration() for _ in range(replicas)]
+    tf.config.set_logical_device_configuration(cpu, logical)
+    return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(replicas)])
+
+
 def pipeline_rate(dataset: Any, count: int) -> float:
     """Images/s of one epoch of ``dataset`` (of ``count`` samples) with nothing else running."""
     start = time.perf_counter()
@@ -57,9 +70,11 @@ def fit(
     count: int,
     metric: str,
     report: Callable[[str], None],
+    replicas: int = 1,
 ) -> dict[str, list[float]]:
-    """``model.fit`` for ``epochs``; ``report`` gets one line per epoch. Returns the
-    validation metric and the training images/s of each epoch."""
+    """``model.fit`` for ``epochs``; ``report`` gets one line per epoch (with the images/s of
+    each of ``replicas`` replicas). Returns the validation metric and the training images/s
+    of each epoch."""
     import keras
 
     history: dict[str, list[float]] = {f"val_{metric}": [], "images_per_s": []}
@@ -76,10 +91,11 @@ def fit(
             rate = count / (self.train_end - self.start)
             history[f"val_{metric}"].append(logs[f"val_{metric}"])
             history["images_per_s"].append(rate)
+            each = f" ({rate / replicas:,.0f} per replica)" if replicas > 1 else ""
             report(
                 f"epoch {epoch + 1}/{epochs}: loss {logs['loss']:.3f}, {metric} "
                 f"{logs[metric]:.1%}, val_{metric} {logs[f'val_{metric}']:.1%}, "
-                f"{rate:,.0f} images/s"
+                f"{rate:,.0f} images/s{each}"
             )
 
     model.fit(

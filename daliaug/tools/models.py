@@ -43,13 +43,15 @@ def small_cnn(config: Config, num_classes: int) -> keras.Model:
 
 
 def compile_classifier(model: keras.Model, config: Config) -> keras.Model:
-    """Compile a classifier for the config's label mode: Adam, cross-entropy, accuracy."""
+    """Compile a classifier for the config's label mode: Adam, cross-entropy, accuracy (a
+    weighted metric, so that samples of weight 0, padding under a strategy, count for
+    nothing)."""
     loss = {
         "int": "sparse_categorical_crossentropy",
         "categorical": "categorical_crossentropy",
         "binary": "binary_crossentropy",
     }[config.label_mode]
-    model.compile(optimizer=keras.optimizers.Adam(2e-3), loss=loss, metrics=["accuracy"])
+    model.compile(optimizer=keras.optimizers.Adam(2e-3), loss=loss, weighted_metrics=["accuracy"])
     return model
 
 
@@ -69,6 +71,11 @@ class _MeanIoU(keras.metrics.MeanIoU):
             if self.ignore_class is not None:
                 labels = ops.where(ops.max(y_true, axis) > 0, labels, self.ignore_class)
             y_true = labels
+        if sample_weight is not None:  # one weight per sample: every pixel of it
+            shape = ops.shape(y_true)
+            sample_weight = ops.broadcast_to(
+                ops.reshape(sample_weight, (-1,) + (1,) * (len(shape) - 1)), shape
+            )
         return super().update_state(y_true, ops.argmax(y_pred, axis), sample_weight)
 
 
@@ -105,7 +112,7 @@ def small_segmenter(config: Config, num_classes: int) -> keras.Model:
     )
     metric = _MeanIoU(num_classes, class_axis, ignore)
     model = keras.Model(inputs, outputs)
-    model.compile(optimizer=keras.optimizers.Adam(2e-3), loss=loss, metrics=[metric])
+    model.compile(optimizer=keras.optimizers.Adam(2e-3), loss=loss, weighted_metrics=[metric])
     return model
 
 

@@ -19,7 +19,7 @@ from daliaug.backends import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.backends.dali.pipeline import RESIZES, named_pipeline
 from daliaug.backends.feed import EpochFeed, RecordLayout, WarpLayout
 from daliaug.backends.select import Device
-from daliaug.backends.streams import element_spec, feed_stream, record_stream
+from daliaug.backends.streams import column_stream, element_spec, feed_stream, record_stream
 from daliaug.config import Config
 from daliaug.epoch import Epochs
 from daliaug.errors import BackendError, BackendWarning
@@ -69,6 +69,19 @@ def tf_gpu(device_id: int) -> str:
         f"device_id: GPU {device_id} is hidden from TensorFlow (tf.config.set_visible_devices); "
         "make it visible or pick a visible one"
     )
+
+
+def cuda_ordinal(device: str) -> int:
+    """DALI's ``device_id`` for TensorFlow's GPU ``device`` (a replica's device): the inverse
+    of :func:`tf_gpu`."""
+    index = tf.DeviceSpec.from_string(device).device_index or 0
+    physical = tf.config.list_physical_devices("GPU")
+    logical = 0
+    for gpu in tf.config.get_visible_devices("GPU"):
+        logical += len(tf.config.get_logical_device_configuration(gpu) or [gpu])
+        if index < logical:
+            return next(i for i, p in enumerate(physical) if p.name == gpu.name)
+    raise BackendError(f"no GPU {device} among TensorFlow's visible GPUs")
 
 
 def memory_policy() -> None:
@@ -123,7 +136,12 @@ def _inputs(
         stream = record_stream(config, samples, epochs, layout, start, weights)
         return {"record": _packed(stream, RecordLayout(layout))}, epochs
     feed = EpochFeed(config, samples, resizes=RESIZES, epochs=epochs, weights=weights)
-    return {name: feed_stream(feed, name, start) for name in feed.inputs}, epochs
+    return {
+        name: column_stream(feed, name, start)
+        if name in samples.columns
+        else feed_stream(feed, name, start)
+        for name in feed.inputs
+    }, epochs
 
 
 def dali_dataset(
@@ -133,17 +151,19 @@ def dali_dataset(
     options: DatasetOptions = DEFAULT_OPTIONS,
 ) -> tf.data.Dataset:
     """``(images, targets[, weights])`` batches from the DALI graph on ``device``, one epoch
-    per iteration (see :class:`DatasetOptions`). The number of batches per epoch is the
-    dataset's ``batches_per_epoch`` (a GPU-placed dataset's cardinality is unknown to
-    ``tf.data``)."""
+    per iteration (see :class:`DatasetOptions`), placed on ``options.place``: by default the
+    host CPU for DALI on the CPU and DALI's GPU for DALI on the GPU. The number of batches per
+    epoch is the dataset's ``batches_per_epoch`` (a GPU-placed dataset's cardinality is unknown
+    to ``tf.data``)."""
     device = placement(device, config)
-    with tf.device("/cpu:0"):
+    place = options.place or ("/cpu:0" if device == "cpu" else tf_gpu(config.device_id))
+    on_gpu = tf.DeviceSpec.from_string(place).device_type == "GPU"
+    with tf.device("/cpu:0" if on_gpu else place):
         inputs, epochs = _inputs(config, samples, options)
         inputs = {name: stream.prefetch(2) for name, stream in inputs.items()}
-    place = "/cpu:0"
     if device == "gpu":
         memory_policy()
-        place = tf_gpu(config.device_id)
+    if on_gpu:
         copy = tf.data.experimental.copy_to_device(place)
         inputs = {name: stream.apply(copy) for name, stream in inputs.items()}
     weighted = options.weights(samples.num_classes) is not None
@@ -161,8 +181,11 @@ def dali_dataset(
             prefetch_queue_depth=config.prefetch,
             output_shapes=tuple(s.shape for s in specs),
             output_dtypes=tuple(s.dtype for s in specs),
+            # DALI on a GPU with the dataset on the host (a replica under a strategy that
+            # only places datasets on hosts): DALI copies its outputs to the host.
+            fail_on_device_mismatch=on_gpu or device == "cpu",
         )
-    if device == "cpu":
+    if not on_gpu:
         # Lets Keras show epoch progress from the first epoch, and fails loudly should an epoch
         # ever hold a different number of batches. (GPU-placed DALI datasets take no further
         # tf.data stages.)

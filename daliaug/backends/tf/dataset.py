@@ -3,6 +3,8 @@ element spec and the number of batches ``model.fit`` expects."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import tensorflow as tf
 
@@ -24,6 +26,13 @@ def tf_dataset(
     """``(images, labels or masks[, weights])`` batches of ``samples`` computed with
     TensorFlow ops, one epoch per iteration (see :class:`DatasetOptions`). ``params`` (one row
     of ``plan.param_keys`` per sample) replaces the random draws (column sources only)."""
+    with tf.device(options.place or "/cpu:0"):
+        return _dataset(config, samples, options, params)
+
+
+def _dataset(
+    config: Config, samples: Samples | RecordSamples, options: DatasetOptions, params: Any
+) -> tf.data.Dataset:
     weights = options.weights(samples.num_classes)
     epochs = options.epochs(config, len(samples))
     start = options.initial_epoch
@@ -38,11 +47,10 @@ def tf_dataset(
             config, samples, resizes=RESIZES, params=params, epochs=epochs, weights=weights
         )
         weight = ("weight",) if weights is not None else ()
+        stream = feed_stream(feed, ("index", "warp", *weight), start)
         if "image" in samples.columns:
-            stream = feed_stream(feed, ("image", "label", "warp", *weight), start)
-            batches = array_batches(config, samples.num_classes, feed.layout, stream)
+            batches = array_batches(config, samples, feed.layout, stream)
         else:
-            stream = feed_stream(feed, ("index", "warp", *weight), start)
             batches = file_batches(config, samples, feed.layout, stream)
     specs = element_spec(config, samples.num_classes, weights is not None)
     shaped = batches.map(

@@ -57,16 +57,18 @@ def file_batches(
 
 
 def array_batches(
-    config: Config, num_classes: int, layout: WarpLayout, stream: tf.data.Dataset
+    config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
-    """Finished batches for in-memory arrays from ``(images, labels, warp[, weight])``
-    batches: a whole batch is warped and finished at once (the arrays share one size)."""
+    """Finished batches for in-memory arrays from ``(index, warp[, weight])`` batches: a whole
+    batch is gathered, warped and finished at once (the arrays share one size)."""
+    images, labels = (tf.constant(samples.columns[k]) for k in ("image", "label"))
 
-    def batch(images: tf.Tensor, labels: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
+    def batch(index: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
         inputs = layout.unpack(flat, tf.reshape, batched=True)
-        pixels = tf.cast(images, tf.float32)
+        pixels = tf.cast(tf.gather(images, index), tf.float32)
         warped = warp(pixels, inputs["matrix"], config.image_size, config.fill, nearest=False)
-        return finish(warped, inputs, config), label_target(labels, config, num_classes), *weight
+        target = label_target(tf.gather(labels, index), config, samples.num_classes)
+        return finish(warped, inputs, config), target, *weight
 
     return stream.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
 

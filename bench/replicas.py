@@ -1,0 +1,123 @@
+"""Scaling over replicas: images/s of ``model.fit`` under ``MirroredStrategy`` with one daliaug
+pipeline per replica, for 1, 2, 3 replicas (logical CPU devices where there is no GPU).
+
+    python -m bench.replicas [--replicas 1 2 3] [--epochs 3] [--out bench/results]
+
+Each setting runs in a process of its own (logical devices are fixed when TensorFlow starts):
+the demo config and data, the demo's small CNN, one untimed epoch, then ``--epochs`` timed
+ones; the global batch is the config's batch times the replicas. Writes
+``replicas-<date>.json``, ``.md`` and ``.png``. On a CPU-only machine the logical replicas
+share its cores, so this measures the overhead of the per-replica pipelines and the
+all-reduce, not a speed-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+from importlib.resources import files
+from pathlib import Path
+
+from bench import machine
+
+
+def measure(replicas: int, epochs: int) -> dict:
+    """One setting, in this process: images/s of each timed epoch."""
+    from daliaug.config import load_config
+    from daliaug.dataset import make_dataset
+    from daliaug.tools.demo import mirrored
+    from daliaug.tools.demo_sources import demo_sources
+    from daliaug.tools.models import model_for
+
+    strategy = mirrored(replicas)
+    config = load_config(str(files("daliaug.pipelines") / "demo.yaml"), {"backend": "auto"})
+    train, _ = demo_sources(config.source)
+    n = replicas * config.batch_size
+    config = config.model_copy(update={"source": train, "batch_size": n})
+    dataset = make_dataset(config, strategy=strategy)
+    with strategy.scope():
+        model = model_for(config, 4)
+    model.fit(dataset, epochs=1, verbose=0, shuffle=False)  # warm-up: graphs, pipelines
+    count = len(config.source.samples())
+    rates = []
+    for _ in range(epochs):
+        start = time.perf_counter()
+        model.fit(dataset, epochs=1, verbose=0, shuffle=False)
+        rates.append(count / (time.perf_counter() - start))
+    devices = list(strategy.extended.worker_devices)
+    return {"replicas": replicas, "devices": devices, "global_batch": n, "images_per_s": rates}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.replicas")
+    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker is not None:
+        print(json.dumps(measure(args.worker, args.epochs)))
+        return
+    results = []
+    for replicas in args.replicas:
+        command = ["-m", "bench.replicas", "--worker", str(replicas), "--epochs", str(args.epochs)]
+        run = subprocess.run(
+            [sys.executable, *command],
+            capture_output=True,
+            text=True,
+            cwd=machine.ROOT,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+            check=True,
+        )
+        results.append(json.loads(run.stdout.strip().splitlines()[-1]))
+        print(results[-1]["replicas"], results[-1]["images_per_s"], file=sys.stderr)
+    write(results, args)
+
+
+def write(results: list[dict], args: argparse.Namespace) -> None:
+    from statistics import median
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
+    base = args.out / f"replicas-{stamp}"
+    described = machine.describe()
+    base.with_suffix(".json").write_text(json.dumps({"machine": described, "runs": results}))
+    where = "GPUs" if "GPU" in results[-1]["devices"][0] else "logical CPU devices"
+    lines = [
+        f"# Replicas: model.fit under MirroredStrategy, one daliaug pipeline per replica ({where})",
+        "",
+        f"- Machine: {described['cpu']}, {described['cores']} cores, GPU: {described['gpu']}; "
+        f"commit {described['commit']}; demo config and data, the demo CNN, global batch = 32 x "
+        f"replicas; median of {args.epochs} epochs after one untimed.",
+        "- Logical CPU replicas share the machine's cores: this shows the cost of one pipeline "
+        "per replica and of the all-reduce, not a speed-up.",
+        "",
+        "| replicas | global batch | images/s (median) | per replica |",
+        "| ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        rate = median(r["images_per_s"])
+        lines.append(
+            f"| {r['replicas']} | {r['global_batch']} | {rate:,.0f} | {rate / r['replicas']:,.0f} |"
+        )
+    base.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot([r["replicas"] for r in results], [median(r["images_per_s"]) for r in results], "o-")
+    ax.set(xlabel="replicas", ylabel="images/s (model.fit)", title=f"MirroredStrategy, {where}")
+    ax.set_xticks([r["replicas"] for r in results])
+    fig.tight_layout()
+    fig.savefig(base.with_suffix(".png"), dpi=100)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""One pipeline per replica through ``tf.distribute``: what ``make_dataset(config,
+strategy=...)`` returns for ``model.fit`` under a strategy.
+
+The config's ``batch_size`` is the global batch, split evenly over the replicas. Replica ``r``
+of ``R`` (numbered across all workers) reads contiguous shard ``r`` of ``R`` of the samples
+with its own order and parameters (the shard's stream of the config's one seed), and every
+replica runs the same number of batches per epoch (:func:`~daliaug.epoch.replica_length`):
+with ``drop_remainder: false`` shorter shards are padded with samples of weight 0 and the
+batches are ``(images, targets, weights)``; with ``drop_remainder: true`` every shard leaves out
+the same number of samples.
+
+Under ``MirroredStrategy`` each replica's dataset is placed on the replica's own device
+(``InputReplicationMode.PER_REPLICA``, as DALI's documentation does it), DALI running on that
+GPU. ``MultiWorkerMirroredStrategy`` hands each worker one dataset for all its local replicas,
+placed on the host (TensorFlow offers per-replica placement only to ``MirroredStrategy``): the
+worker's replica datasets take turns, and DALI on a GPU then copies its batches to the host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from daliaug.backends import DatasetOptions, select_backend
+from daliaug.config import Config
+from daliaug.epoch import replica_length, resolve_seed
+from daliaug.errors import ConfigError, DataError
+from daliaug.sources.base import Samples
+from daliaug.sources.tfrecord import RecordSamples
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+
+def _shard(samples: Samples | RecordSamples, shard: int, shards: int) -> Samples | RecordSamples:
+    if isinstance(samples, RecordSamples):
+        return dataclasses.replace(samples, shard_id=shard, num_shards=shards)
+    return samples.shard(shard, shards)
+
+
+def distributed_dataset(
+    config: Config,
+    samples: Samples | RecordSamples,
+    strategy: Any,
+    initial_epoch: int = 0,
+    class_weights: np.ndarray | None = None,
+) -> tf.distribute.DistributedDataset | tf.data.Dataset:
+    """The distributed dataset of ``config`` over ``samples`` (all of them) for ``strategy``."""
+    import tensorflow as tf
+
+    replicas = strategy.num_replicas_in_sync
+    if config.batch_size % replicas:
+        raise ConfigError(
+            f"batch_size: {config.batch_size} (the global batch) does not divide by the "
+            f"{replicas} replicas of the strategy; use a multiple of {replicas}"
+        )
+    if config.source.num_shards != 1:
+        raise ConfigError(
+            f"source.num_shards: {config.source.num_shards}, but under a strategy daliaug "
+            "shards the source itself, one shard per replica; leave shard_id and num_shards out"
+        )
+    if len(samples) < replicas:
+        raise DataError(
+            f"source: {len(samples)} samples for {replicas} replicas; every replica needs at "
+            "least one"
+        )
+    per_replica = config.batch_size // replicas
+    config = config.model_copy(
+        update={"seed": resolve_seed(config.seed), "batch_size": per_replica}
+    )
+    backend, device = select_backend(config)
+    length = replica_length(len(samples), replicas, per_replica, config.drop_remainder)
+    weighted = class_weights is not None or not config.drop_remainder
+    options = DatasetOptions(initial_epoch, class_weights, length, weighted)
+    devices = tuple(getattr(strategy.extended, "worker_devices", ("/cpu:0",)))
+
+    def replica(shard: int, place: str) -> tf.data.Dataset:
+        source = config.source.model_copy(update={"shard_id": shard, "num_shards": replicas})
+        update: dict[str, Any] = {"source": source}
+        on_gpu = tf.DeviceSpec.from_string(place).device_type == "GPU"
+        if device == "gpu" and on_gpu:
+            from daliaug.backends.dali.dataset import cuda_ordinal
+
+            update["device_id"] = cuda_ordinal(place)
+        replica_config = config.model_copy(update=update)
+        replica_options = dataclasses.replace(options, place=place)
+        return backend.dataset(
+            replica_config, _shard(samples, shard, replicas), device, replica_options
+        )
+
+    if isinstance(strategy, tf.distribute.MirroredStrategy):
+
+        def per_replica_dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
+            return replica(context.input_pipeline_id, devices[context.input_pipeline_id])
+
+        placement = tf.distribute.InputOptions(
+            experimental_place_dataset_on_device=True,
+            experimental_fetch_to_device=False,
+            experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
+        )
+        return strategy.distribute_datasets_from_function(per_replica_dataset, placement)
+
+    def per_worker_dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        local = replicas // context.num_input_pipelines
+        first = context.input_pipeline_id * local
+        parts = [replica(first + j, "/cpu:0") for j in range(local)]
+        if local == 1:
+            return parts[0]
+        turns = tf.data.Dataset.range(local).repeat()
+        return tf.data.Dataset.choose_from_datasets(parts, turns, stop_on_empty_dataset=True)
+
+    return strategy.distribute_datasets_from_function(per_worker_dataset)
