@@ -9,7 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from daliaug.config import Config, load_config
-from daliaug.errors import BackendError, BackendWarning, ConfigError, DaliaugError, DataError
+from daliaug.errors import (
+    BackendError,
+    BackendWarning,
+    ConfigError,
+    DaliaugError,
+    DataError,
+    DataWarning,
+)
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -46,6 +53,7 @@ __all__ = [
     "ConfigError",
     "DaliaugError",
     "DataError",
+    "DataWarning",
     "__version__",
     "build_pipeline",
     "load_config",

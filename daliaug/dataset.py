@@ -8,11 +8,13 @@ Importing this module imports neither TensorFlow nor DALI; the chosen backend do
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from daliaug.backends import DatasetOptions, select_backend
+from daliaug.backends.verify import checked_samples
 from daliaug.config import Config, load_config
 from daliaug.errors import ConfigError
 from daliaug.sources.base import Samples
@@ -57,8 +59,11 @@ def make_dataset(
     config = load_config(config)
     if initial_epoch < 0:
         raise ConfigError(f"initial_epoch: must be 0 or more, got {initial_epoch}")
-    samples = prepare_samples(config, samples, x, y)
     backend, device = select_backend(config)
+    device = backend.dataset_device(config, device)
+    samples = prepare_samples(config, samples, x, y)
+    decoder = f"{backend.name}-{device}"
+    samples = checked_samples(config, samples, decoder, partial(backend.undecodable, device=device))
     if isinstance(samples, RecordSamples):
         from daliaug.backends.streams import check_record_keys
 
@@ -67,7 +72,9 @@ def make_dataset(
     if strategy is not None:
         from daliaug.replicas import distributed_dataset
 
-        return distributed_dataset(config, samples, strategy, initial_epoch, weights)
+        return distributed_dataset(
+            config, samples, backend, device, strategy, initial_epoch, weights
+        )
     options = DatasetOptions(initial_epoch=initial_epoch, class_weights=weights)
     return backend.dataset(config, samples, device, options)
 

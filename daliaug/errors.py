@@ -32,6 +32,11 @@ class BackendWarning(UserWarning):
     GPU is present); the message names the fix."""
 
 
+class DataWarning(UserWarning):
+    """Some data was left out (``source.on_error: skip``); the message says how much and where
+    the list is."""
+
+
 def first_line(error: Exception) -> str:
     """The informative line of an error (for DALI's: what follows "encountered:"), else the
     first non-empty line."""

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from daliaug.backends import DatasetOptions, select_backend
+from daliaug.backends import Backend, DatasetOptions
+from daliaug.backends.select import Device
 from daliaug.config import Config
 from daliaug.epoch import replica_length, resolve_seed
 from daliaug.errors import ConfigError, DataError
@@ -43,11 +44,14 @@ def _shard(samples: Samples | RecordSamples, shard: int, shards: int) -> Samples
 def distributed_dataset(
     config: Config,
     samples: Samples | RecordSamples,
+    backend: Backend,
+    device: Device,
     strategy: Any,
     initial_epoch: int = 0,
     class_weights: np.ndarray | None = None,
 ) -> tf.distribute.DistributedDataset | tf.data.Dataset:
-    """The distributed dataset of ``config`` over ``samples`` (all of them) for ``strategy``."""
+    """The distributed dataset of ``config`` over ``samples`` (all of them), computed by
+    ``backend`` on ``device``, for ``strategy``."""
     import tensorflow as tf
 
     replicas = strategy.num_replicas_in_sync
@@ -70,7 +74,6 @@ def distributed_dataset(
     config = config.model_copy(
         update={"seed": resolve_seed(config.seed), "batch_size": per_replica}
     )
-    backend, device = select_backend(config)
     length = replica_length(len(samples), replicas, per_replica, config.drop_remainder)
     weighted = class_weights is not None or not config.drop_remainder
     options = DatasetOptions(initial_epoch, class_weights, length, weighted)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -78,6 +78,16 @@ class Backend(ABC):
     ) -> tf.data.Dataset:
         """A ``tf.data.Dataset`` of ``(images, targets[, weights])`` batches whose n-th
         iteration is epoch ``options.initial_epoch + n``."""
+
+    def dataset_device(self, config: Config, device: Device) -> Device:
+        """Where :meth:`dataset` runs for ``device`` (a backend whose datasets need more than
+        its own view of the machine says so here)."""
+        return device
+
+    @abstractmethod
+    def undecodable(self, paths: Sequence[str], device: Device) -> Iterator[tuple[str, str]]:
+        """The files of ``paths`` this backend cannot decode on ``device``, with the reason
+        (the full check, :mod:`daliaug.backends.verify`)."""
 
     @abstractmethod
     def batches(

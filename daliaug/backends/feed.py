@@ -236,22 +236,29 @@ class EpochFeed:
         return graph_inputs(self.samples, self.weights is not None)
 
     def chunks(
-        self, epoch: int, names: Sequence[str], size: int
+        self, epoch: int, names: Sequence[str], size: int, check_files: bool = False
     ) -> Iterator[dict[str, np.ndarray]]:
         """:meth:`batches` joined a few at a time, about ``size`` samples per chunk (whole
         batches: cutting a chunk into ``batch_size`` pieces gives the batches back)."""
         per_chunk = max(1, size // self.epochs.batch_size)
-        batches = self.batches(epoch, names)
+        batches = self.batches(epoch, names, check_files)
         while group := list(itertools.islice(batches, per_chunk)):
             yield {name: np.concatenate([b[name] for b in group]) for name in names}
 
-    def batches(self, epoch: int, names: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
+    def batches(
+        self, epoch: int, names: Sequence[str], check_files: bool = False
+    ) -> Iterator[dict[str, np.ndarray]]:
         """Each batch of ``epoch`` as the arrays ``names`` asks for: inputs of :attr:`inputs`,
-        ``index`` (the samples' indices) and ``params`` (their parameter rows)."""
+        ``index`` (the samples' indices) and ``params`` (their parameter rows). With
+        ``check_files``, a file that changed since the full check stops it with a
+        :class:`~daliaug.errors.DataError` naming the file (the feed that makes the batches
+        the graph reads its files from should ask for it)."""
         drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
         needs_params = "warp" in names or "params" in names
         bounds = self.epochs.bounds
         for (start, stop), index in zip(bounds, self.epochs.batches(epoch), strict=True):
+            if check_files:
+                self.samples.assert_unchanged(index)
             out: dict[str, np.ndarray] = {"index": index}
             if needs_params:
                 params = self.params[index] if drawn is None else drawn[start:stop]

@@ -92,16 +92,20 @@ def _spec(feed: EpochFeed, name: str) -> tf.TensorSpec:
 
 
 def feed_stream(
-    feed: EpochFeed, names: str | Sequence[str], initial_epoch: int = 0
+    feed: EpochFeed,
+    names: str | Sequence[str],
+    initial_epoch: int = 0,
+    check_files: bool = False,
 ) -> tf.data.Dataset:
-    """Batches of ``names`` (see :meth:`EpochFeed.batches`), one epoch per iteration: tuples,
-    or plain tensors for a single name given as a string. Python makes them a chunk of
-    batches at a time (:data:`CHUNK` samples), which ``tf.data`` cuts back into batches."""
+    """Batches of ``names`` (see :meth:`EpochFeed.batches`, also for ``check_files``), one
+    epoch per iteration: tuples, or plain tensors for a single name given as a string. Python
+    makes them a chunk of batches at a time (:data:`CHUNK` samples), which ``tf.data`` cuts
+    back into batches; a daliaug error in Python reaches the iterator with its message."""
     single = isinstance(names, str)
     wanted = (names,) if single else tuple(names)
 
     def epoch_chunks(epoch: int) -> Iterator:
-        for chunk in feed.chunks(epoch, wanted, CHUNK):
+        for chunk in feed.chunks(epoch, wanted, CHUNK, check_files):
             yield chunk[wanted[0]] if single else tuple(chunk[name] for name in wanted)
 
     specs = tuple(_spec(feed, name) for name in wanted)
@@ -113,7 +117,8 @@ def column_stream(feed: EpochFeed, name: str, initial_epoch: int = 0) -> tf.data
     """Batches of the source column ``name``, gathered in the graph from the epoch's sample
     indices."""
     column = tf.constant(feed.samples.columns[name])
-    return feed_stream(feed, "index", initial_epoch).map(lambda index: tf.gather(column, index))
+    indices = feed_stream(feed, "index", initial_epoch, check_files=name in feed.samples.files)
+    return indices.map(lambda index: tf.gather(column, index))
 
 
 def image_size(encoded: tf.Tensor) -> tf.Tensor:

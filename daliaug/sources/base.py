@@ -8,11 +8,14 @@ input of the same name (``path``: zero-padded UTF-8 file names, ``mask_path`` li
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -47,6 +50,8 @@ class Samples:
     class_names: list[str]
     sizes: np.ndarray
     files: dict[str, list[str]] = field(default_factory=dict)
+    checked: dict[str, tuple[int, int]] | None = None
+    """After the full decode check: each file's size and modification time when it passed."""
 
     @staticmethod
     def of_files(
@@ -82,7 +87,30 @@ class Samples:
             self.class_names,
             self.sizes[idx],
             {name: [paths[i] for i in idx] for name, paths in self.files.items()},
+            self.checked,
         )
+
+    def with_checked(self, keys: dict[str, tuple[int, int]]) -> Samples:
+        """The same samples, their files' checked keys recorded (see :attr:`checked`)."""
+        return dataclasses.replace(self, checked=keys)
+
+    def assert_unchanged(self, indices: np.ndarray) -> None:
+        """A :class:`DataError` naming the first file of the samples at ``indices`` that
+        changed or went missing since the full check."""
+        if self.checked is None:
+            return
+        for paths in self.files.values():
+            for i in indices:
+                path = paths[i]
+                try:
+                    changed = os.stat(path)
+                except OSError as e:
+                    raise DataError(f"image file {path} is gone since it was checked: {e}") from e
+                if (changed.st_size, changed.st_mtime_ns) != self.checked[path]:
+                    raise DataError(
+                        f"image file {path} changed after daliaug checked it; run again to "
+                        "check it anew"
+                    )
 
     def shard(self, shard_id: int, num_shards: int) -> Samples:
         """Contiguous shard ``shard_id`` of ``num_shards``; the shards partition the samples."""
@@ -106,11 +134,19 @@ class SourceConfig(Tagged):
 
     shard_id: Annotated[int, Field(ge=0)] = 0
     num_shards: Annotated[int, Field(ge=1)] = 1
+    check: Literal["full", "headers"] = "full"
+    """``full``: every file decoded once before training (cached); ``headers``: only the
+    headers read (a file that then fails to decode stops training unnamed)."""
+    on_error: Literal["raise", "skip"] = "raise"
+    """What a file that fails the full check does: stop with an error naming it, or leave its
+    sample out of every epoch (listed next to the cache)."""
 
     @model_validator(mode="after")
     def _shard_in_range(self) -> SourceConfig:
         if self.shard_id >= self.num_shards:
             raise ValueError(f"shard_id {self.shard_id} must be below num_shards {self.num_shards}")
+        if self.on_error == "skip" and self.check != "full":
+            raise ValueError("on_error: skip needs check: full (bad files are found by decoding)")
         return self
 
     @property
@@ -141,11 +177,18 @@ def read_text(path: Path, what: str, error: type[DaliaugError] = DataError) -> s
         raise error(f"{what} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
 
 
+MAX_PIXELS = 2**28
+"""The most pixels an image may declare (268 million, 16384 x 16384): beyond that a header is
+taken for a decompression bomb or a broken file, as decoding it would need gigabytes."""
+
+
 def image_header(path: str) -> tuple[str, int, int]:
     """``('JPEG' | 'PNG', height, width)`` from the file's header; :class:`DataError` naming the
-    file if it is missing, empty, not a JPEG or PNG, or has a broken header."""
-    from PIL import Image, UnidentifiedImageError
+    file if it is missing, empty, not a JPEG or PNG, has a broken header or declares more than
+    :data:`MAX_PIXELS` pixels."""
+    from PIL import Image
 
+    kind = "image"
     try:
         with open(path, "rb") as f:
             head = f.read(8)
@@ -157,12 +200,23 @@ def image_header(path: str) -> tuple[str, int, int]:
                     f"{path} is not a JPEG or PNG image (its first bytes are {head[:4]!r})"
                 )
             f.seek(0)
-            with Image.open(f) as im:
-                width, height = im.size
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                with Image.open(f) as im:
+                    width, height = im.size
+    except DataError:
+        raise
     except OSError as e:
-        if isinstance(e, UnidentifiedImageError) or not e.strerror:
+        if not e.strerror:  # PIL's own errors are OSErrors without an errno
             raise DataError(f"{path} has a broken {kind} header: {e}") from e
         raise DataError(f"cannot read image file {path}: {e.strerror}") from e
+    except Exception as e:  # PIL raises several types (DecompressionBombError, SyntaxError...)
+        raise DataError(f"{path} has a broken {kind} header: {type(e).__name__}: {e}") from e
+    if width * height > MAX_PIXELS or min(width, height) < 1:
+        raise DataError(
+            f"{path} declares {width}x{height} pixels, beyond what daliaug decodes "
+            f"({MAX_PIXELS:,} pixels at most): a broken header or a decompression bomb"
+        )
     return kind, height, width
 
 

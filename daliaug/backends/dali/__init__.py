@@ -4,7 +4,7 @@ and normalization) or on the CPU. Importing this package imports DALI, never Ten
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,6 +33,16 @@ class DaliBackend(Backend):
         from daliaug.backends.dali.dataset import dali_dataset
 
         return dali_dataset(config, samples, device, options)
+
+    def dataset_device(self, config: Config, device: Device) -> Device:
+        from daliaug.backends.dali.dataset import placement
+
+        return placement(device, config)
+
+    def undecodable(self, paths: Sequence[str], device: Device) -> Iterator[tuple[str, str]]:
+        from daliaug.backends.dali.verify import undecodable
+
+        return undecodable(paths, device)
 
     def batches(
         self,

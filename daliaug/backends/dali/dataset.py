@@ -45,7 +45,7 @@ def placement(device: Device, config: Config) -> Device:
     warnings.warn(
         f"DALI sees a GPU but TensorFlow does not, so DALI runs on the CPU; {TF_CUDA_FIX}",
         BackendWarning,
-        stacklevel=4,
+        stacklevel=3,
     )
     return "cpu"
 

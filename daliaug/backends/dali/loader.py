@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
 from daliaug.backends.dali.pipeline import RESIZES, GraphOptions, define_pipeline
+from daliaug.backends.dali.verify import undecodable
 from daliaug.backends.feed import EpochFeed
-from daliaug.backends.select import Device, resolve_device
+from daliaug.backends.select import Device, dali_gpu_count, resolve_device
+from daliaug.backends.verify import checked_samples
 from daliaug.config import Config, load_config
 from daliaug.epoch import batch_bounds
 from daliaug.errors import DataError, first_line
@@ -45,7 +48,7 @@ class _Source:
     def __call__(self) -> tuple[np.ndarray, ...]:
         names = self.feed.inputs
         if self.pending is None:
-            self.pending = self.feed.batches(self.epoch, ("index", "params", *names))
+            self.pending = self.feed.batches(self.epoch, ("index", "params", *names), True)
         batch = next(self.pending, None)
         if batch is None:
             self.pending = None
@@ -76,6 +79,15 @@ def _pipeline(
     return define_pipeline(config, options), source
 
 
+def _checked(
+    config: Config, samples: Samples | RecordSamples, device: Device
+) -> Samples | RecordSamples:
+    """``samples`` after the full check with DALI's decoders (see ``source.check``): on
+    ``device``, or on the CPU where a GPU pipeline is only being defined (no GPU here)."""
+    device = device if device == "cpu" or dali_gpu_count() > 0 else "cpu"
+    return checked_samples(config, samples, f"dali-{device}", partial(undecodable, device=device))
+
+
 def build_pipeline(
     config: Any,
     device: Device | None = None,
@@ -95,8 +107,9 @@ def build_pipeline(
     source. TFRecords are read by DALI's own reader, named ``records``.
     """
     config = load_config(config)
-    samples = prepare_samples(config, samples, x, y)
-    return _pipeline(config, samples, device or resolve_device(config), None, initial_epoch)[0]
+    device = device or resolve_device(config)
+    samples = _checked(config, prepare_samples(config, samples, x, y), device)
+    return _pipeline(config, samples, device, None, initial_epoch)[0]
 
 
 class DaliLoader:
@@ -119,8 +132,8 @@ class DaliLoader:
         initial_epoch: int = 0,
     ) -> None:
         self.config = config
-        self.samples = prepare_samples(config, samples)
         self.device = device or resolve_device(config)
+        self.samples = _checked(config, prepare_samples(config, samples), self.device)
         self.return_params = return_params
         if return_params and isinstance(self.samples, RecordSamples):
             raise ValueError("returned params need a column source, not TFRecords")

@@ -3,7 +3,7 @@ and ``auto`` where DALI cannot be imported). Importing this package imports Tens
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -28,6 +28,11 @@ class TfBackend(Backend):
         from daliaug.backends.tf.dataset import tf_dataset
 
         return tf_dataset(config, samples, options)
+
+    def undecodable(self, paths: Sequence[str], device: Device) -> Iterator[tuple[str, str]]:
+        from daliaug.backends.tf.verify import undecodable
+
+        return undecodable(paths)
 
     def batches(
         self,

@@ -47,7 +47,7 @@ def _dataset(
             config, samples, resizes=RESIZES, params=params, epochs=epochs, weights=weights
         )
         weight = ("weight",) if weights is not None else ()
-        stream = feed_stream(feed, ("index", "warp", *weight), start)
+        stream = feed_stream(feed, ("index", "warp", *weight), start, check_files=True)
         if "image" in samples.columns:
             batches = array_batches(config, samples, feed.layout, stream)
         else:
