@@ -122,7 +122,8 @@ def _inputs(
         layout = WarpLayout.of(config.plan, ("record",), RESIZES)
         stream = record_stream(config, samples, epochs, layout, start, weights)
         return {"record": _packed(stream, RecordLayout(layout))}, epochs
-    feed = EpochFeed(config, samples, resizes=RESIZES, epochs=epochs, weights=weights)
+    per_sample = options.per_sample(samples)
+    feed = EpochFeed(config, samples, resizes=RESIZES, epochs=epochs, weights=per_sample)
     return {name: feed_stream(feed, name, start) for name in feed.inputs}, epochs
 
 
@@ -146,8 +147,10 @@ def dali_dataset(
         place = tf_gpu(config.device_id)
         copy = tf.data.experimental.copy_to_device(place)
         inputs = {name: stream.apply(copy) for name, stream in inputs.items()}
-    weighted = options.weights(samples.num_classes) is not None
-    specs = element_spec(config, samples.num_classes, weighted)
+    weighted = options.weighs
+    target_shape = samples.target_shape if isinstance(samples, Samples) else ()
+    spec = element_spec(config, samples.num_classes, weighted, target_shape)
+    specs = spec if isinstance(spec, tuple) else (spec,)
     with tf.device(place):
         ds = dali_tf.experimental.DALIDatasetWithInputs(
             pipeline=named_pipeline(config, samples, device, weighted),
@@ -159,8 +162,8 @@ def dali_dataset(
             num_threads=config.num_threads,
             device_id=None if device == "cpu" else config.device_id,
             prefetch_queue_depth=config.prefetch,
-            output_shapes=tuple(s.shape for s in specs),
-            output_dtypes=tuple(s.dtype for s in specs),
+            output_shapes=tuple(s.shape for s in specs) if spec is specs else spec.shape,
+            output_dtypes=tuple(s.dtype for s in specs) if spec is specs else spec.dtype,
         )
     if device == "cpu":
         # Lets Keras show epoch progress from the first epoch, and fails loudly should an epoch

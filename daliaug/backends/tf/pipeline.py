@@ -7,16 +7,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from daliaug.backends.feed import WarpLayout
-from daliaug.backends.tf.image import (
-    Inputs,
-    decode,
-    finish,
-    label_target,
-    mask_target,
-    resample,
-    warp,
-)
-from daliaug.config import Config
+from daliaug.backends.tf.image import Inputs, decode, finish, mask_target, outputs, resample, warp
+from daliaug.config import Config, target_column
 from daliaug.sources.base import Samples
 
 RESIZES = False
@@ -35,13 +27,19 @@ def _encoded_image(encoded: tf.Tensor, inputs: Inputs, config: Config) -> tf.Ten
     return _finish_one(resample(image, inputs["matrix"], config), inputs, config)
 
 
+def _element(parts: tuple[tf.Tensor, ...]) -> tf.Tensor | tuple[tf.Tensor, ...]:
+    """A dataset element: the tuple, or its one tensor alone (``label_mode: none``)."""
+    return parts[0] if len(parts) == 1 else parts
+
+
 def file_batches(
     config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
     """Finished batches for file sources from ``(index, warp[, weight])`` batches: each file
     is read, decoded, resampled and finished on its own (its size is its own), in parallel."""
     paths = {name: tf.constant(p) for name, p in samples.files.items()}
-    labels = tf.constant(samples.columns["label"]) if "label" in samples.columns else None
+    column = target_column(config.label_mode)
+    targets = tf.constant(samples.columns[column]) if column in samples.columns else None
 
     def sample(index: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
         inputs = layout.unpack(flat, tf.reshape)
@@ -49,24 +47,31 @@ def file_batches(
         if "mask_path" in paths:
             mask = tf.io.read_file(tf.gather(paths["mask_path"], index))
             return image, mask_target(mask, inputs["mask_matrix"], config), *weight
-        label = label_target(tf.gather(labels, index), config, samples.num_classes)
-        return image, label, *weight
+        label = None if targets is None else tf.gather(targets, index)
+        return (*outputs(image, label, config, samples.num_classes), *weight)
 
     per_sample = stream.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
-    return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
+    batches = per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
+    return batches.map(lambda *parts: _element(parts))
 
 
 def array_batches(
     config: Config, num_classes: int, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
-    """Finished batches for in-memory arrays from ``(images, labels, warp[, weight])``
-    batches: a whole batch is warped and finished at once (the arrays share one size)."""
+    """Finished batches for in-memory arrays from ``(images[, targets], warp[, weight])``
+    batches (the columns of :func:`~daliaug.backends.feed.graph_inputs`): a whole batch is
+    warped and finished at once (the arrays share one size)."""
+    nearest = config.interpolation == "nearest"
 
-    def batch(images: tf.Tensor, labels: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
+    def batch(images: tf.Tensor, *rest: tf.Tensor) -> tf.Tensor | tuple:
+        label = rest[0] if target_column(config.label_mode) is not None else None
+        flat, *weight = rest[1:] if label is not None else rest
         inputs = layout.unpack(flat, tf.reshape, batched=True)
         pixels = tf.cast(images, tf.float32)
-        warped = warp(pixels, inputs["matrix"], config.image_size, config.fill, nearest=False)
-        return finish(warped, inputs, config), label_target(labels, config, num_classes), *weight
+        warped = warp(pixels, inputs["matrix"], config.image_size, config.fill, nearest)
+        return _element(
+            (*outputs(finish(warped, inputs, config), label, config, num_classes), *weight)
+        )
 
     return stream.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
 
@@ -79,8 +84,8 @@ def record_batches(
 
     def sample(encoded: tf.Tensor, label: tf.Tensor, weight: tf.Tensor, flat: tf.Tensor) -> tuple:
         image = _encoded_image(encoded, layout.unpack(flat, tf.reshape), config)
-        target = label_target(label, config, num_classes)
-        return (image, target, weight) if weighted else (image, target)
+        return (*outputs(image, label, config, num_classes), *((weight,) if weighted else ()))
 
     per_sample = stream.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
-    return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
+    batches = per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
+    return batches.map(lambda *parts: _element(parts))
