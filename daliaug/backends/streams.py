@@ -38,10 +38,10 @@ def element_spec(
     num_classes: int,
     weighted: bool = False,
     target_shape: tuple[int, ...] = (),
-) -> tf.TensorSpec | tuple[tf.TensorSpec, ...]:
+) -> tuple[tf.TensorSpec, ...]:
     """Shapes and dtypes of one ``(images, targets[, weights])`` batch, known from the config
-    (``target_shape``: the per-sample shape of ``raw`` targets); with ``label_mode: none`` the
-    images alone."""
+    (``target_shape``: the per-sample shape of ``raw`` targets); with ``label_mode: none``
+    ``(images,)`` (DALI's datasets yield tuples; Keras unpacks a 1-tuple as the inputs)."""
     h, w = config.image_size
     c = config.channels
     batch = config.batch_size if config.drop_remainder else None
@@ -56,7 +56,7 @@ def element_spec(
             return images, tf.TensorSpec(shape, tf.float32), *weights
         return images, tf.TensorSpec((batch, h, w), tf.as_dtype(source.mask_dtype)), *weights
     if config.label_mode == "none":
-        return images
+        return (images,)
     targets = {
         "int": tf.TensorSpec((batch,), tf.int32),
         "categorical": tf.TensorSpec((batch, num_classes), tf.float32),

@@ -39,7 +39,13 @@ def _reset(self: Any) -> None:
 @functools.cache
 def _keras_type(base: type) -> type:
     """``base`` with Keras' iterator protocol added (one class per dataset class)."""
-    methods = {"__len__": _len, "__next__": _next, "next": _next, "reset": _reset}
+    methods = {
+        "__len__": _len,
+        "__next__": _next,
+        "next": _next,
+        "reset": _reset,
+        "__module__": __name__,
+    }
     return type(f"Keras{base.__name__.lstrip('_')}", (base,), methods)
 
 

@@ -70,9 +70,8 @@ class Standardization:
         std = self.std if self.featurewise_std_normalization else None
         if mean is None and std is None:
             return {"rescale": scale} if self.rescale and scale > 0 else {}
-        per_channel = np.ones(channels, np.float64)
-        m = per_channel * 0 if mean is None else np.asarray(mean, np.float64).reshape(-1)
-        s = per_channel if std is None else np.asarray(std, np.float64).reshape(-1) + EPSILON
+        m = np.zeros(channels) if mean is None else np.asarray(mean, np.float64).reshape(-1)
+        s = np.ones(channels) if std is None else np.asarray(std, np.float64).reshape(-1) + EPSILON
         return {"mean": (m / scale).tolist(), "std": (s / scale).tolist()}
 
     def apply(self, x: tf.Tensor, axes: list[int] | None, per_image: bool) -> tf.Tensor:
@@ -117,7 +116,7 @@ class Standardization:
             images = self.apply(tf.cast(batch[0], tf.float32), [1, 2, 3], per_image=True)
             images = tf.cast(images, dtype)
             if len(batch) == 1:
-                return images
+                return (images,)
             targets = images if label_mode == "input" else batch[1]
             return (images, targets, *batch[2:])
 

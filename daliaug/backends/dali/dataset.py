@@ -149,8 +149,7 @@ def dali_dataset(
         inputs = {name: stream.apply(copy) for name, stream in inputs.items()}
     weighted = options.weighs
     target_shape = samples.target_shape if isinstance(samples, Samples) else ()
-    spec = element_spec(config, samples.num_classes, weighted, target_shape)
-    specs = spec if isinstance(spec, tuple) else (spec,)
+    specs = element_spec(config, samples.num_classes, weighted, target_shape)
     with tf.device(place):
         ds = dali_tf.experimental.DALIDatasetWithInputs(
             pipeline=named_pipeline(config, samples, device, weighted),
@@ -162,8 +161,8 @@ def dali_dataset(
             num_threads=config.num_threads,
             device_id=None if device == "cpu" else config.device_id,
             prefetch_queue_depth=config.prefetch,
-            output_shapes=tuple(s.shape for s in specs) if spec is specs else spec.shape,
-            output_dtypes=tuple(s.dtype for s in specs) if spec is specs else spec.dtype,
+            output_shapes=tuple(s.shape for s in specs),
+            output_dtypes=tuple(s.dtype for s in specs),
         )
     if device == "cpu":
         # Lets Keras show epoch progress from the first epoch, and fails loudly should an epoch

@@ -77,8 +77,10 @@ def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode
     ``colour`` matrix, rounded to ``uint8``) and normalize a batch of resampled images, in the
     output dtype and layout."""
     if "offset" in warp:  # an offset step always comes with a colour matrix (maybe identity)
+        # the offset is a regular input of the arithmetic here, so on the image's device
+        offset = warp["offset"].gpu() if image.device == "gpu" else warp["offset"]
         low, high = fn.reductions.min(image), fn.reductions.max(image)
-        shifted = dmath.clamp(image + warp["offset"], low, high)
+        shifted = dmath.clamp(image + offset, low, high)
         moved = fn.coord_transform(shifted, MT=warp["colour"], dtype=types.FLOAT)
         image = fn.cast(dmath.clamp(dmath.floor(moved + 0.5), 0.0, 255.0), dtype=types.UINT8)
     elif "colour" in warp:

@@ -40,7 +40,7 @@ class TfBackend(Backend):
         from daliaug.backends.tf.dataset import tf_dataset
 
         for batch in tf_dataset(config, samples, params=params):
-            yield tuple(t.numpy() for t in (batch if isinstance(batch, tuple) else (batch,)))
+            yield tuple(t.numpy() for t in batch)
 
 
 BACKEND = TfBackend()

@@ -52,9 +52,8 @@ def tf_dataset(
     target_shape = samples.target_shape if isinstance(samples, Samples) else ()
     specs = element_spec(config, samples.num_classes, weights is not None, target_shape)
 
-    def shaped(*batch: tf.Tensor) -> tf.Tensor | tuple[tf.Tensor, ...]:
-        parts = batch[0] if len(batch) == 1 else batch
-        return tf.nest.map_structure(lambda t, s: tf.ensure_shape(t, s.shape), parts, specs)
+    def shaped(*batch: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
 
     ds = (
         batches.map(shaped)

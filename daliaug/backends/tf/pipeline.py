@@ -27,11 +27,6 @@ def _encoded_image(encoded: tf.Tensor, inputs: Inputs, config: Config) -> tf.Ten
     return _finish_one(resample(image, inputs["matrix"], config), inputs, config)
 
 
-def _element(parts: tuple[tf.Tensor, ...]) -> tf.Tensor | tuple[tf.Tensor, ...]:
-    """A dataset element: the tuple, or its one tensor alone (``label_mode: none``)."""
-    return parts[0] if len(parts) == 1 else parts
-
-
 def file_batches(
     config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
@@ -51,8 +46,7 @@ def file_batches(
         return (*outputs(image, label, config, samples.num_classes), *weight)
 
     per_sample = stream.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
-    batches = per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
-    return batches.map(lambda *parts: _element(parts))
+    return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
 
 
 def array_batches(
@@ -63,15 +57,13 @@ def array_batches(
     warped and finished at once (the arrays share one size)."""
     nearest = config.interpolation == "nearest"
 
-    def batch(images: tf.Tensor, *rest: tf.Tensor) -> tf.Tensor | tuple:
+    def batch(images: tf.Tensor, *rest: tf.Tensor) -> tuple:
         label = rest[0] if target_column(config.label_mode) is not None else None
         flat, *weight = rest[1:] if label is not None else rest
         inputs = layout.unpack(flat, tf.reshape, batched=True)
         pixels = tf.cast(images, tf.float32)
         warped = warp(pixels, inputs["matrix"], config.image_size, config.fill, nearest)
-        return _element(
-            (*outputs(finish(warped, inputs, config), label, config, num_classes), *weight)
-        )
+        return (*outputs(finish(warped, inputs, config), label, config, num_classes), *weight)
 
     return stream.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
 
@@ -87,5 +79,4 @@ def record_batches(
         return (*outputs(image, label, config, num_classes), *((weight,) if weighted else ()))
 
     per_sample = stream.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
-    batches = per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
-    return batches.map(lambda *parts: _element(parts))
+    return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
