@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import tensorflow as tf
 
 from daliaug.dataset import make_dataset
 from daliaug.keras.iterator import keras_iterator
@@ -65,7 +66,7 @@ def _dataset(
     batches = ds.batches_per_epoch
     if standardization.off_graph:
         stage = standardization.stage(generator.dtype, config.label_mode)
-        ds = ds.map(stage, num_parallel_calls=1)
+        ds = ds.map(stage, num_parallel_calls=tf.data.AUTOTUNE)
     h, w = config.image_size
     c = config.channels
     shape = (h, w, c) if generator.data_format == "channels_last" else (c, h, w)

@@ -70,6 +70,7 @@ class KerasAffine(GeometricTransform):
     ``(H/2, W/2)`` in ``(x, y)``, and ``tx`` (columns) comes from ``height_shift_range`` as a
     fraction of ``H``, ``ty`` (rows) from ``width_shift_range`` as a fraction of ``W``, exactly as
     Keras 3's class does; without, ``c = (W/2, H/2)`` and each range moves along its own axis.
+    Without a rotation or shear range the map only shifts, zooms and flips (``axis_aligned``).
     """
 
     type: Literal["keras_affine"] = "keras_affine"
@@ -93,7 +94,11 @@ class KerasAffine(GeometricTransform):
         "flip_horizontal",
         "flip_vertical",
     )
-    axis_aligned: ClassVar[bool] = False
+
+    @property
+    def axis_aligned(self) -> bool:  # type: ignore[override]
+        """Without a rotation or shear range the map only shifts, zooms and flips."""
+        return not self.rotation_range and not self.shear_range
 
     def _shifts(self) -> tuple[tuple[ShiftRange, int], tuple[ShiftRange, int]]:
         """``(range, side)`` of ``tx`` and of ``ty``; ``side`` indexes ``(h, w)``."""

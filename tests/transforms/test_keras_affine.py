@@ -34,6 +34,15 @@ PARAMS = {
     "flip_vertical": False,
 }
 SHAPES = [(64, 64), (48, 80)]
+RANGES = {"type": "keras_affine", "rotation_range": 180, "shear_range": 30}
+"""Explicit parameters lie within the transform's ranges (a transform without a rotation or
+shear range is axis-aligned, and DALI resamples it as a resize)."""
+
+
+def test_axis_aligned_without_rotation_or_shear() -> None:
+    assert KerasAffine(zoom_range=0.2, width_shift_range=0.1, horizontal_flip=True).axis_aligned
+    assert not KerasAffine(rotation_range=5).axis_aligned
+    assert not KerasAffine(shear_range=5).axis_aligned
 
 
 def keras_apply(image: np.ndarray, params: dict, **generator: object) -> np.ndarray:
@@ -79,7 +88,7 @@ def check(out: np.ndarray, keras: np.ndarray, where: np.ndarray | None, order: i
 @pytest.mark.parametrize("fill", ["nearest", 77.0])
 def test_matches_keras_apply_transform(backend: str, image_dir, fill, order: int) -> None:
     image, root = image_dir
-    transform = {"type": "keras_affine", "horizontal_flip": True, "fill": fill}
+    transform = {**RANGES, "horizontal_flip": True, "fill": fill}
     out, inside = run(backend, root, image, transform, PARAMS, order)
     constant = {"fill_mode": "constant", "cval": fill}
     mode = {"fill_mode": "nearest"} if fill == "nearest" else constant
@@ -102,7 +111,7 @@ def inside_source_of(image: np.ndarray, transform: dict, margin: float) -> np.nd
 @pytest.mark.parametrize("fill", ["reflect", "wrap"])
 def test_reflect_and_wrap_on_the_tf_backend(image_dir, fill: str, order: int) -> None:
     image, root = image_dir
-    transform = {"type": "keras_affine", "horizontal_flip": True, "fill": fill}
+    transform = {**RANGES, "horizontal_flip": True, "fill": fill}
     out, inside = run("tf", root, image, transform, PARAMS, order)
     keras = keras_apply(image, PARAMS, fill_mode=fill, interpolation_order=order)
     check(out, keras, None if fill == "reflect" else inside, order)
@@ -111,7 +120,7 @@ def test_reflect_and_wrap_on_the_tf_backend(image_dir, fill: str, order: int) ->
 def test_explicit_parameters_one_at_a_time(backend: str, image_dir) -> None:
     """Each Keras parameter alone, including shifts along each axis and a vertical flip."""
     image, root = image_dir
-    transform = {"type": "keras_affine", "fill": "nearest"}
+    transform = {**RANGES, "fill": "nearest"}
     for params in (
         {"theta": -40.0},
         {"tx": 7.0},
@@ -128,7 +137,7 @@ def test_without_quirks_rotation_turns_about_the_image_centre(backend: str, imag
     """``keras_quirks: false`` centres rotation on ``(W/2, H/2)``: 180 degrees is then exactly
     both flips, on any shape (Keras' own centre is off by (H - W)/2 on non-square images)."""
     image, root = image_dir
-    transform = {"type": "keras_affine", "keras_quirks": False, "fill": "nearest"}
+    transform = {**RANGES, "keras_quirks": False, "fill": "nearest"}
     out, _ = run(backend, root, image, transform, {"theta": 180.0}, 0)
     assert np.array_equal(out, image[::-1, ::-1])
 
