@@ -203,9 +203,7 @@ def test_label_modes_and_sample_weights(backend: str, demo_dir: Path) -> None:
     times its class weight."""
     config = config_for(demo_dir, backend=backend, batch_size=48, label_mode="float")
     weights = np.linspace(0.1, 2.0, 48)
-    _, labels, w = next(
-        iter(make_dataset(config, sample_weight=weights, class_weight={1: 3.0}))
-    )
+    _, labels, w = next(iter(make_dataset(config, sample_weight=weights, class_weight={1: 3.0})))
     assert labels.dtype == tf.float32 and labels.shape == (48,)
     expected = weights * np.where(labels.numpy() == 1, 3.0, 1.0)
     assert np.allclose(w.numpy(), expected)

@@ -138,3 +138,21 @@ def test_model_fit_takes_the_flow_as_it_is() -> None:
     model.compile("sgd", "mse")
     history = model.fit(flow, epochs=2, verbose=0)
     assert len(history.history["loss"]) == 2 and np.isfinite(history.history["loss"]).all()
+
+
+@pytest.mark.gpu
+def test_flow_on_the_gpu_trains() -> None:
+    """On a GPU the flow is a GPU-placed DALI dataset: ``len()`` still answers, ``model.fit``
+    takes it as it is."""
+    import keras
+
+    x, y = images(32, 16, 16), np.arange(32) % 2
+    flow = daliaug_generator(rotation_range=10, channel_shift_range=20.0, rescale=1 / 255).flow(
+        x, y, batch_size=8, sample_weight=np.ones(32)
+    )
+    assert flow.config.backend == "auto" and len(flow) == 4
+    model = keras.Sequential(
+        [keras.Input((16, 16, 3)), keras.layers.Flatten(), keras.layers.Dense(1)]
+    )
+    model.compile("sgd", "mse")
+    assert np.isfinite(model.fit(flow, epochs=1, verbose=0).history["loss"]).all()
