@@ -61,7 +61,7 @@ def _dataset(
     """``make_dataset`` on ``samples``, the standardization stage after it if needed, as a
     Keras iterator with ``attributes``."""
     standardization = generator.standardization()
-    standardization.warn_unfit()
+    standardization.warn_unfit(stacklevel=4)  # the user's flow* call
     ds = make_dataset(config, samples=samples, sample_weight=weights)
     batches = ds.batches_per_epoch
     if standardization.off_graph:

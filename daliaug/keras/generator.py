@@ -330,7 +330,7 @@ class ImageDataGenerator:
         """Keras' standardization of ``x`` (an image or a batch, statistics over all of it, as
         Keras), in place where ``x`` is a writable float array, and returned."""
         standardization = self.standardization()
-        standardization.warn_unfit()
+        standardization.warn_unfit(stacklevel=2)
         import tensorflow as tf
 
         image = tf.constant(np.asarray(x, np.float32))

@@ -42,15 +42,16 @@ class Standardization:
     std: np.ndarray | None
     zca_whitening_matrix: np.ndarray | None
 
-    def warn_unfit(self) -> None:
-        """Keras' warning for each requested statistic that ``fit`` has not computed."""
+    def warn_unfit(self, stacklevel: int) -> None:
+        """Keras' warning for each requested statistic that ``fit`` has not computed
+        (``stacklevel``: the caller's, as ``warnings.warn`` counts it)."""
         for option, value in (
             ("featurewise_center", self.mean),
             ("featurewise_std_normalization", self.std),
             ("zca_whitening", self.zca_whitening_matrix),
         ):
             if getattr(self, option) and value is None:
-                warnings.warn(NOT_FIT.format(option), UserWarning, stacklevel=4)
+                warnings.warn(NOT_FIT.format(option), UserWarning, stacklevel=stacklevel + 1)
 
     @property
     def off_graph(self) -> bool:
