@@ -93,7 +93,7 @@ class ImageDataGenerator:
         import keras
 
         data_format = data_format or keras.backend.image_data_format()
-        dtype = dtype or keras.backend.floatx()
+        dtype = np.dtype(dtype or keras.backend.floatx()).name
         if data_format not in ("channels_last", "channels_first"):
             raise ValueError(
                 '`data_format` should be `"channels_last"` (channel after row and column) or '
@@ -128,7 +128,7 @@ class ImageDataGenerator:
                 f"interpolation_order {interpolation_order}: daliaug resamples with nearest "
                 "neighbours (0) or bilinearly (1); SciPy's spline orders 2-5 are not supported"
             )
-        if str(dtype) not in OUTPUT_DTYPES:
+        if dtype not in OUTPUT_DTYPES:
             raise ValueError(f"dtype {dtype!r}: daliaug's pipelines output {OUTPUT_DTYPES}")
         if zca_whitening and not featurewise_center:
             featurewise_center = True
@@ -179,7 +179,7 @@ class ImageDataGenerator:
         )
         self._validation_split = validation_split
         self.interpolation_order = interpolation_order
-        self.dtype = str(dtype)
+        self.dtype = dtype
         self.keras_quirks = keras_quirks
         self.backend = backend
         self.mean: np.ndarray | None = None
@@ -272,6 +272,7 @@ class ImageDataGenerator:
         if resize:
             transforms.insert(0, {"type": "resize", "size": list(image_size)})
         post = standardization.off_graph
+        backend = fields.pop("backend") if "backend" in fields else self._backend()
         output = {
             "dtype": "float32" if post else self.dtype,
             "layout": "NHWC" if self.data_format == "channels_last" else "NCHW",
@@ -285,7 +286,7 @@ class ImageDataGenerator:
                 "transforms": transforms,
                 "interpolation": "nearest" if self.interpolation_order == 0 else "linear",
                 "output": output,
-                "backend": self._backend(),
+                "backend": backend,
                 **fields,
             }
         )
