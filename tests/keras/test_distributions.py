@@ -70,3 +70,31 @@ def test_seed_repeats_and_global_seed_repeats() -> None:
     first = generator.get_random_transform(SHAPE)
     np.random.seed(9)
     assert generator.get_random_transform(SHAPE) == first
+
+
+def test_dali_in_graph_draws_match_the_host_draws() -> None:
+    """The same plan drawn by DALI's random operators (what DALI's own TFRecord reader uses,
+    ``choice`` included) and by NumPy (what every other feed uses)."""
+    from daliaug.config import load_config
+    from daliaug.epoch import NumpyRandom, columns
+    from tests.test_distributions import N, in_graph_rows
+
+    seed = resolve_seed(None)
+    transforms = daliaug_generator(
+        **{**CASES["uniform"], "height_shift_range": [2, 5]}
+    ).transforms()
+    plan = load_config(
+        {"source": {"type": "arrays"}, "image_size": 8, "transforms": transforms}
+    ).plan
+    dali = in_graph_rows(plan, seed)
+    drawn = plan.draw(NumpyRandom(np.random.default_rng(seed), N))
+    host = columns([drawn[k] for k in plan.param_keys], N)
+    for i, key in enumerate(plan.param_keys):
+        a, b, where = dali[:, i], host[:, i], f"{key}, seed {seed}"
+        if np.unique(b).size <= 12:
+            assert np.allclose(np.unique(a), np.unique(b)), where
+            values = np.unique(b)
+            table = [[np.sum(np.isclose(x, v)) for v in values] for x in (a, b)]
+            assert stats.chi2_contingency(table).pvalue > ALPHA, where
+        else:
+            assert stats.ks_2samp(a, b).pvalue > ALPHA, where
