@@ -39,13 +39,13 @@ def prepare_samples(
             f"channels: the arrays have {image.shape[-1]} channel(s) but the config asks for "
             f"{config.channels}"
         )
-    masks = isinstance(samples, Samples) and "mask_path" in samples.columns
-    column = None if masks else target_column(config.label_mode)
-    if isinstance(samples, Samples) and column is not None and column not in samples.columns:
+    available = list(samples.columns) if isinstance(samples, Samples) else ["record", "label"]
+    column = None if "mask_path" in available else target_column(config.label_mode)
+    if column is not None and column not in available:
         what = "targets y" if column == "target" else "labels"
         raise DataError(
             f"label_mode: {config.label_mode} needs {what}, and the samples have none (their "
-            f"columns: {', '.join(samples.columns)})"
+            f"columns: {', '.join(available)})"
         )
     if config.label_mode == "binary" and samples.num_classes != 2:
         raise DataError(
