@@ -81,7 +81,5 @@ def describe() -> dict[str, Any]:
         "platform": platform.platform(),
         "versions": versions(),
         "commit": _git("rev-parse", "--short", "HEAD"),
-        "uncommitted": [
-            line[3:] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()
-        ],
+        "uncommitted": _git("diff", "--name-only", "HEAD").splitlines(),
     }

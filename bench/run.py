@@ -48,6 +48,7 @@ SUITES = {
             "loader-cpu",
             "daliaug-tf",
             "idg",
+            "idg-daliaug",
             "idg-pool",
             "tfdata-layers",
             "tfdata-tuned",

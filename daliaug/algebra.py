@@ -10,7 +10,7 @@ small when a range is degenerate (for example ``zoom`` with ``keep_aspect``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, NamedTuple, Protocol
@@ -81,6 +81,9 @@ class Random(Protocol):
 
     def bernoulli(self, p: float) -> Scalar:
         """1.0 with probability ``p``, else 0.0."""
+
+    def choice(self, values: Sequence[float]) -> Scalar:
+        """One of ``values``, each equally likely."""
 
 
 def _folded(on_constants: Callable[..., float], name: str) -> Callable[..., Scalar]:

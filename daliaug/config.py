@@ -17,7 +17,7 @@ from daliaug.plan import Plan
 from daliaug.sources import AnySource
 from daliaug.sources.base import read_text
 from daliaug.transforms import AnyTransform, ColourTransform, GeometricTransform
-from daliaug.transforms.base import Fill, Size
+from daliaug.transforms.base import TF_ONLY_FILLS, Fill, OffsetTransform, Size
 from daliaug.transforms.normalize import Channels, Normalization, Normalize
 from daliaug.transforms.random_resized_crop import RandomResizedCrop
 
@@ -53,6 +53,14 @@ class Output(Normalization):
         return per_channel(self.mean, 0.0), per_channel(self.std, 1.0)
 
 
+def target_column(label_mode: str) -> str | None:
+    """The source column the targets of ``label_mode`` come from: ``target`` for ``raw``, none
+    for ``input`` (the images are the targets) and ``none``, else ``label``."""
+    if label_mode == "raw":
+        return "target"
+    return None if label_mode in ("input", "none") else "label"
+
+
 class Config(BaseModel):
     """A whole daliaug pipeline: where samples come from, how they are augmented, what comes out."""
 
@@ -64,9 +72,10 @@ class Config(BaseModel):
     batch_size: Annotated[int, Field(gt=0)] = 32
     shuffle: bool = True
     seed: int | None = None
-    label_mode: Literal["int", "categorical", "binary"] = "int"
+    label_mode: Literal["int", "categorical", "binary", "float", "raw", "input", "none"] = "int"
     drop_remainder: bool = False
     transforms: list[AnyTransform] = []
+    interpolation: Literal["linear", "nearest"] = "linear"
     output: Output = Output()
     backend: Literal["auto", "gpu", "cpu", "tf"] = "auto"
     device_id: Annotated[int, Field(ge=0)] = 0
@@ -103,15 +112,39 @@ class Config(BaseModel):
     @model_validator(mode="after")
     def _check_transforms(self) -> Config:
         fills: dict[str, Fill] = {}
+        colour: int | None = None
         for i, t in enumerate(self.transforms):
             if isinstance(t, ColourTransform) and t.needs_rgb and self.channels != 3:
                 raise ValueError(f"transforms.{i}: '{t.type}' needs channels: 3")
+            if isinstance(t, OffsetTransform) and colour is not None:
+                raise ValueError(
+                    f"transforms.{i}: '{t.type}' must come before the colour transforms (it "
+                    f"clips to the warped image's own range), but transforms.{colour} is "
+                    f"'{self.transforms[colour].type}'"
+                )
+            if isinstance(t, ColourTransform) and colour is None:
+                colour = i
             if isinstance(t, GeometricTransform) and "fill" in t.model_fields_set:
                 fills[f"transforms.{i}.fill"] = t.fill
+                if t.fill in TF_ONLY_FILLS and self.backend != "tf":
+                    raise ValueError(
+                        f"transforms.{i}.fill: {t.fill!r} needs backend: tf (DALI's warp_affine "
+                        f"has no {t.fill} border; TensorFlow's projective transform has), got "
+                        f"backend: {self.backend}"
+                    )
         if len(set(fills.values())) > 1:
             listed = ", ".join(f"{k}={v!r}" for k, v in fills.items())
             raise ValueError(
                 f"all geometric transforms share one warp and so one fill value; got {listed}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_label_mode(self) -> Config:
+        if self.source.segmentation and self.label_mode not in ("int", "categorical", "binary"):
+            raise ValueError(
+                f"label_mode: {self.label_mode!r} is for classification sources; segmentation "
+                "yields its masks"
             )
         return self
 
@@ -150,7 +183,9 @@ class Config(BaseModel):
     def plan(self) -> Plan:
         """The fused per-sample computation of this config's transforms (built once for each
         distinct transform list, size, channels and fill: plans are immutable)."""
-        return _plan(tuple(self.transforms), self.image_size, self.channels, self.fill)
+        return _plan(
+            tuple(self.transforms), self.image_size, self.channels, self.fill, self.interpolation
+        )
 
     def evaluation_twin(self) -> Config:
         """The same pipeline for evaluation: no shuffling and only its deterministic transforms."""

@@ -33,6 +33,7 @@ def make_dataset(
     y: Any = None,
     initial_epoch: int = 0,
     class_weight: Mapping[int, float] | None = None,
+    sample_weight: Any = None,
     strategy: Any = None,
 ) -> tf.data.Dataset | tf.distribute.DistributedDataset:
     """A dataset of ``(images, labels or masks)`` batches, augmented as the config says.
@@ -47,7 +48,9 @@ def make_dataset(
     ``model.fit(..., initial_epoch=k)`` resumes the data stream too. ``class_weight`` (Keras'
     mapping from class index to weight) makes the batches ``(images, labels, weights)``, the
     weights computed in the pipeline: use it instead of ``model.fit(class_weight=...)``, which
-    adds a CPU stage after the dataset (not allowed after a GPU-placed DALI dataset). Images
+    adds a CPU stage after the dataset (not allowed after a GPU-placed DALI dataset);
+    ``sample_weight`` (one number per sample of the source, or of ``x``) does the same per sample
+    (times the class weight when both are given). Images
     come out of DALI on the GPU with ``backend`` gpu (or auto on a GPU machine), else from DALI
     on the CPU, or from TensorFlow ops with ``backend: tf`` (or auto without DALI), with the
     same element spec.
@@ -69,14 +72,31 @@ def make_dataset(
 
         check_record_keys(samples)
     weights = None if class_weight is None else _class_weights(config, samples, class_weight)
+    per_sample = None if sample_weight is None else _sample_weights(samples, sample_weight)
+    options = DatasetOptions(
+        initial_epoch=initial_epoch, class_weights=weights, sample_weights=per_sample
+    )
     if strategy is not None:
         from daliaug.replicas import distributed_dataset
 
-        return distributed_dataset(
-            config, samples, backend, device, strategy, initial_epoch, weights
-        )
-    options = DatasetOptions(initial_epoch=initial_epoch, class_weights=weights)
+        return distributed_dataset(config, samples, backend, device, strategy, options)
+    if options.weighs and config.label_mode == "none":
+        raise ConfigError("label_mode: 'none' yields the images alone, without weights")
     return backend.dataset(config, samples, device, options)
+
+
+def _sample_weights(samples: Samples | RecordSamples, sample_weight: Any) -> np.ndarray:
+    """One weight per sample, checked."""
+    if isinstance(samples, RecordSamples):
+        raise ConfigError("sample_weight: TFRecords are streamed; weigh classes with class_weight")
+    weights = np.asarray(sample_weight, dtype=np.float32).reshape(-1)
+    if len(weights) != len(samples):
+        raise ConfigError(
+            f"sample_weight: {len(weights)} weights for {len(samples)} samples; give one each"
+        )
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ConfigError("sample_weight: weights must be finite and >= 0")
+    return weights
 
 
 def _class_weights(

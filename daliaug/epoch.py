@@ -78,6 +78,11 @@ class NumpyRandom:
             return float(p)
         return (self.rng.random(self.size) < p).astype(np.float32)
 
+    def choice(self, values: Sequence[float]) -> Scalar:
+        if len(set(values)) == 1:
+            return float(values[0])
+        return np.asarray(values, np.float32)[self.rng.integers(len(values), size=self.size)]
+
 
 def columns(values: Sequence[Scalar], count: int) -> np.ndarray:
     """Per-sample scalars (arrays or constants) as a ``(count, len(values))`` float32 array."""

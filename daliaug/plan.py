@@ -27,7 +27,7 @@ from daliaug.algebra import (
     neg,
 )
 from daliaug.transforms import ColourTransform, CropTransform, GeometricTransform, Transform
-from daliaug.transforms.base import Fill, Params
+from daliaug.transforms.base import Fill, OffsetTransform, Params
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,8 @@ class Plan:
     channels: int = 3
     fill: Fill = 0.0
     """The warp's fill; ``nearest`` clamps to the border pixels."""
+    interpolation: str = "linear"
+    """How the warp samples images: ``linear`` (bilinear) or ``nearest``."""
 
     @staticmethod
     def of(
@@ -61,8 +63,10 @@ class Plan:
         image_size: Sequence[int],
         channels: int = 3,
         fill: Fill = 0.0,
+        interpolation: str = "linear",
     ) -> Plan:
-        return Plan(tuple(transforms), (int(image_size[0]), int(image_size[1])), channels, fill)
+        size = (int(image_size[0]), int(image_size[1]))
+        return Plan(tuple(transforms), size, channels, fill, interpolation)
 
     @cached_property
     def param_keys(self) -> list[str]:
@@ -100,9 +104,11 @@ class Plan:
     @property
     def resizes(self) -> bool:
         """Whether the fused warp is an axis-aligned scale and shift (flips included) that clamps
-        at the border: then a resize of a source window computes it (faster than a warp)."""
+        at the border and samples bilinearly: then a resize of a source window computes it
+        (faster than a warp)."""
         geometric = (t for t in self.transforms if isinstance(t, GeometricTransform))
-        return self.fill == "nearest" and all(t.axis_aligned for t in geometric)
+        linear = self.interpolation == "linear"
+        return linear and self.fill == "nearest" and all(t.axis_aligned for t in geometric)
 
     def geometry(
         self, params: dict[str, Scalar], source: Canvas, m: Math, fuse_roi: bool = True
@@ -142,7 +148,8 @@ class Plan:
         destination-to-source ``matrix`` (2x3) of the image warp (with ``resize``, instead the
         source points ``resize_start`` and ``resize_end`` (y, x) of the output's corners), the
         same for masks from full-source mask pixels (with ``masks``, names prefixed ``mask_``),
-        and the ``colour`` matrix (C x (C+1), when the plan has one)."""
+        the ``offset`` (one value, when the plan has an offset step) and the ``colour`` matrix
+        (C x (C+1), when the plan has one)."""
         geometry = self.geometry(params, source, m, fuse_roi=fuse_roi)
         out = self._resampling(geometry.forward, resize)
         if geometry.roi is not None:
@@ -151,6 +158,9 @@ class Plan:
         if masks:
             mask = self._resampling(geometry.source_forward, resize)
             out.update({f"mask_{name}": v for name, v in mask.items()})
+        offset = self.offset(params)
+        if offset is not None:
+            out["offset"] = [offset]
         colour = self.colour(params, m)
         if colour is not None:
             out["colour"] = colour.flat()
@@ -164,6 +174,18 @@ class Plan:
         end_x = add(add(mul(inverse.a, w), mul(inverse.b, h)), inverse.c)
         end_y = add(add(mul(inverse.d, w), mul(inverse.e, h)), inverse.f)
         return {"resize_start": [inverse.f, inverse.c], "resize_end": [end_y, end_x]}
+
+    @property
+    def has_offset(self) -> bool:
+        return any(isinstance(t, OffsetTransform) for t in self.transforms)
+
+    def offset(self, params: dict[str, Scalar]) -> Scalar | None:
+        """The value the plan's offset step adds before clipping to the warped image's own
+        range (see :class:`~daliaug.transforms.base.OffsetTransform`), or ``None``."""
+        for i, t in enumerate(self.transforms):
+            if isinstance(t, OffsetTransform):
+                return t.offset(self._params_of(params, i))
+        return None
 
     def colour(self, params: dict[str, Scalar], m: Math) -> ColourMatrix | None:
         """The composed colour map, or ``None`` when the plan has no colour transform."""

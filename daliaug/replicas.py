@@ -21,12 +21,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from daliaug.backends import Backend, DatasetOptions
 from daliaug.backends.select import Device
 from daliaug.config import Config
-from daliaug.epoch import replica_length, resolve_seed
+from daliaug.epoch import replica_length, resolve_seed, shard_range
 from daliaug.errors import ConfigError, DataError
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
@@ -47,11 +45,11 @@ def distributed_dataset(
     backend: Backend,
     device: Device,
     strategy: Any,
-    initial_epoch: int = 0,
-    class_weights: np.ndarray | None = None,
+    options: DatasetOptions,
 ) -> tf.distribute.DistributedDataset | tf.data.Dataset:
     """The distributed dataset of ``config`` over ``samples`` (all of them), computed by
-    ``backend`` on ``device``, for ``strategy``."""
+    ``backend`` on ``device``, for ``strategy``; ``options`` as for one dataset (its sample
+    weights, if any, one per sample of ``samples``)."""
     import tensorflow as tf
 
     replicas = strategy.num_replicas_in_sync
@@ -75,8 +73,9 @@ def distributed_dataset(
         update={"seed": resolve_seed(config.seed), "batch_size": per_replica}
     )
     length = replica_length(len(samples), replicas, per_replica, config.drop_remainder)
-    weighted = class_weights is not None or not config.drop_remainder
-    options = DatasetOptions(initial_epoch, class_weights, length, weighted)
+    options = dataclasses.replace(
+        options, length=length, weighted=options.weighs or not config.drop_remainder
+    )
     devices = tuple(getattr(strategy.extended, "worker_devices", ("/cpu:0",)))
 
     def replica(shard: int, place: str) -> tf.data.Dataset:
@@ -88,7 +87,10 @@ def distributed_dataset(
 
             update["device_id"] = cuda_ordinal(place)
         replica_config = config.model_copy(update=update)
-        replica_options = dataclasses.replace(options, place=place)
+        weights = options.sample_weights
+        if weights is not None:
+            weights = weights[slice(*shard_range(len(samples), shard, replicas))]
+        replica_options = dataclasses.replace(options, place=place, sample_weights=weights)
         return backend.dataset(
             replica_config, _shard(samples, shard, replicas), device, replica_options
         )

@@ -61,7 +61,10 @@ def test_yaml_json_and_overrides(tmp_path: Path) -> None:
     [
         ({**BASE, "colour": 1}, "colour: Extra inputs are not permitted (got 1)"),
         ({**BASE, "batch_size": 0}, "batch_size: Input should be greater than 0 (got 0)"),
-        ({**BASE, "label_mode": "onehot"}, "label_mode: Input should be 'int', 'categorical' or"),
+        (
+            {**BASE, "label_mode": "onehot"},
+            "label_mode: Input should be 'int', 'categorical', 'binary'",
+        ),
         (
             {**BASE, "transforms": [{"type": "rotate", "angle": 3}]},
             "transforms.0: Input tag 'rotate'",

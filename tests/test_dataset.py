@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from daliaug.backends.dali.loader import DaliLoader
 from daliaug.dataset import make_dataset
+from daliaug.sources.arrays import ArraysSource
 from tests.helpers import config_for
 
 PIPELINES_DIR = Path(__file__).parents[1] / "pipelines"
@@ -194,3 +195,26 @@ def test_auto_runs_dali_on_the_cpu_where_tensorflow_sees_no_gpu(
     with pytest.raises(BackendError, match=r"tensorflow\[and-cuda\]") as error:
         make_dataset(config_for(demo_dir, backend="gpu"))
     assert error.value.exit_code == 4
+
+
+def test_label_modes_and_sample_weights(backend: str, demo_dir: Path) -> None:
+    """``float``: class indices as float32 (batch,); ``input``: the images again; ``none``: the
+    images alone; ``raw``: the arrays' own targets; ``sample_weight`` one weight per sample,
+    times its class weight."""
+    config = config_for(demo_dir, backend=backend, batch_size=48, label_mode="float")
+    weights = np.linspace(0.1, 2.0, 48)
+    _, labels, w = next(iter(make_dataset(config, sample_weight=weights, class_weight={1: 3.0})))
+    assert labels.dtype == tf.float32 and labels.shape == (48,)
+    expected = weights * np.where(labels.numpy() == 1, 3.0, 1.0)
+    assert np.allclose(w.numpy(), expected)
+    for mode, check in (
+        ("input", lambda batch: len(batch) == 2 and np.array_equal(batch[0], batch[1])),
+        ("none", lambda batch: len(batch) == 1 and batch[0].shape == (48, 64, 64, 3)),
+    ):
+        batch = next(iter(make_dataset(config.model_copy(update={"label_mode": mode}))))
+        assert check(batch), mode
+    x, y = np.zeros((6, 8, 8, 3), np.uint8), np.arange(12, dtype=np.float32).reshape(6, 2)
+    raw = config_for(demo_dir, backend=backend, image_size=8, label_mode="raw", batch_size=6)
+    raw = raw.model_copy(update={"source": ArraysSource()})
+    _, targets = next(iter(make_dataset(raw, x=x, y=y)))
+    assert targets.dtype == tf.float32 and np.array_equal(targets.numpy(), y)

@@ -148,3 +148,42 @@ def test_the_graph_check_catches_seeded_mistakes(
 def test_the_check_is_pinned_to_the_dali_in_pyproject() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert f'"nvidia-dali-cuda120=={DALI_VERSION}.*' in pyproject
+
+
+KERAS_TRANSFORMS = [
+    {"type": "keras_affine", "rotation_range": 30, "width_shift_range": 0.1, "fill": 0},
+    {"type": "channel_shift", "intensity": 20},
+    {"type": "brightness", "factor": [0.8, 1.2]},
+]
+
+
+@pytest.mark.parametrize("label_mode", ["int", "categorical", "float", "raw", "input", "none"])
+@pytest.mark.parametrize("kind", ["files", "arrays"])
+def test_image_data_generator_graphs_keep_dalis_device_rules(
+    kind: str, label_mode: str, sources: dict[str, dict]
+) -> None:
+    """What ``daliaug.keras.ImageDataGenerator`` builds: Keras' geometry, the channel shift
+    (per-image reductions), nearest sampling, every label mode, weighted or not."""
+    if kind == "files" and label_mode == "raw":
+        pytest.skip("raw targets come with arrays (or a dataframe's column)")
+    config = load_config(
+        {
+            "source": sources[kind],
+            "image_size": 32,
+            "transforms": KERAS_TRANSFORMS,
+            "label_mode": label_mode,
+            "interpolation": "nearest",
+            "output": {"rescale": 1 / 255},
+        }
+    )
+    if kind == "arrays":
+        y = np.eye(3, dtype=np.float32)[np.arange(4) % 3] if label_mode == "raw" else None
+        labels = np.arange(4) % 3 if label_mode != "raw" else y
+        samples = array_samples(np.zeros((4, 36, 44, 3), np.uint8), labels, raw=y is not None)
+    else:
+        samples = prepare_samples(config)
+    for weighted in (False, True) if label_mode != "none" else (False,):
+        problems = graph_problems(
+            partial(pipeline.named_pipeline, config, samples, "gpu", weighted)
+        )
+        assert not problems, (weighted, [str(p) for p in problems])

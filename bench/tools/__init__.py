@@ -120,6 +120,14 @@ TOOLS = {
             role="baseline",
         ),
         Tool(
+            "idg-daliaug",
+            "daliaug.keras ImageDataGenerator (drop-in)",
+            "dropin:dropin",
+            AB,
+            "none (DALI's default threads, tf.data AUTOTUNE)",
+            _unset,
+        ),
+        Tool(
             "idg-pool",
             "ImageDataGenerator + PyDataset pool",
             "idg:pool",

@@ -44,14 +44,21 @@ class ColourJitter:
         return np.clip(grey + (x - grey) * s, 0, 255)
 
 
-def _generator(eq: Equivalent) -> Any:
+def keras_class() -> type:
+    """Keras' own ``ImageDataGenerator``."""
     from keras.src.legacy.preprocessing.image import ImageDataGenerator
 
+    return ImageDataGenerator
+
+
+def _generator(eq: Equivalent, generator_class: type) -> Any:
+    """The workload's generator: ``generator_class`` (Keras' class, or daliaug's drop-in) built
+    with the same arguments either way."""
     zoom_min = eq.zoom[0]
     window_shift = (1.0 - zoom_min) / 2
     uniform_std = len(set(eq.std)) == 1 and not any(eq.mean)
     jitter = eq.contrast or eq.saturation
-    idg = ImageDataGenerator(
+    idg = generator_class(
         rotation_range=eq.rotation,
         width_shift_range=eq.shift[0] or window_shift,
         height_shift_range=eq.shift[1] or window_shift,
@@ -70,10 +77,11 @@ def _generator(eq: Equivalent) -> Any:
     return idg
 
 
-def _iterator(workload: Workload, data: Data) -> Any:
-    """The IDG iterator over one pass of the data (it wraps around by itself)."""
+def flow_of(workload: Workload, data: Data, generator_class: type) -> Any:
+    """The flow over one pass of the data: Keras' iterator wraps around by itself; daliaug's
+    dataset gives one epoch per iteration."""
     eq = workload.equivalent
-    idg = _generator(eq)
+    idg = _generator(eq, generator_class)
     if data.arrays is not None:
         x, y = data.arrays_xy()
         return idg.flow(x, y, batch_size=eq.batch_size, shuffle=True, seed=0)
@@ -90,7 +98,7 @@ def _iterator(workload: Workload, data: Data) -> Any:
 
 def single(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
     """``ImageDataGenerator`` in the calling process, one batch after another."""
-    iterator = _iterator(workload, data)
+    iterator = flow_of(workload, data, keras_class())
 
     def epoch() -> Iterator[int]:
         while True:
@@ -105,7 +113,7 @@ def pool(workload: Workload, data: Data, threads: int | None, device: str) -> Ep
     import keras
     from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
 
-    iterator = _iterator(workload, data)
+    iterator = flow_of(workload, data, keras_class())
     repeat = data.repeat if data.directory is not None else 1  # arrays come repeated already
 
     class Batches(keras.utils.PyDataset):

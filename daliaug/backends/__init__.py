@@ -47,13 +47,32 @@ class DatasetOptions:
     place: str | None = None
     """The TensorFlow device to place the dataset on (a replica's device); default: the host
     CPU, or DALI's GPU for DALI on the GPU."""
+    sample_weights: np.ndarray | None = None
+    """One weight per sample (column sources), times its class weight if there are any."""
+
+    @property
+    def weighs(self) -> bool:
+        """Whether batches carry weights."""
+        return self.weighted or self.class_weights is not None or self.sample_weights is not None
 
     def weights(self, num_classes: int) -> np.ndarray | None:
         """The per-class weights of a weighted dataset (ones without class weights), else
         ``None``."""
-        if self.class_weights is not None or not self.weighted:
+        if self.class_weights is not None or not self.weighs:
             return self.class_weights
         return np.ones(num_classes, np.float32)
+
+    def per_sample(self, samples: Samples) -> np.ndarray | None:
+        """Each sample's weight (its own times its class's) for a weighted dataset, else
+        ``None``."""
+        if not self.weighs:
+            return None
+        weights = np.ones(len(samples), np.float32)
+        if self.sample_weights is not None:
+            weights = weights * np.asarray(self.sample_weights, np.float32)
+        if self.class_weights is not None and samples.labels is not None:
+            weights = weights * self.class_weights[samples.labels]
+        return weights
 
     def epochs(self, config: Config, size: int) -> Epochs:
         return Epochs.of(config, size, self.length)

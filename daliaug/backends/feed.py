@@ -4,11 +4,13 @@ Every backend computes the same thing from the same inputs. Per batch of samples
 
 * the source's columns (:data:`INPUTS`): ``path`` and ``mask_path`` (UTF-8 file names,
   zero-padded to one ``uint8`` row each), ``image`` (``uint8`` HWC arrays), ``label``
-  (``int32``), or for TFRecords one packed ``record`` row per sample (:class:`RecordLayout`);
+  (``int32``) or ``target`` (``float32`` targets passed through, ``label_mode: raw``), or for
+  TFRecords one packed ``record`` row per sample (:class:`RecordLayout`);
 * ``warp``: the plan evaluated for each sample (decode window, warp matrices, colour matrix),
   flattened into one ``float32`` vector per sample (:class:`WarpLayout`);
-* for weighted datasets, ``weight``: each sample's weight (its class weight, 0 for padding),
-  which the graph passes through as a third output, ``(images, targets, weights)``.
+* for weighted datasets, ``weight``: each sample's weight (its own weight times its class
+  weight, 0 for padding), which the graph passes through as the last output,
+  ``(images, targets, weights)``.
 
 The plan is evaluated once, by :meth:`WarpLayout.evaluate`, over an array namespace
 (:class:`Arrays`): NumPy on the host here (:class:`EpochFeed`), TensorFlow where only the
@@ -28,7 +30,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from daliaug.algebra import Canvas, Math, Scalar
-from daliaug.config import Config
+from daliaug.config import Config, target_column
 from daliaug.epoch import Epochs, columns
 from daliaug.plan import Plan
 from daliaug.sources.base import Samples
@@ -37,7 +39,8 @@ from daliaug.sources.tfrecord import RecordSamples
 
 @dataclass(frozen=True)
 class Input:
-    """One input of the graph: dtype (NumPy name) and dimensions per sample."""
+    """One input of the graph: dtype (NumPy name) and dimensions per sample (-1: the
+    column's own, :attr:`Samples.target_shape`)."""
 
     dtype: str
     ndim: int
@@ -49,6 +52,7 @@ INPUTS: dict[str, Input] = {
     "mask_path": Input("uint8", 1),
     "image": Input("uint8", 3, "HWC"),
     "label": Input("int32", 0),
+    "target": Input("float32", -1),
     "record": Input("uint8", 1),
     "warp": Input("float32", 1),
     "weight": Input("float32", 0),
@@ -126,6 +130,8 @@ class WarpLayout:
             names += ["crop_start", "crop_shape"]
         if self.masks:
             names += [f"mask_{name}" for name in resampling]
+        if self.plan.has_offset:
+            names.append("offset")
         if self.plan.has_colour:
             names.append("colour")
         return tuple(names)
@@ -135,6 +141,8 @@ class WarpLayout:
         c = self.plan.channels
         if name == "colour":
             return (c, c + 1)
+        if name == "offset":
+            return (1,)
         return (2, 3) if name.endswith("matrix") else (2,)
 
     @cached_property
@@ -195,12 +203,16 @@ class RecordLayout:
         return self.warp_bytes.stop
 
 
-def graph_inputs(samples: Samples | RecordSamples, weighted: bool) -> tuple[str, ...]:
+def graph_inputs(
+    samples: Samples | RecordSamples, weighted: bool, label_mode: str = "int"
+) -> tuple[str, ...]:
     """The inputs of a graph fed ``samples``: packed ``record`` rows for TFRecords, else the
-    source's columns, ``warp``, and ``weight`` if ``weighted``."""
+    source's columns that ``label_mode`` uses, ``warp``, and ``weight`` if ``weighted``."""
     if isinstance(samples, RecordSamples):
         return ("record",)
-    return (*samples.columns, "warp", *(("weight",) if weighted else ()))
+    unused = {"label", "target"} - {target_column(label_mode)}
+    used = [name for name in samples.columns if name not in unused]
+    return (*used, "warp", *(("weight",) if weighted else ()))
 
 
 class EpochFeed:
@@ -208,8 +220,8 @@ class EpochFeed:
     :class:`~daliaug.epoch.Epochs` gives each batch's samples and parameter rows (or the
     explicit ``params``, one row per sample), the columns are gathered and the plan evaluated
     with NumPy, vectorized over the batch. ``resizes``: see :meth:`WarpLayout.of`. With
-    ``weights`` (one per class) the feed also gives each sample's ``weight``: its class's,
-    0 where the epoch pads."""
+    ``weights`` (one per sample) the feed also gives each sample's ``weight``, 0 where the
+    epoch pads."""
 
     def __init__(
         self,
@@ -222,6 +234,7 @@ class EpochFeed:
         weights: np.ndarray | None = None,
     ) -> None:
         self.samples = samples
+        self.label_mode = config.label_mode
         self.plan = config.plan
         self.epochs = epochs or Epochs.of(config, len(samples))
         self.layout = WarpLayout.of(self.plan, tuple(samples.columns), resizes)
@@ -233,7 +246,7 @@ class EpochFeed:
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        return graph_inputs(self.samples, self.weights is not None)
+        return graph_inputs(self.samples, self.weights is not None, self.label_mode)
 
     def chunks(
         self, epoch: int, names: Sequence[str], size: int, check_files: bool = False
@@ -266,11 +279,8 @@ class EpochFeed:
             if "warp" in names:
                 out["warp"] = self.layout.evaluate(params, self.samples.sizes[index], NUMPY)
             if "weight" in names and self.weights is not None:
-                labels = self.samples.labels
-                weight = self.weights[labels[index]] if labels is not None else 1.0
-                out["weight"] = np.where(self.epochs.valid(start, stop), weight, 0.0).astype(
-                    np.float32
-                )
+                valid = self.epochs.valid(start, stop)
+                out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
             for name in names:
                 if name in self.samples.columns:
                     out[name] = self.samples.columns[name][index]

@@ -37,10 +37,14 @@ _TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "uint8": tf.uint8}
 
 
 def element_spec(
-    config: Config, num_classes: int, weighted: bool = False
+    config: Config,
+    num_classes: int,
+    weighted: bool = False,
+    target_shape: tuple[int, ...] = (),
 ) -> tuple[tf.TensorSpec, ...]:
-    """Shapes and dtypes of one ``(images, labels or masks[, weights])`` batch, known from the
-    config."""
+    """Shapes and dtypes of one ``(images, targets[, weights])`` batch, known from the config
+    (``target_shape``: the per-sample shape of ``raw`` targets); with ``label_mode: none``
+    ``(images,)`` (DALI's datasets yield tuples; Keras unpacks a 1-tuple as the inputs)."""
     h, w = config.image_size
     c = config.channels
     batch = config.batch_size if config.drop_remainder else None
@@ -54,12 +58,17 @@ def element_spec(
             shape = (batch, h, w, num_classes) if nhwc else (batch, num_classes, h, w)
             return images, tf.TensorSpec(shape, tf.float32), *weights
         return images, tf.TensorSpec((batch, h, w), tf.as_dtype(source.mask_dtype)), *weights
-    labels = {
+    if config.label_mode == "none":
+        return (images,)
+    targets = {
         "int": tf.TensorSpec((batch,), tf.int32),
         "categorical": tf.TensorSpec((batch, num_classes), tf.float32),
         "binary": tf.TensorSpec((batch, 1), tf.float32),
+        "float": tf.TensorSpec((batch,), tf.float32),
+        "raw": tf.TensorSpec((batch, *target_shape), tf.float32),
+        "input": images,
     }[config.label_mode]
-    return images, labels, *weights
+    return images, targets, *weights
 
 
 def counted(
@@ -88,7 +97,8 @@ def _spec(feed: EpochFeed, name: str) -> tf.TensorSpec:
         return tf.TensorSpec((None,), tf.float32)
     column = feed.samples.columns[name]
     spec = INPUTS[name]
-    return tf.TensorSpec((None, *column.shape[1 : 1 + spec.ndim]), tf.as_dtype(spec.dtype))
+    shape = column.shape[1:] if spec.ndim < 0 else column.shape[1 : 1 + spec.ndim]
+    return tf.TensorSpec((None, *shape), tf.as_dtype(spec.dtype))
 
 
 def feed_stream(

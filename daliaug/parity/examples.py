@@ -22,6 +22,17 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "contrast", "factor": 0.6},
     {"type": "saturation", "factor": 0.9},
     {"type": "hue", "degrees": 90},
+    {
+        "type": "keras_affine",
+        "rotation_range": 30,
+        "width_shift_range": 0.1,
+        "height_shift_range": 0.1,
+        "shear_range": 15,
+        "zoom_range": 0.2,
+        "horizontal_flip": True,
+        "fill": "nearest",
+    },
+    {"type": "channel_shift", "intensity": 40},
 )
 """One or more settings of each transform, with wide ranges (``normalize`` is the output's)."""
 

@@ -11,8 +11,11 @@ from daliaug.errors import DataError
 from daliaug.sources.base import Samples, SourceConfig
 
 
-def array_samples(x: object, y: object, class_names: list[str] | None = None) -> Samples:
-    """Check ``x`` (N, H, W, C) or (N, H, W) uint8 and ``y`` (N,) or (N, 1) integer labels."""
+def array_samples(
+    x: object, y: object, class_names: list[str] | None = None, raw: bool = False
+) -> Samples:
+    """Check ``x`` (N, H, W, C) or (N, H, W) uint8 and ``y``: (N,) or (N, 1) integer labels;
+    with ``raw``, any numbers (N, ...), passed through as float32 targets; or ``None``."""
     if not isinstance(x, np.ndarray) or x.dtype != np.uint8 or x.ndim not in (3, 4):
         shape = getattr(x, "shape", None)
         raise DataError(
@@ -22,6 +25,11 @@ def array_samples(x: object, y: object, class_names: list[str] | None = None) ->
     images = np.ascontiguousarray(x if x.ndim == 4 else x[..., None])
     if images.shape[-1] not in (1, 3):
         raise DataError(f"source arrays: images must have 1 or 3 channels, got shape {x.shape}")
+    if len(images) == 0:
+        raise DataError("source arrays: the arrays hold no samples")
+    sizes = np.tile(np.array(images.shape[1:3], dtype=np.int32), (len(images), 1))
+    if y is None or raw:
+        return Samples({"image": images, **_targets(y, len(images))}, class_names or [], sizes)
     labels = np.asarray(y)
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
@@ -32,8 +40,6 @@ def array_samples(x: object, y: object, class_names: list[str] | None = None) ->
         )
     if len(labels) != len(images):
         raise DataError(f"source arrays: {len(images)} images but {len(labels)} labels")
-    if len(images) == 0:
-        raise DataError("source arrays: the arrays hold no samples")
     limit = len(class_names) if class_names else np.iinfo(np.int64).max
     bad = np.flatnonzero((labels < 0) | (labels >= limit))
     if bad.size:
@@ -42,8 +48,22 @@ def array_samples(x: object, y: object, class_names: list[str] | None = None) ->
             + (f" for {len(class_names)} classes" if class_names else "")
         )
     names = class_names or [str(i) for i in range(int(labels.max()) + 1)]
-    sizes = np.tile(np.array(images.shape[1:3], dtype=np.int32), (len(images), 1))
     return Samples({"image": images, "label": labels.astype(np.int32)}, names, sizes)
+
+
+def _targets(y: object, count: int) -> dict[str, np.ndarray]:
+    """``y`` as a float32 ``target`` column of ``count`` rows (none for ``None``)."""
+    if y is None:
+        return {}
+    target = np.asarray(y)
+    if not np.issubdtype(target.dtype, np.number) or target.ndim not in (1, 2):
+        raise DataError(
+            f"source arrays: targets must be numbers of shape (N,) or (N, K); got "
+            f"{target.dtype} {target.shape}"
+        )
+    if len(target) != count:
+        raise DataError(f"source arrays: {count} images but {len(target)} targets")
+    return {"target": np.ascontiguousarray(target, dtype=np.float32)}
 
 
 class ArraysSource(SourceConfig):

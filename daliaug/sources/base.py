@@ -79,6 +79,12 @@ class Samples:
     def labels(self) -> np.ndarray | None:
         return self.columns.get("label")
 
+    @property
+    def target_shape(self) -> tuple[int, ...]:
+        """The per-sample shape of the ``target`` column (``()`` without one)."""
+        target = self.columns.get("target")
+        return () if target is None else tuple(target.shape[1:])
+
     def subset(self, indices: Sequence[int] | np.ndarray) -> Samples:
         """The samples at ``indices``, with the same class names."""
         idx = np.asarray(indices, dtype=np.int64)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from daliaug.config import Config
+from daliaug.config import Config, target_column
 from daliaug.errors import ConfigError, DataError
 from daliaug.sources.arrays import array_samples
 from daliaug.sources.base import Samples
@@ -23,7 +23,8 @@ def prepare_samples(
                 f"source.type: x/y arrays were given, so the source must be of type 'arrays', "
                 f"not {config.source.type!r}"
             )
-        samples = array_samples(x, y, config.source.class_names).shard(
+        raw = config.label_mode == "raw"
+        samples = array_samples(x, y, config.source.class_names, raw).shard(
             config.source.shard_id, config.source.num_shards
         )
     elif samples is None:
@@ -37,6 +38,14 @@ def prepare_samples(
         raise DataError(
             f"channels: the arrays have {image.shape[-1]} channel(s) but the config asks for "
             f"{config.channels}"
+        )
+    available = list(samples.columns) if isinstance(samples, Samples) else ["record", "label"]
+    column = None if "mask_path" in available else target_column(config.label_mode)
+    if column is not None and column not in available:
+        what = "targets y" if column == "target" else "labels"
+        raise DataError(
+            f"label_mode: {config.label_mode} needs {what}, and the samples have none (their "
+            f"columns: {', '.join(available)})"
         )
     if config.label_mode == "binary" and samples.num_classes != 2:
         raise DataError(

@@ -7,6 +7,7 @@ from typing import Any
 import keras
 
 from daliaug.config import Config
+from daliaug.errors import ConfigError
 from daliaug.sources.segmentation import SegmentationSource
 
 
@@ -48,9 +49,15 @@ def compile_classifier(model: keras.Model, config: Config) -> keras.Model:
     nothing)."""
     loss = {
         "int": "sparse_categorical_crossentropy",
+        "float": "sparse_categorical_crossentropy",
         "categorical": "categorical_crossentropy",
         "binary": "binary_crossentropy",
-    }[config.label_mode]
+    }.get(config.label_mode)
+    if loss is None:
+        raise ConfigError(
+            f"label_mode: {config.label_mode!r} has no class labels to train a classifier on; "
+            "use int, float, categorical or binary"
+        )
     model.compile(optimizer=keras.optimizers.Adam(2e-3), loss=loss, weighted_metrics=["accuracy"])
     return model
 

@@ -71,8 +71,12 @@ FactorRange = Annotated[
 PositiveRange = Annotated[tuple[float, float], AfterValidator(_ordered), AfterValidator(_positive)]
 PositiveFactorRange = Annotated[FactorRange, AfterValidator(_positive)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
-Fill = float | Literal["nearest"]
-"""A constant fill value on the 0..255 scale, or ``"nearest"`` to repeat the border pixel."""
+Fill = float | Literal["nearest", "reflect", "wrap"]
+"""A constant fill value on the 0..255 scale, ``"nearest"`` to repeat the border pixel, or
+``"reflect"`` / ``"wrap"`` to mirror or tile the image (TensorFlow backend only)."""
+
+TF_ONLY_FILLS = ("reflect", "wrap")
+"""Fills that TensorFlow's ``ImageProjectiveTransformV3`` has and DALI's ``warp_affine`` lacks."""
 
 
 def _size(v: Any) -> Any:
@@ -136,6 +140,20 @@ class ColourTransform(Transform):
     needs_rgb: ClassVar[bool] = False
 
     def colour(self, p: Params, channels: int, m: Math) -> ColourMatrix:
+        raise NotImplementedError
+
+
+class OffsetTransform(ColourTransform):
+    """Adds one value per sample to every channel of the warped image, then clips the result to
+    that image's own minimum and maximum (over all channels). The clip makes it non-affine, so
+    it runs on its own, on the warp's result, before the colour matrix (to which it contributes
+    the identity); a pipeline holds at most one, before every colour transform."""
+
+    def colour(self, p: Params, channels: int, m: Math) -> ColourMatrix:
+        return ColourMatrix.identity(channels)
+
+    def offset(self, p: Params) -> Scalar:
+        """The value added to every channel of one sample."""
         raise NotImplementedError
 
 

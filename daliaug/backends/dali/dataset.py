@@ -135,7 +135,8 @@ def _inputs(
         layout = WarpLayout.of(config.plan, ("record",), RESIZES)
         stream = record_stream(config, samples, epochs, layout, start, weights)
         return {"record": _packed(stream, RecordLayout(layout))}, epochs
-    feed = EpochFeed(config, samples, resizes=RESIZES, epochs=epochs, weights=weights)
+    per_sample = options.per_sample(samples)
+    feed = EpochFeed(config, samples, resizes=RESIZES, epochs=epochs, weights=per_sample)
     return {
         name: column_stream(feed, name, start)
         if name in samples.columns
@@ -166,8 +167,9 @@ def dali_dataset(
     if on_gpu:
         copy = tf.data.experimental.copy_to_device(place)
         inputs = {name: stream.apply(copy) for name, stream in inputs.items()}
-    weighted = options.weights(samples.num_classes) is not None
-    specs = element_spec(config, samples.num_classes, weighted)
+    weighted = options.weighs
+    target_shape = samples.target_shape if isinstance(samples, Samples) else ()
+    specs = element_spec(config, samples.num_classes, weighted, target_shape)
     with tf.device(place):
         ds = dali_tf.experimental.DALIDatasetWithInputs(
             pipeline=named_pipeline(config, samples, device, weighted),

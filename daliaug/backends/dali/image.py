@@ -4,6 +4,7 @@ definition (:mod:`daliaug.backends.dali.pipeline`)."""
 
 from __future__ import annotations
 
+import nvidia.dali.math as dmath
 from nvidia.dali import fn, types
 from nvidia.dali.pipeline import DataNode
 
@@ -72,9 +73,17 @@ def resample(
 
 
 def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode:
-    """Recolour (the plan's ``colour`` matrix, rounded to ``uint8``) and normalize a batch of
-    resampled images, in the output dtype and layout."""
-    if "colour" in warp:
+    """Shift and clip to each image's own range (the plan's ``offset``), recolour (the plan's
+    ``colour`` matrix, rounded to ``uint8``) and normalize a batch of resampled images, in the
+    output dtype and layout."""
+    if "offset" in warp:  # an offset step always comes with a colour matrix (maybe identity)
+        # the offset is a regular input of the arithmetic here, so on the image's device
+        offset = warp["offset"].gpu() if image.device == "gpu" else warp["offset"]
+        low, high = fn.reductions.min(image), fn.reductions.max(image)
+        shifted = dmath.clamp(image + offset, low, high)
+        moved = fn.coord_transform(shifted, MT=warp["colour"], dtype=types.FLOAT)
+        image = fn.cast(dmath.clamp(dmath.floor(moved + 0.5), 0.0, 255.0), dtype=types.UINT8)
+    elif "colour" in warp:
         image = fn.coord_transform(image, MT=warp["colour"], dtype=types.UINT8)
     mean, std = config.output.mean_std(config.channels)
     return fn.crop_mirror_normalize(
@@ -119,9 +128,11 @@ def mask_target(
 
 
 def label_target(label: DataNode, config: Config, num_classes: int, device: Device) -> DataNode:
-    """The labels as ``label_mode`` says, on the graph's device."""
+    """The labels (or ``raw`` targets) as ``label_mode`` says, on the graph's device."""
     if config.label_mode == "categorical":
         label = fn.one_hot(label, num_classes=num_classes, dtype=types.FLOAT)
     elif config.label_mode == "binary":
         label = fn.reshape(fn.cast(label, dtype=types.FLOAT), shape=[1])
+    elif config.label_mode == "float":
+        label = fn.cast(label, dtype=types.FLOAT)
     return label.gpu() if device == "gpu" else label

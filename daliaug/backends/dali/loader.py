@@ -75,7 +75,13 @@ def _pipeline(
         return define_pipeline(config, options), None
     feed = EpochFeed(config, samples, resizes=RESIZES, params=params)
     source = _Source(feed, initial_epoch, depth=config.prefetch + 2)
-    options = GraphOptions(device, samples.num_classes, inputs=feed.inputs, feed=source)
+    options = GraphOptions(
+        device,
+        samples.num_classes,
+        inputs=feed.inputs,
+        feed=source,
+        target_shape=samples.target_shape,
+    )
     return define_pipeline(config, options), source
 
 

@@ -26,6 +26,11 @@ class DaliRandom:
             return float(p)
         return fn.cast(fn.random.coin_flip(probability=float(p)), dtype=types.FLOAT)
 
+    def choice(self, values: Sequence[float]) -> Scalar:
+        if len(set(values)) == 1:
+            return float(values[0])
+        return fn.cast(fn.random.choice([float(v) for v in values]), dtype=types.FLOAT)
+
 
 def as_tensor_arg(values: Sequence[Scalar], shape: Sequence[int]) -> object:
     """Pack per-sample scalars into one argument of ``shape`` (a plain list if all constant)."""

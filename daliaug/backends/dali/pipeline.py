@@ -55,26 +55,27 @@ class GraphOptions:
     """Read these TFRecords with DALI's reader (and draw the parameters in the graph)."""
     weighted: bool = False
     """Packed TFRecord rows: also output each sample's weight (column inputs: ``weight``)."""
+    target_shape: tuple[int, ...] = ()
+    """The per-sample shape of the ``target`` input (``label_mode: raw``)."""
 
 
 def _input_nodes(options: GraphOptions) -> dict[str, DataNode]:
     specs = [INPUTS[name] for name in options.inputs]
     dtypes = [_TYPES[spec.dtype] for spec in specs]
+    ndims = [len(options.target_shape) if spec.ndim < 0 else spec.ndim for spec in specs]
     if options.feed is not None:
         nodes = fn.external_source(
             source=options.feed,
             num_outputs=len(specs),
             dtype=dtypes,
-            ndim=[spec.ndim for spec in specs],
+            ndim=ndims,
             layout=[spec.layout for spec in specs],
             batch=True,
         )
     else:
         nodes = [
-            fn.external_source(
-                name=name, dtype=dtype, ndim=spec.ndim, layout=spec.layout, batch=True
-            )
-            for name, spec, dtype in zip(options.inputs, specs, dtypes, strict=True)
+            fn.external_source(name=name, dtype=dtype, ndim=ndim, layout=spec.layout, batch=True)
+            for name, spec, dtype, ndim in zip(options.inputs, specs, dtypes, ndims, strict=True)
         ]
     return dict(zip(options.inputs, nodes, strict=True))
 
@@ -134,7 +135,8 @@ def _unpack_record(
 
 
 def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
-    """A DALI pipeline producing ``(images, labels or masks[, weights])`` batches."""
+    """A DALI pipeline producing ``(images, targets[, weights])`` batches (targets: labels as
+    ``label_mode`` says, masks, or the images again; none for ``label_mode: none``)."""
     plan = config.plan
 
     @pipeline_def(
@@ -146,7 +148,7 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
     )
     def graph() -> tuple[DataNode, ...]:
         nodes = _input_nodes(options) if options.inputs else {}
-        label, weight = nodes.get("label"), nodes.get("weight")
+        label, weight = nodes.get("label", nodes.get("target")), nodes.get("weight")
         if options.records is not None:
             encoded, label = _read_records(options.records, config)
             warp = _warp_in_graph(encoded, WarpLayout.of(plan, ("record",), RESIZES))
@@ -162,12 +164,15 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             image = image.gpu() if options.device == "gpu" else image
         else:
             image = decode(encoded, warp, config.channels, options.device)
-        image = resample(image, warp, "", config, nearest=False, fill=config.fill)
-        outputs = [finish(image, warp, config)]
+        nearest = config.interpolation == "nearest"
+        image = finish(resample(image, warp, "", config, nearest, config.fill), warp, config)
+        outputs = [image]
         if "mask_path" in nodes:
             masks = fn.io.file.read(nodes["mask_path"])
             outputs.append(mask_target(masks, warp, config, options.num_classes, options.device))
-        else:
+        elif config.label_mode == "input":
+            outputs.append(image)
+        elif config.label_mode != "none":
             outputs.append(label_target(label, config, options.num_classes, options.device))
         if weight is not None:
             outputs.append(weight.gpu() if options.device == "gpu" else weight)
@@ -181,6 +186,9 @@ def named_pipeline(
 ) -> Pipeline:
     """The pipeline ``make_dataset`` feeds through ``DALIDatasetWithInputs``: one named
     placeholder per input (:func:`~daliaug.backends.feed.graph_inputs`)."""
-    inputs = graph_inputs(samples, weighted)
-    options = GraphOptions(device, samples.num_classes, inputs=inputs, weighted=weighted)
+    inputs = graph_inputs(samples, weighted, config.label_mode)
+    target_shape = samples.target_shape if isinstance(samples, Samples) else ()
+    options = GraphOptions(
+        device, samples.num_classes, inputs=inputs, weighted=weighted, target_shape=target_shape
+    )
     return define_pipeline(config, options)

@@ -44,8 +44,8 @@ class TfBackend(Backend):
     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         from daliaug.backends.tf.dataset import tf_dataset
 
-        for images, targets in tf_dataset(config, samples, params=params):
-            yield images.numpy(), targets.numpy()
+        for batch in tf_dataset(config, samples, params=params):
+            yield tuple(t.numpy() for t in batch)
 
 
 BACKEND = TfBackend()

@@ -44,7 +44,12 @@ def _dataset(
         batches = record_batches(config, samples.num_classes, layout, stream, weights is not None)
     else:
         feed = EpochFeed(
-            config, samples, resizes=RESIZES, params=params, epochs=epochs, weights=weights
+            config,
+            samples,
+            resizes=RESIZES,
+            params=params,
+            epochs=epochs,
+            weights=options.per_sample(samples),
         )
         weight = ("weight",) if weights is not None else ()
         stream = feed_stream(feed, ("index", "warp", *weight), start, check_files=True)
@@ -52,12 +57,16 @@ def _dataset(
             batches = array_batches(config, samples, feed.layout, stream)
         else:
             batches = file_batches(config, samples, feed.layout, stream)
-    specs = element_spec(config, samples.num_classes, weights is not None)
-    shaped = batches.map(
-        lambda *batch: tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
-    )
-    ds = shaped.prefetch(tf.data.AUTOTUNE).apply(
-        tf.data.experimental.assert_cardinality(len(epochs))
+    target_shape = samples.target_shape if isinstance(samples, Samples) else ()
+    specs = element_spec(config, samples.num_classes, weights is not None, target_shape)
+
+    def shaped(*batch: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
+
+    ds = (
+        batches.map(shaped)
+        .prefetch(tf.data.AUTOTUNE)
+        .apply(tf.data.experimental.assert_cardinality(len(epochs)))
     )
     ds.batches_per_epoch = len(epochs)
     return ds

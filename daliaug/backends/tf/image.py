@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from daliaug.config import Config
 from daliaug.sources.segmentation import SegmentationSource
+from daliaug.transforms.base import Fill
 from daliaug.transforms.saturation import LUMA
 
 _DCT = "INTEGER_ACCURATE"
@@ -79,30 +80,39 @@ def luma(rgb: tf.Tensor) -> tf.Tensor:
     return tf.cast(y, tf.uint8)[..., tf.newaxis]
 
 
-def warp(
-    images: tf.Tensor, matrices: tf.Tensor, size: tuple[int, int], fill: float | str, nearest: bool
+def transform(
+    images: tf.Tensor, matrices: tf.Tensor, size: tuple[int, int], fill: Fill, nearest: bool
 ) -> tf.Tensor:
     """Resample a batch of float ``images`` onto ``size`` with their destination-to-source
-    ``matrices`` (``(batch, 2, 3)``); the result is quantized (float32).
+    ``matrices`` (``(batch, 2, 3)``), in float32, unrounded: ``fill`` is a constant (as given),
+    or ``nearest``, ``reflect`` or ``wrap`` (TensorFlow's fill modes).
 
     The matrices work in pixel-corner coordinates (centres at +0.5); TensorFlow's transform
-    works on pixel indices, so ``src_idx = A (dst_idx + 0.5) + t - 0.5``. A constant fill is
-    first rounded and saturated to ``uint8``, as DALI does.
+    works on pixel indices, so ``src_idx = A (dst_idx + 0.5) + t - 0.5``.
     """
     linear = matrices[:, :, :2]
     shift = index_translation(linear, matrices[:, :, 2])
     zeros = tf.zeros_like(shift)
     transforms = tf.concat([linear[:, 0], shift[:, :1], linear[:, 1], shift[:, 1:], zeros], 1)
-    fill_value = 0.0 if fill == "nearest" else float(np.clip(np.floor(float(fill) + 0.5), 0, 255))
-    out = tf.raw_ops.ImageProjectiveTransformV3(
+    constant = not isinstance(fill, str)
+    return tf.raw_ops.ImageProjectiveTransformV3(
         images=images,
         transforms=transforms,
         output_shape=tf.constant(size, tf.int32),
-        fill_value=fill_value,
+        fill_value=float(fill) if constant else 0.0,
         interpolation="NEAREST" if nearest else "BILINEAR",
-        fill_mode="NEAREST" if fill == "nearest" else "CONSTANT",
+        fill_mode="CONSTANT" if constant else str(fill).upper(),
     )
-    return quantize(out)
+
+
+def warp(
+    images: tf.Tensor, matrices: tf.Tensor, size: tuple[int, int], fill: Fill, nearest: bool
+) -> tf.Tensor:
+    """:func:`transform` as the pipeline resamples: a constant fill first rounded and saturated
+    to ``uint8``, the result quantized (float32), as DALI does."""
+    if not isinstance(fill, str):
+        fill = float(np.clip(np.floor(float(fill) + 0.5), 0, 255))
+    return quantize(transform(images, matrices, size, fill, nearest))
 
 
 def resample(image: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Tensor:
@@ -110,9 +120,10 @@ def resample(image: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Tensor:
     image (a decoded crop window, a plain resize), possibly flipped, takes the same samples from
     ``tf.image.resize`` and a reversal, about three times faster than :func:`warp`."""
     size = config.image_size
+    nearest = config.interpolation == "nearest"
 
     def warped() -> tf.Tensor:
-        return warp(image[tf.newaxis], matrix[tf.newaxis], size, config.fill, nearest=False)[0]
+        return warp(image[tf.newaxis], matrix[tf.newaxis], size, config.fill, nearest)[0]
 
     if not config.plan.resizes:
         return warped()
@@ -135,14 +146,29 @@ def index_translation(linear: tf.Tensor, shift: tf.Tensor) -> tf.Tensor:
     return shift + 0.5 * tf.reduce_sum(linear, axis=-1) - 0.5
 
 
+def shift_within_range(images: tf.Tensor, offset: tf.Tensor) -> tf.Tensor:
+    """``images + offset`` (one value per image, ``(batch, 1)``) clipped to each image's own
+    minimum and maximum over all channels."""
+    low = tf.reduce_min(images, axis=[1, 2, 3], keepdims=True)
+    high = tf.reduce_max(images, axis=[1, 2, 3], keepdims=True)
+    return tf.clip_by_value(images + offset[:, :, tf.newaxis, tf.newaxis], low, high)
+
+
+def recolour(images: tf.Tensor, colour: tf.Tensor, channels: int) -> tf.Tensor:
+    """``out = M @ rgb + t`` per image, ``colour`` = ``[M | t]`` ``(batch, C, C + 1)``
+    (unrounded)."""
+    moved = tf.einsum("bhwc,bkc->bhwk", images, colour[:, :, :channels])
+    return moved + colour[:, tf.newaxis, tf.newaxis, :, channels]
+
+
 def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
-    """Recolour (``out = M @ rgb + t`` with ``inputs["colour"]`` = ``[M | t]`` per image,
-    quantized) and normalize a batch of resampled images: ``(x - mean) * (1 / std)`` like DALI,
-    then dtype and layout."""
+    """Shift within each image's range (``inputs["offset"]``), recolour (``out = M @ rgb + t``
+    with ``inputs["colour"]`` = ``[M | t]`` per image, quantized) and normalize a batch of
+    resampled images: ``(x - mean) * (1 / std)`` like DALI, then dtype and layout."""
+    if "offset" in inputs:
+        images = shift_within_range(images, inputs["offset"])
     if "colour" in inputs:
-        colour, c = inputs["colour"], config.channels
-        moved = tf.einsum("bhwc,bkc->bhwk", images, colour[:, :, :c])
-        images = quantize(moved + colour[:, tf.newaxis, tf.newaxis, :, c])
+        images = quantize(recolour(images, inputs["colour"], config.channels))
     mean, std = config.output.mean_std(config.channels)
     if config.output.dtype == "uint8":
         out = tf.cast(images, tf.uint8)
@@ -174,10 +200,24 @@ def mask_target(encoded: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Ten
 
 
 def label_target(label: tf.Tensor, config: Config, num_classes: int) -> tf.Tensor:
-    """A sample's (or a batch's) label as ``label_mode`` says (as DALI's
+    """A sample's (or a batch's) label (or ``raw`` target) as ``label_mode`` says (as DALI's
     :func:`daliaug.backends.dali.image.label_target`)."""
     if config.label_mode == "categorical":
         return tf.one_hot(label, num_classes, dtype=tf.float32)
     if config.label_mode == "binary":
         return tf.cast(label, tf.float32)[..., tf.newaxis]
+    if config.label_mode == "float":
+        return tf.cast(label, tf.float32)
     return label
+
+
+def outputs(
+    images: tf.Tensor, label: tf.Tensor | None, config: Config, num_classes: int
+) -> tuple[tf.Tensor, ...]:
+    """``(images, targets)`` of a sample or a batch as ``label_mode`` says: the images again
+    for ``input``, the images alone for ``none``."""
+    if config.label_mode == "none":
+        return (images,)
+    if config.label_mode == "input":
+        return images, images
+    return images, label_target(label, config, num_classes)

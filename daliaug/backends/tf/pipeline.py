@@ -7,16 +7,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from daliaug.backends.feed import WarpLayout
-from daliaug.backends.tf.image import (
-    Inputs,
-    decode,
-    finish,
-    label_target,
-    mask_target,
-    resample,
-    warp,
-)
-from daliaug.config import Config
+from daliaug.backends.tf.image import Inputs, decode, finish, mask_target, outputs, resample, warp
+from daliaug.config import Config, target_column
 from daliaug.sources.base import Samples
 
 RESIZES = False
@@ -41,7 +33,8 @@ def file_batches(
     """Finished batches for file sources from ``(index, warp[, weight])`` batches: each file
     is read, decoded, resampled and finished on its own (its size is its own), in parallel."""
     paths = {name: tf.constant(p) for name, p in samples.files.items()}
-    labels = tf.constant(samples.columns["label"]) if "label" in samples.columns else None
+    column = target_column(config.label_mode)
+    targets = tf.constant(samples.columns[column]) if column in samples.columns else None
 
     def sample(index: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
         inputs = layout.unpack(flat, tf.reshape)
@@ -49,8 +42,8 @@ def file_batches(
         if "mask_path" in paths:
             mask = tf.io.read_file(tf.gather(paths["mask_path"], index))
             return image, mask_target(mask, inputs["mask_matrix"], config), *weight
-        label = label_target(tf.gather(labels, index), config, samples.num_classes)
-        return image, label, *weight
+        label = None if targets is None else tf.gather(targets, index)
+        return (*outputs(image, label, config, samples.num_classes), *weight)
 
     per_sample = stream.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
     return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
@@ -61,14 +54,20 @@ def array_batches(
 ) -> tf.data.Dataset:
     """Finished batches for in-memory arrays from ``(index, warp[, weight])`` batches: a whole
     batch is gathered, warped and finished at once (the arrays share one size)."""
-    images, labels = (tf.constant(samples.columns[k]) for k in ("image", "label"))
+    images = tf.constant(samples.columns["image"])
+    column = target_column(config.label_mode)
+    targets = tf.constant(samples.columns[column]) if column in samples.columns else None
+    nearest = config.interpolation == "nearest"
 
     def batch(index: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
         inputs = layout.unpack(flat, tf.reshape, batched=True)
         pixels = tf.cast(tf.gather(images, index), tf.float32)
-        warped = warp(pixels, inputs["matrix"], config.image_size, config.fill, nearest=False)
-        target = label_target(tf.gather(labels, index), config, samples.num_classes)
-        return finish(warped, inputs, config), target, *weight
+        warped = warp(pixels, inputs["matrix"], config.image_size, config.fill, nearest)
+        label = None if targets is None else tf.gather(targets, index)
+        return (
+            *outputs(finish(warped, inputs, config), label, config, samples.num_classes),
+            *weight,
+        )
 
     return stream.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
 
@@ -81,8 +80,7 @@ def record_batches(
 
     def sample(encoded: tf.Tensor, label: tf.Tensor, weight: tf.Tensor, flat: tf.Tensor) -> tuple:
         image = _encoded_image(encoded, layout.unpack(flat, tf.reshape), config)
-        target = label_target(label, config, num_classes)
-        return (image, target, weight) if weighted else (image, target)
+        return (*outputs(image, label, config, num_classes), *((weight,) if weighted else ()))
 
     per_sample = stream.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
     return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)

@@ -1,0 +1,15 @@
+"""Keras' ``ImageDataGenerator`` on daliaug's pipelines: change one import, keep the code.
+
+    from daliaug.keras import ImageDataGenerator
+
+Same constructor arguments and defaults, methods and return values; ``flow*`` return
+``tf.data.Dataset`` objects for ``model.fit`` (DALI on the GPU where present) that carry Keras'
+iterator attributes. Importing this package imports TensorFlow and Keras (``import daliaug``
+imports neither).
+"""
+
+from __future__ import annotations
+
+from daliaug.keras.generator import ImageDataGenerator
+
+__all__ = ["ImageDataGenerator"]

@@ -1,0 +1,65 @@
+"""Fixtures for the ImageDataGenerator drop-in: Keras' own class beside daliaug's, real-looking
+images in memory and in class folders."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from daliaug.parity.inputs import parity_image
+from tests.helpers import write_image_dir
+
+
+def keras_generator(**kwargs: Any) -> Any:
+    """Keras' own ``ImageDataGenerator`` (its warnings silenced)."""
+    from keras.src.legacy.preprocessing.image import ImageDataGenerator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ImageDataGenerator(**kwargs)
+
+
+def daliaug_generator(**kwargs: Any) -> Any:
+    """daliaug's drop-in (its warnings silenced)."""
+    from daliaug.keras import ImageDataGenerator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ImageDataGenerator(**kwargs)
+
+
+def images(n: int, h: int = 24, w: int = 24, seed: int = 0) -> np.ndarray:
+    """``n`` real-looking uint8 RGB images."""
+    return np.stack([parity_image(h, w, seed + i) for i in range(n)])
+
+
+@pytest.fixture(scope="session")
+def class_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three class folders of 24x24 PNGs (5, 4 and 3 of them, one in a sub-folder)."""
+    root = tmp_path_factory.mktemp("classes")
+    counts = {"cat": 5, "dog": 4, "eel": 3}
+    for k, (name, count) in enumerate(counts.items()):
+        write_image_dir(root, {name: list(images(count, seed=10 * k))})
+    nested = root / "dog" / "more"
+    nested.mkdir()
+    (root / "dog" / "0003.png").rename(nested / "0000.png")
+    return root
+
+
+def inside(params: dict, shape: tuple[int, int], margin: float = 1.0) -> np.ndarray:
+    """Pixels whose source point lies ``margin`` pixels inside a ``shape`` image under Keras'
+    ``params`` (where fills and border handling cannot matter)."""
+    from daliaug.algebra import Canvas
+    from daliaug.backends.feed import NUMPY
+    from daliaug.parity.measure import inside_source
+    from daliaug.plan import Plan
+    from daliaug.transforms.keras_affine import KerasAffine
+
+    affine = KerasAffine(width_shift_range=1.0, height_shift_range=1.0)  # pixels
+    row = {f"0.{k}": v for k, v in affine.from_keras(params, shape).items()}
+    geometry = Plan.of([affine], shape).geometry(row, Canvas(*map(float, shape)), NUMPY.math)
+    return inside_source(geometry.forward, shape, shape, margin)
