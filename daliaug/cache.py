@@ -15,14 +15,14 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("DALIAUG_CACHE") or "~/.cache/daliaug").expanduser()
 
 
-def write_atomically(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file of its own in the same folder,
+def write_atomically(path: Path, data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file of its own in the same folder,
     renamed into place: readers see the old file or the whole new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "w" if isinstance(data, str) else "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -16,6 +16,7 @@ import numpy as np
 from daliaug.backends import DatasetOptions, select_backend
 from daliaug.backends.verify import checked_samples
 from daliaug.config import Config, load_config
+from daliaug.epoch import EpochClock
 from daliaug.errors import ConfigError
 from daliaug.sources.base import Samples
 from daliaug.sources.prepare import prepare_samples
@@ -74,7 +75,7 @@ def make_dataset(
     weights = None if class_weight is None else _class_weights(config, samples, class_weight)
     per_sample = None if sample_weight is None else _sample_weights(samples, sample_weight)
     options = DatasetOptions(
-        initial_epoch=initial_epoch, class_weights=weights, sample_weights=per_sample
+        class_weights=weights, sample_weights=per_sample, clock=EpochClock(initial_epoch)
     )
     if strategy is not None:
         from daliaug.replicas import distributed_dataset

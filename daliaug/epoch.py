@@ -11,6 +11,7 @@ same whether a run starts there or reaches it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -60,6 +61,32 @@ def replica_length(total: int, replicas: int, batch_size: int, drop_remainder: b
     else:
         batches = -(-max(sizes) // batch_size)
     return batches * batch_size
+
+
+class EpochClock:
+    """Which epoch each stream of a dataset iterates next. A ``tf.data`` dataset does not know
+    which epoch an iteration of it is; each of its streams asks its clock when an iteration
+    starts: the next epoch for that stream, from ``start`` on, or the epoch :meth:`set` gave
+    (Keras' own epoch number, through ``daliaug.keras.EpochSync``: Keras also makes iterators
+    it never uses, which would otherwise count)."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.start = start
+        self._next: dict[object, int] = {}
+        self._lock = threading.Lock()
+
+    def next(self, stream: object) -> int:
+        """The epoch ``stream``'s new iteration is."""
+        with self._lock:
+            epoch = self._next.get(stream, self.start)
+            self._next[stream] = epoch + 1
+            return epoch
+
+    def set(self, epoch: int) -> None:
+        """The next iteration of every stream is ``epoch``."""
+        with self._lock:
+            self.start = epoch
+            self._next = dict.fromkeys(self._next, epoch)
 
 
 class NumpyRandom:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class DaliaugError(Exception):
     """Base class: the message is meant for the user, the exit code for the CLI."""
@@ -44,3 +46,16 @@ def first_line(error: Exception) -> str:
     if "encountered:" in lines[:-1]:
         return lines[lines.index("encountered:") + 1]
     return lines[0] if lines else repr(error)
+
+
+_CARRIED = re.compile(r"\b(ConfigError|DataError|BackendError): ([^\n]+)")
+
+
+def carried_error(error: Exception) -> DaliaugError | None:
+    """The daliaug error that ``error`` (TensorFlow's, DALI's) carries in its message, raised
+    where daliaug's Python runs inside a framework (an input stream, an external source)."""
+    found = _CARRIED.search(str(error))
+    if found is None:
+        return None
+    kind = {"ConfigError": ConfigError, "DataError": DataError, "BackendError": BackendError}
+    return kind[found.group(1)](found.group(2).strip())

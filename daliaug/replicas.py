@@ -39,6 +39,12 @@ def _shard(samples: Samples | RecordSamples, shard: int, shards: int) -> Samples
     return samples.shard(shard, shards)
 
 
+def _clocked(dataset: Any, options: DatasetOptions) -> Any:
+    """The distributed ``dataset`` with the epoch clock all its replicas share."""
+    dataset.epoch_clock = options.clock
+    return dataset
+
+
 def distributed_dataset(
     config: Config,
     samples: Samples | RecordSamples,
@@ -105,7 +111,9 @@ def distributed_dataset(
             experimental_fetch_to_device=False,
             experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
         )
-        return strategy.distribute_datasets_from_function(per_replica_dataset, placement)
+        return _clocked(
+            strategy.distribute_datasets_from_function(per_replica_dataset, placement), options
+        )
 
     def per_worker_dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
         local = replicas // context.num_input_pipelines
@@ -116,4 +124,4 @@ def distributed_dataset(
         turns = tf.data.Dataset.range(local).repeat()
         return tf.data.Dataset.choose_from_datasets(parts, turns, stop_on_empty_dataset=True)
 
-    return strategy.distribute_datasets_from_function(per_worker_dataset)
+    return _clocked(strategy.distribute_datasets_from_function(per_worker_dataset), options)

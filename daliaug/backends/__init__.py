@@ -21,7 +21,7 @@ import numpy as np
 
 from daliaug.backends.select import Device, resolve_backend
 from daliaug.config import Config
-from daliaug.epoch import Epochs
+from daliaug.epoch import EpochClock, Epochs
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -35,8 +35,9 @@ NAMES = ("dali", "tf")
 class DatasetOptions:
     """How a dataset runs its epochs beyond what the config says."""
 
-    initial_epoch: int = 0
-    """The first iteration is this epoch (the n-th is ``initial_epoch + n``)."""
+    clock: EpochClock | None = None
+    """The dataset's epoch clock (one per ``make_dataset``, shared by all its replicas); by
+    default a new one counting from 0."""
     class_weights: np.ndarray | None = None
     """One weight per class: batches become ``(images, targets, weights)``."""
     length: int | None = None
@@ -77,6 +78,9 @@ class DatasetOptions:
     def epochs(self, config: Config, size: int) -> Epochs:
         return Epochs.of(config, size, self.length)
 
+    def epoch_clock(self) -> EpochClock:
+        return self.clock or EpochClock()
+
 
 DEFAULT_OPTIONS = DatasetOptions()
 
@@ -95,8 +99,8 @@ class Backend(ABC):
         device: Device,
         options: DatasetOptions = DEFAULT_OPTIONS,
     ) -> tf.data.Dataset:
-        """A ``tf.data.Dataset`` of ``(images, targets[, weights])`` batches whose n-th
-        iteration is epoch ``options.initial_epoch + n``."""
+        """A ``tf.data.Dataset`` of ``(images, targets[, weights])`` batches, one epoch per
+        iteration, as ``options.clock`` numbers them; the clock is its ``epoch_clock``."""
 
     def dataset_device(self, config: Config, device: Device) -> Device:
         """Where :meth:`dataset` runs for ``device`` (a backend whose datasets need more than

@@ -1,9 +1,9 @@
 """The epochs of :mod:`daliaug.epoch` as ``tf.data`` streams, for every backend's dataset.
 
 A ``tf.data`` dataset is iterated once per epoch (``model.fit`` makes a new iterator each
-epoch), so each stream counts its own iterations: its n-th iteration yields the batches of epoch
-``initial_epoch + n``. Streams of one dataset are built from one :class:`EpochFeed` (one seed)
-and count alike, so they stay aligned sample for sample. Column sources come from the host
+epoch), so each stream asks the dataset's :class:`~daliaug.epoch.EpochClock` which epoch a new
+iteration is. Streams of one dataset are built from one :class:`EpochFeed` (one seed) and one
+clock, so they stay aligned sample for sample. Column sources come from the host
 (:class:`EpochFeed`, through ``Dataset.from_generator``: one Python call per batch, arrays of
 indices and per-sample numbers); TFRecords are read by ``tf.data`` in a per-epoch order and the
 plan is evaluated in the TensorFlow graph, where their sizes are known.
@@ -11,7 +11,6 @@ plan is evaluated in the TensorFlow graph, where their sizes are known.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
@@ -20,7 +19,7 @@ import tensorflow as tf
 from daliaug.backends.feed import INPUTS, EpochFeed, WarpLayout
 from daliaug.backends.tf.math import TF_ARRAYS
 from daliaug.config import Config
-from daliaug.epoch import Epochs, shard_range
+from daliaug.epoch import EpochClock, Epochs, shard_range
 from daliaug.errors import DataError
 from daliaug.sources.segmentation import SegmentationSource
 from daliaug.sources.tfrecord import RecordSamples
@@ -74,13 +73,14 @@ def element_spec(
 def counted(
     epoch_batches: Callable[[int], Iterator],
     signature: tf.TensorSpec | tuple[tf.TensorSpec, ...],
-    initial_epoch: int,
+    clock: EpochClock,
 ) -> tf.data.Dataset:
-    """A dataset whose n-th iteration yields ``epoch_batches(initial_epoch + n)``."""
-    clock = itertools.count(initial_epoch)
+    """A dataset whose iterations yield ``epoch_batches(e)`` for the epochs ``e`` the clock
+    gives this stream."""
+    stream = object()
 
     def generate() -> Iterator:
-        yield from epoch_batches(next(clock))
+        yield from epoch_batches(clock.next(stream))
 
     return tf.data.Dataset.from_generator(generate, output_signature=signature)
 
@@ -104,7 +104,7 @@ def _spec(feed: EpochFeed, name: str) -> tf.TensorSpec:
 def feed_stream(
     feed: EpochFeed,
     names: str | Sequence[str],
-    initial_epoch: int = 0,
+    clock: EpochClock,
     check_files: bool = False,
 ) -> tf.data.Dataset:
     """Batches of ``names`` (see :meth:`EpochFeed.batches`, also for ``check_files``), one
@@ -119,15 +119,15 @@ def feed_stream(
             yield chunk[wanted[0]] if single else tuple(chunk[name] for name in wanted)
 
     specs = tuple(_spec(feed, name) for name in wanted)
-    chunks = counted(epoch_chunks, specs[0] if single else specs, initial_epoch)
+    chunks = counted(epoch_chunks, specs[0] if single else specs, clock)
     return chunks.rebatch(feed.epochs.batch_size)
 
 
-def column_stream(feed: EpochFeed, name: str, initial_epoch: int = 0) -> tf.data.Dataset:
+def column_stream(feed: EpochFeed, name: str, clock: EpochClock) -> tf.data.Dataset:
     """Batches of the source column ``name``, gathered in the graph from the epoch's sample
     indices."""
     column = tf.constant(feed.samples.columns[name])
-    indices = feed_stream(feed, "index", initial_epoch, check_files=name in feed.samples.files)
+    indices = feed_stream(feed, "index", clock, check_files=name in feed.samples.files)
     return indices.map(lambda index: tf.gather(column, index))
 
 
@@ -146,7 +146,7 @@ def record_stream(
     records: RecordSamples,
     epochs: Epochs,
     layout: WarpLayout,
-    initial_epoch: int = 0,
+    clock: EpochClock,
     weights: np.ndarray | None = None,
 ) -> tf.data.Dataset:
     """Batches of ``(encoded images, labels, weights, warp)`` from the TFRecords: this shard's
@@ -187,10 +187,10 @@ def record_stream(
     def epoch_number(epoch: int) -> Iterator[np.int64]:
         yield np.int64(epoch)
 
-    numbers = counted(epoch_number, tf.TensorSpec((), tf.int64), initial_epoch)
+    numbers = counted(epoch_number, tf.TensorSpec((), tf.int64), clock)
     batches = numbers.flat_map(epoch_records)
     rows_spec = tf.TensorSpec((None, len(config.plan.param_keys)), tf.float32)
-    rows = counted(lambda epoch: epochs.parameters(config.plan, epoch), rows_spec, initial_epoch)
+    rows = counted(lambda epoch: epochs.parameters(config.plan, epoch), rows_spec, clock)
 
     def with_warp(batch: tuple[tf.Tensor, ...], r: tf.Tensor) -> tuple:
         encoded, labels, weight, sizes = batch

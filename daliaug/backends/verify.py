@@ -27,18 +27,23 @@ import numpy as np
 from daliaug.cache import default_cache_dir, write_atomically
 from daliaug.config import Config
 from daliaug.errors import DataError, DataWarning
-from daliaug.sources.base import Samples, find_undecodable
+from daliaug.sources.base import Samples, describe_rejected, parallel_check, pillow_reason
 from daliaug.sources.tfrecord import RecordSamples
 
 Undecodable = Callable[[Sequence[str]], Iterator[tuple[str, str]]]
 """A backend's decode check: the files of a list that fail to decode, with the reason."""
 
 
-def described(reason: str, path: str) -> str:
-    """A decoder's ``reason`` with Pillow's account of what is wrong with the file, if any
-    (decoders' own messages rarely say)."""
-    bad = find_undecodable([path])
-    return f"{reason}; Pillow: {bad[1]}" if bad else reason
+def screened(paths: Sequence[str], undecodable: Undecodable) -> Iterator[tuple[str, str]]:
+    """The files of ``paths`` that cannot be decoded: first by Pillow, in parallel threads,
+    then by the backend's ``undecodable`` for those Pillow decodes. A backend's decoder never
+    sees a file that Pillow finds broken: DALI 2.4's CPU decoder can crash the process on a
+    batch holding a corrupt PNG (a segmentation fault, found by tests/test_fuzz.py), which no
+    check inside the process could then report."""
+    reasons = parallel_check(pillow_reason, paths, "decoding with Pillow")
+    broken = {p: f"Pillow cannot decode it: {r}" for p, r in zip(paths, reasons, strict=True) if r}
+    yield from broken.items()
+    yield from undecodable([p for p in paths if p not in broken])
 
 
 def stat_key(path: str) -> tuple[int, int]:
@@ -120,7 +125,7 @@ def check_files(
     for i in range(0, len(todo), chunk):
         part = todo[i : i + chunk]
         results: dict[str, str | None] = dict.fromkeys(part)
-        results.update((p, described(reason, p)) for p, reason in undecodable(part))
+        results.update(screened(part, undecodable))
         cache.store(decoder, results, keys)
         known.update(results)
         if progress is not None:
@@ -140,35 +145,31 @@ def skip_list(bad: dict[str, str], source_files: Iterable[str]) -> Path:
 def checked(samples: Samples, decoder: str, undecodable: Undecodable, on_error: str) -> Samples:
     """``samples`` after the full check: unchanged when every file decodes; else a
     :class:`DataError` naming the bad files (``on_error: raise``), or the samples without them
-    (``skip``: a sample goes when any of its files is bad), with a warning saying how many and
-    where they are listed. The checked files' keys go along (``Samples.checked``), so that a
-    file that changes afterwards is caught when it is read."""
+    (``skip``: a sample goes when any of its files is bad), with one warning saying how many
+    were left out, counting those rejected when they were listed, and where all are listed.
+    The checked files' keys go along (``Samples.checked``), so that a file that changes
+    afterwards is caught when it is read."""
     files = [f for paths in samples.files.values() for f in paths]
-    if not files:
-        return samples
     result = check_files(files, decoder, undecodable)
-    if result.bad:
-        listed = skip_list(result.bad, files)
-        if on_error == "raise":
-            first = "; ".join(f"{p}: {r}" for p, r in list(result.bad.items())[:5])
-            more = f" (and {len(result.bad) - 5} more)" if len(result.bad) > 5 else ""
-            raise DataError(
-                f"{len(result.bad)} of {result.files} files cannot be decoded: {first}{more}. "
-                f"All are listed in {listed}; fix or remove them, or set source.on_error: skip"
-            )
-        bad = np.zeros(len(samples), bool)
-        for paths in samples.files.values():
-            bad |= np.fromiter((p in result.bad for p in paths), bool, len(paths))
-        warnings.warn(
-            f"skipping {int(bad.sum())} of {len(samples)} samples whose files cannot be "
-            f"decoded (source.on_error: skip); the files are listed in {listed}",
-            DataWarning,
-            stacklevel=3,
-        )
-        samples = samples.subset(np.flatnonzero(~bad))
-        if len(samples) == 0:
-            raise DataError(f"source: every sample was skipped; see {listed}")
-    return samples.with_checked(result.keys)
+    bad = {**samples.rejected, **result.bad}
+    if not bad:
+        return samples.with_checked(result.keys)
+    listed = skip_list(bad, [*files, *samples.rejected])
+    if on_error == "raise":
+        raise DataError(describe_rejected(bad, result.files + len(samples.rejected), listed))
+    drop = np.zeros(len(samples), bool)
+    for paths in samples.files.values():
+        drop |= np.fromiter((p in result.bad for p in paths), bool, len(paths))
+    kept = samples.subset(np.flatnonzero(~drop))
+    warnings.warn(
+        f"left out {len(bad)} unusable files and their samples (source.on_error: skip); "
+        f"{len(kept)} samples remain; the files are listed, with the reasons, in {listed}",
+        DataWarning,
+        stacklevel=3,
+    )
+    if len(kept) == 0:
+        raise DataError(f"source: every sample was left out; see {listed}")
+    return kept.with_checked(result.keys)
 
 
 def checked_samples(

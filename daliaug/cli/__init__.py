@@ -1,22 +1,24 @@
 """The ``daliaug`` command line: one module per sub-command, each with ``register`` and ``run``.
 
 Errors are printed as one clear message and mapped to exit codes: 2 for a bad config, 3 for bad
-data, 4 for a missing backend, 1 otherwise (see :mod:`daliaug.errors`).
+data, 4 for a missing backend, 1 otherwise (see :mod:`daliaug.errors`); Ctrl-C ends the process
+at once with one line and exit code 130.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from rich.markup import escape
 
 from daliaug.cli.common import console
-from daliaug.errors import DaliaugError
+from daliaug.errors import DaliaugError, carried_error
 
-COMMANDS = ("demo", "validate", "preview", "convert", "parity", "doctor", "selftest")
+COMMANDS = ("demo", "validate", "preview", "convert", "check", "parity", "doctor", "selftest")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,15 +38,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's info and warning lines
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)
     except DaliaugError as e:
-        console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
-        return e.exit_code
+        return _fail(e)
     except KeyboardInterrupt:
         console.print("interrupted")
-        return 130
+        sys.stderr.flush()
+        os._exit(130)  # now: DALI's and TensorFlow's threads are not waited for
+    except Exception as e:  # a framework's error that carries one of daliaug's
+        carried = carried_error(e)
+        if carried is None:
+            raise
+        return _fail(carried)
+
+
+def _fail(error: DaliaugError) -> int:
+    console.print(f"[bold red]error:[/] {escape(str(error))}", soft_wrap=True)
+    return error.exit_code
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from daliaug.sources.base import Samples, check_image_files
+from daliaug.errors import DataError
+from daliaug.sources.base import Samples, check_image_files, describe_rejected
 
 KERAS_FORMATS = ("png", "jpg", "jpeg", "bmp", "ppm", "tif", "tiff")
 """The extensions Keras' iterators list."""
@@ -97,7 +98,9 @@ class Listing:
             columns["label"] = np.asarray(self.labels, np.int32)
         if self.targets is not None:
             columns["target"] = np.asarray(self.targets, np.float32)
-        sizes = check_image_files(paths)
+        sizes, rejected = check_image_files(paths)
+        if rejected:
+            raise DataError(describe_rejected(rejected, len(paths)))
         return Samples.of_files({"path": paths}, self.class_names, sizes, **columns)
 
 

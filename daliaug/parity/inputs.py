@@ -13,7 +13,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from daliaug.errors import DataError
 from daliaug.sources import Samples
-from daliaug.sources.base import check_image_files, image_header, is_image
+from daliaug.sources.base import check_image_files, describe_rejected, image_header, is_image
 
 SIZES = ((96, 96), (72, 112), (120, 80), (64, 64))
 """``(height, width)`` of the built-in images: square, wide, tall and small."""
@@ -56,7 +56,10 @@ def image_samples(paths: Sequence[str | Path]) -> Samples:
     """Unlabelled samples (all of class ``images``) for the files at ``paths``."""
     files = [str(p) for p in paths]
     labels = np.zeros(len(files), np.int32)
-    return Samples.of_files({"path": files}, ["images"], check_image_files(files), label=labels)
+    sizes, rejected = check_image_files(files)
+    if rejected:
+        raise DataError(describe_rejected(rejected, len(files)))
+    return Samples.of_files({"path": files}, ["images"], sizes, label=labels)
 
 
 def builtin_inputs(root: Path) -> ParityInputs:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from daliaug.epoch import shard_range
-from daliaug.errors import DaliaugError, DataError, first_line
+from daliaug.errors import DaliaugError, DataError, carried_error, first_line
 from daliaug.tagged import Tagged
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
@@ -52,16 +51,28 @@ class Samples:
     files: dict[str, list[str]] = field(default_factory=dict)
     checked: dict[str, tuple[int, int]] | None = None
     """After the full decode check: each file's size and modification time when it passed."""
+    rejected: dict[str, str] = field(default_factory=dict)
+    """Files left out when the samples were listed (a broken header, a mask that does not fit
+    its image...), with the reason; their samples are not among these."""
 
     @staticmethod
     def of_files(
-        files: dict[str, list[str]], class_names: list[str], sizes: np.ndarray, **arrays: np.ndarray
+        files: dict[str, list[str]],
+        class_names: list[str],
+        sizes: np.ndarray,
+        rejected: dict[str, str] | None = None,
+        **arrays: np.ndarray,
     ) -> Samples:
-        """Samples whose file columns are the given file lists (encoded for DALI)."""
-        columns = {name: encode_paths(paths) for name, paths in files.items()}
-        return Samples(
-            {**columns, **arrays}, list(class_names), sizes, {k: list(v) for k, v in files.items()}
+        """Samples whose file columns are the given file lists (encoded for DALI), without the
+        samples that have a file in ``rejected``."""
+        rejected = rejected or {}
+        keep = np.flatnonzero(
+            [not any(paths[i] in rejected for paths in files.values()) for i in range(len(sizes))]
         )
+        kept = {k: [v[i] for i in keep] for k, v in files.items()}
+        columns = {name: encode_paths(paths) for name, paths in kept.items()}
+        arrays = {name: column[keep] for name, column in arrays.items()}
+        return Samples({**columns, **arrays}, list(class_names), sizes[keep], kept, None, rejected)
 
     def __len__(self) -> int:
         return len(next(iter(self.columns.values())))
@@ -94,6 +105,7 @@ class Samples:
             self.sizes[idx],
             {name: [paths[i] for i in idx] for name, paths in self.files.items()},
             self.checked,
+            self.rejected,
         )
 
     def with_checked(self, keys: dict[str, tuple[int, int]]) -> Samples:
@@ -161,8 +173,15 @@ class SourceConfig(Tagged):
         return False
 
     def samples(self) -> Samples:
-        """List and check this shard's samples; :class:`DataError` names the bad path."""
-        return self.list_samples().shard(self.shard_id, self.num_shards)
+        """List and check this shard's samples. Files that fail the checks are a
+        :class:`DataError` naming them (``on_error: raise``), or left out and recorded in
+        ``Samples.rejected`` (``skip``)."""
+        samples = self.list_samples()
+        if samples.rejected and self.on_error == "raise":
+            raise DataError(
+                describe_rejected(samples.rejected, len(samples) + len(samples.rejected))
+            )
+        return samples.shard(self.shard_id, self.num_shards)
 
     def list_samples(self) -> Samples:
         """All samples of the source, before sharding."""
@@ -206,10 +225,8 @@ def image_header(path: str) -> tuple[str, int, int]:
                     f"{path} is not a JPEG or PNG image (its first bytes are {head[:4]!r})"
                 )
             f.seek(0)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-                with Image.open(f) as im:
-                    width, height = im.size
+            with Image.open(f) as im:  # (no catch_warnings: this runs in threads)
+                width, height = im.size
     except DataError:
         raise
     except OSError as e:
@@ -230,6 +247,18 @@ PROGRESS_FROM = 20_000
 """Checks of at least this many items show a progress bar (on stderr)."""
 
 
+def describe_rejected(rejected: dict[str, str], total: int, listed: Path | None = None) -> str:
+    """One message for the files that failed a check: the first few reasons (each names its
+    file), how many there are, and where they are all listed."""
+    first = "; ".join(r if p in r else f"{p}: {r}" for p, r in list(rejected.items())[:3])
+    more = f" (and {len(rejected) - 3} more)" if len(rejected) > 3 else ""
+    where = f"; all are listed in {listed}" if listed else ""
+    return (
+        f"{len(rejected)} of {total} files cannot be used: {first}{more}{where}. Fix or remove "
+        "them, or set source.on_error: skip to train without them"
+    )
+
+
 def parallel_check(
     check: Callable[[Any], Any], items: Sequence[Any], what: str = "checking files"
 ) -> list:
@@ -243,28 +272,58 @@ def parallel_check(
         return list(track(results, description=what, total=len(items), transient=True))
 
 
-def check_image_files(paths: Sequence[str]) -> np.ndarray:
-    """Check that every file is a readable JPEG or PNG; their ``(height, width)``s, int32."""
-    headers = parallel_check(image_header, paths, "reading image headers")
-    return np.array([(h, w) for _, h, w in headers], dtype=np.int32).reshape(-1, 2)
+def check_each(
+    check: Callable[[str], Any], paths: Sequence[str], what: str
+) -> tuple[list[Any], dict[str, str]]:
+    """``check`` of every file, in parallel: the results (``None`` for a file that failed) and
+    the :class:`DataError` message of each file that failed."""
+
+    def attempt(path: str) -> tuple[Any, str | None]:
+        try:
+            return check(path), None
+        except DataError as e:
+            return None, str(e)
+
+    outcomes = parallel_check(attempt, paths, what)
+    failed = {p: reason for p, (_, reason) in zip(paths, outcomes, strict=True) if reason}
+    return [result for result, _ in outcomes], failed
+
+
+def check_image_files(paths: Sequence[str]) -> tuple[np.ndarray, dict[str, str]]:
+    """Every file's header read: their ``(height, width)``s (int32; 0 for a file that failed)
+    and the reason of each that is not a readable JPEG or PNG."""
+    headers, failed = check_each(image_header, paths, "reading image headers")
+    sizes = [(h[1], h[2]) if h else (0, 0) for h in headers]
+    return np.array(sizes, dtype=np.int32).reshape(-1, 2), failed
+
+
+def pillow_reason(path: str) -> str | None:
+    """Why Pillow cannot fully decode the file, or ``None`` if it can."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            im.load()
+    except Exception as e:  # PIL raises many types for broken files
+        return f"{type(e).__name__}: {e}"
+    return None
 
 
 def find_undecodable(paths: Iterable[str]) -> tuple[str, str] | None:
     """The first file that PIL cannot fully decode, with the reason; ``None`` if all decode."""
-    from PIL import Image
-
     for path in paths:
-        try:
-            with Image.open(path) as im:
-                im.load()
-        except Exception as e:  # PIL raises many types for broken files
-            return path, f"{type(e).__name__}: {e}"
+        reason = pillow_reason(path)
+        if reason is not None:
+            return path, reason
     return None
 
 
 def explain_failure(error: Exception, files: Iterable[str], what: str) -> DataError:
-    """The error for a pipeline that failed on ``files``: the first that cannot be decoded,
-    else ``what`` with the error's informative line."""
+    """The error for a pipeline that failed on ``files``: the daliaug error it carries, the
+    first file that cannot be decoded, else ``what`` with the error's informative line."""
+    carried = carried_error(error)
+    if isinstance(carried, DataError):
+        return carried
     bad = find_undecodable(files)
     if bad is not None:
         return DataError(f"cannot decode image {bad[0]}: {bad[1]}")

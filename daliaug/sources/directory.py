@@ -49,6 +49,6 @@ class DirectorySource(SourceConfig):
             raise DataError(
                 f"source.path: found no images ({', '.join(IMAGE_EXTENSIONS)}) under {root}"
             )
-        sizes = check_image_files(paths)
+        sizes, rejected = check_image_files(paths)
         labels_ = np.asarray(labels, dtype=np.int32)
-        return Samples.of_files({"path": paths}, names, sizes, label=labels_)
+        return Samples.of_files({"path": paths}, names, sizes, rejected, label=labels_)

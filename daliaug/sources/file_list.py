@@ -60,7 +60,6 @@ class FileListSource(SourceConfig):
             str(p if (p := Path(path).expanduser()).is_absolute() else root / p)
             for _, path, _ in rows
         ]
-        sizes = check_image_files(paths)
-        return Samples.of_files(
-            {"path": paths}, class_names, sizes, label=np.asarray(values, dtype=np.int32)
-        )
+        sizes, rejected = check_image_files(paths)
+        labels = np.asarray(values, dtype=np.int32)
+        return Samples.of_files({"path": paths}, class_names, sizes, rejected, label=labels)

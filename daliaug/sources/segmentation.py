@@ -16,9 +16,9 @@ from daliaug.sources.base import (
     IMAGE_EXTENSIONS,
     Samples,
     SourceConfig,
+    check_each,
     check_image_files,
     image_header,
-    parallel_check,
     read_text,
 )
 
@@ -184,17 +184,24 @@ class SegmentationSource(SourceConfig):
         if not pairs:
             raise DataError("source: the segmentation source lists no image/mask pairs")
         images, masks = [i for i, _ in pairs], [m for _, m in pairs]
-        sizes = check_image_files(images)
-        headers = parallel_check(image_header, masks, "reading mask headers")
-        for image, mask, (h, w), (kind, mh, mw) in zip(images, masks, sizes, headers, strict=True):
+        sizes, rejected = check_image_files(images)
+        headers, failed = check_each(image_header, masks, "reading mask headers")
+        rejected.update(failed)
+        for image, mask, (h, w), header in zip(images, masks, sizes, headers, strict=True):
+            if header is None or image in rejected:
+                continue
+            kind, mh, mw = header
             if kind != "PNG":
-                raise DataError(f"mask {mask} is a {kind}; masks must be lossless PNGs")
-            if (mh, mw) != (h, w):
-                raise DataError(f"mask {mask} is {mw}x{mh} but its image {image} is {w}x{h}")
+                rejected[mask] = f"mask {mask} is a {kind}; masks must be lossless PNGs"
+            elif (mh, mw) != (h, w):
+                rejected[mask] = f"mask {mask} is {mw}x{mh} but its image {image} is {w}x{h}"
         if self.check_masks:
             table = self.class_table()
-            parallel_check(lambda mask: self._check_mask(mask, table), masks, "checking masks")
-        return Samples.of_files({"path": images, "mask_path": masks}, self.mask_classes(), sizes)
+            usable = [m for m in masks if m not in rejected]
+            _, failed = check_each(lambda m: self._check_mask(m, table), usable, "checking masks")
+            rejected.update(failed)
+        files = {"path": images, "mask_path": masks}
+        return Samples.of_files(files, self.mask_classes(), sizes, rejected)
 
     def _check_mask(self, mask: str, table: ClassTable | None) -> None:
         """The mask holds only known class values (or ``ignore_index``), or known colours."""
@@ -206,7 +213,10 @@ class SegmentationSource(SourceConfig):
                     f"mask {mask} is a {m.mode} image, not an 8-bit greyscale index mask "
                     "(for colour or palette masks give 'classes' with their colours)"
                 )
-            values = np.asarray(m.convert("RGB") if table else m)
+            try:
+                values = np.asarray(m.convert("RGB") if table else m)
+            except (OSError, SyntaxError, ValueError) as e:  # what Pillow raises for bad data
+                raise DataError(f"mask {mask} cannot be decoded: {type(e).__name__}: {e}") from e
         if table is not None:
             found = np.unique(values.reshape(-1, 3), axis=0)
             unknown = [

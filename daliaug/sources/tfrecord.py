@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from daliaug.cache import default_cache_dir
+from daliaug.cache import default_cache_dir, write_atomically
 from daliaug.epoch import shard_range
 from daliaug.errors import DataError
 from daliaug.sources.base import SourceConfig, read_text
@@ -61,9 +61,7 @@ def write_index(record_file: str, index_file: Path) -> int:
             lines.append(f"{offset} {end - offset}\n")
             f.seek(end)
             offset = end
-    tmp = index_file.with_suffix(".tmp")
-    tmp.write_text("".join(lines))
-    tmp.replace(index_file)
+    write_atomically(index_file, "".join(lines))
     return len(lines)
 
 

@@ -205,7 +205,11 @@ def _write_dataset(
         if not _is_complete(root, params):  # unless another process finished it meanwhile
             if root.exists():
                 shutil.rmtree(root)
-            tmp.rename(root)
+            try:
+                tmp.rename(root)
+            except OSError:
+                if not _is_complete(root, params):  # another process's rename came first
+                    raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return root

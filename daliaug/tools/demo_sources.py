@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from daliaug.cache import default_cache_dir
+from daliaug.cache import build_folder_atomically, default_cache_dir, write_atomically
 from daliaug.sources import SourceConfig
 from daliaug.sources.directory import DirectorySource
 from daliaug.tools.demo_data import (
@@ -27,9 +28,9 @@ def _arrays(folder: Path, out: Path) -> Path:
     if not out.is_file():
         samples = DirectorySource(path=folder).samples()
         x = np.stack([np.asarray(Image.open(p).convert("RGB")) for p in samples.paths])
-        with open(out.with_suffix(".tmp"), "wb") as f:
-            np.savez(f, x=x, y=samples.labels, class_names=np.array(samples.class_names))
-        out.with_suffix(".tmp").replace(out)
+        arrays = io.BytesIO()
+        np.savez(arrays, x=x, y=samples.labels, class_names=np.array(samples.class_names))
+        write_atomically(out, arrays.getvalue())
     return out
 
 
@@ -40,16 +41,17 @@ def _file_list(folder: Path, out: Path) -> Path:
             f"{p},{samples.class_names[label]}\n"
             for p, label in zip(samples.paths, samples.labels, strict=True)
         ]
-        out.write_text("path,label\n" + "".join(rows))
+        write_atomically(out, "path,label\n" + "".join(rows))
     return out
 
 
 def _tfrecords(folder: Path, out: Path) -> Path:
     from daliaug.tools.convert import write_tfrecords
 
-    if not (out / "daliaug.json").is_file():
-        write_tfrecords(DirectorySource(path=folder).samples(), out, shards=2)
-    return out
+    def write(tmp: Path) -> None:
+        write_tfrecords(DirectorySource(path=folder).samples(), tmp, shards=2)
+
+    return build_folder_atomically(out, write)
 
 
 def demo_sources(source: SourceConfig) -> tuple[SourceConfig, SourceConfig]:

@@ -35,6 +35,8 @@ class DaliBackend(Backend):
         return dali_dataset(config, samples, device, options)
 
     def dataset_device(self, config: Config, device: Device) -> Device:
+        if device == "cpu":
+            return device
         from daliaug.backends.dali.dataset import placement
 
         return placement(device, config)

@@ -21,7 +21,7 @@ from daliaug.backends.feed import EpochFeed, RecordLayout, WarpLayout
 from daliaug.backends.select import Device
 from daliaug.backends.streams import column_stream, element_spec, feed_stream, record_stream
 from daliaug.config import Config
-from daliaug.epoch import Epochs
+from daliaug.epoch import EpochClock, Epochs
 from daliaug.errors import BackendError, BackendWarning
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
@@ -125,22 +125,22 @@ def _packed(stream: tf.data.Dataset, layout: RecordLayout) -> tf.data.Dataset:
 
 
 def _inputs(
-    config: Config, samples: Samples | RecordSamples, options: DatasetOptions
+    config: Config, samples: Samples | RecordSamples, options: DatasetOptions, clock: EpochClock
 ) -> tuple[dict[str, tf.data.Dataset], Epochs]:
-    """One CPU stream per graph input, all counting epochs from ``initial_epoch``."""
+    """One CPU stream per graph input, their epochs numbered by ``clock``."""
     epochs = options.epochs(config, len(samples))
     weights = options.weights(samples.num_classes)
-    start = options.initial_epoch
+
     if isinstance(samples, RecordSamples):
         layout = WarpLayout.of(config.plan, ("record",), RESIZES)
-        stream = record_stream(config, samples, epochs, layout, start, weights)
+        stream = record_stream(config, samples, epochs, layout, clock, weights)
         return {"record": _packed(stream, RecordLayout(layout))}, epochs
     per_sample = options.per_sample(samples)
     feed = EpochFeed(config, samples, resizes=RESIZES, epochs=epochs, weights=per_sample)
     return {
-        name: column_stream(feed, name, start)
+        name: column_stream(feed, name, clock)
         if name in samples.columns
-        else feed_stream(feed, name, start)
+        else feed_stream(feed, name, clock)
         for name in feed.inputs
     }, epochs
 
@@ -159,8 +159,9 @@ def dali_dataset(
     device = placement(device, config)
     place = options.place or ("/cpu:0" if device == "cpu" else tf_gpu(config.device_id))
     on_gpu = tf.DeviceSpec.from_string(place).device_type == "GPU"
+    clock = options.epoch_clock()
     with tf.device("/cpu:0" if on_gpu else place):
-        inputs, epochs = _inputs(config, samples, options)
+        inputs, epochs = _inputs(config, samples, options, clock)
         inputs = {name: stream.prefetch(2) for name, stream in inputs.items()}
     if device == "gpu":
         memory_policy()
@@ -193,4 +194,5 @@ def dali_dataset(
         # tf.data stages.)
         ds = ds.apply(tf.data.experimental.assert_cardinality(len(epochs)))
     ds.batches_per_epoch = len(epochs)
+    ds.epoch_clock = clock
     return ds

@@ -35,12 +35,12 @@ def _dataset(
 ) -> tf.data.Dataset:
     weights = options.weights(samples.num_classes)
     epochs = options.epochs(config, len(samples))
-    start = options.initial_epoch
+    clock = options.epoch_clock()
     if isinstance(samples, RecordSamples):
         if params is not None:
             raise ValueError("explicit params need a column source, not TFRecords")
         layout = WarpLayout.of(config.plan, ("record",), RESIZES)
-        stream = record_stream(config, samples, epochs, layout, start, weights)
+        stream = record_stream(config, samples, epochs, layout, clock, weights)
         batches = record_batches(config, samples.num_classes, layout, stream, weights is not None)
     else:
         feed = EpochFeed(
@@ -52,7 +52,7 @@ def _dataset(
             weights=options.per_sample(samples),
         )
         weight = ("weight",) if weights is not None else ()
-        stream = feed_stream(feed, ("index", "warp", *weight), start, check_files=True)
+        stream = feed_stream(feed, ("index", "warp", *weight), clock, check_files=True)
         if "image" in samples.columns:
             batches = array_batches(config, samples, feed.layout, stream)
         else:
@@ -69,4 +69,5 @@ def _dataset(
         .apply(tf.data.experimental.assert_cardinality(len(epochs)))
     )
     ds.batches_per_epoch = len(epochs)
+    ds.epoch_clock = clock
     return ds

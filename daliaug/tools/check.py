@@ -1,0 +1,83 @@
+"""``daliaug check``: decode every image (and mask) of a source once, in parallel, by the backend
+that would train on it, and say which files are bad and why (results cached)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+from daliaug.backends import select_backend
+from daliaug.backends.verify import check_files, skip_list
+from daliaug.config import Config, load_config
+from daliaug.errors import DataError
+from daliaug.sources.base import IMAGE_EXTENSIONS, Samples, check_image_files
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    files: int
+    cached: int
+    bad: dict[str, str]
+    seconds: float
+    decoder: str
+    listed: Path | None
+
+
+def folder_samples(folder: Path) -> Samples:
+    """Every JPEG and PNG under ``folder`` (any layout), as one class."""
+    paths = sorted(
+        os.path.join(root, name)
+        for root, _, names in os.walk(folder, followlinks=True)
+        for name in names
+        if name.lower().endswith(IMAGE_EXTENSIONS)
+    )
+    if not paths:
+        raise DataError(f"found no images ({', '.join(IMAGE_EXTENSIONS)}) under {folder}")
+    sizes, rejected = check_image_files(paths)
+    labels = np.zeros(len(paths), np.int32)
+    return Samples.of_files({"path": paths}, ["images"], sizes, rejected, label=labels)
+
+
+def config_and_samples(target: str) -> tuple[Config, Samples]:
+    """A folder of images (checked as they are), or a config (its source's files)."""
+    if Path(target).is_dir():
+        source = {"type": "directory", "path": target}
+        return load_config({"source": source, "image_size": 1}), folder_samples(Path(target))
+    config = load_config(target)
+    listing = config.source.model_copy(update={"on_error": "skip"})
+    samples = listing.samples()
+    if not isinstance(samples, Samples) or not samples.files:
+        raise DataError(
+            f"source.type: a {config.source.type} source has no image files to check (daliaug "
+            "checks files: directory, file_list and segmentation sources)"
+        )
+    return config, samples
+
+
+def check(target: str, progress: Callable[[int], None] | None = None) -> CheckReport:
+    """Check ``target`` (a config or a folder); ``progress`` hears how many files each step
+    covered (the total is the number of files listed, header failures included)."""
+    config, samples = config_and_samples(target)
+    backend, device = select_backend(config)
+    device = backend.dataset_device(config, device)
+    files = [f for paths in samples.files.values() for f in paths]
+    if progress is not None and samples.rejected:
+        progress(len(samples.rejected))
+    decoder = f"{backend.name}-{device}"
+    undecodable = partial(backend.undecodable, device=device)
+    result = check_files(files, decoder, undecodable, progress=progress)
+    bad = {**samples.rejected, **result.bad}
+    listed = skip_list(bad, [*files, *samples.rejected]) if bad else None
+    total = result.files + len(samples.rejected)
+    return CheckReport(total, result.cached, bad, result.seconds, decoder, listed)
+
+
+def files_to_check(target: str) -> int:
+    """How many files :func:`check` will report on (for a progress bar)."""
+    _, samples = config_and_samples(target)
+    return sum(len(paths) for paths in samples.files.values()) + len(samples.rejected)

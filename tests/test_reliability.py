@@ -1,0 +1,327 @@
+"""Long runs: every bad file named wherever it fails, the full check and its cache, the skip
+policy, determinism and resuming, Ctrl-C, and processes sharing the cache."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import daliaug
+from daliaug.errors import DataError, DataWarning, carried_error
+from tests.helpers import config_for, structured_image, write_image_dir
+
+ROOT = Path(__file__).parents[1]
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache of this test's own (the check's results, skip lists)."""
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def folders(root: Path, count: int = 12) -> Path:
+    """Two class folders of JPEGs (then broken by the tests)."""
+    images = [structured_image(40 + i % 3, 48, seed=i) for i in range(count)]
+    return write_image_dir(root, {"a": images[::2], "b": images[1::2]}, fmt="jpg")
+
+
+def truncate(path: Path) -> Path:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def test_a_file_that_cannot_be_decoded_is_named_before_training(
+    backend: str, tmp_path: Path, cache: Path
+) -> None:
+    bad = truncate(folders(tmp_path / "data") / "b" / "0002.jpg")
+    config = config_for(tmp_path / "data", backend=backend)
+    with pytest.raises(DataError, match=f"1 of 12 files cannot be used: .*{bad}") as error:
+        daliaug.make_dataset(config)
+    assert error.value.exit_code == 3 and "truncated" in str(error.value)
+
+
+def test_skip_leaves_bad_files_out_and_lists_them(
+    backend: str, tmp_path: Path, cache: Path
+) -> None:
+    data = folders(tmp_path / "data")
+    bad = [truncate(data / "a" / "0001.jpg"), data / "b" / "0003.jpg"]
+    bad[1].write_bytes(b"not an image at all")
+    source = {"type": "directory", "path": str(data), "on_error": "skip"}
+    config = config_for(data, source=source, backend=backend, batch_size=5)
+    with pytest.warns(DataWarning, match=r"left out 2 unusable files .* 10 samples remain") as w:
+        ds = daliaug.make_dataset(config)
+    listed = Path(str(w[0].message).rsplit(" in ", 1)[1])
+    assert sorted(line.split("\t")[0] for line in listed.read_text().splitlines()) == sorted(
+        str(p) for p in bad
+    )
+    for _ in range(2):  # every epoch, without them
+        assert sum(int(b[1].shape[0]) for b in ds) == 10
+
+
+def test_segmentation_pairs_are_skipped_together(tmp_path: Path, cache: Path) -> None:
+    from daliaug.tools.demo_data import write_segmentation_dataset
+
+    root = write_segmentation_dataset(tmp_path / "seg", count=6, size=(32, 40))
+    masks = sorted((root / "masks").glob("*.png"))
+    truncate(masks[2])
+    source = {
+        "type": "segmentation",
+        "images": str(root / "images"),
+        "masks": str(root / "masks"),
+        "num_classes": 5,
+        "on_error": "skip",
+    }
+    with pytest.warns(DataWarning, match="5 samples remain"):
+        samples = daliaug.make_dataset(config_for(root, source=source, batch_size=6))
+    images, targets = next(iter(samples))
+    assert images.shape[0] == targets.shape[0] == 5
+
+
+def test_headers_declaring_absurd_sizes_are_named(tmp_path: Path, cache: Path) -> None:
+    data = folders(tmp_path / "data")
+    bomb = data / "a" / "0000.jpg"
+    raw = bytearray(bomb.read_bytes())
+    sof = raw.find(b"\xff\xc0")
+    raw[sof + 5 : sof + 9] = b"\xff\xf0\xff\xf0"  # 65520 x 65520
+    bomb.write_bytes(bytes(raw))
+    with pytest.raises(DataError, match=f"{bomb} has a broken JPEG header: DecompressionBomb"):
+        daliaug.make_dataset(config_for(data))
+
+
+def test_a_file_changed_after_the_check_is_named_when_read(
+    backend: str, tmp_path: Path, cache: Path
+) -> None:
+    data = folders(tmp_path / "data")
+    ds = daliaug.make_dataset(config_for(data, backend=backend))
+    changed = truncate(data / "a" / "0004.jpg")
+    with pytest.raises(Exception) as error:  # TensorFlow's, carrying daliaug's
+        for _ in ds:
+            pass
+    carried = carried_error(error.value)
+    assert isinstance(carried, DataError) and str(changed) in str(carried)
+
+
+def test_check_command_lists_bad_files_and_caches(tmp_path: Path, cache: Path) -> None:
+    data = folders(tmp_path / "data", count=30)
+    bad = truncate(data / "b" / "0005.jpg")
+    env = {**os.environ, "DALIAUG_CACHE": str(cache), "COLUMNS": "250"}
+
+    def check() -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "daliaug.cli", "check", str(data)]
+        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+    first, second = check(), check()
+    for result in (first, second):
+        assert result.returncode == 3, result.stderr
+        assert str(bad) in result.stderr and "truncated" in result.stderr
+    assert "│    30 │              0 │   1 │" in first.stderr
+    assert "│    30 │             30 │   1 │" in second.stderr  # the cache answered
+
+
+def epoch_arrays(config: daliaug.Config, **kwargs: object) -> list[np.ndarray]:
+    return [np.concatenate([b[0].numpy() for b in daliaug.make_dataset(config, **kwargs)])]
+
+
+def test_one_seed_gives_bitwise_identical_runs(backend: str, numbered_list: Path) -> None:
+    source = {"type": "file_list", "path": str(numbered_list)}
+    transforms = [
+        {"type": "random_resized_crop", "scale": [0.3, 1.0]},
+        {"type": "rotation", "angle": 30},
+        {"type": "hue", "degrees": 20},
+    ]
+    config = config_for(
+        numbered_list.parent, source=source, backend=backend, shuffle=True, transforms=transforms
+    )
+
+    def run() -> list[np.ndarray]:
+        ds = daliaug.make_dataset(config)
+        return [np.concatenate([b[0].numpy() for b in ds]) for _ in range(2)]
+
+    first, second = run(), run()
+    assert all(np.array_equal(a, b) for a, b in zip(first, second, strict=True))
+    assert not np.array_equal(first[0], first[1])
+
+
+class Recorder:
+    """A tiny model whose training steps record the labels of each batch they see."""
+
+    def __init__(self) -> None:
+        import keras
+
+        seen = self.seen = []
+
+        class Model(keras.Model):
+            def train_step(self, data):
+                seen.append(data[1].numpy().tolist())
+                return super().train_step(data)
+
+        inputs = keras.Input((64, 64, 3))
+        x = keras.layers.GlobalAveragePooling2D()(keras.layers.Rescaling(1 / 255)(inputs))
+        self.model = Model(inputs, keras.layers.Dense(23, activation="softmax")(x))
+        self.model.compile("adam", "sparse_categorical_crossentropy", run_eagerly=True)
+
+
+def test_fit_interrupted_and_resumed_sees_the_same_data(backend: str, numbered_list: Path) -> None:
+    """Keras' epochs read the data epochs of their numbers (EpochSync), so a run resumed at
+    epoch k with model.fit(initial_epoch=k) sees what an uninterrupted run saw from k on."""
+    import keras
+
+    from daliaug.keras import EpochSync
+
+    source = {"type": "file_list", "path": str(numbered_list)}
+    config = config_for(
+        numbered_list.parent, source=source, backend=backend, shuffle=True, batch_size=5
+    )
+
+    def fit(recorder: Recorder, epochs: int = 4, initial_epoch: int = 0, crash: bool = False):
+        ds = daliaug.make_dataset(config)
+        callbacks = [EpochSync(ds), *([Crash(recorder)] if crash else [])]
+        recorder.model.fit(
+            ds,
+            epochs=epochs,
+            initial_epoch=initial_epoch,
+            verbose=0,
+            shuffle=False,
+            callbacks=callbacks,
+        )
+
+    class Crash(keras.callbacks.Callback):
+        def __init__(self, recorder: Recorder) -> None:
+            super().__init__()
+            self.recorder = recorder
+
+        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+            if len(self.recorder.seen) == 12:  # in the third epoch (5 batches each)
+                raise KeyboardInterrupt
+
+    whole, first, resumed = Recorder(), Recorder(), Recorder()
+    fit(whole)
+    with pytest.raises(KeyboardInterrupt):
+        fit(first, crash=True)
+    fit(resumed, initial_epoch=2)
+    epochs = [sorted(x for batch in whole.seen[i : i + 5] for x in batch) for i in range(0, 20, 5)]
+    assert all(e == list(range(23)) for e in epochs)  # each epoch holds every sample once
+    assert whole.seen[:5] != whole.seen[5:10]  # in a new order
+    assert first.seen[:12] == whole.seen[:12]
+    assert resumed.seen == whole.seen[10:]  # epochs 2 and 3, as the uninterrupted run had them
+
+
+def wait_for(process: subprocess.Popen, text: str, seconds: float) -> str:
+    """The process's stderr up to the first line holding ``text``."""
+    assert process.stderr is not None
+    seen, deadline = "", time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        seen += line
+        if text in line:
+            return seen
+    process.kill()
+    pytest.fail(f"no {text!r} within {seconds} s: {seen[-2000:]}")
+
+
+def test_ctrl_c_during_the_demo_ends_it_at_once(demo_dir: Path, tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "daliaug.cli", "demo", "--data", str(demo_dir)]
+    env = {**os.environ, "DALIAUG_CACHE": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    wait_for(process, "pipeline alone", 300)
+    process.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    try:
+        _, rest = process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("the demo did not end within 20 s of Ctrl-C")
+    assert process.returncode == 130 and time.monotonic() - start < 10
+    lines = [line for line in rest.splitlines() if line.strip()]
+    assert lines[-1] == "interrupted" and "Traceback" not in rest
+
+
+FIT_SCRIPT = """
+import sys, daliaug, keras
+config = daliaug.load_config({{"source": {{"type": "directory", "path": {data!r}}},
+    "image_size": 32, "batch_size": 4, "backend": {backend!r}, "num_threads": 1}})
+inputs = keras.Input((32, 32, 3))
+model = keras.Model(inputs, keras.layers.Dense(4)(keras.layers.Flatten()(inputs)))
+model.compile("sgd", "mse")
+print("training", file=sys.stderr, flush=True)
+model.fit(daliaug.make_dataset(config), epochs=10000, verbose=0)
+"""
+
+
+@pytest.mark.parametrize("backend", ["cpu", "tf"])
+def test_ctrl_c_during_model_fit_ends_the_process(demo_dir: Path, backend: str) -> None:
+    """A user's script: Python's KeyboardInterrupt ends it promptly (no hang in DALI's
+    threads or TensorFlow's)."""
+    script = FIT_SCRIPT.format(data=str(demo_dir), backend=backend)
+    process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    wait_for(process, "training", 300)
+    time.sleep(3)
+    process.send_signal(signal.SIGINT)
+    try:
+        _, rest = process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("model.fit did not end within 20 s of Ctrl-C")
+    assert process.returncode in (1, 130, -signal.SIGINT) and "KeyboardInterrupt" in rest
+
+
+CACHE_JOB = """
+import sys
+from pathlib import Path
+from daliaug.sources.tfrecord import TFRecordSource
+from daliaug.tools.demo_sources import demo_sources
+from daliaug.backends.verify import check_files
+from daliaug.backends.dali.verify import undecodable
+train, _ = demo_sources(TFRecordSource(path="unused"))
+records = train.samples()
+images = sorted(str(p) for p in Path(sys.argv[1]).rglob("*.jpg"))
+result = check_files(images, "dali-cpu", lambda paths: undecodable(paths, "cpu"))
+print(len(records), result.files, len(result.bad))
+"""
+
+
+def test_two_processes_filling_the_cache_at_once(demo_dir: Path, tmp_path: Path) -> None:
+    """Demo data, TFRecords and their index files, the check's results: made by two processes
+    at the same time, each sees them whole."""
+    env = {**os.environ, "DALIAUG_CACHE": str(tmp_path / "shared"), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    command = [sys.executable, "-c", CACHE_JOB, str(demo_dir)]
+    processes = [
+        subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=600) for p in processes]
+    for process, (out, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err[-3000:]
+        records, files, bad = map(int, out.split())
+        assert records == 800 and files == len(list(demo_dir.rglob("*.jpg"))) and bad == 0
+    leftovers = [p for p in (tmp_path / "shared").rglob("*") if p.name.endswith(".tmp")]
+    assert not leftovers
+
+
+def test_check_results_are_stored_by_path_size_and_time(tmp_path: Path, cache: Path) -> None:
+    from daliaug.backends.verify import check_files
+
+    data = folders(tmp_path / "data", count=4)
+    files = sorted(str(p) for p in data.rglob("*.jpg"))
+    calls = []
+
+    def decode(paths: list[str]):
+        calls.append(list(paths))
+        return iter(())
+
+    assert check_files(files, "test", decode).cached == 0
+    assert check_files(files, "test", decode).cached == 4 and len(calls) == 1
+    os.utime(files[0], ns=(1, 1))
+    result = check_files(files, "test", decode)
+    assert result.cached == 3 and calls[-1] == [files[0]]
