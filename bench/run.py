@@ -43,6 +43,7 @@ class Suite:
 SUITES = {
     "cpu": Suite(
         tools=(
+            "daliaug",
             "dali-gpu",
             "dali-cpu",
             "loader-cpu",
@@ -54,8 +55,16 @@ SUITES = {
             "tfdata-tuned",
             "decode-cpu",
         ),
-        scaling=("dali-cpu", "idg-pool", "tfdata-layers", "tfdata-tuned"),
-        threads=(1, 2, 4),
+        scaling=(
+            "daliaug",
+            "dali-cpu",
+            "loader-cpu",
+            "daliaug-tf",
+            "idg-pool",
+            "tfdata-layers",
+            "tfdata-tuned",
+        ),
+        threads=(1, 2),
     ),
     # The GPU host has no TensorFlow: DALI pipelines only, driven by DaliLoader.
     "gpu": Suite(
@@ -285,7 +294,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> Path:
-    from bench import report, stages
+    from bench import report, stages, tf_stages
 
     args = parse_args(argv)
     suite = SUITES[args.suite]
@@ -306,6 +315,9 @@ def main(argv: list[str] | None = None) -> Path:
         if not args.no_stages:
             with console.status("profiling DALI stages"):
                 result["stages"] = stages.profile_all(args, log)
+            if args.suite == "cpu" and "b" in args.workload:
+                with console.status("profiling the TF backend's stages"):
+                    result["tf_stages"] = tf_stages.profile_all(args, log)
     result["loadavg_after"] = os.getloadavg()
     path = args.out / f"{name}.json"
     path.write_text(json.dumps(result, indent=1))

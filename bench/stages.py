@@ -60,9 +60,10 @@ def _feed(config: Config, data: Data) -> tuple[Callable[[], tuple], tuple[str, .
 
 def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
     """Cumulative partial graphs, each a function of the input nodes."""
+    import nvidia.dali.math as dmath
     from nvidia.dali import fn, types
 
-    from daliaug.backends.dali.image import resample
+    from daliaug.backends.dali.image import finish, resample
 
     size = [float(s) for s in config.image_size]
     mean, std = config.output.mean_std(config.channels)
@@ -87,14 +88,42 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
 
     def coloured(n: dict[str, Any]) -> Any:
         image = resampled(n)
-        return (
-            fn.coord_transform(image, MT=n["colour"], dtype=types.UINT8) if "colour" in n else image
-        )
+        if "colour" not in n:
+            return image
+        return dmath.clamp(fn.coord_transform(image, MT=n["colour"], dtype=types.FLOAT), 0.0, 255.0)
 
-    def normalized(n: dict[str, Any]) -> Any:
-        return fn.crop_mirror_normalize(
-            coloured(n), dtype=types.FLOAT, output_layout="HWC", mean=mean, std=std
-        )
+    def normalized(image: Any, **per_sample: Any) -> Any:
+        fields = {"mean": mean, "std": std, **per_sample}
+        return fn.crop_mirror_normalize(image, dtype=types.FLOAT, output_layout="HWC", **fields)
+
+    def factor() -> Any:  # a per-sample draw, as the workload's jitter
+        return fn.random.uniform(range=[0.6, 1.4])
+
+    low = [-m / d for m, d in zip(mean, std, strict=True)]
+    high = [(255 - m) / d for m, d in zip(mean, std, strict=True)]
+    alternatives: dict[str, Stage] = {  # other ways to recolour and normalize (not used)
+        # the same operator with a normalizing matrix costs the same as with the plan's
+        "colour matrix with normalization folded in, clamp per channel": lambda n: dmath.clamp(
+            fn.coord_transform(resampled(n), MT=n["colour"], dtype=types.FLOAT),
+            types.Constant(low),
+            types.Constant(high),
+        ),
+        "fn.color_twist (per-sample factors) + crop_mirror_normalize": lambda n: normalized(
+            fn.color_twist(
+                resampled(n), brightness=factor(), contrast=factor(), saturation=factor()
+            )
+        ),
+        "fn.hsv + fn.brightness_contrast + crop_mirror_normalize": lambda n: normalized(
+            fn.brightness_contrast(
+                fn.hsv(resampled(n), saturation=factor()), brightness=factor(), contrast=factor()
+            )
+        ),
+        "crop_mirror_normalize alone, per-sample mean/std (a diagonal map)": lambda n: normalized(
+            resampled(n),
+            mean=fn.random.uniform(range=[0, 50], shape=[3]),
+            std=fn.random.uniform(range=[0.6, 1.4], shape=[3]),
+        ),
+    }
 
     stages: dict[str, Stage] = {}
     if config.source.type == "directory":
@@ -118,8 +147,12 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
                 )
             )
     if "colour" in inputs:
-        stages["+ coord_transform colour"] = coloured
-    stages["+ crop_mirror_normalize (full)"] = normalized
+        stages["+ coord_transform colour, clamp"] = coloured
+    stages["+ crop_mirror_normalize (full: daliaug's finish)"] = lambda n: finish(
+        resampled(n), n, config
+    )
+    if "colour" in inputs:
+        stages.update({f"(compare) {label}": graph for label, graph in alternatives.items()})
     return stages
 
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import tensorflow as tf
     from nvidia.dali.pipeline import Pipeline
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def make_dataset(config: Any, **kwargs: Any) -> tf.data.Dataset:

@@ -79,10 +79,15 @@ class Config(BaseModel):
     output: Output = Output()
     backend: Literal["auto", "gpu", "cpu", "tf"] = "auto"
     device_id: Annotated[int, Field(ge=0)] = 0
-    num_threads: Annotated[int, Field(gt=0)] = Field(
-        default_factory=lambda: max(1, min(4, os.cpu_count() or 1))
-    )
+    num_threads: Annotated[int, Field(gt=0)] | None = None
+    """CPU threads: DALI's thread pool (default :attr:`dali_threads`), the TensorFlow
+    backend's ``tf.data`` thread pool (default TensorFlow's, one thread per core)."""
     prefetch: Annotated[int, Field(gt=0)] = 2
+
+    @property
+    def dali_threads(self) -> int:
+        """DALI's CPU threads: ``num_threads``, else one per core up to 4."""
+        return self.num_threads or max(1, min(4, os.cpu_count() or 1))
 
     @model_validator(mode="before")
     @classmethod

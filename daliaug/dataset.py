@@ -63,8 +63,7 @@ def make_dataset(
     config = load_config(config)
     if initial_epoch < 0:
         raise ConfigError(f"initial_epoch: must be 0 or more, got {initial_epoch}")
-    backend, device = select_backend(config)
-    device = backend.dataset_device(config, device)
+    backend, device = select_backend(config, for_dataset=True)
     samples = prepare_samples(config, samples, x, y)
     decoder = f"{backend.name}-{device}"
     samples = checked_samples(config, samples, decoder, partial(backend.undecodable, device=device))

@@ -65,7 +65,8 @@ def test_gpu_suite_runs_without_tensorflow(tmp_path: Path) -> None:
     check_measured(case(result, "b", "decode-cpu"), 2)
     check_measured(case(result, "b", "loader-cpu", "scaling"), 1)
     stages = [s["stage"] for s in result["stages"]["workloads"]["b"]]
-    assert stages[0] == "read files" and stages[-1].endswith("(full)")
+    assert stages[0] == "read files" and any("daliaug's finish" in s for s in stages)
+    assert any(s.startswith("(compare) fn.color_twist") for s in stages)
     gpu = case(result, "b", "loader-gpu")
     if gpu["status"] != "ok":
         assert gpu["status"] == "unavailable" and "GPU" in gpu["reason"]
@@ -79,20 +80,53 @@ def test_gpu_suite_measures_the_gpu(tmp_path: Path) -> None:
 
 
 def test_cpu_suite_and_targets(tmp_path: Path) -> None:
+    tools = ("daliaug", "dali-cpu", "idg", "tfdata-layers", "daliaug-tf")
     result = bench(
         tmp_path,
-        *("--workload", "a", "--tools", "dali-cpu", "idg", "tfdata-layers", "daliaug-tf"),
-        *("--repeats", "1", "--scaling-repeats", "0", "--no-stages"),
+        *("--workload", "a", "--tools", *tools),
+        *("--repeats", "1", "--scaling-repeats", "1", "--threads", "1", "--no-stages"),
     )
-    for tool in ("dali-cpu", "idg", "tfdata-layers"):
+    for tool in tools:
         check_measured(case(result, "a", tool), 1)
-    tf_backend = case(result, "a", "daliaug-tf")
-    assert tf_backend["status"] == "ok" or "not available in this build" in tf_backend["reason"]
+    check_measured(case(result, "a", "daliaug", "scaling"), 1)
     from bench.report import evaluate
 
     verdicts = {row["target"]: row["status"] for row in evaluate(result)}
-    assert verdicts["best daliaug CPU path vs ImageDataGenerator, 1 process"] in {"PASS", "MISS"}
-    assert verdicts["best daliaug CPU path vs hand-tuned tf.data"] == "NOT MEASURED"
+    assert verdicts["default vs ImageDataGenerator, 1 process"] in {"PASS", "MISS"}
+    assert verdicts["default vs hand-tuned tf.data"] == "NOT MEASURED"
+
+
+def test_tf_stage_profile() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.tf_stages", "--quick"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = json.loads(result.stdout)["workloads"]["b"]
+    assert [r["stage"] for r in rows][:1] == ["read file"]
+    assert all(r["cpu_ms_per_image"] > 0 for r in rows)
+
+
+def test_backend_choice_per_source_kind(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench.choose", "--quick", "--repeats", "1"),
+            *("--kinds", "arrays", "segmentation", "--out", str(out)),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        env={**os.environ, "DALIAUG_CACHE": str(tmp_path / "cache")},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (report,) = out.glob("choose-quick-*.md")
+    table = report.read_text()
+    assert "| arrays |" in table and "| segmentation |" in table
 
 
 def test_equivalent_parameters_come_from_the_configs() -> None:

@@ -51,8 +51,8 @@ class Tool:
 
 
 def _dali_default() -> int:
-    """daliaug's ``num_threads`` default on this machine."""
-    return Config.model_fields["num_threads"].get_default(call_default_factory=True)
+    """daliaug's DALI threads by default on this machine."""
+    return Config.model_validate({"source": {"type": "arrays"}, "image_size": 1}).dali_threads
 
 
 def _cores() -> int:
@@ -68,6 +68,14 @@ AB = ("a", "b")
 TOOLS = {
     t.name: t
     for t in [
+        Tool(
+            "daliaug",
+            "daliaug default (make_dataset, backend: auto)",
+            "daliaug_tools:default_dataset",
+            AB,
+            "num_threads (DALI's or tf.data's pool)",
+            _unset,
+        ),
         Tool(
             "dali-gpu",
             "daliaug DALI-GPU (make_dataset)",
@@ -107,7 +115,7 @@ TOOLS = {
             "daliaug TF backend (make_dataset)",
             "daliaug_tools:tf_backend",
             AB,
-            "tf.data AUTOTUNE",
+            "num_threads (tf.data's pool)",
             _unset,
         ),
         Tool(

@@ -1,5 +1,6 @@
-"""daliaug's own paths: ``make_dataset`` (DALI on the CPU or GPU, or the TF backend),
-``DaliLoader`` (DALI only, no TensorFlow), and DALI decoding alone as a ceiling."""
+"""daliaug's own paths: ``make_dataset`` as a user gets it (``backend: auto``), forced onto DALI
+on the CPU or GPU or onto the TF backend, ``DaliLoader`` (DALI only, no TensorFlow), and DALI
+decoding alone as a ceiling."""
 
 from __future__ import annotations
 
@@ -44,6 +45,12 @@ def _dataset_epoch(config: Any, data: Data) -> Epoch:
     return epoch
 
 
+def default_dataset(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
+    """``make_dataset`` with ``backend: auto``: DALI on the GPU where DALI sees one, else the
+    TF backend (:func:`daliaug.backends.select.resolve_backend`)."""
+    return _dataset_epoch(_config(workload, data, threads, backend="auto"), data)
+
+
 def dali_dataset(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
     """``make_dataset`` with ``backend: cpu`` or ``gpu`` (DALI through its TF plugin)."""
     _gpu_check(device)
@@ -84,7 +91,7 @@ def decode_only(workload: Workload, data: Data, threads: int | None, device: str
 
     @pipeline_def(
         batch_size=batch,
-        num_threads=config.num_threads,
+        num_threads=config.dali_threads,
         device_id=0 if device == "gpu" else None,
         prefetch_queue_depth=config.prefetch,
         seed=0,

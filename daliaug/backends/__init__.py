@@ -102,11 +102,6 @@ class Backend(ABC):
         """A ``tf.data.Dataset`` of ``(images, targets[, weights])`` batches, one epoch per
         iteration, as ``options.clock`` numbers them; the clock is its ``epoch_clock``."""
 
-    def dataset_device(self, config: Config, device: Device) -> Device:
-        """Where :meth:`dataset` runs for ``device`` (a backend whose datasets need more than
-        its own view of the machine says so here)."""
-        return device
-
     @abstractmethod
     def undecodable(self, paths: Sequence[str], device: Device) -> Iterator[tuple[str, str]]:
         """The files of ``paths`` this backend cannot decode on ``device``, with the reason
@@ -132,7 +127,14 @@ def backend(name: str) -> Backend:
     return importlib.import_module(f"daliaug.backends.{name}").BACKEND
 
 
-def select_backend(config: Config) -> tuple[Backend, Device]:
-    """The backend and device the config runs on here (see :func:`resolve_backend`)."""
+def select_backend(config: Config, for_dataset: bool = False) -> tuple[Backend, Device]:
+    """The backend and device the config runs on here (see :func:`resolve_backend`); with
+    ``for_dataset``, for a ``tf.data`` dataset, where DALI on the GPU needs TensorFlow to see
+    the GPU too (:func:`daliaug.backends.dali.dataset.placement`, which imports
+    TensorFlow)."""
     placement = resolve_backend(config)
+    if for_dataset and placement == "gpu":
+        from daliaug.backends.dali.dataset import placement as dataset_placement
+
+        placement = dataset_placement(placement, config)
     return (backend("tf"), "cpu") if placement == "tf" else (backend("dali"), placement)

@@ -1,6 +1,7 @@
 """Which backend and device a config runs on, decided without importing TensorFlow.
 
 A placement is ``gpu`` or ``cpu`` (DALI on that device) or ``tf`` (the TensorFlow backend).
+``backend: auto`` gives DALI on the GPU where DALI sees one, else the TensorFlow backend.
 """
 
 from __future__ import annotations
@@ -52,7 +53,11 @@ def resolve_device(config: Config) -> Device:
 
 
 def resolve_backend(config: Config) -> Placement:
-    """DALI's device, or ``tf`` for ``backend: tf`` and for ``auto`` where DALI is missing."""
+    """Where ``make_dataset`` runs the config: ``backend: cpu`` and ``gpu`` on DALI's device,
+    ``tf`` on the TensorFlow backend; ``auto`` on DALI's GPU where DALI sees GPU
+    ``device_id``, else on the TensorFlow backend, which was measured faster than DALI's CPU
+    operators for every source kind (``python -m bench.choose``, bench/results/choose-*.md).
+    ``DaliLoader`` (no TensorFlow) runs DALI on the CPU instead (:func:`resolve_device`)."""
     if config.backend == "tf":
         return "tf"
     if config.backend == "auto":
@@ -60,4 +65,5 @@ def resolve_backend(config: Config) -> Placement:
             import nvidia.dali  # noqa: F401
         except ImportError:
             return "tf"
+        return "gpu" if dali_gpu_count() > config.device_id else "tf"
     return resolve_device(config)

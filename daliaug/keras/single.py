@@ -1,7 +1,7 @@
 """``apply_transform`` on one image: the generator's plan evaluated with NumPy, the image
 resampled with the TensorFlow backend's projective transform, in float32 and unrounded, as
-Keras leaves it (the pipelines round the warp and the colour pass to ``uint8``); a brightness
-change saturates to 0..255, as PIL's (in Keras) and the pipelines' colour pass do."""
+Keras leaves it (and as the pipelines do); a brightness change saturates to 0..255, as PIL's
+(in Keras) and the pipelines' colour pass do."""
 
 from __future__ import annotations
 

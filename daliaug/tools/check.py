@@ -63,8 +63,7 @@ def check(target: str, progress: Callable[[int], None] | None = None) -> CheckRe
     """Check ``target`` (a config or a folder); ``progress`` hears how many files each step
     covered (the total is the number of files listed, header failures included)."""
     config, samples = config_and_samples(target)
-    backend, device = select_backend(config)
-    device = backend.dataset_device(config, device)
+    backend, device = select_backend(config, for_dataset=True)
     files = [f for paths in samples.files.values() for f in paths]
     if progress is not None and samples.rejected:
         progress(len(samples.rejected))

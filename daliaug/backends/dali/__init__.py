@@ -34,13 +34,6 @@ class DaliBackend(Backend):
 
         return dali_dataset(config, samples, device, options)
 
-    def dataset_device(self, config: Config, device: Device) -> Device:
-        if device == "cpu":
-            return device
-        from daliaug.backends.dali.dataset import placement
-
-        return placement(device, config)
-
     def undecodable(self, paths: Sequence[str], device: Device) -> Iterator[tuple[str, str]]:
         from daliaug.backends.dali.verify import undecodable
 

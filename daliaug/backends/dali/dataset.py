@@ -18,7 +18,7 @@ from nvidia.dali.plugin import tf as dali_tf
 from daliaug.backends import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.backends.dali.pipeline import RESIZES, named_pipeline
 from daliaug.backends.feed import EpochFeed, RecordLayout, WarpLayout
-from daliaug.backends.select import Device
+from daliaug.backends.select import Device, Placement
 from daliaug.backends.streams import column_stream, element_spec, feed_stream, record_stream
 from daliaug.config import Config
 from daliaug.epoch import EpochClock, Epochs
@@ -29,11 +29,13 @@ from daliaug.sources.tfrecord import RecordSamples
 TF_CUDA_FIX = "install TensorFlow's CUDA build: pip install 'tensorflow[and-cuda]==2.21.*'"
 
 
-def placement(device: Device, config: Config) -> Device:
-    """Where DALI runs for a TensorFlow dataset: on the GPU only if TensorFlow sees one too.
+def placement(device: Device, config: Config) -> Placement:
+    """Where a TensorFlow dataset of DALI on ``device`` runs: DALI on the GPU only if
+    TensorFlow sees one too.
 
-    ``backend: auto`` falls back to DALI on the CPU (with a warning naming the fix) where DALI
-    sees a GPU but TensorFlow does not (TensorFlow's CPU-only build); ``backend: gpu`` fails.
+    ``backend: auto`` falls back to the CPU's default, the TensorFlow backend (with a warning
+    naming the fix), where DALI sees a GPU but TensorFlow does not (TensorFlow's CPU-only
+    build); ``backend: gpu`` fails.
     """
     if device == "cpu" or tf.config.list_physical_devices("GPU"):
         return device
@@ -43,11 +45,12 @@ def placement(device: Device, config: Config) -> Device:
             "(or use backend: cpu to run DALI on the CPU)"
         )
     warnings.warn(
-        f"DALI sees a GPU but TensorFlow does not, so DALI runs on the CPU; {TF_CUDA_FIX}",
+        "DALI sees a GPU but TensorFlow does not, so the pipeline runs on the CPU with "
+        f"TensorFlow ops; {TF_CUDA_FIX}",
         BackendWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
-    return "cpu"
+    return "tf"
 
 
 def tf_gpu(device_id: int) -> str:
@@ -156,7 +159,8 @@ def dali_dataset(
     host CPU for DALI on the CPU and DALI's GPU for DALI on the GPU. The number of batches per
     epoch is the dataset's ``batches_per_epoch`` (a GPU-placed dataset's cardinality is unknown
     to ``tf.data``)."""
-    device = placement(device, config)
+    if device == "gpu" and not tf.config.list_physical_devices("GPU"):
+        raise BackendError(f"DALI on the GPU needs TensorFlow to see it too; {TF_CUDA_FIX}")
     place = options.place or ("/cpu:0" if device == "cpu" else tf_gpu(config.device_id))
     on_gpu = tf.DeviceSpec.from_string(place).device_type == "GPU"
     clock = options.epoch_clock()
@@ -179,7 +183,7 @@ def dali_dataset(
                 for name, stream in inputs.items()
             },
             batch_size=config.batch_size,
-            num_threads=config.num_threads,
+            num_threads=config.dali_threads,
             device_id=None if device == "cpu" else config.device_id,
             prefetch_queue_depth=config.prefetch,
             output_shapes=tuple(s.shape for s in specs),

@@ -4,6 +4,8 @@ definition (:mod:`daliaug.backends.dali.pipeline`)."""
 
 from __future__ import annotations
 
+from math import floor
+
 import nvidia.dali.math as dmath
 from nvidia.dali import fn, types
 from nvidia.dali.pipeline import DataNode
@@ -47,12 +49,15 @@ def resample(
     config: Config,
     nearest: bool,
     fill: object,
+    dtype: types.DALIDataType | None = types.FLOAT,
 ) -> DataNode:
-    """Resample once to ``image_size``: a resize of a source window when the plan is an
-    axis-aligned map that clamps at the border (``resize_start``/``resize_end``), else an
-    affine warp (``matrix``, destination to source)."""
+    """Resample once to ``image_size``, to ``dtype`` (``None``: the input's): a resize of a
+    source window when the plan is an axis-aligned map that clamps at the border
+    (``resize_start``/``resize_end``), else an affine warp (``matrix``, destination to
+    source). A constant ``fill`` is rounded half up and saturated to 0..255 first."""
     interp = types.INTERP_NN if nearest else types.INTERP_LINEAR
     size = [float(s) for s in config.image_size]
+    out = {} if dtype is None else {"dtype": dtype}
     if f"{prefix}resize_start" in warp:
         return fn.resize(
             image,
@@ -62,29 +67,27 @@ def resample(
             roi_relative=False,
             interp_type=interp,
             antialias=False,
+            **out,
         )
+    border = {} if fill == "nearest" else {"fill_value": float(min(max(floor(fill + 0.5), 0), 255))}
     return fn.warp_affine(
-        image,
-        matrix=warp[f"{prefix}matrix"],
-        size=size,
-        interp_type=interp,
-        **({} if fill == "nearest" else {"fill_value": float(fill)}),
+        image, matrix=warp[f"{prefix}matrix"], size=size, interp_type=interp, **border, **out
     )
 
 
 def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode:
-    """Shift and clip to each image's own range (the plan's ``offset``), recolour (the plan's
-    ``colour`` matrix, rounded to ``uint8``) and normalize a batch of resampled images, in the
-    output dtype and layout."""
+    """A batch of resampled float images to the output: shifted and clipped to each image's
+    own range (the plan's ``offset``), recoloured (the plan's ``colour`` matrix) and clipped to
+    0..255, normalized (``uint8`` output: rounded half up) in the output dtype and layout;
+    nothing is rounded before that."""
     if "offset" in warp:  # an offset step always comes with a colour matrix (maybe identity)
         # the offset is a regular input of the arithmetic here, so on the image's device
         offset = warp["offset"].gpu() if image.device == "gpu" else warp["offset"]
         low, high = fn.reductions.min(image), fn.reductions.max(image)
-        shifted = dmath.clamp(image + offset, low, high)
-        moved = fn.coord_transform(shifted, MT=warp["colour"], dtype=types.FLOAT)
-        image = fn.cast(dmath.clamp(dmath.floor(moved + 0.5), 0.0, 255.0), dtype=types.UINT8)
-    elif "colour" in warp:
-        image = fn.coord_transform(image, MT=warp["colour"], dtype=types.UINT8)
+        image = dmath.clamp(image + offset, low, high)
+    if "colour" in warp:
+        moved = fn.coord_transform(image, MT=warp["colour"], dtype=types.FLOAT)
+        image = dmath.clamp(moved, 0.0, 255.0)
     mean, std = config.output.mean_std(config.channels)
     return fn.crop_mirror_normalize(
         image,
@@ -116,7 +119,7 @@ def mask_target(
         raise TypeError("masks need a segmentation source")
     image_type = types.RGB if source.colour_coded else types.GRAY
     mask = fn.decoders.image(encoded, **_decoder(device, image_type))
-    mask = resample(mask, warp, "mask_", config, nearest=True, fill=source.mask_fill)
+    mask = resample(mask, warp, "mask_", config, nearest=True, fill=source.mask_fill, dtype=None)
     index = _colour_to_index(mask, source) if source.colour_coded else mask[:, :, 0]
     if source.mask_output == "index":
         dtype = types.UINT8 if source.mask_dtype == "uint8" else types.INT32

@@ -141,7 +141,7 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
 
     @pipeline_def(
         batch_size=config.batch_size,
-        num_threads=config.num_threads,
+        num_threads=config.dali_threads,
         device_id=config.device_id if options.device == "gpu" else None,
         seed=config.seed,
         prefetch_queue_depth=config.prefetch,

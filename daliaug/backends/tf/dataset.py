@@ -68,6 +68,10 @@ def _dataset(
         .prefetch(tf.data.AUTOTUNE)
         .apply(tf.data.experimental.assert_cardinality(len(epochs)))
     )
+    if config.num_threads is not None:
+        threads = tf.data.Options()
+        threads.threading.private_threadpool_size = config.num_threads
+        ds = ds.with_options(threads)
     ds.batches_per_epoch = len(epochs)
     ds.epoch_clock = clock
     return ds

@@ -1,13 +1,29 @@
 """The TensorFlow graph of a config, the DALI graph's twin: from the feed protocol's batches
 (:mod:`daliaug.backends.streams`) to finished ``(images, targets)`` batches, as ``tf.data`` maps
-with no Python in them."""
+with no Python in them.
+
+Per-sample stages (read, decode, resample: each file has its own size) run in parallel maps;
+what follows the resampling (recolour, clip, normalize, dtype, layout) runs once per batch as
+one XLA-compiled function, which fuses it into one pass over the pixels. In-memory arrays share
+one size, so their whole batch, resampling included, is one XLA function.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import tensorflow as tf
 
 from daliaug.backends.feed import WarpLayout
-from daliaug.backends.tf.image import Inputs, decode, finish, mask_target, outputs, resample, warp
+from daliaug.backends.tf.image import (
+    decode,
+    fill_value,
+    finish,
+    mask_target,
+    outputs,
+    resample,
+    sample,
+)
 from daliaug.config import Config, target_column
 from daliaug.sources.base import Samples
 
@@ -15,59 +31,87 @@ RESIZES = False
 """TensorFlow takes warp matrices even for axis-aligned plans: :func:`resample` finds its
 resize fast path from the matrix itself."""
 
-
-def _finish_one(image: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
-    """:func:`finish` for one image (per-sample stages parallelize better than batch ones)."""
-    return finish(image[tf.newaxis], {k: v[tf.newaxis] for k, v in inputs.items()}, config)[0]
+Finisher = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 
 
-def _encoded_image(encoded: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
-    """One encoded image decoded, resampled and finished."""
-    image = tf.cast(decode(encoded, inputs, config.channels), tf.float32)
-    return _finish_one(resample(image, inputs["matrix"], config), inputs, config)
+def finisher(config: Config, layout: WarpLayout) -> Finisher:
+    """``finish`` of a batch of resampled images and their ``warp`` vectors, XLA-compiled."""
+
+    def run(images: tf.Tensor, flat: tf.Tensor) -> tf.Tensor:
+        return finish(images, layout.unpack(flat, tf.reshape, batched=True), config)
+
+    return tf.function(run, jit_compile=True, reduce_retracing=True)
+
+
+def _per_sample(
+    config: Config, layout: WarpLayout, per_sample: tf.data.Dataset, num_classes: int
+) -> tf.data.Dataset:
+    """Batches of ``(image, warp, target[, weight])`` samples finished: the images by
+    :func:`finisher`, the targets as ``label_mode`` says."""
+    finished = finisher(config, layout)
+    masks = config.source.type == "segmentation"
+
+    def batch(images: tf.Tensor, flat: tf.Tensor, target: tf.Tensor, *weight: tf.Tensor) -> tuple:
+        images = finished(images, flat)
+        if masks:
+            return images, target, *weight
+        return (*outputs(images, target, config, num_classes), *weight)
+
+    batches = per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
+    return batches.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def file_batches(
     config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
     """Finished batches for file sources from ``(index, warp[, weight])`` batches: each file
-    is read, decoded, resampled and finished on its own (its size is its own), in parallel."""
+    is read, decoded and resampled on its own (its size is its own), in parallel."""
     paths = {name: tf.constant(p) for name, p in samples.files.items()}
     column = target_column(config.label_mode)
     targets = tf.constant(samples.columns[column]) if column in samples.columns else None
 
-    def sample(index: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
+    def one(index: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
         inputs = layout.unpack(flat, tf.reshape)
-        image = _encoded_image(tf.io.read_file(tf.gather(paths["path"], index)), inputs, config)
+        image = _resampled(tf.io.read_file(tf.gather(paths["path"], index)), inputs, config)
         if "mask_path" in paths:
             mask = tf.io.read_file(tf.gather(paths["mask_path"], index))
-            return image, mask_target(mask, inputs["mask_matrix"], config), *weight
-        label = None if targets is None else tf.gather(targets, index)
-        return (*outputs(image, label, config, samples.num_classes), *weight)
+            target = mask_target(mask, inputs["mask_matrix"], config)
+        else:
+            target = tf.zeros([], tf.int32) if targets is None else tf.gather(targets, index)
+        return image, flat, target, *weight
 
-    per_sample = stream.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
-    return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
+    per_sample = stream.unbatch().map(one, num_parallel_calls=tf.data.AUTOTUNE)
+    return _per_sample(config, layout, per_sample, samples.num_classes)
+
+
+def _resampled(encoded: tf.Tensor, inputs: dict[str, tf.Tensor], config: Config) -> tf.Tensor:
+    """One encoded image decoded and resampled (float32)."""
+    return resample(decode(encoded, inputs, config.channels), inputs["matrix"], config)
 
 
 def array_batches(
     config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
     """Finished batches for in-memory arrays from ``(index, warp[, weight])`` batches: a whole
-    batch is gathered, warped and finished at once (the arrays share one size)."""
+    batch is gathered, then resampled and finished by one XLA function (the arrays share one
+    size)."""
     images = tf.constant(samples.columns["image"])
     column = target_column(config.label_mode)
     targets = tf.constant(samples.columns[column]) if column in samples.columns else None
     nearest = config.interpolation == "nearest"
+    fill = fill_value(config.fill)
+
+    def resampled_and_finished(pixels: tf.Tensor, flat: tf.Tensor) -> tf.Tensor:
+        inputs = layout.unpack(flat, tf.reshape, batched=True)
+        warped = sample(pixels, inputs["matrix"], config.image_size, fill, nearest)
+        return finish(warped, inputs, config)
+
+    compiled = tf.function(resampled_and_finished, jit_compile=True, reduce_retracing=True)
 
     def batch(index: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
-        inputs = layout.unpack(flat, tf.reshape, batched=True)
-        pixels = tf.cast(tf.gather(images, index), tf.float32)
-        warped = warp(pixels, inputs["matrix"], config.image_size, config.fill, nearest)
         label = None if targets is None else tf.gather(targets, index)
-        return (
-            *outputs(finish(warped, inputs, config), label, config, samples.num_classes),
-            *weight,
-        )
+        finished = compiled(tf.gather(images, index), flat)
+        return (*outputs(finished, label, config, samples.num_classes), *weight)
 
     return stream.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
 
@@ -78,9 +122,9 @@ def record_batches(
     """Finished batches for TFRecords from ``(encoded, labels, weights, warp)`` batches,
     decoded one by one like files; the weights kept if ``weighted``."""
 
-    def sample(encoded: tf.Tensor, label: tf.Tensor, weight: tf.Tensor, flat: tf.Tensor) -> tuple:
-        image = _encoded_image(encoded, layout.unpack(flat, tf.reshape), config)
-        return (*outputs(image, label, config, num_classes), *((weight,) if weighted else ()))
+    def one(encoded: tf.Tensor, label: tf.Tensor, weight: tf.Tensor, flat: tf.Tensor) -> tuple:
+        image = _resampled(encoded, layout.unpack(flat, tf.reshape), config)
+        return image, flat, label, *((weight,) if weighted else ())
 
-    per_sample = stream.unbatch().map(sample, num_parallel_calls=tf.data.AUTOTUNE)
-    return per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
+    per_sample = stream.unbatch().map(one, num_parallel_calls=tf.data.AUTOTUNE)
+    return _per_sample(config, layout, per_sample, num_classes)

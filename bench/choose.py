@@ -1,0 +1,219 @@
+"""Which backend ``backend: auto`` should run without a GPU: ``make_dataset`` with DALI on the
+CPU against the TensorFlow backend, for every source kind.
+
+    python -m bench.choose [--repeats 3] [--seconds 4] [--out bench/results] [--quick]
+
+Each source kind gets workload (b)'s transforms (random resized crop, flip, colour jitter,
+normalize) on its own data: the JPEG folder of workload (b) read as a ``directory``, as a
+``file_list`` and converted to PNGs and to TFRecords; workload (a)'s arrays and transforms for
+``arrays``; the demo's segmentation data (96x96, masks warped with their images) with the
+shipped ``segmentation.yaml`` pipeline. Every case runs in a process of its own (as
+:mod:`bench.worker`), repeats interleaved; images/s and CPU ms/image are medians. The rule in
+:func:`daliaug.backends.select.resolve_backend` follows from the result (``choose-*.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from bench import machine
+from bench.workloads import BATCH_SIZE, WORKLOADS, prepare
+from daliaug.cache import build_folder_atomically, default_cache_dir
+
+KINDS = ("arrays", "directory", "file_list", "png", "tfrecord", "segmentation")
+BACKENDS = ("cpu", "tf")
+
+
+def _png_folder(folder: Path) -> Path:
+    """``folder``'s class folders with every JPEG re-encoded as PNG (cached)."""
+    from PIL import Image
+
+    def write(tmp: Path) -> None:
+        for jpeg in sorted(folder.rglob("*.jpg")):
+            target = tmp / jpeg.relative_to(folder).with_suffix(".png")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            Image.open(jpeg).save(target, compress_level=1)
+
+    return build_folder_atomically(folder.with_name(folder.name + "-png"), write)
+
+
+def _file_list(folder: Path) -> Path:
+    from daliaug.sources.directory import DirectorySource
+
+    out = folder.with_name(folder.name + "-list.csv")
+    if not out.is_file():
+        samples = DirectorySource(path=folder).samples()
+        rows = [
+            f"{p},{samples.class_names[label]}\n"
+            for p, label in zip(samples.paths, samples.labels, strict=True)
+        ]
+        out.write_text("path,label\n" + "".join(rows))
+    return out
+
+
+def _records(folder: Path) -> Path:
+    from daliaug.sources.directory import DirectorySource
+    from daliaug.tools.convert import write_tfrecords
+
+    def write(tmp: Path) -> None:
+        write_tfrecords(DirectorySource(path=folder).samples(), tmp, shards=4)
+
+    return build_folder_atomically(folder.with_name(folder.name + "-tfrecord"), write)
+
+
+def case_config(kind: str, backend: str, quick: bool) -> tuple[dict[str, Any], Any]:
+    """The config of one source kind (and arrays to pass as ``x``/``y``, or ``None``)."""
+    if kind == "arrays":
+        data = prepare("a", quick)
+        return {**WORKLOADS["a"].config, "backend": backend}, data.arrays_xy()
+    if kind == "segmentation":
+        import yaml
+
+        from daliaug.parity.examples import shipped_pipelines
+        from daliaug.tools.demo_data import write_segmentation_dataset
+
+        root = write_segmentation_dataset(
+            default_cache_dir() / "bench" / "segmentation", count=64 if quick else 1000
+        )
+        path = next(p for p in shipped_pipelines() if p.stem == "segmentation")
+        shipped = yaml.safe_load(path.read_text())
+        source = {**shipped["source"], "images": str(root / "images"), "masks": str(root / "masks")}
+        return {**shipped, "source": source, "batch_size": BATCH_SIZE, "backend": backend}, None
+    folder = prepare("b", quick).directory
+    assert folder is not None
+    source: dict[str, Any] = {
+        "directory": {"type": "directory", "path": str(folder)},
+        "png": {"type": "directory", "path": str(_png_folder(folder))},
+        "file_list": {"type": "file_list", "path": str(_file_list(folder))},
+        "tfrecord": {"type": "tfrecord", "path": str(_records(folder))},
+    }[kind]
+    return {**WORKLOADS["b"].config, "source": source, "backend": backend}, None
+
+
+def _epochs(kind: str, backend: str, quick: bool) -> Iterator[int]:
+    """Batch sizes of ``make_dataset``'s batches, epoch after epoch."""
+    from daliaug.dataset import make_dataset
+
+    config, arrays = case_config(kind, backend, quick)
+    x, y = arrays if arrays is not None else (None, None)
+    dataset = make_dataset(config, x=x, y=y)
+    while True:
+        for batch in dataset:
+            yield int(batch[0].shape[0])
+
+
+def run_case(kind: str, backend: str, repeats: int, seconds: float, quick: bool) -> None:
+    """One case in this process: one JSON line of measurements per repeat read on stdin."""
+    from bench.worker import measure
+
+    batches = _epochs(kind, backend, quick)
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    out.write(json.dumps({"ready": True}) + "\n")
+    out.flush()
+    for _ in sys.stdin:
+        result = measure(lambda: batches, 2, 1.0, seconds, 10**9)
+        out.write(json.dumps(result) + "\n")
+        out.flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.choose", description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--case", nargs=2, metavar=("KIND", "BACKEND"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case:
+        run_case(*args.case, args.repeats, args.seconds, args.quick)
+        return
+    seconds = 0.3 if args.quick else args.seconds
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    log = open(os.devnull, "w") if args.quick else sys.stderr  # noqa: SIM115
+    for kind in args.kinds:
+        workers = {}
+        for backend in BACKENDS:
+            command = [sys.executable, "-m", "bench.choose", "--case", kind, backend]
+            command += ["--seconds", str(seconds)] + (["--quick"] if args.quick else [])
+            workers[backend] = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                cwd=machine.ROOT,
+                env=env,
+            )
+            assert json.loads(workers[backend].stdout.readline())["ready"]
+        runs: dict[str, list[dict[str, Any]]] = {b: [] for b in BACKENDS}
+        for r in range(args.repeats):
+            for backend in BACKENDS if r % 2 == 0 else reversed(BACKENDS):
+                worker = workers[backend]
+                worker.stdin.write("measure\n")
+                worker.stdin.flush()
+                runs[backend].append(json.loads(worker.stdout.readline()))
+        for worker in workers.values():
+            worker.stdin.close()
+            worker.wait()
+        results[kind] = runs
+        print(f"{kind}: " + ", ".join(f"{b} {_rate(runs[b]):,.0f} images/s" for b in BACKENDS))
+    report = render(results, machine.describe(), args)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
+    name = f"choose-quick-{stamp}" if args.quick else f"choose-{stamp}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{name}.json").write_text(json.dumps(results, indent=1))
+    (args.out / f"{name}.md").write_text(report)
+    print(report)
+
+
+def _rate(runs: list[dict[str, Any]]) -> float:
+    return median(r["images_per_s"] for r in runs)
+
+
+def _cpu_ms(runs: list[dict[str, Any]]) -> float:
+    return median(1000 * r["cpu_seconds"] / r["images"] for r in runs)
+
+
+def render(results: dict[str, Any], described: dict[str, Any], args: argparse.Namespace) -> str:
+    """The markdown table: per source kind, both backends and the faster one."""
+    lines = [
+        "# Which backend is faster on the CPU, per source kind",
+        "",
+        f"- Machine: {described['cpu']}, {described['cores_usable']} cores, "
+        f"{described['memory_gib']} GiB, GPU: {described['gpu'] or 'none'}; "
+        f"{described['date']}; load average after: "
+        + " / ".join(f"{v:.2f}" for v in os.getloadavg()),
+        f"- Commit {described['commit']}; command: `python -m bench.choose"
+        f" --repeats {args.repeats}{' --quick' if args.quick else ''}`",
+        "- `make_dataset` with `backend: cpu` (DALI's CPU operators) and `backend: tf`, "
+        "workload (b)'s transforms (arrays: workload (a)'s), batch 128; medians of "
+        f"{args.repeats} interleaved repeats.",
+        "",
+        "| source kind | DALI-CPU images/s | TF images/s | DALI-CPU CPU ms/image "
+        "| TF CPU ms/image | faster |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for kind, runs in results.items():
+        cpu, tf = _rate(runs["cpu"]), _rate(runs["tf"])
+        faster = f"{'TF' if tf >= cpu else 'DALI-CPU'} ({max(cpu, tf) / min(cpu, tf):.2f}x)"
+        lines.append(
+            f"| {kind} | {cpu:,.0f} | {tf:,.0f} | {_cpu_ms(runs['cpu']):.3f} "
+            f"| {_cpu_ms(runs['tf']):.3f} | {faster} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
