@@ -178,18 +178,41 @@ def test_every_shipped_pipeline_runs(name: str, demo_cache: Path, monkeypatch) -
     assert images.shape[0] == 8
 
 
-def test_auto_runs_dali_on_the_cpu_where_tensorflow_sees_no_gpu(
+def test_auto_without_a_gpu_runs_the_tf_backend(demo_dir: Path) -> None:
+    """No GPU: ``auto`` runs the TensorFlow backend (measured faster than DALI's CPU operators
+    for every source kind, ``bench.choose``); ``cpu`` still forces DALI, ``tf`` TensorFlow."""
+    from daliaug.backends import select_backend
+    from daliaug.backends.select import dali_gpu_count, resolve_backend
+
+    assert dali_gpu_count() == 0
+    for backend, expected in (("auto", "tf"), ("cpu", "cpu"), ("tf", "tf")):
+        config = config_for(demo_dir, backend=backend, batch_size=8, seed=3)
+        assert resolve_backend(config) == expected
+        chosen, device = select_backend(config, for_dataset=True)
+        assert (chosen.name, device) == (("tf", "cpu") if expected == "tf" else ("dali", "cpu"))
+    auto = make_dataset(config_for(demo_dir, backend="auto", batch_size=8, seed=3))
+    forced = make_dataset(config_for(demo_dir, backend="tf", batch_size=8, seed=3))
+    (a, labels_a), (b, labels_b) = next(iter(auto)), next(iter(forced))
+    assert np.array_equal(labels_a, labels_b) and np.allclose(a, b, atol=1e-5)
+
+
+def test_auto_runs_the_tf_backend_where_tensorflow_sees_no_gpu(
     demo_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """DALI sees a GPU, TensorFlow (its CPU-only build) does not: ``auto`` warns, naming the
-    fix, and runs DALI on the CPU; ``gpu`` is an error (exit code 4) naming the fix."""
+    fix, and runs the CPU's default, the TensorFlow backend; ``gpu`` is an error (exit code 4)
+    naming the fix."""
     import daliaug.backends.select
+    from daliaug.backends import select_backend
     from daliaug.errors import BackendError, BackendWarning
 
     monkeypatch.setattr(daliaug.backends.select, "dali_gpu_count", lambda: 1)
     assert not tf.config.list_physical_devices("GPU")
+    config = config_for(demo_dir, backend="auto", batch_size=8)
     with pytest.warns(BackendWarning, match=r"tensorflow\[and-cuda\]"):
-        ds = make_dataset(config_for(demo_dir, backend="auto", batch_size=8))
+        assert select_backend(config, for_dataset=True)[0].name == "tf"
+    with pytest.warns(BackendWarning, match=r"tensorflow\[and-cuda\]"):
+        ds = make_dataset(config)
     images, _ = next(iter(ds))
     assert images.device.endswith("CPU:0") and images.shape[0] == 8
     with pytest.raises(BackendError, match=r"tensorflow\[and-cuda\]") as error:

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from daliaug.backends.tf.dataset import tf_dataset
@@ -207,3 +208,23 @@ def test_segmentation_masks_on_both_backends(tmp_path: Path) -> None:
         _assert_same(
             _both_backends({**BASE, "source": source, "transforms": JITTER}), exact_targets=False
         )
+
+
+@pytest.mark.parametrize("nearest", [False, True], ids=["bilinear", "nearest"])
+@pytest.mark.parametrize("fill", [0.0, 77.0, "nearest", "reflect", "wrap"])
+def test_the_fused_warp_of_arrays_matches_the_projective_transform(fill, nearest: bool) -> None:
+    """Arrays are resampled by gathers that XLA fuses (``sample``); files by TensorFlow's
+    projective transform: the same samples, fills and borders, compiled or not."""
+    from daliaug.backends.tf.image import sample, transform
+
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (4, 20, 30, 3)).astype(np.float32)
+    angle = rng.uniform(-1.0, 1.0, 4)
+    matrices = np.zeros((4, 2, 3), np.float32)
+    matrices[:, 0, :2] = np.stack([1.3 * np.cos(angle), -np.sin(angle)], 1)
+    matrices[:, 1, :2] = np.stack([np.sin(angle), 0.8 * np.cos(angle)], 1)
+    matrices[:, :, 2] = rng.uniform(-10.0, 30.0, (4, 2))  # reaching well outside the image
+    expected = transform(images, matrices, (25, 35), fill, nearest).numpy()
+    compiled = tf.function(lambda x, m: sample(x, m, (25, 35), fill, nearest), jit_compile=True)
+    for got in (sample(images, matrices, (25, 35), fill, nearest), compiled(images, matrices)):
+        assert np.abs(got.numpy() - expected).max() <= 2e-3
