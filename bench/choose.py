@@ -20,7 +20,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -99,29 +99,33 @@ def case_config(kind: str, backend: str, quick: bool) -> tuple[dict[str, Any], A
     return {**WORKLOADS["b"].config, "source": source, "backend": backend}, None
 
 
-def _epochs(kind: str, backend: str, quick: bool) -> Iterator[int]:
-    """Batch sizes of ``make_dataset``'s batches, epoch after epoch."""
+def _epoch(kind: str, backend: str, quick: bool) -> Callable[[], Iterator[int]]:
+    """A fresh run over ``make_dataset``'s batches (epoch after epoch) per call: batch sizes."""
     from daliaug.dataset import make_dataset
 
     config, arrays = case_config(kind, backend, quick)
     x, y = arrays if arrays is not None else (None, None)
     dataset = make_dataset(config, x=x, y=y)
-    while True:
-        for batch in dataset:
-            yield int(batch[0].shape[0])
+
+    def epoch() -> Iterator[int]:
+        while True:
+            for batch in dataset:
+                yield int(batch[0].shape[0])
+
+    return epoch
 
 
 def run_case(kind: str, backend: str, repeats: int, seconds: float, quick: bool) -> None:
     """One case in this process: one JSON line of measurements per repeat read on stdin."""
     from bench.worker import measure
 
-    batches = _epochs(kind, backend, quick)
+    epoch = _epoch(kind, backend, quick)
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()
     for _ in sys.stdin:
-        result = measure(lambda: batches, 2, 1.0, seconds, 10**9)
+        result = measure(epoch, 2, 1.0, seconds, 10**9)
         out.write(json.dumps(result) + "\n")
         out.flush()
 

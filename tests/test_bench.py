@@ -114,7 +114,7 @@ def test_backend_choice_per_source_kind(tmp_path: Path) -> None:
     out = tmp_path / "results"
     result = subprocess.run(
         [
-            *(sys.executable, "-m", "bench.choose", "--quick", "--repeats", "1"),
+            *(sys.executable, "-m", "bench.choose", "--quick", "--repeats", "2"),
             *("--kinds", "arrays", "segmentation", "--out", str(out)),
         ],
         capture_output=True,
