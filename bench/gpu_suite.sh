@@ -2,10 +2,10 @@
 # The GPU half of the benchmarks, in one command, for a GPU host that has no TensorFlow:
 #   bash bench/gpu_suite.sh
 # Writes JSON, markdown, PNGs and logs under $OUT (default bench/results/gpu), runs the GPU
-# tests (pytest -m gpu) after `daliaug selftest --require-gpu`, then the DALI-only suite (DaliLoader on the GPU and on the CPU, nvJPEG
-# and CPU decoding alone), and prints its short table last. Needs DALI (nvidia-dali-cuda120 or
-# -cuda130), pydantic and PyYAML: from the project kit (.gpu/, see bench/README.md) or wheels
-# placed in .whl/.
+# tests (pytest -m gpu) after `daliaug selftest --require-gpu`, then the DALI-only suite
+# (DaliLoader on the GPU and on the CPU, nvJPEG and CPU decoding alone), and prints its short
+# table last. Needs DALI (nvidia-dali-cuda120 or -cuda130), pydantic and PyYAML: from the
+# project kit (.gpu/, see bench/README.md) or wheels placed in .whl/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-bench/results/gpu}"
