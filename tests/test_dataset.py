@@ -178,16 +178,23 @@ def test_every_shipped_pipeline_runs(name: str, demo_cache: Path, monkeypatch) -
     assert images.shape[0] == 8
 
 
-def test_auto_without_a_gpu_runs_the_tf_backend(demo_dir: Path) -> None:
-    """No GPU: ``auto`` runs the TensorFlow backend (measured faster than DALI's CPU operators
-    for every source kind, ``bench.choose``); ``cpu`` still forces DALI, ``tf`` TensorFlow."""
+SEGMENTATION = {"type": "segmentation", "images": "i", "masks": "m", "num_classes": 3}
+
+
+def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
+    """No GPU: ``auto`` runs the path ``bench.choose`` measured faster for the source kind:
+    the TensorFlow backend, but DALI's CPU operators for segmentation; ``cpu`` still forces
+    DALI, ``tf`` TensorFlow."""
     from daliaug.backends import select_backend
     from daliaug.backends.select import dali_gpu_count, resolve_backend
 
     assert dali_gpu_count() == 0
-    for backend, expected in (("auto", "tf"), ("cpu", "cpu"), ("tf", "tf")):
-        config = config_for(demo_dir, backend=backend, batch_size=8, seed=3)
-        assert resolve_backend(config) == expected
+    cases = [("auto", {}, "tf"), ("cpu", {}, "cpu"), ("tf", {}, "tf")]
+    cases += [(backend, {"source": SEGMENTATION}, backend) for backend in ("cpu", "tf")]
+    cases += [("auto", {"source": SEGMENTATION}, "cpu")]
+    for backend, fields, expected in cases:
+        config = config_for(demo_dir, backend=backend, batch_size=8, seed=3, **fields)
+        assert resolve_backend(config) == expected, (backend, fields)
         chosen, device = select_backend(config, for_dataset=True)
         assert (chosen.name, device) == (("tf", "cpu") if expected == "tf" else ("dali", "cpu"))
     auto = make_dataset(config_for(demo_dir, backend="auto", batch_size=8, seed=3))
@@ -196,14 +203,14 @@ def test_auto_without_a_gpu_runs_the_tf_backend(demo_dir: Path) -> None:
     assert np.array_equal(labels_a, labels_b) and np.allclose(a, b, atol=1e-5)
 
 
-def test_auto_runs_the_tf_backend_where_tensorflow_sees_no_gpu(
+def test_auto_runs_the_cpu_default_where_tensorflow_sees_no_gpu(
     demo_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """DALI sees a GPU, TensorFlow (its CPU-only build) does not: ``auto`` warns, naming the
-    fix, and runs the CPU's default, the TensorFlow backend; ``gpu`` is an error (exit code 4)
-    naming the fix."""
+    fix, and runs the CPU's default (the TensorFlow backend; DALI's CPU operators for
+    segmentation); ``gpu`` is an error (exit code 4) naming the fix."""
     import daliaug.backends.select
-    from daliaug.backends import select_backend
+    from daliaug.backends import backend, select_backend
     from daliaug.errors import BackendError, BackendWarning
 
     monkeypatch.setattr(daliaug.backends.select, "dali_gpu_count", lambda: 1)
@@ -211,6 +218,9 @@ def test_auto_runs_the_tf_backend_where_tensorflow_sees_no_gpu(
     config = config_for(demo_dir, backend="auto", batch_size=8)
     with pytest.warns(BackendWarning, match=r"tensorflow\[and-cuda\]"):
         assert select_backend(config, for_dataset=True)[0].name == "tf"
+    segmentation = config_for(demo_dir, backend="auto", source=SEGMENTATION)
+    with pytest.warns(BackendWarning, match=r"DALI's CPU operators; .*tensorflow\[and-cuda\]"):
+        assert select_backend(segmentation, for_dataset=True) == (backend("dali"), "cpu")
     with pytest.warns(BackendWarning, match=r"tensorflow\[and-cuda\]"):
         ds = make_dataset(config)
     images, _ = next(iter(ds))

@@ -1,7 +1,8 @@
 """Which backend and device a config runs on, decided without importing TensorFlow.
 
 A placement is ``gpu`` or ``cpu`` (DALI on that device) or ``tf`` (the TensorFlow backend).
-``backend: auto`` gives DALI on the GPU where DALI sees one, else the TensorFlow backend.
+``backend: auto`` gives DALI on the GPU where DALI sees one, else the faster CPU path for the
+source kind (:func:`cpu_placement`).
 """
 
 from __future__ import annotations
@@ -52,11 +53,18 @@ def resolve_device(config: Config) -> Device:
     return dali_device(config.backend, config.device_id)
 
 
+def cpu_placement(config: Config) -> Placement:
+    """The faster CPU path of ``make_dataset`` for the config's source kind, as measured by
+    ``python -m bench.choose`` (bench/results/choose-*.md): DALI's CPU operators for
+    segmentation (images and masks warped together), the TensorFlow backend for every other
+    kind (arrays, directory, file_list, PNGs, TFRecords)."""
+    return "cpu" if config.source.type == "segmentation" else "tf"
+
+
 def resolve_backend(config: Config) -> Placement:
     """Where ``make_dataset`` runs the config: ``backend: cpu`` and ``gpu`` on DALI's device,
     ``tf`` on the TensorFlow backend; ``auto`` on DALI's GPU where DALI sees GPU
-    ``device_id``, else on the TensorFlow backend, which was measured faster than DALI's CPU
-    operators for every source kind (``python -m bench.choose``, bench/results/choose-*.md).
+    ``device_id``, else on :func:`cpu_placement` (the TensorFlow backend without DALI).
     ``DaliLoader`` (no TensorFlow) runs DALI on the CPU instead (:func:`resolve_device`)."""
     if config.backend == "tf":
         return "tf"
@@ -65,5 +73,5 @@ def resolve_backend(config: Config) -> Placement:
             import nvidia.dali  # noqa: F401
         except ImportError:
             return "tf"
-        return "gpu" if dali_gpu_count() > config.device_id else "tf"
+        return "gpu" if dali_gpu_count() > config.device_id else cpu_placement(config)
     return resolve_device(config)

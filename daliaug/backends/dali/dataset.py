@@ -18,7 +18,7 @@ from nvidia.dali.plugin import tf as dali_tf
 from daliaug.backends import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.backends.dali.pipeline import RESIZES, named_pipeline
 from daliaug.backends.feed import EpochFeed, RecordLayout, WarpLayout
-from daliaug.backends.select import Device, Placement
+from daliaug.backends.select import Device, Placement, cpu_placement
 from daliaug.backends.streams import column_stream, element_spec, feed_stream, record_stream
 from daliaug.config import Config
 from daliaug.epoch import EpochClock, Epochs
@@ -33,7 +33,7 @@ def placement(device: Device, config: Config) -> Placement:
     """Where a TensorFlow dataset of DALI on ``device`` runs: DALI on the GPU only if
     TensorFlow sees one too.
 
-    ``backend: auto`` falls back to the CPU's default, the TensorFlow backend (with a warning
+    ``backend: auto`` falls back to the CPU's default (:func:`cpu_placement`, with a warning
     naming the fix), where DALI sees a GPU but TensorFlow does not (TensorFlow's CPU-only
     build); ``backend: gpu`` fails.
     """
@@ -44,13 +44,15 @@ def placement(device: Device, config: Config) -> Placement:
             f"backend: gpu: DALI sees a GPU but TensorFlow does not; {TF_CUDA_FIX} "
             "(or use backend: cpu to run DALI on the CPU)"
         )
+    fallback = cpu_placement(config)
+    ops = "TensorFlow ops" if fallback == "tf" else "DALI's CPU operators"
     warnings.warn(
-        "DALI sees a GPU but TensorFlow does not, so the pipeline runs on the CPU with "
-        f"TensorFlow ops; {TF_CUDA_FIX}",
+        f"DALI sees a GPU but TensorFlow does not, so the pipeline runs on the CPU with {ops}; "
+        f"{TF_CUDA_FIX}",
         BackendWarning,
         stacklevel=4,
     )
-    return "tf"
+    return fallback
 
 
 def tf_gpu(device_id: int) -> str:
