@@ -1,14 +1,16 @@
 """Scaling over replicas: images/s of ``model.fit`` under ``MirroredStrategy`` with one daliaug
 pipeline per replica, for 1, 2, 3 replicas (logical CPU devices where there is no GPU).
 
-    python -m bench.replicas [--replicas 1 2 3] [--epochs 3] [--out bench/results]
+    python -m bench.replicas [--replicas 1 2 3] [--backend cpu tf] [--epochs 3]
+                             [--out bench/results]
 
 Each setting runs in a process of its own (logical devices are fixed when TensorFlow starts):
-the demo config and data, the demo's small CNN, one untimed epoch, then ``--epochs`` timed
-ones; the global batch is the config's batch times the replicas. Writes
-``replicas-<date>.json``, ``.md`` and ``.png``. On a CPU-only machine the logical replicas
-share its cores, so this measures the overhead of the per-replica pipelines and the
-all-reduce, not a speed-up.
+the demo config and data with each ``--backend`` (default DALI on the CPU, whose per-replica
+pipelines are under test, and the TensorFlow backend), the demo's small CNN, one untimed
+epoch, then ``--epochs`` timed ones; the global batch is the config's batch times the
+replicas. Writes ``replicas-<date>.json``, ``.md`` and ``.png``. On a CPU-only machine the
+logical replicas share its cores, so this measures the overhead of the per-replica pipelines
+and the all-reduce, not a speed-up.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from pathlib import Path
 
 from bench import machine
 
+NAMES = {"auto": "auto", "cpu": "DALI on the CPU", "gpu": "DALI on the GPU", "tf": "TF backend"}
 
-def measure(replicas: int, epochs: int) -> dict:
+
+def measure(replicas: int, backend: str, epochs: int) -> dict:
     """One setting, in this process: images/s of each timed epoch."""
     from daliaug.config import load_config
     from daliaug.dataset import make_dataset
@@ -35,7 +39,7 @@ def measure(replicas: int, epochs: int) -> dict:
     from daliaug.tools.models import model_for
 
     strategy = mirrored(replicas)
-    config = load_config(str(files("daliaug.pipelines") / "demo.yaml"), {"backend": "auto"})
+    config = load_config(str(files("daliaug.pipelines") / "demo.yaml"), {"backend": backend})
     train, _ = demo_sources(config.source)
     n = replicas * config.batch_size
     config = config.model_copy(update={"source": train, "batch_size": n})
@@ -50,22 +54,30 @@ def measure(replicas: int, epochs: int) -> dict:
         model.fit(dataset, epochs=1, verbose=0, shuffle=False)
         rates.append(count / (time.perf_counter() - start))
     devices = list(strategy.extended.worker_devices)
-    return {"replicas": replicas, "devices": devices, "global_batch": n, "images_per_s": rates}
+    return {
+        "replicas": replicas,
+        "backend": backend,
+        "devices": devices,
+        "global_batch": n,
+        "images_per_s": rates,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.replicas")
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--backend", nargs="+", default=["cpu", "tf"])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
-        print(json.dumps(measure(args.worker, args.epochs)))
+        print(json.dumps(measure(args.worker, args.backend[0], args.epochs)))
         return
     results = []
-    for replicas in args.replicas:
-        command = ["-m", "bench.replicas", "--worker", str(replicas), "--epochs", str(args.epochs)]
+    for backend, replicas in ((b, r) for b in args.backend for r in args.replicas):
+        command = ["-m", "bench.replicas", "--worker", str(replicas), "--backend", backend]
+        command += ["--epochs", str(args.epochs)]
         run = subprocess.run(
             [sys.executable, *command],
             capture_output=True,
@@ -75,7 +87,7 @@ def main() -> None:
             check=True,
         )
         results.append(json.loads(run.stdout.strip().splitlines()[-1]))
-        print(results[-1]["replicas"], results[-1]["images_per_s"], file=sys.stderr)
+        print(backend, replicas, results[-1]["images_per_s"], file=sys.stderr)
     write(results, args)
 
 
@@ -101,17 +113,22 @@ def write(results: list[dict], args: argparse.Namespace) -> None:
         "- Logical CPU replicas share the machine's cores: this shows the cost of one pipeline "
         "per replica and of the all-reduce, not a speed-up.",
         "",
-        "| replicas | global batch | images/s (median) | per replica |",
-        "| ---: | ---: | ---: | ---: |",
+        "| backend | replicas | global batch | images/s (median) | per replica |",
+        "| --- | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         rate = median(r["images_per_s"])
         lines.append(
-            f"| {r['replicas']} | {r['global_batch']} | {rate:,.0f} | {rate / r['replicas']:,.0f} |"
+            f"| {NAMES.get(r['backend'], r['backend'])} | {r['replicas']} | {r['global_batch']} "
+            f"| {rate:,.0f} | {rate / r['replicas']:,.0f} |"
         )
     base.with_suffix(".md").write_text("\n".join(lines) + "\n")
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.plot([r["replicas"] for r in results], [median(r["images_per_s"]) for r in results], "o-")
+    for backend in dict.fromkeys(r["backend"] for r in results):
+        runs = [r for r in results if r["backend"] == backend]
+        rates = [median(r["images_per_s"]) for r in runs]
+        ax.plot([r["replicas"] for r in runs], rates, "o-", label=NAMES.get(backend, backend))
+    ax.legend()
     ax.set(xlabel="replicas", ylabel="images/s (model.fit)", title=f"MirroredStrategy, {where}")
     ax.set_xticks([r["replicas"] for r in results])
     fig.tight_layout()
