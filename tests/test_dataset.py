@@ -186,9 +186,10 @@ def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
     the TensorFlow backend, but DALI's CPU operators for segmentation; ``cpu`` still forces
     DALI, ``tf`` TensorFlow."""
     from daliaug.backends import select_backend
-    from daliaug.backends.select import dali_gpu_count, resolve_backend
+    from daliaug.backends.select import cuda_driver, dali_gpu_count, resolve_backend
 
     assert dali_gpu_count() == 0
+    assert not cuda_driver()  # so auto does not import DALI to look for a GPU
     cases = [("auto", {}, "tf"), ("cpu", {}, "cpu"), ("tf", {}, "tf")]
     cases += [(backend, {"source": SEGMENTATION}, backend) for backend in ("cpu", "tf")]
     cases += [("auto", {"source": SEGMENTATION}, "cpu")]
@@ -213,6 +214,7 @@ def test_auto_runs_the_cpu_default_where_tensorflow_sees_no_gpu(
     from daliaug.backends import backend, select_backend
     from daliaug.errors import BackendError, BackendWarning
 
+    monkeypatch.setattr(daliaug.backends.select, "cuda_driver", lambda: True)
     monkeypatch.setattr(daliaug.backends.select, "dali_gpu_count", lambda: 1)
     assert not tf.config.list_physical_devices("GPU")
     config = config_for(demo_dir, backend="auto", batch_size=8)

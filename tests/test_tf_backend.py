@@ -132,6 +132,27 @@ def test_auto_falls_back_to_tf_without_dali(square_dir: Path) -> None:
     assert lines[1].startswith("cpu: NVIDIA DALI is not installed")
 
 
+_WITHOUT_A_DRIVER = """
+import sys
+import daliaug
+config = {{"source": {{"type": "directory", "path": {root!r}}}, "image_size": 32,
+          "batch_size": 2}}
+images, _ = next(iter(daliaug.make_dataset(config)))
+print(images.shape, "nvidia.dali" in sys.modules)
+"""
+
+
+def test_auto_without_a_cuda_driver_never_imports_dali(square_dir: Path) -> None:
+    """No CUDA driver: ``auto`` runs the TensorFlow backend (the full check included)
+    without importing DALI, which would only add its libraries to the process's memory."""
+    from daliaug.backends.select import cuda_driver
+
+    assert not cuda_driver()
+    code = textwrap.dedent(_WITHOUT_A_DRIVER.format(root=str(square_dir)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[-1] == "(1, 32, 32, 3) False"
+
+
 def test_element_spec_is_static_per_sample(square_dir: Path) -> None:
     """Batches carry the static per-sample shape Keras builds models from."""
     config = config_for(

@@ -7,6 +7,8 @@ source kind (:func:`cpu_placement`).
 
 from __future__ import annotations
 
+import ctypes
+import importlib.util
 from typing import Literal
 
 from daliaug.config import Config
@@ -64,14 +66,33 @@ def cpu_placement(config: Config) -> Placement:
 def resolve_backend(config: Config) -> Placement:
     """Where ``make_dataset`` runs the config: ``backend: cpu`` and ``gpu`` on DALI's device,
     ``tf`` on the TensorFlow backend; ``auto`` on DALI's GPU where DALI sees GPU
-    ``device_id``, else on :func:`cpu_placement` (the TensorFlow backend without DALI).
+    ``device_id``, else on :func:`cpu_placement` (the TensorFlow backend without DALI); DALI
+    is imported only where a CUDA driver is found (:func:`cuda_driver`).
     ``DaliLoader`` (no TensorFlow) runs DALI on the CPU instead (:func:`resolve_device`)."""
     if config.backend == "tf":
         return "tf"
     if config.backend == "auto":
-        try:
-            import nvidia.dali  # noqa: F401
-        except ImportError:
+        if not dali_installed():
             return "tf"
-        return "gpu" if dali_gpu_count() > config.device_id else cpu_placement(config)
+        if cuda_driver() and dali_gpu_count() > config.device_id:
+            return "gpu"
+        return cpu_placement(config)
     return resolve_device(config)
+
+
+def dali_installed() -> bool:
+    """Whether DALI can be imported here (found, not imported)."""
+    try:
+        return importlib.util.find_spec("nvidia.dali") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def cuda_driver() -> bool:
+    """Whether this host has a CUDA driver (``libcuda``). Without one no GPU is usable, which
+    is known without importing DALI (about 60 MiB of a process that then runs TensorFlow)."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
