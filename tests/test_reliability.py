@@ -274,6 +274,36 @@ def test_ctrl_c_during_model_fit_ends_the_process(demo_dir: Path, backend: str) 
     assert process.returncode in (1, 130, -signal.SIGINT) and "KeyboardInterrupt" in rest
 
 
+EXIT_SCRIPT = """
+import time
+import tensorflow as tf
+from daliaug.backends.streams import counted
+from daliaug.epoch import EpochClock
+
+def slow(epoch):
+    for i in range(100):
+        time.sleep(0.5)  # a chunk being computed when the script ends
+        yield i
+
+stream = counted(slow, tf.TensorSpec((), tf.int64), EpochClock())
+iterator = iter(stream.prefetch(4))
+print(next(iterator).numpy(), flush=True)
+time.sleep(0.7)  # the prefetching thread is inside a call now
+"""
+
+
+def test_a_script_ending_while_a_stream_is_read_exits(tmp_path: Path) -> None:
+    """A script that ends while its dataset's stream is inside a Python call (an iterator left
+    half read) exits: the streams end at interpreter exit, before the iterator is destroyed
+    (without that, the teardown holds the GIL the call waits for, and the process hangs)."""
+    started = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "0" and time.monotonic() - started < 60
+
+
 CACHE_JOB = """
 import sys
 from pathlib import Path

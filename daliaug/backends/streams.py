@@ -11,6 +11,9 @@ plan is evaluated in the TensorFlow graph, where their sizes are known.
 
 from __future__ import annotations
 
+import atexit
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
@@ -80,9 +83,55 @@ def counted(
     stream = object()
 
     def generate() -> Iterator:
-        yield from epoch_batches(clock.next(stream))
+        if _CALLS.exiting:
+            return
+        items = epoch_batches(clock.next(stream))
+        while True:
+            with _CALLS:
+                item = _END if _CALLS.exiting else next(items, _END)
+            if item is _END:
+                return
+            yield item
 
     return tf.data.Dataset.from_generator(generate, output_signature=signature)
+
+
+class _StreamCalls:
+    """The streams' Python calls in progress, and whether the interpreter is exiting.
+
+    A ``tf.data`` iterator still being read when a script ends is destroyed during the
+    interpreter's teardown, which holds the GIL while the iterator waits for its stream's call
+    in flight; that call needs the GIL, and the process would hang. So at exit every stream is
+    ended first (:func:`_end_streams`): calls in progress finish, later ones end the stream
+    without running."""
+
+    def __init__(self) -> None:
+        self.exiting = False
+        self.running = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self.running += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self.running -= 1
+
+
+_CALLS = _StreamCalls()
+_END = object()
+
+
+@atexit.register
+def _end_streams(timeout: float = 5.0) -> None:
+    """Ends every stream before Python tears its objects down (see :class:`_StreamCalls`):
+    calls already waiting for the GIL get it while this sleeps, and those running finish."""
+    _CALLS.exiting = True
+    deadline = time.monotonic() + timeout
+    time.sleep(0.02)
+    while _CALLS.running and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def _spec(feed: EpochFeed, name: str) -> tf.TensorSpec:
