@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -83,3 +85,17 @@ def describe() -> dict[str, Any]:
         "commit": _git("rev-parse", "--short", "HEAD"),
         "uncommitted": _git("diff", "--name-only", "HEAD").splitlines(),
     }
+
+
+def run_worker(*args: str) -> Any:
+    """``python -m ARGS`` in a process of its own (from the repository root, TensorFlow's
+    info logs off); the JSON its last line of output holds."""
+    run = subprocess.run(
+        [sys.executable, "-m", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        check=True,
+    )
+    return json.loads(run.stdout.strip().splitlines()[-1])

@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import subprocess
 import sys
 import time
 from importlib.resources import files
@@ -76,17 +74,8 @@ def main() -> None:
         return
     results = []
     for backend, replicas in ((b, r) for b in args.backend for r in args.replicas):
-        command = ["-m", "bench.replicas", "--worker", str(replicas), "--backend", backend]
-        command += ["--epochs", str(args.epochs)]
-        run = subprocess.run(
-            [sys.executable, *command],
-            capture_output=True,
-            text=True,
-            cwd=machine.ROOT,
-            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-            check=True,
-        )
-        results.append(json.loads(run.stdout.strip().splitlines()[-1]))
+        command = ["--worker", str(replicas), "--backend", backend, "--epochs", str(args.epochs)]
+        results.append(machine.run_worker("bench.replicas", *command))
         print(backend, replicas, results[-1]["images_per_s"], file=sys.stderr)
     write(results, args)
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import subprocess
 import sys
 import time
 from importlib.resources import files
@@ -105,16 +103,9 @@ def main() -> None:
         return
     runs = []
     for backend in args.backend:
-        command = ["-m", "bench.soak", "--worker", backend, "--epochs", str(args.epochs)]
-        run = subprocess.run(
-            [sys.executable, *command],
-            capture_output=True,
-            text=True,
-            cwd=machine.ROOT,
-            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-            check=True,
+        runs.append(
+            machine.run_worker("bench.soak", "--worker", backend, "--epochs", str(args.epochs))
         )
-        runs.append(json.loads(run.stdout.strip().splitlines()[-1]))
         print(backend, f"RSS growth {growth(runs[-1]['epochs'], 'rss_mib'):+.1%}", file=sys.stderr)
     write(runs, args.out)
 

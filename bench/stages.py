@@ -156,16 +156,36 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
     return stages
 
 
-def _time(pipe: Any, batch: int, seconds: float) -> dict[str, float]:
-    for _ in range(2):
-        pipe.run()
+def _time(step: Callable[[], object], batch: int, seconds: float) -> dict[str, float]:
+    """images/s and CPU ms/image of ``step`` (one batch) run for ``seconds`` (twice at least)."""
     t0, c0 = time.perf_counter(), sum(os.times()[:2])
     runs = 0
     while time.perf_counter() - t0 < seconds or runs < 2:
-        pipe.run()
+        step()
         runs += 1
     elapsed, cpu = time.perf_counter() - t0, sum(os.times()[:2]) - c0
     return {"images_per_s": runs * batch / elapsed, "cpu_ms_per_image": 1000 * cpu / (runs * batch)}
+
+
+def medians(
+    steps: dict[str, Callable[[], object]], batch: int, repeats: int, seconds: float, warmup: int
+) -> list[dict[str, Any]]:
+    """Each stage's ``step`` timed ``repeats`` times, stages interleaved (``warmup`` untimed
+    steps before each timing); median CPU ms/image and images/s per stage."""
+    runs: dict[str, list[dict[str, float]]] = {stage: [] for stage in steps}
+    for _ in range(repeats):
+        for stage, step in steps.items():
+            for _ in range(warmup):
+                step()
+            runs[stage].append(_time(step, batch, seconds))
+    return [
+        {
+            "stage": stage,
+            "cpu_ms_per_image": median(r["cpu_ms_per_image"] for r in samples),
+            "images_per_s": median(r["images_per_s"] for r in samples),
+        }
+        for stage, samples in runs.items()
+    ]
 
 
 def profile(name: str, quick: bool, repeats: int, seconds: float) -> list[dict[str, Any]]:
@@ -189,18 +209,8 @@ def profile(name: str, quick: bool, repeats: int, seconds: float) -> list[dict[s
 
         pipes[stage] = pipeline()
         pipes[stage].build()
-    runs: dict[str, list[dict[str, float]]] = {stage: [] for stage in pipes}
-    for _ in range(repeats):
-        for stage, pipe in pipes.items():
-            runs[stage].append(_time(pipe, config.batch_size, seconds))
-    return [
-        {
-            "stage": stage,
-            "cpu_ms_per_image": median(r["cpu_ms_per_image"] for r in samples),
-            "images_per_s": median(r["images_per_s"] for r in samples),
-        }
-        for stage, samples in runs.items()
-    ]
+    steps = {stage: pipe.run for stage, pipe in pipes.items()}
+    return medians(steps, config.batch_size, repeats, seconds, warmup=2)
 
 
 def profile_all(args: argparse.Namespace, log: TextIO) -> dict[str, Any]:

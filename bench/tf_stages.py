@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
-from statistics import median
 from typing import Any, TextIO
 
 import numpy as np
 
-from bench.stages import _feed
+from bench.stages import _feed, medians
 from bench.workloads import WORKLOADS, prepare
 
 
@@ -105,18 +102,8 @@ def profile(quick: bool, repeats: int, seconds: float) -> list[dict[str, Any]]:
         for _ in range(2):
             next(iterator)
         measures[stage] = iterator
-    runs: dict[str, list[dict[str, float]]] = {stage: [] for stage in measures}
-    for _ in range(repeats):
-        for stage, iterator in measures.items():
-            runs[stage].append(_time(iterator, config.batch_size, seconds))
-    return [
-        {
-            "stage": stage,
-            "cpu_ms_per_image": median(r["cpu_ms_per_image"] for r in samples),
-            "images_per_s": median(r["images_per_s"] for r in samples),
-        }
-        for stage, samples in runs.items()
-    ]
+    steps = {stage: iterator.__next__ for stage, iterator in measures.items()}
+    return medians(steps, config.batch_size, repeats, seconds, warmup=0)
 
 
 def _warp_vectors(config: Any, arrays: dict[str, np.ndarray]) -> np.ndarray:
@@ -126,16 +113,6 @@ def _warp_vectors(config: Any, arrays: dict[str, np.ndarray]) -> np.ndarray:
     layout = WarpLayout.of(config.plan, ("path",), False)
     parts = [arrays[name].reshape(len(arrays["path"]), -1) for name, *_ in layout.slices]
     return np.concatenate(parts, 1).astype(np.float32)
-
-
-def _time(iterator: Any, batch: int, seconds: float) -> dict[str, float]:
-    t0, c0 = time.perf_counter(), sum(os.times()[:2])
-    runs = 0
-    while time.perf_counter() - t0 < seconds or runs < 2:
-        next(iterator)
-        runs += 1
-    elapsed, cpu = time.perf_counter() - t0, sum(os.times()[:2]) - c0
-    return {"images_per_s": runs * batch / elapsed, "cpu_ms_per_image": 1000 * cpu / (runs * batch)}
 
 
 def profile_all(args: argparse.Namespace, log: TextIO) -> dict[str, Any]:
