@@ -20,6 +20,7 @@ from statistics import median
 from typing import Any
 
 from bench import machine
+from bench.report import ratio_of
 from bench.run import Worker, console, timing
 from bench.workloads import WORKLOADS, prepare
 
@@ -67,7 +68,7 @@ def compare(workload: str, tools: tuple[str, ...], roots: dict[str, Path], repea
                 "cpu_ms_per_image": median(1000 * x["cpu_seconds"] / x["images"] for x in s),
             }
         row["ratio"] = row["new"]["images_per_s"] / row["old"]["images_per_s"]
-        row["cpu_ratio"] = row["old"]["cpu_ms_per_image"] / row["new"]["cpu_ms_per_image"]
+        row["cpu_ratio"] = ratio_of(row["old"]["cpu_ms_per_image"], row["new"]["cpu_ms_per_image"])
         rows.append(row)
     return rows
 

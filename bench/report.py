@@ -5,6 +5,7 @@ Every number comes from the run's JSON; a target whose tools did not run is ``NO
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
@@ -95,6 +96,12 @@ def _value(case: dict[str, Any], metric: str) -> float:
     return value["median"] if isinstance(value, dict) else value
 
 
+def ratio_of(numerator: float, denominator: float) -> float:
+    """``numerator / denominator``; NaN where the denominator read as zero (a window too short
+    for the clock), which the tables print as ``nan`` and no target passes on."""
+    return numerator / denominator if denominator else math.nan
+
+
 def evaluate(result: dict[str, Any]) -> list[dict[str, Any]]:
     """Each target of the suite with its measured ratio (of medians, same run) and verdict."""
     rows = []
@@ -116,9 +123,9 @@ def evaluate(result: dict[str, Any]) -> list[dict[str, Any]]:
                 for t, b in zip(top["samples"], bottom["samples"], strict=False)
             )
         else:  # less is better
-            ratio = _value(bottom, target.metric) / _value(top, target.metric)
+            ratio = ratio_of(_value(bottom, target.metric), _value(top, target.metric))
             paired = [ratio]
-        cpu = bottom["cpu_ms_per_image"]["median"] / top["cpu_ms_per_image"]["median"]
+        cpu = ratio_of(bottom["cpu_ms_per_image"]["median"], top["cpu_ms_per_image"]["median"])
         row.update(
             ratio=ratio,
             cpu_ratio=cpu,

@@ -68,12 +68,16 @@ def process_rss(pid: int) -> int:
 
 
 def tree_cpu_seconds(kids: list[int] | None = None) -> float:
-    """CPU seconds of this process, its reaped children and its living descendants ``kids``."""
+    """CPU seconds of this process, its reaped children and its living descendants ``kids``.
+
+    This process's own share has nanosecond resolution (``time.process_time``), so short
+    timing windows of a fast in-process pipeline never read as zero; descendants are counted
+    in clock ticks."""
     t = os.times()
     alive = sum(
         process_cpu_seconds(k) for k in (kids if kids is not None else children(os.getpid()))
     )
-    return t.user + t.system + t.children_user + t.children_system + alive
+    return time.process_time() + t.children_user + t.children_system + alive
 
 
 class Nvml:
