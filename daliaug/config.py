@@ -83,6 +83,8 @@ class Config(BaseModel):
     """CPU threads: DALI's thread pool (default :attr:`dali_threads`), the TensorFlow
     backend's ``tf.data`` thread pool (default TensorFlow's, one thread per core)."""
     prefetch: Annotated[int, Field(gt=0)] = 2
+    """Batches made ahead of the one being consumed: DALI's prefetch queue depth, the
+    TensorFlow backend's final ``prefetch`` buffer."""
 
     @property
     def dali_threads(self) -> int:

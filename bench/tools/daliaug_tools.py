@@ -29,17 +29,18 @@ def _gpu_check(device: str) -> None:
 
 
 def _dataset_epoch(config: Any, data: Data) -> Epoch:
-    """Epochs of ``make_dataset`` (an arrays source gets the arrays as ``x``/``y``)."""
+    """Epochs of one ``make_dataset`` (an arrays source gets the arrays as ``x``/``y``), built
+    once and iterated once per epoch, as ``model.fit`` does."""
     import tensorflow as tf
 
     from daliaug.dataset import make_dataset
 
-    samples = data.samples()
     if config.backend == "gpu" and not tf.config.list_physical_devices("GPU"):
         raise Unavailable("TensorFlow sees no GPU (CPU-only TensorFlow build)")
+    dataset = make_dataset(config, samples=data.samples())
 
     def epoch() -> Iterator[int]:
-        for images, _ in make_dataset(config, samples=samples):
+        for images, _ in dataset:
             yield int(images.shape[0])
 
     return epoch
