@@ -22,6 +22,7 @@ from typing import Any
 from bench import machine
 from bench.report import ratio_of
 from bench.run import Worker, console, timing
+from bench.worker import cpu_ms
 from bench.workloads import WORKLOADS, prepare
 
 DEFAULT_TOOLS = ("dali-cpu", "loader-cpu", "daliaug-tf")
@@ -65,7 +66,7 @@ def compare(workload: str, tools: tuple[str, ...], roots: dict[str, Path], repea
             s = samples[tool, side]
             row[side] = {
                 "images_per_s": median(x["images_per_s"] for x in s),
-                "cpu_ms_per_image": median(1000 * x["cpu_seconds"] / x["images"] for x in s),
+                "cpu_ms_per_image": median(cpu_ms(x) for x in s),
             }
         row["ratio"] = row["new"]["images_per_s"] / row["old"]["images_per_s"]
         row["cpu_ratio"] = ratio_of(row["old"]["cpu_ms_per_image"], row["new"]["cpu_ms_per_image"])

@@ -26,6 +26,7 @@ from statistics import median
 from typing import Any
 
 from bench import machine
+from bench.worker import cpu_ms
 from bench.workloads import BATCH_SIZE, WORKLOADS, prepare
 from daliaug.cache import build_folder_atomically, default_cache_dir
 
@@ -187,7 +188,7 @@ def _rate(runs: list[dict[str, Any]]) -> float:
 
 
 def _cpu_ms(runs: list[dict[str, Any]]) -> float:
-    return median(1000 * r["cpu_seconds"] / r["images"] for r in runs)
+    return median(cpu_ms(r) for r in runs)
 
 
 def render(results: dict[str, Any], described: dict[str, Any], args: argparse.Namespace) -> str:

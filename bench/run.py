@@ -28,6 +28,7 @@ from rich.console import Console
 
 from bench import machine
 from bench.tools import TOOLS
+from bench.worker import cpu_ms
 from bench.workloads import WORKLOADS, Data, prepare
 
 console = Console(stderr=True, highlight=False)
@@ -231,8 +232,7 @@ def run_group(
     for result in results:
         if result["samples"]:
             result["images_per_s"] = summarize([s["images_per_s"] for s in result["samples"]])
-            per_image = [1000 * s["cpu_seconds"] / s["images"] for s in result["samples"]]
-            result["cpu_ms_per_image"] = summarize(per_image)
+            result["cpu_ms_per_image"] = summarize([cpu_ms(s) for s in result["samples"]])
     return results
 
 

@@ -65,6 +65,11 @@ def measure(
     }
 
 
+def cpu_ms(sample: dict[str, Any]) -> float:
+    """CPU milliseconds per image of one :func:`measure` sample."""
+    return 1000 * sample["cpu_seconds"] / sample["images"]
+
+
 def main(spec: dict[str, Any], out: Any) -> None:
     def reply(message: dict[str, Any]) -> None:
         out.write(json.dumps(message) + "\n")
