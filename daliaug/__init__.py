@@ -1,13 +1,16 @@
 """daliaug: GPU image decoding and augmentation for Keras training with NVIDIA DALI.
 
 ``import daliaug`` imports neither TensorFlow nor DALI; :func:`make_dataset` imports them when
-called, :func:`build_pipeline` DALI only.
+called, :func:`build_pipeline` DALI only. Where a CUDA driver is present it turns TensorFlow's
+GPU memory growth on before TensorFlow's runtime starts (:mod:`daliaug.cuda`), so that DALI
+finds GPU memory left.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from daliaug import cuda  # noqa: F401  (sets the GPU memory policy, see its docstring)
 from daliaug.config import Config, load_config
 from daliaug.errors import (
     BackendError,

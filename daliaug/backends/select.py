@@ -7,11 +7,11 @@ source kind (:func:`cpu_placement`).
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 from typing import Literal
 
 from daliaug.config import Config
+from daliaug.cuda import cuda_driver
 from daliaug.errors import BackendError
 
 Device = Literal["cpu", "gpu"]
@@ -86,13 +86,3 @@ def dali_installed() -> bool:
         return importlib.util.find_spec("nvidia.dali") is not None
     except ModuleNotFoundError:
         return False
-
-
-def cuda_driver() -> bool:
-    """Whether this host has a CUDA driver (``libcuda``). Without one no GPU is usable, which
-    is known without importing DALI (about 60 MiB of a process that then runs TensorFlow)."""
-    try:
-        ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    return True
