@@ -66,7 +66,8 @@ def make_dataset(
     backend, device = select_backend(config, for_dataset=True)
     samples = prepare_samples(config, samples, x, y)
     decoder = f"{backend.name}-{device}"
-    samples = checked_samples(config, samples, decoder, partial(backend.undecodable, device=device))
+    undecodable = partial(backend.undecodable, device=device, device_id=config.device_id)
+    samples = checked_samples(config, samples, decoder, undecodable)
     if isinstance(samples, RecordSamples):
         from daliaug.backends.streams import check_record_keys
 

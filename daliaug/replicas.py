@@ -9,11 +9,15 @@ with ``drop_remainder: false`` shorter shards are padded with samples of weight 
 batches are ``(images, targets, weights)``; with ``drop_remainder: true`` every shard leaves out
 the same number of samples.
 
-Under ``MirroredStrategy`` each replica's dataset is placed on the replica's own device
-(``InputReplicationMode.PER_REPLICA``, as DALI's documentation does it), DALI running on that
-GPU. ``MultiWorkerMirroredStrategy`` hands each worker one dataset for all its local replicas,
-placed on the host (TensorFlow offers per-replica placement only to ``MirroredStrategy``): the
-worker's replica datasets take turns, and DALI on a GPU then copies its batches to the host.
+Under ``MirroredStrategy`` each replica gets its own dataset
+(``InputReplicationMode.PER_REPLICA``). With DALI on the GPU it is placed on the replica's own
+GPU, DALI running there (as DALI's documentation does it); otherwise (DALI on the CPU, the
+TensorFlow backend) it stays on the host and TensorFlow copies its batches to the replica's
+device. ``MultiWorkerMirroredStrategy`` hands each worker one dataset for all its local
+replicas, placed on the host (TensorFlow offers per-replica placement only to
+``MirroredStrategy``): the worker's replica datasets take turns, each local replica's DALI runs
+on that replica's own GPU and copies its batches to the host. One process per GPU (a worker
+per GPU) avoids that copy.
 """
 
 from __future__ import annotations
@@ -84,44 +88,71 @@ def distributed_dataset(
     )
     devices = tuple(getattr(strategy.extended, "worker_devices", ("/cpu:0",)))
 
-    def replica(shard: int, place: str) -> tf.data.Dataset:
+    def replica(shard: int, replica_device: str, on_device: bool) -> tf.data.Dataset:
+        """Replica ``shard``'s dataset, for the replica on ``replica_device``: DALI on that
+        replica's GPU, the dataset there too if ``on_device``, else on the host."""
         source = config.source.model_copy(update={"shard_id": shard, "num_shards": replicas})
         update: dict[str, Any] = {"source": source}
-        on_gpu = tf.DeviceSpec.from_string(place).device_type == "GPU"
-        if device == "gpu" and on_gpu:
-            from daliaug.backends.dali.dataset import cuda_ordinal
-
-            update["device_id"] = cuda_ordinal(place)
+        device_id = dali_gpu(device, replica_device)
+        if device_id is not None:
+            update["device_id"] = device_id
         replica_config = config.model_copy(update=update)
         weights = options.sample_weights
         if weights is not None:
             weights = weights[slice(*shard_range(len(samples), shard, replicas))]
+        place = replica_device if on_device and device_id is not None else "/cpu:0"
         replica_options = dataclasses.replace(options, place=place, sample_weights=weights)
         return backend.dataset(
             replica_config, _shard(samples, shard, replicas), device, replica_options
         )
 
     if isinstance(strategy, tf.distribute.MirroredStrategy):
+        on_device = all(dali_gpu(device, d) is not None for d in devices)
 
         def per_replica_dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
-            return replica(context.input_pipeline_id, devices[context.input_pipeline_id])
+            index = context.input_pipeline_id
+            return replica(index, devices[index], on_device)
 
-        placement = tf.distribute.InputOptions(
-            experimental_place_dataset_on_device=True,
-            experimental_fetch_to_device=False,
-            experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
-        )
         return _clocked(
-            strategy.distribute_datasets_from_function(per_replica_dataset, placement), options
+            strategy.distribute_datasets_from_function(
+                per_replica_dataset, replica_input_options(on_device)
+            ),
+            options,
         )
 
     def per_worker_dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
         local = replicas // context.num_input_pipelines
         first = context.input_pipeline_id * local
-        parts = [replica(first + j, "/cpu:0") for j in range(local)]
+        parts = [replica(first + j, devices[j % len(devices)], False) for j in range(local)]
         if local == 1:
             return parts[0]
         turns = tf.data.Dataset.range(local).repeat()
         return tf.data.Dataset.choose_from_datasets(parts, turns, stop_on_empty_dataset=True)
 
     return _clocked(strategy.distribute_datasets_from_function(per_worker_dataset), options)
+
+
+def dali_gpu(device: Device, replica_device: str) -> int | None:
+    """The GPU (CUDA ordinal) DALI runs on for a replica on ``replica_device``: the replica's
+    own GPU for DALI on the GPU; ``None`` for DALI on the CPU, the TensorFlow backend or a
+    replica that is not on a GPU."""
+    import tensorflow as tf
+
+    if device != "gpu" or tf.DeviceSpec.from_string(replica_device).device_type != "GPU":
+        return None
+    from daliaug.backends.dali.dataset import cuda_ordinal
+
+    return cuda_ordinal(replica_device)
+
+
+def replica_input_options(on_device: bool) -> tf.distribute.InputOptions:
+    """``MirroredStrategy``'s input options: one dataset per replica, placed on the replica's
+    device (``on_device``: DALI on that GPU, whose batches are already there) or on the host,
+    whose batches TensorFlow then prefetches to the replica's device."""
+    import tensorflow as tf
+
+    return tf.distribute.InputOptions(
+        experimental_place_dataset_on_device=on_device,
+        experimental_fetch_to_device=not on_device,
+        experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
+    )

@@ -103,9 +103,11 @@ class Backend(ABC):
         iteration, as ``options.clock`` numbers them; the clock is its ``epoch_clock``."""
 
     @abstractmethod
-    def undecodable(self, paths: Sequence[str], device: Device) -> Iterator[tuple[str, str]]:
-        """The files of ``paths`` this backend cannot decode on ``device``, with the reason
-        (the full check, :mod:`daliaug.backends.verify`)."""
+    def undecodable(
+        self, paths: Sequence[str], device: Device, device_id: int = 0
+    ) -> Iterator[tuple[str, str]]:
+        """The files of ``paths`` this backend cannot decode on ``device`` (GPU ``device_id``
+        for ``gpu``), with the reason (the full check, :mod:`daliaug.backends.verify`)."""
 
     @abstractmethod
     def batches(

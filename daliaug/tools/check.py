@@ -68,7 +68,7 @@ def check(target: str, progress: Callable[[int], None] | None = None) -> CheckRe
     if progress is not None and samples.rejected:
         progress(len(samples.rejected))
     decoder = f"{backend.name}-{device}"
-    undecodable = partial(backend.undecodable, device=device)
+    undecodable = partial(backend.undecodable, device=device, device_id=config.device_id)
     result = check_files(files, decoder, undecodable, progress=progress)
     bad = {**samples.rejected, **result.bad}
     listed = skip_list(bad, [*files, *samples.rejected]) if bad else None

@@ -34,10 +34,12 @@ class DaliBackend(Backend):
 
         return dali_dataset(config, samples, device, options)
 
-    def undecodable(self, paths: Sequence[str], device: Device) -> Iterator[tuple[str, str]]:
+    def undecodable(
+        self, paths: Sequence[str], device: Device, device_id: int = 0
+    ) -> Iterator[tuple[str, str]]:
         from daliaug.backends.dali.verify import undecodable
 
-        return undecodable(paths, device)
+        return undecodable(paths, device, device_id=device_id)
 
     def batches(
         self,

@@ -21,6 +21,7 @@ from daliaug.backends.feed import EpochFeed, RecordLayout, WarpLayout
 from daliaug.backends.select import Device, Placement, cpu_placement
 from daliaug.backends.streams import column_stream, element_spec, feed_stream, record_stream
 from daliaug.config import Config
+from daliaug.cuda import GROWTH_VARIABLE
 from daliaug.epoch import EpochClock, Epochs
 from daliaug.errors import BackendError, BackendWarning
 from daliaug.sources.base import Samples
@@ -90,11 +91,13 @@ def cuda_ordinal(device: str) -> int:
 
 
 def memory_policy() -> None:
-    """Let TensorFlow take GPU memory as it needs it rather than nearly all of it at start-up,
-    which leaves DALI none (NVIDIA/DALI#2326), unless the user has decided: memory growth or a
-    memory limit set, or ``TF_FORCE_GPU_ALLOW_GROWTH`` in the environment. Too late once
-    TensorFlow's GPU runtime has started (then a warning says so)."""
-    if "TF_FORCE_GPU_ALLOW_GROWTH" in os.environ:
+    """Make sure TensorFlow leaves DALI GPU memory (see :mod:`daliaug.cuda`). Nothing to do
+    where ``TF_FORCE_GPU_ALLOW_GROWTH`` is set: by ``import daliaug`` before TensorFlow's
+    runtime started, or by the user. Otherwise (TensorFlow started before ``import daliaug``,
+    or no CUDA driver was found then) memory growth is turned on with ``tf.config``, unless the
+    user decided (memory growth or a memory limit set); once the runtime has started that is
+    too late, and a warning says what to do."""
+    if GROWTH_VARIABLE in os.environ:
         return
     for gpu in tf.config.list_physical_devices("GPU"):
         decided = tf.config.get_logical_device_configuration(gpu) is not None
@@ -104,9 +107,10 @@ def memory_policy() -> None:
             tf.config.experimental.set_memory_growth(gpu, True)
         except RuntimeError:
             warnings.warn(
-                "TensorFlow's GPU runtime started before daliaug could turn on memory growth, "
-                "so TensorFlow may hold the GPU memory DALI needs; make the daliaug datasets "
-                "first, or set TF_FORCE_GPU_ALLOW_GROWTH=true",
+                "TensorFlow's runtime started before daliaug could turn on its GPU memory "
+                "growth, so TensorFlow may hold nearly all GPU memory and DALI run out of it; "
+                "import daliaug before anything starts TensorFlow (a model, a tf.distribute "
+                f"strategy, a tf op), or set {GROWTH_VARIABLE}=true before Python starts",
                 BackendWarning,
                 stacklevel=5,
             )
@@ -159,27 +163,29 @@ def dali_dataset(
     """``(images, targets[, weights])`` batches from the DALI graph on ``device``, one epoch
     per iteration (see :class:`DatasetOptions`), placed on ``options.place``: by default the
     host CPU for DALI on the CPU and DALI's GPU for DALI on the GPU. The number of batches per
-    epoch is the dataset's ``batches_per_epoch`` (a GPU-placed dataset's cardinality is unknown
-    to ``tf.data``)."""
-    if device == "gpu" and not tf.config.list_physical_devices("GPU"):
-        raise BackendError(f"DALI on the GPU needs TensorFlow to see it too; {TF_CUDA_FIX}")
+    epoch is the dataset's ``batches_per_epoch`` and its ``cardinality()``
+    (:func:`report_length`)."""
+    if device == "gpu":
+        memory_policy()  # first: what follows starts TensorFlow's runtime
+        if not tf.config.list_physical_devices("GPU"):
+            raise BackendError(f"DALI on the GPU needs TensorFlow to see it too; {TF_CUDA_FIX}")
     place = options.place or ("/cpu:0" if device == "cpu" else tf_gpu(config.device_id))
     on_gpu = tf.DeviceSpec.from_string(place).device_type == "GPU"
     clock = options.epoch_clock()
     with tf.device("/cpu:0" if on_gpu else place):
         inputs, epochs = _inputs(config, samples, options, clock)
         inputs = {name: stream.prefetch(2) for name, stream in inputs.items()}
-    if device == "gpu":
-        memory_policy()
     if on_gpu:
         copy = tf.data.experimental.copy_to_device(place)
         inputs = {name: stream.apply(copy) for name, stream in inputs.items()}
     weighted = options.weighs
     target_shape = samples.target_shape if isinstance(samples, Samples) else ()
     specs = element_spec(config, samples.num_classes, weighted, target_shape)
+    # inputs copied to the GPU reach DALI there where only GPU operators read them
+    pipeline = named_pipeline(config, samples, device, weighted, gpu_inputs=on_gpu)
     with tf.device(place):
         ds = dali_tf.experimental.DALIDatasetWithInputs(
-            pipeline=named_pipeline(config, samples, device, weighted),
+            pipeline=pipeline,
             input_datasets={
                 name: dali_tf.experimental.Input(stream, batch=True)
                 for name, stream in inputs.items()
@@ -194,11 +200,25 @@ def dali_dataset(
             # only places datasets on hosts): DALI copies its outputs to the host.
             fail_on_device_mismatch=on_gpu or device == "cpu",
         )
-    if not on_gpu:
-        # Lets Keras show epoch progress from the first epoch, and fails loudly should an epoch
-        # ever hold a different number of batches. (GPU-placed DALI datasets take no further
-        # tf.data stages.)
+    if on_gpu:
+        report_length(ds, len(epochs))
+    else:
+        # Fails loudly should an epoch ever hold a different number of batches.
         ds = ds.apply(tf.data.experimental.assert_cardinality(len(epochs)))
     ds.batches_per_epoch = len(epochs)
     ds.epoch_clock = clock
     return ds
+
+
+def report_length(dataset: tf.data.Dataset, batches: int) -> None:
+    """Make ``dataset.cardinality()`` say ``batches``, the batches of one iteration, where
+    ``tf.data`` cannot be told: a DALI dataset reports an infinite cardinality (its pipelines
+    run until their inputs end), and a GPU-placed one takes no further ``tf.data`` stage
+    (``assert_cardinality`` has no GPU kernel). Keras' dataset adapter asks ``cardinality()``;
+    told infinite, ``model.fit`` shows no progress target in the first epoch and warns that
+    the input "ran out of data" at the end of every epoch."""
+
+    def cardinality() -> tf.Tensor:
+        return tf.constant(batches, tf.int64)
+
+    dataset.cardinality = cardinality

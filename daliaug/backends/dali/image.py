@@ -16,21 +16,47 @@ from daliaug.sources.segmentation import SegmentationSource
 
 _DTYPES = {"float32": types.FLOAT, "float16": types.FLOAT16, "uint8": types.UINT8}
 
+HW_DECODER_LOAD = 0.99
+"""The share of the JPEG data the ``mixed`` decoder gives the GPU's hardware JPEG decoder
+(A100, H100; ignored elsewhere). DALI's default, 0.65, leaves a third to nvJPEG's CUDA decoder,
+whose Huffman decoding runs on the pipeline's CPU threads (at most 4 by default); MLPerf's H100
+ResNet-50 submission uses 0.99. Not measured by this project (no GPU): ``bench/gpu_suite.sh``
+sweeps it against ``num_threads`` on the host it runs on."""
 
-def _decoder(device: Device, image_type: types.DALIImageType) -> dict[str, object]:
-    return {
-        "device": "mixed" if device == "gpu" else "cpu",
+
+def decoder_args(
+    device: Device, image_type: types.DALIImageType, size_hint: tuple[int, int] | None = None
+) -> dict[str, object]:
+    """The arguments of DALI's image decoders on ``device``. On the GPU (``mixed``): chroma
+    upsampled as the CPU decoder does it (``jpeg_fancy_upsampling``), :data:`HW_DECODER_LOAD`,
+    and the hardware decoder's buffers allocated up front for images of ``size_hint``
+    ``(height, width)`` where known."""
+    args: dict[str, object] = {
+        "device": "cpu",
         "output_type": image_type,
         "adjust_orientation": False,
     }
+    if device == "gpu":
+        args.update(device="mixed", jpeg_fancy_upsampling=True, hw_decoder_load=HW_DECODER_LOAD)
+        if size_hint is not None:
+            args.update(preallocate_height_hint=size_hint[0], preallocate_width_hint=size_hint[1])
+    return args
 
 
-def decode(encoded: DataNode, warp: dict[str, object], channels: int, device: Device) -> DataNode:
+def decode(
+    encoded: DataNode,
+    warp: dict[str, object],
+    channels: int,
+    device: Device,
+    size_hint: tuple[int, int] | None = None,
+) -> DataNode:
     """Decode a batch of JPEG/PNG bytes (nvJPEG on the GPU): only the plan's decode window
-    (``crop_start`` x, y and ``crop_shape`` w, h) when ``warp`` has one."""
+    (``crop_start`` x, y and ``crop_shape`` w, h) when ``warp`` has one; ``size_hint``: see
+    :func:`decoder_args`."""
     image_type = types.RGB if channels == 3 else types.GRAY
+    args = decoder_args(device, image_type, size_hint)
     if "crop_start" not in warp:
-        return fn.decoders.image(encoded, **_decoder(device, image_type))
+        return fn.decoders.image(encoded, **args)
     return fn.decoders.image_slice(
         encoded,
         warp["crop_start"],
@@ -38,7 +64,7 @@ def decode(encoded: DataNode, warp: dict[str, object], channels: int, device: De
         normalized_anchor=False,
         normalized_shape=False,
         axis_names="WH",
-        **_decoder(device, image_type),
+        **args,
     )
 
 
@@ -118,7 +144,7 @@ def mask_target(
     if not isinstance(source, SegmentationSource):
         raise TypeError("masks need a segmentation source")
     image_type = types.RGB if source.colour_coded else types.GRAY
-    mask = fn.decoders.image(encoded, **_decoder(device, image_type))
+    mask = fn.decoders.image(encoded, **decoder_args(device, image_type))
     mask = resample(mask, warp, "mask_", config, nearest=True, fill=source.mask_fill, dtype=None)
     index = _colour_to_index(mask, source) if source.colour_coded else mask[:, :, 0]
     if source.mask_output == "index":

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
-from daliaug.backends.dali.pipeline import RESIZES, GraphOptions, define_pipeline
+from daliaug.backends.dali.pipeline import RESIZES, GraphOptions, define_pipeline, size_hint
 from daliaug.backends.dali.verify import undecodable
 from daliaug.backends.feed import EpochFeed
 from daliaug.backends.select import Device, dali_gpu_count, resolve_device
@@ -81,6 +81,7 @@ def _pipeline(
         inputs=feed.inputs,
         feed=source,
         target_shape=samples.target_shape,
+        size_hint=size_hint(samples),
     )
     return define_pipeline(config, options), source
 
@@ -91,7 +92,8 @@ def _checked(
     """``samples`` after the full check with DALI's decoders (see ``source.check``): on
     ``device``, or on the CPU where a GPU pipeline is only being defined (no GPU here)."""
     device = device if device == "cpu" or dali_gpu_count() > 0 else "cpu"
-    return checked_samples(config, samples, f"dali-{device}", partial(undecodable, device=device))
+    check = partial(undecodable, device=device, device_id=config.device_id)
+    return checked_samples(config, samples, f"dali-{device}", check)
 
 
 def build_pipeline(

@@ -40,6 +40,12 @@ RESIZES = True
 """The DALI graph resamples axis-aligned plans as resizes of a source window (``fn.resize``,
 about three times faster on the CPU than ``fn.warp_affine``)."""
 
+GPU_INPUTS = frozenset({"image", "label", "target", "weight"})
+"""The inputs only GPU operators read in a GPU graph. With :attr:`GraphOptions.gpu_inputs`
+their placeholders take GPU tensors (``external_source(device="gpu")``), so inputs already on
+the GPU stay there; the others (file names, ``warp``, packed records) feed CPU operators or
+argument inputs, which read host memory."""
+
 
 @dataclass(frozen=True)
 class GraphOptions:
@@ -57,6 +63,12 @@ class GraphOptions:
     """Packed TFRecord rows: also output each sample's weight (column inputs: ``weight``)."""
     target_shape: tuple[int, ...] = ()
     """The per-sample shape of the ``target`` input (``label_mode: raw``)."""
+    gpu_inputs: bool = False
+    """Named placeholders of :data:`GPU_INPUTS` take GPU tensors (a GPU-placed dataset's
+    inputs, copied to the GPU)."""
+    size_hint: tuple[int, int] | None = None
+    """The largest ``(height, width)`` of the images, where known: the hardware JPEG
+    decoder's buffers are allocated for it up front."""
 
 
 def _input_nodes(options: GraphOptions) -> dict[str, DataNode]:
@@ -74,7 +86,14 @@ def _input_nodes(options: GraphOptions) -> dict[str, DataNode]:
         )
     else:
         nodes = [
-            fn.external_source(name=name, dtype=dtype, ndim=ndim, layout=spec.layout, batch=True)
+            fn.external_source(
+                name=name,
+                device="gpu" if options.gpu_inputs and name in GPU_INPUTS else "cpu",
+                dtype=dtype,
+                ndim=ndim,
+                layout=spec.layout,
+                batch=True,
+            )
             for name, spec, dtype, ndim in zip(options.inputs, specs, dtypes, ndims, strict=True)
         ]
     return dict(zip(options.inputs, nodes, strict=True))
@@ -163,7 +182,7 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             image = nodes["image"]
             image = image.gpu() if options.device == "gpu" else image
         else:
-            image = decode(encoded, warp, config.channels, options.device)
+            image = decode(encoded, warp, config.channels, options.device, options.size_hint)
         nearest = config.interpolation == "nearest"
         image = finish(resample(image, warp, "", config, nearest, config.fill), warp, config)
         outputs = [image]
@@ -181,14 +200,33 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
     return graph()
 
 
+def size_hint(samples: Samples | RecordSamples) -> tuple[int, int] | None:
+    """The largest height and width among the samples' images (known for column sources)."""
+    if isinstance(samples, RecordSamples) or not len(samples.sizes):
+        return None
+    height, width = np.asarray(samples.sizes).max(axis=0)
+    return int(height), int(width)
+
+
 def named_pipeline(
-    config: Config, samples: Samples | RecordSamples, device: Device, weighted: bool
+    config: Config,
+    samples: Samples | RecordSamples,
+    device: Device,
+    weighted: bool,
+    gpu_inputs: bool = False,
 ) -> Pipeline:
     """The pipeline ``make_dataset`` feeds through ``DALIDatasetWithInputs``: one named
-    placeholder per input (:func:`~daliaug.backends.feed.graph_inputs`)."""
+    placeholder per input (:func:`~daliaug.backends.feed.graph_inputs`); ``gpu_inputs``: the
+    inputs arrive on the GPU (see :data:`GPU_INPUTS`)."""
     inputs = graph_inputs(samples, weighted, config.label_mode)
     target_shape = samples.target_shape if isinstance(samples, Samples) else ()
     options = GraphOptions(
-        device, samples.num_classes, inputs=inputs, weighted=weighted, target_shape=target_shape
+        device,
+        samples.num_classes,
+        inputs=inputs,
+        weighted=weighted,
+        target_shape=target_shape,
+        gpu_inputs=gpu_inputs and device == "gpu",
+        size_hint=size_hint(samples),
     )
     return define_pipeline(config, options)

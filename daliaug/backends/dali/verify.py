@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 
 from nvidia.dali import fn, pipeline_def, types
 
+from daliaug.backends.dali.image import decoder_args
 from daliaug.backends.select import Device
 from daliaug.errors import first_line
 from daliaug.sources.base import encode_paths
@@ -22,25 +23,21 @@ BATCH = 64
 _SAMPLE = re.compile(r"sample #(\d+)")
 
 
-def _pipeline(paths: Sequence[str], device: Device, batch: int) -> object:
+def _pipeline(paths: Sequence[str], device: Device, batch: int, device_id: int) -> object:
     rows = encode_paths(paths)
     batches = [rows[i : i + batch] for i in range(0, len(rows), batch)]
 
     @pipeline_def(
         batch_size=batch,
         num_threads=max(1, min(8, os.cpu_count() or 1)),
-        device_id=0 if device == "gpu" else None,
+        device_id=device_id if device == "gpu" else None,
         exec_pipelined=False,
         exec_async=False,
         prefetch_queue_depth=1,
     )
     def decode() -> object:
         names = fn.external_source(source=batches, cycle=False, dtype=types.UINT8, batch=True)
-        images = fn.decoders.image(
-            fn.io.file.read(names),
-            device="mixed" if device == "gpu" else "cpu",
-            output_type=types.RGB,
-        )
+        images = fn.decoders.image(fn.io.file.read(names), **decoder_args(device, types.RGB))
         return images.shape()
 
     pipe = decode()
@@ -48,9 +45,12 @@ def _pipeline(paths: Sequence[str], device: Device, batch: int) -> object:
     return pipe
 
 
-def _first_failure(paths: Sequence[str], device: Device, batch: int) -> tuple[int, str] | None:
-    """The position in ``paths`` of the first file DALI cannot decode, with the reason."""
-    pipe = _pipeline(paths, device, batch)
+def _first_failure(
+    paths: Sequence[str], device: Device, batch: int, device_id: int = 0
+) -> tuple[int, str] | None:
+    """The position in ``paths`` of the first file DALI cannot decode (on GPU ``device_id``
+    for ``gpu``), with the reason."""
+    pipe = _pipeline(paths, device, batch, device_id)
     done = 0
     while done < len(paths):
         size = min(batch, len(paths) - done)
@@ -65,19 +65,20 @@ def _first_failure(paths: Sequence[str], device: Device, batch: int) -> tuple[in
                 return done + int(found.group(1)), reason
             if size == 1:
                 return done, reason
-            inner = _first_failure(paths[done : done + size], device, 1)
+            inner = _first_failure(paths[done : done + size], device, 1, device_id)
             return (done + inner[0], inner[1]) if inner else (done, reason)
         done += size
     return None
 
 
 def undecodable(
-    paths: Sequence[str], device: Device, batch: int = BATCH
+    paths: Sequence[str], device: Device, batch: int = BATCH, device_id: int = 0
 ) -> Iterator[tuple[str, str]]:
-    """The files of ``paths`` DALI cannot decode on ``device``, with DALI's reason."""
+    """The files of ``paths`` DALI cannot decode on ``device`` (GPU ``device_id`` for
+    ``gpu``: the GPU the pipeline will run on), with DALI's reason."""
     rest = list(paths)
     while rest:
-        failure = _first_failure(rest, device, batch)
+        failure = _first_failure(rest, device, batch, device_id)
         if failure is None:
             return
         index, reason = failure

@@ -29,7 +29,9 @@ class TfBackend(Backend):
 
         return tf_dataset(config, samples, options)
 
-    def undecodable(self, paths: Sequence[str], device: Device) -> Iterator[tuple[str, str]]:
+    def undecodable(
+        self, paths: Sequence[str], device: Device, device_id: int = 0
+    ) -> Iterator[tuple[str, str]]:
         from daliaug.backends.tf.verify import undecodable
 
         return undecodable(paths)
