@@ -157,3 +157,44 @@ def test_compose_reserves_gpus_and_mounts_data() -> None:
     assert "/data" in targets
     cache = re.search(r"DALIAUG_CACHE=(\S+)", DOCKERFILE).group(1)
     assert cache in targets
+
+
+def test_dockerfile_compiles_dalis_plugin_against_cuda_headers_the_image_has() -> None:
+    """python:3.11 has no CUDA toolkit (no /usr/local/cuda), where the plugin's build looks for
+    cuda_runtime_api.h by default: CUDA_HOME points at the runtime headers of the CUDA wheels
+    that tensorflow[and-cuda] installs, the crt/ headers they include are on the compiler's
+    include path, both are checked before the package step, and the plugin is imported in the
+    build."""
+    from importlib.metadata import requires
+
+    base = re.search(r"^FROM python:(\d+\.\d+)", DOCKERFILE, re.M).group(1)
+    site = f"/opt/venv/lib/python{base}/site-packages"
+    env = dict(re.findall(r"\b(CUDA_HOME|CPLUS_INCLUDE_PATH)=(\S+)", DOCKERFILE))
+    assert env == {
+        "CUDA_HOME": f"{site}/nvidia/cuda_runtime",
+        "CPLUS_INCLUDE_PATH": f"{site}/nvidia/cuda_nvcc/include",
+    }
+    and_cuda = [r.split(";")[0] for r in requires("tensorflow") if 'extra == "and-cuda"' in r]
+    assert any(r.startswith("nvidia-cuda-runtime-cu12") for r in and_cuda), and_cuda
+    assert any(r.startswith("nvidia-cuda-nvcc-cu12") for r in and_cuda), and_cuda
+    steps = DOCKERFILE.split("\nRUN ")
+    package = next(s for s in steps if "--no-build-isolation" in s)
+    assert DOCKERFILE.index("ENV CUDA_HOME") < DOCKERFILE.index(package)
+    checks = [
+        'test -f "$CUDA_HOME/include/cuda_runtime_api.h"',
+        'test -f "$CPLUS_INCLUDE_PATH/crt/host_defines.h"',
+        "pip install",
+        'python -c "import nvidia.dali.plugin.tf',
+    ]
+    positions = [package.index(check) for check in checks]
+    assert positions == sorted(positions), package
+
+
+def test_gpu_extra_and_dockerfile_bring_npp_with_the_same_pin() -> None:
+    """DALI looks for NPP at every pipeline build and warns without it; TensorFlow's CUDA
+    wheels leave it out."""
+    extras = re.search(r"^gpu = \[(.*)\]$", PYPROJECT, re.M).group(1)
+    assert f'"tensorflow[and-cuda]{pins()["tensorflow"]}"' in extras
+    npp = pins()["nvidia-npp-cu12"]
+    frameworks = next(args for args in pip_installs(DOCKERFILE) if "tensorflow" in args)
+    assert f"'nvidia-npp-cu12{npp}'" in frameworks
