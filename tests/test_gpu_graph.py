@@ -1,7 +1,9 @@
 """The GPU graphs, checked without a GPU: for every shipped config and every source kind, in
-both layouts, grey and RGB, float16 and uint8 output, the graph that make_dataset feeds and the
-one build_pipeline returns (DALI's own TFRecord reader for TFRecords) keep DALI's device rules
-(daliaug.backends.dali.check); and the check catches seeded mistakes."""
+both layouts, grey and RGB, float16 and uint8 output, the graph that make_dataset feeds (its
+inputs on the GPU or on the host) and the one build_pipeline returns (DALI's own TFRecord
+reader for TFRecords) keep DALI's device rules (daliaug.backends.dali.check); the check catches
+seeded mistakes; inputs already on the GPU stay there; every GPU decoder is set up as the CPU
+path and the hardware decoder want it."""
 
 from __future__ import annotations
 
@@ -98,11 +100,11 @@ def test_gpu_graphs_keep_dalis_device_rules(
     ):
         config = variant(shipped, sources[kind], layout, channels, dtype)
         samples = samples_of(config)
+        named = partial(pipeline.named_pipeline, config, samples, "gpu")
         forms = {
-            "make_dataset": partial(pipeline.named_pipeline, config, samples, "gpu", False),
-            "make_dataset, weighted": partial(
-                pipeline.named_pipeline, config, samples, "gpu", True
-            ),
+            "make_dataset": partial(named, False, gpu_inputs=True),
+            "make_dataset, weighted": partial(named, True, gpu_inputs=True),
+            "make_dataset, host inputs (a multi-worker replica)": partial(named, True),
             "build_pipeline": partial(loader.build_pipeline, config, "gpu", samples=samples),
         }
         for form, define in forms.items():
@@ -183,7 +185,104 @@ def test_image_data_generator_graphs_keep_dalis_device_rules(
     else:
         samples = prepare_samples(config)
     for weighted in (False, True) if label_mode != "none" else (False,):
-        problems = graph_problems(
-            partial(pipeline.named_pipeline, config, samples, "gpu", weighted)
-        )
-        assert not problems, (weighted, [str(p) for p in problems])
+        for gpu_inputs in (False, True):
+            problems = graph_problems(
+                partial(pipeline.named_pipeline, config, samples, "gpu", weighted, gpu_inputs)
+            )
+            assert not problems, (weighted, gpu_inputs, [str(p) for p in problems])
+
+
+def external_sources(define: Any) -> dict[str, str]:
+    """The device of each named input of the graph ``define`` returns."""
+    pipe = define()
+    pipe._build_graph()
+    return {op.name: op._op.device for op in pipe._ops if op._op.schema.Name() == "ExternalSource"}
+
+
+def test_inputs_on_the_gpu_reach_dali_there_where_only_gpu_operators_read_them(
+    sources: dict[str, dict],
+) -> None:
+    """A GPU-placed dataset's inputs are copied to the GPU; images, labels and weights then
+    enter DALI there (not copied back to the host and up again); file names and the warp
+    parameters feed CPU operators and argument inputs, which read host memory."""
+    expected = {
+        "files": {"path": "cpu", "warp": "cpu", "label": "gpu", "weight": "gpu"},
+        "arrays": {"image": "gpu", "label": "gpu", "warp": "cpu", "weight": "gpu"},
+        "masks-index": {"path": "cpu", "mask_path": "cpu", "warp": "cpu", "weight": "gpu"},
+    }
+    for kind, devices in expected.items():
+        config = variant(SHIPPED[0], sources[kind], "NHWC", 3, "float16")
+        samples = samples_of(config)
+        on_gpu = partial(pipeline.named_pipeline, config, samples, "gpu", True, gpu_inputs=True)
+        assert external_sources(on_gpu) == devices, kind
+        assert not graph_problems(on_gpu)
+        on_host = partial(pipeline.named_pipeline, config, samples, "gpu", True)
+        assert set(external_sources(on_host).values()) == {"cpu"}
+        on_cpu = partial(pipeline.named_pipeline, config, samples, "cpu", True, gpu_inputs=True)
+        assert set(external_sources(on_cpu).values()) == {"cpu"}
+
+
+def decoders(define: Any) -> list[tuple[str, dict]]:
+    """``(device, arguments)`` of each image decoder in the graph ``define`` returns."""
+    pipe = define()
+    pipe._build_graph()
+    return [
+        (op._op.device, op._op._init_args)
+        for op in pipe._ops
+        if op._op.schema.Name().startswith("decoders__")
+    ]
+
+
+@pytest.mark.parametrize("kind", ["files", "masks-colour"])
+def test_gpu_decoders_upsample_chroma_as_the_cpu_decoder_and_feed_the_hardware_decoder(
+    kind: str, sources: dict[str, dict]
+) -> None:
+    """Every ``mixed`` decoder: chroma upsampled as on the CPU (``jpeg_fancy_upsampling``,
+    whose default would differ), the hardware decoder's share, and its buffers preallocated
+    for the largest image of the source (known from the headers) where images are decoded."""
+    from daliaug.backends.dali.image import HW_DECODER_LOAD
+
+    config = variant(SHIPPED[0], sources[kind], "NHWC", 3, "float16")
+    samples = samples_of(config)
+    height, width = (int(v) for v in np.asarray(samples.sizes).max(axis=0))
+    for form in (
+        partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs=True),
+        partial(loader.build_pipeline, config, "gpu", samples=samples),
+    ):
+        found = decoders(form)
+        assert found and all(device == "mixed" for device, _ in found)
+        for _, args in found:
+            assert args["jpeg_fancy_upsampling"] is True
+            assert args["hw_decoder_load"] == HW_DECODER_LOAD
+        hints = {
+            (a.get("preallocate_height_hint"), a.get("preallocate_width_hint")) for _, a in found
+        }
+        assert (height, width) in hints
+    cpu = decoders(partial(pipeline.named_pipeline, config, samples, "cpu", False))
+    assert all(d == "cpu" and "jpeg_fancy_upsampling" not in a for d, a in cpu)
+
+
+def test_the_decode_check_runs_on_the_configs_gpu(
+    demo_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The full decode check's GPU pipeline runs on ``device_id``, the GPU the dataset will
+    use, with the same decoder settings, and DALI accepts its graph (it is run synchronously,
+    so it may not move data from the GPU back to the CPU); its build, which needs CUDA, is
+    stopped here."""
+    from nvidia.dali.pipeline import Pipeline
+
+    from daliaug.backends import backend
+
+    built = []
+
+    def build(pipe: Pipeline) -> None:
+        pipe._build_graph()
+        built.append((pipe.device_id, [a for d, a in decoders(lambda: pipe) if d == "mixed"]))
+        raise RuntimeError("stopped before CUDA")
+
+    monkeypatch.setattr(Pipeline, "build", build)
+    paths = [str(p) for p in sorted(demo_dir.rglob("*.jpg"))[:2]]
+    with pytest.raises(RuntimeError, match="stopped before CUDA"):
+        list(backend("dali").undecodable(paths, "gpu", device_id=3))
+    ((device_id, (args,)),) = built
+    assert device_id == 3 and args["jpeg_fancy_upsampling"] is True

@@ -1,15 +1,20 @@
 """The TensorFlow side of the GPU path, by DALI's rules, checked with TensorFlow's device
 lists stubbed (no GPU here): DALI's device_id mapped to TensorFlow's visible GPUs, the memory
-policy, and the batch count of a GPU-placed dataset."""
+policy, where each replica's dataset and DALI run under a strategy (stand-in strategies over
+GPUs), and the batch count of a GPU-placed dataset."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import tensorflow as tf
 
+from daliaug.backends import DatasetOptions
 from daliaug.backends.dali import dataset as bridge
+from daliaug.epoch import EpochClock
 from daliaug.errors import BackendError, BackendWarning
 
 
@@ -74,3 +79,177 @@ def test_too_late_for_memory_growth_warns(gpus: dict) -> None:
     gpus["started"] = True
     with pytest.warns(BackendWarning, match="TF_FORCE_GPU_ALLOW_GROWTH"):
         bridge.memory_policy()
+
+
+class Replicas:
+    """A stand-in backend: each replica's DALI GPU and dataset placement, and tiny datasets."""
+
+    name = "stand-in"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, str]] = []
+
+    def dataset(self, config, samples, device, options) -> tf.data.Dataset:
+        self.calls.append((config.device_id, options.place))
+        return tf.data.Dataset.range(1)
+
+
+class MirroredOnGpus(tf.distribute.MirroredStrategy):
+    """A ``MirroredStrategy`` over GPUs that does not start TensorFlow (no GPU here): it calls
+    the dataset function once per replica, as ``InputReplicationMode.PER_REPLICA`` does, and
+    keeps the input options."""
+
+    def __init__(self, devices: list[str]) -> None:  # without super(): no runtime, no GPUs
+        self._extended = SimpleNamespace(worker_devices=tuple(devices))
+        self.options = None
+
+    @property
+    def num_replicas_in_sync(self) -> int:
+        return len(self._extended.worker_devices)
+
+    def distribute_datasets_from_function(self, function, options=None) -> SimpleNamespace:
+        self.options = options
+        n = self.num_replicas_in_sync
+        return SimpleNamespace(
+            parts=[function(tf.distribute.InputContext(n, i, n)) for i in range(n)]
+        )
+
+
+def one_worker_on_gpus(devices: list[str]) -> SimpleNamespace:
+    """A ``MultiWorkerMirroredStrategy`` worker with these local GPUs (one input pipeline)."""
+    n = len(devices)
+
+    def distribute(function, options=None) -> SimpleNamespace:
+        return SimpleNamespace(parts=[function(tf.distribute.InputContext(1, 0, n))])
+
+    return SimpleNamespace(
+        num_replicas_in_sync=n,
+        extended=SimpleNamespace(worker_devices=tuple(devices)),
+        distribute_datasets_from_function=distribute,
+    )
+
+
+REPLICA_GPUS = [f"/job:localhost/replica:0/task:0/device:GPU:{i}" for i in range(2)]
+
+
+def distribute(numbered_list: Path, strategy: object, device: str) -> Replicas:
+    from daliaug.replicas import distributed_dataset
+    from daliaug.sources.prepare import prepare_samples
+    from tests.helpers import config_for
+
+    source = {"type": "file_list", "path": str(numbered_list)}
+    config = config_for(numbered_list.parent, source=source, batch_size=4)
+    backend = Replicas()
+    options = DatasetOptions(clock=EpochClock())
+    distributed_dataset(config, prepare_samples(config), backend, device, strategy, options)
+    return backend
+
+
+def test_dali_on_the_cpu_under_mirrored_strategy_on_gpus_stays_on_the_host(
+    gpus: dict, numbered_list: Path
+) -> None:
+    """DALI on the CPU refuses a GPU-placed dataset: each replica's dataset stays on the host
+    and TensorFlow prefetches its batches to the replica's GPU."""
+    strategy = MirroredOnGpus(REPLICA_GPUS)
+    backend = distribute(numbered_list, strategy, "cpu")
+    assert backend.calls == [(0, "/cpu:0"), (0, "/cpu:0")]
+    assert not strategy.options.experimental_place_dataset_on_device
+    assert strategy.options.experimental_fetch_to_device
+
+
+def test_dali_on_the_gpu_under_mirrored_strategy_runs_on_each_replicas_gpu(
+    gpus: dict, numbered_list: Path
+) -> None:
+    strategy = MirroredOnGpus(REPLICA_GPUS)
+    backend = distribute(numbered_list, strategy, "gpu")
+    assert backend.calls == [(0, REPLICA_GPUS[0]), (1, REPLICA_GPUS[1])]
+    assert strategy.options.experimental_place_dataset_on_device
+    assert not strategy.options.experimental_fetch_to_device
+    gpus["visible"] = [GPUS[0], GPUS[2]]  # TensorFlow's GPU:1 is CUDA device 2
+    assert distribute(numbered_list, MirroredOnGpus(REPLICA_GPUS), "gpu").calls[1][0] == 2
+
+
+def test_each_local_replica_of_a_multi_worker_strategy_gets_its_own_gpu(
+    gpus: dict, numbered_list: Path
+) -> None:
+    """Under MultiWorkerMirroredStrategy the worker's datasets sit on the host (per-replica
+    placement is MirroredStrategy's only), but each local replica's DALI runs on its own GPU."""
+    backend = distribute(numbered_list, one_worker_on_gpus(REPLICA_GPUS), "gpu")
+    assert backend.calls == [(0, "/cpu:0"), (1, "/cpu:0")]
+    assert distribute(numbered_list, one_worker_on_gpus(REPLICA_GPUS), "cpu").calls == [
+        (0, "/cpu:0"),
+        (0, "/cpu:0"),
+    ]
+
+
+def dali_standin(monkeypatch: pytest.MonkeyPatch, count: int) -> tf.data.Dataset:
+    """A DALI dataset as a GPU-placed one is, on the CPU: ``DALIDatasetWithInputs`` with no
+    ``tf.data`` stage after it, whose cardinality DALI reports as infinite."""
+    import numpy as np
+
+    from daliaug.config import load_config
+    from daliaug.sources.arrays import array_samples
+
+    config = load_config(
+        {
+            "source": {"type": "arrays"},
+            "image_size": 16,
+            "batch_size": 4,
+            "label_mode": "categorical",
+            "seed": 1,
+        }
+    )
+    x = np.random.default_rng(0).integers(0, 256, (count, 16, 16, 3), dtype=np.uint8)
+    samples = array_samples(x, np.arange(count) % 2)
+    with monkeypatch.context() as m:
+        m.setattr(tf.data.experimental, "assert_cardinality", lambda n: lambda ds: ds)
+        dataset = bridge.dali_dataset(config, samples, "cpu")
+    assert int(dataset.cardinality()) == tf.data.INFINITE_CARDINALITY
+    return dataset
+
+
+def fit_two_epochs(train: tf.data.Dataset, validation: tf.data.Dataset) -> dict:
+    """What ``model.fit`` showed: its progress target, the batches of each epoch and of each
+    validation run, and its warnings."""
+    import warnings
+
+    import keras
+
+    seen: dict = {"train": [], "validation": []}
+
+    class Count(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None) -> None:
+            seen["target"] = self.params["steps"]
+            seen["train"].append(0)
+            seen["validation"].append(0)
+
+        def on_train_batch_end(self, batch, logs=None) -> None:
+            seen["train"][-1] += 1
+
+        def on_test_batch_end(self, batch, logs=None) -> None:
+            seen["validation"][-1] += 1
+
+    model = keras.Sequential(
+        [keras.Input((16, 16, 3)), keras.layers.Flatten(), keras.layers.Dense(2, "softmax")]
+    )
+    model.compile("sgd", "categorical_crossentropy")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(train, validation_data=validation, epochs=2, verbose=0, callbacks=[Count()])
+    seen["warnings"] = [str(w.message) for w in caught if "ran out of data" in str(w.message)]
+    return seen
+
+
+def test_model_fit_knows_the_epoch_length_of_a_gpu_placed_dataset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Keras' dataset adapter asks ``cardinality()``; told infinite it shows no progress
+    target and warns at every epoch's end that the input ran out of data. With the length
+    reported, as the GPU-placed dataset does, both go."""
+    unknown = fit_two_epochs(dali_standin(monkeypatch, 20), dali_standin(monkeypatch, 8))
+    assert unknown["target"] is None and unknown["warnings"]  # what DALI's cardinality gives
+    train, validation = dali_standin(monkeypatch, 20), dali_standin(monkeypatch, 8)
+    bridge.report_length(train, 5)
+    bridge.report_length(validation, 2)
+    known = fit_two_epochs(train, validation)
+    assert known == {"target": 5, "train": [5, 5], "validation": [2, 2], "warnings": []}

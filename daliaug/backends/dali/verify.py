@@ -38,7 +38,9 @@ def _pipeline(paths: Sequence[str], device: Device, batch: int, device_id: int) 
     def decode() -> object:
         names = fn.external_source(source=batches, cycle=False, dtype=types.UINT8, batch=True)
         images = fn.decoders.image(fn.io.file.read(names), **decoder_args(device, types.RGB))
-        return images.shape()
+        # on the decoder's device: a GPU pipeline run synchronously (as here) takes no
+        # GPU -> CPU transition, which DALI refuses when it defines the graph
+        return images.shape(device="gpu" if device == "gpu" else "cpu")
 
     pipe = decode()
     pipe.build()
