@@ -1,13 +1,18 @@
-"""Check this host's GPU path in one command: what is here, DALI against the stored reference,
-training steps through make_dataset, images/s and GPU memory.
+"""Check this host's GPU path in one command: what is here and what is missing, TensorFlow's
+GPU memory policy, DALI against the stored reference, one epoch of make_dataset on the GPU
+against the CPU path, images/s (make_dataset and decoding alone), GPU memory, the cost of each
+epoch, and model.fit steps; a short table last, ``--json`` for bug reports.
 
 Exit code 0 when every check passed (a GPU part skipped for want of a GPU counts as passed
-unless --require-gpu, which then exits with 4), 1 when a check failed.
+unless --require-gpu, which then exits with 4 naming what is missing and the fix), 1 when a
+check failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
 from rich.table import Table
 
@@ -20,7 +25,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--steps", type=positive_int, default=20, help="training steps (default 20)"
     )
     parser.add_argument(
-        "--require-gpu", action="store_true", help="fail (exit code 4) where DALI sees no GPU"
+        "--require-gpu",
+        action="store_true",
+        help="fail (exit code 4) where the GPU path is incomplete, naming what is missing",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="also print the report as JSON on stdout"
     )
 
 
@@ -29,6 +39,9 @@ def run(args: argparse.Namespace) -> int:
 
     with console.status("self-test") as status:
         report = selftest(args.steps, lambda step: status.update(step))
+    if args.json:
+        json.dump(report.as_dict(), sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
     table = Table(title=f"daliaug self-test (DALI on the {report.device.upper()})")
     for column in ("check", "result", "detail"):
         table.add_column(column)
@@ -36,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     for check in report.checks:
         table.add_row(check.name, marks[check.passed], check.detail)
     console.print(table)
-    if args.require_gpu and report.device != "gpu":
-        raise BackendError("selftest --require-gpu: DALI sees no CUDA GPU on this machine")
+    if args.require_gpu and (report.missing or report.device != "gpu"):
+        gaps = "; ".join(str(m) for m in report.missing) or "DALI sees no CUDA GPU"
+        raise BackendError(f"selftest --require-gpu: the GPU path lacks {gaps}")
     console.print("[bold green]passed[/]" if report.passed else "[bold red]failed[/]")
     return 0 if report.passed else 1
