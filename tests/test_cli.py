@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -207,8 +208,9 @@ def test_parity_on_user_images_reports_every_comparison(tmp_path: Path) -> None:
 
 
 def test_selftest_runs_everything_here_and_says_what_was_skipped(tmp_path: Path) -> None:
-    """On this machine (no GPU): DALI on the CPU against the stored reference, training steps
-    through make_dataset, the GPU part reported as skipped; --require-gpu then exits with 4."""
+    """On this machine (no GPU): DALI on the CPU against the stored reference, the plugin,
+    epochs, training steps through make_dataset, the GPU part reported as skipped;
+    --require-gpu then exits with 4 naming the missing driver, --json gives the report."""
     from daliaug.backends.select import dali_gpu_count
 
     if dali_gpu_count() > 0:
@@ -219,8 +221,14 @@ def test_selftest_runs_everything_here_and_says_what_was_skipped(tmp_path: Path)
     out = result.stderr
     assert re.search(r"DALI-CPU vs stored TensorFlow reference\s*│ ok", out), out
     assert re.search(r"model\.fit, 3 steps\s*│ ok", out) and "skipped: DALI sees no GPU" in out
-    required = daliaug("selftest", "--steps", "1", "--require-gpu", env=env)
-    assert required.returncode == 4 and "--require-gpu" in required.stderr
+    assert re.search(r"DALI's TensorFlow plugin\s*│ ok", out)
+    assert re.search(r"5 epochs, one after another\s*│ ok", out)
+    required = daliaug("selftest", "--steps", "1", "--require-gpu", "--json", env=env)
+    assert required.returncode == 4
+    message = " ".join(required.stderr[required.stderr.index("--require-gpu") :].split())
+    assert "CUDA driver" in message and "nvidia-smi" in message, message
+    report = json.loads(required.stdout)
+    assert report["device"] == "cpu" and report["missing"][0]["what"].startswith("CUDA driver")
 
 
 def test_demo_trains_under_a_mirrored_strategy(demo_dir: Path) -> None:
