@@ -97,7 +97,7 @@ def test_corrupt_image_is_named(demo_dir: Path, tmp_path: Path) -> None:
 
 
 def test_gpu_backend_without_a_gpu_is_an_error(demo_dir: Path, tmp_path: Path) -> None:
-    from daliaug.backends.select import dali_gpu_count
+    from daliaug.engines.select import dali_gpu_count
 
     if dali_gpu_count() > 0:
         pytest.skip("this machine has a GPU")
@@ -209,7 +209,7 @@ def test_parity_on_user_images_reports_every_comparison(tmp_path: Path) -> None:
 def test_selftest_runs_everything_here_and_says_what_was_skipped(tmp_path: Path) -> None:
     """On this machine (no GPU): DALI on the CPU against the stored reference, training steps
     through make_dataset, the GPU part reported as skipped; --require-gpu then exits with 4."""
-    from daliaug.backends.select import dali_gpu_count
+    from daliaug.engines.select import dali_gpu_count
 
     if dali_gpu_count() > 0:
         pytest.skip("this machine has a GPU")

@@ -14,9 +14,9 @@ from PIL import Image
 from scipy import stats
 
 from daliaug.algebra import Canvas
-from daliaug.backends.dali.loader import DaliLoader
-from daliaug.backends.feed import NUMPY
+from daliaug.engines.feed import NUMPY
 from daliaug.epoch import Epochs, resolve_seed
+from daliaug.outputs.numpy import DaliLoader
 from daliaug.plan import Plan
 from daliaug.sources.base import Samples
 from tests.helpers import config_for
@@ -57,7 +57,7 @@ def in_graph_rows(plan: Plan, seed: int) -> np.ndarray:
     """``N`` parameter rows drawn by DALI's random operators inside a pipeline."""
     from nvidia.dali import pipeline_def
 
-    from daliaug.backends.dali.math import DaliRandom, as_tensor_arg
+    from daliaug.engines.dali.math import DaliRandom, as_tensor_arg
 
     @pipeline_def(batch_size=1000, num_threads=1, device_id=None, seed=seed)
     def draws():

@@ -1,7 +1,7 @@
 """The GPU graphs, checked without a GPU: for every shipped config and every source kind, in
 both layouts, grey and RGB, float16 and uint8 output, the graph that make_dataset feeds and the
 one build_pipeline returns (DALI's own TFRecord reader for TFRecords) keep DALI's device rules
-(daliaug.backends.dali.check); and the check catches seeded mistakes."""
+(daliaug.engines.dali.check); and the check catches seeded mistakes."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from daliaug.backends.dali import loader, pipeline
-from daliaug.backends.dali.check import DALI_VERSION, graph_problems
 from daliaug.config import Config, load_config
+from daliaug.engines.dali import pipeline
+from daliaug.engines.dali.check import DALI_VERSION, graph_problems
+from daliaug.outputs import numpy as numpy_output
+from daliaug.prepare import prepare_samples
 from daliaug.sources.arrays import array_samples
-from daliaug.sources.prepare import prepare_samples
 from daliaug.transforms import TRANSFORMS
 
 ROOT = Path(__file__).parents[1]
@@ -103,7 +104,7 @@ def test_gpu_graphs_keep_dalis_device_rules(
             "make_dataset, weighted": partial(
                 pipeline.named_pipeline, config, samples, "gpu", True
             ),
-            "build_pipeline": partial(loader.build_pipeline, config, "gpu", samples=samples),
+            "build_pipeline": partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
         }
         for form, define in forms.items():
             problems = graph_problems(define)

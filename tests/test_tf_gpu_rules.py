@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import pytest
 import tensorflow as tf
 
-from daliaug.backends.dali import dataset as bridge
 from daliaug.errors import BackendError, BackendWarning
+from daliaug.outputs.tfdata import dali_dataset as bridge
 
 
 @dataclass(frozen=True)

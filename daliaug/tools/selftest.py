@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.resources import files
 
-from daliaug.backends.select import Device, dali_gpu_count
 from daliaug.config import Config, load_config
+from daliaug.engines.select import Device, dali_gpu_count
 from daliaug.errors import first_line
 
 
@@ -101,7 +101,7 @@ def _demo_config(batch_size: int) -> Config:
 def _training(report: Report, steps: int) -> None:
     import numpy as np
 
-    from daliaug.dataset import make_dataset
+    from daliaug.outputs.tfdata.dataset import make_dataset
     from daliaug.tools.models import model_for
 
     config = _demo_config(32)

@@ -21,11 +21,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from daliaug.backends import Backend, DatasetOptions
-from daliaug.backends.select import Device
-from daliaug.config import Config
 from daliaug.epoch import replica_length, resolve_seed, shard_range
 from daliaug.errors import ConfigError, DataError
+from daliaug.outputs.options import DatasetOptions
+from daliaug.prepare import Prepared
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -46,17 +45,15 @@ def _clocked(dataset: Any, options: DatasetOptions) -> Any:
 
 
 def distributed_dataset(
-    config: Config,
-    samples: Samples | RecordSamples,
-    backend: Backend,
-    device: Device,
-    strategy: Any,
-    options: DatasetOptions,
+    prepared: Prepared, strategy: Any, options: DatasetOptions
 ) -> tf.distribute.DistributedDataset | tf.data.Dataset:
-    """The distributed dataset of ``config`` over ``samples`` (all of them), computed by
-    ``backend`` on ``device``, for ``strategy``; ``options`` as for one dataset (its sample
-    weights, if any, one per sample of ``samples``)."""
+    """The distributed dataset of a prepared config over all its samples, for ``strategy``;
+    ``options`` as for one dataset (its sample weights, if any, one per sample)."""
     import tensorflow as tf
+
+    from daliaug.outputs.tfdata.dataset import engine_dataset
+
+    config, samples, device = prepared.config, prepared.samples, prepared.device
 
     replicas = strategy.num_replicas_in_sync
     if config.batch_size % replicas:
@@ -89,7 +86,7 @@ def distributed_dataset(
         update: dict[str, Any] = {"source": source}
         on_gpu = tf.DeviceSpec.from_string(place).device_type == "GPU"
         if device == "gpu" and on_gpu:
-            from daliaug.backends.dali.dataset import cuda_ordinal
+            from daliaug.outputs.tfdata.dali_dataset import cuda_ordinal
 
             update["device_id"] = cuda_ordinal(place)
         replica_config = config.model_copy(update=update)
@@ -97,8 +94,12 @@ def distributed_dataset(
         if weights is not None:
             weights = weights[slice(*shard_range(len(samples), shard, replicas))]
         replica_options = dataclasses.replace(options, place=place, sample_weights=weights)
-        return backend.dataset(
-            replica_config, _shard(samples, shard, replicas), device, replica_options
+        return engine_dataset(
+            prepared.engine.name,
+            replica_config,
+            _shard(samples, shard, replicas),
+            device,
+            replica_options,
         )
 
     if isinstance(strategy, tf.distribute.MirroredStrategy):

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 
 from nvidia.dali import fn, pipeline_def, types
 
-from daliaug.backends.select import Device
+from daliaug.engines.select import Device
 from daliaug.errors import first_line
 from daliaug.sources.base import encode_paths
 
