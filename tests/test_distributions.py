@@ -33,6 +33,9 @@ TRANSFORMS = [
     {"type": "contrast", "factor": [0.5, 1.5]},
     {"type": "saturation", "factor": 0.3},
     {"type": "hue", "degrees": 20},
+    {"type": "invert", "probability": 0.2},
+    {"type": "grayscale", "probability": 0.6},
+    {"type": "color_degeneration", "factor": 0.4},
 ]
 UNIFORM = {
     "0.area": (0.2, 0.9),
@@ -49,8 +52,9 @@ UNIFORM = {
     "7.factor": (0.5, 1.5),
     "8.factor": (0.7, 1.3),
     "9.degrees": (-20, 20),
+    "12.factor": (-0.4, 0.4),
 }
-BERNOULLI = {"1.flip_x": 0.3, "1.flip_y": 0.7}
+BERNOULLI = {"1.flip_x": 0.3, "1.flip_y": 0.7, "10.invert": 0.2, "11.grey": 0.6}
 
 
 def in_graph_rows(plan: Plan, seed: int) -> np.ndarray:
