@@ -9,7 +9,7 @@ normalize) on its own data: the JPEG folder of workload (b) read as a ``director
 ``arrays``; the demo's segmentation data (96x96, masks warped with their images) with the
 shipped ``segmentation.yaml`` pipeline. Every case runs in a process of its own (as
 :mod:`bench.worker`), repeats interleaved; images/s and CPU ms/image are medians. The rule in
-:func:`daliaug.backends.select.resolve_backend` follows from the result (``choose-*.md``).
+:func:`daliaug.engines.select.resolve_backend` follows from the result (``choose-*.md``).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def case_config(kind: str, backend: str, quick: bool) -> tuple[dict[str, Any], A
 
 def _epoch(kind: str, backend: str, quick: bool) -> Callable[[], Iterator[int]]:
     """A fresh run over ``make_dataset``'s batches (epoch after epoch) per call: batch sizes."""
-    from daliaug.dataset import make_dataset
+    from daliaug.outputs.tfdata.dataset import make_dataset
 
     config, arrays = case_config(kind, backend, quick)
     x, y = arrays if arrays is not None else (None, None)

@@ -3,7 +3,7 @@
     python -m bench.stages [--workload a b] [--quick]
 
 Each stage list builds partial pipelines with the operators and arguments daliaug uses
-(:mod:`daliaug.backends.dali.image`): read, decode (whole image, then the random-resized-crop
+(:mod:`daliaug.engines.dali.image`): read, decode (whole image, then the random-resized-crop
 window), the one resampling (a ``resize`` of a source window for axis-aligned, border-clamped
 plans, else ``warp_affine``), the ``coord_transform`` colour pass, and ``crop_mirror_normalize``.
 The decode windows and matrices come from the workload's plan, evaluated with NumPy as
@@ -36,7 +36,7 @@ Stage = Callable[[dict[str, Any]], Any]
 def _feed(config: Config, data: Data) -> tuple[Callable[[], tuple], tuple[str, ...]]:
     """A batch source of the sample column (file names or arrays) and the plan's inputs, as
     ``DaliLoader`` computes them; with a resizing plan also the equivalent warp ``matrix``."""
-    from daliaug.backends.feed import NUMPY, WarpLayout
+    from daliaug.engines.feed import NUMPY, WarpLayout
     from daliaug.epoch import draw_rows
 
     samples = data.samples()
@@ -63,7 +63,7 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
     import nvidia.dali.math as dmath
     from nvidia.dali import fn, types
 
-    from daliaug.backends.dali.image import finish, resample
+    from daliaug.engines.dali.image import finish, resample
 
     size = [float(s) for s in config.image_size]
     mean, std = config.output.mean_std(config.channels)

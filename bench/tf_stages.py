@@ -5,7 +5,7 @@ stage, one thread.
 
 Each stage is a ``tf.data`` pipeline over the same files and plan inputs (decode windows, warp
 matrices, colour matrices from the workload's plan, evaluated with NumPy), built from daliaug's
-own functions (:mod:`daliaug.backends.tf.image`, :mod:`daliaug.backends.tf.pipeline`): read,
+own functions (:mod:`daliaug.engines.tf.image`, :mod:`daliaug.engines.tf.pipeline`): read,
 decode the crop window, resample it, then batch and finish (colour, clip, normalize) with the
 XLA-compiled function the backend uses. Comparison rows: the finish without XLA (the same ops,
 run one by one), and the plain ``decode_and_crop_jpeg`` without the one-pixel margin daliaug
@@ -43,9 +43,9 @@ def _stages(config: Any) -> dict[str, tuple[Callable, Callable | None]]:
     """Per stage: the per-sample function and the per-batch one (or ``None``)."""
     import tensorflow as tf
 
-    from daliaug.backends.feed import WarpLayout
-    from daliaug.backends.tf.image import decode, finish, resample
-    from daliaug.backends.tf.pipeline import finisher
+    from daliaug.engines.feed import WarpLayout
+    from daliaug.engines.tf.image import decode, finish, resample
+    from daliaug.engines.tf.pipeline import finisher
 
     layout = WarpLayout.of(config.plan, ("path",), False)
 
@@ -108,7 +108,7 @@ def profile(quick: bool, repeats: int, seconds: float) -> list[dict[str, Any]]:
 
 def _warp_vectors(config: Any, arrays: dict[str, np.ndarray]) -> np.ndarray:
     """Each sample's ``warp`` vector as the TF backend's layout packs it."""
-    from daliaug.backends.feed import WarpLayout
+    from daliaug.engines.feed import WarpLayout
 
     layout = WarpLayout.of(config.plan, ("path",), False)
     parts = [arrays[name].reshape(len(arrays["path"]), -1) for name, *_ in layout.slices]

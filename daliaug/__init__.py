@@ -32,9 +32,9 @@ def make_dataset(config: Any, **kwargs: Any) -> tf.data.Dataset:
     """A ``tf.data.Dataset`` of ``(images, labels)`` batches for ``model.fit``.
 
     ``config`` is anything :func:`load_config` accepts. See
-    :func:`daliaug.dataset.make_dataset` for the keyword arguments.
+    :func:`daliaug.outputs.tfdata.dataset.make_dataset` for the keyword arguments.
     """
-    from daliaug.dataset import make_dataset as _make_dataset
+    from daliaug.outputs.tfdata.dataset import make_dataset as _make_dataset
 
     return _make_dataset(config, **kwargs)
 
@@ -43,8 +43,8 @@ def build_pipeline(config: Any, device: str | None = None, **kwargs: Any) -> Pip
     """The ``nvidia.dali.Pipeline`` of a config, reading its source itself (not built), for
     driving DALI directly or through DALI's own iterators. ``device``: ``"gpu"`` or ``"cpu"``
     (default: where ``backend`` runs DALI here). See
-    :func:`daliaug.backends.dali.loader.build_pipeline` for the keyword arguments."""
-    from daliaug.backends.dali.loader import build_pipeline as _build_pipeline
+    :func:`daliaug.outputs.numpy.build_pipeline` for the keyword arguments."""
+    from daliaug.outputs.numpy import build_pipeline as _build_pipeline
 
     return _build_pipeline(config, device, **kwargs)
 

@@ -264,7 +264,10 @@ def load_config(
     :class:`~daliaug.errors.ConfigError` whose message lists every bad field and value.
     """
     if isinstance(source, Config):
-        data: Mapping[str, Any] = source.model_dump()
+        if not overrides:
+            return source
+        # only the fields set: a default written out would count as set (one fill per warp)
+        data: Mapping[str, Any] = source.model_dump(exclude_unset=True)
         origin = "(Config object)"
     elif isinstance(source, Mapping):
         data, origin = source, "(dict)"

@@ -50,7 +50,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Tests marked ``gpu`` run only where DALI sees a CUDA GPU."""
     if not any(item.get_closest_marker("gpu") for item in items):
         return
-    from daliaug.backends.select import dali_gpu_count
+    from daliaug.engines.select import dali_gpu_count
 
     if dali_gpu_count() == 0:
         skip = pytest.mark.skip(reason="needs a CUDA GPU visible to DALI")

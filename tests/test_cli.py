@@ -98,7 +98,7 @@ def test_corrupt_image_is_named(demo_dir: Path, tmp_path: Path) -> None:
 
 
 def test_gpu_backend_without_a_gpu_is_an_error(demo_dir: Path, tmp_path: Path) -> None:
-    from daliaug.backends.select import dali_gpu_count
+    from daliaug.engines.select import dali_gpu_count
 
     if dali_gpu_count() > 0:
         pytest.skip("this machine has a GPU")
@@ -211,7 +211,7 @@ def test_selftest_runs_everything_here_and_says_what_was_skipped(tmp_path: Path)
     """On this machine (no GPU): DALI on the CPU against the stored reference, the plugin,
     epochs, training steps through make_dataset, the GPU part reported as skipped;
     --require-gpu then exits with 4 naming the missing driver, --json gives the report."""
-    from daliaug.backends.select import dali_gpu_count
+    from daliaug.engines.select import dali_gpu_count
 
     if dali_gpu_count() > 0:
         pytest.skip("this machine has a GPU")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from daliaug.backends.dali.loader import DaliLoader
-from daliaug.dataset import make_dataset
+from daliaug.outputs.numpy import DaliLoader
+from daliaug.outputs.tfdata.dataset import make_dataset
 from daliaug.sources.arrays import ArraysSource
 from tests.helpers import config_for
 
@@ -185,8 +185,9 @@ def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
     """No GPU: ``auto`` runs the path ``bench.choose`` measured faster for the source kind:
     the TensorFlow backend, but DALI's CPU operators for segmentation; ``cpu`` still forces
     DALI, ``tf`` TensorFlow."""
-    from daliaug.backends import select_backend
-    from daliaug.backends.select import cuda_driver, dali_gpu_count, resolve_backend
+    from daliaug.engines import select_engine
+    from daliaug.engines.select import cuda_driver, dali_gpu_count, resolve_backend
+    from daliaug.outputs.tfdata.dataset import tf_placement
 
     assert dali_gpu_count() == 0
     assert not cuda_driver()  # so auto does not import DALI to look for a GPU
@@ -196,7 +197,7 @@ def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
     for backend, fields, expected in cases:
         config = config_for(demo_dir, backend=backend, batch_size=8, seed=3, **fields)
         assert resolve_backend(config) == expected, (backend, fields)
-        chosen, device = select_backend(config, for_dataset=True)
+        chosen, device = select_engine(config, tf_placement)
         assert (chosen.name, device) == (("tf", "cpu") if expected == "tf" else ("dali", "cpu"))
     auto = make_dataset(config_for(demo_dir, backend="auto", batch_size=8, seed=3))
     forced = make_dataset(config_for(demo_dir, backend="tf", batch_size=8, seed=3))
@@ -210,19 +211,20 @@ def test_auto_runs_the_cpu_default_where_tensorflow_sees_no_gpu(
     """DALI sees a GPU, TensorFlow (its CPU-only build) does not: ``auto`` warns, naming the
     fix, and runs the CPU's default (the TensorFlow backend; DALI's CPU operators for
     segmentation); ``gpu`` is an error (exit code 4) naming the fix."""
-    import daliaug.backends.select
-    from daliaug.backends import backend, select_backend
+    import daliaug.engines.select
+    from daliaug.engines import engine, select_engine
     from daliaug.errors import BackendError, BackendWarning
+    from daliaug.outputs.tfdata.dataset import tf_placement
 
-    monkeypatch.setattr(daliaug.backends.select, "cuda_driver", lambda: True)
-    monkeypatch.setattr(daliaug.backends.select, "dali_gpu_count", lambda: 1)
+    monkeypatch.setattr(daliaug.engines.select, "cuda_driver", lambda: True)
+    monkeypatch.setattr(daliaug.engines.select, "dali_gpu_count", lambda: 1)
     assert not tf.config.list_physical_devices("GPU")
     config = config_for(demo_dir, backend="auto", batch_size=8)
     with pytest.warns(BackendWarning, match=r"tensorflow\[and-cuda\]"):
-        assert select_backend(config, for_dataset=True)[0].name == "tf"
+        assert select_engine(config, tf_placement)[0].name == "tf"
     segmentation = config_for(demo_dir, backend="auto", source=SEGMENTATION)
     with pytest.warns(BackendWarning, match=r"DALI's CPU operators; .*tensorflow\[and-cuda\]"):
-        assert select_backend(segmentation, for_dataset=True) == (backend("dali"), "cpu")
+        assert select_engine(segmentation, tf_placement) == (engine("dali"), "cpu")
     with pytest.warns(BackendWarning, match=r"tensorflow\[and-cuda\]"):
         ds = make_dataset(config)
     images, _ = next(iter(ds))

@@ -14,9 +14,9 @@ from PIL import Image
 from scipy import stats
 
 from daliaug.algebra import Canvas
-from daliaug.backends.dali.loader import DaliLoader
-from daliaug.backends.feed import NUMPY
+from daliaug.engines.feed import NUMPY
 from daliaug.epoch import Epochs, resolve_seed
+from daliaug.outputs.numpy import DaliLoader
 from daliaug.plan import Plan
 from daliaug.sources.base import Samples
 from tests.helpers import config_for
@@ -33,6 +33,9 @@ TRANSFORMS = [
     {"type": "contrast", "factor": [0.5, 1.5]},
     {"type": "saturation", "factor": 0.3},
     {"type": "hue", "degrees": 20},
+    {"type": "invert", "probability": 0.2},
+    {"type": "grayscale", "probability": 0.6},
+    {"type": "color_degeneration", "factor": 0.4},
 ]
 UNIFORM = {
     "0.area": (0.2, 0.9),
@@ -49,15 +52,16 @@ UNIFORM = {
     "7.factor": (0.5, 1.5),
     "8.factor": (0.7, 1.3),
     "9.degrees": (-20, 20),
+    "12.factor": (-0.4, 0.4),
 }
-BERNOULLI = {"1.flip_x": 0.3, "1.flip_y": 0.7}
+BERNOULLI = {"1.flip_x": 0.3, "1.flip_y": 0.7, "10.invert": 0.2, "11.grey": 0.6}
 
 
 def in_graph_rows(plan: Plan, seed: int) -> np.ndarray:
     """``N`` parameter rows drawn by DALI's random operators inside a pipeline."""
     from nvidia.dali import pipeline_def
 
-    from daliaug.backends.dali.math import DaliRandom, as_tensor_arg
+    from daliaug.engines.dali.math import DaliRandom, as_tensor_arg
 
     @pipeline_def(batch_size=1000, num_threads=1, device_id=None, seed=seed)
     def draws():

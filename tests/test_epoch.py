@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daliaug.backends.dali.loader import DaliLoader
 from daliaug.config import Config
-from daliaug.dataset import make_dataset
 from daliaug.epoch import Epochs
+from daliaug.outputs.numpy import DaliLoader
+from daliaug.outputs.tfdata.dataset import make_dataset
 from daliaug.parity.measure import seeded_rows
 from daliaug.tools.preview import augmented_samples
 from tests.helpers import config_for

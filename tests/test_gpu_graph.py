@@ -1,7 +1,7 @@
 """The GPU graphs, checked without a GPU: for every shipped config and every source kind, in
 both layouts, grey and RGB, float16 and uint8 output, the graph that make_dataset feeds (its
 inputs on the GPU or on the host) and the one build_pipeline returns (DALI's own TFRecord
-reader for TFRecords) keep DALI's device rules (daliaug.backends.dali.check); the check catches
+reader for TFRecords) keep DALI's device rules (daliaug.engines.dali.check); the check catches
 seeded mistakes; inputs already on the GPU stay there; every GPU decoder is set up as the CPU
 path and the hardware decoder want it."""
 
@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from daliaug.backends.dali import loader, pipeline
-from daliaug.backends.dali.check import DALI_VERSION, graph_problems
 from daliaug.config import Config, load_config
+from daliaug.engines.dali import pipeline
+from daliaug.engines.dali.check import DALI_VERSION, graph_problems
+from daliaug.outputs import numpy as numpy_output
+from daliaug.prepare import prepare_samples
 from daliaug.sources.arrays import array_samples
-from daliaug.sources.prepare import prepare_samples
 from daliaug.transforms import TRANSFORMS
 
 ROOT = Path(__file__).parents[1]
@@ -105,7 +106,7 @@ def test_gpu_graphs_keep_dalis_device_rules(
             "make_dataset": partial(named, False, gpu_inputs=True),
             "make_dataset, weighted": partial(named, True, gpu_inputs=True),
             "make_dataset, host inputs (a multi-worker replica)": partial(named, True),
-            "build_pipeline": partial(loader.build_pipeline, config, "gpu", samples=samples),
+            "build_pipeline": partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
         }
         for form, define in forms.items():
             problems = graph_problems(define)
@@ -240,14 +241,14 @@ def test_gpu_decoders_upsample_chroma_as_the_cpu_decoder_and_feed_the_hardware_d
     """Every ``mixed`` decoder: chroma upsampled as on the CPU (``jpeg_fancy_upsampling``,
     whose default would differ), the hardware decoder's share, and its buffers preallocated
     for the largest image of the source (known from the headers) where images are decoded."""
-    from daliaug.backends.dali.image import HW_DECODER_LOAD
+    from daliaug.engines.dali.image import HW_DECODER_LOAD
 
     config = variant(SHIPPED[0], sources[kind], "NHWC", 3, "float16")
     samples = samples_of(config)
     height, width = (int(v) for v in np.asarray(samples.sizes).max(axis=0))
     for form in (
         partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs=True),
-        partial(loader.build_pipeline, config, "gpu", samples=samples),
+        partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
     ):
         found = decoders(form)
         assert found and all(device == "mixed" for device, _ in found)
@@ -271,7 +272,7 @@ def test_the_decode_check_runs_on_the_configs_gpu(
     stopped here."""
     from nvidia.dali.pipeline import Pipeline
 
-    from daliaug.backends import backend
+    from daliaug.engines.dali.verify import undecodable
 
     built = []
 
@@ -283,6 +284,6 @@ def test_the_decode_check_runs_on_the_configs_gpu(
     monkeypatch.setattr(Pipeline, "build", build)
     paths = [str(p) for p in sorted(demo_dir.rglob("*.jpg"))[:2]]
     with pytest.raises(RuntimeError, match="stopped before CUDA"):
-        list(backend("dali").undecodable(paths, "gpu", device_id=3))
+        list(undecodable(paths, "gpu", device_id=3))
     ((device_id, (args,)),) = built
     assert device_id == 3 and args["jpeg_fancy_upsampling"] is True

@@ -113,7 +113,7 @@ import json
 import numpy as np
 import tensorflow as tf
 import daliaug
-from daliaug.backends.dali import dataset as bridge
+from daliaug.outputs.tfdata import dali_dataset as bridge
 from daliaug.cuda import tf_runtime_started
 from daliaug.sources.arrays import array_samples
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daliaug.backends.select import dali_gpu_count
-from daliaug.backends.tf import image as tf_image
 from daliaug.config import load_config
+from daliaug.engines.select import dali_gpu_count
+from daliaug.engines.tf import image as tf_image
 from daliaug.epoch import resolve_seed
 from daliaug.parity import ParityInputs, Report, Stats, builtin_inputs, run_parity
 from daliaug.parity.examples import TRANSFORM_EXAMPLES, transform_examples

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import daliaug
-from daliaug.backends.dali.loader import DaliLoader
 from daliaug.errors import ConfigError
+from daliaug.outputs.numpy import DaliLoader
 from tests.helpers import config_for
 
 
@@ -46,7 +46,7 @@ def test_build_pipeline_needs_no_tensorflow_and_defines_gpu_graphs_without_a_gpu
 ) -> None:
     code = (
         "import sys; sys.modules['tensorflow'] = None; import daliaug;"
-        "from daliaug.backends.dali.check import graph_problems;"
+        "from daliaug.engines.dali.check import graph_problems;"
         f"config = {{'source': {{'type': 'file_list', 'path': {str(numbered_list)!r}}},"
         " 'image_size': 32, 'transforms': [{'type': 'flip'}]};"
         "print(graph_problems(lambda: daliaug.build_pipeline(config, 'gpu')))"

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daliaug.backends.select import dali_gpu_count
+from daliaug.engines.select import dali_gpu_count
 from daliaug.parity import check_reference
 from daliaug.parity.reference import load_reference
 from daliaug.parity.run import run_tf

@@ -277,7 +277,7 @@ def test_ctrl_c_during_model_fit_ends_the_process(demo_dir: Path, backend: str) 
 EXIT_SCRIPT = """
 import time
 import tensorflow as tf
-from daliaug.backends.streams import counted
+from daliaug.outputs.tfdata.streams import counted
 from daliaug.epoch import EpochClock
 
 def slow(epoch):
@@ -309,8 +309,8 @@ import sys
 from pathlib import Path
 from daliaug.sources.tfrecord import TFRecordSource
 from daliaug.tools.demo_sources import demo_sources
-from daliaug.backends.verify import check_files
-from daliaug.backends.dali.verify import undecodable
+from daliaug.engines.verify import check_files
+from daliaug.engines.dali.verify import undecodable
 train, _ = demo_sources(TFRecordSource(path="unused"))
 records = train.samples()
 images = sorted(str(p) for p in Path(sys.argv[1]).rglob("*.jpg"))
@@ -340,7 +340,7 @@ def test_two_processes_filling_the_cache_at_once(demo_dir: Path, tmp_path: Path)
 
 
 def test_check_results_are_stored_by_path_size_and_time(tmp_path: Path, cache: Path) -> None:
-    from daliaug.backends.verify import check_files
+    from daliaug.engines.verify import check_files
 
     data = folders(tmp_path / "data", count=4)
     files = sorted(str(p) for p in data.rglob("*.jpg"))

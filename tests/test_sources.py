@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from daliaug.backends.dali.loader import DaliLoader
-from daliaug.dataset import make_dataset
 from daliaug.errors import ConfigError, DataError
+from daliaug.outputs.numpy import DaliLoader
+from daliaug.outputs.tfdata.dataset import make_dataset
+from daliaug.prepare import prepare_samples
 from daliaug.sources.arrays import array_samples
-from daliaug.sources.prepare import prepare_samples
 from daliaug.sources.segmentation import ClassTable
 from daliaug.tools.convert import write_tfrecords
 from tests.helpers import config_for, structured_image

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from daliaug.backends.tf.dataset import tf_dataset
-from daliaug.dataset import make_dataset
+from daliaug.outputs.tfdata.dataset import make_dataset
+from daliaug.outputs.tfdata.tf_dataset import tf_dataset
 from daliaug.parity.measure import inside_source
 from tests.helpers import config_for
 
@@ -78,7 +78,7 @@ def test_a_decoded_crop_window_equals_the_crop_of_the_whole_image(tmp_path: Path
     pixels a full decode has there, as DALI's ROI decoding does."""
     from PIL import Image
 
-    from daliaug.backends.tf.image import decode
+    from daliaug.engines.tf.image import decode
     from daliaug.parity.inputs import parity_image
 
     path = tmp_path / "a.jpg"
@@ -145,7 +145,7 @@ print(images.shape, "nvidia.dali" in sys.modules)
 def test_auto_without_a_cuda_driver_never_imports_dali(square_dir: Path) -> None:
     """No CUDA driver: ``auto`` runs the TensorFlow backend (the full check included)
     without importing DALI, which would only add its libraries to the process's memory."""
-    from daliaug.backends.select import cuda_driver
+    from daliaug.engines.select import cuda_driver
 
     assert not cuda_driver()
     code = textwrap.dedent(_WITHOUT_A_DRIVER.format(root=str(square_dir)))
@@ -236,7 +236,7 @@ def test_segmentation_masks_on_both_backends(tmp_path: Path) -> None:
 def test_the_fused_warp_of_arrays_matches_the_projective_transform(fill, nearest: bool) -> None:
     """Arrays are resampled by gathers that XLA fuses (``sample``); files by TensorFlow's
     projective transform: the same samples, fills and borders, compiled or not."""
-    from daliaug.backends.tf.image import sample, transform
+    from daliaug.engines.tf.image import sample, transform
 
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (4, 20, 30, 3)).astype(np.float32)

@@ -12,10 +12,9 @@ from types import SimpleNamespace
 import pytest
 import tensorflow as tf
 
-from daliaug.backends import DatasetOptions
-from daliaug.backends.dali import dataset as bridge
 from daliaug.epoch import EpochClock
 from daliaug.errors import BackendError, BackendWarning
+from daliaug.outputs.tfdata import dali_dataset as bridge
 
 
 @dataclass(frozen=True)
@@ -82,14 +81,13 @@ def test_too_late_for_memory_growth_warns(gpus: dict) -> None:
 
 
 class Replicas:
-    """A stand-in backend: each replica's DALI GPU and dataset placement, and tiny datasets."""
-
-    name = "stand-in"
+    """Stands in for the engines' datasets: records each replica's DALI GPU and dataset
+    placement, and gives tiny datasets."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[int, str]] = []
 
-    def dataset(self, config, samples, device, options) -> tf.data.Dataset:
+    def __call__(self, name, config, samples, device, options) -> tf.data.Dataset:
         self.calls.append((config.device_id, options.place))
         return tf.data.Dataset.range(1)
 
@@ -132,51 +130,61 @@ def one_worker_on_gpus(devices: list[str]) -> SimpleNamespace:
 REPLICA_GPUS = [f"/job:localhost/replica:0/task:0/device:GPU:{i}" for i in range(2)]
 
 
-def distribute(numbered_list: Path, strategy: object, device: str) -> Replicas:
-    from daliaug.replicas import distributed_dataset
-    from daliaug.sources.prepare import prepare_samples
+def distribute(
+    monkeypatch: pytest.MonkeyPatch, numbered_list: Path, strategy: object, device: str
+) -> Replicas:
+    from daliaug.engines import engine
+    from daliaug.outputs.options import DatasetOptions
+    from daliaug.outputs.tfdata import dataset
+    from daliaug.outputs.tfdata.replicas import distributed_dataset
+    from daliaug.prepare import Prepared, prepare_samples
     from tests.helpers import config_for
 
     source = {"type": "file_list", "path": str(numbered_list)}
     config = config_for(numbered_list.parent, source=source, batch_size=4)
-    backend = Replicas()
-    options = DatasetOptions(clock=EpochClock())
-    distributed_dataset(config, prepare_samples(config), backend, device, strategy, options)
-    return backend
+    replicas = Replicas()
+    monkeypatch.setattr(dataset, "engine_dataset", replicas)
+    prepared = Prepared(config, engine("dali"), device, prepare_samples(config))
+    distributed_dataset(prepared, strategy, DatasetOptions(clock=EpochClock()))
+    return replicas
 
 
 def test_dali_on_the_cpu_under_mirrored_strategy_on_gpus_stays_on_the_host(
-    gpus: dict, numbered_list: Path
+    gpus: dict, numbered_list: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """DALI on the CPU refuses a GPU-placed dataset: each replica's dataset stays on the host
     and TensorFlow prefetches its batches to the replica's GPU."""
     strategy = MirroredOnGpus(REPLICA_GPUS)
-    backend = distribute(numbered_list, strategy, "cpu")
+    backend = distribute(monkeypatch, numbered_list, strategy, "cpu")
     assert backend.calls == [(0, "/cpu:0"), (0, "/cpu:0")]
     assert not strategy.options.experimental_place_dataset_on_device
     assert strategy.options.experimental_fetch_to_device
 
 
 def test_dali_on_the_gpu_under_mirrored_strategy_runs_on_each_replicas_gpu(
-    gpus: dict, numbered_list: Path
+    gpus: dict, numbered_list: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     strategy = MirroredOnGpus(REPLICA_GPUS)
-    backend = distribute(numbered_list, strategy, "gpu")
+    backend = distribute(monkeypatch, numbered_list, strategy, "gpu")
     assert backend.calls == [(0, REPLICA_GPUS[0]), (1, REPLICA_GPUS[1])]
     assert strategy.options.experimental_place_dataset_on_device
     assert not strategy.options.experimental_fetch_to_device
     gpus["visible"] = [GPUS[0], GPUS[2]]  # TensorFlow's GPU:1 is CUDA device 2
-    assert distribute(numbered_list, MirroredOnGpus(REPLICA_GPUS), "gpu").calls[1][0] == 2
+    assert (
+        distribute(monkeypatch, numbered_list, MirroredOnGpus(REPLICA_GPUS), "gpu").calls[1][0] == 2
+    )
 
 
 def test_each_local_replica_of_a_multi_worker_strategy_gets_its_own_gpu(
-    gpus: dict, numbered_list: Path
+    gpus: dict, numbered_list: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Under MultiWorkerMirroredStrategy the worker's datasets sit on the host (per-replica
     placement is MirroredStrategy's only), but each local replica's DALI runs on its own GPU."""
-    backend = distribute(numbered_list, one_worker_on_gpus(REPLICA_GPUS), "gpu")
+    backend = distribute(monkeypatch, numbered_list, one_worker_on_gpus(REPLICA_GPUS), "gpu")
     assert backend.calls == [(0, "/cpu:0"), (1, "/cpu:0")]
-    assert distribute(numbered_list, one_worker_on_gpus(REPLICA_GPUS), "cpu").calls == [
+    assert distribute(
+        monkeypatch, numbered_list, one_worker_on_gpus(REPLICA_GPUS), "cpu"
+    ).calls == [
         (0, "/cpu:0"),
         (0, "/cpu:0"),
     ]

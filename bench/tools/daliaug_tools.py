@@ -22,7 +22,7 @@ def _config(workload: Workload, data: Data, threads: int | None, **fields: Any) 
 
 
 def _gpu_check(device: str) -> None:
-    from daliaug.backends.select import dali_gpu_count
+    from daliaug.engines.select import dali_gpu_count
 
     if device == "gpu" and dali_gpu_count() == 0:
         raise Unavailable("no CUDA GPU visible to DALI on this machine")
@@ -33,7 +33,7 @@ def _dataset_epoch(config: Any, data: Data) -> Epoch:
     once and iterated once per epoch, as ``model.fit`` does."""
     import tensorflow as tf
 
-    from daliaug.dataset import make_dataset
+    from daliaug.outputs.tfdata.dataset import make_dataset
 
     if config.backend == "gpu" and not tf.config.list_physical_devices("GPU"):
         raise Unavailable("TensorFlow sees no GPU (CPU-only TensorFlow build)")
@@ -48,7 +48,7 @@ def _dataset_epoch(config: Any, data: Data) -> Epoch:
 
 def default_dataset(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
     """``make_dataset`` with ``backend: auto``: DALI on the GPU where DALI sees one, else the
-    faster CPU path for the source kind (:func:`daliaug.backends.select.cpu_placement`)."""
+    faster CPU path for the source kind (:func:`daliaug.engines.select.cpu_placement`)."""
     return _dataset_epoch(_config(workload, data, threads, backend="auto"), data)
 
 
@@ -67,7 +67,7 @@ def loader(workload: Workload, data: Data, threads: int | None, device: str) -> 
     """``DaliLoader`` on ``device``: NumPy batches on the CPU; on the GPU the raw DALI outputs,
     left on the device (no copy to the host, as a GPU training step would take them)."""
     _gpu_check(device)
-    from daliaug.backends.dali.loader import DaliLoader
+    from daliaug.outputs.numpy import DaliLoader
 
     config = _config(workload, data, threads, backend=device)
     dali = DaliLoader(config, samples=data.samples(), device=device)

@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
     with console.status("starting TensorFlow and building the DALI pipelines"):
         import tensorflow as tf
 
-        from daliaug.backends.select import resolve_backend
-        from daliaug.dataset import make_dataset
+        from daliaug.engines.select import resolve_backend
+        from daliaug.outputs.tfdata.dataset import make_dataset
         from daliaug.tools.models import model_for
 
         strategy = mirrored(args.replicas) if args.replicas else None

@@ -52,7 +52,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from daliaug.backends.select import dali_device
+    from daliaug.engines.select import dali_device
     from daliaug.epoch import resolve_seed
     from daliaug.parity import (
         builtin_inputs,

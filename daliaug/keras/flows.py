@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import tensorflow as tf
 
-from daliaug.dataset import make_dataset
 from daliaug.keras.iterator import keras_iterator
 from daliaug.keras.samples import Listing
+from daliaug.outputs.tfdata.dataset import make_dataset
 from daliaug.sources.arrays import array_samples
 
 if TYPE_CHECKING:

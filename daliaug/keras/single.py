@@ -12,8 +12,8 @@ import numpy as np
 import tensorflow as tf
 
 from daliaug.algebra import Canvas
-from daliaug.backends.feed import NUMPY
-from daliaug.backends.tf.image import recolour, shift_within_range, transform
+from daliaug.engines.feed import NUMPY
+from daliaug.engines.tf.image import recolour, shift_within_range, transform
 from daliaug.plan import Plan
 from daliaug.transforms.keras_affine import KerasAffine
 

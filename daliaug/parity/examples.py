@@ -33,6 +33,9 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
         "fill": "nearest",
     },
     {"type": "channel_shift", "intensity": 40},
+    {"type": "invert", "probability": 0.5},
+    {"type": "grayscale", "probability": 0.5},
+    {"type": "color_degeneration", "factor": 0.8},
 )
 """One or more settings of each transform, with wide ranges (``normalize`` is the output's)."""
 

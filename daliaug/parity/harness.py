@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from daliaug.backends.select import Device
 from daliaug.config import Config
+from daliaug.engines.select import Device
 from daliaug.parity.inputs import ParityInputs, with_masks
 from daliaug.parity.measure import Stats, compared_pixels, differences, seeded_rows
 from daliaug.parity.report import Kind, Report, Result

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from daliaug.backends.select import Device
 from daliaug.config import Config, load_config
+from daliaug.engines.select import Device
 from daliaug.parity.examples import pipeline_examples, transform_examples
 from daliaug.parity.harness import dali_differences, decoder_runs, prepared
 from daliaug.parity.inputs import builtin_inputs, image_samples

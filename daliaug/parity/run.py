@@ -11,9 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from daliaug.backends import backend
-from daliaug.backends.select import Device
 from daliaug.config import Config, Output
+from daliaug.engines.select import Device
 from daliaug.sources import Samples
 from daliaug.sources.directory import DirectorySource
 
@@ -46,7 +45,9 @@ def outputs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """All output images and targets (labels or masks) of ``samples`` from backend ``name``
     on ``device``, in sample order, with explicit parameter ``rows`` (``None``: drawn)."""
-    batches = backend(name).batches(config, samples, device, params=explicit(config, rows))
+    from daliaug.outputs.numpy import batches as engine_batches
+
+    batches = engine_batches(name, config, samples, device, params=explicit(config, rows))
     images, targets = zip(*batches, strict=True)
     return np.concatenate(images), np.concatenate(targets)
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from daliaug.backends import select_backend
-from daliaug.backends.verify import check_files, skip_list
 from daliaug.config import Config, load_config
+from daliaug.engines import select_engine
+from daliaug.engines.verify import check_files, skip_list
 from daliaug.errors import DataError
+from daliaug.outputs.tfdata.dataset import tf_placement
 from daliaug.sources.base import IMAGE_EXTENSIONS, Samples, check_image_files
 
 
@@ -63,12 +64,12 @@ def check(target: str, progress: Callable[[int], None] | None = None) -> CheckRe
     """Check ``target`` (a config or a folder); ``progress`` hears how many files each step
     covered (the total is the number of files listed, header failures included)."""
     config, samples = config_and_samples(target)
-    backend, device = select_backend(config, for_dataset=True)
+    engine, device = select_engine(config, tf_placement)
     files = [f for paths in samples.files.values() for f in paths]
     if progress is not None and samples.rejected:
         progress(len(samples.rejected))
-    decoder = f"{backend.name}-{device}"
-    undecodable = partial(backend.undecodable, device=device, device_id=config.device_id)
+    decoder = f"{engine.name}-{device}"
+    undecodable = partial(engine.undecodable, device=device, device_id=config.device_id)
     result = check_files(files, decoder, undecodable, progress=progress)
     bad = {**samples.rejected, **result.bad}
     listed = skip_list(bad, [*files, *samples.rejected]) if bad else None

@@ -10,8 +10,8 @@ from typing import Any
 
 from daliaug.config import Config
 from daliaug.errors import DataError
+from daliaug.prepare import prepare_samples
 from daliaug.sources import Samples, SourceConfig
-from daliaug.sources.prepare import prepare_samples
 from daliaug.sources.tfrecord import RecordSamples
 
 AnySamples = Samples | RecordSamples

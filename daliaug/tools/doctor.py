@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from daliaug.backends.select import resolve_backend
 from daliaug.config import Config
+from daliaug.engines.select import resolve_backend
 from daliaug.errors import ConfigError, DataError
-from daliaug.sources.prepare import prepare_samples
+from daliaug.prepare import prepare_samples
 from daliaug.tools.monitor import Monitor, Nvml
 
 MODELS = ("small", "resnet50")
@@ -109,7 +109,7 @@ def build_model(spec: str, config: Config, num_classes: int) -> Any:
 def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     """One batch of random images and targets with the config's element spec (the values of
     one-hot or binary targets do not change the cost of a step)."""
-    from daliaug.backends.streams import element_spec
+    from daliaug.outputs.tfdata.streams import element_spec
 
     images, targets = element_spec(config, num_classes)
     rng = np.random.default_rng(0)
@@ -148,7 +148,7 @@ def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int 
     """Run the three phases on ``config`` and return their rates, utilisation and notes."""
     import tensorflow as tf
 
-    from daliaug.dataset import make_dataset
+    from daliaug.outputs.tfdata.dataset import make_dataset
 
     if steps < 1 or warmup < 1:
         raise ConfigError("--steps and --warmup must be at least 1")

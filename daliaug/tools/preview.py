@@ -29,7 +29,7 @@ _PALETTE = np.array(
 def augmented_samples(config: Config, count: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``count`` augmented images (uint8, NHWC, before normalization) with their labels or
     masks (class indices), and the class names."""
-    from daliaug.backends.dali.loader import DaliLoader
+    from daliaug.outputs.numpy import DaliLoader
 
     update = {
         "output": Output(dtype="uint8"),

@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from daliaug.backends.select import Device, dali_gpu_count, dali_installed
 from daliaug.config import Config, Output, load_config
 from daliaug.cuda import GROWTH, GROWTH_VARIABLE, cuda_driver
+from daliaug.engines.select import Device, dali_gpu_count, dali_installed
 from daliaug.errors import BackendWarning, first_line
 
 TF_FIX = "pip install 'tensorflow[and-cuda]==2.21.*'"
@@ -281,7 +281,7 @@ def _demo_config(batch_size: int, split: int = 0) -> Config:
 def numbered_config(folder: Path, batch_size: int = 16) -> Config:
     """The demo's pipeline over its validation images, each labelled with its own index (a
     file list written to ``folder``), with uint8 output: the labels name the samples."""
-    from daliaug.sources.prepare import prepare_samples
+    from daliaug.prepare import prepare_samples
 
     config = _demo_config(batch_size, split=1)
     paths = [p for column in prepare_samples(config).files.values() for p in column]
@@ -311,9 +311,9 @@ def compare_epochs(config: Config, first: str, second: str) -> Check:
     same samples in the same order (the labels are the samples' indices, see
     :func:`numbered_config`), and pixels within the parity tolerances: the decoders' for
     JPEGs, the pipeline's for lossless files."""
-    from daliaug.dataset import make_dataset
+    from daliaug.outputs.tfdata.dataset import make_dataset
     from daliaug.parity.measure import Stats
-    from daliaug.sources.prepare import prepare_samples
+    from daliaug.prepare import prepare_samples
 
     labels, images = {}, {}
     for backend in (first, second):
@@ -408,7 +408,7 @@ def decode_rate(paths: list[str], device: Device, batch_size: int, device_id: in
     ``device``, one pass after a warm-up pass, the last batch waited for."""
     from nvidia.dali import fn, pipeline_def, types
 
-    from daliaug.backends.dali.image import decoder_args
+    from daliaug.engines.dali.image import decoder_args
 
     @pipeline_def(
         batch_size=batch_size,
@@ -434,8 +434,8 @@ def decode_rate(paths: list[str], device: Device, batch_size: int, device_id: in
 
 def _rates(report: Report, config: Config) -> float:
     """Rows for the rates and the memory peak; returns ``make_dataset``'s rate."""
-    from daliaug.dataset import make_dataset
-    from daliaug.sources.prepare import prepare_samples
+    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.prepare import prepare_samples
 
     dataset = make_dataset(config)
     rate = max(_rate(dataset), _rate(dataset))
@@ -462,7 +462,7 @@ def _memory_peak(device: Device) -> Check:
 
 
 def _training(report: Report, config: Config, steps: int) -> None:
-    from daliaug.dataset import make_dataset
+    from daliaug.outputs.tfdata.dataset import make_dataset
     from daliaug.tools.models import model_for
 
     model = model_for(config, 4)
@@ -476,7 +476,7 @@ def _training(report: Report, config: Config, steps: int) -> None:
 def _through_make_dataset(report: Report, steps: int, folder: Path) -> None:
     """The checks through ``make_dataset`` (TensorFlow installed), led by the memory row, which
     counts the BackendWarnings they raise."""
-    from daliaug.dataset import make_dataset
+    from daliaug.outputs.tfdata.dataset import make_dataset
 
     at = len(report.checks)
     config = _demo_config(32)

@@ -54,7 +54,7 @@ def inside(params: dict, shape: tuple[int, int], margin: float = 1.0) -> np.ndar
     """Pixels whose source point lies ``margin`` pixels inside a ``shape`` image under Keras'
     ``params`` (where fills and border handling cannot matter)."""
     from daliaug.algebra import Canvas
-    from daliaug.backends.feed import NUMPY
+    from daliaug.engines.feed import NUMPY
     from daliaug.parity.measure import inside_source
     from daliaug.plan import Plan
     from daliaug.transforms.keras_affine import KerasAffine

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from daliaug.backends import backend as backend_named
+from daliaug.outputs.numpy import batches as engine_batches
 from daliaug.parity.inputs import parity_image
 from daliaug.sources.arrays import array_samples
 from tests.keras.conftest import daliaug_generator, inside, keras_generator
@@ -119,8 +119,8 @@ def test_pipeline_reproduces_keras_apply_transform(backend: str, shape, kwargs: 
         np.float32,
     )
     assert len(config.plan.param_keys) == rows.shape[1]
-    batches = backend_named("tf" if backend == "tf" else "dali").batches(
-        config, array_samples(x, None), "cpu", params=rows
+    batches = engine_batches(
+        "tf" if backend == "tf" else "dali", config, array_samples(x, None), "cpu", params=rows
     )
     out = np.concatenate([batch[0] for batch in batches]).astype(np.float64)
     diff = np.abs(out - expected)

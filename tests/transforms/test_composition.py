@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from daliaug.backends.dali.loader import DaliLoader
+from daliaug.outputs.numpy import DaliLoader
 from tests.helpers import augment, config_for, run_backend
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from daliaug.algebra import Canvas
-from daliaug.backends.feed import NUMPY
+from daliaug.engines.feed import NUMPY
 from daliaug.parity.inputs import parity_image
 from daliaug.parity.measure import inside_source
 from daliaug.plan import Plan

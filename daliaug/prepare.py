@@ -1,12 +1,56 @@
-"""The samples a pipeline runs on, checked against its config."""
+"""The one step from a config to checked samples, used by every output.
+
+:func:`prepare` validates the config, picks the engine and device, lists the source's samples
+(or takes ``x``/``y`` arrays, or given samples), checks them against the config and decodes
+every file once with the engine's decoder (``source.check: full``). Outputs (``tf.data``, NumPy,
+JAX, PyTorch) start from its :class:`Prepared`.
+"""
 
 from __future__ import annotations
 
-from daliaug.config import Config, target_column
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from daliaug.config import Config, load_config, target_column
+from daliaug.engines import Engine, engine, select_engine
+from daliaug.engines.select import Device, Placement
+from daliaug.engines.verify import checked_samples
 from daliaug.errors import ConfigError, DataError
 from daliaug.sources.arrays import array_samples
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated config, the engine and device that run it here, and its checked samples."""
+
+    config: Config
+    engine: Engine
+    device: Device
+    samples: Samples | RecordSamples
+
+
+def prepare(
+    config: Any,
+    *,
+    samples: Samples | RecordSamples | None = None,
+    x: Any = None,
+    y: Any = None,
+    device: Device | None = None,
+    placement: Callable[[Device, Config], Placement] | None = None,
+) -> Prepared:
+    """``config`` (anything :func:`~daliaug.config.load_config` takes) ready to run: its engine
+    and device (``device`` forces DALI on that device; ``placement`` may overrule DALI on the GPU,
+    see :func:`~daliaug.engines.select_engine`), and its samples listed and checked."""
+    config = load_config(config)
+    chosen, device = (engine("dali"), device) if device else select_engine(config, placement)
+    listed = prepare_samples(config, samples, x, y)
+    undecodable = partial(chosen.undecodable, device=device, device_id=config.device_id)
+    checked = checked_samples(config, listed, f"{chosen.name}-{device}", undecodable)
+    return Prepared(config, chosen, device, checked)
 
 
 def prepare_samples(

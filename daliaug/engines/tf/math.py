@@ -12,7 +12,7 @@ from daliaug.algebra import Math, Scalar
 
 
 class TfArrays:
-    """The feed protocol's :class:`~daliaug.backends.feed.Arrays` on TensorFlow tensors."""
+    """The feed protocol's :class:`~daliaug.engines.feed.Arrays` on TensorFlow tensors."""
 
     math = Math.of(tf.math)
 

@@ -3,8 +3,8 @@ through ``DALIDatasetWithInputs``. Imports TensorFlow (the rest of the DALI back
 
 A DALI pipeline rebuilt for every epoch (which is what iterating a ``DALIDataset`` again does)
 would replay the same order and the same random parameters, so the epochs come from
-:mod:`daliaug.backends.streams`, one stream per graph input, built on the CPU and placed on the
-dataset's device as the plugin requires.
+:mod:`daliaug.outputs.tfdata.streams`, one stream per graph input, built on the CPU and placed
+on the dataset's device as the plugin requires.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ import warnings
 import tensorflow as tf
 from nvidia.dali.plugin import tf as dali_tf
 
-from daliaug.backends import DEFAULT_OPTIONS, DatasetOptions
-from daliaug.backends.dali.pipeline import RESIZES, named_pipeline
-from daliaug.backends.feed import EpochFeed, RecordLayout, WarpLayout
-from daliaug.backends.select import Device, Placement, cpu_placement
-from daliaug.backends.streams import column_stream, element_spec, feed_stream, record_stream
 from daliaug.config import Config
 from daliaug.cuda import GROWTH_VARIABLE
+from daliaug.engines.dali.pipeline import RESIZES, named_pipeline
+from daliaug.engines.feed import EpochFeed, RecordLayout, WarpLayout
+from daliaug.engines.select import Device, Placement, cpu_placement
 from daliaug.epoch import EpochClock, Epochs
 from daliaug.errors import BackendError, BackendWarning
+from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
+from daliaug.outputs.tfdata.streams import column_stream, element_spec, feed_stream, record_stream
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from daliaug.backends import Backend, DatasetOptions
-from daliaug.backends.select import Device
-from daliaug.config import Config
+from daliaug.engines.select import Device
 from daliaug.epoch import replica_length, resolve_seed, shard_range
 from daliaug.errors import ConfigError, DataError
+from daliaug.outputs.options import DatasetOptions
+from daliaug.prepare import Prepared
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -50,17 +50,15 @@ def _clocked(dataset: Any, options: DatasetOptions) -> Any:
 
 
 def distributed_dataset(
-    config: Config,
-    samples: Samples | RecordSamples,
-    backend: Backend,
-    device: Device,
-    strategy: Any,
-    options: DatasetOptions,
+    prepared: Prepared, strategy: Any, options: DatasetOptions
 ) -> tf.distribute.DistributedDataset | tf.data.Dataset:
-    """The distributed dataset of ``config`` over ``samples`` (all of them), computed by
-    ``backend`` on ``device``, for ``strategy``; ``options`` as for one dataset (its sample
-    weights, if any, one per sample of ``samples``)."""
+    """The distributed dataset of a prepared config over all its samples, for ``strategy``;
+    ``options`` as for one dataset (its sample weights, if any, one per sample)."""
     import tensorflow as tf
+
+    from daliaug.outputs.tfdata.dataset import engine_dataset
+
+    config, samples, device = prepared.config, prepared.samples, prepared.device
 
     replicas = strategy.num_replicas_in_sync
     if config.batch_size % replicas:
@@ -102,8 +100,12 @@ def distributed_dataset(
             weights = weights[slice(*shard_range(len(samples), shard, replicas))]
         place = replica_device if on_device and device_id is not None else "/cpu:0"
         replica_options = dataclasses.replace(options, place=place, sample_weights=weights)
-        return backend.dataset(
-            replica_config, _shard(samples, shard, replicas), device, replica_options
+        return engine_dataset(
+            prepared.engine.name,
+            replica_config,
+            _shard(samples, shard, replicas),
+            device,
+            replica_options,
         )
 
     if isinstance(strategy, tf.distribute.MirroredStrategy):
@@ -140,7 +142,7 @@ def dali_gpu(device: Device, replica_device: str) -> int | None:
 
     if device != "gpu" or tf.DeviceSpec.from_string(replica_device).device_type != "GPU":
         return None
-    from daliaug.backends.dali.dataset import cuda_ordinal
+    from daliaug.outputs.tfdata.dali_dataset import cuda_ordinal
 
     return cuda_ordinal(replica_device)
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 
 from nvidia.dali import fn, pipeline_def, types
 
-from daliaug.backends.dali.image import decoder_args
-from daliaug.backends.select import Device
+from daliaug.engines.dali.image import decoder_args
+from daliaug.engines.select import Device
 from daliaug.errors import first_line
 from daliaug.sources.base import encode_paths
 

@@ -1,4 +1,5 @@
-"""``make_dataset``: a config's ``tf.data.Dataset`` for ``model.fit``, from the backend it picks.
+"""``make_dataset`` for TensorFlow: a config's ``tf.data.Dataset`` for ``model.fit``, computed by
+the engine :func:`~daliaug.prepare.prepare` picks.
 
 With DALI (``backend`` auto, gpu or cpu) the DALI graph does the pixels; with ``backend: tf``
 (or auto without DALI) TensorFlow ops do. Either way the epochs are :mod:`daliaug.epoch`'s.
@@ -8,18 +9,17 @@ Importing this module imports neither TensorFlow nor DALI; the chosen backend do
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from daliaug.backends import DatasetOptions, select_backend
-from daliaug.backends.verify import checked_samples
-from daliaug.config import Config, load_config
+from daliaug.config import Config
+from daliaug.engines.select import Device, Placement
 from daliaug.epoch import EpochClock
 from daliaug.errors import ConfigError
+from daliaug.outputs.options import DatasetOptions
+from daliaug.prepare import prepare
 from daliaug.sources.base import Samples
-from daliaug.sources.prepare import prepare_samples
 from daliaug.sources.tfrecord import RecordSamples
 
 if TYPE_CHECKING:
@@ -58,18 +58,14 @@ def make_dataset(
 
     With a ``tf.distribute`` ``strategy`` the result is a distributed dataset for ``model.fit``
     under that strategy: one pipeline per replica on the replica's device, ``batch_size`` the
-    global batch (see :mod:`daliaug.replicas`).
+    global batch (see :mod:`daliaug.outputs.tfdata.replicas`).
     """
-    config = load_config(config)
     if initial_epoch < 0:
         raise ConfigError(f"initial_epoch: must be 0 or more, got {initial_epoch}")
-    backend, device = select_backend(config, for_dataset=True)
-    samples = prepare_samples(config, samples, x, y)
-    decoder = f"{backend.name}-{device}"
-    undecodable = partial(backend.undecodable, device=device, device_id=config.device_id)
-    samples = checked_samples(config, samples, decoder, undecodable)
+    prepared = prepare(config, samples=samples, x=x, y=y, placement=tf_placement)
+    config, samples = prepared.config, prepared.samples
     if isinstance(samples, RecordSamples):
-        from daliaug.backends.streams import check_record_keys
+        from daliaug.outputs.tfdata.streams import check_record_keys
 
         check_record_keys(samples)
     weights = None if class_weight is None else _class_weights(config, samples, class_weight)
@@ -78,12 +74,38 @@ def make_dataset(
         class_weights=weights, sample_weights=per_sample, clock=EpochClock(initial_epoch)
     )
     if strategy is not None:
-        from daliaug.replicas import distributed_dataset
+        from daliaug.outputs.tfdata.replicas import distributed_dataset
 
-        return distributed_dataset(config, samples, backend, device, strategy, options)
+        return distributed_dataset(prepared, strategy, options)
     if options.weighs and config.label_mode == "none":
         raise ConfigError("label_mode: 'none' yields the images alone, without weights")
-    return backend.dataset(config, samples, device, options)
+    return engine_dataset(prepared.engine.name, config, samples, prepared.device, options)
+
+
+def engine_dataset(
+    name: str,
+    config: Config,
+    samples: Samples | RecordSamples,
+    device: Device,
+    options: DatasetOptions,
+) -> tf.data.Dataset:
+    """The ``tf.data`` dataset of engine ``name``'s graph over ``samples`` (checked), one epoch
+    per iteration, as ``options.clock`` numbers them; the clock is its ``epoch_clock``."""
+    if name == "dali":
+        from daliaug.outputs.tfdata.dali_dataset import dali_dataset
+
+        return dali_dataset(config, samples, device, options)
+    from daliaug.outputs.tfdata.tf_dataset import tf_dataset
+
+    return tf_dataset(config, samples, options)
+
+
+def tf_placement(device: Device, config: Config) -> Placement:
+    """Where a ``tf.data`` dataset runs DALI: on the GPU only where TensorFlow sees it too
+    (imports TensorFlow and DALI's plugin only then)."""
+    from daliaug.outputs.tfdata.dali_dataset import placement
+
+    return placement(device, config)
 
 
 def _sample_weights(samples: Samples | RecordSamples, sample_weight: Any) -> np.ndarray:

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import tensorflow as tf
 
-from daliaug.backends.feed import INPUTS, EpochFeed, WarpLayout
-from daliaug.backends.tf.math import TF_ARRAYS
 from daliaug.config import Config
+from daliaug.engines.feed import INPUTS, EpochFeed, WarpLayout
+from daliaug.engines.tf.math import TF_ARRAYS
 from daliaug.epoch import EpochClock, Epochs, shard_range
 from daliaug.errors import DataError
 from daliaug.sources.segmentation import SegmentationSource

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from daliaug.backends import DEFAULT_OPTIONS, DatasetOptions
-from daliaug.backends.feed import EpochFeed, WarpLayout
-from daliaug.backends.streams import element_spec, feed_stream, record_stream
-from daliaug.backends.tf.pipeline import RESIZES, array_batches, file_batches, record_batches
 from daliaug.config import Config
+from daliaug.engines.feed import EpochFeed, WarpLayout
+from daliaug.engines.tf.pipeline import RESIZES, array_batches, file_batches, record_batches
+from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
+from daliaug.outputs.tfdata.streams import element_spec, feed_stream, record_stream
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
 

@@ -1,6 +1,6 @@
 """DALI's image operators for the plan: decode (with ROI), resample once, recolour once,
 normalize, and the targets (labels, masks). Functions of ``DataNode``s, used inside a graph
-definition (:mod:`daliaug.backends.dali.pipeline`)."""
+definition (:mod:`daliaug.engines.dali.pipeline`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import nvidia.dali.math as dmath
 from nvidia.dali import fn, types
 from nvidia.dali.pipeline import DataNode
 
-from daliaug.backends.select import Device
 from daliaug.config import Config
+from daliaug.engines.select import Device
 from daliaug.sources.segmentation import SegmentationSource
 
 _DTYPES = {"float32": types.FLOAT, "float16": types.FLOAT16, "uint8": types.UINT8}

@@ -15,7 +15,7 @@ Every backend computes the same thing from the same inputs. Per batch of samples
 The plan is evaluated once, by :meth:`WarpLayout.evaluate`, over an array namespace
 (:class:`Arrays`): NumPy on the host here (:class:`EpochFeed`), TensorFlow where only the
 TensorFlow graph knows the images' sizes (TFRecords). Only DALI's own TFRecord reader evaluates
-the plan inside the DALI graph (:mod:`daliaug.backends.dali.pipeline`).
+the plan inside the DALI graph (:mod:`daliaug.engines.dali.pipeline`).
 """
 
 from __future__ import annotations

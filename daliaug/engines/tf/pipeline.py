@@ -1,6 +1,6 @@
 """The TensorFlow graph of a config, the DALI graph's twin: from the feed protocol's batches
-(:mod:`daliaug.backends.streams`) to finished ``(images, targets)`` batches, as ``tf.data`` maps
-with no Python in them.
+(:mod:`daliaug.outputs.tfdata.streams`) to finished ``(images, targets)`` batches, as
+``tf.data`` maps with no Python in them.
 
 Per-sample stages (read, decode, resample: each file has its own size) run in parallel maps;
 what follows the resampling (recolour, clip, normalize, dtype, layout) runs once per batch as
@@ -14,8 +14,9 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from daliaug.backends.feed import WarpLayout
-from daliaug.backends.tf.image import (
+from daliaug.config import Config, target_column
+from daliaug.engines.feed import WarpLayout
+from daliaug.engines.tf.image import (
     decode,
     fill_value,
     finish,
@@ -24,7 +25,6 @@ from daliaug.backends.tf.image import (
     resample,
     sample,
 )
-from daliaug.config import Config, target_column
 from daliaug.sources.base import Samples
 
 RESIZES = False

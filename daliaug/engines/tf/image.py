@@ -257,7 +257,7 @@ def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
 
 def mask_target(encoded: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Tensor:
     """One mask, warped like its image (nearest, the source's ``mask_fill``), as class indices
-    or one-hot (as :func:`daliaug.backends.dali.image.mask_target`)."""
+    or one-hot (as :func:`daliaug.engines.dali.image.mask_target`)."""
     source = config.source
     assert isinstance(source, SegmentationSource)
     table = source.class_table()
@@ -279,7 +279,7 @@ def mask_target(encoded: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Ten
 
 def label_target(label: tf.Tensor, config: Config, num_classes: int) -> tf.Tensor:
     """A sample's (or a batch's) label (or ``raw`` target) as ``label_mode`` says (as DALI's
-    :func:`daliaug.backends.dali.image.label_target`)."""
+    :func:`daliaug.engines.dali.image.label_target`)."""
     if config.label_mode == "categorical":
         return tf.one_hot(label, num_classes, dtype=tf.float32)
     if config.label_mode == "binary":

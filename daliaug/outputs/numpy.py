@@ -1,8 +1,8 @@
-"""Iterate a config's DALI pipeline directly, without TensorFlow: NumPy batches per epoch.
+"""The NumPy output: a config's DALI pipeline iterated directly, without TensorFlow.
 
 Used by ``daliaug preview``, the parity harness, the GPU suite and the benchmarks, and by users
 who drive DALI themselves. Column sources are fed from the host one batch at a time by the
-feed protocol's :class:`~daliaug.backends.feed.EpochFeed`, so the epochs are exactly
+feed protocol's :class:`~daliaug.engines.feed.EpochFeed`, so the epochs are exactly
 ``make_dataset``'s (order, batches, parameters). TFRecords are read by DALI's own reader, whose
 shuffle is a buffer rather than a full permutation.
 """
@@ -11,22 +11,19 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from functools import partial
 from typing import Any
 
 import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
-from daliaug.backends.dali.pipeline import RESIZES, GraphOptions, define_pipeline, size_hint
-from daliaug.backends.dali.verify import undecodable
-from daliaug.backends.feed import EpochFeed
-from daliaug.backends.select import Device, dali_gpu_count, resolve_device
-from daliaug.backends.verify import checked_samples
 from daliaug.config import Config, load_config
+from daliaug.engines.dali.pipeline import RESIZES, GraphOptions, define_pipeline, size_hint
+from daliaug.engines.feed import EpochFeed
+from daliaug.engines.select import Device, resolve_device
 from daliaug.epoch import batch_bounds
 from daliaug.errors import DataError, first_line
+from daliaug.prepare import prepare
 from daliaug.sources.base import Samples, explain_failure
-from daliaug.sources.prepare import prepare_samples
 from daliaug.sources.tfrecord import RecordSamples
 
 
@@ -86,16 +83,6 @@ def _pipeline(
     return define_pipeline(config, options), source
 
 
-def _checked(
-    config: Config, samples: Samples | RecordSamples, device: Device
-) -> Samples | RecordSamples:
-    """``samples`` after the full check with DALI's decoders (see ``source.check``): on
-    ``device``, or on the CPU where a GPU pipeline is only being defined (no GPU here)."""
-    device = device if device == "cpu" or dali_gpu_count() > 0 else "cpu"
-    check = partial(undecodable, device=device, device_id=config.device_id)
-    return checked_samples(config, samples, f"dali-{device}", check)
-
-
 def build_pipeline(
     config: Any,
     device: Device | None = None,
@@ -110,14 +97,13 @@ def build_pipeline(
     ``StopIteration``; the last batch is smaller unless ``drop_remainder``), for driving DALI
     directly or through DALI's own iterators (PyTorch, JAX). Not built: call ``build()`` (which
     needs CUDA for ``device="gpu"``); on a machine without a GPU a ``gpu`` pipeline can still be
-    defined and checked (:mod:`daliaug.backends.dali.check`). ``device`` defaults to where the
+    defined and checked (:mod:`daliaug.engines.dali.check`). ``device`` defaults to where the
     config's ``backend`` runs DALI here; ``x``/``y`` are in-memory arrays for an ``arrays``
     source. TFRecords are read by DALI's own reader, named ``records``.
     """
     config = load_config(config)
-    device = device or resolve_device(config)
-    samples = _checked(config, prepare_samples(config, samples, x, y), device)
-    return _pipeline(config, samples, device, None, initial_epoch)[0]
+    prepared = prepare(config, samples=samples, x=x, y=y, device=device or resolve_device(config))
+    return _pipeline(config, prepared.samples, prepared.device, None, initial_epoch)[0]
 
 
 class DaliLoader:
@@ -139,9 +125,8 @@ class DaliLoader:
         return_params: bool = False,
         initial_epoch: int = 0,
     ) -> None:
-        self.config = config
-        self.device = device or resolve_device(config)
-        self.samples = _checked(config, prepare_samples(config, samples), self.device)
+        prepared = prepare(config, samples=samples, device=device or resolve_device(config))
+        self.config, self.device, self.samples = config, prepared.device, prepared.samples
         self.return_params = return_params
         if return_params and isinstance(self.samples, RecordSamples):
             raise ValueError("returned params need a column source, not TFRecords")
@@ -223,3 +208,23 @@ def _on_cpu(tensors: object) -> object:
 
 def _to_numpy(tensors: object) -> np.ndarray:
     return np.asarray(_on_cpu(tensors).as_array())
+
+
+def batches(
+    engine: str,
+    config: Config,
+    samples: Samples,
+    device: Device,
+    *,
+    params: np.ndarray | None = None,
+) -> Iterator[tuple[np.ndarray, ...]]:
+    """The first epoch of engine ``engine`` on ``device`` as NumPy ``(images, targets)``
+    batches (parity, preview); ``params`` (one row of ``plan.param_keys`` per sample) replaces
+    the random draws."""
+    if engine == "dali":
+        yield from DaliLoader(config, samples=samples, device=device, params=params)
+        return
+    from daliaug.outputs.tfdata.tf_dataset import tf_dataset
+
+    for batch in tf_dataset(config, samples, params=params):
+        yield tuple(t.numpy() for t in batch)

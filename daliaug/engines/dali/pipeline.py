@@ -3,12 +3,12 @@
 This module never imports TensorFlow: it runs on hosts that only have DALI.
 
 Samples arrive one batch at a time through ``external_source`` nodes, one per input of the
-feed protocol (:mod:`daliaug.backends.feed`): the source's columns, or packed TFRecord rows,
+feed protocol (:mod:`daliaug.engines.feed`): the source's columns, or packed TFRecord rows,
 and ``warp``, the plan evaluated for each sample on the host. Computing those per-sample
 numbers on the host, vectorized over the batch, keeps the graph to a handful of operators; as
 DALI operators, scalar arithmetic costs about a microsecond per sample and operation. The inputs
 are either named placeholders, fed by TensorFlow through ``DALIDatasetWithInputs``, or one
-Python callable returning them all (:class:`~daliaug.backends.dali.loader.DaliLoader`). The last
+Python callable returning them all (:class:`~daliaug.outputs.numpy.DaliLoader`). The last
 batch of an epoch may be smaller.
 
 Only when DALI's own TFRecord reader feeds the graph (DALI-only hosts) are the parameters drawn
@@ -26,11 +26,11 @@ from nvidia.dali import tfrecord as tfrec
 from nvidia.dali.pipeline import DataNode, Pipeline
 
 from daliaug.algebra import Canvas
-from daliaug.backends.dali.image import decode, finish, label_target, mask_target, resample
-from daliaug.backends.dali.math import MATH, DaliRandom, as_tensor_arg
-from daliaug.backends.feed import INPUTS, RecordLayout, WarpLayout, graph_inputs
-from daliaug.backends.select import Device
 from daliaug.config import Config
+from daliaug.engines.dali.image import decode, finish, label_target, mask_target, resample
+from daliaug.engines.dali.math import MATH, DaliRandom, as_tensor_arg
+from daliaug.engines.feed import INPUTS, RecordLayout, WarpLayout, graph_inputs
+from daliaug.engines.select import Device
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -216,7 +216,7 @@ def named_pipeline(
     gpu_inputs: bool = False,
 ) -> Pipeline:
     """The pipeline ``make_dataset`` feeds through ``DALIDatasetWithInputs``: one named
-    placeholder per input (:func:`~daliaug.backends.feed.graph_inputs`); ``gpu_inputs``: the
+    placeholder per input (:func:`~daliaug.engines.feed.graph_inputs`); ``gpu_inputs``: the
     inputs arrive on the GPU (see :data:`GPU_INPUTS`)."""
     inputs = graph_inputs(samples, weighted, config.label_mode)
     target_shape = samples.target_shape if isinstance(samples, Samples) else ()

@@ -1,0 +1,55 @@
+"""Engines: how pixels are computed. Each one runs the feed protocol's batches with its own
+primitives and knows nothing of the framework the batches go to (that is :mod:`daliaug.outputs`).
+
+An engine is a folder with the same modules (``math``: the plan's primitives, ``image``: decode,
+resample, recolour, normalize and the targets, ``pixels``: the per-sample pixel stages and the
+batch stages, ``pipeline``: the graph of one batch, ``verify``: its decode check) and one object
+implementing :class:`Engine`. What they share sits beside them: :mod:`~daliaug.engines.feed`
+(the feed protocol and its host side), :mod:`~daliaug.engines.verify` (the full decode check)
+and :mod:`~daliaug.engines.select` (which engine and device a config gets). Importing this
+package imports neither TensorFlow nor DALI.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from typing import ClassVar
+
+from daliaug.config import Config
+from daliaug.engines.select import Device, Placement, resolve_backend
+
+NAMES = ("dali", "tf")
+
+
+class Engine(ABC):
+    """What an engine implements beyond its graph: its name and its decoder's check."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def undecodable(
+        self, paths: Sequence[str], device: Device, device_id: int = 0
+    ) -> Iterator[tuple[str, str]]:
+        """The files of ``paths`` this engine cannot decode on ``device`` (GPU ``device_id``
+        for ``gpu``), with the reason (the full check, :mod:`daliaug.engines.verify`)."""
+
+
+def engine(name: str) -> Engine:
+    """The engine called ``name`` (imports it, and with it its framework)."""
+    if name not in NAMES:
+        raise ValueError(f"no engine {name!r}; engines: {', '.join(NAMES)}")
+    return importlib.import_module(f"daliaug.engines.{name}").ENGINE
+
+
+def select_engine(
+    config: Config, placement: Callable[[Device, Config], Placement] | None = None
+) -> tuple[Engine, Device]:
+    """The engine and device the config runs on here (see :func:`resolve_backend`).
+    ``placement`` may overrule DALI on the GPU: the ``tf.data`` output needs TensorFlow to see
+    the GPU too (:func:`daliaug.outputs.tfdata.dali_dataset.placement`)."""
+    chosen = resolve_backend(config)
+    if placement is not None and chosen == "gpu":
+        chosen = placement(chosen, config)
+    return (engine("tf"), "cpu") if chosen == "tf" else (engine("dali"), chosen)

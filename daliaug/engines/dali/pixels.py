@@ -1,0 +1,155 @@
+"""DALI's pixel operations for per-sample pixel stages and batch stages, the twins of
+:mod:`daliaug.engines.tf.pixels` (same names, same arguments, same results; the semantics are
+stated there once).
+
+Functions of ``DataNode``s, used inside a graph definition. Images are batches of HWC
+``float32`` samples on the 0..255 scale, on ``"cpu"`` or ``"gpu"``; every per-sample parameter
+is a scalar ``DataNode`` (``float32``, shape ``()``) on the CPU, or a Python number. Parameters
+that enter the arithmetic move to the image's device here; those given to operators as named
+arguments stay on the CPU. Every operator used has a CPU and a GPU implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import nvidia.dali.math as dmath
+from nvidia.dali import fn, types
+from nvidia.dali.pipeline import DataNode
+
+Value = DataNode | float
+
+SMOOTH_DETAIL = ((1, 1, 1), (1, -8, 1), (1, 1, 1))
+"""PIL's ``ImageFilter.SMOOTH`` kernel ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]]`` minus 13 times the
+identity: divided by 13 and correlated with an image, it gives ``smooth(x) - x``."""
+
+MIN_SIGMA = 1e-3
+"""Smaller blur sigmas act as this one (DALI would read a sigma of 0 as "from the size")."""
+
+POSTERIZE_STEPS = [float(2 ** (8 - bits)) for bits in range(9)]
+"""The quantization step ``2 ** (8 - bits)`` for ``bits`` = 0..8 (looked up, exact)."""
+
+
+def _on(value: Value, images: DataNode) -> Value:
+    """A per-sample parameter on the images' device (numbers stay numbers)."""
+    if isinstance(value, DataNode) and images.device == "gpu":
+        return value.gpu()
+    return value
+
+
+def _vector(values: Sequence[Value], dtype: types.DALIDataType = types.FLOAT) -> DataNode:
+    """Per-sample scalars (or numbers) stacked into one per-sample vector on the CPU."""
+    nodes = [
+        v if isinstance(v, DataNode) else types.Constant(float(v), dtype=types.FLOAT)
+        for v in values
+    ]
+    return fn.cast(fn.stack(*nodes), dtype=dtype)
+
+
+def _quantized(images: DataNode) -> DataNode:
+    """Round half up and saturate to the integers 0..255 (still ``float32``)."""
+    return dmath.clamp(dmath.floor(images + 0.5), 0.0, 255.0)
+
+
+def _index(partner: Value) -> DataNode:
+    """Batch indices given as floats, as ``permute_batch`` takes them (one per sample)."""
+    if not isinstance(partner, DataNode):
+        return types.Constant(int(partner), dtype=types.INT32, device="cpu")
+    return fn.cast(partner, dtype=types.INT32)
+
+
+def solarize(images: DataNode, threshold: Value) -> DataNode:
+    t = _on(threshold, images)
+    # products with 0/1 and a sum with one zero term are exact: the same values as tf.where
+    return (images >= t) * (255.0 - images) + (images < t) * images
+
+
+def posterize(images: DataNode, bits: Value) -> DataNode:
+    if isinstance(bits, DataNode):
+        index = fn.cast(dmath.clamp(dmath.floor(bits + 0.5), 0.0, 8.0), dtype=types.INT32)
+        step = fn.lookup_table(index, keys=list(range(9)), values=POSTERIZE_STEPS)
+        step = _on(fn.cast(step, dtype=types.FLOAT), images)
+    else:
+        step = POSTERIZE_STEPS[min(max(int(bits + 0.5), 0), 8)]
+    return dmath.floor(_quantized(images) / step) * step
+
+
+def equalize(images: DataNode) -> DataNode:
+    """``fn.equalize`` (OpenCV's ``equalizeHist``) on the images rounded to ``uint8``."""
+    values = fn.cast(_quantized(images), dtype=types.UINT8)
+    return fn.cast(fn.equalize(values), dtype=types.FLOAT)
+
+
+def auto_contrast(images: DataNode) -> DataNode:
+    low = fn.reductions.min(images, axis_names="HW", keep_dims=True)
+    high = fn.reductions.max(images, axis_names="HW", keep_dims=True)
+    spread = high > low
+    scale = 255.0 / ((high - low) * spread + 255.0 * (high <= low))
+    return dmath.min((images - low * spread) * scale, 255.0)
+
+
+def sharpness(images: DataNode, factor: Value) -> DataNode:
+    """The smoothing's detail ``smooth(x) - x`` by ``fn.filter``, zeroed on the one-pixel border
+    (rows and columns erased about the normalized anchors 0 and 1, so that no image shape is
+    read back from the GPU): the border keeps the input."""
+    kernel = types.Constant(np.array(SMOOTH_DETAIL, np.float32) / np.float32(13))
+    detail = fn.filter(images, kernel, border="clamp")
+    for axis in "HW":
+        detail = fn.erase(
+            detail,
+            anchor=[0.0, 1.0],
+            shape=[2.0, 2.0],
+            axis_names=axis,
+            normalized_anchor=True,
+            normalized_shape=False,
+            centered_anchor=True,
+            fill_value=0.0,
+        )
+    return dmath.clamp(images + (1.0 - _on(factor, images)) * detail, 0.0, 255.0)
+
+
+def gaussian_blur(images: DataNode, sigma: Value, size: int) -> DataNode:
+    """``fn.gaussian_blur`` (its border is ``reflect_101``) with a fixed window."""
+    if size < 1 or size % 2 == 0:
+        raise ValueError(f"gaussian_blur needs an odd kernel size, got {size}")
+    s = dmath.max(sigma, MIN_SIGMA) if isinstance(sigma, DataNode) else max(sigma, MIN_SIGMA)
+    return fn.gaussian_blur(images, sigma=s, window_size=size, dtype=types.FLOAT)
+
+
+def erase(
+    images: DataNode,
+    y0: Value,
+    x0: Value,
+    h: Value,
+    w: Value,
+    fill: Sequence[Value],
+) -> DataNode:
+    return fn.erase(
+        images,
+        anchor=_vector([y0, x0]),
+        shape=_vector([h, w]),
+        axes=[0, 1],
+        fill_value=_vector(fill),
+    )
+
+
+def mix(batch: DataNode, partner: Value, lam: Value) -> DataNode:
+    """Any per-sample tensors (images, one-hot labels or masks) on any device."""
+    other = fn.permute_batch(batch, indices=_index(partner))
+    lam = _on(lam, batch)
+    return lam * batch + (1.0 - lam) * other
+
+
+def paste(batch: DataNode, partner: Value, y0: Value, x0: Value, h: Value, w: Value) -> DataNode:
+    """The partner's box by ``fn.multi_paste`` (onto an empty canvas), added to the sample
+    erased there: HWC samples of any dtype (images, one-hot masks; give index masks a channel
+    axis first). No image shape is read back from the GPU, so the box must lie within the image
+    (``multi_paste`` refuses one that does not)."""
+    other = fn.permute_batch(batch, indices=_index(partner))
+    corner = _vector([y0, x0], types.INT32)
+    box = _vector([h, w], types.INT32)
+    pasted = fn.multi_paste(
+        other, in_anchors=fn.stack(corner), shapes=fn.stack(box), out_anchors=fn.stack(corner)
+    )
+    return erase(batch, y0, x0, h, w, (0.0,)) + pasted

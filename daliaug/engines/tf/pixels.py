@@ -1,0 +1,172 @@
+"""TensorFlow's pixel operations for per-sample pixel stages and batch stages, the twins of
+:mod:`daliaug.engines.dali.pixels` (same names, same arguments, same results).
+
+Images are batches ``(N, H, W, C)`` of ``float32`` on the 0..255 scale; every per-sample
+parameter is a tensor of shape ``(N,)`` (a Python number means the same value for every
+sample). Everything here compiles with XLA (``tf.function(jit_compile=True)``): static
+shapes, no data-dependent control flow. Results stay ``float32``; operations that quantize
+(``posterize``, ``equalize``) first round each value half up (``floor(x + 0.5)``), as the
+output's ``uint8`` conversion does. The semantics are stated in each function and in
+``NOTES``/README: these are the definitions both engines are tested against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import tensorflow as tf
+
+Value = tf.Tensor | float
+
+SMOOTH_DETAIL = ((1, 1, 1), (1, -8, 1), (1, 1, 1))
+"""PIL's ``ImageFilter.SMOOTH`` kernel ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]]`` minus 13 times the
+identity: divided by 13 and correlated with an image, it gives ``smooth(x) - x``."""
+
+MIN_SIGMA = 1e-3
+"""Smaller blur sigmas act as this one (the kernel is then the identity to float precision)."""
+
+POSTERIZE_STEPS = tuple(float(2 ** (8 - bits)) for bits in range(9))
+"""The quantization step ``2 ** (8 - bits)`` for ``bits`` = 0..8, looked up (exact) rather
+than computed with ``pow``."""
+
+
+def _per_sample(value: Value, rank: int) -> tf.Tensor:
+    """A ``(N,)`` parameter (or a number) shaped to broadcast against a rank-``rank`` batch."""
+    return tf.reshape(tf.cast(value, tf.float32), [-1] + [1] * (rank - 1))
+
+
+def _quantized(images: tf.Tensor) -> tf.Tensor:
+    """Round half up and saturate to the integers 0..255 (still ``float32``)."""
+    return tf.clip_by_value(tf.floor(images + 0.5), 0.0, 255.0)
+
+
+def _box(shape: tf.Tensor, y0: Value, x0: Value, h: Value, w: Value) -> tf.Tensor:
+    """``(N, H, W)`` booleans: rows ``y0 <= i < y0 + h`` and columns ``x0 <= j < x0 + w`` of
+    each sample (whole pixels; a box reaching outside the image is cut by its border)."""
+    rows = tf.range(shape[1], dtype=tf.float32)[None, :, None]
+    cols = tf.range(shape[2], dtype=tf.float32)[None, None, :]
+    y0, x0, h, w = (_per_sample(v, 3) for v in (y0, x0, h, w))
+    return (rows >= y0) & (rows < y0 + h) & (cols >= x0) & (cols < x0 + w)
+
+
+def _trailing(mask: tf.Tensor, rank: int) -> tf.Tensor:
+    """A ``(N, H, W)`` mask with unit axes appended to broadcast against a rank-``rank`` batch."""
+    return tf.reshape(mask, tf.concat([tf.shape(mask), tf.ones([rank - 3], tf.int32)], 0))
+
+
+def solarize(images: tf.Tensor, threshold: Value) -> tf.Tensor:
+    """``255 - x`` where ``x >= threshold``, else ``x`` (PIL's ``ImageOps.solarize``)."""
+    return tf.where(images >= _per_sample(threshold, 4), 255.0 - images, images)
+
+
+def posterize(images: tf.Tensor, bits: Value) -> tf.Tensor:
+    """Keep the top ``bits`` (an integer 0..8 per sample) bits of each value rounded to
+    ``uint8`` (PIL's ``ImageOps.posterize``; 0 bits gives black, 8 the rounded image)."""
+    index = tf.cast(tf.clip_by_value(tf.floor(tf.cast(bits, tf.float32) + 0.5), 0.0, 8.0), tf.int32)
+    step = _per_sample(tf.gather(tf.constant(POSTERIZE_STEPS), index), 4)
+    return tf.floor(_quantized(images) / step) * step
+
+
+def equalize(images: tf.Tensor) -> tf.Tensor:
+    """Histogram equalization of each channel of each image rounded to ``uint8``, by OpenCV's
+    ``equalizeHist`` (DALI's ``fn.equalize``, Keras' ``Equalization``): with ``cdf`` the
+    cumulative histogram and ``first`` the count of the lowest value present,
+    ``lut[v] = round_half_even((cdf[v] - first) * (255 / (H * W - first)))`` in ``float32``;
+    a channel with one value keeps it. (PIL and torchvision use another table; see NOTES.)"""
+    shape = tf.shape(images)
+    n, h, w, c = shape[0], shape[1], shape[2], shape[3]
+    values = tf.cast(_quantized(tf.transpose(images, [0, 3, 1, 2])), tf.int32)  # N, C, H, W
+    rows = n * c
+    ids = tf.reshape(values, [rows, h * w]) + 256 * tf.range(rows)[:, None]
+    hist = tf.reshape(tf.math.unsorted_segment_sum(tf.ones_like(ids), ids, rows * 256), [rows, 256])
+    cdf = tf.cumsum(hist, axis=1)
+    first = tf.reduce_min(tf.where(hist > 0, cdf, h * w), axis=1, keepdims=True)
+    span = h * w - first
+    scale = 255.0 / tf.cast(tf.maximum(span, 1), tf.float32)
+    lut = tf.clip_by_value(tf.round(tf.cast(cdf - first, tf.float32) * scale), 0.0, 255.0)
+    lut = tf.where(span > 0, lut, tf.range(256, dtype=tf.float32)[None, :])
+    out = tf.reshape(tf.gather(tf.reshape(lut, [-1]), ids), [n, c, h, w])
+    return tf.transpose(out, [0, 2, 3, 1])
+
+
+def auto_contrast(images: tf.Tensor) -> tf.Tensor:
+    """Stretch each channel of each image from its own ``[min, max]`` to ``[0, 255]``:
+    ``(x - min) * (255 / (max - min))``; a channel with ``max == min`` is unchanged (PIL's
+    ``ImageOps.autocontrast`` with no cutoff, before its truncation to ``uint8``)."""
+    low = tf.reduce_min(images, axis=[1, 2], keepdims=True)
+    high = tf.reduce_max(images, axis=[1, 2], keepdims=True)
+    spread = high > low
+    scale = 255.0 / tf.where(spread, high - low, 255.0)
+    return tf.minimum((images - tf.where(spread, low, 0.0)) * scale, 255.0)
+
+
+def sharpness(images: tf.Tensor, factor: Value) -> tf.Tensor:
+    """PIL's ``ImageEnhance.Sharpness``: ``smooth + factor * (x - smooth)``, clipped to 0..255,
+    where ``smooth`` is ``x`` correlated with ``ImageFilter.SMOOTH`` inside the image and ``x``
+    itself on the one-pixel border. 0 gives the smoothed image, 1 the input, > 1 sharpens."""
+    channels = images.shape[-1]
+    kernel = (tf.constant(SMOOTH_DETAIL, tf.float32) / 13.0)[:, :, None, None]
+    detail = tf.nn.depthwise_conv2d(
+        images, tf.tile(kernel, [1, 1, channels, 1]), strides=[1, 1, 1, 1], padding="VALID"
+    )
+    detail = tf.pad(detail, [[0, 0], [1, 1], [1, 1], [0, 0]])  # smooth - x, 0 on the border
+    return tf.clip_by_value(images + (1.0 - _per_sample(factor, 4)) * detail, 0.0, 255.0)
+
+
+def gaussian_blur(images: tf.Tensor, sigma: Value, size: int) -> tf.Tensor:
+    """Correlate each image with a normalized ``size`` x ``size`` Gaussian of its own ``sigma``
+    (``size`` odd, the same for every sample; sigmas below :data:`MIN_SIGMA` act as it),
+    mirroring the image at its border without repeating the edge pixel (``dcb|abcd``: DALI's
+    ``reflect_101``, torchvision's ``reflect``, SciPy's ``mirror``). ``size`` must be smaller
+    than twice the image's height and width."""
+    if size < 1 or size % 2 == 0:
+        raise ValueError(f"gaussian_blur needs an odd kernel size, got {size}")
+    radius = size // 2
+    offsets = tf.range(-radius, radius + 1, dtype=tf.float32)[None, :]
+    s = tf.maximum(tf.reshape(tf.cast(sigma, tf.float32), [-1, 1]), MIN_SIGMA)
+    weights = tf.exp(-0.5 * tf.square(offsets / s))
+    weights = weights / tf.reduce_sum(weights, axis=1, keepdims=True)  # (N or 1, size)
+    padded = tf.pad(images, [[0, 0], [radius, radius], [radius, radius], [0, 0]], "REFLECT")
+    h, w = tf.shape(images)[1], tf.shape(images)[2]
+    taps = [_per_sample(weights[:, k], 4) for k in range(size)]
+    rows = tf.add_n([taps[k] * padded[:, k : k + h] for k in range(size)])
+    return tf.add_n([taps[k] * rows[:, :, k : k + w] for k in range(size)])
+
+
+def erase(
+    images: tf.Tensor,
+    y0: Value,
+    x0: Value,
+    h: Value,
+    w: Value,
+    fill: Sequence[Value],
+) -> tf.Tensor:
+    """Set rows ``y0 <= i < y0 + h``, columns ``x0 <= j < x0 + w`` (whole pixels per sample)
+    to ``fill``: one value per channel, each a number or a ``(N,)`` tensor."""
+    values = tf.stack(
+        [tf.broadcast_to(tf.cast(v, tf.float32), [tf.shape(images)[0]]) for v in fill], 1
+    )
+    inside = _box(tf.shape(images), y0, x0, h, w)[..., None]
+    return tf.where(inside, values[:, None, None, :], images)
+
+
+def mix(batch: tf.Tensor, partner: Value, lam: Value) -> tf.Tensor:
+    """``lam * x + (1 - lam) * x[partner]`` per sample (MixUp), for images and soft targets
+    (one-hot labels, one-hot masks) alike: any batch ``(N, ...)``; ``partner`` holds batch
+    indices (as floats)."""
+    rank = batch.shape.rank
+    other = tf.gather(batch, tf.cast(partner, tf.int32))
+    lam = _per_sample(lam, rank)
+    return lam * batch + (1.0 - lam) * other
+
+
+def paste(batch: tf.Tensor, partner: Value, y0: Value, x0: Value, h: Value, w: Value) -> tf.Tensor:
+    """``x`` with the box (as in :func:`erase`, but lying within the image: the host cuts it,
+    DALI's ``multi_paste`` refuses one that does not) replaced by the same box of
+    ``x[partner]`` (CutMix), for images and masks alike: any batch ``(N, H, W, ...)`` of any
+    dtype (DALI: HWC samples). The label
+    weight of the partner is the box's area over ``H * W``; mix the labels with :func:`mix` and
+    ``lam = 1 - h * w / (H * W)``."""
+    other = tf.gather(batch, tf.cast(partner, tf.int32))
+    inside = _trailing(_box(tf.shape(batch), y0, x0, h, w), batch.shape.rank)
+    return tf.where(inside, other, batch)

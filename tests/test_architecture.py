@@ -1,0 +1,101 @@
+"""ARCHITECTURE.md's import rules hold: layers import downwards only, no import cycles."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).parents[1] / "daliaug"
+ORCHESTRATORS = {"daliaug", "daliaug.prepare"}
+LAYERS = ("core", "engines", "orchestrators", "outputs", "keras", "parity", "tools", "cli")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer(module: str) -> str:
+    if module in ORCHESTRATORS:
+        return "orchestrators"
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else ""
+    return top if top in LAYERS else "core"
+
+
+def imports(path: Path, module_level: bool) -> Iterator[str]:
+    """The daliaug modules ``path`` imports (with ``module_level``, only the imports at module
+    level, outside ``if TYPE_CHECKING:``; else all of them, lazy and typing ones too)."""
+    tree = ast.parse(path.read_text())
+    package = (
+        module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    )
+    nodes = tree.body if module_level else list(ast.walk(tree))
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name.startswith("daliaug"))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                base = f"{base}.{node.module}" if node.module else base
+            if base.startswith("daliaug"):
+                yield base
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def resolve(name: str) -> str:
+    """The module an import names (``from daliaug.x import y`` may name module ``daliaug.x.y``)."""
+    while name not in MODULES and "." in name:
+        name = name.rpartition(".")[0]
+    return name
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_layers_import_downwards(module: str) -> None:
+    mine = layer(module)
+    for imported in map(resolve, imports(MODULES[module], module_level=False)):
+        theirs = layer(imported)
+        if mine == "keras" and theirs == "engines":
+            assert imported.count(".") <= 2, f"{module} reaches into engine internals: {imported}"
+        if module == "daliaug" and theirs == "outputs":
+            continue  # checked below: lazily, inside functions
+        assert LAYERS.index(theirs) <= LAYERS.index(mine), f"{module} ({mine}) imports {imported}"
+
+
+def test_package_imports_outputs_lazily() -> None:
+    top = {resolve(m) for m in imports(MODULES["daliaug"], module_level=True)}
+    assert not {m for m in top if layer(m) in ("outputs", "engines")}
+
+
+def test_no_import_cycles() -> None:
+    graph = {
+        m: {resolve(i) for i in imports(p, module_level=True)} - {m} for m, p in MODULES.items()
+    }
+    # a package's __init__ is imported on the way to its submodules
+    for m in list(graph):
+        parent = m.rpartition(".")[0]
+        if parent in graph:
+            graph[m].add(parent)
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if nxt.startswith(f"{node}."):
+                continue  # a package importing its own submodule
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt) :] if nxt in path else path
+                raise AssertionError(f"import cycle: {' -> '.join([*cycle, nxt])}")
+            if nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
