@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# The GPU half of the benchmarks, in one command, for a GPU host that has no TensorFlow:
+# The GPU half of the benchmarks, in one command:
 #   bash bench/gpu_suite.sh
-# Writes JSON, markdown, PNGs and logs under $OUT (default bench/results/gpu), runs the GPU
-# tests (pytest -m gpu) after `daliaug selftest --require-gpu`, then the DALI-only suite
-# (DaliLoader on the GPU and on the CPU, nvJPEG and CPU decoding alone), and prints its short
-# table last. Needs DALI (nvidia-dali-cuda120 or -cuda130), pydantic and PyYAML: from the
-# project kit (.gpu/, see bench/README.md) or wheels placed in .whl/.
+# Writes JSON, markdown, PNGs and logs under $OUT (default bench/results/gpu):
+#  1. `daliaug selftest --require-gpu --json` (selftest.json, the table in selftest.log);
+#  2. the GPU tests (pytest -m gpu);
+#  3. with TensorFlow's CUDA build: the suite users run (bench.run --suite gpu-tf):
+#     make_dataset on the GPU through DALI's TensorFlow plugin, alone and feeding a ResNet-50
+#     step in mixed precision, a tuned tf.data pipeline on the same host, DALI's decoder alone
+#     with the pipeline's decode windows (the ceiling) and without, DaliLoader, and the thread
+#     scaling; without TensorFlow: the DALI-only suite (bench.run --suite gpu);
+#  4. the hw_decoder_load x num_threads sweep (bench.gpu_sweep);
+#  5. with several GPUs and TensorFlow: model.fit under MirroredStrategy on 1, 2, 4... of them
+#     (bench.replicas --backend gpu).
+# Clocks are read after the GPU's queued work is waited for. Needs DALI (nvidia-dali-cuda120),
+# pydantic and PyYAML: from the project kit (.gpu/, see bench/README.md) or wheels placed in
+# .whl/; TensorFlow's CUDA build and DALI's plugin for 3 and 5.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-bench/results/gpu}"
@@ -24,13 +33,30 @@ if ! "$PY" -c "import nvidia.dali, pydantic, yaml"; then
     exit 3
 fi
 nvidia-smi -L
-"$PY" -m daliaug.cli selftest --require-gpu 2>&1 | tee "$OUT/selftest.log"
-selftest=${PIPESTATUS[0]}
+gpus=$(nvidia-smi -L | grep -c '^GPU')
+tf_gpus=$("$PY" -c "import tensorflow as tf; print(len(tf.config.list_physical_devices('GPU')))" \
+    2>/dev/null | tail -n 1)
+tf_gpus=${tf_gpus:-0}
+
+"$PY" -m daliaug.cli selftest --require-gpu --json >"$OUT/selftest.json" 2> >(tee "$OUT/selftest.log" >&2)
+selftest=$?
 "$PY" -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu.py tests/test_reference.py \
     tests/test_bench.py 2>&1 \
     | tee "$OUT/pytest-gpu.log"
 tests=${PIPESTATUS[0]}
-"$PY" -m bench.run --suite gpu --workload a b --repeats 5 --scaling-repeats 2 \
+if [ "$tf_gpus" -gt 0 ]; then suite=gpu-tf; else suite=gpu; fi
+"$PY" -m bench.run --suite "$suite" --workload b --repeats 5 --scaling-repeats 2 \
     --threads 1 4 16 --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -n 12
 bench=${PIPESTATUS[0]}
-exit $((tests || bench || selftest))
+"$PY" -m bench.gpu_sweep --out "$OUT" 2>&1 | tee "$OUT/sweep.log" | tail -n 20
+sweep=${PIPESTATUS[0]}
+scaling=0
+if [ "$gpus" -gt 1 ] && [ "$tf_gpus" -gt 1 ]; then
+    counts=(1)
+    while [ $((counts[-1] * 2)) -le "$gpus" ]; do counts+=($((counts[-1] * 2))); done
+    if [ "${counts[-1]}" -ne "$gpus" ]; then counts+=("$gpus"); fi
+    "$PY" -m bench.replicas --backend gpu --replicas "${counts[@]}" --out "$OUT" 2>&1 \
+        | tee "$OUT/replicas.log" | tail -n 12
+    scaling=${PIPESTATUS[0]}
+fi
+exit $((tests || bench || sweep || scaling || selftest))

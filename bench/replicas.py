@@ -10,7 +10,8 @@ pipelines are under test, and the TensorFlow backend), the demo's small CNN, one
 epoch, then ``--epochs`` timed ones; the global batch is the config's batch times the
 replicas. Writes ``replicas-<date>.json``, ``.md`` and ``.png``. On a CPU-only machine the
 logical replicas share its cores, so this measures the overhead of the per-replica pipelines
-and the all-reduce, not a speed-up.
+and the all-reduce, not a speed-up. ``--backend gpu`` runs ``R`` replicas on the first ``R``
+GPUs (the multi-GPU scaling curve of ``bench/gpu_suite.sh``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import sys
 import time
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from bench import machine
 
@@ -36,7 +38,7 @@ def measure(replicas: int, backend: str, epochs: int) -> dict:
     from daliaug.tools.demo_sources import demo_sources
     from daliaug.tools.models import model_for
 
-    strategy = mirrored(replicas)
+    strategy = mirrored(replicas) if backend != "gpu" else first_gpus(replicas)
     config = load_config(str(files("daliaug.pipelines") / "demo.yaml"), {"backend": backend})
     train, _ = demo_sources(config.source)
     n = replicas * config.batch_size
@@ -59,6 +61,16 @@ def measure(replicas: int, backend: str, epochs: int) -> dict:
         "global_batch": n,
         "images_per_s": rates,
     }
+
+
+def first_gpus(replicas: int) -> Any:
+    """A ``MirroredStrategy`` over the first ``replicas`` GPUs (the GPU scaling curve)."""
+    import tensorflow as tf
+
+    available = len(tf.config.list_physical_devices("GPU"))
+    if replicas > available:
+        raise SystemExit(f"{replicas} replicas asked for, {available} GPU(s) visible")
+    return tf.distribute.MirroredStrategy([f"/gpu:{i}" for i in range(replicas)])
 
 
 def main() -> None:

@@ -72,6 +72,31 @@ TARGETS = {
             0,
         ),
     ],
+    # What users run on a GPU host; no required ratio yet (never measured by this project):
+    # the ratios are reported.
+    "gpu-tf": [
+        Target(
+            "b",
+            "make_dataset on the GPU vs hand-tuned tf.data",
+            ("dali-gpu",),
+            ("tfdata-tuned",),
+            0,
+        ),
+        Target(
+            "b",
+            "make_dataset on the GPU vs the decoder alone, same windows (share of the ceiling)",
+            ("dali-gpu",),
+            ("decode-gpu-roi",),
+            0,
+        ),
+        Target(
+            "b",
+            "make_dataset feeding a ResNet-50 step vs make_dataset alone",
+            ("dali-gpu-fit",),
+            ("dali-gpu",),
+            0,
+        ),
+    ],
 }
 
 

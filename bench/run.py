@@ -67,10 +67,25 @@ SUITES = {
         ),
         threads=(1, 2),
     ),
-    # The GPU host has no TensorFlow: DALI pipelines only, driven by DaliLoader.
+    # A GPU host without TensorFlow: DALI pipelines only, driven by DaliLoader.
     "gpu": Suite(
         tools=("loader-gpu", "loader-cpu", "decode-gpu", "decode-cpu"),
         scaling=("loader-gpu", "loader-cpu"),
+        threads=(1, 2, 4, 8, 16),
+    ),
+    # A GPU host with TensorFlow's CUDA build: what users run (make_dataset through DALI's
+    # plugin, alone and feeding a ResNet-50 step), a tuned tf.data pipeline on the same host,
+    # and DALI's decoder alone, with and without the pipeline's windows.
+    "gpu-tf": Suite(
+        tools=(
+            "dali-gpu",
+            "dali-gpu-fit",
+            "tfdata-tuned",
+            "loader-gpu",
+            "decode-gpu-roi",
+            "decode-gpu",
+        ),
+        scaling=("dali-gpu", "decode-gpu-roi", "tfdata-tuned"),
         threads=(1, 2, 4, 8, 16),
     ),
 }

@@ -21,16 +21,22 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench.tools import TOOLS, Epoch, Unavailable
+from bench.tools import TOOLS, Epoch, Unavailable, sync
 from bench.workloads import WORKLOADS, Data
 from daliaug.tools.monitor import Monitor, Nvml, children, tree_cpu_seconds
 
 
 def measure(
-    epoch: Epoch, warmup: int, warmup_seconds: float, seconds: float, max_images: int
+    epoch: Epoch,
+    warmup: int,
+    warmup_seconds: float,
+    seconds: float,
+    max_images: int,
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """Time one epoch's batches after ``warmup`` untimed ones (and ``warmup_seconds``); CPU
-    time covers the process and its children (pool workers)."""
+    time covers the process and its children (pool workers). For a tool on the GPU the queued
+    work is waited for before each clock of the timed window is read (:func:`sync`)."""
     start = time.perf_counter()
     batches = epoch()
     try:
@@ -38,6 +44,7 @@ def measure(
             if i >= warmup and time.perf_counter() - start >= warmup_seconds:
                 break
             next(batches)
+        sync(device)
         kids = children(os.getpid())
         cpu0, t0 = tree_cpu_seconds(kids), time.perf_counter()
         images = count = 0
@@ -47,6 +54,7 @@ def measure(
             elapsed = time.perf_counter() - t0
             if elapsed >= seconds or images >= max_images:
                 break
+        sync(device)
         elapsed = time.perf_counter() - t0
         if not images:
             raise RuntimeError("the epoch ended during the warm-up: make the data larger")
@@ -94,7 +102,7 @@ def main(spec: dict[str, Any], out: Any) -> None:
                 break
             try:
                 settings = [spec[k] for k in ("warmup", "warmup_seconds", "seconds", "max_images")]
-                reply(measure(epoch, *settings))
+                reply(measure(epoch, *settings, device=tool.device))
             except Exception:
                 reply({"error": traceback.format_exc()})
                 return

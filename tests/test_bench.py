@@ -185,3 +185,126 @@ def test_doctor_reports_the_bound_and_a_timeline(demo_dir: Path, tmp_path: Path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "bounds training" in result.stderr and "(iii) model.fit" in result.stderr
     assert timeline.stat().st_size > 0
+
+
+def test_gpu_tf_suite_runs_here_and_says_why_its_gpu_tools_cannot(tmp_path: Path) -> None:
+    """What users run on a GPU host (make_dataset through the plugin, alone and feeding
+    ResNet-50, the decoder alone with the pipeline's windows): unavailable here, each saying
+    why; the tuned tf.data pipeline on the same host is measured."""
+    result = bench(
+        tmp_path,
+        *("--suite", "gpu-tf", "--workload", "b", "--repeats", "1", "--scaling-repeats", "0"),
+    )
+    check_measured(case(result, "b", "tfdata-tuned"), 1)
+    for tool in ("dali-gpu", "dali-gpu-fit", "decode-gpu-roi", "decode-gpu", "loader-gpu"):
+        found = case(result, "b", tool)
+        assert found["status"] == "unavailable" and "GPU" in found["reason"], found
+
+
+def test_the_decoder_alone_decodes_the_pipelines_own_windows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``decode-gpu-roi`` on DALI's CPU decoder (its GPU twin differs only in the device):
+    each sample's decoded size is the decode window the same epoch gives it in make_dataset,
+    epoch after epoch."""
+    import numpy as np
+    from nvidia.dali.pipeline import Pipeline
+
+    from bench.tools import gpu_tools
+    from bench.workloads import WORKLOADS, prepare
+    from daliaug.engines.dali.pipeline import RESIZES
+    from daliaug.engines.feed import EpochFeed
+
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    data = prepare("b", quick=True)
+    shapes = []
+    run = Pipeline.run
+
+    def recorded(pipe: Pipeline, *args, **kwargs) -> tuple:
+        outputs = run(pipe, *args, **kwargs)
+        shapes.extend(tuple(s[:2]) for s in outputs[0].shape())
+        return outputs
+
+    monkeypatch.setattr(Pipeline, "run", recorded)
+    epoch = gpu_tools.decode_roi(WORKLOADS["b"], data, 1, "cpu")
+    sizes = [size for _ in range(2) for size in epoch()]
+    config = WORKLOADS["b"].daliaug_config(data, num_threads=1)
+    feed = EpochFeed(config, data.samples(), resizes=RESIZES)
+    windows = [
+        feed.layout.unpack(batch["warp"], np.reshape, batched=True)["crop_shape"]
+        for e in range(2)
+        for batch in feed.batches(e, ("warp",))
+    ]
+    assert sizes == [len(w) for w in windows]
+    expected = [(int(h), int(w)) for batch in windows for w, h in batch.reshape(-1, 2)]
+    assert shapes == expected
+
+
+def test_the_hw_decoder_load_sweep_writes_every_pair(tmp_path: Path) -> None:
+    """On DALI's CPU decoder here (the load only matters to the GPU's hardware decoder)."""
+    from bench import gpu_sweep
+
+    os.environ["DALIAUG_CACHE"] = str(tmp_path / "cache")
+    try:
+        base = gpu_sweep.main(
+            [
+                *("--device", "cpu", "--loads", "0.65", "0.99", "--threads", "1", "2"),
+                *("--tools", "decode-gpu-roi", "--quick", "--out", str(tmp_path)),
+            ]
+        )
+    finally:
+        del os.environ["DALIAUG_CACHE"]
+    runs = json.loads(base.with_suffix(".json").read_text())["runs"]
+    pairs = [(r["hw_decoder_load"], r["threads"]) for r in runs]
+    assert pairs == [(0.65, 1), (0.65, 2), (0.99, 1), (0.99, 2)]
+    assert all(r["images_per_s"] > 0 for r in runs)
+    table = base.with_suffix(".md").read_text()
+    assert "| 0.65 |" in table and "| 0.99 |" in table and "2 threads" in table
+
+
+def test_gpu_tools_wait_for_the_gpu_before_each_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import worker
+
+    events = []
+    monkeypatch.setattr(worker, "sync", lambda device: events.append(f"sync {device}"))
+
+    def epoch():
+        for _ in range(6):
+            events.append("batch")
+            yield 4
+
+    sample = worker.measure(epoch, 2, 0.0, 10.0, 12, device="gpu")
+    assert events == ["batch", "batch", "sync gpu", "batch", "batch", "batch", "sync gpu"]
+    assert sample["images"] == 12
+
+
+def test_the_training_step_tool_trains_on_each_batch() -> None:
+    """The ResNet-50 tool's loop, with a tiny model on the CPU."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from bench.tools.gpu_tools import training_epoch
+
+    x = np.random.default_rng(0).random((12, 8, 8, 3), np.float32)
+    dataset = tf.data.Dataset.from_tensor_slices((x, np.arange(12) % 2)).batch(5)
+    model = keras.Sequential(
+        [keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(2)]
+    )
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    before = [w.copy() for w in model.get_weights()]
+    assert list(training_epoch(dataset, model)()) == [5, 5, 2]
+    assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights(), strict=True))
+
+
+def test_the_gpu_suite_script_runs_what_users_run() -> None:
+    script = (ROOT / "bench" / "gpu_suite.sh").read_text()
+    assert subprocess.run(["bash", "-n", "-c", script]).returncode == 0
+    assert "selftest --require-gpu --json" in script
+    assert "suite=gpu-tf; else suite=gpu" in script
+    assert "-m bench.gpu_sweep" in script and "-m bench.replicas --backend gpu" in script
+    from bench.run import SUITES
+    from bench.tools import TOOLS
+
+    for tool in (*SUITES["gpu-tf"].tools, *SUITES["gpu-tf"].scaling):
+        assert "b" in TOOLS[tool].workloads, tool

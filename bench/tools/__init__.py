@@ -25,6 +25,15 @@ class Unavailable(Exception):
     """The tool cannot run here (no GPU, a backend missing from this build); says why."""
 
 
+def sync(device: str) -> None:
+    """Wait for the work a GPU tool queued (before a clock is read): TensorFlow's GPU ops run
+    asynchronously (DALI's own outputs come back synchronised with the host)."""
+    import sys
+
+    if device == "gpu" and "tensorflow" in sys.modules:
+        sys.modules["tensorflow"].test.experimental.sync_devices()
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -180,6 +189,25 @@ TOOLS = {
             _dali_default,
             device="gpu",
             role="reference",
+        ),
+        Tool(
+            "decode-gpu-roi",
+            "DALI decode only, nvJPEG, the pipeline's windows (ceiling)",
+            "gpu_tools:decode_roi",
+            ("b",),
+            "DALI num_threads",
+            _dali_default,
+            device="gpu",
+            role="reference",
+        ),
+        Tool(
+            "dali-gpu-fit",
+            "daliaug DALI-GPU (make_dataset) + ResNet-50 step, mixed precision",
+            "gpu_tools:dali_fit",
+            ("b",),
+            "DALI num_threads",
+            _dali_default,
+            device="gpu",
         ),
     ]
 }
