@@ -17,7 +17,13 @@ from daliaug.plan import Plan
 from daliaug.sources import AnySource
 from daliaug.sources.base import read_text
 from daliaug.transforms import AnyTransform, ColourTransform, GeometricTransform
-from daliaug.transforms.base import TF_ONLY_FILLS, Fill, OffsetTransform, Size
+from daliaug.transforms.base import (
+    TF_ONLY_FILLS,
+    BatchTransform,
+    Fill,
+    OffsetTransform,
+    Size,
+)
 from daliaug.transforms.normalize import Channels, Normalization, Normalize
 from daliaug.transforms.random_resized_crop import RandomResizedCrop
 
@@ -139,12 +145,31 @@ class Config(BaseModel):
                         f"has no {t.fill} border; TensorFlow's projective transform has), got "
                         f"backend: {self.backend}"
                     )
+        for i, t in enumerate(self.transforms):
+            if isinstance(t, BatchTransform):
+                self._check_batch_stage(f"transforms.{i}", t)
         if len(set(fills.values())) > 1:
             listed = ", ".join(f"{k}={v!r}" for k, v in fills.items())
             raise ValueError(
                 f"all geometric transforms share one warp and so one fill value; got {listed}"
             )
         return self
+
+    def _check_batch_stage(self, field: str, t: BatchTransform) -> None:
+        """A batch stage mixes targets: soft labels only, and no TFRecords (the host must
+        know each batch's real samples)."""
+        if self.source.segmentation:
+            raise ValueError(f"{field}: '{t.type}' does not run on segmentation masks")
+        if self.label_mode not in ("categorical", "binary"):
+            raise ValueError(
+                f"{field}: '{t.type}' mixes labels, which needs soft labels: set label_mode: "
+                f"categorical (or binary), not {self.label_mode!r}"
+            )
+        if self.source.type == "tfrecord":
+            raise ValueError(
+                f"{field}: '{t.type}' needs a column source; TFRecords are streamed (convert "
+                "them to a directory or file list)"
+            )
 
     @model_validator(mode="after")
     def _check_label_mode(self) -> Config:

@@ -7,11 +7,16 @@ A transform never touches pixels itself. It contributes
   distribution (``params`` names them, so they can also be given explicitly);
 * for :class:`GeometricTransform`, ``warp(params, canvas, m)``: an affine map in
   pixel-corner coordinates and the canvas size after it;
-* for :class:`ColourTransform`, ``colour(params, channels, m)``: an affine colour map.
+* for :class:`ColourTransform`, ``colour(params, channels, m)``: an affine colour map;
+* for :class:`PixelTransform`, ``pixels(images, params, ops)``: a per-sample operation on the
+  warped, recoloured images, written with the engine's pixel operations ``ops``
+  (:mod:`daliaug.engines.tf.pixels` and :mod:`daliaug.engines.dali.pixels`: the same functions);
+* for :class:`BatchTransform`, ``images(...)`` and ``targets(...)``: a stage on the whole
+  batch that may mix samples and their targets.
 
-Each backend (DALI graph, TensorFlow ops) supplies the ``rng`` and ``m`` primitives, then
-applies the composed result once: one warp for images (bilinear) and masks (nearest), and one
-colour pass for images only.
+Each engine (DALI graph, TensorFlow ops) supplies the ``rng``, ``m`` and ``ops`` primitives,
+then applies the composed result once: one warp for images (bilinear) and masks (nearest), one
+colour pass and the pixel stages for images only, then the batch stages for images and targets.
 """
 
 from __future__ import annotations
@@ -194,3 +199,38 @@ class CropTransform(GeometricTransform):
         box = self.crop_box(p, canvas, m)
         scale, out = self.box_to_output(box)
         return scale.then_after(Affine.translate(neg(box.x), neg(box.y))), out
+
+
+class PixelTransform(Transform):
+    """A per-sample operation that is neither a warp nor an affine colour map. It runs on the
+    warped, recoloured images (``float32``, 0..255, HWC samples), after the colour pass and
+    before the output's normalization, in the order of the config; masks skip it. Its
+    parameters are drawn on the host per sample like every transform's."""
+
+    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+        """``images`` after this stage: ``p`` holds this transform's per-sample parameters
+        (scalars per sample), ``ops`` the engine's pixel operations."""
+        raise NotImplementedError
+
+
+class BatchTransform(Transform):
+    """A stage on the whole batch after the per-sample work: it may mix each sample with a
+    partner and change the targets. Its parameters are drawn per batch position like every
+    transform's; ``partner`` is drawn as a sort key and turned by the feed into the index of each
+    sample's partner (a random permutation of the batch's real samples: padding keeps itself and
+    is never a partner). Batches run images (float32, 0..255, HWC samples) through
+    :meth:`images` and targets (one-hot labels, or masks) through :meth:`targets`."""
+
+    params: ClassVar[tuple[str, ...]] = ("partner",)
+    mixes_masks: ClassVar[bool] = False
+    """Whether segmentation masks can follow this stage (a cut does; a blend does not)."""
+
+    def draw(self, rng: Random) -> Params:
+        return {"partner": rng.uniform(0.0, 1.0)}
+
+    def images(self, images: Any, p: Params, ops: Any) -> Any:
+        raise NotImplementedError
+
+    def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
+        """The targets of the batch: one-hot labels (``masks`` False) or masks."""
+        raise NotImplementedError

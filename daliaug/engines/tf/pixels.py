@@ -170,3 +170,8 @@ def paste(batch: tf.Tensor, partner: Value, y0: Value, x0: Value, h: Value, w: V
     other = tf.gather(batch, tf.cast(partner, tf.int32))
     inside = _trailing(_box(tf.shape(batch), y0, x0, h, w), batch.shape.rank)
     return tf.where(inside, other, batch)
+
+
+def select(flag: Value, chosen: tf.Tensor, other: tf.Tensor) -> tf.Tensor:
+    """Per sample, ``chosen`` where ``flag`` (0 or 1) is 1, else ``other``."""
+    return tf.where(_per_sample(flag, chosen.shape.rank) > 0.5, chosen, other)
