@@ -13,17 +13,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from daliaug.backends import DatasetOptions, select_backend
+from daliaug.backends import Backend, DatasetOptions, select_backend
+from daliaug.backends import backend as named_backend
+from daliaug.backends.select import Device, resolve_backend
 from daliaug.backends.verify import checked_samples
 from daliaug.config import Config, load_config
-from daliaug.epoch import EpochClock
+from daliaug.epoch import EpochClock, resolve_seed
 from daliaug.errors import ConfigError
+from daliaug.outputs import framework_batches, framework_of
 from daliaug.sources.base import Samples
 from daliaug.sources.prepare import prepare_samples
 from daliaug.sources.tfrecord import RecordSamples
 
 if TYPE_CHECKING:
     import tensorflow as tf
+
+    from daliaug.outputs.batches import Batches
 
 
 def make_dataset(
@@ -36,7 +41,8 @@ def make_dataset(
     class_weight: Mapping[int, float] | None = None,
     sample_weight: Any = None,
     strategy: Any = None,
-) -> tf.data.Dataset | tf.distribute.DistributedDataset:
+    framework: str | None = None,
+) -> tf.data.Dataset | tf.distribute.DistributedDataset | Batches:
     """A dataset of ``(images, labels or masks)`` batches, augmented as the config says.
 
     ``config`` is anything :func:`~daliaug.config.load_config` takes. For an ``arrays``
@@ -63,7 +69,13 @@ def make_dataset(
     config = load_config(config)
     if initial_epoch < 0:
         raise ConfigError(f"initial_epoch: must be 0 or more, got {initial_epoch}")
-    backend, device = select_backend(config, for_dataset=True)
+    framework = framework_of(framework)
+    if framework != "tensorflow" and strategy is not None:
+        raise ConfigError(
+            f"strategy: a tf.distribute strategy needs framework='tensorflow', not {framework!r}"
+            " (for JAX, use keras.distribution.DataParallel)"
+        )
+    backend, device = _engine(config, framework)
     samples = prepare_samples(config, samples, x, y)
     decoder = f"{backend.name}-{device}"
     samples = checked_samples(config, samples, decoder, partial(backend.undecodable, device=device))
@@ -82,7 +94,24 @@ def make_dataset(
         return distributed_dataset(config, samples, backend, device, strategy, options)
     if options.weighs and config.label_mode == "none":
         raise ConfigError("label_mode: 'none' yields the images alone, without weights")
+    if framework != "tensorflow":
+        config = config.model_copy(update={"seed": resolve_seed(config.seed)})
+        return framework_batches(framework, config, samples, device, options, initial_epoch)
     return backend.dataset(config, samples, device, options)
+
+
+def _engine(config: Config, framework: str) -> tuple[Backend, Device]:
+    """The backend and device of the config here for ``framework``: any for TensorFlow, DALI
+    for the others (which must not need TensorFlow)."""
+    if framework == "tensorflow":
+        return select_backend(config, for_dataset=True)
+    placement = resolve_backend(config)
+    if placement == "tf":
+        raise ConfigError(
+            f"backend: {config.backend!r} runs TensorFlow ops here, but framework={framework!r} "
+            "needs DALI (install nvidia-dali-cuda120, or use backend: cpu or gpu)"
+        )
+    return named_backend("dali"), placement
 
 
 def _sample_weights(samples: Samples | RecordSamples, sample_weight: Any) -> np.ndarray:
