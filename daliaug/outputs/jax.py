@@ -83,7 +83,7 @@ def _local_shards(
         raise ConfigError(
             "source.type: tfrecord under a keras.distribution needs framework='tensorflow'"
         )
-    mesh = list(current.device_mesh.devices.flat)
+    mesh = list(current.device_mesh.backend_mesh.devices.flat)
     split = Shards.split(config, samples, options, len(mesh), "device", "a keras.distribution")
     local = [i for i, d in enumerate(mesh) if d.process_index == jax.process_index()]
     return [mesh[i] for i in local], [split.shard(i) for i in local]
