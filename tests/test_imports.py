@@ -13,6 +13,9 @@ import pytest
     [
         "daliaug",
         "daliaug.dataset",
+        "daliaug.outputs",
+        "daliaug.outputs.batches",
+        "daliaug.outputs.shards",
         "daliaug.backends",
         "daliaug.backends.dali",
         "daliaug.backends.dali.pipeline",
