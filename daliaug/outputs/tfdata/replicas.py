@@ -21,21 +21,12 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from daliaug.epoch import replica_length, resolve_seed, shard_range
-from daliaug.errors import ConfigError, DataError
 from daliaug.outputs.options import DatasetOptions
+from daliaug.outputs.shards import Shards
 from daliaug.prepare import Prepared
-from daliaug.sources.base import Samples
-from daliaug.sources.tfrecord import RecordSamples
 
 if TYPE_CHECKING:
     import tensorflow as tf
-
-
-def _shard(samples: Samples | RecordSamples, shard: int, shards: int) -> Samples | RecordSamples:
-    if isinstance(samples, RecordSamples):
-        return dataclasses.replace(samples, shard_id=shard, num_shards=shards)
-    return samples.shard(shard, shards)
 
 
 def _clocked(dataset: Any, options: DatasetOptions) -> Any:
@@ -56,50 +47,20 @@ def distributed_dataset(
     config, samples, device = prepared.config, prepared.samples, prepared.device
 
     replicas = strategy.num_replicas_in_sync
-    if config.batch_size % replicas:
-        raise ConfigError(
-            f"batch_size: {config.batch_size} (the global batch) does not divide by the "
-            f"{replicas} replicas of the strategy; use a multiple of {replicas}"
-        )
-    if config.source.num_shards != 1:
-        raise ConfigError(
-            f"source.num_shards: {config.source.num_shards}, but under a strategy daliaug "
-            "shards the source itself, one shard per replica; leave shard_id and num_shards out"
-        )
-    if len(samples) < replicas:
-        raise DataError(
-            f"source: {len(samples)} samples for {replicas} replicas; every replica needs at "
-            "least one"
-        )
-    per_replica = config.batch_size // replicas
-    config = config.model_copy(
-        update={"seed": resolve_seed(config.seed), "batch_size": per_replica}
-    )
-    length = replica_length(len(samples), replicas, per_replica, config.drop_remainder)
-    options = dataclasses.replace(
-        options, length=length, weighted=options.weighs or not config.drop_remainder
-    )
+    shards = Shards.split(config, samples, options, replicas, "replica", "a strategy")
+    options = shards.options
     devices = tuple(getattr(strategy.extended, "worker_devices", ("/cpu:0",)))
 
     def replica(shard: int, place: str) -> tf.data.Dataset:
-        source = config.source.model_copy(update={"shard_id": shard, "num_shards": replicas})
-        update: dict[str, Any] = {"source": source}
-        on_gpu = tf.DeviceSpec.from_string(place).device_type == "GPU"
-        if device == "gpu" and on_gpu:
+        update: dict[str, Any] = {}
+        if device == "gpu" and tf.DeviceSpec.from_string(place).device_type == "GPU":
             from daliaug.outputs.tfdata.dali_dataset import cuda_ordinal
 
             update["device_id"] = cuda_ordinal(place)
-        replica_config = config.model_copy(update=update)
-        weights = options.sample_weights
-        if weights is not None:
-            weights = weights[slice(*shard_range(len(samples), shard, replicas))]
-        replica_options = dataclasses.replace(options, place=place, sample_weights=weights)
+        replica_config, replica_samples, replica_options = shards.shard(shard, **update)
+        replica_options = dataclasses.replace(replica_options, place=place)
         return engine_dataset(
-            prepared.engine.name,
-            replica_config,
-            _shard(samples, shard, replicas),
-            device,
-            replica_options,
+            prepared.engine.name, replica_config, replica_samples, device, replica_options
         )
 
     if isinstance(strategy, tf.distribute.MirroredStrategy):
