@@ -18,6 +18,7 @@ from daliaug.backends.verify import checked_samples
 from daliaug.config import Config, load_config
 from daliaug.epoch import EpochClock
 from daliaug.errors import ConfigError
+from daliaug.memory import check_memory
 from daliaug.sources.base import Samples
 from daliaug.sources.prepare import prepare_samples
 from daliaug.sources.tfrecord import RecordSamples
@@ -65,6 +66,7 @@ def make_dataset(
         raise ConfigError(f"initial_epoch: must be 0 or more, got {initial_epoch}")
     backend, device = select_backend(config, for_dataset=True)
     samples = prepare_samples(config, samples, x, y)
+    check_memory(config, samples, device)
     decoder = f"{backend.name}-{device}"
     samples = checked_samples(config, samples, decoder, partial(backend.undecodable, device=device))
     if isinstance(samples, RecordSamples):

@@ -60,7 +60,10 @@ def test_yaml_json_and_overrides(tmp_path: Path) -> None:
     ("data", "expected"),
     [
         ({**BASE, "colour": 1}, "colour: Extra inputs are not permitted (got 1)"),
-        ({**BASE, "batch_size": 0}, "batch_size: Input should be greater than 0 (got 0)"),
+        (
+            {**BASE, "batch_size": 0},
+            "batch_size: Input should be greater than or equal to 1 (got 0)",
+        ),
         (
             {**BASE, "label_mode": "onehot"},
             "label_mode: Input should be 'int', 'categorical', 'binary'",
@@ -117,7 +120,7 @@ def test_yaml_json_and_overrides(tmp_path: Path) -> None:
         ),
         (
             {**BASE, "transforms": [{"type": "normalize"}]},
-            "transforms.0: give 'rescale' or 'mean' and/or 'std'",
+            "transforms.0.normalize: give 'rescale' or 'mean' and/or 'std'",
         ),
         ({**BASE, "source": {"type": "directory"}}, "source.directory.path: Field required"),
         ({"image_size": 32}, "source: Field required"),

@@ -6,10 +6,20 @@ import argparse
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from daliaug.config import Config, load_config
+from daliaug.errors import readable
 
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, highlight=False, markup=False)
+"""Where the commands print: stderr, with no markup, so that a path or message holding text like
+``[bold]`` or ``[/x]`` prints as it is (styles are given explicitly)."""
+
+
+def plain(text: str) -> Text:
+    """``text`` as it is (no markup, file names that are not UTF-8 readable), for the places
+    rich would otherwise read markup in: status lines."""
+    return Text(readable(text))
 
 
 def positive_int(text: str) -> int:

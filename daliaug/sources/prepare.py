@@ -24,7 +24,7 @@ def prepare_samples(
                 f"not {config.source.type!r}"
             )
         raw = config.label_mode == "raw"
-        samples = array_samples(x, y, config.source.class_names, raw).shard(
+        samples = array_samples(x, y, config.source.classes, raw).shard(
             config.source.shard_id, config.source.num_shards
         )
     elif samples is None:

@@ -25,6 +25,7 @@ from daliaug.backends.verify import checked_samples
 from daliaug.config import Config, load_config
 from daliaug.epoch import batch_bounds
 from daliaug.errors import DataError, first_line
+from daliaug.memory import check_memory
 from daliaug.sources.base import Samples, explain_failure
 from daliaug.sources.prepare import prepare_samples
 from daliaug.sources.tfrecord import RecordSamples
@@ -139,7 +140,9 @@ class DaliLoader:
     ) -> None:
         self.config = config
         self.device = device or resolve_device(config)
-        self.samples = _checked(config, prepare_samples(config, samples), self.device)
+        samples = prepare_samples(config, samples)
+        check_memory(config, samples, self.device)
+        self.samples = _checked(config, samples, self.device)
         self.return_params = return_params
         if return_params and isinstance(self.samples, RecordSamples):
             raise ValueError("returned params need a column source, not TFRecords")
