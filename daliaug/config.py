@@ -51,9 +51,14 @@ class Output(Normalization):
         means, stds = self.mean_std(1)  # every value given: a list stays whole
         reach = max(abs(v - m) / s for v in (0.0, 255.0) for m in means or [0] for s in stds or [1])
         if reach > largest:
+            given = (
+                f"rescale {self.rescale:g} maps"
+                if self.rescale is not None
+                else f"mean {self.mean} and std {self.std} map"
+            )
             raise ValueError(
-                f"normalized values of 0..255 pixels reach {reach:.3g}, beyond the {largest:.3g} "
-                f"that {self.dtype} holds; use a larger std (or smaller rescale), or float32"
+                f"{given} 0..255 to values up to {reach:.3g}, beyond the {largest:.3g} that "
+                f"{self.dtype} holds"
             )
         return self
 

@@ -74,7 +74,7 @@ def _scan(
 ) -> None:
     """One folder's entries: images into ``found``, folders onto ``pending``, the rest named."""
     try:
-        entries = list(os.scandir(directory))
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)  # the same on every run
     except OSError as e:
         listing.ignored[directory] = f"cannot list the folder: {e.strerror or e}"
         return

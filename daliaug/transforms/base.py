@@ -28,7 +28,7 @@ from daliaug.tagged import Tagged
 Params = dict[str, Scalar]
 
 
-def _ordered(r: tuple[float, float]) -> tuple[float, float]:
+def ordered(r: tuple[float, float]) -> tuple[float, float]:
     if r[0] > r[1]:
         raise ValueError(f"range must be [low, high] with low <= high, got {list(r)}")
     return r
@@ -67,19 +67,21 @@ MAX_FACTOR = 100.0
 ratio; the smallest aspect ratio is its inverse)."""
 
 SymmetricRange = Annotated[
-    tuple[float, float], BeforeValidator(_symmetric), AfterValidator(_ordered)
+    tuple[float, float], BeforeValidator(_symmetric), AfterValidator(ordered)
 ]
 AngleRange = Annotated[SymmetricRange, bounded(-MAX_DEGREES, MAX_DEGREES, "angles")]
 FractionRange = Annotated[SymmetricRange, bounded(-1.0, 1.0, "fractions of the side")]
 FactorRange = Annotated[
     tuple[float, float],
     BeforeValidator(_around_one),
-    AfterValidator(_ordered),
+    AfterValidator(ordered),
     AfterValidator(_non_negative),
     bounded(0.0, MAX_FACTOR, "factors"),
 ]
-PositiveRange = Annotated[tuple[float, float], AfterValidator(_ordered), AfterValidator(_positive)]
-PositiveFactorRange = Annotated[FactorRange, AfterValidator(_positive)]
+PositiveRange = Annotated[tuple[float, float], AfterValidator(ordered), AfterValidator(_positive)]
+ZOOMS = bounded(1 / MAX_FACTOR, MAX_FACTOR, "zoom factors")
+"""Zoom factors: never 0 (or so near it that the warp's inverse overflows)."""
+ZoomFactorRange = Annotated[FactorRange, ZOOMS]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 Fill = float | Literal["nearest", "reflect", "wrap"]
 """A constant fill value on the 0..255 scale (saturated to it), ``"nearest"`` to repeat the

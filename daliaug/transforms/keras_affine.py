@@ -7,16 +7,17 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, field_validator
 
 from daliaug.algebra import Affine, Canvas, Math, Random, Scalar, mul, neg, sub
-from daliaug.fields import MAX_SIDE, STRICT, as_float, bounded, is_number
+from daliaug.fields import MAX_SIDE, STRICT, as_float, is_number
 from daliaug.transforms.base import (
     MAX_DEGREES,
-    MAX_FACTOR,
+    ZOOMS,
     Fill,
     GeometricTransform,
     Params,
+    ordered,
     radians,
 )
 
@@ -73,7 +74,8 @@ Shift = Annotated[ShiftRange, BeforeValidator(keras_shift)]
 ZoomRange = Annotated[
     tuple[float, float],
     BeforeValidator(keras_zoom),
-    bounded(-MAX_FACTOR, MAX_FACTOR, "zoom factors"),
+    AfterValidator(ordered),
+    ZOOMS,
 ]
 
 
@@ -82,7 +84,8 @@ class KerasAffine(GeometricTransform):
     degrees, shifts from ``width_shift_range`` / ``height_shift_range`` (Keras' reading: see
     :func:`keras_shift`), ``shear ~ U(±shear_range)`` degrees, ``zx, zy ~ U(zoom_range)``
     drawn apart (a number ``z`` means ``[1 - z, 1 + z]``; ``> 1`` shrinks the content, the
-    inverse of ``zoom``), and each flip with probability 0.5 when enabled.
+    inverse of ``zoom``; unlike Keras, the factors must lie within [0.01, 100], as a zoom of 0
+    has no inverse), and each flip with probability 0.5 when enabled.
 
     As Keras' ``apply_affine_transform``, each output point ``p`` samples the source at
     ``c + R(theta) (T(tx, ty) + Sh(shear) Z(zx, zy) (p - c))`` with ``R`` turning the content
