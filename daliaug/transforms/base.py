@@ -27,12 +27,13 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from daliaug.algebra import Affine, Box, Canvas, ColourMatrix, Math, Random, Scalar, div, mul, neg
+from daliaug.fields import as_float, bounded, is_number
 from daliaug.tagged import Tagged
 
 Params = dict[str, Scalar]
 
 
-def _ordered(r: tuple[float, float]) -> tuple[float, float]:
+def ordered(r: tuple[float, float]) -> tuple[float, float]:
     if r[0] > r[1]:
         raise ValueError(f"range must be [low, high] with low <= high, got {list(r)}")
     return r
@@ -40,15 +41,15 @@ def _ordered(r: tuple[float, float]) -> tuple[float, float]:
 
 def _symmetric(v: Any) -> Any:
     """A single number ``a`` means the range ``[-a, a]``."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return (-abs(v), abs(v))
+    if is_number(v):
+        return (-abs(as_float(v)), abs(as_float(v)))
     return v
 
 
 def _around_one(v: Any) -> Any:
     """A single number ``d`` means the factor range ``[max(0, 1 - d), 1 + d]``."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return (max(0.0, 1.0 - abs(v)), 1.0 + abs(v))
+    if is_number(v):
+        return (max(0.0, 1.0 - abs(as_float(v))), 1.0 + abs(as_float(v)))
     return v
 
 
@@ -64,34 +65,36 @@ def _positive(r: tuple[float, float]) -> tuple[float, float]:
     return r
 
 
+MAX_DEGREES = 360.0
+"""The largest angle, in degrees, an angle range takes (one whole turn)."""
+MAX_FACTOR = 100.0
+"""The largest factor a factor range takes (zoom, brightness, contrast, saturation, aspect
+ratio; the smallest aspect ratio is its inverse)."""
+
 SymmetricRange = Annotated[
-    tuple[float, float], BeforeValidator(_symmetric), AfterValidator(_ordered)
+    tuple[float, float], BeforeValidator(_symmetric), AfterValidator(ordered)
 ]
+AngleRange = Annotated[SymmetricRange, bounded(-MAX_DEGREES, MAX_DEGREES, "angles")]
+FractionRange = Annotated[SymmetricRange, bounded(-1.0, 1.0, "fractions of the side")]
 FactorRange = Annotated[
     tuple[float, float],
     BeforeValidator(_around_one),
-    AfterValidator(_ordered),
+    AfterValidator(ordered),
     AfterValidator(_non_negative),
+    bounded(0.0, MAX_FACTOR, "factors"),
 ]
-PositiveRange = Annotated[tuple[float, float], AfterValidator(_ordered), AfterValidator(_positive)]
-PositiveFactorRange = Annotated[FactorRange, AfterValidator(_positive)]
+PositiveRange = Annotated[tuple[float, float], AfterValidator(ordered), AfterValidator(_positive)]
+ZOOMS = bounded(1 / MAX_FACTOR, MAX_FACTOR, "zoom factors")
+"""Zoom factors: never 0 (or so near it that the warp's inverse overflows)."""
+ZoomFactorRange = Annotated[FactorRange, ZOOMS]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 Fill = float | Literal["nearest", "reflect", "wrap"]
-"""A constant fill value on the 0..255 scale, ``"nearest"`` to repeat the border pixel, or
-``"reflect"`` / ``"wrap"`` to mirror or tile the image (TensorFlow backend only)."""
+"""A constant fill value on the 0..255 scale (saturated to it), ``"nearest"`` to repeat the
+border pixel, or ``"reflect"`` / ``"wrap"`` to mirror or tile the image (TensorFlow backend
+only)."""
 
 TF_ONLY_FILLS = ("reflect", "wrap")
 """Fills that TensorFlow's ``ImageProjectiveTransformV3`` has and DALI's ``warp_affine`` lacks."""
-
-
-def _size(v: Any) -> Any:
-    return (v, v) if isinstance(v, int) and not isinstance(v, bool) else v
-
-
-Size = Annotated[
-    tuple[Annotated[int, Field(gt=0)], Annotated[int, Field(gt=0)]], BeforeValidator(_size)
-]
-"""``[height, width]`` in pixels; a single integer means a square."""
 
 
 def radians(degrees: Scalar) -> Scalar:

@@ -10,6 +10,7 @@ one size, so their whole batch, resampling included, is one XLA function.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import tensorflow as tf
@@ -78,7 +79,7 @@ def file_batches(
 ) -> tf.data.Dataset:
     """Finished batches for file sources from ``(index, warp[, weight])`` batches: each file
     is read, decoded and resampled on its own (its size is its own), in parallel."""
-    paths = {name: tf.constant(p) for name, p in samples.files.items()}
+    paths = {name: tf.constant(list(map(os.fsencode, p))) for name, p in samples.files.items()}
     column = target_column(config.label_mode)
     targets = tf.constant(samples.columns[column]) if column in samples.columns else None
 
