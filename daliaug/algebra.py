@@ -85,6 +85,9 @@ class Random(Protocol):
     def choice(self, values: Sequence[float]) -> Scalar:
         """One of ``values``, each equally likely."""
 
+    def beta(self, a: float, b: float) -> Scalar:
+        """A value from Beta(a, b)."""
+
 
 def _folded(on_constants: Callable[..., float], name: str) -> Callable[..., Scalar]:
     """A :class:`Math` method: ``on_constants`` for Python numbers, else the backend's ``name``."""

@@ -1,23 +1,26 @@
-"""The pipeline config: one pydantic model, loaded from YAML, JSON or a dict."""
+"""The pipeline config: one pydantic model, loaded from YAML, JSON, a shipped config's name or a
+dict; a bad one is a :class:`~daliaug.errors.ConfigError` listing every bad field and rule."""
 
 from __future__ import annotations
 
 import functools
-import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ValidationError, model_validator
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
+from daliaug.config_files import check_size, config_path, read_config_file
 from daliaug.errors import ConfigError
+from daliaug.fields import STRICT, BatchSize, DeviceId, Prefetch, Seed, Size, Threads, whole_number
 from daliaug.plan import Plan
 from daliaug.sources import AnySource
-from daliaug.sources.base import read_text
 from daliaug.transforms import AnyTransform, ColourTransform, GeometricTransform
-from daliaug.transforms.base import TF_ONLY_FILLS, Fill, OffsetTransform, Size
+from daliaug.transforms.base import TF_ONLY_FILLS, BatchTransform, Fill, OffsetTransform
 from daliaug.transforms.normalize import Channels, Normalization, Normalize
 from daliaug.transforms.random_resized_crop import RandomResizedCrop
 
@@ -26,18 +29,37 @@ class Output(Normalization):
     """How images leave the pipeline: normalization, dtype and layout.
 
     ``(x - mean) / std`` or ``x * rescale`` on the 0..255 scale; with none of them the values
-    stay 0..255. ``uint8`` output allows no normalization.
+    stay 0..255. ``uint8`` output allows no normalization, and a normalization whose values
+    would overflow the output dtype (``std: 1e-40``, or ``std: 0.001`` for ``float16``) is
+    refused.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
     dtype: Literal["float32", "float16", "uint8"] = "float32"
     layout: Literal["NHWC", "NCHW"] = "NHWC"
 
     @model_validator(mode="after")
     def _dtype_holds_values(self) -> Output:
-        if self.dtype == "uint8" and self.normalizes:
-            raise ValueError("dtype uint8 cannot carry normalized values; use float32 or float16")
+        if self.dtype == "uint8":
+            if self.normalizes:
+                raise ValueError(
+                    "dtype uint8 cannot carry normalized values; use float32 or float16"
+                )
+            return self
+        largest = float(np.finfo(self.dtype).max)
+        means, stds = self.mean_std(1)  # every value given: a list stays whole
+        reach = max(abs(v - m) / s for v in (0.0, 255.0) for m in means or [0] for s in stds or [1])
+        if reach > largest:
+            given = (
+                f"rescale {self.rescale:g} maps"
+                if self.rescale is not None
+                else f"mean {self.mean} and std {self.std} map"
+            )
+            raise ValueError(
+                f"{given} 0..255 to values up to {reach:.3g}, beyond the {largest:.3g} that "
+                f"{self.dtype} holds"
+            )
         return self
 
     def mean_std(self, channels: int) -> tuple[list[float], list[float]]:
@@ -62,27 +84,32 @@ def target_column(label_mode: str) -> str | None:
 
 
 class Config(BaseModel):
-    """A whole daliaug pipeline: where samples come from, how they are augmented, what comes out."""
+    """A whole daliaug pipeline: where samples come from, how they are augmented, what comes out.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Counts and sizes are whole numbers within what the engines take (``image_size`` sides up
+    to 16384, ``batch_size`` up to 65536, ``num_threads`` up to 1024, ``seed`` from 0 to
+    2**63 - 1; see :mod:`daliaug.fields`); floats are finite.
+    """
+
+    model_config = STRICT
 
     source: AnySource
     image_size: Size
-    channels: Literal[1, 3] = 3
-    batch_size: Annotated[int, Field(gt=0)] = 32
+    channels: Annotated[Literal[1, 3], BeforeValidator(whole_number)] = 3
+    batch_size: BatchSize = 32
     shuffle: bool = True
-    seed: int | None = None
+    seed: Seed | None = None
     label_mode: Literal["int", "categorical", "binary", "float", "raw", "input", "none"] = "int"
     drop_remainder: bool = False
     transforms: list[AnyTransform] = []
     interpolation: Literal["linear", "nearest"] = "linear"
     output: Output = Output()
     backend: Literal["auto", "gpu", "cpu", "tf"] = "auto"
-    device_id: Annotated[int, Field(ge=0)] = 0
-    num_threads: Annotated[int, Field(gt=0)] | None = None
+    device_id: DeviceId = 0
+    num_threads: Threads | None = None
     """CPU threads: DALI's thread pool (default :attr:`dali_threads`), the TensorFlow
     backend's ``tf.data`` thread pool (default TensorFlow's, one thread per core)."""
-    prefetch: Annotated[int, Field(gt=0)] = 2
+    prefetch: Prefetch = 2
     """Batches made ahead of the one being consumed: DALI's prefetch queue depth, the
     TensorFlow backend's final ``prefetch`` buffer."""
 
@@ -94,37 +121,61 @@ class Config(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _move_normalize_to_output(cls, data: Any) -> Any:
-        """A ``normalize`` transform must come last and becomes ``output``'s normalization."""
+        """A valid ``normalize`` transform that comes last becomes ``output``'s normalization
+        (unless ``output`` has one); any other stays, for the field checks and
+        :meth:`_rules` to name."""
         if not isinstance(data, Mapping) or not isinstance(data.get("transforms"), list):
             return data
-        transforms = data["transforms"]
-        kinds = [t.get("type") if isinstance(t, Mapping) else None for t in transforms]
-        if "normalize" not in kinds:
+        *rest, last = data["transforms"] or [None]
+        output = data.get("output") or {}
+        output = output.model_dump() if isinstance(output, Output) else output
+        if not isinstance(last, Mapping) or last.get("type") != "normalize":
             return data
-        index = kinds.index("normalize")
-        if index != len(transforms) - 1:
-            raise ValueError(f"transforms.{index}: 'normalize' must be the last transform")
-        output = dict(data.get("output") or {})
-        if any(output.get(k) is not None for k in ("mean", "std", "rescale")):
-            raise ValueError(
-                f"transforms.{index}: normalization is given both here and in 'output'; keep one"
-            )
+        if not isinstance(output, Mapping) or any(
+            output.get(k) is not None for k in ("mean", "std", "rescale")
+        ):
+            return data
         try:
-            norm = Normalize.model_validate(transforms[index])
-        except ValidationError as e:
-            raise ValueError(f"transforms.{index}: {_first_message(e)}") from None
-        output.update(norm.model_dump(exclude={"type"}, exclude_none=True))
-        return {**data, "transforms": transforms[:index], "output": output}
+            norm = Normalize.model_validate(last)
+        except ValidationError:
+            return data
+        moved = norm.model_dump(exclude={"type"}, exclude_none=True)
+        return {**data, "transforms": rest, "output": {**output, **moved}}
 
     @model_validator(mode="after")
-    def _check_transforms(self) -> Config:
+    def _rules(self) -> Config:
+        """The rules across fields, every broken one reported (each message starts with the
+        field it is about)."""
+        broken = [*self._transform_problems(), *self._target_problems()]
+        if broken:
+            raise ValidationError.from_exception_data(
+                type(self).__name__,
+                [
+                    InitErrorDetails(
+                        type=PydanticCustomError("config_rule", "{rule}", {"rule": rule}),
+                        loc=(),
+                        input=None,
+                    )
+                    for rule in broken
+                ],
+            )
+        return self
+
+    def _transform_problems(self) -> Iterator[str]:
         fills: dict[str, Fill] = {}
         colour: int | None = None
         for i, t in enumerate(self.transforms):
+            if isinstance(t, Normalize):
+                yield (
+                    f"transforms.{i}: 'normalize' must be the last transform"
+                    if i < len(self.transforms) - 1
+                    else f"transforms.{i}: normalization is given both here and in 'output'; "
+                    "keep one"
+                )
             if isinstance(t, ColourTransform) and t.needs_rgb and self.channels != 3:
-                raise ValueError(f"transforms.{i}: '{t.type}' needs channels: 3")
+                yield f"transforms.{i}: '{t.type}' needs channels: 3"
             if isinstance(t, OffsetTransform) and colour is not None:
-                raise ValueError(
+                yield (
                     f"transforms.{i}: '{t.type}' must come before the colour transforms (it "
                     f"clips to the warped image's own range), but transforms.{colour} is "
                     f"'{self.transforms[colour].type}'"
@@ -134,37 +185,47 @@ class Config(BaseModel):
             if isinstance(t, GeometricTransform) and "fill" in t.model_fields_set:
                 fills[f"transforms.{i}.fill"] = t.fill
                 if t.fill in TF_ONLY_FILLS and self.backend != "tf":
-                    raise ValueError(
+                    yield (
                         f"transforms.{i}.fill: {t.fill!r} needs backend: tf (DALI's warp_affine "
                         f"has no {t.fill} border; TensorFlow's projective transform has), got "
                         f"backend: {self.backend}"
                     )
+        for i, t in enumerate(self.transforms):
+            if isinstance(t, BatchTransform):
+                yield from self._batch_stage_problems(f"transforms.{i}", t)
         if len(set(fills.values())) > 1:
             listed = ", ".join(f"{k}={v!r}" for k, v in fills.items())
-            raise ValueError(
-                f"all geometric transforms share one warp and so one fill value; got {listed}"
-            )
-        return self
+            yield f"all geometric transforms share one warp and so one fill value; got {listed}"
 
-    @model_validator(mode="after")
-    def _check_label_mode(self) -> Config:
+    def _batch_stage_problems(self, field: str, t: BatchTransform) -> Iterator[str]:
+        """A batch stage mixes targets: soft labels only, and no TFRecords (the host must
+        know each batch's real samples)."""
+        if self.source.segmentation:
+            yield f"{field}: '{t.type}' does not run on segmentation masks"
+        elif self.label_mode not in ("categorical", "binary"):
+            yield (
+                f"{field}: '{t.type}' mixes labels, which needs soft labels: set label_mode: "
+                f"categorical (or binary), not {self.label_mode!r}"
+            )
+        if self.source.type == "tfrecord":
+            yield (
+                f"{field}: '{t.type}' needs a column source; TFRecords are streamed (convert "
+                "them to a directory or file list)"
+            )
+
+    def _target_problems(self) -> Iterator[str]:
         if self.source.segmentation and self.label_mode not in ("int", "categorical", "binary"):
-            raise ValueError(
+            yield (
                 f"label_mode: {self.label_mode!r} is for classification sources; segmentation "
                 "yields its masks"
             )
-        return self
-
-    @model_validator(mode="after")
-    def _check_output_channels(self) -> Config:
         for name in ("mean", "std"):
             v = getattr(self.output, name)
             if isinstance(v, list) and len(v) != self.channels:
-                raise ValueError(
+                yield (
                     f"output.{name}: {len(v)} values {v} for channels: {self.channels}; give one "
                     "value per channel, or a single number"
                 )
-        return self
 
     @model_validator(mode="after")
     def _default_crop_sizes(self) -> Config:
@@ -206,27 +267,26 @@ class Config(BaseModel):
 _plan = functools.lru_cache(maxsize=64)(Plan.of)
 
 
-def _first_message(e: ValidationError) -> str:
-    err = e.errors()[0]
-    msg = err["msg"].removeprefix("Value error, ")
-    return f"{'.'.join(map(str, err['loc']))}: {msg}" if err["loc"] else msg
-
-
-def format_errors(e: ValidationError, origin: str) -> str:
+def format_errors(errors: list[ErrorDetails], origin: str) -> str:
     """One line per error: the field path, the message and the offending value."""
     lines = [f"invalid config {origin}:"]
-    for err in e.errors():
+    for err in errors:
         loc = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
-        value = err.get("input")
-        if not loc:  # a whole-config check: its message starts with the field path itself
+        if not loc:  # a rule across fields: its message starts with the field path itself
             lines.append(f"  {msg}")
             continue
-        shown = (
-            "" if isinstance(value, (dict, list)) and len(str(value)) > 80 else f" (got {value!r})"
-        )
-        lines.append(f"  {loc}: {msg}{shown}")
+        lines.append(f"  {loc}: {msg}{_shown(err.get('input'))}")
     return "\n".join(lines)
+
+
+def _shown(value: Any) -> str:
+    """`` (got value)``, or nothing for a long list or mapping."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer too long to print
+        return f" (got a {type(value).__name__})"
+    return "" if isinstance(value, (dict, list)) and len(text) > 80 else f" (got {text[:200]})"
 
 
 def _deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
@@ -239,29 +299,16 @@ def _deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str,
     return merged
 
 
-def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Parse a YAML or JSON file into a dict; errors name the file (and line for YAML)."""
-    p = Path(path)
-    text = read_text(p, "cannot read config file", ConfigError)
-    try:
-        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
-        raise ConfigError(
-            f"config file {p} is not valid {p.suffix.lstrip('.').upper() or 'YAML'}: {e}"
-        ) from e
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {p} must hold a mapping of keys, got {type(data).__name__}")
-    return data
-
-
 def load_config(
     source: str | os.PathLike[str] | Mapping[str, Any] | Config,
     overrides: Mapping[str, Any] | None = None,
 ) -> Config:
-    """Validate a config from a YAML/JSON path, a dict or a :class:`Config`.
+    """Validate a config from a YAML/JSON path, a shipped config's name (``"imagenet_train"``,
+    see :func:`~daliaug.config_files.shipped_configs`), a dict or a :class:`Config`.
 
     ``overrides`` is merged into it first (nested mappings merge key by key). Raises
-    :class:`~daliaug.errors.ConfigError` whose message lists every bad field and value.
+    :class:`~daliaug.errors.ConfigError` whose message lists every bad field and value, and
+    every broken rule across fields.
     """
     if isinstance(source, Config):
         if not overrides:
@@ -271,11 +318,58 @@ def load_config(
         origin = "(Config object)"
     elif isinstance(source, Mapping):
         data, origin = source, "(dict)"
+        check_size(data, origin)
+    elif isinstance(source, (str, os.PathLike)):
+        path = config_path(source)
+        data = read_config_file(path)
+        origin = str(source) if path == Path(source) else f"{source} ({path})"
     else:
-        data, origin = read_config_file(source), str(source)
+        raise ConfigError(
+            "config: give a YAML or JSON file, a shipped config's name, a mapping or a Config, "
+            f"not {type(source).__name__}"
+        )
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise ConfigError(f"overrides: give a mapping, not {type(overrides).__name__}")
     if overrides:
+        check_size(overrides, "overrides")
         data = _deep_merge(data, overrides)
     try:
         return Config.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(format_errors(e, origin)) from None
+        errors = e.errors()
+    if all(err["loc"] for err in errors):  # bad fields: the rules across fields have not run
+        errors += _rule_errors(_without_bad_fields(data, errors))
+    raise ConfigError(format_errors(errors, origin)) from None
+
+
+_STAND_INS: dict[str, Any] = {"source": {"type": "arrays"}, "image_size": 1}
+_NEUTRAL = {"type": "flip", "horizontal": 0.0}
+"""A transform that breaks no rule, standing in for a bad one (indices stay)."""
+
+
+def _without_bad_fields(data: Mapping[str, Any], errors: list[ErrorDetails]) -> dict[str, Any]:
+    """``data`` with each bad field left to its default (a required one, and a bad transform,
+    replaced by a stand-in), for the rules across the others to run."""
+    patched = dict(data)
+    transforms = data.get("transforms")
+    transforms = list(transforms) if isinstance(transforms, list) else None
+    for err in errors:
+        key, *inner = err["loc"]
+        if key == "transforms" and transforms is not None and inner and isinstance(inner[0], int):
+            transforms[inner[0]] = _NEUTRAL
+        elif key in _STAND_INS:
+            patched[key] = _STAND_INS[key]
+        else:
+            patched.pop(str(key), None)
+    if transforms is not None and "transforms" in patched:
+        patched["transforms"] = transforms
+    return patched
+
+
+def _rule_errors(data: Mapping[str, Any]) -> list[ErrorDetails]:
+    """The broken rules across fields of ``data`` (its bad fields are not reported again)."""
+    try:
+        Config.model_validate(data)
+    except ValidationError as e:
+        return [err for err in e.errors() if not err["loc"]]
+    return []

@@ -110,6 +110,9 @@ class NumpyRandom:
             return float(values[0])
         return np.asarray(values, np.float32)[self.rng.integers(len(values), size=self.size)]
 
+    def beta(self, a: float, b: float) -> Scalar:
+        return self.rng.beta(a, b, self.size).astype(np.float32)
+
 
 def columns(values: Sequence[Scalar], count: int) -> np.ndarray:
     """Per-sample scalars (arrays or constants) as a ``(count, len(values))`` float32 array."""

@@ -39,6 +39,12 @@ class DataWarning(UserWarning):
     the list is."""
 
 
+def readable(text: str) -> str:
+    """``text`` printable anywhere: the bytes of a file name that are not UTF-8 (which Python
+    holds as surrogate escapes) shown as ``\\xNN``."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def first_line(error: Exception) -> str:
     """The informative line of an error (for DALI's: what follows "encountered:"), else the
     first non-empty line."""

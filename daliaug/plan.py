@@ -2,16 +2,19 @@
 
 The plan fuses the transforms: every geometric step composes into one affine map from the
 decoded image (or its decoded region of interest) to the output canvas, and every colour step
-composes into one affine colour matrix. Backends evaluate the plan with their own
+composes into one affine colour matrix. Engines evaluate the plan with their own
 :class:`~daliaug.algebra.Math` and :class:`~daliaug.algebra.Random`, then resample once and
-recolour once.
+recolour once. The stages that fuse into neither follow in config order: the pixel stages
+(per sample, images only), then the batch stages (whole batches, images and targets), each
+given its parameters as per-sample scalars (``stages``, one column per :attr:`Plan.stage_keys`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from daliaug.algebra import (
     Affine,
@@ -27,7 +30,7 @@ from daliaug.algebra import (
     neg,
 )
 from daliaug.transforms import ColourTransform, CropTransform, GeometricTransform, Transform
-from daliaug.transforms.base import Fill, OffsetTransform, Params
+from daliaug.transforms.base import BatchTransform, Fill, OffsetTransform, Params, PixelTransform
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,50 @@ class Plan:
         return {name: params[f"{index}.{name}"] for name in self.transforms[index].params}
 
     @cached_property
+    def stage_keys(self) -> list[str]:
+        """The parameters of the pixel and batch stages, in :attr:`param_keys` order: the
+        columns of the graph's ``stages`` input."""
+        staged = (PixelTransform, BatchTransform)
+        return [
+            f"{i}.{name}"
+            for i, t in enumerate(self.transforms)
+            if isinstance(t, staged)
+            for name in t.params
+        ]
+
+    @property
+    def batch_stages(self) -> list[tuple[int, BatchTransform]]:
+        return [(i, t) for i, t in enumerate(self.transforms) if isinstance(t, BatchTransform)]
+
+    def _stage_params(self, index: int, column: Callable[[int], Any]) -> Params:
+        keys = self.stage_keys
+        return {
+            name: column(keys.index(f"{index}.{name}")) for name in self.transforms[index].params
+        }
+
+    def pixels(self, images: Any, column: Callable[[int], Any], ops: Any) -> Any:
+        """``images`` through the pixel stages, with the engine's pixel operations ``ops``;
+        ``column(k)`` is the per-sample value of ``stage_keys[k]`` in the engine's form."""
+        for i, t in enumerate(self.transforms):
+            if isinstance(t, PixelTransform):
+                images = t.pixels(images, self._stage_params(i, column), ops)
+        return images
+
+    def batch_images(self, images: Any, column: Callable[[int], Any], ops: Any) -> Any:
+        """``images`` through the batch stages (see :meth:`pixels`)."""
+        for i, t in self.batch_stages:
+            images = t.images(images, self._stage_params(i, column), ops)
+        return images
+
+    def batch_targets(
+        self, targets: Any, column: Callable[[int], Any], ops: Any, masks: bool
+    ) -> Any:
+        """The batch's targets (one-hot labels, or masks) through the batch stages."""
+        for i, t in self.batch_stages:
+            targets = t.targets(targets, self._stage_params(i, column), ops, masks)
+        return targets
+
+    @cached_property
     def roi_step(self) -> int | None:
         """Index of the first geometric transform when it can be fused into decoding."""
         for i, t in enumerate(self.transforms):
@@ -148,8 +195,9 @@ class Plan:
         destination-to-source ``matrix`` (2x3) of the image warp (with ``resize``, instead the
         source points ``resize_start`` and ``resize_end`` (y, x) of the output's corners), the
         same for masks from full-source mask pixels (with ``masks``, names prefixed ``mask_``),
-        the ``offset`` (one value, when the plan has an offset step) and the ``colour`` matrix
-        (C x (C+1), when the plan has one)."""
+        the ``offset`` (one value, when the plan has an offset step), the ``colour`` matrix
+        (C x (C+1), when the plan has one) and the ``stages`` parameters (when it has pixel or
+        batch stages)."""
         geometry = self.geometry(params, source, m, fuse_roi=fuse_roi)
         out = self._resampling(geometry.forward, resize)
         if geometry.roi is not None:
@@ -164,6 +212,8 @@ class Plan:
         colour = self.colour(params, m)
         if colour is not None:
             out["colour"] = colour.flat()
+        if self.stage_keys:
+            out["stages"] = [params[key] for key in self.stage_keys]
         return out
 
     def _resampling(self, forward: Affine, resize: bool) -> dict[str, list[Scalar]]:

@@ -18,6 +18,7 @@ from daliaug.engines import Engine, engine, select_engine
 from daliaug.engines.select import Device, Placement
 from daliaug.engines.verify import checked_samples
 from daliaug.errors import ConfigError, DataError
+from daliaug.memory import check_memory
 from daliaug.sources.arrays import array_samples
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
@@ -48,6 +49,7 @@ def prepare(
     config = load_config(config)
     chosen, device = (engine("dali"), device) if device else select_engine(config, placement)
     listed = prepare_samples(config, samples, x, y)
+    check_memory(config, listed, device)
     undecodable = partial(chosen.undecodable, device=device, device_id=config.device_id)
     checked = checked_samples(config, listed, f"{chosen.name}-{device}", undecodable)
     return Prepared(config, chosen, device, checked)
@@ -68,7 +70,7 @@ def prepare_samples(
                 f"not {config.source.type!r}"
             )
         raw = config.label_mode == "raw"
-        samples = array_samples(x, y, config.source.class_names, raw).shard(
+        samples = array_samples(x, y, config.source.classes, raw).shard(
             config.source.shard_id, config.source.num_shards
         )
     elif samples is None:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
+
+from daliaug.fields import STRICT
 
 
 class Tagged(BaseModel):
-    """An immutable config entry that rejects unknown keys; concrete subclasses (those with a
-    default ``type``) register themselves in their family's ``registry`` under that name."""
+    """An immutable config entry that rejects unknown keys and non-finite floats; concrete
+    subclasses (those with a default ``type``) register themselves in their family's
+    ``registry`` under that name."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
     registry: ClassVar[dict[str, type[Tagged]]]
 
     type: str

@@ -32,6 +32,17 @@ def test_validate_prints_the_normalized_config() -> None:
     assert "random_resized_crop" in result.stdout and "size:\n  - 224" in result.stdout
 
 
+def test_validate_takes_a_shipped_configs_name() -> None:
+    result = daliaug("validate", "imagenet_train")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == daliaug("validate", ROOT / "pipelines" / "imagenet_train.yaml").stdout
+    unknown = daliaug("validate", "imagenet")
+    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+    assert (
+        "shipped: cifar_train, demo, imagenet_train, imagenet_val, segmentation" in unknown.stderr
+    )
+
+
 def test_validate_bad_config_exits_2_naming_the_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
+from pydantic import BaseModel
 
 from tests.helpers import structured_image
 from tests.test_config import _transform
@@ -169,3 +171,208 @@ def test_fuzzed_valid_configs_build_and_run(
     h, w = (size, size)
     expected = (1, h, w, 3) if output["layout"] == "NHWC" else (1, 3, h, w)
     assert tuple(images.shape) == expected and images.dtype.name == output["dtype"]
+
+
+# ---------------------------------------------------------------- every numeric config field
+
+SOURCES = {
+    "arrays": {"type": "arrays"},
+    "directory": {"type": "directory", "path": "data"},
+    "tfrecord": {"type": "tfrecord", "path": "records"},
+    "segmentation": {"type": "segmentation", "images": "i", "masks": "m", "num_classes": 3},
+}
+ENTRIES = {  # a valid entry of each transform, to which the field under test is added
+    "rotation": {"angle": 10},
+    "shear": {"angle": 10},
+    "shift": {"x": 0.1},
+    "zoom": {"factor": 0.1},
+    "brightness": {"factor": 0.1},
+    "contrast": {"factor": 0.1},
+    "saturation": {"factor": 0.1},
+    "hue": {"degrees": 10},
+    "channel_shift": {"intensity": 10},
+    "center_crop": {"size": 8},
+}
+NUMERIC = [
+    "image_size",
+    "channels",
+    "batch_size",
+    "seed",
+    "device_id",
+    "num_threads",
+    "prefetch",
+    "output.mean",
+    "output.std",
+    "output.rescale",
+    "source.arrays.shard_id",
+    "source.arrays.num_shards",
+    "source.arrays.num_classes",
+    "source.tfrecord.num_classes",
+    "source.segmentation.num_classes",
+    "source.segmentation.ignore_index",
+    "transforms.rotation.angle",
+    "transforms.rotation.fill",
+    "transforms.shear.angle",
+    "transforms.shear.fill",
+    "transforms.shift.x",
+    "transforms.shift.y",
+    "transforms.shift.fill",
+    "transforms.zoom.factor",
+    "transforms.zoom.fill",
+    "transforms.flip.horizontal",
+    "transforms.flip.vertical",
+    "transforms.brightness.factor",
+    "transforms.contrast.factor",
+    "transforms.saturation.factor",
+    "transforms.hue.degrees",
+    "transforms.channel_shift.intensity",
+    "transforms.random_resized_crop.scale",
+    "transforms.random_resized_crop.ratio",
+    "transforms.random_resized_crop.size",
+    "transforms.resize.size",
+    "transforms.resize.shorter_side",
+    "transforms.center_crop.size",
+    "transforms.center_crop.fill",
+    "transforms.normalize.mean",
+    "transforms.normalize.std",
+    "transforms.normalize.rescale",
+    "transforms.keras_affine.rotation_range",
+    "transforms.keras_affine.width_shift_range",
+    "transforms.keras_affine.height_shift_range",
+    "transforms.keras_affine.shear_range",
+    "transforms.keras_affine.zoom_range",
+    "transforms.keras_affine.fill",
+]
+"""Every config field that takes a number (or numbers), as ``section[.kind].name``."""
+
+NAN, INF = float("nan"), float("inf")
+ADVERSARIAL = [
+    NAN, INF, -INF, -1, 0, 1, 0.5, 1e-320, 1e30, -1e30, 10**30, -(10**30), 2**63, "7", True,
+    None, [], [0.1, 0.2], [2, 1], [NAN, 1.0], [1.0, INF], [[1]], {"a": 1},
+]  # fmt: skip
+"""NaN, infinities, negative, zero, tiny, huge and wrong-typed values, and a few fine ones."""
+
+_adversarial = st.sampled_from(ADVERSARIAL)
+_values = _adversarial | st.one_of(
+    st.floats(),
+    st.integers(-(2**70), 2**70),
+    st.lists(st.floats(), max_size=3),
+    st.text(max_size=3),
+)
+
+
+def config_with(path: str, value: object) -> dict:
+    """A config over tiny in-memory arrays (or the field's own source) with ``path`` set."""
+    config = {"source": dict(SOURCES["arrays"]), "image_size": 8, "batch_size": 2}
+    config |= {"num_threads": 1, "seed": 1, "shuffle": False}
+    section, *rest = path.split(".")
+    if section == "transforms":
+        kind, name = rest
+        config["transforms"] = [{"type": kind, **ENTRIES.get(kind, {}), name: value}]
+    elif section == "source":
+        kind, name = rest
+        config["source"] = {**SOURCES[kind], name: value}
+    elif section == "output":
+        config["output"] = {rest[0]: value}
+    else:
+        config[section] = value
+    return config
+
+
+def named(path: str, message: str) -> bool:
+    """Whether a ConfigError's message names the field at ``path``."""
+    section, name = path.split(".")[0], path.rsplit(".", 1)[-1]
+    if path.startswith("transforms.normalize.") and "output" in message and name in message:
+        return True  # a normalize transform becomes the output's normalization
+    where = {"transforms": "transforms.0", "source": "source."}.get(section, section)
+    return where in message and name in message
+
+
+def test_every_numeric_field_is_fuzzed() -> None:
+    """NUMERIC lists every field of the config models whose type holds a number."""
+    from daliaug.config import Config, Output
+    from daliaug.sources.base import SourceConfig
+    from daliaug.transforms import TRANSFORMS
+
+    def numeric(model: type) -> set[str]:
+        def holds_numbers(kind: object) -> bool:
+            if isinstance(kind, type) and issubclass(kind, BaseModel):
+                return bool(numeric(kind))
+            pattern = r"(?<![\w'])(int|float)(?![\w'])|Literal\[\d"  # not Literal['int']
+            return kind in (int, float) or bool(re.search(pattern, repr(kind)))
+
+        return {n for n, f in model.model_fields.items() if holds_numbers(f.annotation)}
+
+    found = {n for n in numeric(Config) if n not in ("source", "transforms", "output")}
+    found |= {f"output.{n}" for n in numeric(Output)}
+    found |= {f"source.{k}.{n}" for k, m in SourceConfig.registry.items() for n in numeric(m)}
+    found |= {f"transforms.{k}.{n}" for k, m in TRANSFORMS.items() for n in numeric(m)}
+    shared = {"shard_id", "num_shards"}  # of every source; fuzzed on the arrays source
+    found = {f for f in found if f.rsplit(".", 1)[-1] not in shared or ".arrays." in f}
+    assert found == set(NUMERIC)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(NUMERIC), _values)
+def test_numeric_fields_are_valid_or_named(path: str, value: object) -> None:
+    """Any value in any numeric field: a ConfigError naming the field (and no other exception),
+    or a config whose first batch's warp the host computes without a NaN or an infinity."""
+    from daliaug.config import load_config
+    from daliaug.engines.feed import EpochFeed
+    from daliaug.errors import ConfigError, DataError
+    from daliaug.prepare import prepare_samples
+
+    try:
+        config = load_config(config_with(path, value))
+    except ConfigError as e:
+        assert named(path, str(e)), str(e)
+        return
+    if config.source.type != "arrays":
+        return
+    try:
+        samples = prepare_samples(config, x=TINY[..., : config.channels], y=np.zeros(4, int))
+    except DataError as e:  # more shards than samples
+        assert "is empty" in str(e), str(e)
+        return
+    batch = next(EpochFeed(config, samples, resizes=False).batches(0, ("warp",)))
+    assert np.all(np.isfinite(batch["warp"]))
+
+
+TINY = np.stack([structured_image(8, 8, seed=i) for i in range(4)])
+
+
+@settings(max_examples=40, deadline=None, database=None, derandomize=True)
+@given(st.sampled_from([p for p in NUMERIC if ".arrays." in p or "source." not in p]), _adversarial)
+def trains_or_is_refused(path: str, value: object) -> None:
+    """Run by :func:`test_numeric_fields_train_one_batch_or_are_refused` in a process of its
+    own: a ConfigError naming the field, or one batch on both engines, finite."""
+    import daliaug
+
+    try:
+        daliaug.load_config(config_with(path, value))
+    except daliaug.ConfigError as e:
+        assert named(path, str(e)), str(e)
+        return
+    for backend in ("cpu", "tf"):
+        config = daliaug.load_config({**config_with(path, value), "backend": backend})
+        x = TINY[..., : config.channels]
+        try:
+            images, _ = next(iter(daliaug.make_dataset(config, x=x, y=np.zeros(4, int))))
+        except daliaug.DataError as e:  # more shards than samples
+            assert "is empty" in str(e), str(e)
+            return
+        assert np.all(np.isfinite(np.asarray(images, np.float32))), (path, value, backend)
+    print(f"trained: {path} = {value!r}", flush=True)
+
+
+def test_numeric_fields_train_one_batch_or_are_refused(tmp_path: Path) -> None:
+    """Adversarial values in every numeric field, through both engines in a process of its own
+    (a signal death or a hang fails the test instead of ending the run)."""
+    env = {**os.environ, "DALIAUG_CACHE": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    code = "from tests.test_fuzz import trains_or_is_refused; trains_or_is_refused()"
+    command = [sys.executable, "-c", code]
+    result = subprocess.run(
+        command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=BOUND
+    )
+    assert result.returncode == 0, f"exit {result.returncode}: {result.stderr[-3000:]}"
+    assert "trained:" in result.stdout  # some values were fine, and trained

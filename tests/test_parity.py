@@ -123,6 +123,7 @@ def test_random_transform_lists(
             "source": {"type": "directory", "path": "."},
             "image_size": [48, 40],
             "transforms": transforms,
+            "label_mode": "categorical",
         }
     )
     assert_within(run_parity(config, lossless, seed, "cpu"))

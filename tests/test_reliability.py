@@ -4,6 +4,7 @@ policy, determinism and resuming, Ctrl-C, and processes sharing the cache."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 import daliaug
-from daliaug.errors import DataError, DataWarning, carried_error
+from daliaug.errors import DataError, DataWarning, carried_error, readable
 from tests.helpers import config_for, structured_image, write_image_dir
 
 ROOT = Path(__file__).parents[1]
@@ -355,3 +356,180 @@ def test_check_results_are_stored_by_path_size_and_time(tmp_path: Path, cache: P
     os.utime(files[0], ns=(1, 1))
     result = check_files(files, "test", decode)
     assert result.cached == 3 and calls[-1] == [files[0]]
+
+
+# ---------------------------------------------------------------- adversarial inputs (issue 26)
+
+REFUSED = """
+import json, sys
+import numpy as np
+import daliaug
+config = {"source": {"type": "arrays"}, "image_size": 8, "batch_size": 2, **json.loads(sys.argv[1])}
+try:
+    dataset = daliaug.make_dataset(config, x=np.zeros((4, 8, 8, 3), np.uint8), y=np.zeros(4, int))
+    next(iter(dataset))
+except daliaug.ConfigError as e:
+    print(e)
+    sys.exit(2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"image_size": 1e30, "backend": "cpu"}, "image_size"),  # was SIGSEGV in DALI's plugin
+        ({"num_threads": 1_000_000, "backend": "cpu"}, "num_threads"),  # was SIGABRT
+        ({"num_threads": 1_000_000, "backend": "tf"}, "num_threads"),  # was SIGSEGV
+        ({"batch_size": 10**9, "backend": "cpu"}, "batch_size"),  # was DALI's "Critical error"
+        ({"seed": 1e23, "backend": "tf"}, "seed"),  # failed on one engine only
+        ({"seed": -1, "backend": "cpu"}, "seed"),  # failed at the first batch
+    ],
+)
+def test_sizes_and_counts_that_crashed_the_engines_are_refused(fields: dict, named: str) -> None:
+    """Each in a process of its own, under a time limit: a signal death or a hang fails the
+    test instead of ending the run."""
+    import json
+
+    command = [sys.executable, "-c", REFUSED, json.dumps(fields)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 2, f"exit {result.returncode}: {result.stderr[-2000:]}"
+    assert f"  {named}: " in result.stdout
+
+
+def test_the_memory_a_batch_needs_is_weighed_before_building(monkeypatch) -> None:
+    """Refused with the numbers before anything is built (it used to fail at the first batch
+    with an unnamed out-of-memory error or DALI's "Critical error")."""
+    from daliaug import memory
+    from daliaug.sources.arrays import array_samples
+
+    assert memory.available_bytes() > 0  # read from /proc/meminfo (and a cgroup's limit)
+    config = daliaug.load_config(
+        {"source": {"type": "arrays"}, "image_size": 4096, "batch_size": 64, "prefetch": 3}
+    )
+    x, y = np.zeros((64, 8, 8, 3), np.uint8), np.zeros(64, int)
+    per_sample = 8 * 8 * 3 + 4096 * 4096 * 3 * (4 + 4) + 4  # decoded, float32 warp and output
+    assert memory.sample_bytes(config, array_samples(x, y)) == per_sample
+    monkeypatch.setattr(memory, "available_bytes", lambda: 2**30)
+    with pytest.raises(daliaug.ConfigError) as error:
+        daliaug.make_dataset(config, x=x, y=y)
+    assert (
+        f"4 batches (prefetch 3 + 1) of 64 samples of {per_sample / 2**20:,.1f} MiB each "
+        "(4096x4096x3 output float32, decoded images and float32 work copies) need 96.0 GiB; "
+        "this machine has 1.0 GiB free"
+    ) in str(error.value)
+
+
+def odd_names(root: Path) -> dict[str, Path]:
+    """Class folders holding what broke the listing, the check and its printing: a file name
+    that is not UTF-8, names with rich markup, links up and to itself, a bad file with a long
+    name, a file of another type."""
+    data = folders(root, count=6)
+    odd = os.fsdecode(b"\xff\xfe-not-utf8.jpg")
+    shutil.copy(data / "a" / "0000.jpg", data / "a" / odd)
+    markup = data / "b" / "[" / "x]"  # b/[/x]/
+    markup.mkdir(parents=True)
+    shutil.copy(data / "b" / "0000.jpg", markup / "[bold]kept.jpg")
+    long = b"-a-long-name-that-a-terminal-table-would-cut" * 2
+    bad = markup / os.fsdecode(b"[bold]\xff" + long + b".jpg")
+    bad.write_bytes(b"\xff\xd8\xff not really a JPEG")
+    (data / "a" / "up").symlink_to("..")
+    (data / "a" / "loop").symlink_to(".")
+    (data / "b" / "notes.bmp").write_bytes(b"BM")
+    return {"data": data, "odd": data / "a" / odd, "bad": bad}
+
+
+ODD = """
+import sys, warnings
+import daliaug
+from daliaug.cli import main
+warnings.simplefilter("ignore")
+for backend in ("cpu", "tf"):
+    source = {"type": "directory", "path": sys.argv[1], "on_error": "skip"}
+    config = {"source": source, "image_size": 8, "batch_size": 3, "backend": backend}
+    labels = sorted(int(v) for _, y in daliaug.make_dataset(config) for v in y)
+    print(backend, labels, flush=True)
+sys.exit(main(["check", sys.argv[1]]))
+"""
+
+
+def test_odd_file_names_train_once_each_and_are_named_whole(tmp_path: Path, cache: Path) -> None:
+    """Both engines read every image once, with its class's label, the non-UTF-8 name too;
+    the check names the bad file readably and whole (not cut at 80 columns, no markup error),
+    and the files and links it leaves out."""
+    made = odd_names(tmp_path / "odd")
+    env = {**os.environ, "DALIAUG_CACHE": str(cache), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env.pop("COLUMNS", None)
+    command = [sys.executable, "-c", ODD, str(made["data"])]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 3, f"exit {result.returncode}: {result.stderr[-3000:]}"
+    labels = [0] * 4 + [1] * 4  # 3 + 1 in a (not UTF-8), 3 + 1 in b (markup), nothing twice
+    assert result.stdout.splitlines() == [f"cpu {labels}", f"tf {labels}"]
+    err = result.stderr
+    assert "Traceback" not in err and "MarkupError" not in err
+    shown = readable(str(made["bad"]))
+    whole = f"{shown}: {shown} has a broken JPEG header"
+    assert any(line.startswith(whole) for line in err.splitlines()), err
+    assert f"{made['data'] / 'b' / 'notes.bmp'}: not a .jpg/.jpeg/.png file" in err
+    assert f"{made['data'] / 'a' / 'up'}: a link to {made['data']}, inside the tree" in err
+    listed = Path(err.rsplit("are listed in ", 1)[1].split()[0])
+    assert listed.read_text().startswith(shown + "\t")
+
+
+TERM = """
+import sys, time
+from pathlib import Path
+import daliaug.cli.validate
+from daliaug.cache import build_folder_atomically
+from daliaug.cli import main
+
+def build(tmp):
+    (tmp / "half").write_text("written")
+    print("building", file=sys.stderr, flush=True)
+    time.sleep(120)
+
+daliaug.cli.validate.run = lambda args: build_folder_atomically(Path(sys.argv[1]), build)
+sys.exit(main(["validate", "unused"]))
+"""
+
+
+def test_sigterm_ends_a_command_like_ctrl_c(tmp_path: Path) -> None:
+    """One line, exit code 143, and the cache as it was: the folder being built is gone."""
+    command = [sys.executable, "-c", TERM, str(tmp_path / "cache" / "built")]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    wait_for(process, "building", 60)
+    process.send_signal(signal.SIGTERM)
+    try:
+        _, rest = process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("no exit within 20 s of SIGTERM")
+    assert process.returncode == 143 and rest.strip() == "terminated"
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+WRITE = """
+import sys
+from pathlib import Path
+from daliaug.tools.demo_data import write_classification_dataset
+write_classification_dataset(Path(sys.argv[1]), per_class=2000, size=(64, 64))
+"""
+
+
+def test_the_demo_data_a_killed_process_left_half_written_is_removed(tmp_path: Path) -> None:
+    """``kill -9`` while the demo data is written leaves its temporary folder; the next run
+    removes it (a running writer's stays)."""
+    from daliaug.tools.demo_data import write_classification_dataset
+
+    root = tmp_path / "train"
+    process = subprocess.Popen([sys.executable, "-c", WRITE, str(root)], cwd=ROOT)
+    left = tmp_path / f".train.tmp-{process.pid}"
+    deadline = time.monotonic() + 120
+    while not (left.is_dir() and len(list(left.rglob("*.*"))) > 20):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.1)
+    process.kill()
+    process.wait()
+    running = tmp_path / f".train.tmp-{os.getpid()}-other"  # not a PID: kept
+    running.mkdir()
+    write_classification_dataset(root, per_class=1, size=(8, 8))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [running.name, "train"]

@@ -2,26 +2,70 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from daliaug.errors import ConfigError, DataError
+from daliaug.errors import ConfigError, DataError, DataWarning
 from daliaug.outputs.numpy import DaliLoader
 from daliaug.outputs.tfdata.dataset import make_dataset
 from daliaug.prepare import prepare_samples
 from daliaug.sources.arrays import array_samples
 from daliaug.sources.segmentation import ClassTable
+from daliaug.sources.tfrecord import write_index
 from daliaug.tools.convert import write_tfrecords
-from tests.helpers import config_for, structured_image
+from tests.helpers import config_for, structured_image, write_image_dir
 
 PALETTE = np.array([(0, 0, 0), (255, 0, 0), (0, 255, 0), (0, 0, 255)], dtype=np.uint8)
 
 
 def epoch_targets(ds) -> list[np.ndarray]:
     return [np.asarray(b[1]) for b in ds]
+
+
+# ---------------------------------------------------------------- directories
+
+
+def test_directory_links_are_followed_only_out_of_the_tree(tmp_path: Path) -> None:
+    """Links to files are followed; links to folders only out of the tree and once: a link
+    up (``ln -s ..``), to itself or into another class would list samples again, under the
+    wrong label (one epoch held 492 samples instead of 12). Each skipped link is named."""
+    root = write_image_dir(tmp_path / "data", {"a": [structured_image(8, 8, i) for i in range(3)]})
+    write_image_dir(root, {"b": [structured_image(8, 8, i) for i in range(3, 6)]})
+    outside = write_image_dir(tmp_path / "more", {"b": [structured_image(8, 8, 6)] * 2}) / "b"
+    (root / "a" / "up").symlink_to("..")
+    (root / "a" / "loop").symlink_to(".")
+    (root / "a" / "to_b").symlink_to(root / "b")
+    (root / "a" / "file.png").symlink_to(root / "b" / "0000.png")  # a file: followed
+    (root / "b" / "more").symlink_to(outside)  # out of the tree: followed
+    (root / "b" / "same").symlink_to(outside)  # the same folder again: skipped
+    (root / "b" / "notes.bmp").write_bytes(b"BM")
+    with pytest.warns(DataWarning, match="skipped 4 folder links") as caught:
+        samples = prepare_samples(config_for(root))
+    for link in ("a/up", "a/loop", "a/to_b", "b/same"):
+        assert str(root / link) in str(caught[0].message)
+    labels = {Path(p).relative_to(tmp_path).as_posix(): int(label)
+              for p, label in zip(samples.paths, samples.labels, strict=True)}  # fmt: skip
+    assert labels == {
+        **{f"data/a/{i:04d}.png": 0 for i in range(3)},
+        "data/a/file.png": 0,
+        **{f"data/b/{i:04d}.png": 1 for i in range(3)},
+        "data/b/more/0000.png": 1,
+        "data/b/more/0001.png": 1,
+    }
+    assert samples.ignored[str(root / "b" / "notes.bmp")] == "not a .jpg/.jpeg/.png file"
+
+
+def test_a_class_folder_linked_into_another_class_is_skipped(tmp_path: Path) -> None:
+    root = write_image_dir(tmp_path, {"a": [structured_image(8, 8)], "c": [structured_image(8, 8)]})
+    (root / "b").symlink_to(root / "a")
+    with pytest.warns(DataWarning, match=f"{root / 'b'}: a link to {root / 'a'}, inside the tree"):
+        samples = prepare_samples(config_for(root))
+    assert samples.class_names == ["a", "b", "c"] and sorted(samples.labels) == [0, 2]
 
 
 # ---------------------------------------------------------------- arrays
@@ -97,6 +141,21 @@ def test_arrays_need_an_arrays_source(arrays, demo_dir: Path) -> None:
         make_dataset(config_for(demo_dir), x=arrays[0], y=arrays[1])
     with pytest.raises(DataError, match=r"arrays have 3 channel\(s\) but the config asks for 1"):
         make_dataset(arrays_config(channels=1), x=arrays[0], y=arrays[1])
+
+
+def test_arrays_num_classes_fixes_the_one_hot_width(arrays) -> None:
+    """A validation set without the last class gets the training set's one-hot width."""
+    x, y = arrays
+    config = arrays_config(source={"type": "arrays", "num_classes": 21}, label_mode="categorical")
+    val = make_dataset(config, x=x[:5], y=y[:5])  # classes 0..4 only
+    assert val.element_spec[1].shape[-1] == 21
+    labels = np.concatenate(epoch_targets(val))
+    assert labels.shape == (5, 21) and np.array_equal(labels.argmax(1), y[:5])
+    assert prepare_samples(arrays_config(), x=x[:5], y=y[:5]).num_classes == 5  # unfixed
+    with pytest.raises(DataError, match="label 20 of sample 20 is out of range for 20 classes"):
+        make_dataset(arrays_config(source={"type": "arrays", "num_classes": 20}), x=x, y=y)
+    with pytest.raises(ConfigError, match="class_names lists 2 names for num_classes 3"):
+        arrays_config(source={"type": "arrays", "num_classes": 3, "class_names": ["a", "b"]})
 
 
 # ---------------------------------------------------------------- segmentation
@@ -296,6 +355,28 @@ def test_tfrecord_errors(records: Path, tmp_path: Path) -> None:
     (broken / "x.tfrecord").write_bytes(first[:-10])
     with pytest.raises(DataError, match=r"x.tfrecord is truncated"):
         prepare_samples(records_config(broken, tmp_path, source={"num_classes": 23}))
+
+
+def test_a_tfrecord_file_replaced_by_an_older_one_is_indexed_anew(
+    records: Path, tmp_path: Path
+) -> None:
+    """``cp -p`` of another shard over one (an older modification time, other records): the
+    index is rebuilt, and no record is lost or read from the wrong offsets."""
+    copied = tmp_path / "copied"
+    shutil.copytree(records, copied)
+    config = records_config(copied, tmp_path, source={"num_classes": 23})
+    assert len(prepare_samples(config)) == 23
+    first, _, last = sorted(copied.glob("*.tfrecord"))
+    assert first.stat().st_size != last.stat().st_size
+
+    shutil.copy2(last, first)
+    os.utime(first, ns=(1, 1))  # older than its index
+    samples = prepare_samples(config)
+    counts = dict(zip(map(os.path.basename, samples.files), samples.counts, strict=True))
+    assert counts[first.name] == counts[last.name] == write_index(str(last), tmp_path / "x.idx")
+    assert len(list((tmp_path / "idx").glob(f"{first.name}.*.idx"))) == 1  # the old one went
+    labels = np.concatenate(epoch_targets(make_dataset(config)))
+    assert len(labels) == len(samples) == sum(counts.values())
 
 
 # ---------------------------------------------------------------- sharding

@@ -3,7 +3,8 @@
 Decodes with the backend the config would train on (DALI on the GPU or CPU; TensorFlow without
 DALI), in parallel, with a progress bar; results are cached by path, size and modification time,
 so checking unchanged data again only reads the cache. Exit code 3 when a file is bad; the full
-list goes to a file next to the cache.
+list goes to a file next to the cache. What the folders hold besides images (other file types,
+links to folders that are not followed) is named too.
 """
 
 from __future__ import annotations
@@ -13,40 +14,58 @@ import argparse
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from daliaug.cli.common import console
+from daliaug.cli.common import console, plain
+from daliaug.errors import readable
 
 SHOWN = 20
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", help="pipeline config (YAML or JSON), or a folder of images")
+    parser.add_argument(
+        "target",
+        help="pipeline config (YAML or JSON, or a shipped config's name), or a folder of images",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from daliaug.tools.check import check, files_to_check
 
-    with console.status(f"listing {args.target}"):
+    with console.status(plain(f"listing {args.target}")):
         total = files_to_check(args.target)
     columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress("decoding", *columns, console=console, transient=True) as progress:
         task = progress.add_task("check", total=total)
         report = check(args.target, lambda n: progress.advance(task, n))
-    summary = Table(title=f"daliaug check {args.target} ({report.decoder})")
+    summary = Table(title=readable(f"daliaug check {args.target} ({report.decoder})"))
     for column in ("files", "from the cache", "bad", "seconds"):
         summary.add_column(column, justify="right")
     summary.add_row(
         f"{report.files:,}", f"{report.cached:,}", f"{len(report.bad):,}", f"{report.seconds:.1f}"
     )
     console.print(summary)
+    if report.ignored:
+        console.print(f"not checked: {len(report.ignored)} entries that are not images")
+        _print_files(report.ignored)
     if not report.bad:
-        console.print("[bold green]every file decodes[/]")
+        console.print("every file decodes", style="bold green")
         return 0
-    bad = Table(title="bad files")
-    bad.add_column("file")
-    bad.add_column("reason")
-    for path, reason in list(report.bad.items())[:SHOWN]:
-        bad.add_row(path, reason)
-    console.print(bad)
-    more = f" ({len(report.bad) - SHOWN} more not shown)" if len(report.bad) > SHOWN else ""
-    console.print(f"all {len(report.bad)} bad files are listed in {report.listed}{more}")
+    console.print("bad files:")
+    _print_files(report.bad)
+    console.print(f"all {len(report.bad)} bad files are listed in {readable(str(report.listed))}")
     return 3
+
+
+def _print_files(reasons: dict[str, str]) -> None:
+    """The first :data:`SHOWN` files with their reasons: a table on a terminal, else one whole
+    line each (never cut to the terminal's width)."""
+    shown = list(reasons.items())[:SHOWN]
+    if console.is_terminal:
+        table = Table("file", "reason")
+        for path, reason in shown:
+            table.add_row(readable(path), readable(reason))
+        console.print(table)
+    else:
+        for path, reason in shown:
+            console.print(readable(f"{path}: {reason}"), soft_wrap=True)
+    if len(reasons) > SHOWN:
+        console.print(f"({len(reasons) - SHOWN} more not shown)")

@@ -6,10 +6,21 @@ import argparse
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from daliaug.config import Config, load_config
+from daliaug.errors import readable
 
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
+"""Where the commands print: stderr, with no markup, so that a path or message holding text like
+``[bold]`` or ``[/x]`` prints as it is (styles are given explicitly), and lines not cut to a
+width (a path stays whole on one line; tables still fit the terminal)."""
+
+
+def plain(text: str) -> Text:
+    """``text`` as it is (no markup, file names that are not UTF-8 readable), for the places
+    rich would otherwise read markup in: status lines."""
+    return Text(readable(text))
 
 
 def positive_int(text: str) -> int:

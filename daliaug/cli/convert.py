@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from daliaug.cli.common import console, positive_int
+from daliaug.cli.common import console, plain, positive_int
 from daliaug.sources.directory import DirectorySource
 
 
@@ -23,7 +23,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from daliaug.tools.convert import write_tfrecords
 
-    with console.status(f"listing {args.data}"):
+    with console.status(plain(f"listing {args.data}")):
         samples = DirectorySource(path=args.data).samples()
     columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress("writing TFRecords", *columns, console=console) as progress:

@@ -16,7 +16,7 @@ import contextlib
 from importlib.resources import files
 from pathlib import Path
 
-from daliaug.cli.common import console, positive_int
+from daliaug.cli.common import console, plain, positive_int
 from daliaug.config import Config, load_config
 from daliaug.errors import DataError
 from daliaug.tools.demo import AnySamples, fit, mirrored, pipeline_rate, splits
@@ -60,7 +60,7 @@ def _explain(error: Exception, samples: AnySamples) -> DataError:
 def run(args: argparse.Namespace) -> int:
     config = _config(args)
     what = "writing the demo data to the cache (first run only)" if args.data is None else ""
-    with console.status(what or f"listing and checking {args.data}"):
+    with console.status(plain(what or f"listing and checking {args.data}")):
         train_samples, val_samples = splits(config, args.data)
     if train_samples.class_names != val_samples.class_names:
         raise DataError(

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             _percent(p.gpu_percent),
         )
     console.print(table)
-    console.print(f"[bold]{result.verdict}[/]")
+    console.print(result.verdict, style="bold")
     for note in result.notes:
         console.print(f"note: {note}")
     if args.timeline:

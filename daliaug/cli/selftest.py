@@ -15,6 +15,7 @@ import json
 import sys
 
 from rich.table import Table
+from rich.text import Text
 
 from daliaug.cli.common import console, positive_int
 from daliaug.errors import BackendError
@@ -45,12 +46,17 @@ def run(args: argparse.Namespace) -> int:
     table = Table(title=f"daliaug self-test (DALI on the {report.device.upper()})")
     for column in ("check", "result", "detail"):
         table.add_column(column)
-    marks = {True: "[green]ok[/]", False: "[bold red]FAIL[/]", None: "[yellow]skipped[/]"}
+    marks = {
+        True: Text("ok", "green"),
+        False: Text("FAIL", "bold red"),
+        None: Text("skipped", "yellow"),
+    }
     for check in report.checks:
-        table.add_row(check.name, marks[check.passed], check.detail)
+        table.add_row(Text(check.name), marks[check.passed], Text(check.detail))
     console.print(table)
     if args.require_gpu and (report.missing or report.device != "gpu"):
         gaps = "; ".join(str(m) for m in report.missing) or "DALI sees no CUDA GPU"
         raise BackendError(f"selftest --require-gpu: the GPU path lacks {gaps}")
-    console.print("[bold green]passed[/]" if report.passed else "[bold red]failed[/]")
+    word, style = ("passed", "bold green") if report.passed else ("failed", "bold red")
+    console.print(word, style=style)
     return 0 if report.passed else 1

@@ -134,6 +134,8 @@ class WarpLayout:
             names.append("offset")
         if self.plan.has_colour:
             names.append("colour")
+        if self.plan.stage_keys:
+            names.append("stages")
         return tuple(names)
 
     def shape(self, name: str) -> tuple[int, ...]:
@@ -143,6 +145,8 @@ class WarpLayout:
             return (c, c + 1)
         if name == "offset":
             return (1,)
+        if name == "stages":
+            return (len(self.plan.stage_keys),)
         return (2, 3) if name.endswith("matrix") else (2,)
 
     @cached_property
@@ -160,11 +164,15 @@ class WarpLayout:
         """The length of one sample's ``warp`` vector."""
         return self.slices[-1][2]
 
-    def evaluate(self, rows: Any, sizes: Any, xp: Arrays) -> Any:
+    def evaluate(self, rows: Any, sizes: Any, xp: Arrays, valid: np.ndarray | None = None) -> Any:
         """The ``(batch, width)`` float32 ``warp`` of a batch: parameter ``rows`` (one per
-        sample, ``plan.param_keys`` order) on images of ``sizes`` ((height, width) rows)."""
+        sample, ``plan.param_keys`` order) on images of ``sizes`` ((height, width) rows).
+        Batch stages need the host (NumPy) and ``valid``, which positions hold real samples:
+        their ``partner`` sort keys become partner indices (:func:`partners`)."""
         plan = self.plan
         params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
+        for i, _ in plan.batch_stages:
+            params[f"{i}.partner"] = partners(params[f"{i}.partner"], valid)
         source = Canvas(h=xp.floats(sizes[:, 0]), w=xp.floats(sizes[:, 1]))
         values = plan.warp_inputs(
             params, source, xp.math, fuse_roi=self.fuse_roi, masks=self.masks, resize=self.resize
@@ -180,6 +188,18 @@ class WarpLayout:
         if batched:
             return {name: reshape(warp[:, a:b], [-1, *shape]) for name, a, b, shape in self.slices}
         return {name: reshape(warp[a:b], list(shape)) for name, a, b, shape in self.slices}
+
+
+def partners(keys: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
+    """Each position's partner in a batch stage (float32 indices into the batch): the real
+    samples (``valid``) in the order of their sort ``keys``, a uniformly random permutation of
+    them; padding positions keep themselves, so they are never anyone's partner."""
+    if valid is None:
+        raise ValueError("batch stages need the host's feed (it knows the padding)")
+    out = np.arange(len(keys), dtype=np.float32)
+    real = np.flatnonzero(valid)
+    out[real] = real[np.argsort(keys[real], kind="stable")]
+    return out
 
 
 @dataclass(frozen=True)
@@ -273,13 +293,14 @@ class EpochFeed:
             if check_files:
                 self.samples.assert_unchanged(index)
             out: dict[str, np.ndarray] = {"index": index}
+            valid = self.epochs.valid(start, stop)
             if needs_params:
                 params = self.params[index] if drawn is None else drawn[start:stop]
                 out["params"] = params
             if "warp" in names:
-                out["warp"] = self.layout.evaluate(params, self.samples.sizes[index], NUMPY)
+                sizes = self.samples.sizes[index]
+                out["warp"] = self.layout.evaluate(params, sizes, NUMPY, valid)
             if "weight" in names and self.weights is not None:
-                valid = self.epochs.valid(start, stop)
                 out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
             for name in names:
                 if name in self.samples.columns:

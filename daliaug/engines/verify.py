@@ -26,7 +26,7 @@ import numpy as np
 
 from daliaug.cache import default_cache_dir, write_atomically
 from daliaug.config import Config
-from daliaug.errors import DataError, DataWarning
+from daliaug.errors import DataError, DataWarning, readable
 from daliaug.sources.base import Samples, describe_rejected, parallel_check, pillow_reason
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -52,6 +52,15 @@ def stat_key(path: str) -> tuple[int, int]:
     return stat.st_size, stat.st_mtime_ns
 
 
+def _stored(path: str) -> str | bytes:
+    """How SQLite keeps a path: as text, or as its bytes when it is not UTF-8."""
+    try:
+        path.encode()
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
 class CheckCache:
     """Decode results by path, valid while the file's size and modification time hold."""
 
@@ -71,7 +80,8 @@ class CheckCache:
         """The cached result (``None``: decodes) of each file whose key still matches."""
         found: dict[str, str | None] = {}
         with closing(self._connect()) as db:
-            paths = list(keys)
+            stored = {_stored(p): p for p in keys}
+            paths = list(stored)
             for i in range(0, len(paths), 900):  # SQLite's limit on bound parameters
                 chunk = paths[i : i + 900]
                 marks = ",".join("?" * len(chunk))
@@ -81,14 +91,17 @@ class CheckCache:
                     [decoder, *chunk],
                 )
                 for path, size, mtime_ns, reason in rows:
-                    if keys[path] == (size, mtime_ns):
-                        found[path] = reason
+                    if keys[stored[path]] == (size, mtime_ns):
+                        found[stored[path]] = reason
         return found
 
     def store(
         self, decoder: str, results: dict[str, str | None], keys: dict[str, tuple[int, int]]
     ) -> None:
-        rows = [(decoder, p, *keys[p], reason) for p, reason in results.items()]
+        rows = [
+            (decoder, _stored(p), *keys[p], reason and readable(reason))
+            for p, reason in results.items()
+        ]
         with closing(self._connect()) as db, db:
             db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
 
@@ -136,9 +149,9 @@ def check_files(
 
 def skip_list(bad: dict[str, str], source_files: Iterable[str]) -> Path:
     """Write the bad files of a source, with reasons, next to the cache; its path."""
-    digest = hashlib.sha1("\n".join(sorted(source_files)).encode()).hexdigest()[:16]
-    path = default_cache_dir() / "check" / f"skipped-{digest}.txt"
-    lines = [f"{p}\t{reason}\n" for p, reason in sorted(bad.items())]
+    names = "\n".join(sorted(source_files)).encode("utf-8", "surrogateescape")
+    path = default_cache_dir() / "check" / f"skipped-{hashlib.sha1(names).hexdigest()[:16]}.txt"
+    lines = [readable(f"{p}\t{reason}\n") for p, reason in sorted(bad.items())]
     return write_atomically(path, "".join(lines))
 
 

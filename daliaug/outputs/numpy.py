@@ -20,8 +20,8 @@ from daliaug.config import Config, load_config
 from daliaug.engines.dali.pipeline import RESIZES, GraphOptions, define_pipeline, size_hint
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.select import Device, resolve_device
-from daliaug.epoch import batch_bounds
 from daliaug.errors import DataError, first_line
+from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.prepare import prepare
 from daliaug.sources.base import Samples, explain_failure
 from daliaug.sources.tfrecord import RecordSamples
@@ -62,6 +62,7 @@ def _pipeline(
     device: Device,
     params: np.ndarray | None,
     initial_epoch: int,
+    options: DatasetOptions = DEFAULT_OPTIONS,
 ) -> tuple[Pipeline, _Source | None]:
     """The config's pipeline over ``samples`` (not built) and its external source (``None``
     where DALI's TFRecord reader feeds it)."""
@@ -70,7 +71,14 @@ def _pipeline(
             raise ValueError("explicit params need a column source, not TFRecords")
         options = GraphOptions(device, samples.num_classes, inputs=(), records=samples)
         return define_pipeline(config, options), None
-    feed = EpochFeed(config, samples, resizes=RESIZES, params=params)
+    feed = EpochFeed(
+        config,
+        samples,
+        resizes=RESIZES,
+        params=params,
+        epochs=options.epochs(config, len(samples)),
+        weights=options.per_sample(samples),
+    )
     source = _Source(feed, initial_epoch, depth=config.prefetch + 2)
     options = GraphOptions(
         device,
@@ -81,6 +89,19 @@ def _pipeline(
         size_hint=size_hint(samples),
     )
     return define_pipeline(config, options), source
+
+
+def define_fed_pipeline(
+    config: Config,
+    samples: Samples | RecordSamples,
+    device: Device,
+    initial_epoch: int = 0,
+    options: DatasetOptions = DEFAULT_OPTIONS,
+) -> Pipeline:
+    """The config's pipeline over ``samples`` (prepared and checked), not built, fed its epochs
+    from ``initial_epoch`` on (``options``: weights and the padded length, as for
+    ``make_dataset``); for DALI's own iterators."""
+    return _pipeline(config, samples, device, None, initial_epoch, options)[0]
 
 
 def build_pipeline(
@@ -124,21 +145,22 @@ class DaliLoader:
         params: np.ndarray | None = None,
         return_params: bool = False,
         initial_epoch: int = 0,
+        options: DatasetOptions = DEFAULT_OPTIONS,
     ) -> None:
         prepared = prepare(config, samples=samples, device=device or resolve_device(config))
         self.config, self.device, self.samples = config, prepared.device, prepared.samples
+        self.options = options
         self.return_params = return_params
         if return_params and isinstance(self.samples, RecordSamples):
             raise ValueError("returned params need a column source, not TFRecords")
         self.pipeline, self._source = _pipeline(
-            config, self.samples, self.device, params, initial_epoch
+            config, self.samples, self.device, params, initial_epoch, options
         )
         self.pipeline.build()
 
     def __len__(self) -> int:
         """Batches per epoch."""
-        n = len(self.samples)
-        return len(batch_bounds(n, self.config.batch_size, self.config.drop_remainder))
+        return len(self.options.epochs(self.config, len(self.samples)))
 
     def raw_batches(self) -> Iterator[tuple]:
         """One epoch of DALI ``TensorList`` outputs (on the GPU for the GPU device)."""

@@ -36,10 +36,16 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "invert", "probability": 0.5},
     {"type": "grayscale", "probability": 0.5},
     {"type": "color_degeneration", "factor": 0.8},
+    {"type": "solarize", "threshold": 128, "probability": 0.5},
+    {"type": "mixup", "alpha": 0.4},
 )
 """One or more settings of each transform, with wide ranges (``normalize`` is the output's)."""
 
-EXAMPLE_FIELDS: dict[str, Any] = {"image_size": 64, "output": {"dtype": "uint8"}}
+EXAMPLE_FIELDS: dict[str, Any] = {
+    "image_size": 64,
+    "output": {"dtype": "uint8"},
+    "label_mode": "categorical",  # soft labels, which batch stages need
+}
 
 
 def _with_source(data: dict[str, Any], path: Path) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rich.table import Table
+from rich.text import Text
 
 from daliaug.parity.measure import (
     MAX_DECODE_MEAN_ERROR,
@@ -61,7 +62,7 @@ def table(report: Report) -> Table:
     for column in ("comparison", "max |diff|", "mean |diff|", f"share > {OVER}", "result"):
         out.add_column(column, justify="left" if column == "comparison" else "right")
     for r in report.results:
-        verdict = "[green]ok[/]" if r.passed else "[bold red]FAIL[/]"
+        verdict = Text("ok", "green") if r.passed else Text("FAIL", "bold red")
         s = r.stats
         out.add_row(
             r.name, f"{s.max_error:.0f}", f"{s.mean_error:.4f}", f"{s.share_over:.3%}", verdict

@@ -27,7 +27,7 @@ def compared(config: Config, output: Output = COMPARED_OUTPUT, **fields: Any) ->
         "source": DirectorySource(path=Path(".")),
         "shuffle": False,
         "drop_remainder": False,
-        "label_mode": "int",
+        "label_mode": "categorical",  # soft labels, which batch stages need
         "batch_size": 8,
     }
     return config.model_copy(update={**update, "output": output, **fields})

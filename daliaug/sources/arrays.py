@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
+from pydantic import model_validator
 
 from daliaug.errors import DataError
+from daliaug.fields import ClassCount, ClassNames, FilePath
 from daliaug.sources.base import Samples, SourceConfig
 
 
@@ -73,13 +74,37 @@ class ArraysSource(SourceConfig):
     file: ``path`` to an ``.npz`` holding them under ``images_key`` and ``labels_key`` (and,
     optionally, the class names under ``class_names``). DALI
     receives whole batches gathered with NumPy/TensorFlow indexing: no per-sample Python loop.
+
+    The classes are ``class_names``, else ``num_classes`` numbered ones, else those the
+    ``.npz`` names, else ``0..max(y)``. Fix them (``num_classes`` or ``class_names``) wherever
+    two array sets must agree, such as training and validation: the one-hot width of
+    ``label_mode: categorical`` is the number of classes, and a validation set without the
+    last class would otherwise get a narrower one. A label outside the classes is an error.
     """
 
     type: Literal["arrays"] = "arrays"
-    path: Path | None = None
+    path: FilePath | None = None
     images_key: str = "x"
     labels_key: str = "y"
-    class_names: list[str] | None = None
+    class_names: ClassNames | None = None
+    num_classes: ClassCount | None = None
+
+    @model_validator(mode="after")
+    def _names_fit_count(self) -> ArraysSource:
+        if self.class_names and self.num_classes and len(self.class_names) != self.num_classes:
+            raise ValueError(
+                f"class_names lists {len(self.class_names)} names for num_classes "
+                f"{self.num_classes}"
+            )
+        return self
+
+    @property
+    def classes(self) -> list[str] | None:
+        """The class names the config fixes: ``class_names``, else ``num_classes`` numbered
+        ones, else none (the arrays' labels decide)."""
+        if self.class_names:
+            return list(self.class_names)
+        return [str(i) for i in range(self.num_classes)] if self.num_classes else None
 
     def list_samples(self) -> Samples:
         if self.path is None:
@@ -98,4 +123,9 @@ class ArraysSource(SourceConfig):
                 stored = [str(n) for n in data["class_names"]] if "class_names" in data else None
         except (OSError, ValueError) as e:
             raise DataError(f"source.path: cannot read arrays from {self.path}: {e}") from e
-        return array_samples(x, y, self.class_names or stored)
+        if not self.class_names and stored and self.num_classes and len(stored) != self.num_classes:
+            raise DataError(
+                f"source.num_classes: {self.num_classes}, but {self.path} names {len(stored)} "
+                "classes"
+            )
+        return array_samples(x, y, self.class_names or stored or self.classes)

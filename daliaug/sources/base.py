@@ -14,22 +14,24 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from daliaug.epoch import shard_range
 from daliaug.errors import DaliaugError, DataError, carried_error, first_line
+from daliaug.fields import ShardCount, ShardId
+from daliaug.sources.listing import IMAGE_EXTENSIONS
 from daliaug.tagged import Tagged
 
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
 _MAGIC = {b"\xff\xd8\xff": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG"}
 
 
 def encode_paths(paths: Sequence[str]) -> np.ndarray:
-    """File names as a zero-padded ``uint8`` matrix, one row per file (for ``fn.io.file.read``)."""
-    raw = [p.encode("utf-8") for p in paths]
+    """File names as a zero-padded ``uint8`` matrix, one row per file (for ``fn.io.file.read``):
+    the bytes of each name on the file system (any name Linux allows)."""
+    raw = [os.fsencode(p) for p in paths]
     out = np.zeros((len(raw), max(map(len, raw), default=1)), dtype=np.uint8)
     for i, b in enumerate(raw):
         out[i, : len(b)] = np.frombuffer(b, dtype=np.uint8)
@@ -54,6 +56,9 @@ class Samples:
     rejected: dict[str, str] = field(default_factory=dict)
     """Files left out when the samples were listed (a broken header, a mask that does not fit
     its image...), with the reason; their samples are not among these."""
+    ignored: dict[str, str] = field(default_factory=dict)
+    """What the source's folders hold besides samples (files of other types, links to folders
+    not followed), with the reason; ``daliaug check`` names them."""
 
     @staticmethod
     def of_files(
@@ -61,6 +66,7 @@ class Samples:
         class_names: list[str],
         sizes: np.ndarray,
         rejected: dict[str, str] | None = None,
+        ignored: dict[str, str] | None = None,
         **arrays: np.ndarray,
     ) -> Samples:
         """Samples whose file columns are the given file lists (encoded for DALI), without the
@@ -72,7 +78,15 @@ class Samples:
         kept = {k: [v[i] for i in keep] for k, v in files.items()}
         columns = {name: encode_paths(paths) for name, paths in kept.items()}
         arrays = {name: column[keep] for name, column in arrays.items()}
-        return Samples({**columns, **arrays}, list(class_names), sizes[keep], kept, None, rejected)
+        return Samples(
+            {**columns, **arrays},
+            list(class_names),
+            sizes[keep],
+            kept,
+            None,
+            rejected,
+            ignored or {},
+        )
 
     def __len__(self) -> int:
         return len(next(iter(self.columns.values())))
@@ -106,6 +120,7 @@ class Samples:
             {name: [paths[i] for i in idx] for name, paths in self.files.items()},
             self.checked,
             self.rejected,
+            self.ignored,
         )
 
     def with_checked(self, keys: dict[str, tuple[int, int]]) -> Samples:
@@ -150,8 +165,8 @@ class SourceConfig(Tagged):
 
     registry: ClassVar[dict[str, type[SourceConfig]]] = {}
 
-    shard_id: Annotated[int, Field(ge=0)] = 0
-    num_shards: Annotated[int, Field(ge=1)] = 1
+    shard_id: ShardId = 0
+    num_shards: ShardCount = 1
     check: Literal["full", "headers"] = "full"
     """``full``: every file decoded once before training (cached); ``headers``: only the
     headers read (a file that then fails to decode stops training unnamed)."""

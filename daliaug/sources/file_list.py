@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 
 from daliaug.errors import DataError
+from daliaug.fields import FilePath
 from daliaug.sources.base import Samples, SourceConfig, check_image_files, read_text
 
 
@@ -21,8 +22,8 @@ class FileListSource(SourceConfig):
     """
 
     type: Literal["file_list"] = "file_list"
-    path: Path
-    root: Path | None = None
+    path: FilePath
+    root: FilePath | None = None
 
     def _rows(self) -> list[tuple[int, str, str]]:
         list_file = self.path.expanduser()

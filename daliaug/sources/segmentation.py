@@ -6,14 +6,14 @@ import csv
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from daliaug.errors import DataError
+from daliaug.fields import ClassNames, FilePath, MaskClassCount, MaskValue
 from daliaug.sources.base import (
-    IMAGE_EXTENSIONS,
     Samples,
     SourceConfig,
     check_each,
@@ -21,6 +21,7 @@ from daliaug.sources.base import (
     image_header,
     read_text,
 )
+from daliaug.sources.listing import IMAGE_EXTENSIONS, list_images
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,12 @@ def _read_class_table(path: Path, version: tuple[int, int] | None) -> ClassTable
     return ClassTable.read(path)
 
 
-def _stem_map(folder: Path, extensions: tuple[str, ...]) -> dict[str, str]:
-    return {
-        str(p.relative_to(folder).with_suffix("")): str(p)
-        for p in sorted(folder.rglob("*"))
-        if p.suffix.lower() in extensions and p.is_file()
-    }
+def _stem_map(folder: Path, extensions: tuple[str, ...], ignored: dict[str, str]) -> dict[str, str]:
+    """The files with ``extensions`` under ``folder`` by stem; what else it holds goes into
+    ``ignored``."""
+    listing = list_images([folder], folder, extensions)
+    ignored.update({**listing.ignored, **listing.skipped})
+    return {str(Path(p).relative_to(folder).with_suffix("")): p for p in listing.all_images}
 
 
 class SegmentationSource(SourceConfig):
@@ -89,13 +90,13 @@ class SegmentationSource(SourceConfig):
     """
 
     type: Literal["segmentation"] = "segmentation"
-    images: Path | None = None
-    masks: Path | None = None
-    pairs: Path | None = None
-    classes: Path | None = None
-    num_classes: Annotated[int, Field(gt=0, le=255)] | None = None
-    class_names: list[str] | None = None
-    ignore_index: Annotated[int, Field(ge=0, le=255)] = 255
+    images: FilePath | None = None
+    masks: FilePath | None = None
+    pairs: FilePath | None = None
+    classes: FilePath | None = None
+    num_classes: MaskClassCount | None = None
+    class_names: ClassNames | None = None
+    ignore_index: MaskValue = 255
     mask_output: Literal["index", "one_hot"] = "index"
     mask_dtype: Literal["uint8", "int32"] = "uint8"
     check_masks: bool = True
@@ -153,7 +154,9 @@ class SegmentationSource(SourceConfig):
             update["classes"] = path / "classes.csv"
         return self.model_validate({**self.model_dump(), **update})
 
-    def _pairs(self) -> list[tuple[str, str]]:
+    def _pairs(self, ignored: dict[str, str]) -> list[tuple[str, str]]:
+        """The image and mask files, in pairs; what the folders hold besides them goes into
+        ``ignored``."""
         if self.pairs is not None:
             base = self.pairs.expanduser().parent
             lines = read_text(self.pairs, "source.pairs: cannot read").splitlines()
@@ -165,8 +168,8 @@ class SegmentationSource(SourceConfig):
         for name, folder in (("images", self.images), ("masks", self.masks)):
             if not folder.expanduser().is_dir():
                 raise DataError(f"source.{name}: folder {folder} does not exist")
-        images = _stem_map(self.images.expanduser(), IMAGE_EXTENSIONS)
-        masks = _stem_map(self.masks.expanduser(), (".png",))
+        images = _stem_map(self.images.expanduser(), IMAGE_EXTENSIONS, ignored)
+        masks = _stem_map(self.masks.expanduser(), (".png",), ignored)
         if not images:
             raise DataError(f"source.images: found no images under {self.images}")
         lonely_images = sorted(images.keys() - masks.keys())
@@ -180,7 +183,8 @@ class SegmentationSource(SourceConfig):
         return [(images[stem], masks[stem]) for stem in sorted(images)]
 
     def list_samples(self) -> Samples:
-        pairs = self._pairs()
+        ignored: dict[str, str] = {}
+        pairs = self._pairs(ignored)
         if not pairs:
             raise DataError("source: the segmentation source lists no image/mask pairs")
         images, masks = [i for i, _ in pairs], [m for _, m in pairs]
@@ -201,7 +205,7 @@ class SegmentationSource(SourceConfig):
             _, failed = check_each(lambda m: self._check_mask(m, table), usable, "checking masks")
             rejected.update(failed)
         files = {"path": images, "mask_path": masks}
-        return Samples.of_files(files, self.mask_classes(), sizes, rejected)
+        return Samples.of_files(files, self.mask_classes(), sizes, rejected, ignored)
 
     def _check_mask(self, mask: str, table: ClassTable | None) -> None:
         """The mask holds only known class values (or ``ignore_index``), or known colours."""

@@ -9,13 +9,12 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
-
-from pydantic import Field
+from typing import Literal
 
 from daliaug.cache import default_cache_dir, write_atomically
 from daliaug.epoch import shard_range
 from daliaug.errors import DataError
+from daliaug.fields import ClassCount, ClassNames, FilePath
 from daliaug.sources.base import SourceConfig, read_text
 
 METADATA = "daliaug.json"
@@ -65,22 +64,53 @@ def write_index(record_file: str, index_file: Path) -> int:
     return len(lines)
 
 
+SAMPLED = 1 << 16
+"""Bytes read from each end of a TFRecord file for the key of its index."""
+
+
+def contents_key(record_file: str) -> str:
+    """What identifies a TFRecord file's contents: its size, modification time and a hash of
+    its first and last :data:`SAMPLED` bytes (a file replaced by one of another size, or with
+    other records at either end, gets another key even if its time is older)."""
+    stat = os.stat(record_file)
+    digest = hashlib.sha1(f"{stat.st_size} {stat.st_mtime_ns}".encode())
+    with open(record_file, "rb") as f:
+        digest.update(f.read(SAMPLED))
+        if stat.st_size > SAMPLED:
+            f.seek(max(SAMPLED, stat.st_size - SAMPLED))
+            digest.update(f.read(SAMPLED))
+    return digest.hexdigest()[:16]
+
+
+def indexed_count(index_file: Path, size: int) -> int | None:
+    """The records an index file lists if its last record ends where the file of ``size``
+    bytes does (an index of other contents, or a broken one, gives ``None``)."""
+    try:
+        lines = index_file.read_text().splitlines()
+        offset, length = map(int, lines[-1].split())
+    except (OSError, ValueError, IndexError):
+        return None
+    return len(lines) if offset + length == size else None
+
+
 class TFRecordSource(SourceConfig):
     """``tf.train.Example`` records with the encoded image under ``image_key`` (bytes) and an
     integer label under ``label_key``. ``path`` is a file, a folder of ``*.tfrecord*`` files or a
     glob. DALI's reader needs an index per file: daliaug writes them itself, to ``index_dir``
-    (default: a per-user cache folder) and rewrites one when its shard changes. Class names
+    (default: a per-user cache folder), keyed by the shard's size, modification time and the
+    bytes at its ends (:func:`contents_key`), and rewrites one when any of them changes or the
+    index does not span the shard (even for a file replaced by an older one). Class names
     come from ``class_names``, else from the ``daliaug.json`` that ``daliaug convert`` writes,
     else ``num_classes``.
     """
 
     type: Literal["tfrecord"] = "tfrecord"
-    path: Path
+    path: FilePath
     image_key: str = "image/encoded"
     label_key: str = "image/class/label"
-    class_names: list[str] | None = None
-    num_classes: Annotated[int, Field(gt=0)] | None = None
-    index_dir: Path | None = None
+    class_names: ClassNames | None = None
+    num_classes: ClassCount | None = None
+    index_dir: FilePath | None = None
 
     def record_files(self) -> list[str]:
         root = self.path.expanduser()
@@ -113,13 +143,18 @@ class TFRecordSource(SourceConfig):
         )
 
     def _index(self, record_file: str) -> tuple[str, int]:
+        """The index file of ``record_file`` and its record count: the one written for these
+        contents if it still spans the whole file, else a new one (old ones removed)."""
         folder = (self.index_dir or default_cache_dir() / "tfrecord-index").expanduser()
         folder.mkdir(parents=True, exist_ok=True)
-        key = hashlib.sha1(os.path.abspath(record_file).encode()).hexdigest()[:16]
-        index = folder / f"{Path(record_file).name}.{key}.idx"
-        if index.is_file() and index.stat().st_mtime >= os.path.getmtime(record_file):
-            with index.open() as lines:
-                return str(index), sum(1 for _ in lines)
+        place = hashlib.sha1(os.fsencode(os.path.abspath(record_file))).hexdigest()[:16]
+        stem = f"{Path(record_file).name}.{place}"
+        index = folder / f"{stem}.{contents_key(record_file)}.idx"
+        count = indexed_count(index, os.path.getsize(record_file))
+        if count is not None:
+            return str(index), count
+        for old in folder.glob(f"{glob.escape(stem)}*.idx"):
+            old.unlink(missing_ok=True)
         return str(index), write_index(record_file, index)
 
     def samples(self) -> RecordSamples:  # type: ignore[override]

@@ -3,7 +3,6 @@ that would train on it, and say which files are bad and why (results cached)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -16,7 +15,8 @@ from daliaug.engines import select_engine
 from daliaug.engines.verify import check_files, skip_list
 from daliaug.errors import DataError
 from daliaug.outputs.tfdata.dataset import tf_placement
-from daliaug.sources.base import IMAGE_EXTENSIONS, Samples, check_image_files
+from daliaug.sources.base import Samples, check_image_files
+from daliaug.sources.listing import IMAGE_EXTENSIONS, list_images
 
 
 @dataclass(frozen=True)
@@ -27,21 +27,21 @@ class CheckReport:
     seconds: float
     decoder: str
     listed: Path | None
+    ignored: dict[str, str]
+    """What the folders hold besides images (other files, links not followed), with why."""
 
 
 def folder_samples(folder: Path) -> Samples:
-    """Every JPEG and PNG under ``folder`` (any layout), as one class."""
-    paths = sorted(
-        os.path.join(root, name)
-        for root, _, names in os.walk(folder, followlinks=True)
-        for name in names
-        if name.lower().endswith(IMAGE_EXTENSIONS)
-    )
+    """Every JPEG and PNG under ``folder`` (any layout), as one class; links followed as the
+    directory source follows them."""
+    listing = list_images([folder], folder)
+    paths = listing.all_images
     if not paths:
         raise DataError(f"found no images ({', '.join(IMAGE_EXTENSIONS)}) under {folder}")
     sizes, rejected = check_image_files(paths)
     labels = np.zeros(len(paths), np.int32)
-    return Samples.of_files({"path": paths}, ["images"], sizes, rejected, label=labels)
+    ignored = {**listing.ignored, **listing.skipped}
+    return Samples.of_files({"path": paths}, ["images"], sizes, rejected, ignored, label=labels)
 
 
 def config_and_samples(target: str) -> tuple[Config, Samples]:
@@ -74,7 +74,7 @@ def check(target: str, progress: Callable[[int], None] | None = None) -> CheckRe
     bad = {**samples.rejected, **result.bad}
     listed = skip_list(bad, [*files, *samples.rejected]) if bad else None
     total = result.files + len(samples.rejected)
-    return CheckReport(total, result.cached, bad, result.seconds, decoder, listed)
+    return CheckReport(total, result.cached, bad, result.seconds, decoder, listed, samples.ignored)
 
 
 def files_to_check(target: str) -> int:

@@ -9,6 +9,7 @@ small CNN a local cue, so that it beats chance within a few epochs.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -171,6 +172,25 @@ def _is_complete(root: Path, params: Mapping[str, Any]) -> bool:
         return False
 
 
+def _remove_orphans(root: Path) -> None:
+    """Remove the temporary folders next to ``root`` whose writing process is gone (killed
+    before it could clean up); those of running processes stay."""
+    for tmp in root.parent.glob(f".{glob.escape(root.name)}.tmp-*"):
+        pid = tmp.name.rsplit("-", 1)[1]
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
 def _write_dataset(
     root: Path,
     params: dict[str, Any],
@@ -190,6 +210,7 @@ def _write_dataset(
         return root
     if root.exists() and not (root / _MARKER).is_file() and any(root.iterdir()):
         raise FileExistsError(f"{root} exists and is not a daliaug demo dataset; not overwriting")
+    _remove_orphans(root)
     tmp = root.with_name(f".{root.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:

@@ -7,11 +7,16 @@ A transform never touches pixels itself. It contributes
   distribution (``params`` names them, so they can also be given explicitly);
 * for :class:`GeometricTransform`, ``warp(params, canvas, m)``: an affine map in
   pixel-corner coordinates and the canvas size after it;
-* for :class:`ColourTransform`, ``colour(params, channels, m)``: an affine colour map.
+* for :class:`ColourTransform`, ``colour(params, channels, m)``: an affine colour map;
+* for :class:`PixelTransform`, ``pixels(images, params, ops)``: a per-sample operation on the
+  warped, recoloured images, written with the engine's pixel operations ``ops``
+  (:mod:`daliaug.engines.tf.pixels` and :mod:`daliaug.engines.dali.pixels`: the same functions);
+* for :class:`BatchTransform`, ``images(...)`` and ``targets(...)``: a stage on the whole
+  batch that may mix samples and their targets.
 
-Each backend (DALI graph, TensorFlow ops) supplies the ``rng`` and ``m`` primitives, then
-applies the composed result once: one warp for images (bilinear) and masks (nearest), and one
-colour pass for images only.
+Each engine (DALI graph, TensorFlow ops) supplies the ``rng``, ``m`` and ``ops`` primitives,
+then applies the composed result once: one warp for images (bilinear) and masks (nearest), one
+colour pass and the pixel stages for images only, then the batch stages for images and targets.
 """
 
 from __future__ import annotations
@@ -22,12 +27,13 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from daliaug.algebra import Affine, Box, Canvas, ColourMatrix, Math, Random, Scalar, div, mul, neg
+from daliaug.fields import as_float, bounded, is_number
 from daliaug.tagged import Tagged
 
 Params = dict[str, Scalar]
 
 
-def _ordered(r: tuple[float, float]) -> tuple[float, float]:
+def ordered(r: tuple[float, float]) -> tuple[float, float]:
     if r[0] > r[1]:
         raise ValueError(f"range must be [low, high] with low <= high, got {list(r)}")
     return r
@@ -35,15 +41,15 @@ def _ordered(r: tuple[float, float]) -> tuple[float, float]:
 
 def _symmetric(v: Any) -> Any:
     """A single number ``a`` means the range ``[-a, a]``."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return (-abs(v), abs(v))
+    if is_number(v):
+        return (-abs(as_float(v)), abs(as_float(v)))
     return v
 
 
 def _around_one(v: Any) -> Any:
     """A single number ``d`` means the factor range ``[max(0, 1 - d), 1 + d]``."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return (max(0.0, 1.0 - abs(v)), 1.0 + abs(v))
+    if is_number(v):
+        return (max(0.0, 1.0 - abs(as_float(v))), 1.0 + abs(as_float(v)))
     return v
 
 
@@ -59,34 +65,36 @@ def _positive(r: tuple[float, float]) -> tuple[float, float]:
     return r
 
 
+MAX_DEGREES = 360.0
+"""The largest angle, in degrees, an angle range takes (one whole turn)."""
+MAX_FACTOR = 100.0
+"""The largest factor a factor range takes (zoom, brightness, contrast, saturation, aspect
+ratio; the smallest aspect ratio is its inverse)."""
+
 SymmetricRange = Annotated[
-    tuple[float, float], BeforeValidator(_symmetric), AfterValidator(_ordered)
+    tuple[float, float], BeforeValidator(_symmetric), AfterValidator(ordered)
 ]
+AngleRange = Annotated[SymmetricRange, bounded(-MAX_DEGREES, MAX_DEGREES, "angles")]
+FractionRange = Annotated[SymmetricRange, bounded(-1.0, 1.0, "fractions of the side")]
 FactorRange = Annotated[
     tuple[float, float],
     BeforeValidator(_around_one),
-    AfterValidator(_ordered),
+    AfterValidator(ordered),
     AfterValidator(_non_negative),
+    bounded(0.0, MAX_FACTOR, "factors"),
 ]
-PositiveRange = Annotated[tuple[float, float], AfterValidator(_ordered), AfterValidator(_positive)]
-PositiveFactorRange = Annotated[FactorRange, AfterValidator(_positive)]
+PositiveRange = Annotated[tuple[float, float], AfterValidator(ordered), AfterValidator(_positive)]
+ZOOMS = bounded(1 / MAX_FACTOR, MAX_FACTOR, "zoom factors")
+"""Zoom factors: never 0 (or so near it that the warp's inverse overflows)."""
+ZoomFactorRange = Annotated[FactorRange, ZOOMS]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 Fill = float | Literal["nearest", "reflect", "wrap"]
-"""A constant fill value on the 0..255 scale, ``"nearest"`` to repeat the border pixel, or
-``"reflect"`` / ``"wrap"`` to mirror or tile the image (TensorFlow backend only)."""
+"""A constant fill value on the 0..255 scale (saturated to it), ``"nearest"`` to repeat the
+border pixel, or ``"reflect"`` / ``"wrap"`` to mirror or tile the image (TensorFlow backend
+only)."""
 
 TF_ONLY_FILLS = ("reflect", "wrap")
 """Fills that TensorFlow's ``ImageProjectiveTransformV3`` has and DALI's ``warp_affine`` lacks."""
-
-
-def _size(v: Any) -> Any:
-    return (v, v) if isinstance(v, int) and not isinstance(v, bool) else v
-
-
-Size = Annotated[
-    tuple[Annotated[int, Field(gt=0)], Annotated[int, Field(gt=0)]], BeforeValidator(_size)
-]
-"""``[height, width]`` in pixels; a single integer means a square."""
 
 
 def radians(degrees: Scalar) -> Scalar:
@@ -194,3 +202,38 @@ class CropTransform(GeometricTransform):
         box = self.crop_box(p, canvas, m)
         scale, out = self.box_to_output(box)
         return scale.then_after(Affine.translate(neg(box.x), neg(box.y))), out
+
+
+class PixelTransform(Transform):
+    """A per-sample operation that is neither a warp nor an affine colour map. It runs on the
+    warped, recoloured images (``float32``, 0..255, HWC samples), after the colour pass and
+    before the output's normalization, in the order of the config; masks skip it. Its
+    parameters are drawn on the host per sample like every transform's."""
+
+    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+        """``images`` after this stage: ``p`` holds this transform's per-sample parameters
+        (scalars per sample), ``ops`` the engine's pixel operations."""
+        raise NotImplementedError
+
+
+class BatchTransform(Transform):
+    """A stage on the whole batch after the per-sample work: it may mix each sample with a
+    partner and change the targets. Its parameters are drawn per batch position like every
+    transform's; ``partner`` is drawn as a sort key and turned by the feed into the index of each
+    sample's partner (a random permutation of the batch's real samples: padding keeps itself and
+    is never a partner). Batches run images (float32, 0..255, HWC samples) through
+    :meth:`images` and targets (one-hot labels, or masks) through :meth:`targets`."""
+
+    params: ClassVar[tuple[str, ...]] = ("partner",)
+    mixes_masks: ClassVar[bool] = False
+    """Whether segmentation masks can follow this stage (a cut does; a blend does not)."""
+
+    def draw(self, rng: Random) -> Params:
+        return {"partner": rng.uniform(0.0, 1.0)}
+
+    def images(self, images: Any, p: Params, ops: Any) -> Any:
+        raise NotImplementedError
+
+    def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
+        """The targets of the batch: one-hot labels (``masks`` False) or masks."""
+        raise NotImplementedError

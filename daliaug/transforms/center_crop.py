@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Literal
 
 from daliaug.algebra import Box, Canvas, Math, mul, sub
-from daliaug.transforms.base import CropTransform, Fill, Params, Size
+from daliaug.fields import Size
+from daliaug.transforms.base import CropTransform, Fill, Params
 
 
 class CenterCrop(CropTransform):

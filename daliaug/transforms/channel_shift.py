@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from daliaug.algebra import Random, Scalar
+from daliaug.fields import bounded
 from daliaug.transforms.base import OffsetTransform, Params, SymmetricRange
+
+IntensityRange = Annotated[SymmetricRange, bounded(-255.0, 255.0, "intensities")]
+"""On the 0..255 scale: a larger shift clips every pixel to the image's extremes anyway."""
 
 
 class ChannelShift(OffsetTransform):
@@ -16,7 +20,7 @@ class ChannelShift(OffsetTransform):
     """
 
     type: Literal["channel_shift"] = "channel_shift"
-    intensity: SymmetricRange
+    intensity: IntensityRange
 
     params: ClassVar[tuple[str, ...]] = ("intensity",)
 

@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from daliaug.algebra import ColourMatrix, Math, Random, add, mul
-from daliaug.transforms.base import ColourTransform, Params, SymmetricRange, radians
+from daliaug.transforms.base import AngleRange, ColourTransform, Params, radians
 
 _RGB_TO_YIQ = np.array(
     [[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]], dtype=np.float64
@@ -26,7 +26,7 @@ class Hue(ColourTransform):
     """
 
     type: Literal["hue"] = "hue"
-    degrees: SymmetricRange
+    degrees: AngleRange
 
     params: ClassVar[tuple[str, ...]] = ("degrees",)
     needs_rgb: ClassVar[bool] = True

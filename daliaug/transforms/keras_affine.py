@@ -7,10 +7,19 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, field_validator
 
 from daliaug.algebra import Affine, Canvas, Math, Random, Scalar, mul, neg, sub
-from daliaug.transforms.base import Fill, GeometricTransform, Params, radians
+from daliaug.fields import MAX_SIDE, STRICT, as_float, is_number
+from daliaug.transforms.base import (
+    MAX_DEGREES,
+    ZOOMS,
+    Fill,
+    GeometricTransform,
+    Params,
+    ordered,
+    radians,
+)
 
 
 class ShiftRange(BaseModel):
@@ -18,10 +27,17 @@ class ShiftRange(BaseModel):
     for a number, or one of the ``range`` values times a random sign for a list; ``pixels``, or
     a fraction of the image side."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
 
     range: float | tuple[float, ...] = 0.0
     pixels: bool = False
+
+    @field_validator("range")
+    @classmethod
+    def _within_a_side(cls, v: float | tuple[float, ...]) -> float | tuple[float, ...]:
+        if max(map(abs, v if isinstance(v, tuple) else (v,)), default=0.0) > MAX_SIDE:
+            raise ValueError(f"shifts must lie within [-{MAX_SIDE}, {MAX_SIDE}] pixels")
+        return v
 
     def draw(self, rng: Random) -> Scalar:
         if isinstance(self.range, tuple):
@@ -33,27 +49,34 @@ def keras_shift(v: Any) -> Any:
     """Keras' reading of a shift range: nothing for a false value; an integer ``n`` picks whole
     pixels from ``0..n-1``; a list picks one of its values; a number draws uniformly; in pixels
     when the largest value is at least 1, else as a fraction of the side."""
-    if isinstance(v, (Mapping, ShiftRange)):
-        return v
-    if isinstance(v, (list, tuple, np.ndarray)):
-        values = [float(x) for x in v]
-        return {"range": values, "pixels": bool(values) and max(values) >= 1} if values else {}
-    if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0:
+    v = v.tolist() if isinstance(v, np.ndarray) else v
+    values = v if isinstance(v, (list, tuple)) else [v]
+    if isinstance(v, (Mapping, ShiftRange)) or not all(map(is_number, values)):
+        return v  # the model says what is wrong with anything else
+    floats = [as_float(x) for x in values]
+    if max(map(abs, floats), default=0.0) > MAX_SIDE:
+        raise ValueError(f"shifts must lie within [-{MAX_SIDE}, {MAX_SIDE}] pixels")
+    if isinstance(v, (list, tuple)):
+        return {"range": floats, "pixels": bool(floats) and max(floats) >= 1} if floats else {}
+    if isinstance(v, (int, np.integer)) and v > 0:
         return {"range": [float(x) for x in range(int(v))], "pixels": True}
-    if isinstance(v, (int, float, np.floating)) and not isinstance(v, bool):
-        return {"range": float(v), "pixels": float(v) >= 1}
-    return v
+    return {"range": floats[0], "pixels": floats[0] >= 1}
 
 
 def keras_zoom(v: Any) -> Any:
     """Keras' ``zoom_range``: a number ``z`` means ``[1 - z, 1 + z]``."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return (1.0 - v, 1.0 + v)
+    if is_number(v):
+        return (1.0 - as_float(v), 1.0 + as_float(v))
     return v
 
 
 Shift = Annotated[ShiftRange, BeforeValidator(keras_shift)]
-ZoomRange = Annotated[tuple[float, float], BeforeValidator(keras_zoom)]
+ZoomRange = Annotated[
+    tuple[float, float],
+    BeforeValidator(keras_zoom),
+    AfterValidator(ordered),
+    ZOOMS,
+]
 
 
 class KerasAffine(GeometricTransform):
@@ -61,7 +84,8 @@ class KerasAffine(GeometricTransform):
     degrees, shifts from ``width_shift_range`` / ``height_shift_range`` (Keras' reading: see
     :func:`keras_shift`), ``shear ~ U(±shear_range)`` degrees, ``zx, zy ~ U(zoom_range)``
     drawn apart (a number ``z`` means ``[1 - z, 1 + z]``; ``> 1`` shrinks the content, the
-    inverse of ``zoom``), and each flip with probability 0.5 when enabled.
+    inverse of ``zoom``; unlike Keras, the factors must lie within [0.01, 100], as a zoom of 0
+    has no inverse), and each flip with probability 0.5 when enabled.
 
     As Keras' ``apply_affine_transform``, each output point ``p`` samples the source at
     ``c + R(theta) (T(tx, ty) + Sh(shear) Z(zx, zy) (p - c))`` with ``R`` turning the content
@@ -74,10 +98,10 @@ class KerasAffine(GeometricTransform):
     """
 
     type: Literal["keras_affine"] = "keras_affine"
-    rotation_range: float = 0.0
+    rotation_range: Annotated[float, Field(ge=-MAX_DEGREES, le=MAX_DEGREES)] = 0.0
     width_shift_range: Shift = ShiftRange()
     height_shift_range: Shift = ShiftRange()
-    shear_range: float = 0.0
+    shear_range: Annotated[float, Field(gt=-90.0, lt=90.0)] = 0.0
     zoom_range: ZoomRange = (1.0, 1.0)
     horizontal_flip: bool = False
     vertical_flip: bool = False

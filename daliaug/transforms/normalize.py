@@ -6,17 +6,22 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from daliaug.fields import STRICT
 from daliaug.transforms.base import Transform
 
 Channels = float | list[float]
+Positive = Annotated[float, Field(gt=0)]
 
 
 class Normalization(BaseModel):
-    """The fields of a normalization: ``(x - mean) / std`` or ``x * rescale``."""
+    """The fields of a normalization: ``(x - mean) / std`` or ``x * rescale``; ``std`` and
+    ``rescale`` above 0, all of them finite."""
+
+    model_config = STRICT
 
     mean: Channels | None = None
-    std: Channels | None = None
-    rescale: Annotated[float, Field(gt=0)] | None = None
+    std: Positive | list[Positive] | None = None
+    rescale: Positive | None = None
 
     @model_validator(mode="after")
     def _one_form(self) -> Normalization:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import field_validator
 
 from daliaug.algebra import Box, Canvas, Math, Random, add, div, mul, sub
-from daliaug.transforms.base import CropTransform, Params, PositiveRange, Size
+from daliaug.fields import Size, bounded
+from daliaug.transforms.base import MAX_FACTOR, CropTransform, Params, PositiveRange
+
+RatioRange = Annotated[PositiveRange, bounded(1 / MAX_FACTOR, MAX_FACTOR, "aspect ratios")]
 
 
 class RandomResizedCrop(CropTransform):
@@ -26,7 +29,7 @@ class RandomResizedCrop(CropTransform):
 
     type: Literal["random_resized_crop"] = "random_resized_crop"
     scale: PositiveRange = (0.08, 1.0)
-    ratio: PositiveRange = (3 / 4, 4 / 3)
+    ratio: RatioRange = (3 / 4, 4 / 3)
     size: Size | None = None
 
     params: ClassVar[tuple[str, ...]] = ("area", "log_ratio", "u", "v")

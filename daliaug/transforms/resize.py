@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from daliaug.algebra import Affine, Canvas, Math, div, mul
-from daliaug.transforms.base import GeometricTransform, Params, Size
+from daliaug.fields import Side, Size
+from daliaug.transforms.base import GeometricTransform, Params
 
 
 class Resize(GeometricTransform):
@@ -19,7 +20,7 @@ class Resize(GeometricTransform):
 
     type: Literal["resize"] = "resize"
     size: Size | None = None
-    shorter_side: Annotated[int, Field(gt=0)] | None = None
+    shorter_side: Side | None = None
 
     axis_aligned: ClassVar[bool] = True
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from daliaug.algebra import Affine, Canvas, Math, Random, mul, neg
-from daliaug.transforms.base import Fill, GeometricTransform, Params, SymmetricRange, radians
+from daliaug.transforms.base import AngleRange, Fill, GeometricTransform, Params, radians
 
 
 class Rotation(GeometricTransform):
@@ -15,7 +15,7 @@ class Rotation(GeometricTransform):
     """
 
     type: Literal["rotation"] = "rotation"
-    angle: SymmetricRange
+    angle: AngleRange
     fill: Fill = 0.0
 
     params: ClassVar[tuple[str, ...]] = ("angle",)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from daliaug.algebra import Affine, Canvas, Math, Random, mul
-from daliaug.transforms.base import Fill, GeometricTransform, Params, SymmetricRange
+from daliaug.transforms.base import Fill, FractionRange, GeometricTransform, Params
 
 
 class Shift(GeometricTransform):
@@ -16,8 +16,8 @@ class Shift(GeometricTransform):
     """
 
     type: Literal["shift"] = "shift"
-    x: SymmetricRange = (0.0, 0.0)
-    y: SymmetricRange = (0.0, 0.0)
+    x: FractionRange = (0.0, 0.0)
+    y: FractionRange = (0.0, 0.0)
     fill: Fill = 0.0
 
     params: ClassVar[tuple[str, ...]] = ("dx", "dy")

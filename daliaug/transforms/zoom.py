@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from daliaug.algebra import Affine, Canvas, Math, Random, mul
-from daliaug.transforms.base import Fill, GeometricTransform, Params, PositiveFactorRange
+from daliaug.transforms.base import Fill, GeometricTransform, Params, ZoomFactorRange
 
 
 class Zoom(GeometricTransform):
     """Magnify the content by ``zoom_x ~ U(factor)`` about the centre (``> 1`` zooms in); a
-    single number ``d`` (below 1) means ``[1 - d, 1 + d]``.
+    single number ``d`` (below 1) means ``[1 - d, 1 + d]``; factors lie within [0.01, 100].
 
     With ``keep_aspect`` (default) ``zoom_y = zoom_x``; otherwise ``zoom_y`` is drawn
     independently from the same range, as Keras' ``ImageDataGenerator`` does. Note the
@@ -18,7 +18,7 @@ class Zoom(GeometricTransform):
     """
 
     type: Literal["zoom"] = "zoom"
-    factor: PositiveFactorRange
+    factor: ZoomFactorRange
     keep_aspect: bool = True
     fill: Fill = 0.0
 

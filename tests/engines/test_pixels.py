@@ -286,7 +286,7 @@ def test_engines_agree_on_fractional_photos(op: str) -> None:
 
 @pytest.mark.parametrize("op", list(CASES))
 def test_dali_gpu_graph_keeps_the_device_rules(op: str) -> None:
-    from daliaug.backends.dali.check import graph_problems
+    from daliaug.engines.dali.check import graph_problems
 
     params, fixed, _ = CASES[op]
     graph = partial(getattr(dali_pixels, op), **fixed)

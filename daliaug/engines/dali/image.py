@@ -4,6 +4,7 @@ definition (:mod:`daliaug.engines.dali.pipeline`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from math import floor
 
 import nvidia.dali.math as dmath
@@ -11,6 +12,7 @@ from nvidia.dali import fn, types
 from nvidia.dali.pipeline import DataNode
 
 from daliaug.config import Config
+from daliaug.engines.dali import pixels
 from daliaug.engines.select import Device
 from daliaug.sources.segmentation import SegmentationSource
 
@@ -101,11 +103,16 @@ def resample(
     )
 
 
+def stage_column(warp: dict[str, object]) -> Callable[[int], DataNode]:
+    """The per-sample value of the plan's stage parameter ``k`` (see :meth:`Plan.pixels`)."""
+    return lambda k: warp["stages"][k]
+
+
 def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode:
     """A batch of resampled float images to the output: shifted and clipped to each image's
     own range (the plan's ``offset``), recoloured (the plan's ``colour`` matrix) and clipped to
-    0..255, normalized (``uint8`` output: rounded half up) in the output dtype and layout;
-    nothing is rounded before that."""
+    0..255, through the pixel and batch stages, normalized (``uint8`` output: rounded half up)
+    in the output dtype and layout; nothing is rounded before that."""
     if "offset" in warp:  # an offset step always comes with a colour matrix (maybe identity)
         # the offset is a regular input of the arithmetic here, so on the image's device
         offset = warp["offset"].gpu() if image.device == "gpu" else warp["offset"]
@@ -114,6 +121,10 @@ def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode
     if "colour" in warp:
         moved = fn.coord_transform(image, MT=warp["colour"], dtype=types.FLOAT)
         image = dmath.clamp(moved, 0.0, 255.0)
+    if "stages" in warp:
+        column = stage_column(warp)
+        image = config.plan.pixels(image, column, pixels)
+        image = config.plan.batch_images(image, column, pixels)
     mean, std = config.output.mean_std(config.channels)
     return fn.crop_mirror_normalize(
         image,

@@ -27,7 +27,15 @@ from nvidia.dali.pipeline import DataNode, Pipeline
 
 from daliaug.algebra import Canvas
 from daliaug.config import Config
-from daliaug.engines.dali.image import decode, finish, label_target, mask_target, resample
+from daliaug.engines.dali import pixels
+from daliaug.engines.dali.image import (
+    decode,
+    finish,
+    label_target,
+    mask_target,
+    resample,
+    stage_column,
+)
 from daliaug.engines.dali.math import MATH, DaliRandom, as_tensor_arg
 from daliaug.engines.feed import INPUTS, RecordLayout, WarpLayout, graph_inputs
 from daliaug.engines.select import Device
@@ -193,6 +201,8 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             outputs.append(image)
         elif config.label_mode != "none":
             outputs.append(label_target(label, config, options.num_classes, options.device))
+        if plan.batch_stages:  # the config allows them with labels (categorical, binary) only
+            outputs[1] = plan.batch_targets(outputs[1], stage_column(warp), pixels, masks=False)
         if weight is not None:
             outputs.append(weight.gpu() if options.device == "gpu" else weight)
         return tuple(outputs)

@@ -153,3 +153,10 @@ def paste(batch: DataNode, partner: Value, y0: Value, x0: Value, h: Value, w: Va
         other, in_anchors=fn.stack(corner), shapes=fn.stack(box), out_anchors=fn.stack(corner)
     )
     return erase(batch, y0, x0, h, w, (0.0,)) + pasted
+
+
+def select(flag: Value, chosen: DataNode, other: DataNode) -> DataNode:
+    """Per sample, ``chosen`` where ``flag`` (0 or 1) is 1, else ``other`` (as a blend, exact
+    for finite values: a product with 0 or 1 and a sum with 0 round nothing)."""
+    flag = _on(flag, chosen)
+    return chosen * flag + other * (1.0 - flag)

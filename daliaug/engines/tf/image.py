@@ -12,10 +12,13 @@ times faster there). ``tests/test_tf_backend.py`` holds them to each other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
+from daliaug.engines.tf import pixels
 from daliaug.sources.segmentation import SegmentationSource
 from daliaug.transforms.base import Fill
 from daliaug.transforms.saturation import LUMA
@@ -236,6 +239,12 @@ def recolour(images: tf.Tensor, colour: tf.Tensor, channels: int) -> tf.Tensor:
     return moved
 
 
+def stage_column(inputs: Inputs) -> Callable[[int], tf.Tensor]:
+    """The ``(N,)`` values of the plan's stage parameter ``k`` in a batch (see
+    :meth:`Plan.pixels`)."""
+    return lambda k: inputs["stages"][:, k]
+
+
 def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
     """A batch of resampled float32 images to the output: shifted within each image's range
     (``inputs["offset"]``), recoloured (``out = M @ rgb + t`` with ``inputs["colour"]`` =
@@ -246,6 +255,10 @@ def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
         images = shift_within_range(images, inputs["offset"])
     if "colour" in inputs:
         images = tf.clip_by_value(recolour(images, inputs["colour"], config.channels), 0.0, 255.0)
+    if "stages" in inputs:
+        column = stage_column(inputs)
+        images = config.plan.pixels(images, column, pixels)
+        images = config.plan.batch_images(images, column, pixels)
     if config.output.dtype == "uint8":
         out = tf.cast(tf.floor(images + 0.5), tf.uint8)
     else:

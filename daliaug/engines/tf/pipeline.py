@@ -10,12 +10,14 @@ one size, so their whole batch, resampling included, is one XLA function.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import tensorflow as tf
 
 from daliaug.config import Config, target_column
 from daliaug.engines.feed import WarpLayout
+from daliaug.engines.tf import pixels
 from daliaug.engines.tf.image import (
     decode,
     fill_value,
@@ -24,6 +26,7 @@ from daliaug.engines.tf.image import (
     outputs,
     resample,
     sample,
+    stage_column,
 )
 from daliaug.sources.base import Samples
 
@@ -43,6 +46,16 @@ def finisher(config: Config, layout: WarpLayout) -> Finisher:
     return tf.function(run, jit_compile=True, reduce_retracing=True)
 
 
+def mixed(batch: tuple, flat: tf.Tensor, config: Config, layout: WarpLayout) -> tuple:
+    """``(images, labels)`` with the labels through the plan's batch stages (the images went
+    through them in :func:`finish`); the config allows batch stages with labels only."""
+    if not config.plan.batch_stages:
+        return batch
+    column = stage_column(layout.unpack(flat, tf.reshape, batched=True))
+    images, labels = batch
+    return images, config.plan.batch_targets(labels, column, pixels, masks=False)
+
+
 def _per_sample(
     config: Config, layout: WarpLayout, per_sample: tf.data.Dataset, num_classes: int
 ) -> tf.data.Dataset:
@@ -55,7 +68,7 @@ def _per_sample(
         images = finished(images, flat)
         if masks:
             return images, target, *weight
-        return (*outputs(images, target, config, num_classes), *weight)
+        return (*mixed(outputs(images, target, config, num_classes), flat, config, layout), *weight)
 
     batches = per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
     return batches.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
@@ -66,7 +79,7 @@ def file_batches(
 ) -> tf.data.Dataset:
     """Finished batches for file sources from ``(index, warp[, weight])`` batches: each file
     is read, decoded and resampled on its own (its size is its own), in parallel."""
-    paths = {name: tf.constant(p) for name, p in samples.files.items()}
+    paths = {name: tf.constant(list(map(os.fsencode, p))) for name, p in samples.files.items()}
     column = target_column(config.label_mode)
     targets = tf.constant(samples.columns[column]) if column in samples.columns else None
 
@@ -111,7 +124,8 @@ def array_batches(
     def batch(index: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
         label = None if targets is None else tf.gather(targets, index)
         finished = compiled(tf.gather(images, index), flat)
-        return (*outputs(finished, label, config, samples.num_classes), *weight)
+        batch = outputs(finished, label, config, samples.num_classes)
+        return (*mixed(batch, flat, config, layout), *weight)
 
     return stream.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
 

@@ -104,12 +104,13 @@ def sharpness(images: tf.Tensor, factor: Value) -> tf.Tensor:
     """PIL's ``ImageEnhance.Sharpness``: ``smooth + factor * (x - smooth)``, clipped to 0..255,
     where ``smooth`` is ``x`` correlated with ``ImageFilter.SMOOTH`` inside the image and ``x``
     itself on the one-pixel border. 0 gives the smoothed image, 1 the input, > 1 sharpens."""
-    channels = images.shape[-1]
-    kernel = (tf.constant(SMOOTH_DETAIL, tf.float32) / 13.0)[:, :, None, None]
-    detail = tf.nn.depthwise_conv2d(
-        images, tf.tile(kernel, [1, 1, channels, 1]), strides=[1, 1, 1, 1], padding="VALID"
-    )
-    detail = tf.pad(detail, [[0, 0], [1, 1], [1, 1], [0, 0]])  # smooth - x, 0 on the border
+    h, w = tf.shape(images)[1], tf.shape(images)[2]
+    taps = [
+        weight / 13.0 * images[:, dy : dy + h - 2, dx : dx + w - 2]
+        for dy, row in enumerate(SMOOTH_DETAIL)
+        for dx, weight in enumerate(row)
+    ]
+    detail = tf.pad(tf.add_n(taps), [[0, 0], [1, 1], [1, 1], [0, 0]])  # smooth - x; 0 on the border
     return tf.clip_by_value(images + (1.0 - _per_sample(factor, 4)) * detail, 0.0, 255.0)
 
 
@@ -170,3 +171,8 @@ def paste(batch: tf.Tensor, partner: Value, y0: Value, x0: Value, h: Value, w: V
     other = tf.gather(batch, tf.cast(partner, tf.int32))
     inside = _trailing(_box(tf.shape(batch), y0, x0, h, w), batch.shape.rank)
     return tf.where(inside, other, batch)
+
+
+def select(flag: Value, chosen: tf.Tensor, other: tf.Tensor) -> tf.Tensor:
+    """Per sample, ``chosen`` where ``flag`` (0 or 1) is 1, else ``other``."""
+    return tf.where(_per_sample(flag, chosen.shape.rank) > 0.5, chosen, other)

@@ -14,7 +14,8 @@ from daliaug.errors import first_line
 
 def _reason(path: str) -> str | None:
     try:
-        tf.io.decode_image(tf.io.read_file(path), channels=3, expand_animations=False)
+        data = tf.io.read_file(os.fsencode(path))  # the name's bytes, UTF-8 or not
+        tf.io.decode_image(data, channels=3, expand_animations=False)
     except (tf.errors.OpError, ValueError) as e:
         return first_line(e)
     return None

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from daliaug.config import Config
-from daliaug.engines.select import Device, Placement
-from daliaug.epoch import EpochClock
+from daliaug.config import Config, load_config
+from daliaug.engines.select import Device, Placement, resolve_backend
+from daliaug.epoch import EpochClock, resolve_seed
 from daliaug.errors import ConfigError
+from daliaug.outputs import framework_batches, framework_of
 from daliaug.outputs.options import DatasetOptions
 from daliaug.prepare import prepare
 from daliaug.sources.base import Samples
@@ -24,6 +25,8 @@ from daliaug.sources.tfrecord import RecordSamples
 
 if TYPE_CHECKING:
     import tensorflow as tf
+
+    from daliaug.outputs.batches import Batches
 
 
 def make_dataset(
@@ -36,7 +39,8 @@ def make_dataset(
     class_weight: Mapping[int, float] | None = None,
     sample_weight: Any = None,
     strategy: Any = None,
-) -> tf.data.Dataset | tf.distribute.DistributedDataset:
+    framework: str | None = None,
+) -> tf.data.Dataset | tf.distribute.DistributedDataset | Batches:
     """A dataset of ``(images, labels or masks)`` batches, augmented as the config says.
 
     ``config`` is anything :func:`~daliaug.config.load_config` takes. For an ``arrays``
@@ -62,7 +66,15 @@ def make_dataset(
     """
     if initial_epoch < 0:
         raise ConfigError(f"initial_epoch: must be 0 or more, got {initial_epoch}")
-    prepared = prepare(config, samples=samples, x=x, y=y, placement=tf_placement)
+    framework = framework_of(framework)
+    if framework != "tensorflow" and strategy is not None:
+        raise ConfigError(
+            f"strategy: a tf.distribute strategy needs framework='tensorflow', not {framework!r}"
+            " (for JAX, use keras.distribution.DataParallel)"
+        )
+    config = load_config(config)
+    device = None if framework == "tensorflow" else _dali_device(config, framework)
+    prepared = prepare(config, samples=samples, x=x, y=y, device=device, placement=tf_placement)
     config, samples = prepared.config, prepared.samples
     if isinstance(samples, RecordSamples):
         from daliaug.outputs.tfdata.streams import check_record_keys
@@ -79,6 +91,11 @@ def make_dataset(
         return distributed_dataset(prepared, strategy, options)
     if options.weighs and config.label_mode == "none":
         raise ConfigError("label_mode: 'none' yields the images alone, without weights")
+    if framework != "tensorflow":
+        config = config.model_copy(update={"seed": resolve_seed(config.seed)})
+        return framework_batches(
+            framework, config, samples, prepared.device, options, initial_epoch
+        )
     return engine_dataset(prepared.engine.name, config, samples, prepared.device, options)
 
 
@@ -106,6 +123,17 @@ def tf_placement(device: Device, config: Config) -> Placement:
     from daliaug.outputs.tfdata.dali_dataset import placement
 
     return placement(device, config)
+
+
+def _dali_device(config: Config, framework: str) -> Device:
+    """Where DALI runs for ``framework`` (JAX, PyTorch, NumPy), which must not need TensorFlow."""
+    placement = resolve_backend(config)
+    if placement == "tf":
+        raise ConfigError(
+            f"backend: {config.backend!r} runs TensorFlow ops here, but framework={framework!r} "
+            "needs DALI (install nvidia-dali-cuda120, or use backend: cpu or gpu)"
+        )
+    return placement
 
 
 def _sample_weights(samples: Samples | RecordSamples, sample_weight: Any) -> np.ndarray:

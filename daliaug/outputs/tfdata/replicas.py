@@ -26,21 +26,12 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from daliaug.engines.select import Device
-from daliaug.epoch import replica_length, resolve_seed, shard_range
-from daliaug.errors import ConfigError, DataError
 from daliaug.outputs.options import DatasetOptions
+from daliaug.outputs.shards import Shards
 from daliaug.prepare import Prepared
-from daliaug.sources.base import Samples
-from daliaug.sources.tfrecord import RecordSamples
 
 if TYPE_CHECKING:
     import tensorflow as tf
-
-
-def _shard(samples: Samples | RecordSamples, shard: int, shards: int) -> Samples | RecordSamples:
-    if isinstance(samples, RecordSamples):
-        return dataclasses.replace(samples, shard_id=shard, num_shards=shards)
-    return samples.shard(shard, shards)
 
 
 def _clocked(dataset: Any, options: DatasetOptions) -> Any:
@@ -61,51 +52,20 @@ def distributed_dataset(
     config, samples, device = prepared.config, prepared.samples, prepared.device
 
     replicas = strategy.num_replicas_in_sync
-    if config.batch_size % replicas:
-        raise ConfigError(
-            f"batch_size: {config.batch_size} (the global batch) does not divide by the "
-            f"{replicas} replicas of the strategy; use a multiple of {replicas}"
-        )
-    if config.source.num_shards != 1:
-        raise ConfigError(
-            f"source.num_shards: {config.source.num_shards}, but under a strategy daliaug "
-            "shards the source itself, one shard per replica; leave shard_id and num_shards out"
-        )
-    if len(samples) < replicas:
-        raise DataError(
-            f"source: {len(samples)} samples for {replicas} replicas; every replica needs at "
-            "least one"
-        )
-    per_replica = config.batch_size // replicas
-    config = config.model_copy(
-        update={"seed": resolve_seed(config.seed), "batch_size": per_replica}
-    )
-    length = replica_length(len(samples), replicas, per_replica, config.drop_remainder)
-    options = dataclasses.replace(
-        options, length=length, weighted=options.weighs or not config.drop_remainder
-    )
+    shards = Shards.split(config, samples, options, replicas, "replica", "a strategy")
+    options = shards.options
     devices = tuple(getattr(strategy.extended, "worker_devices", ("/cpu:0",)))
 
     def replica(shard: int, replica_device: str, on_device: bool) -> tf.data.Dataset:
         """Replica ``shard``'s dataset, for the replica on ``replica_device``: DALI on that
         replica's GPU, the dataset there too if ``on_device``, else on the host."""
-        source = config.source.model_copy(update={"shard_id": shard, "num_shards": replicas})
-        update: dict[str, Any] = {"source": source}
         device_id = dali_gpu(device, replica_device)
-        if device_id is not None:
-            update["device_id"] = device_id
-        replica_config = config.model_copy(update=update)
-        weights = options.sample_weights
-        if weights is not None:
-            weights = weights[slice(*shard_range(len(samples), shard, replicas))]
+        update = {} if device_id is None else {"device_id": device_id}
+        replica_config, replica_samples, replica_options = shards.shard(shard, **update)
         place = replica_device if on_device and device_id is not None else "/cpu:0"
-        replica_options = dataclasses.replace(options, place=place, sample_weights=weights)
+        replica_options = dataclasses.replace(replica_options, place=place)
         return engine_dataset(
-            prepared.engine.name,
-            replica_config,
-            _shard(samples, shard, replicas),
-            device,
-            replica_options,
+            prepared.engine.name, replica_config, replica_samples, device, replica_options
         )
 
     if isinstance(strategy, tf.distribute.MirroredStrategy):

@@ -1,0 +1,145 @@
+"""Config files: YAML and JSON read within bounds, and the shipped configs found by name.
+
+A config is a few dozen values a few levels deep. Anything far larger is refused with a
+:class:`~daliaug.errors.ConfigError` before it can cost time or memory: nesting deeper than
+:data:`MAX_DEPTH` (PyYAML's composer and Python's ``json`` would recurse until a
+``RecursionError``), or more than :data:`MAX_NODES` values counting each YAML alias as the
+values it stands for (a few hundred bytes of nested aliases, "billion laughs", would expand
+to billions).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from daliaug.errors import ConfigError
+from daliaug.sources.base import read_text
+
+MAX_DEPTH = 64
+MAX_NODES = 100_000
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, counting the depth and the nodes it composes (an alias counts as
+    the nodes of what it refers to)."""
+
+    def __init__(self, stream: str, name: str) -> None:
+        super().__init__(stream)
+        self.name = name  # for the marks in error messages
+        self.depth = 0
+        self.nodes = 0
+        self.sizes: dict[int, int] = {}
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            target = self.anchors.get(event.anchor)
+            if target is not None and id(target) not in self.sizes:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"alias *{event.anchor} refers to a node holding it",
+                    event.start_mark,
+                )
+            self._count(self.sizes.get(id(target), 1), event)
+            return super().compose_node(parent, index)
+        event = self.peek_event()
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark
+            )
+        before = self.nodes
+        self._count(1, event)
+        node = super().compose_node(parent, index)
+        self.depth -= 1
+        self.sizes[id(node)] = self.nodes - before
+        return node
+
+    def _count(self, nodes: int, event: yaml.Event) -> None:
+        self.nodes += nodes
+        if self.nodes > MAX_NODES:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"holds more than {MAX_NODES:,} values (aliases expanded)",
+                event.start_mark,
+            )
+
+
+def _load_yaml(text: str, name: str) -> Any:
+    loader = _BoundedLoader(text, name)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def check_size(data: Any, origin: str) -> None:
+    """A :class:`ConfigError` if ``data`` nests deeper than :data:`MAX_DEPTH` or holds more
+    than :data:`MAX_NODES` values (shared ones counted each time they appear)."""
+    pending, nodes = [(data, 1)], 0
+    while pending:
+        value, depth = pending.pop()
+        nodes += 1
+        if depth > MAX_DEPTH or nodes > MAX_NODES:
+            what = (
+                f"nested more than {MAX_DEPTH} levels deep"
+                if depth > MAX_DEPTH
+                else (f"holds more than {MAX_NODES:,} values")
+            )
+            raise ConfigError(f"config {origin} {what}; a config is a few levels of settings")
+        if isinstance(value, Mapping):
+            pending.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, (list, tuple)):
+            pending.extend((v, depth + 1) for v in value)
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Parse a YAML or JSON file into a dict; errors name the file (and line for YAML)."""
+    p = Path(path)
+    text = read_text(p, "cannot read config file", ConfigError)
+    kind = "JSON" if p.suffix.lower() == ".json" else "YAML"
+    try:
+        data = json.loads(text) if kind == "JSON" else _load_yaml(text, str(p))
+    except RecursionError:
+        raise ConfigError(f"config file {p} is nested too deeply to be a config") from None
+    except (ValueError, yaml.YAMLError) as e:  # JSONDecodeError, a number too long to read
+        raise ConfigError(f"config file {p} is not valid {kind}: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {p} must hold a mapping of keys, got {type(data).__name__}")
+    check_size(data, str(p))
+    return data
+
+
+def shipped_configs() -> dict[str, Path]:
+    """The configs that ship with daliaug (``pipelines/*.yaml``), by name."""
+    folder = resources.files("daliaug.pipelines")
+    return {
+        entry.name.removesuffix(".yaml"): Path(str(entry))
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".yaml")
+    }
+
+
+def config_path(source: str | os.PathLike[str]) -> Path:
+    """The file ``source`` names: a path, or the name of a shipped config (a string with no
+    folder and no suffix that is not a file here)."""
+    if not isinstance(source, str) or "/" in source or os.sep in source:
+        return Path(source)
+    if Path(source).suffix or Path(source).exists():
+        return Path(source)
+    shipped = shipped_configs()
+    if source not in shipped:
+        raise ConfigError(
+            f"config {source!r} is neither a file nor a shipped config (shipped: "
+            f"{', '.join(shipped)})"
+        )
+    return shipped[source]

@@ -1,0 +1,117 @@
+"""Field types and limits shared by the config models: strict whole numbers, sizes, class names.
+
+Every config model refuses NaN and infinities in its float fields (:data:`STRICT`), and every
+count and size is a whole number of a bounded range (:func:`whole`): a bad value is a
+validation error naming its field, never a failure (or a crash inside DALI or TensorFlow) at
+the first batch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
+
+STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+"""The model config of every config model: unknown keys, changes after validation, NaN and
+infinite floats are all refused."""
+
+MAX_SIDE = 16384
+"""The longest image side, in pixels, that a size field takes (the side of the largest image
+the sources accept, 2**28 pixels)."""
+MAX_BATCH = 65536
+MAX_THREADS = 1024
+MAX_PREFETCH = 64
+MAX_DEVICE = 255
+MAX_SHARDS = 65536
+MAX_CLASSES = 2**24
+MAX_SEED = 2**63 - 1
+"""DALI's seeds are 64-bit signed integers; TensorFlow's stateless seeds take any of them."""
+
+
+def whole_number(v: Any) -> Any:
+    """Integers (NumPy's too) only: not ``True``, ``"32"`` or ``32.0``."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise ValueError(f"must be a whole number, not a {type(v).__name__}")
+    return int(v)
+
+
+def is_number(v: Any) -> bool:
+    """Whether ``v`` is an int or a float (NumPy's too), not a bool."""
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+def as_float(v: Any) -> float:
+    """``float(v)``; a :class:`ValueError` (which names the field) for an integer beyond
+    floats, not Python's ``OverflowError``."""
+    try:
+        return float(v)
+    except OverflowError:
+        raise ValueError("is too large for a floating-point number") from None
+
+
+def whole(ge: int, le: int) -> Any:
+    """The annotated type of a whole number from ``ge`` to ``le``."""
+    return Annotated[int, BeforeValidator(whole_number), Field(ge=ge, le=le)]
+
+
+def _square(v: Any) -> Any:
+    """A single whole number ``n`` means ``[n, n]``."""
+    if isinstance(v, (bool, np.bool_, str, float, np.floating)):
+        raise ValueError(
+            f"must be a whole number of pixels or [height, width], not a {type(v).__name__}"
+        )
+    return (v, v) if isinstance(v, (int, np.integer)) else v
+
+
+BatchSize = whole(1, MAX_BATCH)
+Threads = whole(1, MAX_THREADS)
+Prefetch = whole(1, MAX_PREFETCH)
+DeviceId = whole(0, MAX_DEVICE)
+Seed = whole(0, MAX_SEED)
+ShardId = whole(0, MAX_SHARDS - 1)
+ShardCount = whole(1, MAX_SHARDS)
+ClassCount = whole(1, MAX_CLASSES)
+MaskClassCount = whole(1, 255)
+"""Classes of 8-bit index masks."""
+MaskValue = whole(0, 255)
+Side = whole(1, MAX_SIDE)
+Size = Annotated[tuple[Side, Side], BeforeValidator(_square)]
+"""``[height, width]`` in pixels (each 1 to :data:`MAX_SIDE`); a single integer means a
+square."""
+
+
+def _distinct(names: list[str]) -> list[str]:
+    if not names:
+        raise ValueError("lists no class; give at least one name, or leave class_names out")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"names each class once; repeated: {repeated}")
+    return names
+
+
+ClassNames = Annotated[list[str], AfterValidator(_distinct)]
+"""A non-empty list of distinct class names (index = position)."""
+
+
+def bounded(low: float, high: float, what: str) -> AfterValidator:
+    """A check that every value of a range lies within ``[low, high]``."""
+
+    def check(r: tuple[float, ...]) -> tuple[float, ...]:
+        if r and (min(r) < low or max(r) > high):
+            raise ValueError(f"{what} must lie within [{low:g}, {high:g}], got {list(r)}")
+        return r
+
+    return AfterValidator(check)
+
+
+def _no_nul(path: Path) -> Path:
+    if "\0" in str(path):
+        raise ValueError(f"a path cannot hold a NUL character, got {str(path)!r}")
+    return path
+
+
+FilePath = Annotated[Path, AfterValidator(_no_nul)]
+"""A file or folder path (``~`` is expanded where it is used)."""

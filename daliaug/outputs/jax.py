@@ -1,0 +1,113 @@
+"""The JAX output: ``make_dataset`` for Keras' JAX backend, without TensorFlow.
+
+On the CPU, DALI's CPU operators make the batches (:func:`~daliaug.outputs.batches.dali_loaders`),
+put on JAX's devices as ``jax.Array``; on GPUs, DALI's own JAX iterator
+(``nvidia.dali.plugin.jax``) runs one pipeline per GPU of this process and hands over
+``jax.Array``\\ s that never leave the GPUs.
+
+Under ``keras.distribution.DataParallel`` (one process or several, after
+``keras.distribution.initialize``) every device of the distribution's mesh is a shard
+(:class:`~daliaug.outputs.shards.Shards`), numbered by its place in the mesh, so the shards
+are numbered across processes. Each process runs the shards of its own devices and yields its
+part of the global batch (``batch_size / processes`` samples: its devices' batches in mesh
+order), laid out over its devices; Keras joins the processes' parts into the global batch
+(``jax.make_array_from_process_local_data``), device for device without a copy. Every sample
+comes once per epoch over all processes and every process runs the same number of steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from daliaug.config import Config
+from daliaug.errors import ConfigError
+from daliaug.outputs.batches import Batch, Shard, dali_loaders, local_batches
+from daliaug.outputs.fit import FitBatches
+from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, output_names
+from daliaug.outputs.options import DatasetOptions
+from daliaug.outputs.shards import Shards
+from daliaug.sources.base import Samples
+from daliaug.sources.tfrecord import RecordSamples
+
+
+def jax_dataset(
+    config: Config,
+    samples: Samples | RecordSamples,
+    device: str,
+    options: DatasetOptions,
+    initial_epoch: int,
+) -> FitBatches:
+    """The config's batches as ``jax.Array``\\ s for ``model.fit`` on the JAX backend."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    devices, shards = _local_shards(config, samples, options)
+    sharding = None
+    if devices:
+        axis = "batch"
+        sharding = NamedSharding(Mesh(np.array(devices), (axis,)), PartitionSpec(axis))
+    if device == "gpu":
+        if devices:
+            shards = [
+                (c.model_copy(update={"device_id": d.local_hardware_id}), s, o)
+                for (c, s, o), d in zip(shards, devices, strict=True)
+            ]
+        return local_batches(shards, _dali_jax(shards, sharding), initial_epoch, FitBatches)
+
+    def convert(batch: Batch) -> Batch:
+        return tuple(jax.device_put(batch, sharding))
+
+    return local_batches(shards, dali_loaders(shards, convert), initial_epoch, FitBatches)
+
+
+def _local_shards(
+    config: Config, samples: Samples | RecordSamples, options: DatasetOptions
+) -> tuple[list[Any], list[Shard]]:
+    """This process's devices of the Keras distribution (none without one) and their shards
+    (the config's own shard without a distribution)."""
+    import jax
+    from keras import distribution
+
+    current = distribution.distribution()
+    if current is None:
+        return [], [(config, samples, options)]
+    if not isinstance(current, distribution.DataParallel):
+        raise ConfigError(
+            f"keras.distribution: {type(current).__name__} is not supported; daliaug shards "
+            "its batches for DataParallel"
+        )
+    if isinstance(samples, RecordSamples):
+        raise ConfigError(
+            "source.type: tfrecord under a keras.distribution needs framework='tensorflow'"
+        )
+    mesh = list(current.device_mesh.backend_mesh.devices.flat)
+    split = Shards.split(config, samples, options, len(mesh), "device", "a keras.distribution")
+    local = [i for i, d in enumerate(mesh) if d.process_index == jax.process_index()]
+    return [mesh[i] for i in local], [split.shard(i) for i in local]
+
+
+def _dali_jax(shards: list[Shard], sharding: Any) -> Callable[[int], IteratorEpochs]:
+    """``open_at`` for ``shards`` on GPUs: DALI's JAX iterator over one pipeline per shard,
+    its outputs laid out by ``sharding`` (without one: on the one pipeline's GPU)."""
+    from nvidia.dali.plugin.jax import DALIGenericIterator
+
+    config, samples, options = shards[0]
+    names = output_names(config, options)
+    # DALI's iterator takes the epoch's size only with several pipelines (all full batches).
+    size = -1 if len(shards) == 1 else len(shards) * options.epochs(config, len(samples)).positions
+
+    def open_at(epoch: int) -> IteratorEpochs:
+        iterator = DALIGenericIterator(
+            dali_gpu_pipelines(shards, epoch),
+            names,
+            size=size,
+            auto_reset=True,
+            sharding=sharding,
+            prepare_first_batch=False,
+        )
+        return IteratorEpochs(iterator, names)
+
+    return open_at

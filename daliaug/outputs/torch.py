@@ -1,0 +1,83 @@
+"""The PyTorch output: ``make_dataset`` for Keras' PyTorch backend, without TensorFlow.
+
+On the CPU, DALI's CPU operators make the batches (:func:`~daliaug.outputs.batches.dali_loaders`),
+handed over as ``torch.Tensor`` without a copy (``torch.from_numpy``); on a GPU, DALI's own
+PyTorch iterator (``nvidia.dali.plugin.pytorch``) hands over CUDA tensors that never leave the
+GPU.
+
+With ``torch.distributed`` initialized (one process per GPU, as ``torchrun`` starts them), the
+ranks are the shards (:class:`~daliaug.outputs.shards.Shards`): rank ``r`` of ``W`` reads shard
+``r``, ``batch_size / W`` samples per batch, the same number of batches as every other rank,
+on its current CUDA device. Keras' PyTorch backend has no ``keras.distribution``: ``fit``
+trains each process's model on its own, with no gradients exchanged, so data-parallel training
+on several GPUs takes a loop of your own around ``torch.nn.parallel.DistributedDataParallel``,
+iterating these batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from daliaug.config import Config
+from daliaug.errors import ConfigError
+from daliaug.outputs.batches import Batch, Shard, dali_loaders, local_batches
+from daliaug.outputs.fit import FitBatches
+from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, output_names
+from daliaug.outputs.options import DatasetOptions
+from daliaug.outputs.shards import Shards
+from daliaug.sources.base import Samples
+from daliaug.sources.tfrecord import RecordSamples
+
+
+def torch_dataset(
+    config: Config,
+    samples: Samples | RecordSamples,
+    device: str,
+    options: DatasetOptions,
+    initial_epoch: int,
+) -> FitBatches:
+    """The config's batches as ``torch.Tensor`` for ``model.fit`` on the PyTorch backend."""
+    import torch
+
+    shard = _rank_shard(config, samples, options, device)
+    if device == "gpu":
+        return local_batches([shard], _dali_torch(shard), initial_epoch, FitBatches)
+
+    def convert(batch: Batch) -> Batch:
+        return tuple(torch.from_numpy(a) for a in batch)
+
+    return local_batches([shard], dali_loaders([shard], convert), initial_epoch, FitBatches)
+
+
+def _rank_shard(
+    config: Config, samples: Samples | RecordSamples, options: DatasetOptions, device: str
+) -> Shard:
+    """This rank's shard under ``torch.distributed`` (the config's own shard without it)."""
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return config, samples, options
+    if isinstance(samples, RecordSamples):
+        raise ConfigError(
+            "source.type: tfrecord under torch.distributed needs framework='tensorflow'"
+        )
+    split = Shards.split(
+        config, samples, options, dist.get_world_size(), "rank", "torch.distributed"
+    )
+    update = {"device_id": torch.cuda.current_device()} if device == "gpu" else {}
+    return split.shard(dist.get_rank(), **update)
+
+
+def _dali_torch(shard: Shard) -> Callable[[int], IteratorEpochs]:
+    """``open_at`` for ``shard`` on its GPU: DALI's PyTorch iterator over its pipeline."""
+    from nvidia.dali.plugin.pytorch import DALIGenericIterator
+
+    names = output_names(shard[0], shard[2])
+
+    def open_at(epoch: int) -> IteratorEpochs:
+        pipelines = dali_gpu_pipelines([shard], epoch)
+        iterator = DALIGenericIterator(pipelines, names, auto_reset=True, prepare_first_batch=False)
+        return IteratorEpochs(iterator, names)
+
+    return open_at

@@ -1,0 +1,107 @@
+"""Image files under folders: symbolic links followed where they lead out of the tree, each file
+listed once, and whatever is left out named with the reason.
+
+A link to a file is followed (its target is a sample). A link to a folder is followed only when
+the folder lies outside the tree being listed and was not listed already: a link that leads
+back into the tree (``ln -s .. a/up``, ``ln -s . a/loop``, a link into another class's folder)
+would list samples twice or under another class's label, so it is skipped and named.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
+
+
+@dataclass
+class Listing:
+    """What listing found: image files by folder, files left out and folder links skipped."""
+
+    images: dict[str, list[str]] = field(default_factory=dict)
+    """The image files (sorted) of each folder listed, by the folder as given."""
+    ignored: dict[str, str] = field(default_factory=dict)
+    """Files that are not listed (another extension, not a regular file), with the reason."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Links to folders that were not followed, with the reason."""
+
+    @property
+    def all_images(self) -> list[str]:
+        return [path for paths in self.images.values() for path in paths]
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def list_images(
+    folders: Iterable[Path], tree: Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS
+) -> Listing:
+    """The files with ``extensions`` under each of ``folders`` (which lie in or are linked from
+    ``tree``), each real folder listed once."""
+    top = os.path.realpath(tree)
+    listing = Listing()
+    walked: set[str] = set()
+    for folder in folders:
+        start = os.path.realpath(folder)
+        reason = _loop(start, (top,), walked) if os.path.islink(folder) else None
+        if reason is None and start in walked:
+            reason = "a folder listed already"
+        listing.images[str(folder)] = []
+        if reason:
+            listing.skipped[str(folder)] = f"a link to {start}, {reason}; not followed"
+            continue
+        walked.add(start)
+        found: list[str] = []
+        pending = [str(folder)]
+        while pending:
+            _scan(pending.pop(), (top, start), walked, extensions, found, pending, listing)
+        listing.images[str(folder)] = sorted(found)
+    return listing
+
+
+def _scan(
+    directory: str,
+    roots: tuple[str, str],
+    walked: set[str],
+    extensions: tuple[str, ...],
+    found: list[str],
+    pending: list[str],
+    listing: Listing,
+) -> None:
+    """One folder's entries: images into ``found``, folders onto ``pending``, the rest named."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)  # the same on every run
+    except OSError as e:
+        listing.ignored[directory] = f"cannot list the folder: {e.strerror or e}"
+        return
+    for entry in entries:
+        if entry.is_dir():  # follows links; the d_type from scandir serves the others
+            target = os.path.realpath(entry.path)
+            reason = _loop(target, roots, walked) if entry.is_symlink() else None
+            if reason:
+                listing.skipped[entry.path] = f"a link to {target}, {reason}; not followed"
+                continue
+            walked.add(target)
+            pending.append(entry.path)
+        elif not entry.name.lower().endswith(extensions):
+            listing.ignored[entry.path] = f"not a {'/'.join(extensions)} file"
+        elif entry.is_file() or not os.path.exists(entry.path):
+            found.append(entry.path)  # a broken link too: the header check names it
+        else:
+            listing.ignored[entry.path] = "not a regular file (a pipe, socket or device)"
+
+
+def _loop(target: str, roots: tuple[str, str], walked: set[str]) -> str | None:
+    """Why following a folder link to ``target`` would list files twice, if it would."""
+    for root in roots:
+        if _inside(target, root):
+            return "inside the tree being listed"
+        if _inside(root, target):
+            return "a folder that holds the tree being listed"
+    if target in walked:
+        return "a folder listed already"
+    return None

@@ -1,0 +1,33 @@
+"""MixUp: each sample blended with a partner from its batch, its label blended alike."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field
+
+from daliaug.algebra import Random
+from daliaug.transforms.base import BatchTransform, Params
+
+
+class MixUp(BatchTransform):
+    """``x = lam * x + (1 - lam) * x[partner]`` and ``y = lam * y + (1 - lam) * y[partner]``
+    with ``lam ~ Beta(alpha, alpha)`` per sample and the partners a random permutation of the
+    batch's real samples (Zhang et al. 2018; Keras' ``MixUp`` draws one ``lam`` per sample the
+    same way). Needs soft targets: ``label_mode`` categorical or binary; refused for masks.
+
+    Example: ``{"type": "mixup", "alpha": 0.2}``."""
+
+    type: Literal["mixup"] = "mixup"
+    alpha: Annotated[float, Field(gt=0.0, le=1000.0)] = 0.2
+
+    params: ClassVar[tuple[str, ...]] = ("partner", "lam")
+
+    def draw(self, rng: Random) -> Params:
+        return {"partner": rng.uniform(0.0, 1.0), "lam": rng.beta(self.alpha, self.alpha)}
+
+    def images(self, images: Any, p: Params, ops: Any) -> Any:
+        return ops.mix(images, p["partner"], p["lam"])
+
+    def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
+        return ops.mix(targets, p["partner"], p["lam"])

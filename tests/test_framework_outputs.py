@@ -1,0 +1,104 @@
+"""The pieces of the JAX and PyTorch outputs that need neither framework nor a GPU: epochs per
+pass (a pass left unfinished runs again), the framework choice and its errors, and the GPU
+graph that DALI's own JAX and PyTorch iterators run (checked without a GPU); the GPU run itself
+is marked gpu."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import daliaug
+from daliaug.engines.dali.check import graph_problems
+from daliaug.errors import ConfigError
+from daliaug.outputs import framework_of
+from daliaug.outputs.batches import Batches
+from daliaug.outputs.numpy import define_fed_pipeline
+from daliaug.outputs.options import DatasetOptions
+from daliaug.outputs.shards import Shards
+from tests.helpers import config_for
+
+
+class Counting:
+    """A stand-in pipeline: every ``iter()`` is its next epoch of 3 batches ``(epoch, i)``."""
+
+    def __init__(self, epoch: int, opened: list[int]) -> None:
+        self.epoch = epoch
+        opened.append(epoch)
+
+    def __iter__(self):
+        epoch, self.epoch = self.epoch, self.epoch + 1
+        for i in range(3):
+            yield (epoch, i)
+
+
+def test_a_pass_left_unfinished_runs_its_epoch_again_from_a_fresh_pipeline() -> None:
+    opened: list[int] = []
+    batches = Batches(lambda e: Counting(e, opened), 3, 1, initial_epoch=2)
+    assert next(iter(batches)) == (2, 0)  # Keras' first look, then left
+    assert list(batches) == [(2, 0), (2, 1), (2, 2)]
+    assert list(batches) == [(3, 0), (3, 1), (3, 2)]  # the same pipeline, its next epoch
+    assert opened == [2, 2] and batches.epoch == 4
+
+
+def test_a_pipeline_running_past_its_epoch_fails() -> None:
+    batches = Batches(lambda e: Counting(e, []), 2, 1)
+    with pytest.raises(RuntimeError, match="epoch 0 ran past its 2 batches"):
+        list(batches)
+
+
+def test_framework_follows_keras_or_is_checked() -> None:
+    import keras
+
+    assert framework_of(None) == keras.backend.backend()
+    with pytest.raises(ConfigError, match="framework: 'mxnet' is not one of"):
+        framework_of("mxnet")
+
+
+def test_frameworks_without_tensorflow_refuse_tensorflow_ops_and_strategies(
+    demo_dir: Path,
+) -> None:
+    with pytest.raises(ConfigError, match="backend: 'tf' runs TensorFlow ops here"):
+        daliaug.make_dataset(config_for(demo_dir, backend="tf"), framework="jax")
+    with pytest.raises(ConfigError, match=r"strategy: a tf\.distribute strategy needs"):
+        daliaug.make_dataset(config_for(demo_dir), framework="torch", strategy=object())
+
+
+def test_numpy_batches_need_no_keras(demo_dir: Path) -> None:
+    batches = daliaug.make_dataset(config_for(demo_dir, batch_size=16), framework="numpy")
+    images, labels = next(iter(batches))
+    assert isinstance(images, np.ndarray) and images.shape == (16, 64, 64, 3)
+    assert len(batches) == 3 and labels.dtype == np.int32
+
+
+def test_the_gpu_graph_of_a_padded_weighted_shard_keeps_dalis_device_rules(
+    demo_dir: Path,
+) -> None:
+    config = config_for(demo_dir, batch_size=9)
+    samples = config.source.samples()
+    shards = Shards.split(config, samples, DatasetOptions(), 3, "device", "a keras.distribution")
+    shard_config, shard_samples, options = shards.shard(2, device_id=0)
+    assert options.weighs and options.length == 18  # 16 samples, 6 batches of 3, 2 padded
+    problems = graph_problems(
+        lambda: define_fed_pipeline(shard_config, shard_samples, "gpu", 0, options)
+    )
+    assert problems == []
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("framework", ["jax", "torch"])
+def test_gpu_batches_stay_on_the_gpu(demo_dir: Path, framework: str) -> None:
+    if importlib.util.find_spec(framework) is None:
+        pytest.skip(f"{framework} is not installed")
+    config = config_for(demo_dir, backend="gpu", batch_size=8)
+    gpu = daliaug.make_dataset(config, framework=framework)
+    cpu = daliaug.make_dataset(config.model_copy(update={"backend": "cpu"}), framework="numpy")
+    for (images, labels), (cpu_images, cpu_labels) in zip(gpu, cpu, strict=True):
+        device = images.device if framework == "torch" else next(iter(images.devices()))
+        assert "cuda" in str(device).lower() or "gpu" in str(device).lower()
+        host = [np.asarray(a.cpu() if framework == "torch" else a) for a in (images, labels)]
+        assert np.array_equal(host[1], cpu_labels)
+        assert np.abs(host[0] - cpu_images).max() < 8  # nvJPEG and libjpeg decode apart

@@ -1,0 +1,96 @@
+"""keras.distribution.DataParallel on the JAX backend over two processes on this machine
+(127.0.0.1, CPU collectives), two CPU devices each (tests/jax_distribution_job.py), TensorFlow
+unimportable: model.fit runs, every sample counts exactly once per epoch over both processes,
+and both processes run the same number of steps."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import structured_image, write_image_dir
+
+ROOT = Path(__file__).parents[1]
+TIMEOUT = 300
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed"),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    root = tmp_path_factory.mktemp("jax_distribution")
+    write_image_dir(
+        root / "num", {"img": [structured_image(20 + i % 3, 24, seed=i) for i in range(23)]}
+    )
+    (root / "numbered.csv").write_text("".join(f"num/img/{i:04d}.png,{i}\n" for i in range(23)))
+    port = free_port()
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    jobs = []
+    for process in range(2):
+        spec = {
+            "process": process,
+            "processes": 2,
+            "port": port,
+            "devices": 2,
+            "numbered": str(root / "numbered.csv"),
+            "out": str(root / f"process{process}.json"),
+        }
+        command = [sys.executable, "-m", "tests.jax_distribution_job", json.dumps(spec)]
+        jobs.append(
+            subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    logs = []
+    for job in jobs:
+        try:
+            logs.append(job.communicate(timeout=TIMEOUT)[0])
+        except subprocess.TimeoutExpired:
+            for other in jobs:
+                other.kill()
+            pytest.fail(f"a JAX process ran past {TIMEOUT} s: {job.communicate()[0][-3000:]}")
+    for job, log in zip(jobs, logs, strict=True):
+        assert job.returncode == 0, log[-4000:]
+    return [json.loads((root / f"process{p}.json").read_text()) for p in range(2)]
+
+
+def test_every_sample_once_per_epoch_over_the_processes(results: list[dict]) -> None:
+    assert [r["devices"] for r in results] == [4, 4]
+    for epoch in range(2):
+        pairs = [
+            (label, weight)
+            for result in results
+            for labels, weights in result["epochs"][epoch]
+            for label, weight in zip(labels, weights, strict=True)
+        ]
+        assert sorted(label for label, weight in pairs if weight > 0) == list(range(23))
+        assert [weight for _, weight in pairs if weight <= 0] == [0.0]  # 23 = 5 + 6 + 6 + 6
+        # per process: its 2 devices' batches of 2 (the global batch 8 over 4 devices)
+        assert all(len(labels) == 4 for r in results for labels, _ in r["epochs"][epoch])
+
+
+def test_fit_runs_the_same_steps_in_every_process(results: list[dict]) -> None:
+    assert [r["length"] for r in results] == [3, 3]
+    assert [r["steps"] for r in results] == [[3, 3], [3, 3]]
+    assert results[0]["loss"] == results[1]["loss"]  # one model, trained on the global batch

@@ -1,0 +1,97 @@
+"""The ``mixup`` batch stage: pixels and labels agree exactly, lambda is drawn per sample from
+Beta(alpha, alpha), partners are a permutation of the batch's real samples (never padding), on
+both engines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from daliaug.config import load_config
+from daliaug.engines.feed import partners
+from daliaug.epoch import draw_rows
+from daliaug.errors import ConfigError
+from daliaug.outputs.numpy import batches
+from daliaug.sources.arrays import array_samples
+
+CLASSES = 4
+
+
+def config(backend: str, **fields: object):
+    return load_config(
+        {
+            "source": {"type": "arrays"},
+            "image_size": 8,
+            "label_mode": "categorical",
+            "batch_size": 16,
+            "shuffle": False,
+            "seed": 5,
+            "transforms": [{"type": "mixup", "alpha": 0.4}],
+            "backend": "tf" if backend == "tf" else "cpu",
+            **fields,
+        }
+    )
+
+
+def test_pixels_give_back_lambda_and_labels_agree(backend: str) -> None:
+    """Constant grey images whose value names their class: each output pixel is
+    ``lam * v + (1 - lam) * v_partner`` and the label ``lam`` on the sample's class and
+    ``1 - lam`` on the partner's."""
+    labels = np.arange(16) % CLASSES
+    values = 20.0 + 60.0 * labels  # 20, 80, 140, 200
+    x = np.broadcast_to(values[:, None, None, None], (16, 8, 8, 3)).astype(np.uint8)
+    cfg = config(backend)
+    rows = draw_rows(cfg.plan, np.random.default_rng(1), 16)
+    images, targets = next(
+        batches(
+            "tf" if backend == "tf" else "dali", cfg, array_samples(x, labels), "cpu", params=rows
+        )
+    )
+    partner = partners(rows[:, 0], np.ones(16, bool)).astype(int)
+    lam = rows[:, 1]
+    assert sorted(partner) == list(range(16))
+    expected = lam * values + (1 - lam) * values[partner]
+    np.testing.assert_allclose(images[:, :, :, 0].mean(axis=(1, 2)), expected, atol=1e-3)
+    assert np.ptp(images, axis=(1, 2, 3)).max() < 1e-3  # still constant images
+    soft = np.zeros((16, CLASSES))
+    soft[np.arange(16), labels] += lam
+    soft[np.arange(16), labels[partner]] += 1 - lam
+    np.testing.assert_allclose(targets, soft, atol=1e-6)
+    # the pixel value gives lambda back wherever the partner has another class
+    other = labels != labels[partner]
+    recovered = (images[other, 0, 0, 0] - values[partner][other]) / (
+        values[other] - values[partner][other]
+    )
+    np.testing.assert_allclose(recovered, lam[other], atol=1e-4)
+
+
+def test_lambda_is_beta_per_sample() -> None:
+    rows = draw_rows(config("tf").plan, np.random.default_rng(0), 5000)
+    assert stats.kstest(rows[:, 1], stats.beta(0.4, 0.4).cdf).pvalue > 0.01
+    assert len(np.unique(rows[:, 1])) > 4500  # one per sample (float32 collides near 0 and 1)
+
+
+def test_partners_never_reach_padding() -> None:
+    keys = np.random.default_rng(3).random(10).astype(np.float32)
+    valid = np.arange(10) < 7
+    p = partners(keys, valid).astype(int)
+    assert sorted(p[:7]) == list(range(7)) and list(p[7:]) == [7, 8, 9]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"label_mode": "int"}, "label_mode: categorical"),
+        (
+            {
+                "source": {"type": "segmentation", "images": "i", "masks": "m", "num_classes": 3},
+                "label_mode": "int",
+            },
+            "segmentation",
+        ),
+    ],
+)
+def test_refused_without_soft_labels(fields: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config("tf", **fields)
