@@ -68,7 +68,8 @@ class Config(BaseModel):
 
     source: AnySource
     image_size: Size
-    channels: Literal[1, 3] = 3
+    channels: Annotated[int, Field(ge=1)] = 3
+    """1 (grey) or 3 (RGB) for files; in-memory arrays may have any number of channels."""
     batch_size: Annotated[int, Field(gt=0)] = 32
     shuffle: bool = True
     seed: int | None = None
@@ -76,6 +77,11 @@ class Config(BaseModel):
     drop_remainder: bool = False
     transforms: list[AnyTransform] = []
     interpolation: Literal["linear", "nearest"] = "linear"
+    fill_edge: Literal["blend", "cut"] = "blend"
+    """Where a constant fill meets the image: ``blend`` (a sample within half a pixel of the
+    source border mixes the border pixels with the fill), or ``cut`` (a sample beyond the
+    outermost pixel centres takes the fill alone: SciPy's ``constant`` mode, which Keras'
+    ``ImageDataGenerator`` uses)."""
     output: Output = Output()
     backend: Literal["auto", "gpu", "cpu", "tf"] = "auto"
     device_id: Annotated[int, Field(ge=0)] = 0
@@ -143,6 +149,15 @@ class Config(BaseModel):
             listed = ", ".join(f"{k}={v!r}" for k, v in fills.items())
             raise ValueError(
                 f"all geometric transforms share one warp and so one fill value; got {listed}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_channels(self) -> Config:
+        if self.channels not in (1, 3) and self.source.type != "arrays":
+            raise ValueError(
+                f"channels: {self.channels}: files decode to 1 (grey) or 3 (RGB) channels; "
+                "other counts need an arrays source"
             )
         return self
 

@@ -108,6 +108,10 @@ def test_yaml_json_and_overrides(tmp_path: Path) -> None:
             "transforms.0: 'hue' needs channels: 3",
         ),
         (
+            {**BASE, "channels": 4},
+            "channels: 4: files decode to 1 (grey) or 3 (RGB) channels",
+        ),
+        (
             {**BASE, "output": {"dtype": "uint8", "rescale": 0.5}},
             "output: dtype uint8 cannot carry normalized values",
         ),

@@ -78,6 +78,11 @@ Fill = float | Literal["nearest", "reflect", "wrap"]
 TF_ONLY_FILLS = ("reflect", "wrap")
 """Fills that TensorFlow's ``ImageProjectiveTransformV3`` has and DALI's ``warp_affine`` lacks."""
 
+CUT_TOLERANCE = 1e-3
+"""``fill_edge: cut``: how far (in pixels) beyond the outermost pixel centres a source point
+may lie and still sample the image, so that float32 rounding does not decide for points that
+lie exactly on them (quarter turns, flips, whole-pixel shifts)."""
+
 
 def _size(v: Any) -> Any:
     return (v, v) if isinstance(v, int) and not isinstance(v, bool) else v
