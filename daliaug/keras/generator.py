@@ -313,20 +313,23 @@ class ImageDataGenerator:
             }
         )
 
-    def _outputs(self, targets: str, **fields: Any) -> Outputs:
-        """The flow's stage after the pipeline (see :class:`Outputs`)."""
-        return Outputs(self.standardization(), dtype=self.dtype, targets=targets, **fields)
+    def _outputs(self, targets: str, stacklevel: int, **fields: Any) -> Outputs:
+        """The flow's stage after the pipeline (see :class:`Outputs`), with Keras' warning
+        for statistics not fit (``stacklevel``: the user's call, counted from the caller)."""
+        standardization = self.standardization()
+        standardization.warn_unfit(stacklevel + 1)
+        return Outputs(standardization, dtype=self.dtype, targets=targets, **fields)
 
-    def _after(self, outputs: Outputs, **flow_options: Any) -> list[str]:
+    def _after(self, outputs: Outputs, stacklevel: int, **flow_options: Any) -> list[str]:
         """The flow options set that need the stage after the pipeline (beyond the
         generator's own), with a warning naming them and the cost if that moves the pipeline
-        to the TensorFlow backend."""
+        to the TensorFlow backend (``stacklevel``: the user's call, counted from the caller)."""
         after = [name for name, value in flow_options.items() if value]
         if after and self.backend == "auto" and not self._off_graph():
             warnings.warn(
                 f"{', '.join(after)}: run as a TensorFlow stage after the pipeline, {TF_BACKEND}",
                 BackendWarning,
-                stacklevel=3,
+                stacklevel=stacklevel + 1,
             )
         assert outputs.needed or not after
         return after
@@ -503,12 +506,13 @@ class ImageDataGenerator:
         extras = [e[part] for e in extras]
         outputs = self._outputs(
             "none" if y is None else "table",
+            2,
             levels=levels,
             table=None if y is None else np.asarray(y, np.float32),
             extras=tuple(extras),
             save=self._save(save_to_dir, save_prefix, save_format, 10**4),
         )
-        after = self._after(outputs, **{"other inputs": extras, "save_to_dir": save_to_dir})
+        after = self._after(outputs, 2, **{"other inputs": extras, "save_to_dir": save_to_dir})
         targets = np.arange(len(images), dtype=np.float32) if outputs.indexed else y
         samples = (
             array_samples(images, targets, raw=True)
@@ -665,10 +669,12 @@ class ImageDataGenerator:
         """The flow of ``listing``'s files resized to ``target_size``."""
         targets = listing.targets
         kind = {"none": "none", "input": "input"}.get(targets.label_mode, "table")
-        outputs = self._outputs(kind, outputs=targets.outputs, save=self._save(*save, 10**7))
+        outputs = self._outputs(kind, 3, outputs=targets.outputs, save=self._save(*save, 10**7))
         indexed = outputs.indexed
         outputs = dataclasses.replace(outputs, table=targets.rows() if indexed else None)
-        after = self._after(outputs, multi_output=targets.outputs is not None, save_to_dir=save[0])
+        after = self._after(
+            outputs, 3, multi_output=targets.outputs is not None, save_to_dir=save[0]
+        )
         config = self.config(
             target_size,
             COLOR_MODES[color_mode],

@@ -7,7 +7,8 @@ stages): its class becomes a subclass of its own class that adds Keras' ``Sequen
 Iterating the dataset (``model.fit``, ``for batch in it``) runs one epoch per iteration, as its
 epoch clock numbers them. ``it[i]`` is batch ``i`` of the iterator's current epoch
 (:attr:`sequence_epoch`, from 0; ``on_epoch_end()`` moves to the next, as Keras' reshuffle) --
-the batch iterating that epoch yields -- computed on its own
+the batch iterating that epoch yields, the images alone rather than in a 1-tuple, as Keras --
+computed on its own
 (:class:`~daliaug.keras.batches.EpochBatches`); ``next(it)`` walks the same batches in order, on
 into the next epoch at the end of one, and ``reset()`` goes back to batch 0. Neither moves the
 dataset's epoch clock.
@@ -29,21 +30,28 @@ def _len(self: Any) -> int:
     return int(self.batches_per_epoch)
 
 
+def _keras_batch(batch: tuple[Any, ...]) -> Any:
+    """A batch as Keras' iterators give it: the inputs alone, not in a 1-tuple."""
+    return batch[0] if len(batch) == 1 else batch
+
+
 def _getitem(self: Any, idx: int) -> Any:
     """Batch ``idx`` of the current epoch, as NumPy arrays."""
     if not 0 <= idx < len(self):
         raise ValueError(
             f"Asked to retrieve element {idx}, but the Sequence has length {len(self)}"
         )
-    return self.epoch_batches.batch(self.sequence_epoch, int(idx))
+    return _keras_batch(self.epoch_batches.batch(self.sequence_epoch, int(idx)))
 
 
 def _next(self: Any) -> Any:
     """The next batch of the current epoch as NumPy arrays; after the last one the next
     epoch begins (Keras' ``next``). An empty flow gives an empty batch."""
     if len(self) == 0:
-        return tf.nest.map_structure(
-            lambda s: np.zeros((0, *s.shape[1:]), s.dtype.as_numpy_dtype), self.element_spec
+        return _keras_batch(
+            tf.nest.map_structure(
+                lambda s: np.zeros((0, *s.shape[1:]), s.dtype.as_numpy_dtype), self.element_spec
+            )
         )
     batch = self[self.batch_index]
     self.batch_index += 1
