@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, BeforeValidator, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from daliaug.config_files import check_size, config_path, read_config_file
@@ -95,7 +95,8 @@ class Config(BaseModel):
 
     source: AnySource
     image_size: Size
-    channels: Annotated[Literal[1, 3], BeforeValidator(whole_number)] = 3
+    channels: Annotated[int, BeforeValidator(whole_number), Field(ge=1, le=64)] = 3
+    """1 (grey) or 3 (RGB) for files; in-memory arrays may have any number of channels."""
     batch_size: BatchSize = 32
     shuffle: bool = True
     seed: Seed | None = None
@@ -103,6 +104,11 @@ class Config(BaseModel):
     drop_remainder: bool = False
     transforms: list[AnyTransform] = []
     interpolation: Literal["linear", "nearest"] = "linear"
+    fill_edge: Literal["blend", "cut"] = "blend"
+    """Where a constant fill meets the image: ``blend`` (a sample within half a pixel of the
+    source border mixes the border pixels with the fill), or ``cut`` (a sample beyond the
+    outermost pixel centres takes the fill alone: SciPy's ``constant`` mode, which Keras'
+    ``ImageDataGenerator`` uses)."""
     output: Output = Output()
     backend: Literal["auto", "gpu", "cpu", "tf"] = "auto"
     device_id: DeviceId = 0
@@ -212,6 +218,15 @@ class Config(BaseModel):
                 f"{field}: '{t.type}' needs a column source; TFRecords are streamed (convert "
                 "them to a directory or file list)"
             )
+
+    @model_validator(mode="after")
+    def _check_channels(self) -> Config:
+        if self.channels not in (1, 3) and self.source.type != "arrays":
+            raise ValueError(
+                f"channels: {self.channels}: files decode to 1 (grey) or 3 (RGB) channels; "
+                "other counts need an arrays source"
+            )
+        return self
 
     def _target_problems(self) -> Iterator[str]:
         if self.source.segmentation and self.label_mode not in ("int", "categorical", "binary"):

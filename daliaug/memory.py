@@ -27,8 +27,8 @@ def sample_bytes(config: Config, samples: Samples | RecordSamples) -> int:
     h, w = config.image_size
     pixels = h * w
     output = np.dtype(config.output.dtype).itemsize
-    source = 0.0  # TFRecords' image sizes are not known before decoding
-    if isinstance(samples, Samples) and len(samples.sizes):
+    source = 0.0  # TFRecords' image sizes are not known before decoding, nor deferred headers
+    if isinstance(samples, Samples) and isinstance(samples.sizes, np.ndarray) and len(samples):
         source = float(np.mean(samples.sizes[:, 0].astype(np.float64) * samples.sizes[:, 1]))
     decoded = source * config.channels
     target = 4 * samples.num_classes if config.label_mode == "categorical" else 4

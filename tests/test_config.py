@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from daliaug.config import Config, load_config
 from daliaug.errors import ConfigError
 from daliaug.transforms import TRANSFORMS, ColourTransform, GeometricTransform
+from daliaug.transforms.base import BatchTransform, PixelTransform
 
 PIPELINES = sorted((Path(__file__).parents[1] / "pipelines").glob("*.yaml"))
 BASE = {"source": {"type": "directory", "path": "data"}, "image_size": 32}
@@ -111,6 +112,10 @@ def test_yaml_json_and_overrides(tmp_path: Path) -> None:
             "transforms.0: 'hue' needs channels: 3",
         ),
         (
+            {**BASE, "channels": 4},
+            "channels: 4: files decode to 1 (grey) or 3 (RGB) channels",
+        ),
+        (
             {**BASE, "output": {"dtype": "uint8", "rescale": 0.5}},
             "output: dtype uint8 cannot carry normalized values",
         ),
@@ -150,7 +155,8 @@ def test_every_transform_is_one_unit() -> None:
     """Each registered transform validates alone and declares what it draws."""
     for name, cls in TRANSFORMS.items():
         assert cls.__doc__, name
-        assert issubclass(cls, (GeometricTransform, ColourTransform)) or name == "normalize"
+        kinds = (GeometricTransform, ColourTransform, PixelTransform, BatchTransform)
+        assert issubclass(cls, kinds) or name == "normalize"
 
 
 _ranges = st.tuples(st.floats(-40, 40), st.floats(0, 40)).map(lambda t: [t[0], t[0] + t[1]])

@@ -125,7 +125,7 @@ def test_arrays_from_an_npz_file(arrays, tmp_path: Path) -> None:
     ("x", "y", "message"),
     [
         (np.zeros((4, 8, 8, 3), np.float32), np.zeros(4, int), "must be a uint8 NumPy array"),
-        (np.zeros((4, 8, 8, 5), np.uint8), np.zeros(4, int), "1 or 3 channels"),
+        (np.zeros((4, 8, 8, 5), np.uint8), np.zeros(4, int), "arrays have 5 channel(s)"),
         (np.zeros((4, 8, 8, 3), np.uint8), np.zeros(3, int), "4 images but 3 labels"),
         (np.zeros((4, 8, 8, 3), np.uint8), np.eye(4), "labels must be integers of shape (N,)"),
         (np.zeros((4, 8, 8, 3), np.uint8), np.array([0, 1, -1, 0]), "label -1 of sample 2"),

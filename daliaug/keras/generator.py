@@ -10,6 +10,7 @@ backend, with one warning per option naming its cost.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -17,9 +18,23 @@ from typing import Any
 import numpy as np
 
 from daliaug.config import Config, load_config
+from daliaug.epoch import resolve_seed
 from daliaug.errors import BackendWarning
-from daliaug.keras.samples import Listing, as_uint8, list_dataframe, list_directory, split_range
+from daliaug.keras.flows import COLOR_MODES, check_file_flow, make_flow
+from daliaug.keras.outputs import Outputs, Save
+from daliaug.keras.samples import (
+    UNIT,
+    Levels,
+    Listing,
+    list_dataframe,
+    list_directory,
+    split_range,
+    to_levels,
+)
+from daliaug.keras.single import apply_transform
 from daliaug.keras.standardize import Standardization
+from daliaug.sources.arrays import array_samples
+from daliaug.sources.base import Samples
 from daliaug.transforms.keras_affine import KerasAffine
 
 FILL_MODES = ("constant", "nearest", "reflect", "wrap")
@@ -220,10 +235,12 @@ class ImageDataGenerator:
             self.zca_whitening_matrix,
         )
 
-    def transforms(self) -> list[dict[str, Any]]:
+    def transforms(self, levels: Levels = UNIT) -> list[dict[str, Any]]:
         """The augmentation as daliaug transforms, in Keras' order (geometry, channel shift,
-        flips, brightness; flips are part of ``keras_affine``)."""
-        fill: float | str = float(self.cval) if self.fill_mode == "constant" else self.fill_mode
+        flips, brightness; flips are part of ``keras_affine``), on images of ``levels`` (the
+        fill and the shift as levels)."""
+        constant = self.fill_mode == "constant"
+        fill: float | str = levels.level(float(self.cval)) if constant else self.fill_mode
         out: list[dict[str, Any]] = [
             {
                 "type": "keras_affine",
@@ -239,15 +256,17 @@ class ImageDataGenerator:
             }
         ]
         if self.channel_shift_range:
-            out.append({"type": "channel_shift", "intensity": self.channel_shift_range})
+            intensity = self.channel_shift_range / levels.step
+            out.append({"type": "channel_shift", "intensity": intensity})
         if self.brightness_range is not None:
             out.append({"type": "brightness", "factor": list(self.brightness_range)})
         return out
 
-    def _backend(self) -> str:
-        """daliaug's backend: the TensorFlow one where an option needs a stage after the
-        pipeline (a GPU-placed DALI dataset takes none) or a TensorFlow-only fill."""
-        off = self._off_graph()
+    def _backend(self, after: Sequence[str] = ()) -> str:
+        """daliaug's backend: the TensorFlow one where an option, or the flow options
+        ``after``, need a stage after the pipeline (a GPU-placed DALI dataset takes none) or a
+        TensorFlow-only fill."""
+        off = [*self._off_graph(), *after]
         if not off or self.backend in ("cpu", "tf"):
             return self.backend
         if self.backend == "gpu":
@@ -263,20 +282,22 @@ class ImageDataGenerator:
         channels: int,
         *,
         resize: bool = False,
+        levels: Levels = UNIT,
+        after: Sequence[str] = (),
         **fields: Any,
     ) -> Config:
         """The daliaug config of this generator for images of ``image_size`` (with ``resize``,
-        files are first resized to it, fused into the same warp), ``fields`` added."""
+        files are first resized to it, fused into the same warp) on ``levels``, ``fields``
+        added; ``after``: the flow options that need a stage after the pipeline."""
         standardization = self.standardization()
-        transforms = self.transforms()
+        transforms = self.transforms(levels)
         if resize:
             transforms.insert(0, {"type": "resize", "size": list(image_size)})
-        post = standardization.off_graph
-        backend = fields.pop("backend") if "backend" in fields else self._backend()
+        backend = fields.pop("backend") if "backend" in fields else self._backend(after)
         output = {
-            "dtype": "float32" if post else self.dtype,
+            "dtype": "float32" if standardization.off_graph else self.dtype,
             "layout": "NHWC" if self.data_format == "channels_last" else "NCHW",
-            **standardization.output(channels),
+            **standardization.output(channels, levels),
         }
         return load_config(
             {
@@ -285,11 +306,33 @@ class ImageDataGenerator:
                 "channels": channels,
                 "transforms": transforms,
                 "interpolation": "nearest" if self.interpolation_order == 0 else "linear",
+                "fill_edge": "cut" if self.fill_mode == "constant" else "blend",
                 "output": output,
                 "backend": backend,
                 **fields,
             }
         )
+
+    def _outputs(self, targets: str, stacklevel: int, **fields: Any) -> Outputs:
+        """The flow's stage after the pipeline (see :class:`Outputs`), with Keras' warning
+        for statistics not fit (``stacklevel``: the user's call, counted from the caller)."""
+        standardization = self.standardization()
+        standardization.warn_unfit(stacklevel + 1)
+        return Outputs(standardization, dtype=self.dtype, targets=targets, **fields)
+
+    def _after(self, outputs: Outputs, stacklevel: int, **flow_options: Any) -> list[str]:
+        """The flow options set that need the stage after the pipeline (beyond the
+        generator's own), with a warning naming them and the cost if that moves the pipeline
+        to the TensorFlow backend (``stacklevel``: the user's call, counted from the caller)."""
+        after = [name for name, value in flow_options.items() if value]
+        if after and self.backend == "auto" and not self._off_graph():
+            warnings.warn(
+                f"{', '.join(after)}: run as a TensorFlow stage after the pipeline, {TF_BACKEND}",
+                BackendWarning,
+                stacklevel=stacklevel + 1,
+            )
+        assert outputs.needed or not after
+        return after
 
     # -- statistics and single images ----------------------------------------------------------
 
@@ -354,7 +397,7 @@ class ImageDataGenerator:
         from daliaug.epoch import NumpyRandom
 
         h, w, c = self._image_axes(img_shape)
-        config = self.config((h, w), c if c in (1, 3) else 3, backend="tf")
+        config = self.config((h, w), c, backend="tf")
         rng = np.random.default_rng(seed if seed is not None else np.random.randint(2**31))
         drawn = config.plan.draw(NumpyRandom(rng, 1))
         values = {key: float(np.asarray(v).reshape(-1)[0]) for key, v in drawn.items()}
@@ -368,11 +411,24 @@ class ImageDataGenerator:
         return out
 
     def apply_transform(self, x: np.ndarray, transform_parameters: Mapping[str, Any]) -> Any:
-        """Keras' ``apply_transform`` on one image with explicit parameters, computed from the
-        same plan as the pipelines (see :func:`daliaug.keras.single.apply_transform`)."""
-        from daliaug.keras.single import apply_transform
-
-        return apply_transform(self, x, transform_parameters)
+        """Keras' ``apply_transform`` on one image with explicit parameters (Keras' names,
+        missing geometry as Keras defaults it; ``channel_shift_intensity`` and ``brightness``
+        where given), computed from the same plan as the pipelines (see
+        :func:`daliaug.keras.single.apply_transform`)."""
+        image = np.asarray(x, np.float32)
+        if self.data_format == "channels_first":
+            image = image.transpose(1, 2, 0)
+        h, w, c = image.shape
+        transforms = self.transforms()[:1]
+        shift = transform_parameters.get("channel_shift_intensity")
+        if shift is not None:
+            transforms.append({"type": "channel_shift", "intensity": abs(float(shift))})
+        brightness = transform_parameters.get("brightness")
+        if brightness is not None:
+            transforms.append({"type": "brightness", "factor": [float(brightness)] * 2})
+        config = self.config((h, w), c, backend="tf", transforms=transforms)
+        out = apply_transform(config, image, transform_parameters)
+        return out.transpose(2, 0, 1) if self.data_format == "channels_first" else out
 
     def random_transform(self, x: np.ndarray, seed: int | None = None) -> Any:
         """``apply_transform`` with ``get_random_transform``'s parameters."""
@@ -394,17 +450,23 @@ class ImageDataGenerator:
         ignore_class_split: bool = False,
         subset: str | None = None,
     ) -> Any:
-        """Batches of in-memory images ``x`` (rank 4, 0..255 scale: see
-        :func:`~daliaug.keras.samples.as_uint8`) with their targets ``y`` as given (float32)
-        and ``sample_weight``: ``x``, ``(x, y)`` or ``(x, y, sample_weight)``."""
-        from daliaug.keras.flows import flow
-
-        _unsupported(save_to_dir=save_to_dir)
+        """Batches of in-memory images ``x`` (rank 4, any number of channels, any numeric
+        range: see :func:`~daliaug.keras.samples.to_levels`), or ``(x, other inputs)``, with
+        their targets ``y`` as given (float32) and ``sample_weight``: ``x``, ``(x, y)`` or
+        ``(x, y, sample_weight)``, ``x`` being ``(images, *other inputs)`` for the second
+        form. ``save_to_dir`` writes every image yielded there (see :class:`Save`: Python and
+        PIL on each image, in the ``tf.data`` stage after the pipeline: slow, for looking at
+        the augmentation, as in Keras)."""
+        extras: list[np.ndarray] = []
         if isinstance(x, (tuple, list)):
-            raise ValueError(
-                "flow: x as a tuple or list (images plus other inputs) is not supported by "
-                "daliaug's ImageDataGenerator; pass the images as one NumPy array"
-            )
+            extras = [np.asarray(e) for e in x[1]] if isinstance(x[1], list) else [np.asarray(x[1])]
+            x = x[0]
+            for extra in extras:
+                if len(x) != len(extra):
+                    raise ValueError(
+                        "All of the arrays in `x` should have the same length. Found a pair "
+                        f"with: len(x[0]) = {len(x)}, len(x[?]) = {len(extra)}"
+                    )
         if y is not None and len(x) != len(y):
             raise ValueError(
                 "`x` (images tensor) and `y` (labels) should have the same length. Found: "
@@ -425,23 +487,56 @@ class ImageDataGenerator:
                     "the split. If your numpy arrays are sorted by the label, you might want to "
                     "shuffle them."
                 )
-        images = np.asarray(x)[part]
-        if images.ndim != 4:
+        x = np.asarray(x)[part]
+        if x.ndim != 4:
             raise ValueError(
                 "Input data in `NumpyArrayIterator` should have rank 4. You passed an array "
-                f"with shape {images.shape}"
+                f"with shape {x.shape}"
             )
-        if self.data_format == "channels_first":
-            images = images.transpose(0, 2, 3, 1)
-        return flow(
-            self,
-            as_uint8(images),
-            None if y is None else np.asarray(y)[part],
-            None if sample_weight is None else np.asarray(sample_weight)[part],
+        if x.shape[self.channel_axis] not in (1, 3, 4):
+            _warn(
+                'NumpyArrayIterator is set to use the data format convention "'
+                f'{self.data_format}" (channels on axis {self.channel_axis}), i.e. expected '
+                f"either 1, 3, or 4 channels on axis {self.channel_axis}. However, it was passed "
+                f"an array with shape {x.shape} ({x.shape[self.channel_axis]} channels)."
+            )
+        images, levels = to_levels(x.transpose(0, 2, 3, 1) if self.channel_axis == 1 else x)
+        y = None if y is None else np.asarray(y)[part]
+        weights = None if y is None or sample_weight is None else np.asarray(sample_weight)[part]
+        extras = [e[part] for e in extras]
+        outputs = self._outputs(
+            "none" if y is None else "table",
+            2,
+            levels=levels,
+            table=None if y is None else np.asarray(y, np.float32),
+            extras=tuple(extras),
+            save=self._save(save_to_dir, save_prefix, save_format, 10**4),
+        )
+        after = self._after(outputs, 2, **{"other inputs": extras, "save_to_dir": save_to_dir})
+        targets = np.arange(len(images), dtype=np.float32) if outputs.indexed else y
+        samples = (
+            array_samples(images, targets, raw=True)
+            if len(images)
+            else Samples({"image": images}, [], np.zeros((0, 2), np.int32))
+        )
+        config = self.config(
+            images.shape[1:3],
+            images.shape[3],
+            levels=levels,
+            after=after,
+            label_mode="none" if targets is None else "raw",
             batch_size=batch_size,
             shuffle=shuffle,
-            seed=seed,
+            seed=resolve_seed(seed),
         )
+        attributes = {
+            "x": x,
+            "y": y,
+            "x_misc": extras,
+            "sample_weight": weights,
+            **self._flow_attributes(save_to_dir, save_prefix, save_format),
+        }
+        return make_flow(config, samples, weights, outputs, self.data_format, attributes)
 
     def flow_from_directory(
         self,
@@ -462,10 +557,12 @@ class ImageDataGenerator:
         keep_aspect_ratio: bool = False,
     ) -> Any:
         """Batches of the images in ``directory/<class>/`` resized to ``target_size`` (fused
-        into the one warp), with targets as ``class_mode`` says."""
-        from daliaug.keras.flows import check_file_flow, flow_files
-
-        _unsupported(save_to_dir=save_to_dir, keep_aspect_ratio=keep_aspect_ratio)
+        into the one warp), with targets as ``class_mode`` says; ``save_to_dir`` as in
+        :meth:`flow`."""
+        if keep_aspect_ratio:
+            raise ValueError(
+                "keep_aspect_ratio=True is not supported by daliaug's ImageDataGenerator"
+            )
         check_file_flow(
             color_mode,
             class_mode,
@@ -473,10 +570,9 @@ class ImageDataGenerator:
             {"categorical", "binary", "sparse", "input", None},
         )
         listing = list_directory(
-            str(directory), classes, follow_links, self._validation_split, subset
+            str(directory), classes, follow_links, self._validation_split, subset, class_mode
         )
-        return flow_files(
-            self,
+        return self._flow_files(
             listing,
             tuple(target_size),
             color_mode,
@@ -484,6 +580,7 @@ class ImageDataGenerator:
             batch_size=batch_size,
             shuffle=shuffle,
             seed=seed,
+            save=(save_to_dir, save_prefix, save_format),
             attributes={"directory": directory, "subset": subset},
         )
 
@@ -492,7 +589,7 @@ class ImageDataGenerator:
         dataframe: Any,
         directory: str | None = None,
         x_col: str = "filename",
-        y_col: str = "class",
+        y_col: Any = "class",
         weight_col: str | None = None,
         target_size: tuple[int, int] = (256, 256),
         color_mode: str = "rgb",
@@ -510,11 +607,15 @@ class ImageDataGenerator:
         **kwargs: Any,
     ) -> Any:
         """Batches of the image files named in a pandas ``dataframe`` (``x_col``, relative to
-        ``directory``), with ``y_col`` as ``class_mode`` says (``raw``: numbers passed through)
-        and ``weight_col`` as sample weights."""
-        from daliaug.keras.flows import check_file_flow, flow_files
-
-        _unsupported(save_to_dir=save_to_dir)
+        ``directory``), with ``y_col`` as ``class_mode`` says: class names (a list of them per
+        row: multi-hot ``categorical`` targets), numbers passed through (``raw``: one column or
+        a list of them), or one output per column of a list (``multi_output``); ``weight_col``
+        as sample weights. ``validate_filenames=False`` opens no file now: each file's header
+        is read when its batch is first made, and daliaug's decode check is skipped (a file
+        that fails then stops that epoch, as in Keras). ``save_to_dir`` as in :meth:`flow`."""
+        for name, message in DEPRECATED_DATAFRAME_ARGUMENTS.items():
+            if name in kwargs:
+                warnings.warn(message, DeprecationWarning, stacklevel=2)
         if class_mode == "other":
             warnings.warn(
                 '`class_mode="other"` is deprecated, please use `class_mode="raw"`.',
@@ -528,10 +629,6 @@ class ImageDataGenerator:
             interpolation,
             {"categorical", "binary", "sparse", "input", "raw", None, "multi_output"},
         )
-        if class_mode == "multi_output":
-            raise ValueError(
-                "class_mode='multi_output' is not supported by daliaug's ImageDataGenerator"
-            )
         listing: Listing = list_dataframe(
             dataframe,
             directory,
@@ -544,8 +641,7 @@ class ImageDataGenerator:
             self._validation_split,
             subset,
         )
-        return flow_files(
-            self,
+        return self._flow_files(
             listing,
             tuple(target_size),
             color_mode,
@@ -553,19 +649,89 @@ class ImageDataGenerator:
             batch_size=batch_size,
             shuffle=shuffle,
             seed=seed,
+            save=(save_to_dir, save_prefix, save_format),
             attributes={"directory": directory, "subset": subset, "x_col": x_col, "y_col": y_col},
         )
 
-
-def _unsupported(**options: Any) -> None:
-    """Refuse the options daliaug's flows do not offer, naming them."""
-    for name, value in options.items():
-        if value:
-            raise ValueError(
-                f"{name}={value!r} is not supported by daliaug's ImageDataGenerator"
-                + (
-                    " (use `daliaug preview` to look at augmented images)"
-                    if name == "save_to_dir"
-                    else ""
-                )
+    def _flow_files(
+        self,
+        listing: Listing,
+        target_size: tuple[int, int],
+        color_mode: str,
+        class_mode: str | None,
+        *,
+        batch_size: int,
+        shuffle: bool,
+        seed: int | None,
+        save: tuple[str | None, str, str],
+        attributes: dict[str, Any],
+    ) -> Any:
+        """The flow of ``listing``'s files resized to ``target_size``."""
+        targets = listing.targets
+        kind = {"none": "none", "input": "input"}.get(targets.label_mode, "table")
+        outputs = self._outputs(kind, 3, outputs=targets.outputs, save=self._save(*save, 10**7))
+        indexed = outputs.indexed
+        outputs = dataclasses.replace(outputs, table=targets.rows() if indexed else None)
+        after = self._after(
+            outputs, 3, multi_output=targets.outputs is not None, save_to_dir=save[0]
+        )
+        config = self.config(
+            target_size,
+            COLOR_MODES[color_mode],
+            resize=True,
+            after=after,
+            label_mode=outputs.pipeline_label_mode(targets.label_mode),
+            batch_size=batch_size,
+            shuffle=shuffle,
+            seed=resolve_seed(seed),
+        )
+        if not listing.validated:
+            config = config.model_copy(
+                update={"source": config.source.model_copy(update={"check": "headers"})}
             )
+        return make_flow(
+            config,
+            listing.samples(indexed=indexed),
+            listing.weights,
+            outputs,
+            self.data_format,
+            {
+                "class_indices": {name: i for i, name in enumerate(listing.class_names)},
+                "classes": listing.classes,
+                "labels": listing.labels,
+                "num_classes": len(listing.class_names),
+                "filenames": listing.filenames,
+                "filepaths": listing.filepaths,
+                "class_mode": class_mode,
+                "color_mode": color_mode,
+                "target_size": target_size,
+                "sample_weight": listing.weights,
+                **self._flow_attributes(*save),
+                **attributes,
+            },
+        )
+
+    def _save(self, directory: str | None, prefix: str, format: str, hashes: int) -> Save | None:
+        return None if not directory else Save(directory, prefix, format, self.data_format, hashes)
+
+    def _flow_attributes(
+        self, save_to_dir: str | None, save_prefix: str, save_format: str
+    ) -> dict[str, Any]:
+        """The attributes every Keras iterator has."""
+        return {
+            "image_data_generator": self,
+            "save_to_dir": save_to_dir,
+            "save_prefix": save_prefix,
+            "save_format": save_format,
+        }
+
+
+DEPRECATED_DATAFRAME_ARGUMENTS = {
+    "has_ext": "has_ext is deprecated, filenames in the dataframe have to match the exact "
+    "filenames in disk.",
+    "sort": "sort is deprecated, batches will be created in the same order than the filenames "
+    "provided if `shuffle` is set to `False`.",
+    "drop_duplicates": "drop_duplicates is deprecated, you can drop duplicates by using the "
+    "pandas.DataFrame.drop_duplicates method.",
+}
+"""Keras' deprecated ``flow_from_dataframe`` arguments, with its warnings."""

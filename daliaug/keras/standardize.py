@@ -3,8 +3,8 @@ centring and scaling, ZCA whitening, in Keras' order.
 
 ``rescale`` and the featurewise statistics are one affine map per channel, so they become the
 pipeline's own output normalization (in the DALI graph, on the GPU). The rest needs each whole
-image (or a Python function) and runs after the pipeline as one ``tf.data`` stage in TensorFlow
-ops on the CPU (:meth:`Standardization.stage`); ``standardize(x)`` runs the same ops eagerly.
+image (or a Python function) and runs after the pipeline in TensorFlow ops on the CPU
+(:mod:`daliaug.keras.outputs`); ``standardize(x)`` runs the same ops eagerly.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
+
+from daliaug.keras.samples import Levels
 
 EPSILON = 1e-6
 """What Keras adds to standard deviations before dividing by them."""
@@ -60,20 +62,22 @@ class Standardization:
         samplewise = self.samplewise_center or self.samplewise_std_normalization
         return self.preprocessing_function is not None or samplewise or zca
 
-    def output(self, channels: int) -> dict[str, Any]:
-        """The pipeline's output normalization (config ``output`` fields) for ``rescale`` and
-        the featurewise statistics: ``(x * rescale - mean) / (std + 1e-6)`` as
-        ``(x - mean') / std'`` on the 0..255 scale; nothing when a later stage does it all."""
+    def output(self, channels: int, levels: Levels) -> dict[str, Any]:
+        """The pipeline's output normalization (config ``output`` fields): the map from the
+        pipeline's levels back to the input's values (``low + step * level``), then ``rescale``
+        and the featurewise statistics, ``(x * rescale - mean) / (std + 1e-6)``, as one
+        ``(level - mean') / std'``; nothing when a later stage does it all."""
         if self.off_graph:
             return {}
-        scale = self.rescale or 1.0
+        r = self.rescale or 1.0
         mean = self.mean if self.featurewise_center else None
         std = self.std if self.featurewise_std_normalization else None
-        if mean is None and std is None:
-            return {"rescale": scale} if self.rescale and scale > 0 else {}
+        scale = r * levels.step
+        if mean is None and std is None and levels.low == 0 and scale > 0:
+            return {"rescale": scale} if scale != 1 else {}
         m = np.zeros(channels) if mean is None else np.asarray(mean, np.float64).reshape(-1)
         s = np.ones(channels) if std is None else np.asarray(std, np.float64).reshape(-1) + EPSILON
-        return {"mean": (m / scale).tolist(), "std": (s / scale).tolist()}
+        return {"mean": ((m - levels.low * r) / scale).tolist(), "std": (s / scale).tolist()}
 
     def apply(self, x: tf.Tensor, axes: list[int] | None, per_image: bool) -> tf.Tensor:
         """The whole chain on float32 ``x``; samplewise statistics over ``axes`` (``None``: all
@@ -108,17 +112,3 @@ class Standardization:
 
         out = tf.numpy_function(run, [x], tf.float32, stateful=True)
         return tf.ensure_shape(out, x.shape)
-
-    def stage(self, dtype: str, label_mode: str) -> Callable[..., Any]:
-        """The ``tf.data`` map after the pipeline: the chain on each batch's images, per image,
-        cast to ``dtype``; for ``label_mode: input`` the targets are the standardized images."""
-
-        def standardize(*batch: tf.Tensor) -> Any:
-            images = self.apply(tf.cast(batch[0], tf.float32), [1, 2, 3], per_image=True)
-            images = tf.cast(images, dtype)
-            if len(batch) == 1:
-                return (images,)
-            targets = images if label_mode == "input" else batch[1]
-            return (images, targets, *batch[2:])
-
-        return standardize

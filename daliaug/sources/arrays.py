@@ -24,8 +24,6 @@ def array_samples(
             f"(N, H, W); got {type(x).__name__} {getattr(x, 'dtype', '')} {shape}"
         )
     images = np.ascontiguousarray(x if x.ndim == 4 else x[..., None])
-    if images.shape[-1] not in (1, 3):
-        raise DataError(f"source arrays: images must have 1 or 3 channels, got shape {x.shape}")
     if len(images) == 0:
         raise DataError("source arrays: the arrays hold no samples")
     sizes = np.tile(np.array(images.shape[1:3], dtype=np.int32), (len(images), 1))

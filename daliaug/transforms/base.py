@@ -96,6 +96,11 @@ only)."""
 TF_ONLY_FILLS = ("reflect", "wrap")
 """Fills that TensorFlow's ``ImageProjectiveTransformV3`` has and DALI's ``warp_affine`` lacks."""
 
+CUT_TOLERANCE = 1e-3
+"""``fill_edge: cut``: how far (in pixels) beyond the outermost pixel centres a source point
+may lie and still sample the image, so that float32 rounding does not decide for points that
+lie exactly on them (quarter turns, flips, whole-pixel shifts)."""
+
 
 def radians(degrees: Scalar) -> Scalar:
     return mul(degrees, math.pi / 180.0)

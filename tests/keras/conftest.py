@@ -50,6 +50,13 @@ def class_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def on_edge(params: dict, shape: tuple[int, int], tolerance: float = 2e-3) -> np.ndarray:
+    """Pixels whose source point under Keras' ``params`` lies within ``tolerance`` pixels of
+    the outermost pixel centres: there SciPy's ``constant`` mode gives the fill or the image
+    as float64 rounding falls (daliaug samples the image within 0.001 pixels)."""
+    return inside(params, shape, 0.5 - tolerance) & ~inside(params, shape, 0.5 + tolerance)
+
+
 def inside(params: dict, shape: tuple[int, int], margin: float = 1.0) -> np.ndarray:
     """Pixels whose source point lies ``margin`` pixels inside a ``shape`` image under Keras'
     ``params`` (where fills and border handling cannot matter)."""

@@ -16,8 +16,6 @@ from daliaug.errors import BackendWarning
 from daliaug.keras import ImageDataGenerator
 from tests.keras.conftest import daliaug_generator, images, keras_generator
 
-KERAS_ONLY = {"save_to_dir", "save_prefix", "save_format"}
-
 
 def keras_class():
     from keras.src.legacy.preprocessing.image import ImageDataGenerator as Keras
@@ -121,8 +119,8 @@ def test_errors_keras_does_not_raise_are_clear(class_dir: Path) -> None:
         ImageDataGenerator().flow_from_directory(str(class_dir), subset="training")
     with pytest.raises(ValueError, match="color_mode='rgba' is not supported"):
         ImageDataGenerator().flow_from_directory(str(class_dir), color_mode="rgba")
-    with pytest.raises(ValueError, match="save_to_dir='out' is not supported"):
-        ImageDataGenerator().flow(x, save_to_dir="out")
+    with pytest.raises(ValueError, match="keep_aspect_ratio=True is not supported"):
+        ImageDataGenerator().flow_from_directory(str(class_dir), keep_aspect_ratio=True)
 
 
 @pytest.mark.parametrize(

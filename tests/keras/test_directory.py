@@ -1,6 +1,7 @@
 """``flow_from_directory`` (and ``flow_from_dataframe`` where pandas is installed): the files,
-classes and attributes of Keras' own iterators, every ``class_mode``'s output, the subsets of
-``validation_split``, and images equal to Keras' where no augmentation applies."""
+classes and attributes of Keras' own iterators, every ``class_mode``'s output (multi-label,
+list ``y_col`` and ``multi_output`` dataframes too), the subsets of ``validation_split``, empty
+flows, unvalidated files, and images equal to Keras' where no augmentation applies."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from daliaug.errors import DataError
 from tests.keras.conftest import daliaug_generator, keras_generator
 
 ATTRIBUTES = ("filenames", "filepaths", "class_indices", "samples", "num_classes", "n")
@@ -99,31 +101,115 @@ def test_other_image_formats_are_named(tmp_path: Path, class_dir: Path) -> None:
         daliaug_generator().flow_from_directory(str(tmp_path))
 
 
-def test_flow_from_dataframe_equals_keras(class_dir: Path) -> None:
+@pytest.fixture(scope="module")
+def frame(class_dir: Path) -> object:
     pd = pytest.importorskip("pandas")
     files = sorted(str(p.relative_to(class_dir)) for p in class_dir.rglob("*.png"))
-    frame = pd.DataFrame(
+    n = len(files)
+    return pd.DataFrame(
         {
             "filename": files,
             "class": [f.split("/")[0] for f in files],
-            "weight": np.linspace(1, 2, len(files)),
-            "score": np.linspace(0, 1, len(files)),
+            "tags": [["x", "y", "z"][: 1 + i % 3][i % 2 :] or ["w"] for i in range(n)],
+            "weight": np.linspace(1, 2, n),
+            "score": np.linspace(0, 1, n),
+            "size": np.arange(n) * 2.0,
+            "box": [[i, i + 1.0] for i in range(n)],
         }
     )
-    for class_mode, y_col in (("categorical", "class"), ("sparse", "class"), ("raw", "score")):
-        kwargs = {
-            "directory": str(class_dir),
-            "y_col": y_col,
-            "weight_col": "weight",
-            "class_mode": class_mode,
-            "target_size": (24, 24),
-            "shuffle": False,
-        }
-        ours = daliaug_generator().flow_from_dataframe(frame, **kwargs)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            theirs = keras_generator().flow_from_dataframe(frame, **kwargs)
-        assert ours.filenames == theirs.filenames and len(ours) == len(theirs)
-        for batch, i in zip(epoch(ours), range(len(theirs)), strict=True):
-            for a, b in zip(batch, theirs[i], strict=True):
-                assert np.allclose(a, b, atol=1e-5), class_mode
+
+
+def keras_frame_flow(generator: object, frame: object, **kwargs: object) -> object:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return generator.flow_from_dataframe(frame, **kwargs)
+
+
+def flat(batch: object) -> list[np.ndarray]:
+    import keras
+
+    return [np.asarray(t) for t in keras.tree.flatten(batch)]
+
+
+@pytest.mark.parametrize(
+    ("class_mode", "y_col", "classes"),
+    [
+        ("categorical", "class", None),
+        ("sparse", "class", None),
+        ("raw", "score", None),
+        ("categorical", "tags", None),  # multi-label: multi-hot rows
+        ("categorical", "tags", ["z", "x"]),  # other classes dropped, rows without any too
+        ("raw", ["score", "size"], None),
+        ("multi_output", ["score", "box"], None),
+    ],
+    ids=["categorical", "sparse", "raw", "multi-label", "multi-label-classes", "raw-list", "multi"],
+)
+def test_flow_from_dataframe_equals_keras(
+    class_dir: Path, frame: object, class_mode: str, y_col: object, classes: object
+) -> None:
+    kwargs = {
+        "directory": str(class_dir),
+        "y_col": y_col,
+        "weight_col": "weight",
+        "class_mode": class_mode,
+        "classes": classes,
+        "target_size": (24, 24),
+        "shuffle": False,
+        "batch_size": 5,
+    }
+    ours = daliaug_generator().flow_from_dataframe(frame, **kwargs)
+    theirs = keras_frame_flow(keras_generator(), frame, **kwargs)
+    assert ours.filenames == theirs.filenames and len(ours) == len(theirs)
+    labels = zip(flat(ours.labels), flat(theirs.labels), strict=True)
+    assert all(np.array_equal(a, b) for a, b in labels)
+    for i, batch in enumerate(ours):
+        expected = flat(theirs[i])
+        for got in (flat(batch), flat(ours[i])):
+            assert [a.shape for a in got] == [b.shape for b in expected], class_mode
+            assert all(np.allclose(a, b, atol=1e-5) for a, b in zip(got, expected, strict=True))
+
+
+def test_empty_flows_as_keras(tmp_path: Path, frame: object, capsys) -> None:
+    """An empty folder, or a dataframe whose files all fail validation: Keras' message (and
+    warning), an iterator of no batches."""
+    ours = daliaug_generator().flow_from_directory(str(tmp_path))
+    theirs = keras_flow(keras_generator(), str(tmp_path))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["Found 0 images belonging to 0 classes."] * 2
+    assert len(ours) == len(theirs) == 0 and list(ours) == []
+    assert next(ours)[0].shape == next(theirs)[0].shape == (0, 256, 256, 3)
+    gone = frame.assign(filename=[f"missing/{i}.png" for i in range(len(frame))])
+    with pytest.warns(UserWarning, match="invalid image filename"):
+        ours = daliaug_generator().flow_from_dataframe(gone, directory=str(tmp_path))
+    theirs = keras_frame_flow(keras_generator(), gone, directory=str(tmp_path))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["Found 0 validated image filenames belonging to 0 classes."] * 2
+    assert len(ours) == len(theirs) == 0 and list(ours) == []
+
+
+def test_unvalidated_files_are_opened_when_loaded(
+    class_dir: Path, frame: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``validate_filenames=False`` opens no file when the flow is made (Keras: not even a
+    check that it exists); a batch reads the headers of its files (and of those after it that
+    its pipeline covers), a missing file stops it with an error naming the file; otherwise the
+    batches are Keras'."""
+    import daliaug.keras.samples as samples
+
+    opened: list[str] = []
+    header = samples.image_header
+    monkeypatch.setattr(samples, "image_header", lambda p: opened.append(p) or header(p))
+    kwargs = {"directory": str(class_dir), "target_size": (24, 24), "shuffle": False}
+    kwargs |= {"batch_size": 4, "validate_filenames": False}
+    with pytest.warns(DeprecationWarning, match="has_ext is deprecated"):
+        ours = daliaug_generator().flow_from_dataframe(frame, has_ext=True, **kwargs)
+    assert opened == []
+    theirs = keras_frame_flow(keras_generator(), frame, **kwargs)
+    assert all(np.allclose(a, b) for a, b in zip(ours[1], theirs[1], strict=True))
+    assert sorted(opened) == sorted(ours.filepaths[4:])  # from batch 1 on: its window
+    missing = frame.assign(filename=["nowhere.png", *frame["filename"][1:]])
+    broken = daliaug_generator().flow_from_dataframe(missing, **kwargs)
+    with pytest.raises(DataError, match=r"nowhere\.png"):
+        broken[0]
+    with pytest.raises(Exception, match=r"nowhere\.png"):
+        list(broken)

@@ -1,14 +1,17 @@
 """``flow``: what it yields per case (``x``; ``(x, y)``; ``(x, y, sample_weight)``), ``len()``
 and Keras' iterator attributes, standardization as Keras computes it (``rescale``,
 ``featurewise_*`` after ``fit``, ``samplewise_*``, ZCA, ``preprocessing_function``), the
-subsets of ``validation_split``, float input, ``channels_first``, and ``model.fit``."""
+subsets of ``validation_split``, float input of any range, any number of channels, other
+inputs beside the images, ``save_to_dir``, ``channels_first``, and ``model.fit``."""
 
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from tests.keras.conftest import daliaug_generator, images, keras_generator
 
@@ -103,20 +106,117 @@ def test_validation_split_subsets_equal_keras() -> None:
         ours.flow(x, np.repeat([0, 1], 5), subset="training")
 
 
-def test_float_input() -> None:
-    """Whole numbers 0..255 in any dtype are exact; other values within 0..255 are rounded with
-    a warning; fractions within [0, 1] and values outside 0..255 are refused."""
-    x = np.minimum(images(4), 250)
-    generator = daliaug_generator()
-    exact = ours_epoch(generator.flow(x.astype(np.float32), shuffle=False))[0][0]
-    assert np.array_equal(exact, ours_epoch(generator.flow(x, shuffle=False))[0][0])
-    with pytest.warns(UserWarning, match="rounded to the nearest whole number"):
-        rounded = generator.flow(x + np.float32(0.3), shuffle=False)
-    assert np.array_equal(ours_epoch(rounded)[0][0], exact)
-    with pytest.raises(ValueError, match="fractions between 0 and 1"):
-        generator.flow(x / np.float32(255))
-    with pytest.raises(ValueError, match=r"values from -1\.0"):
-        generator.flow(x.astype(np.float32) - 1 - x.min())
+def test_float_input_of_any_range_equals_keras(backend: str) -> None:
+    """Keras takes any floats: so does the drop-in. ``x / 255`` (Keras' cifar10 example) and
+    whole numbers are exact; other values are rounded to the nearest of 256 levels spanning
+    their range, with a warning giving the largest change."""
+    x = images(6, 12, 12)
+    kwargs = {"featurewise_center": True, "rescale": 2.0}
+    for values, exact in ((x / np.float32(255), True), (np.sqrt(x) * 3.0 - 20.0, False)):
+        ours, theirs = daliaug_generator(backend=backend, **kwargs), keras_generator(**kwargs)
+        ours.fit(values)
+        theirs.fit(values)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            flow = ours.flow(values, batch_size=3, shuffle=False)
+        rounded = [str(w.message) for w in caught if "256 levels" in str(w.message)]
+        assert not rounded if exact else rounded
+        got = np.concatenate([b[0] for b in ours_epoch(flow)])
+        expected = keras_epoch(theirs, values.astype(np.float32))
+        step = 0.0 if exact else (values.max() - values.min()) / 255
+        assert np.abs(got - expected).max() <= 1e-5 + 2.0 * step / 2, np.abs(got - expected).max()
+    with pytest.warns(UserWarning, match="a change of at most 0.3"):
+        daliaug_generator().flow(np.minimum(x, 250) + np.float32(0.3))
+
+
+def test_augmentation_works_in_the_inputs_range(backend: str) -> None:
+    """The fill, the channel shift and the brightness act on ``x / 255`` as on ``x`` scaled:
+    ``cval`` and ``channel_shift_range`` are in the input's units (as in Keras), the same seed
+    draws the same parameters."""
+    x = images(8, 16, 16)
+    common = {"rotation_range": 60, "zoom_range": 0.3, "fill_mode": "constant"}
+    common |= {"brightness_range": [0.6, 1.3], "backend": backend}
+    unit = daliaug_generator(cval=100.0, channel_shift_range=40.0, **common)
+    fraction = daliaug_generator(cval=100 / 255, channel_shift_range=40 / 255, **common)
+    a = np.concatenate([b[0] for b in ours_epoch(unit.flow(x, batch_size=4, seed=2))])
+    b = np.concatenate(
+        [b[0] for b in ours_epoch(fraction.flow(x / np.float32(255), batch_size=4, seed=2))]
+    )
+    assert np.abs(a / 255 - b).max() <= 1e-5
+
+
+@pytest.mark.parametrize("channels", [4, 2])
+def test_any_number_of_channels(backend: str, channels: int) -> None:
+    """Keras takes RGBA arrays (and warns about counts other than 1, 3 and 4, then goes on):
+    the same, and the geometry (equal to Keras' ``apply_transform``) and the colour ops act on
+    every channel."""
+    x = np.concatenate([images(4, 16, 16), images(4, 16, 16, seed=9)], -1)[..., :channels]
+    kwargs = {"rotation_range": 30, "channel_shift_range": 20.0, "fill_mode": "nearest"}
+    warns = pytest.warns(UserWarning, match="expected either 1, 3, or 4 channels")
+    with warns if channels != 4 else warnings.catch_warnings():
+        flow = daliaug_generator(backend=backend, **kwargs).flow(x, batch_size=4)
+    assert flow[0].shape == (4, 16, 16, channels)
+    params = {"theta": 20.0, "tx": 2.0, "channel_shift_intensity": 15.0}
+    image = x[0].astype(np.float32)
+    ours = daliaug_generator(**kwargs).apply_transform(image, params)
+    theirs = keras_generator(**kwargs).apply_transform(image, params)
+    assert np.abs(ours - theirs).max() <= 0.01
+
+
+def test_other_inputs_as_keras(backend: str) -> None:
+    """``flow((x, extra), y)`` yields ``((images, extra), y[, weights])`` (Keras: a list for
+    the inputs), in the same batches; ``model.fit`` trains a two-input model on it."""
+    import keras
+
+    x, y = images(10, 12, 12), np.arange(10) % 2
+    extra = np.arange(20.0).reshape(10, 2)
+    weights = np.linspace(1, 2, 10)
+    ours = daliaug_generator(backend=backend)
+    theirs = keras_generator()
+    for args in (((x, extra), y), ((x, [extra, extra * 2]), None)):
+        flow = ours.flow(*args, batch_size=4, shuffle=False, sample_weight=weights)
+        expected = theirs.flow(*args, batch_size=4, shuffle=False, sample_weight=weights)
+        for i in range(len(expected)):
+            got = keras.tree.flatten(flow[i])
+            want = keras.tree.flatten(expected[i])
+            assert len(got) == len(want)
+            assert all(np.allclose(a, b) for a, b in zip(got, want, strict=True))
+        first = keras.tree.flatten(next(iter(flow)))
+        assert all(
+            np.allclose(a, b) for a, b in zip(first, keras.tree.flatten(expected[0]), strict=True)
+        )
+    image_in, extra_in = keras.Input((12, 12, 3)), keras.Input((2,))
+    merged = keras.layers.Concatenate()([keras.layers.Flatten()(image_in), extra_in])
+    model = keras.Model([image_in, extra_in], keras.layers.Dense(1)(merged))
+    model.compile("sgd", "mse")
+    flow = ours.flow((x / np.float32(255), extra), y, batch_size=4)
+    assert np.isfinite(model.fit(flow, epochs=1, verbose=0).history["loss"]).all()
+
+
+def test_save_to_dir_writes_what_it_yields(tmp_path: Path) -> None:
+    """Every yielded image is written as Keras names it (``{prefix}_{index}_{hash}.png``,
+    the sample's index) and scales it (its own range to 0..255)."""
+    from keras.utils import array_to_img
+
+    x = images(5, 12, 12)
+    ours_dir, keras_dir = tmp_path / "ours", tmp_path / "keras"
+    ours_dir.mkdir()
+    keras_dir.mkdir()
+    kwargs = {"batch_size": 5, "shuffle": False, "save_prefix": "aug"}
+    flow = daliaug_generator(rotation_range=20, rescale=1 / 255).flow(
+        x, save_to_dir=str(ours_dir), **kwargs
+    )
+    (batch,) = ours_epoch(flow)
+    keras_generator().flow(x, save_to_dir=str(keras_dir), **kwargs)[0]
+
+    def indices(folder: Path) -> list[int]:
+        return sorted(int(p.stem.split("_")[1]) for p in folder.glob("aug_*_*.png"))
+
+    assert indices(ours_dir) == indices(keras_dir) == list(range(5))
+    for i in range(5):
+        (path,) = ours_dir.glob(f"aug_{i}_*.png")
+        expected = np.asarray(array_to_img(batch[0][i], scale=True))
+        assert np.array_equal(np.asarray(Image.open(path)), expected)
 
 
 def test_channels_first(backend: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import floor
 
+import numpy as np
 import nvidia.dali.math as dmath
 from nvidia.dali import fn, types
 from nvidia.dali.pipeline import DataNode
@@ -15,6 +16,7 @@ from daliaug.config import Config
 from daliaug.engines.dali import pixels
 from daliaug.engines.select import Device
 from daliaug.sources.segmentation import SegmentationSource
+from daliaug.transforms.base import CUT_TOLERANCE
 
 _DTYPES = {"float32": types.FLOAT, "float16": types.FLOAT16, "uint8": types.UINT8}
 
@@ -78,11 +80,13 @@ def resample(
     nearest: bool,
     fill: object,
     dtype: types.DALIDataType | None = types.FLOAT,
+    cut: bool = False,
 ) -> DataNode:
     """Resample once to ``image_size``, to ``dtype`` (``None``: the input's): a resize of a
     source window when the plan is an axis-aligned map that clamps at the border
     (``resize_start``/``resize_end``), else an affine warp (``matrix``, destination to
-    source). A constant ``fill`` is rounded half up and saturated to 0..255 first."""
+    source). A constant ``fill`` is rounded half up and saturated to 0..255 first; with ``cut``
+    it takes every point beyond the outermost pixel centres (config ``fill_edge: cut``)."""
     interp = types.INTERP_NN if nearest else types.INTERP_LINEAR
     size = [float(s) for s in config.image_size]
     out = {} if dtype is None else {"dtype": dtype}
@@ -97,10 +101,32 @@ def resample(
             antialias=False,
             **out,
         )
-    border = {} if fill == "nearest" else {"fill_value": float(min(max(floor(fill + 0.5), 0), 255))}
-    return fn.warp_affine(
-        image, matrix=warp[f"{prefix}matrix"], size=size, interp_type=interp, **border, **out
-    )
+    constant = None if fill == "nearest" else float(min(max(floor(fill + 0.5), 0), 255))
+    border = {} if constant is None or cut else {"fill_value": constant}
+    matrix = warp[f"{prefix}matrix"]
+    warped = fn.warp_affine(image, matrix=matrix, size=size, interp_type=interp, **border, **out)
+    if constant is None or not cut:
+        return warped
+    return _fill_outside(warped, image, matrix, config.image_size, constant)
+
+
+def _fill_outside(
+    warped: DataNode, image: DataNode, matrix: DataNode, size: tuple[int, int], fill: float
+) -> DataNode:
+    """``warped`` (border-clamped) with ``fill`` wherever the source point of a pixel lies
+    beyond the outermost pixel centres of ``image`` (by more than :data:`CUT_TOLERANCE`):
+    SciPy's ``constant`` mode. The source points are the output's pixel centres mapped by
+    ``matrix`` (pixel-corner coordinates)."""
+    h, w = size
+    centres = np.stack(np.meshgrid(np.arange(w) + 0.5, np.arange(h) + 0.5), -1)
+    grid = types.Constant(centres.astype(np.float32), device=warped.device)
+    points = fn.coord_transform(grid, MT=matrix, dtype=types.FLOAT)
+    first = 0.5 - CUT_TOLERANCE  # the first centres, in pixel-corner coordinates
+    last = image.shape(dtype=types.FLOAT, device=image.device) - first  # h and w - first
+    height, width = last[0], last[1]
+    x, y = points[:, :, 0:1], points[:, :, 1:2]
+    inside = (x >= first) & (x <= width) & (y >= first) & (y <= height)
+    return warped * inside + fill * (1 - inside)
 
 
 def stage_column(warp: dict[str, object]) -> Callable[[int], DataNode]:

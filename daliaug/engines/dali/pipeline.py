@@ -192,7 +192,9 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         else:
             image = decode(encoded, warp, config.channels, options.device, options.size_hint)
         nearest = config.interpolation == "nearest"
-        image = finish(resample(image, warp, "", config, nearest, config.fill), warp, config)
+        cut = config.fill_edge == "cut"
+        image = resample(image, warp, "", config, nearest, config.fill, cut=cut)
+        image = finish(image, warp, config)
         outputs = [image]
         if "mask_path" in nodes:
             masks = fn.io.file.read(nodes["mask_path"])

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 
 from daliaug.engines import Engine
 from daliaug.engines.select import Device
+from daliaug.engines.tf.image import apply_plan
 
 
 class TfEngine(Engine):
@@ -22,3 +23,5 @@ class TfEngine(Engine):
 
 
 ENGINE = TfEngine()
+
+__all__ = ["ENGINE", "TfEngine", "apply_plan"]

@@ -13,6 +13,7 @@ times faster there). ``tests/test_tf_backend.py`` holds them to each other.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -20,7 +21,7 @@ import tensorflow as tf
 from daliaug.config import Config
 from daliaug.engines.tf import pixels
 from daliaug.sources.segmentation import SegmentationSource
-from daliaug.transforms.base import Fill
+from daliaug.transforms.base import CUT_TOLERANCE, Fill
 from daliaug.transforms.saturation import LUMA
 
 _DCT = "INTEGER_ACCURATE"
@@ -85,11 +86,17 @@ def luma(rgb: tf.Tensor) -> tf.Tensor:
 
 
 def transform(
-    images: tf.Tensor, matrices: tf.Tensor, size: tuple[int, int], fill: Fill, nearest: bool
+    images: tf.Tensor,
+    matrices: tf.Tensor,
+    size: tuple[int, int],
+    fill: Fill,
+    nearest: bool,
+    cut: bool = False,
 ) -> tf.Tensor:
     """Resample a batch of float ``images`` onto ``size`` with their destination-to-source
     ``matrices`` (``(batch, 2, 3)``), in float32, unrounded: ``fill`` is a constant (as given),
-    or ``nearest``, ``reflect`` or ``wrap`` (TensorFlow's fill modes).
+    or ``nearest``, ``reflect`` or ``wrap`` (TensorFlow's fill modes); with ``cut`` a constant
+    fill takes every point beyond the outermost pixel centres (config ``fill_edge: cut``).
 
     The matrices work in pixel-corner coordinates (centres at +0.5); TensorFlow's transform
     works on pixel indices, so ``src_idx = A (dst_idx + 0.5) + t - 0.5``.
@@ -99,14 +106,43 @@ def transform(
     zeros = tf.zeros_like(shift)
     transforms = tf.concat([linear[:, 0], shift[:, :1], linear[:, 1], shift[:, 1:], zeros], 1)
     constant = not isinstance(fill, str)
-    return tf.raw_ops.ImageProjectiveTransformV3(
+    cut = cut and constant
+    out = tf.raw_ops.ImageProjectiveTransformV3(
         images=images,
         transforms=transforms,
         output_shape=tf.constant(size, tf.int32),
         fill_value=float(fill) if constant else 0.0,
         interpolation="NEAREST" if nearest else "BILINEAR",
-        fill_mode="CONSTANT" if constant else str(fill).upper(),
+        fill_mode="NEAREST" if cut else "CONSTANT" if constant else str(fill).upper(),
     )
+    if not cut:
+        return out
+    x, y = source_points(matrices, size)
+    source = tf.cast(tf.shape(images)[1:3], tf.float32)
+    return _fill_outside(out, x, y, source[0], source[1], float(fill))
+
+
+def source_points(matrices: tf.Tensor, size: tuple[int, int]) -> tuple[tf.Tensor, tf.Tensor]:
+    """The source index coordinates ``x`` and ``y`` (each ``(batch, height * width)``) of every
+    pixel of a ``size`` output under pixel-corner ``matrices``."""
+    rows, cols = np.meshgrid(np.arange(size[0]), np.arange(size[1]), indexing="ij")
+    grid = np.stack([cols.ravel(), rows.ravel(), np.ones(rows.size)]).astype(np.float32)
+    linear = matrices[:, :, :2]
+    index = tf.concat([linear, index_translation(linear, matrices[:, :, 2])[..., None]], 2)
+    points = tf.einsum("bij,jp->bip", index, grid)
+    return points[:, 0], points[:, 1]
+
+
+def _fill_outside(
+    images: tf.Tensor, x: tf.Tensor, y: tf.Tensor, height: Any, width: Any, fill: float
+) -> tf.Tensor:
+    """``images`` (``(batch, h, w, c)``) with ``fill`` wherever the source point ``(x, y)``
+    (index coordinates, :func:`source_points`) lies outside ``[0, width - 1] x [0, height -
+    1]`` (by more than :data:`CUT_TOLERANCE`): SciPy's ``constant`` mode."""
+    low, high_x, high_y = -CUT_TOLERANCE, width - 1 + CUT_TOLERANCE, height - 1 + CUT_TOLERANCE
+    inside = (x >= low) & (x <= high_x) & (y >= low) & (y <= high_y)
+    inside = tf.reshape(inside, [tf.shape(images)[0], images.shape[1], images.shape[2], 1])
+    return tf.where(inside, images, tf.constant(fill, images.dtype))
 
 
 def fill_value(fill: Fill) -> Fill:
@@ -127,7 +163,8 @@ def resample(image: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Tensor:
 
     def warped() -> tf.Tensor:
         pixels = tf.cast(image, tf.float32)[tf.newaxis]
-        return transform(pixels, matrix[tf.newaxis], size, fill_value(config.fill), nearest)[0]
+        fill, cut = fill_value(config.fill), config.fill_edge == "cut"
+        return transform(pixels, matrix[tf.newaxis], size, fill, nearest, cut)[0]
 
     if not config.plan.resizes:
         return warped()
@@ -146,22 +183,24 @@ def resample(image: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Tensor:
 
 
 def sample(
-    images: tf.Tensor, matrices: tf.Tensor, size: tuple[int, int], fill: Fill, nearest: bool
+    images: tf.Tensor,
+    matrices: tf.Tensor,
+    size: tuple[int, int],
+    fill: Fill,
+    nearest: bool,
+    cut: bool = False,
 ) -> tf.Tensor:
     """:func:`transform`'s result (float32) for a batch of equal-sized ``images`` (any dtype),
     computed with gathers and arithmetic that XLA fuses: each output pixel's source point, its
     coordinates mapped as the fill mode says (clamped for ``nearest``, mirrored for
     ``reflect``, tiled for ``wrap``), then its nearest pixel or the four around it, those
-    outside the image taking a constant fill."""
+    outside the image taking a constant fill (with ``cut``: the point takes it, once beyond
+    the outermost pixel centres)."""
     batch = tf.shape(images)[0]
     height, width, channels = images.shape[1], images.shape[2], images.shape[3]
-    rows, cols = np.meshgrid(np.arange(size[0]), np.arange(size[1]), indexing="ij")
-    grid = np.stack([cols.ravel(), rows.ravel(), np.ones(rows.size)]).astype(np.float32)
-    linear = matrices[:, :, :2]
-    index = tf.concat([linear, index_translation(linear, matrices[:, :, 2])[..., None]], 2)
-    points = tf.einsum("bij,jp->bip", index, grid)  # (batch, 2, pixels): source x, y
-    x = _map_coordinate(points[:, 0], width, fill)
-    y = _map_coordinate(points[:, 1], height, fill)
+    points = source_points(matrices, size)
+    x = _map_coordinate(points[0], width, fill)
+    y = _map_coordinate(points[1], height, fill)
     flat = tf.reshape(images, [-1, channels])
     base = (tf.range(batch) * (height * width))[:, tf.newaxis]
 
@@ -180,7 +219,10 @@ def sample(
         top = pixel(row, col) * (1 - fx) + pixel(row, col + 1) * fx
         bottom = pixel(row + 1, col) * (1 - fx) + pixel(row + 1, col + 1) * fx
         out = top * (1 - fy) + bottom * fy
-    return tf.reshape(out, [batch, size[0], size[1], channels])
+    out = tf.reshape(out, [batch, size[0], size[1], channels])
+    if cut and not isinstance(fill, str):
+        out = _fill_outside(out, x, y, height, width, float(fill))
+    return out
 
 
 def _constant(fill: Fill) -> float:
@@ -243,6 +285,24 @@ def stage_column(inputs: Inputs) -> Callable[[int], tf.Tensor]:
     """The ``(N,)`` values of the plan's stage parameter ``k`` in a batch (see
     :meth:`Plan.pixels`)."""
     return lambda k: inputs["stages"][:, k]
+
+
+def apply_plan(image: np.ndarray, inputs: dict[str, Any], config: Config) -> np.ndarray:
+    """One float32 HWC ``image`` through the plan's evaluated ``inputs`` (``matrix``, and
+    ``offset`` and ``colour`` where the plan has them: :meth:`Plan.warp_inputs` without
+    decode windows), onto ``config.image_size``: resampled with the config's fill as given (not
+    rounded), shifted within its range, recoloured; float32, neither rounded nor clipped."""
+    c = image.shape[-1]
+    matrix = tf.constant(np.asarray(inputs["matrix"], np.float32).reshape(1, 2, 3))
+    nearest = config.interpolation == "nearest"
+    cut = config.fill_edge == "cut"
+    out = transform(image[np.newaxis], matrix, config.image_size, config.fill, nearest, cut)
+    if "offset" in inputs:
+        out = shift_within_range(out, tf.constant([[inputs["offset"][0]]], tf.float32))
+    if "colour" in inputs:
+        colour = np.asarray(inputs["colour"], np.float32).reshape(1, c, c + 1)
+        out = recolour(out, tf.constant(colour), c)
+    return out[0].numpy()
 
 
 def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:

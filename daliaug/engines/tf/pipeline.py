@@ -112,11 +112,11 @@ def array_batches(
     column = target_column(config.label_mode)
     targets = tf.constant(samples.columns[column]) if column in samples.columns else None
     nearest = config.interpolation == "nearest"
-    fill = fill_value(config.fill)
+    fill, cut = fill_value(config.fill), config.fill_edge == "cut"
 
     def resampled_and_finished(pixels: tf.Tensor, flat: tf.Tensor) -> tf.Tensor:
         inputs = layout.unpack(flat, tf.reshape, batched=True)
-        warped = sample(pixels, inputs["matrix"], config.image_size, fill, nearest)
+        warped = sample(pixels, inputs["matrix"], config.image_size, fill, nearest, cut)
         return finish(warped, inputs, config)
 
     compiled = tf.function(resampled_and_finished, jit_compile=True, reduce_retracing=True)
