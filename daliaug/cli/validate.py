@@ -8,7 +8,9 @@ from daliaug.config import load_config
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", help="pipeline config (YAML or JSON)")
+    parser.add_argument(
+        "config", help="pipeline config (YAML or JSON), or a shipped config's name (imagenet_train)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

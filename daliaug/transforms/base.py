@@ -34,6 +34,7 @@ Params = dict[str, Scalar]
 
 
 def ordered(r: tuple[float, float]) -> tuple[float, float]:
+    """A check that a range is ``[low, high]``."""
     if r[0] > r[1]:
         raise ValueError(f"range must be [low, high] with low <= high, got {list(r)}")
     return r
@@ -51,12 +52,6 @@ def _around_one(v: Any) -> Any:
     if is_number(v):
         return (max(0.0, 1.0 - abs(as_float(v))), 1.0 + abs(as_float(v)))
     return v
-
-
-def _non_negative(r: tuple[float, float]) -> tuple[float, float]:
-    if r[0] < 0:
-        raise ValueError(f"factors must be >= 0, got {list(r)}")
-    return r
 
 
 def _positive(r: tuple[float, float]) -> tuple[float, float]:
@@ -80,7 +75,6 @@ FactorRange = Annotated[
     tuple[float, float],
     BeforeValidator(_around_one),
     AfterValidator(ordered),
-    AfterValidator(_non_negative),
     bounded(0.0, MAX_FACTOR, "factors"),
 ]
 PositiveRange = Annotated[tuple[float, float], AfterValidator(ordered), AfterValidator(_positive)]
