@@ -5,8 +5,8 @@ flow's engine runs on just those samples with those rows (no shuffle, the rows r
 draws), so the batch equals the one iterating the dataset yields in that epoch, without running
 the batches before it. A few batches are made at a time (a window of up to :data:`WINDOW`
 samples), so reading ``it[0], it[1], ...`` in order builds one pipeline per window; a jump
-elsewhere builds a new one (milliseconds with DALI, about 0.3 s with TensorFlow's XLA-compiled
-graph, measured on this project's 2-core test machine).
+elsewhere builds a new one (measured on a 2-core machine for a batch of 32 images of 32x32:
+about 0.01 s with DALI on the CPU, 0.3-0.5 s with TensorFlow, whose new graph XLA compiles).
 """
 
 from __future__ import annotations

@@ -60,6 +60,17 @@ OFF_GRAPH = {
 """Options that cannot run in the DALI graph, and what that costs."""
 
 
+DEPRECATED_DATAFRAME_ARGUMENTS = {
+    "has_ext": "has_ext is deprecated, filenames in the dataframe have to match the exact "
+    "filenames in disk.",
+    "sort": "sort is deprecated, batches will be created in the same order than the filenames "
+    "provided if `shuffle` is set to `False`.",
+    "drop_duplicates": "drop_duplicates is deprecated, you can drop duplicates by using the "
+    "pandas.DataFrame.drop_duplicates method.",
+}
+"""Keras' deprecated ``flow_from_dataframe`` arguments, with its warnings."""
+
+
 def _warn(message: str, stacklevel: int = 3) -> None:
     warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
 
@@ -320,7 +331,7 @@ class ImageDataGenerator:
         standardization.warn_unfit(stacklevel + 1)
         return Outputs(standardization, dtype=self.dtype, targets=targets, **fields)
 
-    def _after(self, outputs: Outputs, stacklevel: int, **flow_options: Any) -> list[str]:
+    def _after(self, stacklevel: int, **flow_options: Any) -> list[str]:
         """The flow options set that need the stage after the pipeline (beyond the
         generator's own), with a warning naming them and the cost if that moves the pipeline
         to the TensorFlow backend (``stacklevel``: the user's call, counted from the caller)."""
@@ -331,7 +342,6 @@ class ImageDataGenerator:
                 BackendWarning,
                 stacklevel=stacklevel + 1,
             )
-        assert outputs.needed or not after
         return after
 
     # -- statistics and single images ----------------------------------------------------------
@@ -512,7 +522,7 @@ class ImageDataGenerator:
             extras=tuple(extras),
             save=self._save(save_to_dir, save_prefix, save_format, 10**4),
         )
-        after = self._after(outputs, 2, **{"other inputs": extras, "save_to_dir": save_to_dir})
+        after = self._after(2, **{"other inputs": extras, "save_to_dir": save_to_dir})
         targets = np.arange(len(images), dtype=np.float32) if outputs.indexed else y
         samples = (
             array_samples(images, targets, raw=True)
@@ -672,9 +682,7 @@ class ImageDataGenerator:
         outputs = self._outputs(kind, 3, outputs=targets.outputs, save=self._save(*save, 10**7))
         indexed = outputs.indexed
         outputs = dataclasses.replace(outputs, table=targets.rows() if indexed else None)
-        after = self._after(
-            outputs, 3, multi_output=targets.outputs is not None, save_to_dir=save[0]
-        )
+        after = self._after(3, multi_output=targets.outputs is not None, save_to_dir=save[0])
         config = self.config(
             target_size,
             COLOR_MODES[color_mode],
@@ -724,14 +732,3 @@ class ImageDataGenerator:
             "save_prefix": save_prefix,
             "save_format": save_format,
         }
-
-
-DEPRECATED_DATAFRAME_ARGUMENTS = {
-    "has_ext": "has_ext is deprecated, filenames in the dataframe have to match the exact "
-    "filenames in disk.",
-    "sort": "sort is deprecated, batches will be created in the same order than the filenames "
-    "provided if `shuffle` is set to `False`.",
-    "drop_duplicates": "drop_duplicates is deprecated, you can drop duplicates by using the "
-    "pandas.DataFrame.drop_duplicates method.",
-}
-"""Keras' deprecated ``flow_from_dataframe`` arguments, with its warnings."""
