@@ -8,8 +8,9 @@ Importing this module imports neither TensorFlow nor DALI; the chosen backend do
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -24,6 +25,37 @@ from daliaug.sources.tfrecord import RecordSamples
 
 if TYPE_CHECKING:
     import tensorflow as tf
+
+_ENGINE = "_daliaug_engine"
+"""The attribute of a dataset made by :func:`make_dataset` that :func:`describe` reads."""
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Which engine computes a dataset's batches, and on which device."""
+
+    name: Literal["dali", "tf"]
+    """``dali`` (NVIDIA DALI's operators) or ``tf`` (TensorFlow ops)."""
+    device: Literal["cpu", "gpu"]
+    """Where the engine runs (the TensorFlow backend always augments on the CPU)."""
+    replicas: int = 1
+    """Pipelines under a ``tf.distribute`` strategy, one per replica."""
+
+    def __str__(self) -> str:
+        where = "TensorFlow ops" if self.name == "tf" else f"DALI on the {self.device.upper()}"
+        return where if self.replicas == 1 else f"{where}, {self.replicas} replicas"
+
+
+def describe(dataset: Any) -> Engine:
+    """The :class:`Engine` a dataset made by :func:`make_dataset` got here (``backend: auto``
+    picks one per machine and source kind); ``str()`` of it reads "DALI on the GPU"."""
+    engine = getattr(dataset, _ENGINE, None)
+    if engine is None:
+        raise ValueError(
+            "describe takes a dataset returned by daliaug.make_dataset (a tf.data stage added "
+            "after it, such as .map, makes a new dataset that does not know its engine)"
+        )
+    return engine
 
 
 def make_dataset(
@@ -79,10 +111,14 @@ def make_dataset(
     if strategy is not None:
         from daliaug.replicas import distributed_dataset
 
-        return distributed_dataset(config, samples, backend, device, strategy, options)
-    if options.weighs and config.label_mode == "none":
-        raise ConfigError("label_mode: 'none' yields the images alone, without weights")
-    return backend.dataset(config, samples, device, options)
+        dataset = distributed_dataset(config, samples, backend, device, strategy, options)
+        replicas = strategy.num_replicas_in_sync
+    else:
+        if options.weighs and config.label_mode == "none":
+            raise ConfigError("label_mode: 'none' yields the images alone, without weights")
+        dataset, replicas = backend.dataset(config, samples, device, options), 1
+    setattr(dataset, _ENGINE, Engine(backend.name, device, replicas))
+    return dataset
 
 
 def _sample_weights(samples: Samples | RecordSamples, sample_weight: Any) -> np.ndarray:

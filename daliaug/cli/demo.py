@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from importlib.resources import files
 from pathlib import Path
 
-from daliaug.cli.common import console, positive_int
+from daliaug.cli.common import DEMO_CONFIG, console, positive_int
 from daliaug.config import Config, load_config
 from daliaug.errors import DataError
 from daliaug.tools.demo import AnySamples, fit, mirrored, pipeline_rate, splits
-
-DEFAULT_CONFIG = "demo.yaml"
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -45,8 +42,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def _config(args: argparse.Namespace) -> Config:
     overrides = {"backend": args.backend} if args.backend else {}
-    path = args.config or str(files("daliaug.pipelines") / DEFAULT_CONFIG)
-    return load_config(path, overrides)
+    return load_config(args.config or DEMO_CONFIG, overrides)
 
 
 def _explain(error: Exception, samples: AnySamples) -> DataError:
@@ -75,20 +71,19 @@ def run(args: argparse.Namespace) -> int:
     with console.status("starting TensorFlow and building the DALI pipelines"):
         import tensorflow as tf
 
-        from daliaug.backends.select import resolve_backend
-        from daliaug.dataset import make_dataset
+        from daliaug.dataset import describe, make_dataset
         from daliaug.tools.models import model_for
 
         strategy = mirrored(args.replicas) if args.replicas else None
         replicas = strategy.num_replicas_in_sync if strategy else 1
         config = config.model_copy(update={"batch_size": config.batch_size * replicas})
-        backend = resolve_backend(config)
         train_ds = make_dataset(config, samples=train_samples, strategy=strategy)
         val_ds = make_dataset(config.evaluation_twin(), samples=val_samples, strategy=strategy)
         with strategy.scope() if strategy else contextlib.nullcontext():
             model = model_for(config, train_samples.num_classes)
-    where = "TensorFlow ops" if backend == "tf" else f"DALI on the {backend.upper()}"
-    console.print(f"augmenting with {where}; model: {model.count_params():,} parameters")
+    console.print(
+        f"augmenting with {describe(train_ds)}; model: {model.count_params():,} parameters"
+    )
     if strategy:
         console.print(
             f"{replicas} replicas ({', '.join(strategy.extended.worker_devices)}), one pipeline "

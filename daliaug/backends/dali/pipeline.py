@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from nvidia.dali import fn, pipeline_def, types
+from nvidia.dali import fn, types
 from nvidia.dali import tfrecord as tfrec
 from nvidia.dali.pipeline import DataNode, Pipeline
 
@@ -29,8 +29,9 @@ from daliaug.algebra import Canvas
 from daliaug.backends.dali.image import decode, finish, label_target, mask_target, resample
 from daliaug.backends.dali.math import MATH, DaliRandom, as_tensor_arg
 from daliaug.backends.feed import INPUTS, RecordLayout, WarpLayout, graph_inputs
-from daliaug.backends.select import Device
+from daliaug.backends.select import Device, dali_gpu_count
 from daliaug.config import Config
+from daliaug.errors import BackendError
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -39,6 +40,24 @@ _TYPES = {"uint8": types.UINT8, "int32": types.INT32, "float32": types.FLOAT}
 RESIZES = True
 """The DALI graph resamples axis-aligned plans as resizes of a source window (``fn.resize``,
 about three times faster on the CPU than ``fn.warp_affine``)."""
+
+
+class DaliaugPipeline(Pipeline):
+    """DALI's ``Pipeline``, whose ``build`` (which DALI's ``run`` and its framework iterators
+    call too) raises :class:`~daliaug.errors.BackendError` (exit code 4) where the pipeline
+    needs a GPU that DALI does not see, rather than DALI's ``RuntimeError`` from CUDA. Without
+    a GPU the graph can still be defined and checked (:mod:`daliaug.backends.dali.check`)."""
+
+    def build(self) -> None:
+        if not self._built and self.device_id is not None:
+            count = dali_gpu_count()
+            if self.device_id >= count:
+                raise BackendError(
+                    f"this DALI pipeline runs on GPU {self.device_id}, but DALI sees {count} "
+                    "CUDA GPU(s) here; build it for the CPU instead "
+                    "(build_pipeline(config, 'cpu'), or backend: cpu)"
+                )
+        super().build()
 
 
 @dataclass(frozen=True)
@@ -139,13 +158,6 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
     ``label_mode`` says, masks, or the images again; none for ``label_mode: none``)."""
     plan = config.plan
 
-    @pipeline_def(
-        batch_size=config.batch_size,
-        num_threads=config.dali_threads,
-        device_id=config.device_id if options.device == "gpu" else None,
-        seed=config.seed,
-        prefetch_queue_depth=config.prefetch,
-    )
     def graph() -> tuple[DataNode, ...]:
         nodes = _input_nodes(options) if options.inputs else {}
         label, weight = nodes.get("label", nodes.get("target")), nodes.get("weight")
@@ -178,7 +190,16 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             outputs.append(weight.gpu() if options.device == "gpu" else weight)
         return tuple(outputs)
 
-    return graph()
+    pipe = DaliaugPipeline(
+        batch_size=config.batch_size,
+        num_threads=config.dali_threads,
+        device_id=config.device_id if options.device == "gpu" else None,
+        seed=config.seed,
+        prefetch_queue_depth=config.prefetch,
+    )
+    with pipe:
+        pipe.set_outputs(*graph())
+    return pipe
 
 
 def named_pipeline(
