@@ -29,6 +29,21 @@ TARGET = 0.80
 
 PATHS = {"tf": "TensorFlow ops", "cpu": "DALI on the CPU", "gpu": "DALI on the GPU"}
 _EPOCH = re.compile(r"epoch (\d+)/\d+: loss ([\d.]+), accuracy ([\d.]+)%, val_accuracy ([\d.]+)%")
+"""One epoch's line of the demo: epoch, loss, training and validation accuracy (%)."""
+
+
+def epochs_of(lines: list[str]) -> list[dict[str, float]]:
+    """Each epoch's numbers from the demo's epoch lines (accuracies as fractions)."""
+    found = [m for m in map(_EPOCH.search, lines) if m]
+    return [
+        {
+            "epoch": int(m[1]),
+            "loss": float(m[2]),
+            "accuracy": float(m[3]) / 100,
+            "val_accuracy": float(m[4]) / 100,
+        }
+        for m in found
+    ]
 
 
 def run_demo(seed: int, backend: str) -> dict[str, Any]:
@@ -45,11 +60,12 @@ def run_demo(seed: int, backend: str) -> dict[str, Any]:
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"demo --seed {seed} --backend {backend} failed:\n{done.stderr}")
-    epochs = [
-        {"loss": float(m[1]), "accuracy": float(m[2]) / 100, "val_accuracy": float(m[3]) / 100}
-        for m in (_EPOCH.search(line) for line in done.stderr.splitlines())
-        if m
+    lines = [
+        line
+        for line in done.stderr.splitlines()
+        if _EPOCH.search(line) or line.startswith(("augmenting with", "validation accuracy"))
     ]
+    epochs = epochs_of(lines)
     val = [e["val_accuracy"] for e in epochs]
     return {
         "seed": seed,
@@ -58,6 +74,7 @@ def run_demo(seed: int, backend: str) -> dict[str, Any]:
         "first_val_accuracy": val[0],
         "best_epoch": val.index(max(val)) + 1,
         "epochs": epochs,
+        "output": lines,
         "wall_seconds": wall,
         "loadavg_before": load,
         "loadavg_after": os.getloadavg()[0],

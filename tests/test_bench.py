@@ -189,3 +189,12 @@ def test_doctor_reports_the_bound_and_a_timeline(demo_dir: Path, tmp_path: Path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "bounds training" in result.stderr and "(iii) model.fit" in result.stderr
     assert timeline.stat().st_size > 0
+
+
+def test_demo_seeds_reads_the_demos_epoch_lines() -> None:
+    from bench.demo_seeds import epochs_of
+
+    line = "epoch 7/30: loss 0.812, accuracy 71.5%, val_accuracy 66.0%, 480 images/s"
+    assert epochs_of(["pipeline alone: 1,259 images/s", line]) == [
+        {"epoch": 7, "loss": 0.812, "accuracy": 0.715, "val_accuracy": 0.66}
+    ]
