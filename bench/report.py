@@ -1,6 +1,8 @@
 """Results as a markdown table, the issue's targets as PASS/MISS, and PNG plots.
 
-Every number comes from the run's JSON; a target whose tools did not run is ``NOT MEASURED``.
+Every number comes from the run's JSON; a target whose tools did not run is ``NOT MEASURED``,
+and a ``--quick`` run (windows of a fraction of a second, a smoke test) judges none: its targets
+are ``NOT JUDGED``.
 """
 
 from __future__ import annotations
@@ -127,8 +129,21 @@ def ratio_of(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else math.nan
 
 
+QUICK = "NOT JUDGED (--quick)"
+"""The verdict of every target of a ``--quick`` run."""
+
+
+def _verdict(ratio: float, required: float, quick: bool) -> str:
+    if quick:
+        return QUICK
+    if not required:
+        return "REPORTED"
+    return "PASS" if ratio >= required else "MISS"
+
+
 def evaluate(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each target of the suite with its measured ratio (of medians, same run) and verdict."""
+    """Each target of the suite with its measured ratio (of medians, same run) and verdict
+    (none for a ``--quick`` run)."""
     rows = []
     for target in TARGETS[result["suite"]]:
         workload = result["workloads"].get(target.workload)
@@ -155,9 +170,7 @@ def evaluate(result: dict[str, Any]) -> list[dict[str, Any]]:
             ratio=ratio,
             cpu_ratio=cpu,
             paired=(median(paired), paired[0], paired[-1]),
-            status=("PASS" if ratio >= target.required else "MISS")
-            if target.required
-            else "REPORTED",
+            status=_verdict(ratio, target.required, result.get("quick", False)),
             detail=f"{top['label']} {_value(top, target.metric):,.3g} / {bottom['label']} "
             f"{_value(bottom, target.metric):,.3g} {unit.get(target.metric, 'MiB peak RSS')}",
         )

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import tensorflow as tf
     from nvidia.dali.pipeline import Pipeline
 
+    from daliaug.outputs.tfdata.dataset import DatasetEngine
+
 __version__ = "0.2.0"
 
 
@@ -37,6 +39,14 @@ def make_dataset(config: Any, **kwargs: Any) -> tf.data.Dataset:
     from daliaug.outputs.tfdata.dataset import make_dataset as _make_dataset
 
     return _make_dataset(config, **kwargs)
+
+
+def describe(dataset: Any) -> DatasetEngine:
+    """Which engine (DALI or TensorFlow ops) and device (CPU or GPU) computes a dataset made by
+    :func:`make_dataset`; see :func:`daliaug.outputs.tfdata.dataset.describe`."""
+    from daliaug.outputs.tfdata.dataset import describe as _describe
+
+    return _describe(dataset)
 
 
 def build_pipeline(config: Any, device: str | None = None, **kwargs: Any) -> Pipeline:
@@ -59,6 +69,7 @@ __all__ = [
     "DataWarning",
     "__version__",
     "build_pipeline",
+    "describe",
     "load_config",
     "make_dataset",
 ]

@@ -66,9 +66,10 @@ def replica_length(total: int, replicas: int, batch_size: int, drop_remainder: b
 class EpochClock:
     """Which epoch each stream of a dataset iterates next. A ``tf.data`` dataset does not know
     which epoch an iteration of it is; each of its streams asks its clock when an iteration
-    starts: the next epoch for that stream, from ``start`` on, or the epoch :meth:`set` gave
-    (Keras' own epoch number, through ``daliaug.keras.EpochSync``: Keras also makes iterators
-    it never uses, which would otherwise count)."""
+    starts reading: the next epoch for that stream, from ``start`` on, or the epoch :meth:`set`
+    gave (Keras' own epoch number, through ``daliaug.keras.EpochSync``). Iterators made and
+    never read (``model.fit`` makes some) ask nothing, except those of a GPU-placed DALI
+    dataset, whose pipeline starts reading when its iterator is made."""
 
     def __init__(self, start: int = 0) -> None:
         self.start = start

@@ -52,8 +52,10 @@ def epochs(dataset: Any, count: int) -> list[list[np.ndarray]]:
 
 
 def small_cnn(classes: int) -> Any:
+    """A small seeded CNN whose loss falls within two epochs on these images."""
     import keras
 
+    keras.utils.set_random_seed(3)
     model = keras.Sequential(
         [
             keras.Input((24, 24, 3)),
@@ -64,7 +66,7 @@ def small_cnn(classes: int) -> Any:
             keras.layers.Dense(classes),
         ]
     )
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(keras.optimizers.Adam(1e-2), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -53,6 +54,43 @@ def test_validate_bad_config_exits_2_naming_the_field(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "transforms.0.rotation.angle" in result.stderr and "[30.0, 10.0]" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_version_and_help_give_whole_summaries() -> None:
+    from daliaug import __version__
+    from daliaug.cli import COMMANDS, summary
+
+    version = daliaug("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"daliaug {__version__}"
+    shown = daliaug("--help", env={"COLUMNS": "80"})
+    assert shown.returncode == 0, shown.stderr
+    text = " ".join(shown.stdout.split())
+    for name in COMMANDS:
+        doc = importlib.import_module(f"daliaug.cli.{name}").__doc__
+        whole = summary(doc)
+        assert whole.endswith("."), (name, whole)  # a sentence, not a line cut short
+        assert f"{name} {whole}" in text, name
+
+
+def test_doctor_preview_and_check_on_the_demo_config_use_the_demo_data(tmp_path: Path) -> None:
+    env = {"DALIAUG_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
+    demo = ROOT / "pipelines" / "demo.yaml"
+    out = tmp_path / "grid.png"
+    preview = daliaug("preview", "--out", out, "--count", "4", env=env)  # the config left out
+    assert preview.returncode == 0, preview.stderr
+    assert out.stat().st_size > 10_000 and (tmp_path / "cache" / "demo" / "train").is_dir()
+    check = daliaug("check", demo, env=env)
+    assert check.returncode == 0, check.stderr
+    assert re.search(r"│\s+800 │", check.stderr) and "every file decodes" in check.stderr
+    doctor = daliaug("doctor", demo, "--steps", "1", "--warmup", "1", env=env)
+    assert doctor.returncode == 0, doctor.stderr
+    assert "bounds training" in doctor.stderr
+    copy = tmp_path / "mine.yaml"  # an unchanged copy is the demo config too; an edited one not
+    copy.write_text(demo.read_text())
+    assert daliaug("check", copy, env=env).returncode == 0
+    copy.write_text(demo.read_text() + "seed: 1\n")
+    edited = daliaug("check", copy, env=env)
+    assert edited.returncode == 3 and "data/train" in edited.stderr
 
 
 def test_preview_writes_a_grid(demo_dir: Path, tmp_path: Path) -> None:

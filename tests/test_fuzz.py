@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from PIL import Image
 from pydantic import BaseModel
 
+from daliaug.parity.examples import TRANSFORM_EXAMPLES
 from tests.helpers import structured_image
 from tests.test_config import _transform
 
@@ -181,68 +182,36 @@ SOURCES = {
     "tfrecord": {"type": "tfrecord", "path": "records"},
     "segmentation": {"type": "segmentation", "images": "i", "masks": "m", "num_classes": 3},
 }
-ENTRIES = {  # a valid entry of each transform, to which the field under test is added
-    "rotation": {"angle": 10},
-    "shear": {"angle": 10},
-    "shift": {"x": 0.1},
-    "zoom": {"factor": 0.1},
-    "brightness": {"factor": 0.1},
-    "contrast": {"factor": 0.1},
-    "saturation": {"factor": 0.1},
-    "hue": {"degrees": 10},
-    "channel_shift": {"intensity": 10},
-    "center_crop": {"size": 8},
-}
-NUMERIC = [
-    "image_size",
-    "channels",
-    "batch_size",
-    "seed",
-    "device_id",
-    "num_threads",
-    "prefetch",
-    "output.mean",
-    "output.std",
-    "output.rescale",
-    "source.arrays.shard_id",
-    "source.arrays.num_shards",
-    "source.arrays.num_classes",
-    "source.tfrecord.num_classes",
-    "source.segmentation.num_classes",
-    "source.segmentation.ignore_index",
-    "transforms.rotation.angle",
-    "transforms.rotation.fill",
-    "transforms.shear.angle",
-    "transforms.shear.fill",
-    "transforms.shift.x",
-    "transforms.shift.y",
-    "transforms.shift.fill",
-    "transforms.zoom.factor",
-    "transforms.zoom.fill",
-    "transforms.flip.horizontal",
-    "transforms.flip.vertical",
-    "transforms.brightness.factor",
-    "transforms.contrast.factor",
-    "transforms.saturation.factor",
-    "transforms.hue.degrees",
-    "transforms.channel_shift.intensity",
-    "transforms.random_resized_crop.scale",
-    "transforms.random_resized_crop.ratio",
-    "transforms.random_resized_crop.size",
-    "transforms.resize.size",
-    "transforms.resize.shorter_side",
-    "transforms.center_crop.size",
-    "transforms.center_crop.fill",
-    "transforms.normalize.mean",
-    "transforms.normalize.std",
-    "transforms.normalize.rescale",
-    "transforms.keras_affine.rotation_range",
-    "transforms.keras_affine.width_shift_range",
-    "transforms.keras_affine.height_shift_range",
-    "transforms.keras_affine.shear_range",
-    "transforms.keras_affine.zoom_range",
-    "transforms.keras_affine.fill",
-]
+
+
+def numeric_fields() -> list[str]:
+    """Every config field whose type holds a number (or numbers), as ``section[.kind].name``
+    (``shard_id`` and ``num_shards``, shared by every source, on the arrays source)."""
+    from daliaug.config import Config, Output
+    from daliaug.sources.base import SourceConfig
+    from daliaug.transforms import TRANSFORMS
+
+    def numeric(model: type) -> set[str]:
+        def holds_numbers(kind: object) -> bool:
+            if isinstance(kind, type) and issubclass(kind, BaseModel):
+                return bool(numeric(kind))
+            pattern = r"(?<![\w'])(int|float)(?![\w'])|Literal\[\d"  # not Literal['int']
+            return kind in (int, float) or bool(re.search(pattern, repr(kind)))
+
+        return {n for n, f in model.model_fields.items() if holds_numbers(f.annotation)}
+
+    found = {n for n in numeric(Config) if n not in ("source", "transforms", "output")}
+    found |= {f"output.{n}" for n in numeric(Output)}
+    found |= {f"source.{k}.{n}" for k, m in SourceConfig.registry.items() for n in numeric(m)}
+    found |= {f"transforms.{k}.{n}" for k, m in TRANSFORMS.items() for n in numeric(m)}
+    shared = {"shard_id", "num_shards"}
+    return sorted(f for f in found if f.rsplit(".", 1)[-1] not in shared or ".arrays." in f)
+
+
+ENTRIES = {example["type"]: example for example in reversed(TRANSFORM_EXAMPLES)}
+"""A valid entry of each transform (the first of its parity examples), to which the field under
+test is added."""
+NUMERIC = numeric_fields()
 """Every config field that takes a number (or numbers), as ``section[.kind].name``."""
 
 NAN, INF = float("nan"), float("inf")
@@ -264,11 +233,12 @@ _values = _adversarial | st.one_of(
 def config_with(path: str, value: object) -> dict:
     """A config over tiny in-memory arrays (or the field's own source) with ``path`` set."""
     config = {"source": dict(SOURCES["arrays"]), "image_size": 8, "batch_size": 2}
+    config |= {"label_mode": "categorical"}  # soft labels, which batch stages need
     config |= {"num_threads": 1, "seed": 1, "shuffle": False}
     section, *rest = path.split(".")
     if section == "transforms":
         kind, name = rest
-        config["transforms"] = [{"type": kind, **ENTRIES.get(kind, {}), name: value}]
+        config["transforms"] = [{**ENTRIES.get(kind, {"type": kind}), name: value}]
     elif section == "source":
         kind, name = rest
         config["source"] = {**SOURCES[kind], name: value}
@@ -286,30 +256,6 @@ def named(path: str, message: str) -> bool:
         return True  # a normalize transform becomes the output's normalization
     where = {"transforms": "transforms.0", "source": "source."}.get(section, section)
     return where in message and name in message
-
-
-def test_every_numeric_field_is_fuzzed() -> None:
-    """NUMERIC lists every field of the config models whose type holds a number."""
-    from daliaug.config import Config, Output
-    from daliaug.sources.base import SourceConfig
-    from daliaug.transforms import TRANSFORMS
-
-    def numeric(model: type) -> set[str]:
-        def holds_numbers(kind: object) -> bool:
-            if isinstance(kind, type) and issubclass(kind, BaseModel):
-                return bool(numeric(kind))
-            pattern = r"(?<![\w'])(int|float)(?![\w'])|Literal\[\d"  # not Literal['int']
-            return kind in (int, float) or bool(re.search(pattern, repr(kind)))
-
-        return {n for n, f in model.model_fields.items() if holds_numbers(f.annotation)}
-
-    found = {n for n in numeric(Config) if n not in ("source", "transforms", "output")}
-    found |= {f"output.{n}" for n in numeric(Output)}
-    found |= {f"source.{k}.{n}" for k, m in SourceConfig.registry.items() for n in numeric(m)}
-    found |= {f"transforms.{k}.{n}" for k, m in TRANSFORMS.items() for n in numeric(m)}
-    shared = {"shard_id", "num_shards"}  # of every source; fuzzed on the arrays source
-    found = {f for f in found if f.rsplit(".", 1)[-1] not in shared or ".arrays." in f}
-    assert found == set(NUMERIC)
 
 
 @settings(max_examples=400, deadline=None)

@@ -55,6 +55,46 @@ def test_build_pipeline_needs_no_tensorflow_and_defines_gpu_graphs_without_a_gpu
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
 
 
+def test_build_pipeline_for_a_gpu_without_one_is_a_backend_error(numbered_list: Path) -> None:
+    """Defined without a GPU (see above), but building or running it says so in daliaug's
+    terms: a BackendError (exit code 4), not DALI's RuntimeError from CUDA."""
+    from daliaug.engines.select import dali_gpu_count
+
+    if dali_gpu_count() > 0:
+        pytest.skip("this machine has a GPU")
+    pipe = daliaug.build_pipeline(numbered(numbered_list), "gpu")
+    for step in (pipe.build, pipe.run):
+        with pytest.raises(daliaug.BackendError, match="DALI sees 0 CUDA GPU") as caught:
+            step()
+        assert caught.value.exit_code == 4
+
+
+@pytest.mark.parametrize(
+    ("backend", "engine", "text"),
+    [("cpu", ("dali", "cpu"), "DALI on the CPU"), ("tf", ("tf", "cpu"), "TensorFlow ops")],
+)
+def test_describe_names_the_engine_and_device(
+    numbered_list: Path, backend: str, engine: tuple[str, str], text: str
+) -> None:
+    ds = daliaug.make_dataset(numbered(numbered_list, backend=backend))
+    described = daliaug.describe(ds)
+    assert (described.name, described.device, described.replicas) == (*engine, 1)
+    assert str(described) == text
+    with pytest.raises(ValueError, match="make_dataset"):
+        daliaug.describe(ds.map(lambda *batch: batch))
+
+
+def test_describe_says_what_auto_picked(numbered_list: Path) -> None:
+    from daliaug.engines.select import resolve_backend
+
+    config = numbered(numbered_list, backend="auto")
+    described = daliaug.describe(daliaug.make_dataset(config))
+    picked = resolve_backend(config)  # a file list without a GPU: the TensorFlow backend
+    assert (described.name, described.device) == (
+        ("tf", "cpu") if picked == "tf" else ("dali", picked)
+    )
+
+
 def test_class_weights_come_out_of_the_pipeline(backend: str, numbered_list: Path) -> None:
     config = numbered(numbered_list, backend=backend, shuffle=True)
     ds = daliaug.make_dataset(config, class_weight={3: 2.5, 7: 0.0})

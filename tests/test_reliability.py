@@ -171,6 +171,33 @@ class Recorder:
         self.model.compile("adam", "sparse_categorical_crossentropy", run_eagerly=True)
 
 
+@pytest.mark.parametrize("initial_epoch", [0, 2])
+def test_fit_reads_the_data_epoch_of_each_keras_epoch_without_a_callback(
+    backend: str, numbered_list: Path, initial_epoch: int
+) -> None:
+    """A plain ``fit`` reads data epochs 0, 1, 2, 3; ``make_dataset(initial_epoch=k)`` with
+    ``fit(initial_epoch=k)`` reads k, k+1... (with validation data, as the demo runs it). On
+    DALI too: the iterators Keras makes and never reads claim no epoch."""
+    from daliaug.epoch import Epochs
+
+    source = {"type": "file_list", "path": str(numbered_list)}
+    config = config_for(
+        numbered_list.parent, source=source, backend=backend, shuffle=True, batch_size=5
+    )
+    recorder = Recorder()
+    recorder.model.fit(
+        daliaug.make_dataset(config, initial_epoch=initial_epoch),
+        validation_data=daliaug.make_dataset(config),
+        epochs=4,
+        initial_epoch=initial_epoch,
+        verbose=0,
+        shuffle=False,
+    )
+    epochs = Epochs.of(config, 23)
+    expected = [b.tolist() for e in range(initial_epoch, 4) for b in epochs.batches(e)]
+    assert recorder.seen == expected
+
+
 def test_fit_interrupted_and_resumed_sees_the_same_data(backend: str, numbered_list: Path) -> None:
     """Keras' epochs read the data epochs of their numbers (EpochSync), so a run resumed at
     epoch k with model.fit(initial_epoch=k) sees what an uninterrupted run saw from k on."""

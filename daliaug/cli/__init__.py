@@ -20,6 +20,7 @@ from types import FrameType
 
 from rich.text import Text
 
+from daliaug import __version__
 from daliaug.cli.common import console
 from daliaug.errors import DaliaugError, carried_error, readable
 
@@ -31,12 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="daliaug",
         description="GPU image decoding and augmentation for Keras training with NVIDIA DALI.",
     )
+    parser.add_argument("--version", action="version", version=f"daliaug {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"daliaug.cli.{name}")
-        command = sub.add_parser(
-            name, help=module.__doc__.splitlines()[0], description=module.__doc__
-        )
+        command = sub.add_parser(name, help=summary(module.__doc__), description=module.__doc__)
         module.register(command)
         command.set_defaults(run=module.run)
     return parser
@@ -49,6 +49,11 @@ class Terminated(KeyboardInterrupt):
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated
+
+
+def summary(doc: str) -> str:
+    """A command's summary for the top-level help: its docstring's first paragraph, whole."""
+    return " ".join(doc.strip().split("\n\n", 1)[0].split())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

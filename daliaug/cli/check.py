@@ -14,28 +14,35 @@ import argparse
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from daliaug.cli.common import console, plain
+from daliaug.cli.common import (
+    add_config_argument,
+    console,
+    is_demo_config,
+    plain,
+    with_demo_data,
+)
+from daliaug.config import Config, load_config
 from daliaug.errors import readable
 
 SHOWN = 20
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "target",
-        help="pipeline config (YAML or JSON, or a shipped config's name), or a folder of images",
-    )
+    add_config_argument(parser, "target", "a folder of images, or a pipeline config")
 
 
 def run(args: argparse.Namespace) -> int:
     from daliaug.tools.check import check, files_to_check
 
+    target: str | Config = args.target
+    if is_demo_config(args.target):
+        target = with_demo_data(load_config(args.target))
     with console.status(plain(f"listing {args.target}")):
-        total = files_to_check(args.target)
+        total = files_to_check(target)
     columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress("decoding", *columns, console=console, transient=True) as progress:
         task = progress.add_task("check", total=total)
-        report = check(args.target, lambda n: progress.advance(task, n))
+        report = check(target, lambda n: progress.advance(task, n))
     summary = Table(title=readable(f"daliaug check {args.target} ({report.decoder})"))
     for column in ("files", "from the cache", "bad", "seconds"):
         summary.add_column(column, justify="right")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from importlib.resources import files
 from pathlib import Path
 
 from rich.console import Console
@@ -23,6 +24,11 @@ def plain(text: str) -> Text:
     return Text(readable(text))
 
 
+DEMO_CONFIG = str(files("daliaug.pipelines") / "demo.yaml")
+"""The shipped demo config: what ``daliaug demo`` trains with, and the default config of the
+commands that take one."""
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer of at least 1."""
     value = int(text)
@@ -31,15 +37,46 @@ def positive_int(text: str) -> int:
     return value
 
 
+def add_config_argument(
+    parser: argparse.ArgumentParser, name: str = "config", what: str = "pipeline config"
+) -> None:
+    parser.add_argument(
+        name,
+        nargs="?",
+        default=DEMO_CONFIG,
+        help=f"{what} (YAML or JSON, or a shipped config's name); default: the shipped demo.yaml "
+        "on the demo data",
+    )
+
+
 def add_data_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data", type=Path, help="data for the config's source (replaces its path)"
     )
 
 
+def is_demo_config(path: str) -> bool:
+    """Whether ``path`` is the shipped demo config or an unchanged copy of it (whose source
+    path is a placeholder for the demo data)."""
+    try:
+        return Path(path).read_bytes() == Path(DEMO_CONFIG).read_bytes()
+    except OSError:
+        return False
+
+
+def with_demo_data(config: Config) -> Config:
+    """``config`` reading the demo's training data (written to the cache on first use)."""
+    from daliaug.tools.demo_sources import demo_sources
+
+    with console.status("writing the demo data to the cache (first run only)"):
+        train, _ = demo_sources(config.source)
+    return config.model_copy(update={"source": train})
+
+
 def config_from_args(args: argparse.Namespace) -> Config:
-    """The config named on the command line, its source pointed at ``--data`` if given."""
+    """The config named on the command line, its source pointed at ``--data`` if given, or at
+    the demo data for the demo config."""
     config = load_config(args.config)
-    if getattr(args, "data", None) is None:
-        return config
-    return config.model_copy(update={"source": config.source.with_path(args.data)})
+    if getattr(args, "data", None) is not None:
+        return config.model_copy(update={"source": config.source.with_path(args.data)})
+    return with_demo_data(config) if is_demo_config(args.config) else config

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from importlib.resources import files
+import math
 from pathlib import Path
 
-from daliaug.cli.common import console, plain, positive_int
+from daliaug.cli.common import DEMO_CONFIG, console, plain, positive_int
 from daliaug.config import Config, load_config
 from daliaug.errors import DataError
 from daliaug.tools.demo import AnySamples, fit, mirrored, pipeline_rate, splits
 
-DEFAULT_CONFIG = "demo.yaml"
+EPOCHS = 30
+"""The demo's default epochs (its learning rate warms up over the first and decays to 0)."""
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -30,10 +31,16 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--data", type=Path, help="data for the config's source (default: demo data)"
     )
     parser.add_argument(
-        "--epochs", type=positive_int, default=12, help="training epochs (default 12)"
+        "--epochs", type=positive_int, default=EPOCHS, help=f"training epochs (default {EPOCHS})"
     )
     parser.add_argument(
         "--backend", choices=["auto", "gpu", "cpu", "tf"], help="override the config"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="override the config's seed, which fixes the data order, the augmentation and the "
+        "model's initial weights",
     )
     parser.add_argument(
         "--replicas",
@@ -44,9 +51,10 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace) -> Config:
-    overrides = {"backend": args.backend} if args.backend else {}
-    path = args.config or str(files("daliaug.pipelines") / DEFAULT_CONFIG)
-    return load_config(path, overrides)
+    overrides: dict[str, object] = {"backend": args.backend} if args.backend else {}
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+    return load_config(args.config or DEMO_CONFIG, overrides)
 
 
 def _explain(error: Exception, samples: AnySamples) -> DataError:
@@ -73,22 +81,27 @@ def run(args: argparse.Namespace) -> int:
         f"{train_samples.num_classes} classes: {', '.join(train_samples.class_names)}"
     )
     with console.status("starting TensorFlow and building the DALI pipelines"):
+        import keras
         import tensorflow as tf
 
-        from daliaug.engines.select import resolve_backend
-        from daliaug.outputs.tfdata.dataset import make_dataset
+        from daliaug.outputs.tfdata.dataset import describe, make_dataset
         from daliaug.tools.models import model_for
 
         strategy = mirrored(args.replicas) if args.replicas else None
         replicas = strategy.num_replicas_in_sync if strategy else 1
         config = config.model_copy(update={"batch_size": config.batch_size * replicas})
-        backend = resolve_backend(config)
         train_ds = make_dataset(config, samples=train_samples, strategy=strategy)
         val_ds = make_dataset(config.evaluation_twin(), samples=val_samples, strategy=strategy)
+        if config.seed is not None:  # the model's initial weights, like the data's epochs
+            keras.utils.set_random_seed(config.seed)
         with strategy.scope() if strategy else contextlib.nullcontext():
-            model = model_for(config, train_samples.num_classes)
-    where = "TensorFlow ops" if backend == "tf" else f"DALI on the {backend.upper()}"
-    console.print(f"augmenting with {where}; model: {model.count_params():,} parameters")
+            batches = math.ceil(len(train_samples) / config.batch_size)
+            model = model_for(
+                config, train_samples.num_classes, steps=args.epochs * batches, warmup=batches
+            )
+    console.print(
+        f"augmenting with {describe(train_ds)}; model: {model.count_params():,} parameters"
+    )
     if strategy:
         console.print(
             f"{replicas} replicas ({', '.join(strategy.extended.worker_devices)}), one pipeline "

@@ -3,8 +3,9 @@
 Measures (i) images/s of the config's pipeline alone, (ii) the model's training steps on a
 synthetic batch already in memory, (iii) model.fit fed by the pipeline, each over --steps
 batches after --warmup untimed ones, and says which of (i) and (ii) bounds (iii) and by how
-much. Machine CPU utilisation is sampled throughout (and GPU utilisation through NVML where
-nvidia-ml-py and a GPU are present); --timeline writes it as a PNG with the phases marked.
+much. The CPU use of this process (and of any workers it starts), as a share of all cores, is
+sampled throughout (and GPU utilisation through NVML where nvidia-ml-py and a GPU are present);
+--timeline writes it as a PNG with the phases marked.
 """
 
 from __future__ import annotations
@@ -14,11 +15,17 @@ from pathlib import Path
 
 from rich.table import Table
 
-from daliaug.cli.common import add_data_argument, config_from_args, console, positive_int
+from daliaug.cli.common import (
+    add_config_argument,
+    add_data_argument,
+    config_from_args,
+    console,
+    positive_int,
+)
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", help="pipeline config (YAML or JSON)")
+    add_config_argument(parser)
     parser.add_argument(
         "--model", default="small", help="small (default), resnet50, or a saved Keras model file"
     )
@@ -47,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         result = diagnose(config, args.model, args.steps, args.warmup)
     augments = "TensorFlow ops" if result.device == "tf" else f"DALI on the {result.device.upper()}"
     table = Table(title=f"model {result.model}, batch {result.batch_size}, {augments}")
-    for column in ("phase", "images/s", "steps", "CPU (machine)", "GPU"):
+    for column in ("phase", "images/s", "steps", "CPU (this process)", "GPU"):
         table.add_column(column, justify="left" if column == "phase" else "right")
     names = {
         "pipeline": "(i) pipeline alone",

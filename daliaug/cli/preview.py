@@ -5,12 +5,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from daliaug.cli.common import add_data_argument, config_from_args, console, positive_int
+from daliaug.cli.common import (
+    add_config_argument,
+    add_data_argument,
+    config_from_args,
+    console,
+    positive_int,
+)
 from daliaug.tools.preview import preview
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", help="pipeline config (YAML or JSON)")
+    add_config_argument(parser)
     parser.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG to write")
     parser.add_argument(
         "--count", type=positive_int, default=16, help="number of samples (default 16)"

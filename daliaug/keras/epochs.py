@@ -8,13 +8,17 @@ import keras
 
 
 class EpochSync(keras.callbacks.Callback):
-    """Makes each epoch of ``model.fit`` read the data epoch of the same number.
+    """Makes each epoch of ``model.fit`` read the data epoch of the same number, whatever
+    epoch the dataset would read next.
 
-    A daliaug dataset numbers its epochs by the iterations made of it; ``model.fit`` also makes
-    iterators it never uses (Keras 3 makes the next epoch's at the end of each epoch, then
-    another at its start), so the data epochs run ahead of Keras'. With this callback the
-    dataset's epochs follow Keras' epoch numbers exactly, also after ``initial_epoch=k`` or a
-    restore by ``BackupAndRestore``: ``model.fit(ds, callbacks=[EpochSync(ds)])``.
+    A daliaug dataset numbers its epochs by the iterations read from it, from ``make_dataset``'s
+    ``initial_epoch``; a plain ``fit``, or ``fit(initial_epoch=k)`` on
+    ``make_dataset(initial_epoch=k)``, needs no callback. This one is for the cases the dataset
+    cannot know: a restore by ``BackupAndRestore`` (Keras picks the epoch inside ``fit``), and
+    a DALI dataset placed on the GPU, whose iterators start reading as soon as Keras makes them
+    (Keras 3 makes one after each epoch's last step that it never reads, so without the
+    callback the data epochs run ahead of Keras' from the third epoch on):
+    ``model.fit(ds, callbacks=[EpochSync(ds)])``.
     """
 
     def __init__(self, *datasets: Any) -> None:

@@ -44,9 +44,9 @@ def folder_samples(folder: Path) -> Samples:
     return Samples.of_files({"path": paths}, ["images"], sizes, rejected, ignored, label=labels)
 
 
-def config_and_samples(target: str) -> tuple[Config, Samples]:
+def config_and_samples(target: str | Config) -> tuple[Config, Samples]:
     """A folder of images (checked as they are), or a config (its source's files)."""
-    if Path(target).is_dir():
+    if not isinstance(target, Config) and Path(target).is_dir():
         source = {"type": "directory", "path": target}
         return load_config({"source": source, "image_size": 1}), folder_samples(Path(target))
     config = load_config(target)
@@ -60,7 +60,7 @@ def config_and_samples(target: str) -> tuple[Config, Samples]:
     return config, samples
 
 
-def check(target: str, progress: Callable[[int], None] | None = None) -> CheckReport:
+def check(target: str | Config, progress: Callable[[int], None] | None = None) -> CheckReport:
     """Check ``target`` (a config or a folder); ``progress`` hears how many files each step
     covered (the total is the number of files listed, header failures included)."""
     config, samples = config_and_samples(target)
@@ -77,7 +77,7 @@ def check(target: str, progress: Callable[[int], None] | None = None) -> CheckRe
     return CheckReport(total, result.cached, bad, result.seconds, decoder, listed, samples.ignored)
 
 
-def files_to_check(target: str) -> int:
+def files_to_check(target: str | Config) -> int:
     """How many files :func:`check` will report on (for a progress bar)."""
     _, samples = config_and_samples(target)
     return sum(len(paths) for paths in samples.files.values()) + len(samples.rejected)

@@ -6,13 +6,15 @@ memory (``fit`` on ``Dataset.from_tensors(batch).repeat()``), so no input work a
 (iii) **fit**: ``model.fit`` fed by ``make_dataset(config)``.
 Each phase times ``steps`` batches after ``warmup`` untimed ones; partial last batches are
 dropped (``drop_remainder``) so every step holds ``batch_size`` images. Whichever of (i) and
-(ii) is slower bounds (iii). Machine CPU utilisation (``/proc/stat``) and, where NVML works, GPU
-utilisation are sampled throughout, and can be drawn as a timeline.
+(ii) is slower bounds (iii). This process's CPU use (a share of all cores, other processes on the
+machine left out) and, where NVML works, GPU utilisation are sampled throughout, and can be
+drawn as a timeline.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +33,8 @@ MODELS = ("small", "resnet50")
 
 @dataclass
 class Phase:
-    """One measurement: rate of the timed steps and the machine's mean utilisation meanwhile."""
+    """One measurement: rate of the timed steps and the mean CPU use of this process (and GPU
+    utilisation) meanwhile."""
 
     name: str
     images_per_s: float
@@ -229,7 +232,12 @@ def plot_timeline(result: Diagnosis, path: Path) -> None:
     assert result.monitor is not None
     samples = result.monitor.samples
     fig, ax = plt.subplots(figsize=(10, 3.5))
-    ax.plot([s.t for s in samples], [s.cpu_percent for s in samples], label="CPU % (machine)")
+    cores = len(os.sched_getaffinity(0))
+    ax.plot(
+        [s.t for s in samples],
+        [s.cpu_percent for s in samples],
+        label=f"CPU % of this process (100 = all {cores} cores)",
+    )
     gpu = [(s.t, s.gpu_percent) for s in samples if s.gpu_percent is not None]
     if gpu:
         ax.plot(*zip(*gpu, strict=True), label="GPU %")

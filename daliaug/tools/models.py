@@ -20,33 +20,70 @@ def _layout(config: Config) -> tuple[tuple[int, int, int], str, int]:
 
 
 def _conv_block(
-    x: keras.KerasTensor, filters: int, data_format: str, axis: int
+    x: keras.KerasTensor, filters: int, data_format: str, axis: int, strides: int = 1
 ) -> keras.KerasTensor:
-    x = keras.layers.Conv2D(filters, 3, padding="same", use_bias=False, data_format=data_format)(x)
+    x = keras.layers.Conv2D(
+        filters, 3, strides=strides, padding="same", use_bias=False, data_format=data_format
+    )(x)
     x = keras.layers.BatchNormalization(axis=axis, momentum=0.9)(x)
     return keras.layers.ReLU()(x)
 
 
-def small_cnn(config: Config, num_classes: int) -> keras.Model:
-    """A compact classifier (three blocks of two convolutions) for quick CPU training, compiled."""
+def small_cnn(
+    config: Config, num_classes: int, steps: int | None = None, warmup: int = 0
+) -> keras.Model:
+    """A compact classifier for quick CPU training, compiled (see :func:`compile_classifier`
+    for ``steps`` and ``warmup``).
+
+    Six convolutions with BatchNormalization (32, 32, 64, 64, 128, 128 filters), the first
+    strided (a quarter of the work of a full-resolution first block), then global max pooling:
+    a class is an object somewhere in the image, so its strongest response counts, not its mean
+    over a mostly background image."""
     shape, data_format, axis = _layout(config)
     x = inputs = keras.Input(shape, dtype=config.output.dtype)
-    for filters in (32, 64, 128):
-        x = _conv_block(x, filters, data_format, axis)
-        x = _conv_block(x, filters, data_format, axis)
+    x = _conv_block(x, 32, data_format, axis, strides=2)
+    x = _conv_block(x, 32, data_format, axis)
+    for filters in (64, 128):
         x = keras.layers.MaxPooling2D(data_format=data_format)(x)
-    x = keras.layers.GlobalAveragePooling2D(data_format=data_format)(x)
-    if config.label_mode == "binary":
-        outputs = keras.layers.Dense(1, activation="sigmoid", dtype="float32")(x)
-    else:
-        outputs = keras.layers.Dense(num_classes, activation="softmax", dtype="float32")(x)
-    return compile_classifier(keras.Model(inputs, outputs), config)
+        x = _conv_block(x, filters, data_format, axis)
+        x = _conv_block(x, filters, data_format, axis)
+    x = keras.layers.GlobalMaxPooling2D(data_format=data_format)(x)
+    binary = config.label_mode == "binary"
+    outputs = keras.layers.Dense(
+        1 if binary else num_classes,
+        activation="sigmoid" if binary else "softmax",
+        dtype="float32",
+    )(x)
+    return compile_classifier(keras.Model(inputs, outputs), config, steps, warmup)
 
 
-def compile_classifier(model: keras.Model, config: Config) -> keras.Model:
-    """Compile a classifier for the config's label mode: Adam, cross-entropy, accuracy (a
-    weighted metric, so that samples of weight 0, padding under a strategy, count for
-    nothing)."""
+LEARNING_RATE = 1e-3
+"""Adam's (peak) learning rate for the small models. Twice that (daliaug 0.2's demo) stalled
+the demo's CNN at chance for up to ten epochs, depending on the seed: with BatchNormalization
+a convolution's output ignores the scale of its weights, so Adam's steps, about the same size
+whatever the gradient, turn small freshly initialized weights too far each step for features
+to form; training takes off once the weights have grown (bench/results/demo-seeds-*.md)."""
+
+
+def learning_rate(steps: int | None, warmup: int = 0) -> Any:
+    """:data:`LEARNING_RATE`; with ``steps`` (the whole run's training steps), reached
+    linearly over the first ``warmup`` steps and then decayed to 0 along a cosine."""
+    if steps is None:
+        return LEARNING_RATE
+    return keras.optimizers.schedules.CosineDecay(
+        0.0 if warmup else LEARNING_RATE,
+        max(1, steps - warmup),
+        warmup_target=LEARNING_RATE if warmup else None,
+        warmup_steps=warmup,
+    )
+
+
+def compile_classifier(
+    model: keras.Model, config: Config, steps: int | None = None, warmup: int = 0
+) -> keras.Model:
+    """Compile a classifier for the config's label mode: Adam at :func:`learning_rate`
+    (``steps`` and ``warmup`` in training steps), cross-entropy, accuracy (a weighted metric,
+    so that samples of weight 0, padding under a strategy, count for nothing)."""
     loss = {
         "int": "sparse_categorical_crossentropy",
         "float": "sparse_categorical_crossentropy",
@@ -58,7 +95,8 @@ def compile_classifier(model: keras.Model, config: Config) -> keras.Model:
             f"label_mode: {config.label_mode!r} has no class labels to train a classifier on; "
             "use int, float, categorical or binary"
         )
-    model.compile(optimizer=keras.optimizers.Adam(2e-3), loss=loss, weighted_metrics=["accuracy"])
+    optimizer = keras.optimizers.Adam(learning_rate(steps, warmup))
+    model.compile(optimizer=optimizer, loss=loss, weighted_metrics=["accuracy"])
     return model
 
 
@@ -123,8 +161,11 @@ def small_segmenter(config: Config, num_classes: int) -> keras.Model:
     return model
 
 
-def model_for(config: Config, num_classes: int) -> keras.Model:
-    """The demo model that fits the config's task."""
+def model_for(
+    config: Config, num_classes: int, steps: int | None = None, warmup: int = 0
+) -> keras.Model:
+    """The demo model that fits the config's task (a classifier's learning rate scheduled over
+    ``steps`` training steps with ``warmup``, see :func:`learning_rate`)."""
     if config.source.segmentation:
         return small_segmenter(config, num_classes)
-    return small_cnn(config, num_classes)
+    return small_cnn(config, num_classes, steps, warmup)

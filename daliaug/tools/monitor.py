@@ -1,4 +1,5 @@
-"""Resource sampling for ``daliaug doctor`` and the benchmarks: CPU, memory and GPU.
+"""Resource sampling for ``daliaug doctor`` and the benchmarks: CPU, memory and GPU, of this
+process and its descendants (not of the machine, whose other load would blur the figures).
 
 Stdlib only (``/proc``, Linux); GPU figures come from NVML when ``pynvml`` (the
 ``nvidia-ml-py`` package) imports and finds a device, else they are ``None`` with a note why.
@@ -15,14 +16,6 @@ from typing import Any
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def cpu_jiffies() -> tuple[int, int]:
-    """``(busy, total)`` CPU time of the whole machine so far, in clock ticks (``/proc/stat``)."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    total = sum(fields[:8])  # guest time is already part of user time
-    return total - idle, total
 
 
 def _stat_fields(pid: int) -> list[str]:
@@ -122,10 +115,12 @@ class Nvml:
 
 @dataclass
 class Sample:
-    """One reading: seconds since the monitor started, machine CPU %, GPU %, memory."""
+    """One reading: seconds since the monitor started, CPU %, GPU %, memory."""
 
     t: float
     cpu_percent: float
+    """CPU time of this process and its descendants over the last interval, in percent of all
+    the cores it may run on (100: every core busy with this process)."""
     gpu_percent: float | None
     rss_bytes: int
     gpu_bytes: int | None
@@ -135,8 +130,8 @@ class Sample:
 class Monitor:
     """Samples every ``interval`` seconds in a background thread while running (``with``).
 
-    ``rss_bytes`` sums this process and its descendants (the pool workers of a benchmark);
-    ``mark(name)`` records when a phase starts, for timelines.
+    ``cpu_percent`` and ``rss_bytes`` count this process and its descendants (the pool
+    workers of a benchmark); ``mark(name)`` records when a phase starts, for timelines.
     """
 
     interval: float = 0.2
@@ -166,15 +161,16 @@ class Monitor:
         self.marks.append((self.now(), name))
 
     def _run(self) -> None:
-        busy0, total0 = cpu_jiffies()
         pid, rounds = os.getpid(), 0
+        cores = len(os.sched_getaffinity(0))
+        cpu0, wall0 = tree_cpu_seconds(self._kids), time.perf_counter()
         while not self._stop.wait(self.interval):
             if rounds % 10 == 0:  # scanning /proc for new children is the costly part
                 self._kids = children(pid)
             rounds += 1
-            busy, total = cpu_jiffies()
-            cpu = 100.0 * (busy - busy0) / max(1, total - total0)
-            busy0, total0 = busy, total
+            cpu1, wall1 = tree_cpu_seconds(self._kids), time.perf_counter()
+            cpu = 100.0 * (cpu1 - cpu0) / max(1e-9, (wall1 - wall0) * cores)
+            cpu0, wall0 = cpu1, wall1
             pids = [pid, *self._kids]
             gpu = self.gpu if self.gpu is not None and self.gpu.available else None
             self.samples.append(

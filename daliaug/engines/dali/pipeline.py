@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from nvidia.dali import fn, pipeline_def, types
+from nvidia.dali import fn, types
 from nvidia.dali import tfrecord as tfrec
 from nvidia.dali.pipeline import DataNode, Pipeline
 
@@ -38,7 +38,8 @@ from daliaug.engines.dali.image import (
 )
 from daliaug.engines.dali.math import MATH, DaliRandom, as_tensor_arg
 from daliaug.engines.feed import INPUTS, RecordLayout, WarpLayout, graph_inputs
-from daliaug.engines.select import Device
+from daliaug.engines.select import Device, dali_gpu_count
+from daliaug.errors import BackendError
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -53,6 +54,24 @@ GPU_INPUTS = frozenset({"image", "label", "target", "weight"})
 their placeholders take GPU tensors (``external_source(device="gpu")``), so inputs already on
 the GPU stay there; the others (file names, ``warp``, packed records) feed CPU operators or
 argument inputs, which read host memory."""
+
+
+class DaliaugPipeline(Pipeline):
+    """DALI's ``Pipeline``, whose ``build`` (which DALI's ``run`` and its framework iterators
+    call too) raises :class:`~daliaug.errors.BackendError` (exit code 4) where the pipeline
+    needs a GPU that DALI does not see, rather than DALI's ``RuntimeError`` from CUDA. Without
+    a GPU the graph can still be defined and checked (:mod:`daliaug.engines.dali.check`)."""
+
+    def build(self) -> None:
+        if not self._built and self.device_id is not None:
+            count = dali_gpu_count()
+            if self.device_id >= count:
+                raise BackendError(
+                    f"this DALI pipeline runs on GPU {self.device_id}, but DALI sees {count} "
+                    "CUDA GPU(s) here; build it for the CPU instead "
+                    "(build_pipeline(config, 'cpu'), or backend: cpu)"
+                )
+        super().build()
 
 
 @dataclass(frozen=True)
@@ -166,13 +185,6 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
     ``label_mode`` says, masks, or the images again; none for ``label_mode: none``)."""
     plan = config.plan
 
-    @pipeline_def(
-        batch_size=config.batch_size,
-        num_threads=config.dali_threads,
-        device_id=config.device_id if options.device == "gpu" else None,
-        seed=config.seed,
-        prefetch_queue_depth=config.prefetch,
-    )
     def graph() -> tuple[DataNode, ...]:
         nodes = _input_nodes(options) if options.inputs else {}
         label, weight = nodes.get("label", nodes.get("target")), nodes.get("weight")
@@ -209,7 +221,16 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             outputs.append(weight.gpu() if options.device == "gpu" else weight)
         return tuple(outputs)
 
-    return graph()
+    pipe = DaliaugPipeline(
+        batch_size=config.batch_size,
+        num_threads=config.dali_threads,
+        device_id=config.device_id if options.device == "gpu" else None,
+        seed=config.seed,
+        prefetch_queue_depth=config.prefetch,
+    )
+    with pipe:
+        pipe.set_outputs(*graph())
+    return pipe
 
 
 def size_hint(samples: Samples | RecordSamples) -> tuple[int, int] | None:

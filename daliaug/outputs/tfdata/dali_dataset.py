@@ -117,6 +117,22 @@ def memory_policy() -> None:
             return
 
 
+def on_first_batch(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """``dataset`` whose iterator is made when the first batch is asked for, not when an
+    iterator of the result is made.
+
+    DALI's iterator starts its pipeline as soon as it is made (``Initialize`` prefetches
+    ``prefetch`` batches), so it reads its input streams at once and each claims an epoch from
+    the clock. ``model.fit`` makes iterators it never reads: where the batches per epoch are
+    known, Keras 3's ``EpochIterator`` makes the next epoch's iterator after an epoch's last
+    step, then makes another at the next epoch's start (it keeps one only with
+    ``steps_per_epoch``), so a plain ``fit`` would read data epochs 0, 2, 4... A ``flat_map``
+    makes its inner iterator at its first ``GetNext``, as ``tf.data``'s own datasets (the
+    TensorFlow backend's ``from_generator`` streams) start their work, so an iterator never
+    read claims no epoch."""
+    return tf.data.Dataset.from_tensors(0).flat_map(lambda _: dataset)
+
+
 def _packed(stream: tf.data.Dataset, layout: RecordLayout) -> tf.data.Dataset:
     """``(encoded, labels, weights, warp)`` batches packed into rows of :class:`RecordLayout`."""
 
@@ -164,7 +180,8 @@ def dali_dataset(
     per iteration (see :class:`DatasetOptions`), placed on ``options.place``: by default the
     host CPU for DALI on the CPU and DALI's GPU for DALI on the GPU. The number of batches per
     epoch is the dataset's ``batches_per_epoch`` and its ``cardinality()``
-    (:func:`report_length`)."""
+    (:func:`report_length`). On the host, an iterator reads its epoch's streams from its first
+    batch (:func:`on_first_batch`); a GPU-placed one from the moment it is made."""
     if device == "gpu":
         memory_policy()  # first: what follows starts TensorFlow's runtime
         if not tf.config.list_physical_devices("GPU"):
@@ -204,7 +221,7 @@ def dali_dataset(
         report_length(ds, len(epochs))
     else:
         # Fails loudly should an epoch ever hold a different number of batches.
-        ds = ds.apply(tf.data.experimental.assert_cardinality(len(epochs)))
+        ds = on_first_batch(ds).apply(tf.data.experimental.assert_cardinality(len(epochs)))
     ds.batches_per_epoch = len(epochs)
     ds.epoch_clock = clock
     return ds

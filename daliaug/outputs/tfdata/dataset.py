@@ -9,7 +9,8 @@ Importing this module imports neither TensorFlow nor DALI; the chosen backend do
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -27,6 +28,37 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
     from daliaug.outputs.batches import Batches
+
+_ENGINE = "_daliaug_engine"
+"""The attribute of a dataset made by :func:`make_dataset` that :func:`describe` reads."""
+
+
+@dataclass(frozen=True)
+class DatasetEngine:
+    """Which engine computes a dataset's batches, and on which device."""
+
+    name: Literal["dali", "tf"]
+    """``dali`` (NVIDIA DALI's operators) or ``tf`` (TensorFlow ops)."""
+    device: Literal["cpu", "gpu"]
+    """Where the engine runs (the TensorFlow backend always augments on the CPU)."""
+    replicas: int = 1
+    """Pipelines under a ``tf.distribute`` strategy, one per replica."""
+
+    def __str__(self) -> str:
+        where = "TensorFlow ops" if self.name == "tf" else f"DALI on the {self.device.upper()}"
+        return where if self.replicas == 1 else f"{where}, {self.replicas} replicas"
+
+
+def describe(dataset: Any) -> DatasetEngine:
+    """The :class:`DatasetEngine` a dataset made by :func:`make_dataset` got here (``backend: auto``
+    picks one per machine and source kind); ``str()`` of it reads "DALI on the GPU"."""
+    engine = getattr(dataset, _ENGINE, None)
+    if engine is None:
+        raise ValueError(
+            "describe takes a dataset returned by daliaug.make_dataset (a tf.data stage added "
+            "after it, such as .map, makes a new dataset that does not know its engine)"
+        )
+    return engine
 
 
 def make_dataset(
@@ -88,7 +120,9 @@ def make_dataset(
     if strategy is not None:
         from daliaug.outputs.tfdata.replicas import distributed_dataset
 
-        return distributed_dataset(prepared, strategy, options)
+        dataset = distributed_dataset(prepared, strategy, options)
+        replicas = strategy.num_replicas_in_sync
+        return _described(dataset, prepared.engine.name, prepared.device, replicas)
     if options.weighs and config.label_mode == "none":
         raise ConfigError("label_mode: 'none' yields the images alone, without weights")
     if framework != "tensorflow":
@@ -96,7 +130,14 @@ def make_dataset(
         return framework_batches(
             framework, config, samples, prepared.device, options, initial_epoch
         )
-    return engine_dataset(prepared.engine.name, config, samples, prepared.device, options)
+    dataset = engine_dataset(prepared.engine.name, config, samples, prepared.device, options)
+    return _described(dataset, prepared.engine.name, prepared.device, 1)
+
+
+def _described(dataset: Any, engine: str, device: Device, replicas: int) -> Any:
+    """``dataset``, marked with the engine that computes it (for :func:`describe`)."""
+    setattr(dataset, _ENGINE, DatasetEngine(engine, device, replicas))
+    return dataset
 
 
 def engine_dataset(
