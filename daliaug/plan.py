@@ -102,6 +102,11 @@ class Plan:
         return any(isinstance(t, ColourTransform) for t in self.transforms)
 
     @property
+    def uses_mean(self) -> bool:
+        """Whether the colour map weighs the per-channel mean of the image it receives."""
+        return any(isinstance(t, ColourTransform) and t.uses_mean for t in self.transforms)
+
+    @property
     def resizes(self) -> bool:
         """Whether the fused warp is an axis-aligned scale and shift (flips included) that clamps
         at the border and samples bilinearly: then a resize of a source window computes it
@@ -148,8 +153,9 @@ class Plan:
         destination-to-source ``matrix`` (2x3) of the image warp (with ``resize``, instead the
         source points ``resize_start`` and ``resize_end`` (y, x) of the output's corners), the
         same for masks from full-source mask pixels (with ``masks``, names prefixed ``mask_``),
-        the ``offset`` (one value, when the plan has an offset step) and the ``colour`` matrix
-        (C x (C+1), when the plan has one)."""
+        the ``offset`` (one value, when the plan has an offset step), the ``colour`` matrix
+        (C x (C+1), when the plan has one) and its ``colour_mean`` matrix (C x C, the weights of
+        the image's per-channel mean, when the plan :attr:`uses_mean`)."""
         geometry = self.geometry(params, source, m, fuse_roi=fuse_roi)
         out = self._resampling(geometry.forward, resize)
         if geometry.roi is not None:
@@ -164,6 +170,8 @@ class Plan:
         colour = self.colour(params, m)
         if colour is not None:
             out["colour"] = colour.flat()
+            if self.uses_mean:
+                out["colour_mean"] = colour.flat_means()
         return out
 
     def _resampling(self, forward: Affine, resize: bool) -> dict[str, list[Scalar]]:

@@ -134,6 +134,8 @@ class WarpLayout:
             names.append("offset")
         if self.plan.has_colour:
             names.append("colour")
+            if self.plan.uses_mean:
+                names.append("colour_mean")
         return tuple(names)
 
     def shape(self, name: str) -> tuple[int, ...]:
@@ -141,6 +143,8 @@ class WarpLayout:
         c = self.plan.channels
         if name == "colour":
             return (c, c + 1)
+        if name == "colour_mean":
+            return (c, c)
         if name == "offset":
             return (1,)
         return (2, 3) if name.endswith("matrix") else (2,)

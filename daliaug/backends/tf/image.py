@@ -236,16 +236,28 @@ def recolour(images: tf.Tensor, colour: tf.Tensor, channels: int) -> tf.Tensor:
     return moved
 
 
+def with_mean(images: tf.Tensor, colour: tf.Tensor, means: tf.Tensor, channels: int) -> tf.Tensor:
+    """``colour`` (``[M | t]``, ``(batch, C, C + 1)``) with ``N @ mean`` added to ``t``:
+    ``means`` is ``N`` ``(batch, C, C)``, ``mean`` each image's per-channel mean."""
+    mean = tf.reduce_mean(images, axis=[1, 2])
+    shift = tf.reduce_sum(means * mean[:, tf.newaxis, :], axis=-1)
+    return tf.concat([colour[..., :channels], colour[..., channels:] + shift[..., tf.newaxis]], -1)
+
+
 def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
     """A batch of resampled float32 images to the output: shifted within each image's range
-    (``inputs["offset"]``), recoloured (``out = M @ rgb + t`` with ``inputs["colour"]`` =
-    ``[M | t]`` per image) and clipped to 0..255, then ``(x - mean) * (1 / std)`` like DALI in
-    the output dtype, or for ``uint8`` output rounded half up, in the output layout. Nothing is
-    rounded before that (one expression: XLA fuses it into one pass)."""
+    (``inputs["offset"]``), recoloured (``out = M @ rgb + N @ mean + t`` with
+    ``inputs["colour"]`` = ``[M | t]`` per image, ``inputs["colour_mean"]`` = ``N`` if given)
+    and clipped to 0..255, then ``(x - mean) * (1 / std)`` like DALI in the output dtype, or for
+    ``uint8`` output rounded half up, in the output layout. Nothing is rounded before that (one
+    expression: XLA fuses it into one pass)."""
     if "offset" in inputs:
         images = shift_within_range(images, inputs["offset"])
     if "colour" in inputs:
-        images = tf.clip_by_value(recolour(images, inputs["colour"], config.channels), 0.0, 255.0)
+        colour = inputs["colour"]
+        if "colour_mean" in inputs:
+            colour = with_mean(images, colour, inputs["colour_mean"], config.channels)
+        images = tf.clip_by_value(recolour(images, colour, config.channels), 0.0, 255.0)
     if config.output.dtype == "uint8":
         out = tf.cast(tf.floor(images + 0.5), tf.uint8)
     else:
