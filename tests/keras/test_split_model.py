@@ -185,3 +185,34 @@ def test_convert_from_keras_writes_the_saved_models_config(tmp_path: Path) -> No
     ]
     assert np.allclose(written.output.mean, np.asarray(normalize.mean).ravel(), atol=1e-3)
     assert cli(["convert", "--from-keras", str(tmp_path / "missing.keras"), "-o", str(out)]) == 2
+
+
+def test_a_nested_augmentation_block_in_a_functional_model() -> None:
+    augment = keras.Sequential(
+        [L.RandomFlip("horizontal"), L.RandomContrast(0.2), L.Rescaling(1 / 255)], name="aug"
+    )
+    inputs = keras.Input((48, 64, 3))
+    outputs = keras.Sequential(_head())(augment(inputs))
+    model = keras.Model(inputs, outputs)
+    fields, trimmed = daliaug.split_model(model)
+    assert [t["type"] for t in fields["transforms"]] == ["resize", "keras_flip", "keras_contrast"]
+    x = photos(48, 64).astype(np.float32)
+    assert np.allclose(trimmed(x), model(x, training=False), atol=1e-5)
+    assert _types(trimmed) == ["InputLayer", "Rescaling", "Sequential"]  # the head
+
+
+def test_channels_first_layers_give_nchw_batches(backend: str) -> None:
+    x = photos(48, 64)
+    crop = L.CenterCrop(33, 47, data_format="channels_first")
+    config = daliaug.from_keras(
+        [crop],
+        source={"type": "arrays"},
+        image_size=(48, 64),
+        backend=backend,
+        shuffle=False,
+        label_mode="none",
+    )
+    assert config.output.layout == "NCHW"
+    batch = next(iter(daliaug.make_dataset(config, x=x)))
+    expected = crop(x.transpose(0, 3, 1, 2).astype(np.float32))
+    assert np.abs(np.asarray(batch[0]) - np.asarray(expected)).max() < 1e-3
