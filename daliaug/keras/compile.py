@@ -219,7 +219,7 @@ def model_input(layers: Any) -> tuple[tuple[int, int] | None, int | None]:
         shape = tuple(layers.inputs[0].shape)
     except (AttributeError, ValueError, IndexError, TypeError):
         return None, None
-    first = isinstance(layers, keras.Model) and _channels_first(layers)
+    first = _channels_first(layers)
     height, width, channels = (shape[2], shape[3], shape[1]) if first else shape[1:4]
     size = (int(height), int(width)) if height and width else None
     return size, int(channels) if channels else None

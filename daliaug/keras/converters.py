@@ -53,7 +53,6 @@ class Trace:
     interpolations: dict[str, str] = field(default_factory=dict)
     formats: dict[str, str] = field(default_factory=dict)
     """Each layer's ``data_format``, by :func:`label`."""
-    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.scale = np.ones(self.channels)
@@ -123,8 +122,8 @@ class Trace:
         self.scale = self.scale * scale
         self.offset = self.offset * scale + offset
 
-    def resized(self, layer: Any, height: int, width: int) -> None:
-        """The images leave ``layer`` at ``height x width``."""
+    def resized(self, height: int, width: int) -> None:
+        """The images leave the layer at ``height x width``."""
         self.size = (int(height), int(width))
 
     def _fill(self, layer: Any, mode: str, value: float) -> Fill:
@@ -235,14 +234,14 @@ def _random_shear(layer: Any, trace: Trace) -> None:
 def _random_crop(layer: Any, trace: Trace) -> None:
     size = [int(layer.height), int(layer.width)]
     trace.geometric(layer, {"type": "keras_random_crop", "size": size})
-    trace.resized(layer, *size)
+    trace.resized(*size)
 
 
 @converts("CenterCrop", deterministic=True)
 def _center_crop(layer: Any, trace: Trace) -> None:
     size = [int(layer.height), int(layer.width)]
     trace.geometric(layer, {"type": "keras_center_crop", "size": size})
-    trace.resized(layer, *size)
+    trace.resized(*size)
 
 
 @converts("Resizing", deterministic=True)
@@ -259,7 +258,7 @@ def _resizing(layer: Any, trace: Trace) -> None:
         trace.geometric(layer, transform, interpolation=layer.interpolation, **fill)
     else:
         trace.geometric(layer, {"type": "resize", "size": size}, interpolation=layer.interpolation)
-    trace.resized(layer, *size)
+    trace.resized(*size)
 
 
 def _brightness(factor: Any) -> dict[str, Any]:
