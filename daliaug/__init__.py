@@ -1,9 +1,9 @@
 """daliaug: GPU image decoding and augmentation for Keras training with NVIDIA DALI.
 
 ``import daliaug`` imports neither TensorFlow nor DALI; :func:`make_dataset` imports them when
-called, :func:`build_pipeline` DALI only. Where a CUDA driver is present it turns TensorFlow's
-GPU memory growth on before TensorFlow's runtime starts (:mod:`daliaug.cuda`), so that DALI
-finds GPU memory left.
+called, :func:`build_pipeline` DALI only, :func:`from_keras` and :func:`split_model` Keras.
+Where a CUDA driver is present it turns TensorFlow's GPU memory growth on before TensorFlow's
+runtime starts (:mod:`daliaug.cuda`), so that DALI finds GPU memory left.
 """
 
 from __future__ import annotations
@@ -59,6 +59,22 @@ def build_pipeline(config: Any, device: str | None = None, **kwargs: Any) -> Pip
     return _build_pipeline(config, device, **kwargs)
 
 
+def from_keras(layers: Any, **kwargs: Any) -> Config:
+    """The config that does what Keras' preprocessing ``layers`` do in training (imports
+    Keras). See :func:`daliaug.keras.compile.from_keras` for the arguments."""
+    from daliaug.keras.compile import from_keras as _from_keras
+
+    return _from_keras(layers, **kwargs)
+
+
+def split_model(model: Any, **kwargs: Any) -> tuple[dict[str, Any], Any]:
+    """``(config fields, model)``: ``model``'s leading augmentation layers as config fields and
+    the model without them (imports Keras). See :func:`daliaug.keras.split.split_model`."""
+    from daliaug.keras.split import split_model as _split_model
+
+    return _split_model(model, **kwargs)
+
+
 __all__ = [
     "BackendError",
     "BackendWarning",
@@ -70,6 +86,8 @@ __all__ = [
     "__version__",
     "build_pipeline",
     "describe",
+    "from_keras",
     "load_config",
     "make_dataset",
+    "split_model",
 ]

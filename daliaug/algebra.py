@@ -212,9 +212,13 @@ Row = tuple[Scalar, ...]
 
 @dataclass(frozen=True)
 class ColourMatrix:
-    """An affine colour map ``out = M @ rgb + t`` on the 0..255 scale, one row per channel."""
+    """An affine colour map ``out = M @ rgb + N @ mean + t`` on the 0..255 scale, one row per
+    channel: ``rows`` holds ``[M | t]``; ``means`` (``N``, optional) weighs ``mean``, the
+    per-channel mean of the whole image the map receives (a contrast about the image's own
+    mean needs it; every backend computes that mean in its graph)."""
 
     rows: tuple[Row, ...]
+    means: tuple[Row, ...] | None = None
 
     @staticmethod
     def identity(channels: int) -> ColourMatrix:
@@ -223,30 +227,75 @@ class ColourMatrix:
     @staticmethod
     def diagonal(value: Scalar, channels: int, offset: Scalar = 0.0) -> ColourMatrix:
         """``out = value * in + offset`` on every channel."""
-        rows = tuple(
-            tuple(value if i == j else 0.0 for j in range(channels)) for i in range(channels)
-        )
-        return ColourMatrix.linear(rows, (offset,) * channels)
+        return ColourMatrix.linear(_diagonal(value, channels), (offset,) * channels)
 
     @staticmethod
     def linear(m: tuple[Row, ...], offset: Row | None = None) -> ColourMatrix:
         t = offset or (0.0,) * len(m)
         return ColourMatrix(tuple((*row, t_i) for row, t_i in zip(m, t, strict=True)))
 
+    @staticmethod
+    def about_mean(value: Scalar, channels: int) -> ColourMatrix:
+        """``out = value * (in - mean) + mean`` on every channel (``mean``: the image's own)."""
+        return ColourMatrix(
+            ColourMatrix.diagonal(value, channels).rows, _diagonal(sub(1.0, value), channels)
+        )
+
     @property
     def channels(self) -> int:
         return len(self.rows)
 
+    @property
+    def matrix(self) -> tuple[Row, ...]:
+        """``M``."""
+        return tuple(row[:-1] for row in self.rows)
+
+    @property
+    def offset(self) -> Row:
+        """``t``."""
+        return tuple(row[-1] for row in self.rows)
+
     def then_after(self, first: ColourMatrix) -> ColourMatrix:
-        """``self ∘ first``: apply ``first``, then ``self``."""
-        n = self.channels
-        first_cols = [tuple(first.rows[k][j] for k in range(n)) for j in range(n + 1)]
-        rows = []
-        for row in self.rows:
-            lin = tuple(dot(row[:n], first_cols[j]) for j in range(n))
-            rows.append((*lin, add(dot(row[:n], first_cols[n]), row[n])))
-        return ColourMatrix(tuple(rows))
+        """``self ∘ first``: apply ``first``, then ``self``. The mean ``self`` receives is the
+        mean of ``first``'s output, ``(M1 + N1) mean + t1`` (the maps are affine), so::
+
+            M = M2 M1    N = M2 N1 + N2 (M1 + N1)    t = (M2 + N2) t1 + t2
+        """
+        m1, t1 = first.matrix, first.offset
+        m2, t2 = self.matrix, self.offset
+        matrix = _product(m2, m1)
+        offset = tuple(add(dot(row, t1), t_i) for row, t_i in zip(m2, t2, strict=True))
+        means = None if first.means is None else _product(m2, first.means)
+        if self.means is not None:
+            seen = m1 if first.means is None else _sum(m1, first.means)
+            own = _product(self.means, seen)
+            means = own if means is None else _sum(means, own)
+            shift = tuple(dot(row, t1) for row in self.means)
+            offset = tuple(add(a, b) for a, b in zip(offset, shift, strict=True))
+        return ColourMatrix(ColourMatrix.linear(matrix, offset).rows, means)
 
     def flat(self) -> list[Scalar]:
         """Row-major ``[M | t]`` entries, ``channels * (channels + 1)`` of them."""
         return [v for row in self.rows for v in row]
+
+    def flat_means(self) -> list[Scalar]:
+        """Row-major ``N`` entries, ``channels * channels`` of them (zeros without ``means``)."""
+        if self.means is None:
+            return [0.0] * self.channels**2
+        return [v for row in self.means for v in row]
+
+
+def _diagonal(value: Scalar, channels: int) -> tuple[Row, ...]:
+    return tuple(tuple(value if i == j else 0.0 for j in range(channels)) for i in range(channels))
+
+
+def _product(a: tuple[Row, ...], b: tuple[Row, ...]) -> tuple[Row, ...]:
+    """The matrix product ``a @ b``."""
+    columns = list(zip(*b, strict=True))
+    return tuple(tuple(dot(row, col) for col in columns) for row in a)
+
+
+def _sum(a: tuple[Row, ...], b: tuple[Row, ...]) -> tuple[Row, ...]:
+    return tuple(
+        tuple(add(x, y) for x, y in zip(r, s, strict=True)) for r, s in zip(a, b, strict=True)
+    )

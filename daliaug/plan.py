@@ -149,6 +149,11 @@ class Plan:
         return any(isinstance(t, ColourTransform) for t in self.transforms)
 
     @property
+    def uses_mean(self) -> bool:
+        """Whether the colour map weighs the per-channel mean of the image it receives."""
+        return any(isinstance(t, ColourTransform) and t.uses_mean for t in self.transforms)
+
+    @property
     def resizes(self) -> bool:
         """Whether the fused warp is an axis-aligned scale and shift (flips included) that clamps
         at the border and samples bilinearly: then a resize of a source window computes it
@@ -196,8 +201,9 @@ class Plan:
         source points ``resize_start`` and ``resize_end`` (y, x) of the output's corners), the
         same for masks from full-source mask pixels (with ``masks``, names prefixed ``mask_``),
         the ``offset`` (one value, when the plan has an offset step), the ``colour`` matrix
-        (C x (C+1), when the plan has one) and the ``stages`` parameters (when it has pixel or
-        batch stages)."""
+        (C x (C+1), when the plan has one), its ``colour_mean`` matrix (C x C, the weights of
+        the image's per-channel mean, when the plan :attr:`uses_mean`) and the ``stages``
+        parameters (when it has pixel or batch stages)."""
         geometry = self.geometry(params, source, m, fuse_roi=fuse_roi)
         out = self._resampling(geometry.forward, resize)
         if geometry.roi is not None:
@@ -212,6 +218,8 @@ class Plan:
         colour = self.colour(params, m)
         if colour is not None:
             out["colour"] = colour.flat()
+            if self.uses_mean:
+                out["colour_mean"] = colour.flat_means()
         if self.stage_keys:
             out["stages"] = [params[key] for key in self.stage_keys]
         return out

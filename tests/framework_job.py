@@ -66,7 +66,9 @@ def small_cnn(classes: int) -> Any:
             keras.layers.Dense(classes),
         ]
     )
-    model.compile(keras.optimizers.Adam(1e-2), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        keras.optimizers.Adam(1e-2), keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     return model
 
 

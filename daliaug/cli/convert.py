@@ -1,26 +1,52 @@
-"""Write a folder of class sub-folders into sharded TFRecord files, with a progress bar."""
+"""Write a folder of class sub-folders into sharded TFRecord files, with a progress bar; or,
+with --from-keras, a saved Keras model's preprocessing layers as a daliaug config file."""
 
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from daliaug.cli.common import console, plain, positive_int
+from daliaug.errors import ConfigError
 from daliaug.sources.directory import DirectorySource
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("data", type=Path, help="folder with one sub-folder per class")
-    parser.add_argument("out", type=Path, help="folder to write the .tfrecord shards into")
+    parser.add_argument("data", type=Path, nargs="?", help="folder with one sub-folder per class")
+    parser.add_argument(
+        "out", type=Path, nargs="?", help="folder to write the .tfrecord shards into"
+    )
     parser.add_argument(
         "--shards", type=positive_int, default=4, help="number of files (default 4)"
     )
     parser.add_argument("--prefix", default="data", help="shard file name prefix (default data)")
+    parser.add_argument(
+        "--from-keras",
+        type=Path,
+        metavar="MODEL",
+        help="a saved Keras model (.keras): write the config of its leading preprocessing layers",
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, help="with --from-keras: the config file to write (.yaml)"
+    )
+    parser.add_argument(
+        "--image-size",
+        type=positive_int,
+        nargs=2,
+        metavar=("HEIGHT", "WIDTH"),
+        help="with --from-keras: the size images enter the layers at (default: the model's input)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.from_keras is not None:
+        return _from_keras(args)
+    if args.data is None or args.out is None:
+        raise ConfigError("convert: give DATA and OUT folders, or --from-keras MODEL -o FILE")
     from daliaug.tools.convert import write_tfrecords
 
     with console.status(plain(f"listing {args.data}")):
@@ -34,5 +60,24 @@ def run(args: argparse.Namespace) -> int:
     console.print(
         f"wrote {len(samples)} records of {samples.num_classes} classes "
         f"to {len(files)} files in {args.out}"
+    )
+    return 0
+
+
+def _from_keras(args: argparse.Namespace) -> int:
+    if args.output is None:
+        raise ConfigError("convert --from-keras: give the config file to write with -o FILE")
+    from daliaug.tools.convert import keras_config
+
+    source = args.data or Path("data")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        config = keras_config(args.from_keras, source, args.image_size)
+    for warning in caught:
+        console.print(f"[yellow]note:[/] {escape(str(warning.message))}", soft_wrap=True)
+    args.output.write_text(config.to_yaml())
+    console.print(
+        f"wrote {args.output}: {len(config.transforms)} transforms, {config.backend} backend, "
+        f"source {source} (edit source.path to point at your data)"
     )
     return 0

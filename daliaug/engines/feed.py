@@ -134,6 +134,8 @@ class WarpLayout:
             names.append("offset")
         if self.plan.has_colour:
             names.append("colour")
+            if self.plan.uses_mean:
+                names.append("colour_mean")
         if self.plan.stage_keys:
             names.append("stages")
         return tuple(names)
@@ -143,6 +145,8 @@ class WarpLayout:
         c = self.plan.channels
         if name == "colour":
             return (c, c + 1)
+        if name == "colour_mean":
+            return (c, c)
         if name == "offset":
             return (1,)
         if name == "stages":

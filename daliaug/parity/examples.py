@@ -38,6 +38,14 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "color_degeneration", "factor": 0.8},
     {"type": "solarize", "threshold": 128, "probability": 0.5},
     {"type": "mixup", "alpha": 0.4},
+    {"type": "keras_flip", "mode": "horizontal_and_vertical"},
+    {"type": "keras_zoom", "height_factor": 0.4, "width_factor": [-0.3, 0.5], "fill": 40},
+    {"type": "keras_shear", "x_factor": 0.4, "y_factor": 0.3, "fill": "nearest"},
+    {"type": "keras_random_crop", "size": [40, 56]},
+    {"type": "keras_center_crop", "size": [50, 44]},
+    {"type": "keras_resize", "size": [48, 64], "aspect": "pad", "fill": 90},
+    {"type": "keras_brightness", "factor": 0.3},
+    {"type": "keras_contrast", "factor": [0.4, 1.8]},
 )
 """One or more settings of each transform, with wide ranges (``normalize`` is the output's)."""
 

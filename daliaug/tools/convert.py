@@ -1,11 +1,14 @@
-"""Write a class-folder dataset into sharded TFRecord files of ``tf.train.Example``s."""
+"""Write a class-folder dataset into sharded TFRecord files of ``tf.train.Example``s; turn a
+saved Keras model's preprocessing layers into a daliaug config."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from daliaug.config import Config
+from daliaug.errors import ConfigError
 from daliaug.sources.base import Samples, image_header
 from daliaug.sources.tfrecord import METADATA
 
@@ -64,3 +67,21 @@ def _bytes(value: bytes) -> object:
     import tensorflow as tf
 
     return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+
+def keras_config(model: Path, source: Path, image_size: Sequence[int] | None = None) -> Config:
+    """The daliaug config of the leading preprocessing layers of the Keras model saved at
+    ``model``, reading class folders at ``source``."""
+    import keras
+
+    from daliaug.keras.compile import from_keras
+
+    if not model.is_file():
+        raise ConfigError(f"--from-keras: no model file {model}")
+    try:
+        loaded = keras.saving.load_model(model, compile=False)
+    except Exception as e:  # Keras raises many kinds for a file it cannot read
+        raise ConfigError(f"--from-keras: cannot load the Keras model {model}: {e}") from e
+    return from_keras(
+        loaded, source={"type": "directory", "path": str(source)}, image_size=image_size
+    )

@@ -145,6 +145,8 @@ class ColourTransform(Transform):
     """A per-pixel affine colour change; all of them fuse into one colour pass."""
 
     needs_rgb: ClassVar[bool] = False
+    uses_mean: ClassVar[bool] = False
+    """Whether :meth:`colour` weighs the image's per-channel mean (``ColourMatrix.means``)."""
 
     def colour(self, p: Params, channels: int, m: Math) -> ColourMatrix:
         raise NotImplementedError

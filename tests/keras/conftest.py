@@ -70,3 +70,17 @@ def inside(params: dict, shape: tuple[int, int], margin: float = 1.0) -> np.ndar
     row = {f"0.{k}": v for k, v in affine.from_keras(params, shape).items()}
     geometry = Plan.of([affine], shape).geometry(row, Canvas(*map(float, shape)), NUMPY.math)
     return inside_source(geometry.forward, shape, shape, margin)
+
+
+def photos(h: int = 48, w: int = 64) -> np.ndarray:
+    """Four real photos as ``(4, h, w, 3)`` uint8: scikit-learn's two sample images, whole and
+    their left halves, resized (bilinear) to ``h x w``."""
+    from PIL import Image
+    from sklearn.datasets import load_sample_images
+
+    out = []
+    for image in load_sample_images().images:
+        for part in (image, image[:, : image.shape[1] // 2]):
+            small = Image.fromarray(part).resize((w, h), Image.Resampling.BILINEAR)
+            out.append(np.asarray(small))
+    return np.stack(out)

@@ -134,9 +134,17 @@ def stage_column(warp: dict[str, object]) -> Callable[[int], DataNode]:
     return lambda k: warp["stages"][k]
 
 
+def _mean_shift(image: DataNode, means: DataNode, channels: int) -> DataNode:
+    """``N @ mean`` of each HWC image as a ``(1, 1, C)`` tensor to add to it: ``means`` is
+    ``N`` (C x C per sample), ``mean`` the image's per-channel mean."""
+    mean = fn.reshape(fn.reductions.mean(image, axes=[0, 1]), shape=[1, channels])
+    return fn.reshape(fn.coord_transform(mean, M=means), shape=[1, 1, channels])
+
+
 def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode:
     """A batch of resampled float images to the output: shifted and clipped to each image's
-    own range (the plan's ``offset``), recoloured (the plan's ``colour`` matrix) and clipped to
+    own range (the plan's ``offset``), recoloured (the plan's ``colour`` matrix, plus its
+    ``colour_mean`` matrix times the image's per-channel mean when given) and clipped to
     0..255, through the pixel and batch stages, normalized (``uint8`` output: rounded half up)
     in the output dtype and layout; nothing is rounded before that."""
     if "offset" in warp:  # an offset step always comes with a colour matrix (maybe identity)
@@ -146,6 +154,8 @@ def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode
         image = dmath.clamp(image + offset, low, high)
     if "colour" in warp:
         moved = fn.coord_transform(image, MT=warp["colour"], dtype=types.FLOAT)
+        if "colour_mean" in warp:
+            moved = moved + _mean_shift(image, warp["colour_mean"], config.channels)
         image = dmath.clamp(moved, 0.0, 255.0)
     if "stages" in warp:
         column = stage_column(warp)

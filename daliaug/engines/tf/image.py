@@ -289,9 +289,10 @@ def stage_column(inputs: Inputs) -> Callable[[int], tf.Tensor]:
 
 def apply_plan(image: np.ndarray, inputs: dict[str, Any], config: Config) -> np.ndarray:
     """One float32 HWC ``image`` through the plan's evaluated ``inputs`` (``matrix``, and
-    ``offset`` and ``colour`` where the plan has them: :meth:`Plan.warp_inputs` without
-    decode windows), onto ``config.image_size``: resampled with the config's fill as given (not
-    rounded), shifted within its range, recoloured; float32, neither rounded nor clipped."""
+    ``offset``, ``colour`` and ``colour_mean`` where the plan has them: :meth:`Plan.warp_inputs`
+    without decode windows), onto ``config.image_size``: resampled with the config's fill as
+    given (not rounded), shifted within its range, recoloured; float32, neither rounded nor
+    clipped."""
     c = image.shape[-1]
     matrix = tf.constant(np.asarray(inputs["matrix"], np.float32).reshape(1, 2, 3))
     nearest = config.interpolation == "nearest"
@@ -300,21 +301,36 @@ def apply_plan(image: np.ndarray, inputs: dict[str, Any], config: Config) -> np.
     if "offset" in inputs:
         out = shift_within_range(out, tf.constant([[inputs["offset"][0]]], tf.float32))
     if "colour" in inputs:
-        colour = np.asarray(inputs["colour"], np.float32).reshape(1, c, c + 1)
-        out = recolour(out, tf.constant(colour), c)
+        colour = tf.constant(np.asarray(inputs["colour"], np.float32).reshape(1, c, c + 1))
+        if "colour_mean" in inputs:
+            means = np.asarray(inputs["colour_mean"], np.float32).reshape(1, c, c)
+            colour = with_mean(out, colour, tf.constant(means), c)
+        out = recolour(out, colour, c)
     return out[0].numpy()
+
+
+def with_mean(images: tf.Tensor, colour: tf.Tensor, means: tf.Tensor, channels: int) -> tf.Tensor:
+    """``colour`` (``[M | t]``, ``(batch, C, C + 1)``) with ``N @ mean`` added to ``t``:
+    ``means`` is ``N`` ``(batch, C, C)``, ``mean`` each image's per-channel mean."""
+    mean = tf.reduce_mean(images, axis=[1, 2])
+    shift = tf.reduce_sum(means * mean[:, tf.newaxis, :], axis=-1)
+    return tf.concat([colour[..., :channels], colour[..., channels:] + shift[..., tf.newaxis]], -1)
 
 
 def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
     """A batch of resampled float32 images to the output: shifted within each image's range
-    (``inputs["offset"]``), recoloured (``out = M @ rgb + t`` with ``inputs["colour"]`` =
-    ``[M | t]`` per image) and clipped to 0..255, then ``(x - mean) * (1 / std)`` like DALI in
-    the output dtype, or for ``uint8`` output rounded half up, in the output layout. Nothing is
-    rounded before that (one expression: XLA fuses it into one pass)."""
+    (``inputs["offset"]``), recoloured (``out = M @ rgb + N @ mean + t`` with
+    ``inputs["colour"]`` = ``[M | t]`` per image, ``inputs["colour_mean"]`` = ``N`` if given)
+    and clipped to 0..255, then ``(x - mean) * (1 / std)`` like DALI in the output dtype, or for
+    ``uint8`` output rounded half up, in the output layout. Nothing is rounded before that (one
+    expression: XLA fuses it into one pass)."""
     if "offset" in inputs:
         images = shift_within_range(images, inputs["offset"])
     if "colour" in inputs:
-        images = tf.clip_by_value(recolour(images, inputs["colour"], config.channels), 0.0, 255.0)
+        colour = inputs["colour"]
+        if "colour_mean" in inputs:
+            colour = with_mean(images, colour, inputs["colour_mean"], config.channels)
+        images = tf.clip_by_value(recolour(images, colour, config.channels), 0.0, 255.0)
     if "stages" in inputs:
         column = stage_column(inputs)
         images = config.plan.pixels(images, column, pixels)

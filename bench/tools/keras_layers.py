@@ -1,0 +1,84 @@
+"""Workload (b) written as Keras preprocessing layers, run two ways: the Keras way (the layers
+mapped over batches in ``tf.data``) and compiled by ``daliaug.from_keras`` into one pipeline.
+
+The stack (:func:`stack`): ``RandomZoom`` in by up to ``1 - sqrt(min area)`` per axis and
+``RandomTranslation`` (the random resized crop's stand-in, as in ``tfdata-layers``),
+``RandomFlip("horizontal")``, ``RandomBrightness`` and ``RandomContrast`` with the workload's
+ranges, ``Normalization`` with its mean and variance; ``fill_mode="nearest"`` (DALI's warp has
+Keras' default ``reflect`` not). Workload (b)'s saturation is left out: Keras'
+``RandomSaturation`` works in HSV pixel by pixel, which ``from_keras`` refuses. The Keras way
+reads, decodes and resizes each file to 224x224 in ``tf.data`` first (as
+``image_dataset_from_directory`` does); ``from_keras`` gets ``image_size=224``, the same resize
+fused into its one warp.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+from bench.tools import Epoch, Unavailable
+from bench.tools.tfdata import _decoded_files, _finish
+from bench.workloads import Data, Workload
+
+
+def stack(workload: Workload) -> list[Any]:
+    """Workload (b) as Keras layers (without the saturation)."""
+    import keras
+
+    eq = workload.equivalent
+    zoom = (eq.zoom[0] - 1.0, 0.0)
+    shift = (1.0 - eq.zoom[0]) / 2
+    layers = keras.layers
+    return [
+        layers.RandomZoom(zoom, zoom, fill_mode="nearest"),
+        layers.RandomTranslation(shift, shift, fill_mode="nearest"),
+        layers.RandomFlip("horizontal"),
+        layers.RandomBrightness(eq.brightness),
+        layers.RandomContrast(eq.contrast),
+        layers.Normalization(mean=list(eq.mean), variance=[s * s for s in eq.std]),
+    ]
+
+
+def keras_way(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
+    """The layers in one ``map`` over decoded, resized, batched files (``training=True``)."""
+    import keras
+    import tensorflow as tf
+
+    eq = workload.equivalent
+    calls = threads or tf.data.AUTOTUNE
+    augment = keras.Sequential(stack(workload))
+    ds = _decoded_files(data, eq.size, calls).batch(eq.batch_size)
+    ds = ds.map(lambda x, y: (augment(x, training=True), y), num_parallel_calls=calls)
+    return _finish(ds, threads)
+
+
+def compiled(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
+    """``make_dataset(from_keras(layers, ...))`` with ``backend`` auto, or the engine named by
+    ``device`` (``cpu``: DALI on the CPU, ``tf``: the TensorFlow engine)."""
+    import daliaug
+    from daliaug.outputs.tfdata.dataset import make_dataset
+
+    eq = workload.equivalent
+    extra = {"num_threads": threads} if threads is not None else {}
+    if device == "gpu":
+        raise Unavailable("the Keras-layers comparison runs on the CPU")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = daliaug.from_keras(
+            stack(workload),
+            source={"type": "directory", "path": str(data.directory)},
+            image_size=eq.size,
+            batch_size=eq.batch_size,
+            seed=0,
+            backend={"default": "auto"}.get(device, device),
+            **extra,
+        )
+    dataset = make_dataset(config, samples=data.samples())
+
+    def epoch() -> Iterator[int]:
+        for images, _ in dataset:
+            yield int(images.shape[0])
+
+    return epoch

@@ -1,0 +1,350 @@
+"""The table ``from_keras`` and ``split_model`` read: one small converter per Keras preprocessing
+layer class, each writing what its layer does into a :class:`Trace` in daliaug's terms.
+
+A converter reads the layer's own attributes (the factors Keras parsed, ``fill_mode``,
+``interpolation``, ``value_range``...) and adds daliaug transforms with Keras' semantics, or
+changes the value frame (``Rescaling``, ``Normalization``). What a layer does that daliaug
+cannot run exactly raises :class:`Unsupported` naming the layer and the argument; a layer class
+with no entry here is unsupported as a whole. Adding a layer is one entry: a function decorated
+with :func:`converts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from daliaug.errors import ConfigError
+from daliaug.transforms.base import TF_ONLY_FILLS, Fill
+
+PIPELINE_RANGE = (0.0, 255.0)
+"""The values daliaug's pipeline computes on: the decoded images' 0..255."""
+
+
+class Unsupported(ConfigError):
+    """A layer (or one of its arguments) daliaug cannot run with Keras' semantics."""
+
+
+def label(layer: Any) -> str:
+    """How messages name a layer: its class and name, ``RandomFlip 'random_flip'``."""
+    return f"{type(layer).__name__} {layer.name!r}"
+
+
+@dataclass
+class Trace:
+    """What the layers so far do, in the pipeline's terms.
+
+    ``size``: ``[height, width]`` of the images after them (``None``: each image keeps its own
+    size). ``scale`` and ``offset`` (per channel) are the value frame: a layer sees the value
+    ``scale * v + offset`` where the pipeline holds ``v`` (0..255), which Rescaling and
+    Normalization change; colour layers and fill values are translated through it.
+    """
+
+    channels: int
+    size: tuple[int, int] | None
+    scale: np.ndarray = field(init=False)
+    offset: np.ndarray = field(init=False)
+    transforms: list[dict[str, Any]] = field(default_factory=list)
+    fills: dict[str, Fill] = field(default_factory=dict)
+    """The fill of each revealing layer, by :func:`label` (the one warp has one fill)."""
+    interpolations: dict[str, str] = field(default_factory=dict)
+    formats: dict[str, str] = field(default_factory=dict)
+    """Each layer's ``data_format``, by :func:`label`."""
+
+    def __post_init__(self) -> None:
+        self.scale = np.ones(self.channels)
+        self.offset = np.zeros(self.channels)
+
+    @property
+    def identity_frame(self) -> bool:
+        return bool(np.all(self.scale == 1.0) and np.all(self.offset == 0.0))
+
+    def to_pipeline(self, value: float) -> np.ndarray:
+        """A value as a layer sees it, per channel on the pipeline's 0..255 scale."""
+        return (float(value) - self.offset) / self.scale
+
+    def uniform(self, layer: Any, what: str, values: np.ndarray) -> float:
+        """The one pipeline value of ``values`` (one per channel), or :class:`Unsupported` when
+        the value frame (per-channel ``Normalization`` before the layer) makes them differ."""
+        if not np.allclose(values, values[0], rtol=1e-5, atol=1e-4):
+            raise Unsupported(
+                f"{label(layer)}: its {what} means {np.round(values, 3).tolist()} per channel on "
+                "the pipeline's 0..255 values, after the per-channel Normalization before it; "
+                "daliaug's pipeline takes one value for all channels"
+            )
+        return float(values[0])
+
+    def geometric(
+        self,
+        layer: Any,
+        transform: dict[str, Any],
+        *,
+        fill_mode: str | None = None,
+        fill_value: float = 0.0,
+        interpolation: str | None = None,
+    ) -> None:
+        """Add a geometric transform for ``layer``; a revealing layer passes its ``fill_mode``
+        and ``fill_value``, a resampling one its ``interpolation``."""
+        self._format(layer)
+        if fill_mode is not None:
+            fill = self._fill(layer, fill_mode, fill_value)
+            transform = {**transform, "fill": fill}
+            self.fills[label(layer)] = fill
+        if interpolation is not None:
+            self.interpolations[label(layer)] = _interpolation(layer, interpolation)
+        self.transforms.append(transform)
+
+    def colour(
+        self, layer: Any, transforms: list[dict[str, Any]], value_range: Any = PIPELINE_RANGE
+    ) -> None:
+        """Add colour transforms for ``layer``, which works on ``value_range`` and clips to it:
+        that range must be the pipeline's 0..255 through the value frame."""
+        self._format(layer)
+        low, high = (float(v) for v in sorted(value_range))
+        seen = (
+            self.uniform(layer, "value_range", self.to_pipeline(low)),
+            self.uniform(layer, "value_range", self.to_pipeline(high)),
+        )
+        if not np.allclose(seen, PIPELINE_RANGE, atol=1e-3 * PIPELINE_RANGE[1]):
+            images = [round(float(self.scale[0] * v + self.offset[0]), 6) for v in PIPELINE_RANGE]
+            raise Unsupported(
+                f"{label(layer)}: value_range={[low, high]}, but the images reach this layer in "
+                f"{images} (the 0..255 pixels through the layers before it); give "
+                f"value_range={images} (daliaug clips to the images' range)"
+            )
+        self.transforms.extend(transforms)
+
+    def values(self, scale: np.ndarray, offset: np.ndarray) -> None:
+        """A layer maps each value ``x`` it sees to ``scale * x + offset`` (per channel)."""
+        self.scale = self.scale * scale
+        self.offset = self.offset * scale + offset
+
+    def resized(self, height: int, width: int) -> None:
+        """The images leave the layer at ``height x width``."""
+        self.size = (int(height), int(width))
+
+    def _fill(self, layer: Any, mode: str, value: float) -> Fill:
+        if mode in ("nearest", *TF_ONLY_FILLS):
+            return mode
+        if mode != "constant":
+            raise Unsupported(f"{label(layer)}: fill_mode={mode!r} is not one of Keras' modes")
+        return self.uniform(layer, "fill_value", self.to_pipeline(value))
+
+    def _format(self, layer: Any) -> None:
+        data_format = getattr(layer, "data_format", None)
+        if data_format is not None:
+            self.formats[label(layer)] = data_format
+
+
+def _interpolation(layer: Any, name: str) -> str:
+    known = {"bilinear": "linear", "nearest": "nearest"}
+    if name not in known:
+        raise Unsupported(
+            f"{label(layer)}: interpolation={name!r}; daliaug's warp samples 'bilinear' or "
+            "'nearest'"
+        )
+    return known[name]
+
+
+Converter = Callable[[Any, Trace], None]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """How one Keras layer class becomes daliaug: ``convert`` writes it into a :class:`Trace`;
+    ``deterministic`` layers (no random draw) may stay in a model that ``split_model`` trims."""
+
+    convert: Converter
+    deterministic: bool = False
+
+
+CONVERTERS: dict[str, Entry] = {}
+"""Keras layer class name -> its entry."""
+
+
+def converts(name: str, *, deterministic: bool = False) -> Callable[[Converter], Converter]:
+    """Register the decorated function as the converter of Keras' layer class ``name``."""
+
+    def register(convert: Converter) -> Converter:
+        CONVERTERS[name] = Entry(convert, deterministic)
+        return convert
+
+    return register
+
+
+def _pair(values: Any) -> list[float]:
+    return [float(v) for v in values]
+
+
+def _affine_fill(layer: Any) -> dict[str, Any]:
+    """The fill and interpolation arguments of Keras' affine layers."""
+    return {
+        "fill_mode": layer.fill_mode,
+        "fill_value": layer.fill_value,
+        "interpolation": layer.interpolation,
+    }
+
+
+@converts("RandomFlip")
+def _random_flip(layer: Any, trace: Trace) -> None:
+    trace.geometric(layer, {"type": "keras_flip", "mode": layer.mode})
+
+
+@converts("RandomRotation")
+def _random_rotation(layer: Any, trace: Trace) -> None:
+    angle = [360.0 * float(f) for f in layer.factor]
+    trace.geometric(layer, {"type": "rotation", "angle": angle}, **_affine_fill(layer))
+
+
+@converts("RandomZoom")
+def _random_zoom(layer: Any, trace: Trace) -> None:
+    transform: dict[str, Any] = {
+        "type": "keras_zoom",
+        "height_factor": [float(layer.height_lower), float(layer.height_upper)],
+    }
+    if layer.width_factor is not None:
+        transform["width_factor"] = [float(layer.width_lower), float(layer.width_upper)]
+    trace.geometric(layer, transform, **_affine_fill(layer))
+
+
+@converts("RandomTranslation")
+def _random_translation(layer: Any, trace: Trace) -> None:
+    transform = {
+        "type": "shift",
+        "x": [float(layer.width_lower), float(layer.width_upper)],
+        "y": [float(layer.height_lower), float(layer.height_upper)],
+    }
+    trace.geometric(layer, transform, **_affine_fill(layer))
+
+
+@converts("RandomShear")
+def _random_shear(layer: Any, trace: Trace) -> None:
+    transform = {
+        "type": "keras_shear",
+        "x_factor": _pair(layer.x_factor),
+        "y_factor": _pair(layer.y_factor),
+    }
+    trace.geometric(layer, transform, **_affine_fill(layer))
+
+
+@converts("RandomCrop")
+def _random_crop(layer: Any, trace: Trace) -> None:
+    size = [int(layer.height), int(layer.width)]
+    trace.geometric(layer, {"type": "keras_random_crop", "size": size})
+    trace.resized(*size)
+
+
+@converts("CenterCrop", deterministic=True)
+def _center_crop(layer: Any, trace: Trace) -> None:
+    size = [int(layer.height), int(layer.width)]
+    trace.geometric(layer, {"type": "keras_center_crop", "size": size})
+    trace.resized(*size)
+
+
+@converts("Resizing", deterministic=True)
+def _resizing(layer: Any, trace: Trace) -> None:
+    if layer.antialias:
+        raise Unsupported(f"{label(layer)}: antialias=True; daliaug resizes without antialiasing")
+    size = [int(layer.height), int(layer.width)]
+    if layer.crop_to_aspect_ratio:
+        transform: dict[str, Any] = {"type": "keras_resize", "size": size, "aspect": "crop"}
+        trace.geometric(layer, transform, interpolation=layer.interpolation)
+    elif layer.pad_to_aspect_ratio:
+        transform = {"type": "keras_resize", "size": size, "aspect": "pad"}
+        fill = {"fill_mode": layer.fill_mode, "fill_value": layer.fill_value}
+        trace.geometric(layer, transform, interpolation=layer.interpolation, **fill)
+    else:
+        trace.geometric(layer, {"type": "resize", "size": size}, interpolation=layer.interpolation)
+    trace.resized(*size)
+
+
+def _brightness(factor: Any) -> dict[str, Any]:
+    return {"type": "keras_brightness", "factor": _pair(factor)}
+
+
+def _contrast(factor: Any) -> dict[str, Any]:
+    low, high = (float(f) for f in factor)
+    return {"type": "keras_contrast", "factor": [1.0 - low, 1.0 + high]}
+
+
+@converts("RandomBrightness")
+def _random_brightness(layer: Any, trace: Trace) -> None:
+    trace.colour(layer, [_brightness(layer.factor)], layer.value_range)
+
+
+@converts("RandomContrast")
+def _random_contrast(layer: Any, trace: Trace) -> None:
+    trace.colour(layer, [_contrast(layer.factor)], layer.value_range)
+
+
+@converts("RandomColorJitter")
+def _random_color_jitter(layer: Any, trace: Trace) -> None:
+    for part in ("saturation", "hue"):
+        if getattr(layer, f"{part}_factor") is not None:
+            raise Unsupported(
+                f"{label(layer)}: {part}_factor; Keras changes {part} in HSV, pixel by pixel, "
+                "which daliaug's fused colour matrix cannot express"
+            )
+    transforms = []
+    if layer.brightness_factor is not None:
+        transforms.append(_brightness(layer.random_brightness.factor))
+    if layer.contrast_factor is not None:
+        transforms.append(_contrast(layer.random_contrast.factor))
+    trace.colour(layer, transforms, layer.value_range)
+
+
+def _per_channel(layer: Any, what: str, value: Any, channels: int) -> np.ndarray:
+    """A scalar or one value per channel, as a ``(channels,)`` array."""
+    array = np.asarray(value, dtype=np.float64).reshape(-1)
+    if array.size == 1:
+        return np.full(channels, float(array[0]))
+    if array.size != channels:
+        raise Unsupported(
+            f"{label(layer)}: its {what} has {array.size} values for {channels} channels; "
+            "daliaug takes one value, or one per channel"
+        )
+    return array
+
+
+@converts("Rescaling", deterministic=True)
+def _rescaling(layer: Any, trace: Trace) -> None:
+    scale = _per_channel(layer, "scale", layer.scale, trace.channels)
+    if np.any(scale == 0):
+        raise Unsupported(f"{label(layer)}: scale 0 maps every image to the offset")
+    trace.values(scale, _per_channel(layer, "offset", layer.offset, trace.channels))
+
+
+@converts("Normalization", deterministic=True)
+def _normalization(layer: Any, trace: Trace) -> None:
+    from keras import backend, ops
+
+    mean, variance = layer.mean, getattr(layer, "variance", None)
+    if mean is None:
+        mean, variance = layer.input_mean, layer.input_variance
+    if mean is None:
+        raise Unsupported(
+            f"{label(layer)}: no statistics yet; call its adapt() (or pass mean and variance)"
+        )
+    mean = np.asarray(ops.convert_to_numpy(mean), np.float64)
+    variance = np.asarray(ops.convert_to_numpy(variance), np.float64)
+    channel_axis = layer.axis in ((-1,), (3,), (1,), (-3,))
+    if mean.size != 1 and not (channel_axis and mean.size == trace.channels):
+        raise Unsupported(
+            f"{label(layer)}: axis={layer.axis} keeps {mean.size} statistics; daliaug normalizes "
+            "per channel (axis=-1) or over everything (axis=None)"
+        )
+    mean = _per_channel(layer, "mean", mean, trace.channels)
+    variance = _per_channel(layer, "variance", variance, trace.channels)
+    std = np.maximum(np.sqrt(variance), backend.epsilon())
+    if layer.invert:
+        trace.values(std, mean)
+    else:
+        trace.values(1.0 / std, -mean / std)
+
+
+def supported() -> list[str]:
+    """The Keras layer classes daliaug compiles."""
+    return sorted(CONVERTERS)
