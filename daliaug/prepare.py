@@ -8,19 +8,22 @@ JAX, PyTorch) start from its :class:`Prepared`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 from daliaug.config import Config, load_config, target_column
 from daliaug.engines import Engine, engine, select_engine
 from daliaug.engines.select import Device, Placement
-from daliaug.engines.verify import checked_samples
-from daliaug.errors import ConfigError, DataError
+from daliaug.errors import ConfigError, DataError, DataWarning
 from daliaug.memory import check_memory
 from daliaug.sources.arrays import array_samples
 from daliaug.sources.base import Samples
+from daliaug.sources.checks import Undecodable, check_files, describe_rejected, skip_list
 from daliaug.sources.tfrecord import RecordSamples
 
 
@@ -99,3 +102,44 @@ def prepare_samples(
             f"{samples.class_names[:10]}"
         )
     return samples
+
+
+def checked(samples: Samples, decoder: str, undecodable: Undecodable, on_error: str) -> Samples:
+    """``samples`` after the full check: unchanged when every file decodes; else a
+    :class:`DataError` naming the bad files (``on_error: raise``), or the samples without them
+    (``skip``: a sample goes when any of its files is bad), with one warning saying how many
+    were left out, counting those rejected when they were listed, and where all are listed.
+    The checked files' keys go along (``Samples.checked``), so that a file that changes
+    afterwards is caught when it is read."""
+    files = [f for paths in samples.files.values() for f in paths]
+    result = check_files(files, decoder, undecodable)
+    bad = {**samples.rejected, **result.bad}
+    if not bad:
+        return samples.with_checked(result.keys)
+    listed = skip_list(bad, [*files, *samples.rejected])
+    if on_error == "raise":
+        raise DataError(describe_rejected(bad, result.files + len(samples.rejected), listed))
+    drop = np.zeros(len(samples), bool)
+    for paths in samples.files.values():
+        drop |= np.fromiter((p in result.bad for p in paths), bool, len(paths))
+    kept = samples.subset(np.flatnonzero(~drop))
+    warnings.warn(
+        f"left out {len(bad)} unusable files and their samples (source.on_error: skip); "
+        f"{len(kept)} samples remain; the files are listed, with the reasons, in {listed}",
+        DataWarning,
+        stacklevel=3,
+    )
+    if len(kept) == 0:
+        raise DataError(f"source: every sample was left out; see {listed}")
+    return kept.with_checked(result.keys)
+
+
+def checked_samples(
+    config: Config, samples: Samples | RecordSamples, decoder: str, undecodable: Undecodable
+) -> Samples | RecordSamples:
+    """``samples`` as the config's ``source.check`` and ``on_error`` want them (see
+    :func:`checked`): file samples decoded once with ``undecodable``; arrays and TFRecords
+    (no files of their own) and ``check: headers`` as they are."""
+    if config.source.check != "full" or not isinstance(samples, Samples) or not samples.files:
+        return samples
+    return checked(samples, decoder, undecodable, config.source.on_error)

@@ -337,7 +337,7 @@ import sys
 from pathlib import Path
 from daliaug.sources.tfrecord import TFRecordSource
 from daliaug.tools.demo_sources import demo_sources
-from daliaug.engines.verify import check_files
+from daliaug.sources.checks import check_files
 from daliaug.engines.dali.verify import undecodable
 train, _ = demo_sources(TFRecordSource(path="unused"))
 records = train.samples()
@@ -368,7 +368,7 @@ def test_two_processes_filling_the_cache_at_once(demo_dir: Path, tmp_path: Path)
 
 
 def test_check_results_are_stored_by_path_size_and_time(tmp_path: Path, cache: Path) -> None:
-    from daliaug.engines.verify import check_files
+    from daliaug.sources.checks import check_files
 
     data = folders(tmp_path / "data", count=4)
     files = sorted(str(p) for p in data.rglob("*.jpg"))

@@ -59,7 +59,7 @@ def _config(args: argparse.Namespace) -> Config:
 
 def _explain(error: Exception, samples: AnySamples) -> DataError:
     """Turn a failure inside the input pipeline into an error naming the bad file."""
-    from daliaug.sources.base import explain_failure
+    from daliaug.sources.checks import explain_failure
 
     files = [f for paths in getattr(samples, "files", {}).values() for f in paths]
     return explain_failure(error, files, "the input pipeline failed")

@@ -5,8 +5,9 @@ An engine is a folder with the same modules (``math``: the plan's primitives, ``
 resample, recolour, normalize and the targets, ``pixels``: the per-sample pixel stages and the
 batch stages, ``pipeline``: the graph of one batch, ``verify``: its decode check) and one object
 implementing :class:`Engine`. What they share sits beside them: :mod:`~daliaug.engines.feed`
-(the feed protocol and its host side), :mod:`~daliaug.engines.verify` (the full decode check)
-and :mod:`~daliaug.engines.select` (which engine and device a config gets). Importing this
+(the feed protocol and its host side) and :mod:`~daliaug.engines.select` (which engine and
+device a config gets); the full decode check that calls their ``undecodable`` is
+:mod:`daliaug.sources.checks`. Importing this
 package imports neither TensorFlow nor DALI.
 """
 
@@ -33,7 +34,7 @@ class Engine(ABC):
         self, paths: Sequence[str], device: Device, device_id: int = 0
     ) -> Iterator[tuple[str, str]]:
         """The files of ``paths`` this engine cannot decode on ``device`` (GPU ``device_id``
-        for ``gpu``), with the reason (the full check, :mod:`daliaug.engines.verify`)."""
+        for ``gpu``), with the reason (the full check, :mod:`daliaug.sources.checks`)."""
 
 
 def engine(name: str) -> Engine:

@@ -13,13 +13,8 @@ from typing import Any
 import numpy as np
 
 from daliaug.errors import DataError
-from daliaug.sources.base import (
-    Samples,
-    check_image_files,
-    describe_rejected,
-    encode_paths,
-    image_header,
-)
+from daliaug.sources.base import Samples, encode_paths
+from daliaug.sources.checks import check_image_files, describe_rejected, image_header
 
 KERAS_FORMATS = ("png", "jpg", "jpeg", "bmp", "ppm", "tif", "tiff")
 """The extensions Keras' iterators list."""

@@ -23,7 +23,8 @@ from daliaug.engines.select import Device, resolve_device
 from daliaug.errors import DataError, first_line
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.prepare import prepare
-from daliaug.sources.base import Samples, explain_failure
+from daliaug.sources.base import Samples
+from daliaug.sources.checks import explain_failure
 from daliaug.sources.tfrecord import RecordSamples
 
 

@@ -13,7 +13,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from daliaug.errors import DataError
 from daliaug.sources import Samples
-from daliaug.sources.base import check_image_files, describe_rejected, image_header, is_image
+from daliaug.sources.base import is_image
+from daliaug.sources.checks import check_image_files, describe_rejected, image_header
 
 SIZES = ((96, 96), (72, 112), (120, 80), (64, 64))
 """``(height, width)`` of the built-in images: square, wide, tall and small."""

@@ -10,22 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import model_validator
 
 from daliaug.epoch import shard_range
-from daliaug.errors import DaliaugError, DataError, carried_error, first_line
+from daliaug.errors import DaliaugError, DataError
 from daliaug.fields import ShardCount, ShardId
+from daliaug.sources.checks import describe_rejected
 from daliaug.sources.listing import IMAGE_EXTENSIONS
 from daliaug.tagged import Tagged
-
-_MAGIC = {b"\xff\xd8\xff": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG"}
 
 
 def encode_paths(paths: Sequence[str]) -> np.ndarray:
@@ -215,134 +213,6 @@ def read_text(path: Path, what: str, error: type[DaliaugError] = DataError) -> s
         raise error(f"{what} {path}: {e.strerror or e}") from e
     except UnicodeDecodeError as e:
         raise error(f"{what} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
-
-
-MAX_PIXELS = 2**28
-"""The most pixels an image may declare (268 million, 16384 x 16384): beyond that a header is
-taken for a decompression bomb or a broken file, as decoding it would need gigabytes."""
-
-
-def image_header(path: str) -> tuple[str, int, int]:
-    """``('JPEG' | 'PNG', height, width)`` from the file's header; :class:`DataError` naming the
-    file if it is missing, empty, not a JPEG or PNG, has a broken header or declares more than
-    :data:`MAX_PIXELS` pixels."""
-    from PIL import Image
-
-    kind = "image"
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-            if not head:
-                raise DataError(f"image file {path} is empty")
-            kind = next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
-            if kind is None:
-                raise DataError(
-                    f"{path} is not a JPEG or PNG image (its first bytes are {head[:4]!r})"
-                )
-            f.seek(0)
-            with Image.open(f) as im:  # (no catch_warnings: this runs in threads)
-                width, height = im.size
-    except DataError:
-        raise
-    except OSError as e:
-        if not e.strerror:  # PIL's own errors are OSErrors without an errno
-            raise DataError(f"{path} has a broken {kind} header: {e}") from e
-        raise DataError(f"cannot read image file {path}: {e.strerror}") from e
-    except Exception as e:  # PIL raises several types (DecompressionBombError, SyntaxError...)
-        raise DataError(f"{path} has a broken {kind} header: {type(e).__name__}: {e}") from e
-    if width * height > MAX_PIXELS or min(width, height) < 1:
-        raise DataError(
-            f"{path} declares {width}x{height} pixels, beyond what daliaug decodes "
-            f"({MAX_PIXELS:,} pixels at most): a broken header or a decompression bomb"
-        )
-    return kind, height, width
-
-
-PROGRESS_FROM = 20_000
-"""Checks of at least this many items show a progress bar (on stderr)."""
-
-
-def describe_rejected(rejected: dict[str, str], total: int, listed: Path | None = None) -> str:
-    """One message for the files that failed a check: the first few reasons (each names its
-    file), how many there are, and where they are all listed."""
-    first = "; ".join(r if p in r else f"{p}: {r}" for p, r in list(rejected.items())[:3])
-    more = f" (and {len(rejected) - 3} more)" if len(rejected) > 3 else ""
-    where = f"; all are listed in {listed}" if listed else ""
-    return (
-        f"{len(rejected)} of {total} files cannot be used: {first}{more}{where}. Fix or remove "
-        "them, or set source.on_error: skip to train without them"
-    )
-
-
-def parallel_check(
-    check: Callable[[Any], Any], items: Sequence[Any], what: str = "checking files"
-) -> list:
-    """``check`` of every item, run by a thread pool; the first error propagates."""
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        results = pool.map(check, items, chunksize=64)
-        if len(items) < PROGRESS_FROM:
-            return list(results)
-        from rich.progress import track
-
-        return list(track(results, description=what, total=len(items), transient=True))
-
-
-def check_each(
-    check: Callable[[str], Any], paths: Sequence[str], what: str
-) -> tuple[list[Any], dict[str, str]]:
-    """``check`` of every file, in parallel: the results (``None`` for a file that failed) and
-    the :class:`DataError` message of each file that failed."""
-
-    def attempt(path: str) -> tuple[Any, str | None]:
-        try:
-            return check(path), None
-        except DataError as e:
-            return None, str(e)
-
-    outcomes = parallel_check(attempt, paths, what)
-    failed = {p: reason for p, (_, reason) in zip(paths, outcomes, strict=True) if reason}
-    return [result for result, _ in outcomes], failed
-
-
-def check_image_files(paths: Sequence[str]) -> tuple[np.ndarray, dict[str, str]]:
-    """Every file's header read: their ``(height, width)``s (int32; 0 for a file that failed)
-    and the reason of each that is not a readable JPEG or PNG."""
-    headers, failed = check_each(image_header, paths, "reading image headers")
-    sizes = [(h[1], h[2]) if h else (0, 0) for h in headers]
-    return np.array(sizes, dtype=np.int32).reshape(-1, 2), failed
-
-
-def pillow_reason(path: str) -> str | None:
-    """Why Pillow cannot fully decode the file, or ``None`` if it can."""
-    from PIL import Image
-
-    try:
-        with Image.open(path) as im:
-            im.load()
-    except Exception as e:  # PIL raises many types for broken files
-        return f"{type(e).__name__}: {e}"
-    return None
-
-
-def find_undecodable(paths: Iterable[str]) -> tuple[str, str] | None:
-    """The first file that PIL cannot fully decode, with the reason; ``None`` if all decode."""
-    for path in paths:
-        reason = pillow_reason(path)
-        if reason is not None:
-            return path, reason
-    return None
-
-
-def explain_failure(error: Exception, files: Iterable[str], what: str) -> DataError:
-    """The error for a pipeline that failed on ``files``: the daliaug error it carries, the
-    first file that cannot be decoded, else ``what`` with the error's informative line."""
-    carried = carried_error(error)
-    if isinstance(carried, DataError):
-        return carried
-    bad = find_undecodable(files)
-    if bad is not None:
-        return DataError(f"cannot decode image {bad[0]}: {bad[1]}")
-    return DataError(f"{what}: {first_line(error)}")
 
 
 def is_image(path: Path) -> bool:

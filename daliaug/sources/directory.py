@@ -10,7 +10,8 @@ from pydantic import AfterValidator
 
 from daliaug.errors import DataError, DataWarning
 from daliaug.fields import ClassNames, FilePath
-from daliaug.sources.base import Samples, SourceConfig, check_image_files
+from daliaug.sources.base import Samples, SourceConfig
+from daliaug.sources.checks import check_image_files
 from daliaug.sources.listing import IMAGE_EXTENSIONS, Listing, list_images
 
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from daliaug.errors import DataError
 from daliaug.fields import FilePath
-from daliaug.sources.base import Samples, SourceConfig, check_image_files, read_text
+from daliaug.sources.base import Samples, SourceConfig, read_text
+from daliaug.sources.checks import check_image_files
 
 
 class FileListSource(SourceConfig):

@@ -13,14 +13,8 @@ from pydantic import model_validator
 
 from daliaug.errors import DataError
 from daliaug.fields import ClassNames, FilePath, MaskClassCount, MaskValue
-from daliaug.sources.base import (
-    Samples,
-    SourceConfig,
-    check_each,
-    check_image_files,
-    image_header,
-    read_text,
-)
+from daliaug.sources.base import Samples, SourceConfig, read_text
+from daliaug.sources.checks import check_each, check_image_files, image_header
 from daliaug.sources.listing import IMAGE_EXTENSIONS, list_images
 
 

@@ -12,10 +12,10 @@ import numpy as np
 
 from daliaug.config import Config, load_config
 from daliaug.engines import select_engine
-from daliaug.engines.verify import check_files, skip_list
 from daliaug.errors import DataError
 from daliaug.outputs.tfdata.dataset import tf_placement
-from daliaug.sources.base import Samples, check_image_files
+from daliaug.sources.base import Samples
+from daliaug.sources.checks import check_files, check_image_files, skip_list
 from daliaug.sources.listing import IMAGE_EXTENSIONS, list_images
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from daliaug.config import Config
 from daliaug.errors import ConfigError
-from daliaug.sources.base import Samples, image_header
+from daliaug.sources.base import Samples
+from daliaug.sources.checks import image_header
 from daliaug.sources.tfrecord import METADATA
 
 IMAGE_KEY = "image/encoded"

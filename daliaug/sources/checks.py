@@ -1,0 +1,285 @@
+"""Checks of image files, in one place: each file's header when a source is listed
+(:func:`check_image_files`), Pillow's decode (:func:`pillow_reason`, :func:`explain_failure`)
+and the full check (:func:`check_files`): every file decoded once before training by the engine
+that will train on it (its ``undecodable``), the results cached.
+
+DALI cannot skip a file that fails to decode once its pipeline runs, and inside ``model.fit``
+its error cannot name the file; so the files are decoded before training (``source.check:
+full``, the default). A file's result is cached by its path, size and modification time
+(SQLite under ``$DALIAUG_CACHE``, safe for several processes at once), so a second check of
+unchanged data only reads the cache. :func:`daliaug.prepare.checked` applies the result to a
+source's samples (``source.on_error``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from daliaug.cache import default_cache_dir, write_atomically
+from daliaug.errors import DataError, carried_error, first_line, readable
+
+_MAGIC = {b"\xff\xd8\xff": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG"}
+
+
+MAX_PIXELS = 2**28
+"""The most pixels an image may declare (268 million, 16384 x 16384): beyond that a header is
+taken for a decompression bomb or a broken file, as decoding it would need gigabytes."""
+
+
+def image_header(path: str) -> tuple[str, int, int]:
+    """``('JPEG' | 'PNG', height, width)`` from the file's header; :class:`DataError` naming the
+    file if it is missing, empty, not a JPEG or PNG, has a broken header or declares more than
+    :data:`MAX_PIXELS` pixels."""
+    from PIL import Image
+
+    kind = "image"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if not head:
+                raise DataError(f"image file {path} is empty")
+            kind = next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
+            if kind is None:
+                raise DataError(
+                    f"{path} is not a JPEG or PNG image (its first bytes are {head[:4]!r})"
+                )
+            f.seek(0)
+            with Image.open(f) as im:  # (no catch_warnings: this runs in threads)
+                width, height = im.size
+    except DataError:
+        raise
+    except OSError as e:
+        if not e.strerror:  # PIL's own errors are OSErrors without an errno
+            raise DataError(f"{path} has a broken {kind} header: {e}") from e
+        raise DataError(f"cannot read image file {path}: {e.strerror}") from e
+    except Exception as e:  # PIL raises several types (DecompressionBombError, SyntaxError...)
+        raise DataError(f"{path} has a broken {kind} header: {type(e).__name__}: {e}") from e
+    if width * height > MAX_PIXELS or min(width, height) < 1:
+        raise DataError(
+            f"{path} declares {width}x{height} pixels, beyond what daliaug decodes "
+            f"({MAX_PIXELS:,} pixels at most): a broken header or a decompression bomb"
+        )
+    return kind, height, width
+
+
+PROGRESS_FROM = 20_000
+"""Checks of at least this many items show a progress bar (on stderr)."""
+
+
+def describe_rejected(rejected: dict[str, str], total: int, listed: Path | None = None) -> str:
+    """One message for the files that failed a check: the first few reasons (each names its
+    file), how many there are, and where they are all listed."""
+    first = "; ".join(r if p in r else f"{p}: {r}" for p, r in list(rejected.items())[:3])
+    more = f" (and {len(rejected) - 3} more)" if len(rejected) > 3 else ""
+    where = f"; all are listed in {listed}" if listed else ""
+    return (
+        f"{len(rejected)} of {total} files cannot be used: {first}{more}{where}. Fix or remove "
+        "them, or set source.on_error: skip to train without them"
+    )
+
+
+def parallel_check(
+    check: Callable[[Any], Any], items: Sequence[Any], what: str = "checking files"
+) -> list:
+    """``check`` of every item, run by a thread pool; the first error propagates."""
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = pool.map(check, items, chunksize=64)
+        if len(items) < PROGRESS_FROM:
+            return list(results)
+        from rich.progress import track
+
+        return list(track(results, description=what, total=len(items), transient=True))
+
+
+def check_each(
+    check: Callable[[str], Any], paths: Sequence[str], what: str
+) -> tuple[list[Any], dict[str, str]]:
+    """``check`` of every file, in parallel: the results (``None`` for a file that failed) and
+    the :class:`DataError` message of each file that failed."""
+
+    def attempt(path: str) -> tuple[Any, str | None]:
+        try:
+            return check(path), None
+        except DataError as e:
+            return None, str(e)
+
+    outcomes = parallel_check(attempt, paths, what)
+    failed = {p: reason for p, (_, reason) in zip(paths, outcomes, strict=True) if reason}
+    return [result for result, _ in outcomes], failed
+
+
+def check_image_files(paths: Sequence[str]) -> tuple[np.ndarray, dict[str, str]]:
+    """Every file's header read: their ``(height, width)``s (int32; 0 for a file that failed)
+    and the reason of each that is not a readable JPEG or PNG."""
+    headers, failed = check_each(image_header, paths, "reading image headers")
+    sizes = [(h[1], h[2]) if h else (0, 0) for h in headers]
+    return np.array(sizes, dtype=np.int32).reshape(-1, 2), failed
+
+
+def pillow_reason(path: str) -> str | None:
+    """Why Pillow cannot fully decode the file, or ``None`` if it can."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            im.load()
+    except Exception as e:  # PIL raises many types for broken files
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def find_undecodable(paths: Iterable[str]) -> tuple[str, str] | None:
+    """The first file that PIL cannot fully decode, with the reason; ``None`` if all decode."""
+    for path in paths:
+        reason = pillow_reason(path)
+        if reason is not None:
+            return path, reason
+    return None
+
+
+def explain_failure(error: Exception, files: Iterable[str], what: str) -> DataError:
+    """The error for a pipeline that failed on ``files``: the daliaug error it carries, the
+    first file that cannot be decoded, else ``what`` with the error's informative line."""
+    carried = carried_error(error)
+    if isinstance(carried, DataError):
+        return carried
+    bad = find_undecodable(files)
+    if bad is not None:
+        return DataError(f"cannot decode image {bad[0]}: {bad[1]}")
+    return DataError(f"{what}: {first_line(error)}")
+
+
+Undecodable = Callable[[Sequence[str]], Iterator[tuple[str, str]]]
+"""A backend's decode check: the files of a list that fail to decode, with the reason."""
+
+
+def screened(paths: Sequence[str], undecodable: Undecodable) -> Iterator[tuple[str, str]]:
+    """The files of ``paths`` that cannot be decoded: first by Pillow, in parallel threads,
+    then by the backend's ``undecodable`` for those Pillow decodes. A backend's decoder never
+    sees a file that Pillow finds broken: DALI 2.4's CPU decoder can crash the process on a
+    batch holding a corrupt PNG (a segmentation fault, found by tests/test_fuzz.py), which no
+    check inside the process could then report."""
+    reasons = parallel_check(pillow_reason, paths, "decoding with Pillow")
+    broken = {p: f"Pillow cannot decode it: {r}" for p, r in zip(paths, reasons, strict=True) if r}
+    yield from broken.items()
+    yield from undecodable([p for p in paths if p not in broken])
+
+
+def stat_key(path: str) -> tuple[int, int]:
+    """What identifies a file's contents here: its size and modification time (ns)."""
+    stat = os.stat(path)
+    return stat.st_size, stat.st_mtime_ns
+
+
+def _stored(path: str) -> str | bytes:
+    """How SQLite keeps a path: as text, or as its bytes when it is not UTF-8."""
+    try:
+        path.encode()
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+class CheckCache:
+    """Decode results by path, valid while the file's size and modification time hold."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or default_cache_dir() / "check.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=60)
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS files (decoder TEXT, path TEXT, size INTEGER, "
+            "mtime_ns INTEGER, reason TEXT, PRIMARY KEY (decoder, path))"
+        )
+        return db
+
+    def lookup(self, decoder: str, keys: dict[str, tuple[int, int]]) -> dict[str, str | None]:
+        """The cached result (``None``: decodes) of each file whose key still matches."""
+        found: dict[str, str | None] = {}
+        with closing(self._connect()) as db:
+            stored = {_stored(p): p for p in keys}
+            paths = list(stored)
+            for i in range(0, len(paths), 900):  # SQLite's limit on bound parameters
+                chunk = paths[i : i + 900]
+                marks = ",".join("?" * len(chunk))
+                rows = db.execute(
+                    "SELECT path, size, mtime_ns, reason FROM files "
+                    f"WHERE decoder = ? AND path IN ({marks})",
+                    [decoder, *chunk],
+                )
+                for path, size, mtime_ns, reason in rows:
+                    if keys[stored[path]] == (size, mtime_ns):
+                        found[stored[path]] = reason
+        return found
+
+    def store(
+        self, decoder: str, results: dict[str, str | None], keys: dict[str, tuple[int, int]]
+    ) -> None:
+        rows = [
+            (decoder, _stored(p), *keys[p], reason and readable(reason))
+            for p, reason in results.items()
+        ]
+        with closing(self._connect()) as db, db:
+            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The files checked, the bad ones with their reasons, and how long it took."""
+
+    files: int
+    bad: dict[str, str]
+    cached: int
+    seconds: float
+    keys: dict[str, tuple[int, int]]
+
+
+def check_files(
+    paths: Sequence[str],
+    decoder: str,
+    undecodable: Undecodable,
+    cache: CheckCache | None = None,
+    progress: Callable[[int], None] | None = None,
+    chunk: int = 2048,
+) -> CheckResult:
+    """Decode every file of ``paths`` not in the cache (under ``decoder``'s name) with
+    ``undecodable``; ``progress`` hears how many files each step covered."""
+    start = time.perf_counter()
+    cache = cache or CheckCache()
+    unique = list(dict.fromkeys(paths))
+    keys = {p: stat_key(p) for p in unique}
+    known = cache.lookup(decoder, keys)
+    if progress is not None and known:
+        progress(len(known))
+    todo = [p for p in unique if p not in known]
+    for i in range(0, len(todo), chunk):
+        part = todo[i : i + chunk]
+        results: dict[str, str | None] = dict.fromkeys(part)
+        results.update(screened(part, undecodable))
+        cache.store(decoder, results, keys)
+        known.update(results)
+        if progress is not None:
+            progress(len(part))
+    bad = {p: reason for p, reason in known.items() if reason is not None}
+    return CheckResult(len(unique), bad, len(unique) - len(todo), time.perf_counter() - start, keys)
+
+
+def skip_list(bad: dict[str, str], source_files: Iterable[str]) -> Path:
+    """Write the bad files of a source, with reasons, next to the cache; its path."""
+    names = "\n".join(sorted(source_files)).encode("utf-8", "surrogateescape")
+    path = default_cache_dir() / "check" / f"skipped-{hashlib.sha1(names).hexdigest()[:16]}.txt"
+    lines = [readable(f"{p}\t{reason}\n") for p, reason in sorted(bad.items())]
+    return write_atomically(path, "".join(lines))
