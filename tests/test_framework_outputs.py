@@ -67,6 +67,19 @@ def test_frameworks_without_tensorflow_refuse_tensorflow_ops_and_strategies(
         daliaug.make_dataset(config_for(demo_dir), framework="torch", strategy=object())
 
 
+def test_backend_auto_without_a_gpu_gives_other_frameworks_dalis_cpu(demo_dir: Path) -> None:
+    """For tf.data, auto takes TensorFlow ops on these class folders (no GPU here); JAX, PyTorch
+    and NumPy need DALI, and get it on the CPU, with the same batches as backend: cpu."""
+    from daliaug.engines.select import resolve_backend
+
+    auto = config_for(demo_dir, backend="auto", batch_size=16)
+    if resolve_backend(auto) != "tf":
+        pytest.skip("backend auto takes DALI's GPU here")
+    ours = next(iter(daliaug.make_dataset(auto, framework="numpy")))
+    cpu = next(iter(daliaug.make_dataset(config_for(demo_dir, batch_size=16), framework="numpy")))
+    assert all(np.array_equal(a, b) for a, b in zip(ours, cpu, strict=True))
+
+
 def test_numpy_batches_need_no_keras(demo_dir: Path) -> None:
     batches = daliaug.make_dataset(config_for(demo_dir, batch_size=16), framework="numpy")
     images, labels = next(iter(batches))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from daliaug.config import Config, load_config
-from daliaug.engines.select import Device, Placement, resolve_backend
+from daliaug.engines.select import Device, Placement, dali_installed, resolve_backend
 from daliaug.epoch import EpochClock, resolve_seed
 from daliaug.errors import ConfigError
 from daliaug.outputs import framework_batches, framework_of
@@ -167,8 +167,11 @@ def tf_placement(device: Device, config: Config) -> Placement:
 
 
 def _dali_device(config: Config, framework: str) -> Device:
-    """Where DALI runs for ``framework`` (JAX, PyTorch, NumPy), which must not need TensorFlow."""
+    """Where DALI runs for ``framework`` (JAX, PyTorch, NumPy), which must not need TensorFlow:
+    ``backend: auto`` takes DALI on the CPU where it would take TensorFlow ops for ``tf.data``."""
     placement = resolve_backend(config)
+    if placement == "tf" and config.backend == "auto" and dali_installed():
+        return "cpu"
     if placement == "tf":
         raise ConfigError(
             f"backend: {config.backend!r} runs TensorFlow ops here, but framework={framework!r} "
