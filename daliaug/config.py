@@ -178,6 +178,8 @@ class Config(BaseModel):
                     else f"transforms.{i}: normalization is given both here and in 'output'; "
                     "keep one"
                 )
+            for problem in t.output_problems(self.image_size, self.channels):
+                yield f"transforms.{i}.{problem}"
             if isinstance(t, ColourTransform) and t.needs_rgb and self.channels != 3:
                 yield f"transforms.{i}: '{t.type}' needs channels: 3"
             if isinstance(t, OffsetTransform) and colour is not None:
