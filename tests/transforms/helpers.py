@@ -3,6 +3,8 @@ geometry of 64x64 warps."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import ndimage
 

@@ -50,7 +50,7 @@ def test_sigma_is_uniform_and_probability_honoured() -> None:
     rows = draw_rows(config.plan, np.random.default_rng(0), 20000)
     assert abs(rows[:, 0].mean() - 0.6) < 0.015
     sigma = rows[:, 1]
-    assert 0.5 <= sigma.min() and sigma.max() <= 3.0
+    assert sigma.min() >= 0.5 and sigma.max() <= 3.0
     assert stats.kstest(sigma, stats.uniform(0.5, 2.5).cdf).pvalue > 1e-4
 
 
