@@ -42,6 +42,8 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "auto_contrast", "probability": 0.5},
     {"type": "sharpness", "factor": [0.0, 2.0], "probability": 0.8},
     {"type": "gaussian_blur", "kernel_size": 7, "sigma": [0.1, 2.0], "probability": 0.8},
+    {"type": "random_erasing", "probability": 0.8, "scale": [0.02, 0.4], "value": "random"},
+    {"type": "random_erasing", "probability": 0.8, "value": [124, 116, 104]},
     {"type": "mixup", "alpha": 0.4},
     {"type": "keras_flip", "mode": "horizontal_and_vertical"},
     {"type": "keras_zoom", "height_factor": 0.4, "width_factor": [-0.3, 0.5], "fill": 40},
