@@ -45,6 +45,7 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "random_erasing", "probability": 0.8, "scale": [0.02, 0.4], "value": "random"},
     {"type": "random_erasing", "probability": 0.8, "value": [124, 116, 104]},
     {"type": "mixup", "alpha": 0.4},
+    {"type": "cutmix", "alpha": 1.0},
     {"type": "keras_flip", "mode": "horizontal_and_vertical"},
     {"type": "keras_zoom", "height_factor": 0.4, "width_factor": [-0.3, 0.5], "fill": 40},
     {"type": "keras_shear", "x_factor": 0.4, "y_factor": 0.3, "fill": "nearest"},
