@@ -125,7 +125,7 @@ def test_masks_get_the_same_box(seg_root: Path, engine: str, mask_output: str) -
 
 
 def test_mixup_on_masks_is_refused(seg_root: Path) -> None:
-    with pytest.raises(ConfigError, match="mixup.*segmentation masks cannot follow"):
+    with pytest.raises(ConfigError, match=r"mixup.*segmentation masks cannot follow"):
         seg_config(seg_root, transforms=[{"type": "mixup"}])
 
 
