@@ -127,6 +127,18 @@ class Plan:
                 images = t.pixels(images, self._stage_params(i, column), ops)
         return images
 
+    @property
+    def moves_masks(self) -> bool:
+        """Whether a pixel stage moves pixels, so that masks follow it (:meth:`mask_pixels`)."""
+        return any(isinstance(t, PixelTransform) and t.moves_masks for t in self.transforms)
+
+    def mask_pixels(self, masks: Any, column: Callable[[int], Any], ops: Any, fill: float) -> Any:
+        """Masks (HWC) through the pixel stages that move pixels (see :meth:`pixels`)."""
+        for i, t in enumerate(self.transforms):
+            if isinstance(t, PixelTransform) and t.moves_masks:
+                masks = t.masks(masks, self._stage_params(i, column), ops, fill)
+        return masks
+
     def batch_images(self, images: Any, column: Callable[[int], Any], ops: Any) -> Any:
         """``images`` through the batch stages (see :meth:`pixels`)."""
         for i, t in self.batch_stages:

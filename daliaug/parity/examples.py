@@ -44,6 +44,7 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "gaussian_blur", "kernel_size": 7, "sigma": [0.1, 2.0], "probability": 0.8},
     {"type": "random_erasing", "probability": 0.8, "scale": [0.02, 0.4], "value": "random"},
     {"type": "random_erasing", "probability": 0.8, "value": [124, 116, 104]},
+    {"type": "perspective", "distortion_scale": 0.5, "probability": 0.8, "fill": 40},
     {"type": "mixup", "alpha": 0.4},
     {"type": "cutmix", "alpha": 1.0},
     {"type": "keras_flip", "mode": "horizontal_and_vertical"},

@@ -239,6 +239,14 @@ class PixelTransform(StageTransform):
         (scalars per sample), ``ops`` the engine's pixel operations."""
         raise NotImplementedError
 
+    moves_masks: ClassVar[bool] = False
+    """Whether segmentation masks follow this stage (a resampling does; a recolouring does
+    not): then :meth:`masks` gives them."""
+
+    def masks(self, masks: Any, p: Params, ops: Any, fill: float) -> Any:
+        """Masks (HWC samples of class values) after this stage, ``fill`` where none lands."""
+        raise NotImplementedError
+
 
 class BatchTransform(StageTransform):
     """A stage on the whole batch after the per-sample work: it may mix each sample with a

@@ -188,18 +188,19 @@ def mask_target(
     config: Config,
     num_classes: int,
     device: Device,
-    batch_stages: Callable[[DataNode], DataNode] | None = None,
+    stages: Callable[[DataNode], DataNode] | None = None,
 ) -> DataNode:
     """Decode masks, warp them like their images (nearest, ``mask_fill``), pass them (still
-    HWC) through ``batch_stages`` if given, and encode them as class indices or one-hot."""
+    HWC) through the pixel and batch ``stages`` that move pixels, if given, and encode them as
+    class indices or one-hot."""
     source = config.source
     if not isinstance(source, SegmentationSource):
         raise TypeError("masks need a segmentation source")
     image_type = types.RGB if source.colour_coded else types.GRAY
     mask = fn.decoders.image(encoded, **decoder_args(device, image_type))
     mask = resample(mask, warp, "mask_", config, nearest=True, fill=source.mask_fill, dtype=None)
-    if batch_stages is not None:
-        mask = batch_stages(mask)
+    if stages is not None:
+        mask = stages(mask)
     index = _colour_to_index(mask, source) if source.colour_coded else mask[:, :, 0]
     if source.mask_output == "index":
         dtype = types.UINT8 if source.mask_dtype == "uint8" else types.INT32

@@ -182,8 +182,12 @@ def _unpack_record(
     return encoded, scalar(layout.label, types.INT32), weight, layout.warp.unpack(floats, _reshape)
 
 
-def _cut_masks(plan: Plan, column: Callable[[int], DataNode], masks: DataNode) -> DataNode:
-    """Masks (HWC) through the plan's batch stages: cuts only (the config refuses blends)."""
+def _mask_stages(
+    plan: Plan, column: Callable[[int], DataNode], fill: float, masks: DataNode
+) -> DataNode:
+    """Masks (HWC) through the plan's pixel stages that move pixels, then its batch stages
+    (cuts only: the config refuses blends)."""
+    masks = plan.mask_pixels(masks, column, pixels, fill)
     return plan.batch_targets(masks, column, pixels, masks=True)
 
 
@@ -217,7 +221,10 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         outputs = [image]
         if "mask_path" in nodes:
             masks = fn.io.file.read(nodes["mask_path"])
-            stages = partial(_cut_masks, plan, stage_column(warp)) if plan.batch_stages else None
+            stages = None
+            if plan.batch_stages or plan.moves_masks:
+                fill = float(config.source.mask_fill)
+                stages = partial(_mask_stages, plan, stage_column(warp), fill)
             outputs.append(
                 mask_target(masks, warp, config, options.num_classes, options.device, stages)
             )

@@ -101,7 +101,7 @@ def file_batches(
         image = _resampled(tf.io.read_file(tf.gather(paths["path"], index)), inputs, config)
         if "mask_path" in paths:
             mask = tf.io.read_file(tf.gather(paths["mask_path"], index))
-            target = mask_target(mask, inputs["mask_matrix"], config)
+            target = mask_target(mask, inputs["mask_matrix"], config, inputs.get("stages"))
         else:
             target = tf.zeros([], tf.int32) if targets is None else tf.gather(targets, index)
         return image, flat, target, *weight
