@@ -4,6 +4,7 @@ SciPy's bilinear resampling through it, masks follow it (nearest), and its draws
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -125,3 +126,27 @@ def test_draws_are_uniform_and_probability_honoured() -> None:
 def test_bad_fields_are_refused(fields: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         draws(0, **fields)
+
+
+@pytest.mark.parametrize("mask_output", ["index", "one_hot"])
+def test_gpu_graphs_keep_dalis_device_rules(seg_root: Path, mask_output: str) -> None:
+    """Every new stage, with masks through perspective and cutmix, on DALI's GPU graph."""
+    from daliaug.engines.dali import pipeline
+    from daliaug.engines.dali.check import graph_problems
+    from daliaug.prepare import prepare_samples
+
+    stages = ["posterize", "equalize", "auto_contrast", "sharpness", "gaussian_blur"]
+    cfg = seg_config(
+        seg_root,
+        image_size=[48, 64],
+        source={"mask_output": mask_output},
+        transforms=[
+            *({"type": name} for name in stages),
+            {"type": "random_erasing", "value": "random"},
+            {"type": "perspective"},
+            {"type": "cutmix"},
+        ],
+    )
+    samples = prepare_samples(cfg)
+    define = partial(pipeline.named_pipeline, cfg, samples, "gpu", False, gpu_inputs=True)
+    assert not graph_problems(define)
