@@ -22,7 +22,8 @@ class Perspective(PixelTransform):
     floor(distortion_scale * floor(side / 2))``, and the image is resampled (bilinear, ``fill``
     outside) so that its corners land there: the projective map of the image's corner pixel
     centres onto the moved ones (torchvision's ``RandomPerspective``; Keras'
-    ``RandomPerspective`` draws real-valued offsets in ``[-scale, scale]`` of half the side).
+    ``RandomPerspective`` moves each corner point ``p`` to ``p * (1 + U(-scale/2, scale/2))``
+    per coordinate: real-valued, outward too, its top-left corner never moves).
     It runs on the warped, recoloured image (a second resampling, after the fused affine warp),
     and segmentation masks follow it (nearest, the source's ``mask_fill``).
     ``distortion_scale`` is below 1 so the corners never meet.
