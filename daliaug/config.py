@@ -178,6 +178,8 @@ class Config(BaseModel):
                     else f"transforms.{i}: normalization is given both here and in 'output'; "
                     "keep one"
                 )
+            for problem in t.output_problems(self.image_size, self.channels):
+                yield f"transforms.{i}.{problem}"
             if isinstance(t, ColourTransform) and t.needs_rgb and self.channels != 3:
                 yield f"transforms.{i}: '{t.type}' needs channels: 3"
             if isinstance(t, OffsetTransform) and colour is not None:
@@ -204,10 +206,14 @@ class Config(BaseModel):
             yield f"all geometric transforms share one warp and so one fill value; got {listed}"
 
     def _batch_stage_problems(self, field: str, t: BatchTransform) -> Iterator[str]:
-        """A batch stage mixes targets: soft labels only, and no TFRecords (the host must
-        know each batch's real samples)."""
+        """A batch stage mixes targets: soft labels only, masks only for a cut (not a blend),
+        and no TFRecords (the host must know each batch's real samples)."""
         if self.source.segmentation:
-            yield f"{field}: '{t.type}' does not run on segmentation masks"
+            if not t.mixes_masks:
+                yield (
+                    f"{field}: '{t.type}' blends images, which segmentation masks cannot follow "
+                    "(a pixel has one class); use cutmix, which pastes the same box in the mask"
+                )
         elif self.label_mode not in ("categorical", "binary"):
             yield (
                 f"{field}: '{t.type}' mixes labels, which needs soft labels: set label_mode: "

@@ -30,7 +30,14 @@ from daliaug.algebra import (
     neg,
 )
 from daliaug.transforms import ColourTransform, CropTransform, GeometricTransform, Transform
-from daliaug.transforms.base import BatchTransform, Fill, OffsetTransform, Params, PixelTransform
+from daliaug.transforms.base import (
+    BatchTransform,
+    Fill,
+    OffsetTransform,
+    Params,
+    PixelTransform,
+    StageTransform,
+)
 
 
 @dataclass(frozen=True)
@@ -96,13 +103,12 @@ class Plan:
     def stage_keys(self) -> list[str]:
         """The parameters of the pixel and batch stages, in :attr:`param_keys` order: the
         columns of the graph's ``stages`` input."""
-        staged = (PixelTransform, BatchTransform)
-        return [
-            f"{i}.{name}"
-            for i, t in enumerate(self.transforms)
-            if isinstance(t, staged)
-            for name in t.params
-        ]
+        return [f"{i}.{name}" for i, t in self.stages for name in t.stage_names()]
+
+    @property
+    def stages(self) -> list[tuple[int, StageTransform]]:
+        """The pixel and batch stages with their indices."""
+        return [(i, t) for i, t in enumerate(self.transforms) if isinstance(t, StageTransform)]
 
     @property
     def batch_stages(self) -> list[tuple[int, BatchTransform]]:
@@ -110,9 +116,8 @@ class Plan:
 
     def _stage_params(self, index: int, column: Callable[[int], Any]) -> Params:
         keys = self.stage_keys
-        return {
-            name: column(keys.index(f"{index}.{name}")) for name in self.transforms[index].params
-        }
+        names = self.transforms[index].stage_names()  # type: ignore[attr-defined]
+        return {name: column(keys.index(f"{index}.{name}")) for name in names}
 
     def pixels(self, images: Any, column: Callable[[int], Any], ops: Any) -> Any:
         """``images`` through the pixel stages, with the engine's pixel operations ``ops``;
@@ -121,6 +126,18 @@ class Plan:
             if isinstance(t, PixelTransform):
                 images = t.pixels(images, self._stage_params(i, column), ops)
         return images
+
+    @property
+    def moves_masks(self) -> bool:
+        """Whether a pixel stage moves pixels, so that masks follow it (:meth:`mask_pixels`)."""
+        return any(isinstance(t, PixelTransform) and t.moves_masks for t in self.transforms)
+
+    def mask_pixels(self, masks: Any, column: Callable[[int], Any], ops: Any, fill: float) -> Any:
+        """Masks (HWC) through the pixel stages that move pixels (see :meth:`pixels`)."""
+        for i, t in enumerate(self.transforms):
+            if isinstance(t, PixelTransform) and t.moves_masks:
+                masks = t.masks(masks, self._stage_params(i, column), ops, fill)
+        return masks
 
     def batch_images(self, images: Any, column: Callable[[int], Any], ops: Any) -> Any:
         """``images`` through the batch stages (see :meth:`pixels`)."""
@@ -221,7 +238,10 @@ class Plan:
             if self.uses_mean:
                 out["colour_mean"] = colour.flat_means()
         if self.stage_keys:
-            out["stages"] = [params[key] for key in self.stage_keys]
+            out["stages"] = []
+            for i, t in self.stages:
+                values = t.stage(self._params_of(params, i), self.image_size, m)
+                out["stages"].extend(values[name] for name in t.stage_names())
         return out
 
     def _resampling(self, forward: Affine, resize: bool) -> dict[str, list[Scalar]]:

@@ -111,6 +111,29 @@ class Transform(Tagged):
         """Draw this transform's parameters for one sample (all of :attr:`params`)."""
         return {}
 
+    def output_problems(self, size: tuple[int, int], channels: int) -> list[str]:
+        """What this transform cannot do on output images of ``size`` (height, width) with
+        ``channels`` channels: each problem starts with the field it is about."""
+        return []
+
+
+class StageTransform(Transform):
+    """A pixel or batch stage: its per-sample values reach the engine's graph as ``stages``
+    columns, :attr:`stage_params` (by default :attr:`params`), computed from the drawn
+    parameters by :meth:`stage` where the plan is evaluated (on the host, or in the graph for
+    streamed records)."""
+
+    stage_params: ClassVar[tuple[str, ...] | None] = None
+
+    @classmethod
+    def stage_names(cls) -> tuple[str, ...]:
+        return cls.params if cls.stage_params is None else cls.stage_params
+
+    def stage(self, p: Params, size: tuple[int, int], m: Math) -> Params:
+        """The stage's values (all of :meth:`stage_names`) from its drawn parameters ``p`` on
+        output images of ``size`` (height, width): by default the parameters themselves."""
+        return p
+
 
 class GeometricTransform(Transform):
     """A transform that moves pixels; all of them in a pipeline fuse into one affine warp.
@@ -205,7 +228,7 @@ class CropTransform(GeometricTransform):
         return scale.then_after(Affine.translate(neg(box.x), neg(box.y))), out
 
 
-class PixelTransform(Transform):
+class PixelTransform(StageTransform):
     """A per-sample operation that is neither a warp nor an affine colour map. It runs on the
     warped, recoloured images (``float32``, 0..255, HWC samples), after the colour pass and
     before the output's normalization, in the order of the config; masks skip it. Its
@@ -216,8 +239,16 @@ class PixelTransform(Transform):
         (scalars per sample), ``ops`` the engine's pixel operations."""
         raise NotImplementedError
 
+    moves_masks: ClassVar[bool] = False
+    """Whether segmentation masks follow this stage (a resampling does; a recolouring does
+    not): then :meth:`masks` gives them."""
 
-class BatchTransform(Transform):
+    def masks(self, masks: Any, p: Params, ops: Any, fill: float) -> Any:
+        """Masks (HWC samples of class values) after this stage, ``fill`` where none lands."""
+        raise NotImplementedError
+
+
+class BatchTransform(StageTransform):
     """A stage on the whole batch after the per-sample work: it may mix each sample with a
     partner and change the targets. Its parameters are drawn per batch position like every
     transform's; ``partner`` is drawn as a sort key and turned by the feed into the index of each

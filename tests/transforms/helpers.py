@@ -3,6 +3,8 @@ geometry of 64x64 warps."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import ndimage
 
@@ -46,3 +48,58 @@ def about_centre(linear: np.ndarray, c: float = 32.0) -> np.ndarray:
     l3 = np.eye(3)
     l3[:2, :2] = linear
     return (t @ l3 @ np.linalg.inv(t))[:2]
+
+
+def photos() -> np.ndarray:
+    """Six 48x64 RGB uint8 crops of scikit-learn's two sample photos (PIL-made images
+    without scikit-learn)."""
+    try:
+        from sklearn.datasets import load_sample_images
+
+        china, flower = load_sample_images().images
+    except ImportError:  # scikit-learn is a test extra
+        from PIL import Image
+
+        china = np.asarray(Image.radial_gradient("L").convert("RGB").resize((640, 427)))
+        flower = np.asarray(Image.effect_mandelbrot((640, 427), (-2, -1.5, 1, 1.5), 64))
+        flower = np.stack([flower, 255 - flower, flower // 2], -1)
+    corners = [(40, 60), (200, 300), (300, 500)]
+    return np.stack([p[y : y + 48, x : x + 64] for p in (china, flower) for y, x in corners])
+
+
+def run_arrays(
+    engine: str,
+    images: np.ndarray,
+    transforms: list[dict],
+    params: dict[str, float | np.ndarray] | None = None,
+    **fields: Any,
+) -> np.ndarray:
+    """``images`` (uint8, N x H x W x C) through ``transforms`` at their own size on ``engine``
+    (``"dali"`` on the CPU or ``"tf"``), float32 on 0..255; ``params`` (by parameter key, a
+    number or one value per image) replaces the draws."""
+    from daliaug.config import load_config
+    from daliaug.outputs.numpy import batches
+    from daliaug.sources.arrays import array_samples
+
+    n, h, w, c = images.shape
+    config = load_config(
+        {
+            "source": {"type": "arrays"},
+            "image_size": [h, w],
+            "channels": c,
+            "batch_size": n,
+            "shuffle": False,
+            "seed": 3,
+            "label_mode": "none",
+            "backend": "tf" if engine == "tf" else "cpu",
+            "transforms": transforms,
+            **fields,
+        }
+    )
+    rows = None
+    if params is not None:
+        keys = config.plan.param_keys
+        rows = np.stack([np.broadcast_to(params[k], (n,)) for k in keys], 1).astype(np.float32)
+    samples = array_samples(images, np.zeros(n, np.int32))
+    out = np.concatenate([b[0] for b in batches(engine, config, samples, "cpu", params=rows)])
+    return out.astype(np.float32)

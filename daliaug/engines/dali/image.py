@@ -183,9 +183,15 @@ def _colour_to_index(mask: DataNode, source: SegmentationSource) -> DataNode:
 
 
 def mask_target(
-    encoded: DataNode, warp: dict[str, object], config: Config, num_classes: int, device: Device
+    encoded: DataNode,
+    warp: dict[str, object],
+    config: Config,
+    num_classes: int,
+    device: Device,
+    stages: Callable[[DataNode], DataNode] | None = None,
 ) -> DataNode:
-    """Decode masks, warp them like their images (nearest, ``mask_fill``), and encode them as
+    """Decode masks, warp them like their images (nearest, ``mask_fill``), pass them (still
+    HWC) through the pixel and batch ``stages`` that move pixels, if given, and encode them as
     class indices or one-hot."""
     source = config.source
     if not isinstance(source, SegmentationSource):
@@ -193,6 +199,8 @@ def mask_target(
     image_type = types.RGB if source.colour_coded else types.GRAY
     mask = fn.decoders.image(encoded, **decoder_args(device, image_type))
     mask = resample(mask, warp, "mask_", config, nearest=True, fill=source.mask_fill, dtype=None)
+    if stages is not None:
+        mask = stages(mask)
     index = _colour_to_index(mask, source) if source.colour_coded else mask[:, :, 0]
     if source.mask_output == "index":
         dtype = types.UINT8 if source.mask_dtype == "uint8" else types.INT32

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from nvidia.dali import fn, types
@@ -40,6 +41,7 @@ from daliaug.engines.dali.math import MATH, DaliRandom, as_tensor_arg
 from daliaug.engines.feed import INPUTS, RecordLayout, WarpLayout, graph_inputs
 from daliaug.engines.select import Device, dali_gpu_count
 from daliaug.errors import BackendError
+from daliaug.plan import Plan
 from daliaug.sources.base import Samples
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -180,6 +182,15 @@ def _unpack_record(
     return encoded, scalar(layout.label, types.INT32), weight, layout.warp.unpack(floats, _reshape)
 
 
+def _mask_stages(
+    plan: Plan, column: Callable[[int], DataNode], fill: float, masks: DataNode
+) -> DataNode:
+    """Masks (HWC) through the plan's pixel stages that move pixels, then its batch stages
+    (cuts only: the config refuses blends)."""
+    masks = plan.mask_pixels(masks, column, pixels, fill)
+    return plan.batch_targets(masks, column, pixels, masks=True)
+
+
 def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
     """A DALI pipeline producing ``(images, targets[, weights])`` batches (targets: labels as
     ``label_mode`` says, masks, or the images again; none for ``label_mode: none``)."""
@@ -210,12 +221,18 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         outputs = [image]
         if "mask_path" in nodes:
             masks = fn.io.file.read(nodes["mask_path"])
-            outputs.append(mask_target(masks, warp, config, options.num_classes, options.device))
+            stages = None
+            if plan.batch_stages or plan.moves_masks:
+                fill = float(config.source.mask_fill)
+                stages = partial(_mask_stages, plan, stage_column(warp), fill)
+            outputs.append(
+                mask_target(masks, warp, config, options.num_classes, options.device, stages)
+            )
         elif config.label_mode == "input":
             outputs.append(image)
         elif config.label_mode != "none":
             outputs.append(label_target(label, config, options.num_classes, options.device))
-        if plan.batch_stages:  # the config allows them with labels (categorical, binary) only
+        if plan.batch_stages and "mask_path" not in nodes:  # soft labels (categorical, binary)
             outputs[1] = plan.batch_targets(outputs[1], stage_column(warp), pixels, masks=False)
         if weight is not None:
             outputs.append(weight.gpu() if options.device == "gpu" else weight)

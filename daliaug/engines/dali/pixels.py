@@ -134,6 +134,20 @@ def erase(
     )
 
 
+def perspective(images: DataNode, matrix: Sequence[Value], fill: float, nearest: bool) -> DataNode:
+    """``fn.experimental.warp_perspective`` (destination to source, pixel centres at whole
+    numbers) with the per-sample 3x3 matrix ``[[m0, m1, m2], [m3, m4, m5], [m6, m7, 1]]``."""
+    m = fn.reshape(_vector([*matrix, 1.0]), shape=[3, 3])
+    return fn.experimental.warp_perspective(
+        images,
+        matrix=m,
+        fill_value=float(fill),
+        border_mode="constant",
+        pixel_origin="center",
+        interp_type=types.INTERP_NN if nearest else types.INTERP_LINEAR,
+    )
+
+
 def mix(batch: DataNode, partner: Value, lam: Value) -> DataNode:
     """Any per-sample tensors (images, one-hot labels or masks) on any device."""
     other = fn.permute_batch(batch, indices=_index(partner))

@@ -344,15 +344,22 @@ def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
     return tf.transpose(out, [0, 3, 1, 2]) if config.output.layout == "NCHW" else out
 
 
-def mask_target(encoded: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Tensor:
-    """One mask, warped like its image (nearest, the source's ``mask_fill``), as class indices
-    or one-hot (as :func:`daliaug.engines.dali.image.mask_target`)."""
+def mask_target(
+    encoded: tf.Tensor, matrix: tf.Tensor, config: Config, stages: tf.Tensor | None = None
+) -> tf.Tensor:
+    """One mask, warped like its image (nearest, the source's ``mask_fill``) and through the
+    pixel stages that move pixels (their per-sample ``stages`` values), as class indices or
+    one-hot (as :func:`daliaug.engines.dali.image.mask_target`)."""
     source = config.source
     assert isinstance(source, SegmentationSource)
     table = source.class_table()
     mask = tf.cast(tf.io.decode_png(encoded, 3 if table else 1), tf.float32)
     fill = fill_value(source.mask_fill)
-    mask = transform(mask[tf.newaxis], matrix[tf.newaxis], config.image_size, fill, True)[0]
+    mask = transform(mask[tf.newaxis], matrix[tf.newaxis], config.image_size, fill, True)
+    if stages is not None and config.plan.moves_masks:
+        column = stages[tf.newaxis]
+        mask = config.plan.mask_pixels(mask, lambda k: column[:, k], pixels, float(fill))
+    mask = mask[0]
     if table is None:
         index = tf.cast(mask[..., 0], tf.int32)
     else:

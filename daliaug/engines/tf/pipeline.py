@@ -56,6 +56,19 @@ def mixed(batch: tuple, flat: tf.Tensor, config: Config, layout: WarpLayout) -> 
     return images, config.plan.batch_targets(labels, column, pixels, masks=False)
 
 
+def cut_masks(masks: tf.Tensor, flat: tf.Tensor, config: Config, layout: WarpLayout) -> tf.Tensor:
+    """A batch of masks (indices ``(N, H, W)`` or one-hot in the output layout) through the
+    plan's batch stages, cuts only (the config refuses blends with masks)."""
+    if not config.plan.batch_stages:
+        return masks
+    column = stage_column(layout.unpack(flat, tf.reshape, batched=True))
+    channels_first = masks.shape.rank == 4 and config.output.layout == "NCHW"
+    if channels_first:
+        masks = tf.transpose(masks, [0, 2, 3, 1])
+    masks = config.plan.batch_targets(masks, column, pixels, masks=True)
+    return tf.transpose(masks, [0, 3, 1, 2]) if channels_first else masks
+
+
 def _per_sample(
     config: Config, layout: WarpLayout, per_sample: tf.data.Dataset, num_classes: int
 ) -> tf.data.Dataset:
@@ -67,7 +80,7 @@ def _per_sample(
     def batch(images: tf.Tensor, flat: tf.Tensor, target: tf.Tensor, *weight: tf.Tensor) -> tuple:
         images = finished(images, flat)
         if masks:
-            return images, target, *weight
+            return images, cut_masks(target, flat, config, layout), *weight
         return (*mixed(outputs(images, target, config, num_classes), flat, config, layout), *weight)
 
     batches = per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
@@ -88,7 +101,7 @@ def file_batches(
         image = _resampled(tf.io.read_file(tf.gather(paths["path"], index)), inputs, config)
         if "mask_path" in paths:
             mask = tf.io.read_file(tf.gather(paths["mask_path"], index))
-            target = mask_target(mask, inputs["mask_matrix"], config)
+            target = mask_target(mask, inputs["mask_matrix"], config, inputs.get("stages"))
         else:
             target = tf.zeros([], tf.int32) if targets is None else tf.gather(targets, index)
         return image, flat, target, *weight

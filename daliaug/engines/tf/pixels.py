@@ -151,6 +151,47 @@ def erase(
     return tf.where(inside, values[:, None, None, :], images)
 
 
+def perspective(
+    images: tf.Tensor, matrix: Sequence[Value], fill: float, nearest: bool
+) -> tf.Tensor:
+    """Projective resampling onto the same size: output pixel ``(x, y)`` (index coordinates,
+    pixel centres at whole numbers) takes the input at ``((m0 x + m1 y + m2) / k, (m3 x + m4 y
+    + m5) / k)``, ``k = m6 x + m7 y + 1``: its nearest pixel (half up) or the four around it
+    (bilinear), those outside the image taking ``fill``. ``matrix``: 8 per-sample values; any
+    batch ``(N, H, W, C)`` (images, masks); the result is ``float32``. Gathers and arithmetic,
+    as XLA compiles them (it has no ``ImageProjectiveTransformV3``)."""
+    shape = tf.shape(images)
+    n, h, w, c = shape[0], shape[1], shape[2], images.shape[3]
+    m = [_per_sample(v, 3) for v in matrix]
+    rows = tf.cast(tf.range(h), tf.float32)[None, :, None]
+    cols = tf.cast(tf.range(w), tf.float32)[None, None, :]
+    k = m[6] * cols + m[7] * rows + 1.0
+    x = (m[0] * cols + m[1] * rows + m[2]) / k
+    y = (m[3] * cols + m[4] * rows + m[5]) / k
+    flat = tf.reshape(images, [-1, c])
+    base = (tf.range(n) * (h * w))[:, None, None]
+
+    def pixel(row: tf.Tensor, col: tf.Tensor) -> tf.Tensor:
+        inside = (row >= 0) & (row < h) & (col >= 0) & (col < w)
+        row, col = tf.clip_by_value(row, 0, h - 1), tf.clip_by_value(col, 0, w - 1)
+        value = tf.cast(tf.gather(flat, base + row * w + col), tf.float32)
+        return tf.where(inside[..., None], value, float(fill))
+
+    def index(v: tf.Tensor) -> tf.Tensor:
+        return tf.cast(
+            tf.clip_by_value(v, -2.0, 1e6), tf.int32
+        )  # beyond -1: out with its neighbour
+
+    if nearest:
+        return pixel(index(tf.floor(y + 0.5)), index(tf.floor(x + 0.5)))
+    x0, y0 = tf.floor(x), tf.floor(y)
+    fx, fy = (x - x0)[..., None], (y - y0)[..., None]
+    col, row = index(x0), index(y0)
+    top = pixel(row, col) * (1 - fx) + pixel(row, col + 1) * fx
+    bottom = pixel(row + 1, col) * (1 - fx) + pixel(row + 1, col + 1) * fx
+    return top * (1 - fy) + bottom * fy
+
+
 def mix(batch: tf.Tensor, partner: Value, lam: Value) -> tf.Tensor:
     """``lam * x + (1 - lam) * x[partner]`` per sample (MixUp), for images and soft targets
     (one-hot labels, one-hot masks) alike: any batch ``(N, ...)``; ``partner`` holds batch
