@@ -27,14 +27,16 @@ _PALETTE = np.array(
 
 
 def augmented_samples(config: Config, count: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """``count`` augmented images (uint8, NHWC, before normalization) with their labels or
-    masks (class indices), and the class names."""
+    """``count`` augmented images (uint8, NHWC, before normalization) with their labels (class
+    indices, or one weight per class where batch stages mix samples) or masks (class indices),
+    and the class names."""
     from daliaug.outputs.numpy import DaliLoader
 
+    mixed = bool(config.plan.batch_stages) and not config.source.segmentation
     update = {
         "output": Output(dtype="uint8"),
         "batch_size": count,
-        "label_mode": "int",
+        "label_mode": "categorical" if mixed else "int",
         "drop_remainder": False,
     }
     if config.source.segmentation:
@@ -88,4 +90,13 @@ def preview(config: Config, count: int, path: Path) -> Path:
             ", ".join(names[c] for c in np.unique(m) if 0 < c < len(names)) or "-" for m in targets
         ]
         return save_grid(shown, titles, path)
-    return save_grid(images, [names[i] for i in targets], path)
+    return save_grid(images, [caption(t, names) for t in targets], path)
+
+
+def caption(target: np.ndarray, names: list[str]) -> str:
+    """A tile's title: the class name, or each class's label weight where the label is mixed
+    (MixUp, CutMix), the largest first: ``"cat 0.62 + dog 0.38"``."""
+    if np.ndim(target) == 0:
+        return names[int(target)]
+    order = np.argsort(-target, kind="stable")
+    return " + ".join(f"{names[c]} {target[c]:.2f}" for c in order if target[c] >= 0.005)
