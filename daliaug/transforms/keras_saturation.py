@@ -28,9 +28,10 @@ class KerasSaturation(PixelTransform):
     (TensorFlow's ``rgb_to_hsv``), ``S' = clip(k * S, *saturation_range)``, hue and value kept,
     back to RGB and clipped to 0..255: Keras' ``RandomSaturation``. ``u = 0.5`` keeps the
     image, ``u <= 0`` makes it grey, ``u -> 1`` saturates fully. A single number ``f`` means
-    ``[-f, f]``, as in Keras' code (so ``u < 0``, grey, for half the samples). Keras clips ``S'`` to its layer's ``value_range``, ``[0, 255]`` by
-    default, so ``S'`` may exceed 1 (channels pushed below 0, which daliaug clips and Keras
-    leaves): ``saturation_range`` is that range (``[0, 1]`` keeps colours in gamut).
+    ``[-f, f]``, as in Keras' code (so ``u < 0``, grey, for half the samples). Keras clips
+    ``S'`` to its layer's ``value_range``, ``[0, 255]`` by default, so ``S'`` may exceed 1
+    (channels pushed below 0, which daliaug clips and Keras leaves): ``saturation_range`` is
+    that range (``[0, 1]`` keeps colours in gamut).
 
     Example: ``{"type": "keras_saturation", "factor": 0.5}``."""
 
