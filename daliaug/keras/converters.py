@@ -397,17 +397,15 @@ def _random_invert(layer: Any, trace: Trace) -> None:
 
 @converts("Solarization")
 def _solarization(layer: Any, trace: Trace) -> None:
-    """Keras draws the addition from ``U(a0, 255 * a1)`` and the threshold from
-    ``U(t0, 255 * t1)`` per image; daliaug's ``solarize`` adds nothing and takes one threshold:
-    exact for ``addition_factor=0`` and ``threshold_factor=0`` (every value inverted)."""
-    for name in ("addition_factor", "threshold_factor"):
-        if any(_pair(getattr(layer, name))):
-            raise Unsupported(
-                f"{label(layer)}: {name}={_pair(getattr(layer, name))}; Keras draws it per image "
-                "from U(low, 255 * high), daliaug's solarize takes one fixed threshold and no "
-                f"addition (only {name}=0 converts)"
-            )
-    transform = {"type": "solarize", "threshold": 0.0, "probability": 1.0}
+    """Keras draws from ``U(low, 255 * high)`` of each factor (its code scales only the upper
+    bound); ``keras_solarization`` takes those ranges on the 0..255 values, which Keras maps
+    its ``value_range`` to."""
+    (a0, a1), (t0, t1) = _pair(layer.addition_factor), _pair(layer.threshold_factor)
+    transform = {
+        "type": "keras_solarization",
+        "addition": [a0, 255.0 * a1],
+        "threshold": [t0, 255.0 * t1],
+    }
     trace.pixels(layer, [transform], layer.value_range)
 
 

@@ -118,6 +118,11 @@ def _jitter(layer: Any, x: np.ndarray, rows: np.ndarray) -> Any:
     return _hues(layer.random_hue, y, rows)
 
 
+def _solarized(layer: Any, x: np.ndarray, rows: np.ndarray) -> Any:
+    pinned = {"additions": rows[:, :1, None, None], "thresholds": rows[:, 1:, None, None]}
+    return layer.transform_images(x, pinned)
+
+
 HUES = np.array([[0.15], [-0.2], [0.45], [-0.5]], np.float32)
 FLIPS = np.array([[1.0], [0.0], [1.0], [1.0]], np.float32)
 SHEARS = np.array([[1, 0.3, 0.1], [-1, 0.2, 0.15], [1, 0.05, 0.2], [-1, 0.25, 0.0]], np.float32)
@@ -184,6 +189,12 @@ CASES = [
     Case("grayscale-never", lambda: L.RandomGrayscale(0.0)),
     Case("invert", lambda: L.RandomInvert((1.0, 1.0))),
     Case("solarization", lambda: L.Solarization()),
+    Case(
+        "solarization-drawn",
+        lambda: L.Solarization(addition_factor=0.3, threshold_factor=(0.4, 0.6)),
+        np.array([[10.0, 40.0], [0.0, 150.0], [60.0, 90.0], [30.0, 0.4]], np.float32),
+        _solarized,
+    ),
     Case("color-degeneration", lambda: L.RandomColorDegeneration((0.6, 0.6))),
     Case("color-degeneration-negative", lambda: L.RandomColorDegeneration((-0.3, -0.3))),
 ]
@@ -275,6 +286,8 @@ def _keras_draws(layer: Any, n: int) -> dict[str, np.ndarray]:
         return {"hue": flat["factor"][:, 0]}
     if name == "RandomColorDegeneration":
         return {"factor": flat["factor"][:, 0]}
+    if name == "Solarization":
+        return {"addition": flat["additions"][:, 0], "threshold": flat["thresholds"][:, 0]}
     if name == "RandomInvert":
         return {"invert": flat["apply_inversion"][:, 0]}
     raise AssertionError(name)
@@ -308,6 +321,7 @@ DRAWN = [
     lambda: L.RandomGrayscale(0.3),
     lambda: L.RandomInvert((0.2, 0.6)),
     lambda: L.RandomColorDegeneration(0.5),
+    lambda: L.Solarization(addition_factor=(0.1, 0.3), threshold_factor=0.5),
 ]
 
 
@@ -383,8 +397,7 @@ class MyFlip(keras.layers.RandomFlip):
         ([L.MixUp(name="m"), L.RandomFlip(name="f")], "RandomFlip 'f': it comes after MixUp"),
         ([L.Rescaling(1 / 127.5, -1), L.RandomSaturation(0.2)], "move it before"),
         ([L.RandomInvert(value_range=(-1, 1))], "value_range=[-1, 1]"),
-        ([L.Solarization(threshold_factor=0.5)], "threshold_factor=[0.0, 0.5]"),
-        ([L.Solarization(addition_factor=0.1)], "addition_factor=[0.0, 0.1]"),
+        ([L.Solarization(value_range=(0, 1))], "value_range=[0.0, 1.0]"),
         ([L.Rescaling(1 / 255), L.RandomContrast(0.2, name="c")], "value_range=[0.0, 255.0]"),
         ([L.Normalization(axis=None)], "no statistics yet"),
         (

@@ -65,6 +65,10 @@ def solarize(images: DataNode, threshold: Value) -> DataNode:
     return (images >= t) * (255.0 - images) + (images < t) * images
 
 
+def add_clipped(images: DataNode, delta: Value) -> DataNode:
+    return dmath.clamp(images + _on(delta, images), 0.0, 255.0)
+
+
 def posterize(images: DataNode, bits: Value) -> DataNode:
     if isinstance(bits, DataNode):
         index = fn.cast(dmath.clamp(dmath.floor(bits + 0.5), 0.0, 8.0), dtype=types.INT32)

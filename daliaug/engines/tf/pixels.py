@@ -59,6 +59,11 @@ def solarize(images: tf.Tensor, threshold: Value) -> tf.Tensor:
     return tf.where(images >= _per_sample(threshold, 4), 255.0 - images, images)
 
 
+def add_clipped(images: tf.Tensor, delta: Value) -> tf.Tensor:
+    """``clip(x + delta, 0, 255)``, one ``delta`` per sample."""
+    return tf.clip_by_value(images + _per_sample(delta, 4), 0.0, 255.0)
+
+
 def posterize(images: tf.Tensor, bits: Value) -> tf.Tensor:
     """Keep the top ``bits`` (an integer 0..8 per sample) bits of each value rounded to
     ``uint8`` (PIL's ``ImageOps.posterize``; 0 bits gives black, 8 the rounded image)."""
