@@ -101,13 +101,14 @@ class Trace:
             self.interpolations[label(layer)] = _interpolation(layer, interpolation)
         self.transforms.append(transform)
 
-    def colour(
-        self, layer: Any, transforms: list[dict[str, Any]], value_range: Any = PIPELINE_RANGE
-    ) -> None:
+    def colour(self, layer: Any, transforms: list[dict[str, Any]], value_range: Any = None) -> None:
         """Add colour transforms for ``layer``, which works on ``value_range`` and clips to it:
-        that range must be the pipeline's 0..255 through the value frame."""
+        that range must be the pipeline's 0..255 through the value frame (``None``: a layer
+        without one, which works on any values)."""
         self._after_stages(layer, "pixel", "batch")
-        self.check_range(layer, value_range)
+        if value_range is not None:
+            self.check_range(layer, value_range)
+        self._format(layer)
         self.transforms.extend(transforms)
 
     def pixels(self, layer: Any, transforms: list[dict[str, Any]], value_range: Any = None) -> None:
@@ -125,7 +126,7 @@ class Trace:
         self._after_stages(layer, "batch")
         self._format(layer)
         self.transforms.extend(transforms)
-        self.stage = (label(layer), "batch") if self.stage is None else self.stage
+        self.stage = self.stage or (label(layer), "batch")
 
     def uniform_frame(self, layer: Any, *, offset: bool = True) -> None:
         """:class:`Unsupported` unless the value frame is the same on every channel (for layers

@@ -187,6 +187,10 @@ CASES = [
     ),
     Case("grayscale", lambda: L.RandomGrayscale(1.0)),
     Case("grayscale-never", lambda: L.RandomGrayscale(0.0)),
+    Case(
+        "grayscale-rescaled",
+        lambda: keras.Sequential([L.Rescaling(2.0), L.RandomGrayscale(1.0)]),
+    ),
     Case("invert", lambda: L.RandomInvert((1.0, 1.0))),
     Case("solarization", lambda: L.Solarization()),
     Case(
