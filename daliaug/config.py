@@ -180,7 +180,7 @@ class Config(BaseModel):
                 )
             for problem in t.output_problems(self.image_size, self.channels):
                 yield f"transforms.{i}.{problem}"
-            if isinstance(t, ColourTransform) and t.needs_rgb and self.channels != 3:
+            if t.needs_rgb and self.channels != 3:
                 yield f"transforms.{i}: '{t.type}' needs channels: 3"
             if isinstance(t, OffsetTransform) and colour is not None:
                 yield (

@@ -53,6 +53,9 @@ class Trace:
     interpolations: dict[str, str] = field(default_factory=dict)
     formats: dict[str, str] = field(default_factory=dict)
     """Each layer's ``data_format``, by :func:`label`."""
+    stage: tuple[str, str] | None = None
+    """The first layer that became a pixel stage (``"pixel"``) or a batch stage (``"batch"``),
+    by :func:`label`: the pipeline runs those after its warp and colour pass."""
 
     def __post_init__(self) -> None:
         self.scale = np.ones(self.channels)
@@ -88,6 +91,7 @@ class Trace:
     ) -> None:
         """Add a geometric transform for ``layer``; a revealing layer passes its ``fill_mode``
         and ``fill_value``, a resampling one its ``interpolation``."""
+        self._after_stages(layer, "batch")
         self._format(layer)
         if fill_mode is not None:
             fill = self._fill(layer, fill_mode, fill_value)
@@ -97,11 +101,48 @@ class Trace:
             self.interpolations[label(layer)] = _interpolation(layer, interpolation)
         self.transforms.append(transform)
 
-    def colour(
-        self, layer: Any, transforms: list[dict[str, Any]], value_range: Any = PIPELINE_RANGE
-    ) -> None:
+    def colour(self, layer: Any, transforms: list[dict[str, Any]], value_range: Any = None) -> None:
         """Add colour transforms for ``layer``, which works on ``value_range`` and clips to it:
-        that range must be the pipeline's 0..255 through the value frame."""
+        that range must be the pipeline's 0..255 through the value frame (``None``: a layer
+        without one, which works on any values)."""
+        self._after_stages(layer, "pixel", "batch")
+        if value_range is not None:
+            self.check_range(layer, value_range)
+        self._format(layer)
+        self.transforms.extend(transforms)
+
+    def pixels(self, layer: Any, transforms: list[dict[str, Any]], value_range: Any = None) -> None:
+        """Add pixel stages for ``layer`` (they run after the colour pass, in order); one that
+        works on ``value_range`` passes it (see :meth:`colour`)."""
+        self._after_stages(layer, "batch")
+        if value_range is not None:
+            self.check_range(layer, value_range)
+        self._format(layer)
+        self.transforms.extend(transforms)
+        self.stage = self.stage or (label(layer), "pixel")
+
+    def batch(self, layer: Any, transforms: list[dict[str, Any]]) -> None:
+        """Add batch stages for ``layer`` (they run last, on the whole batch)."""
+        self._after_stages(layer, "batch")
+        self._format(layer)
+        self.transforms.extend(transforms)
+        self.stage = self.stage or (label(layer), "batch")
+
+    def uniform_frame(self, layer: Any, *, offset: bool = True) -> None:
+        """:class:`Unsupported` unless the value frame is the same on every channel (for layers
+        that mix the channels), and without an offset when ``offset`` is False (for layers
+        whose result changes when a constant is added, such as HSV's saturation)."""
+        same = np.allclose(self.scale, self.scale[0]) and np.allclose(self.offset, self.offset[0])
+        if not same or self.scale[0] <= 0 or (not offset and np.any(self.offset != 0)):
+            frame = f"{np.round(self.scale, 6).tolist()} * v + {np.round(self.offset, 6).tolist()}"
+            raise Unsupported(
+                f"{label(layer)}: the images reach it as {frame} of the 0..255 pixels (the "
+                "Rescaling or Normalization before it), where its result differs from the "
+                "same layer on the 0..255 pixels; move it before that layer"
+            )
+
+    def check_range(self, layer: Any, value_range: Any) -> None:
+        """:class:`Unsupported` unless ``value_range`` is the images' range at ``layer``."""
         self._format(layer)
         low, high = (float(v) for v in sorted(value_range))
         seen = (
@@ -115,7 +156,6 @@ class Trace:
                 f"{images} (the 0..255 pixels through the layers before it); give "
                 f"value_range={images} (daliaug clips to the images' range)"
             )
-        self.transforms.extend(transforms)
 
     def values(self, scale: np.ndarray, offset: np.ndarray) -> None:
         """A layer maps each value ``x`` it sees to ``scale * x + offset`` (per channel)."""
@@ -132,6 +172,14 @@ class Trace:
         if mode != "constant":
             raise Unsupported(f"{label(layer)}: fill_mode={mode!r} is not one of Keras' modes")
         return self.uniform(layer, "fill_value", self.to_pipeline(value))
+
+    def _after_stages(self, layer: Any, *kinds: str) -> None:
+        if self.stage is not None and self.stage[1] in kinds:
+            first, kind = self.stage
+            raise Unsupported(
+                f"{label(layer)}: it comes after {first}, which daliaug runs as a {kind} stage "
+                "after the warp and the colour pass; put it before that layer"
+            )
 
     def _format(self, layer: Any) -> None:
         data_format = getattr(layer, "data_format", None)
@@ -280,20 +328,91 @@ def _random_contrast(layer: Any, trace: Trace) -> None:
     trace.colour(layer, [_contrast(layer.factor)], layer.value_range)
 
 
+def _saturation(layer: Any) -> dict[str, Any]:
+    return {
+        "type": "keras_saturation",
+        "factor": _pair(layer.factor),
+        "saturation_range": _pair(sorted(layer.value_range)),
+    }
+
+
+def _hue(layer: Any) -> dict[str, Any]:
+    return {"type": "keras_hue", "factor": _pair(layer.factor)}
+
+
 @converts("RandomColorJitter")
 def _random_color_jitter(layer: Any, trace: Trace) -> None:
-    for part in ("saturation", "hue"):
-        if getattr(layer, f"{part}_factor") is not None:
-            raise Unsupported(
-                f"{label(layer)}: {part}_factor; Keras changes {part} in HSV, pixel by pixel, "
-                "which daliaug's fused colour matrix cannot express"
-            )
     transforms = []
     if layer.brightness_factor is not None:
         transforms.append(_brightness(layer.random_brightness.factor))
     if layer.contrast_factor is not None:
         transforms.append(_contrast(layer.random_contrast.factor))
     trace.colour(layer, transforms, layer.value_range)
+    if layer.saturation_factor is not None:
+        trace.uniform_frame(layer, offset=False)
+        trace.pixels(layer, [_saturation(layer.random_saturation)])
+    if layer.hue_factor is not None:
+        trace.pixels(layer, [_hue(layer.random_hue)], layer.value_range)
+
+
+@converts("RandomSaturation")
+def _random_saturation(layer: Any, trace: Trace) -> None:
+    """Keras works in HSV on the values as they reach the layer (its ``value_range`` only
+    clips the scaled saturation): the same on the 0..255 pixels when they are only scaled."""
+    trace.uniform_frame(layer, offset=False)
+    trace.pixels(layer, [_saturation(layer)])
+
+
+@converts("RandomHue")
+def _random_hue(layer: Any, trace: Trace) -> None:
+    trace.pixels(layer, [_hue(layer)], layer.value_range)
+
+
+@converts("RandomGrayscale")
+def _random_grayscale(layer: Any, trace: Trace) -> None:
+    trace.uniform_frame(layer)
+    trace.colour(layer, [{"type": "grayscale", "probability": float(layer.factor)}])
+
+
+@converts("RandomColorDegeneration")
+def _random_color_degeneration(layer: Any, trace: Trace) -> None:
+    trace.uniform_frame(layer)
+    transform = {"type": "color_degeneration", "factor": _pair(layer.factor)}
+    trace.colour(layer, [transform], layer.value_range)
+
+
+@converts("RandomInvert")
+def _random_invert(layer: Any, trace: Trace) -> None:
+    """Keras inverts with probability ``p ~ U(factor)``: a Bernoulli of the mean of ``factor``;
+    it computes ``value_range[1] - x``, an inversion of the range only when it starts at 0."""
+    low = float(layer.value_range[0])
+    if low != 0.0:
+        raise Unsupported(
+            f"{label(layer)}: value_range={list(layer.value_range)}; Keras computes "
+            f"{float(layer.value_range[1]):g} - x, which inverts the range only when it starts "
+            "at 0"
+        )
+    probability = sum(_pair(layer.factor)) / 2
+    trace.colour(layer, [{"type": "invert", "probability": probability}], layer.value_range)
+
+
+@converts("Solarization")
+def _solarization(layer: Any, trace: Trace) -> None:
+    """Keras draws from ``U(low, 255 * high)`` of each factor (its code scales only the upper
+    bound); ``keras_solarization`` takes those ranges on the 0..255 values, which Keras maps
+    its ``value_range`` to."""
+    (a0, a1), (t0, t1) = _pair(layer.addition_factor), _pair(layer.threshold_factor)
+    transform = {
+        "type": "keras_solarization",
+        "addition": [a0, 255.0 * a1],
+        "threshold": [t0, 255.0 * t1],
+    }
+    trace.pixels(layer, [transform], layer.value_range)
+
+
+@converts("MixUp")
+def _mix_up(layer: Any, trace: Trace) -> None:
+    trace.batch(layer, [{"type": "mixup", "alpha": float(layer.alpha)}])
 
 
 def _per_channel(layer: Any, what: str, value: Any, channels: int) -> np.ndarray:

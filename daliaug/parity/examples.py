@@ -55,6 +55,9 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "keras_resize", "size": [48, 64], "aspect": "pad", "fill": 90},
     {"type": "keras_brightness", "factor": 0.3},
     {"type": "keras_contrast", "factor": [0.4, 1.8]},
+    {"type": "keras_saturation", "factor": 0.6},
+    {"type": "keras_hue", "factor": 0.8},
+    {"type": "keras_solarization", "addition": [0, 60], "threshold": [40, 200]},
 )
 """One or more settings of each transform, with wide ranges (``normalize`` is the output's)."""
 

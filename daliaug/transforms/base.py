@@ -106,6 +106,8 @@ class Transform(Tagged):
     registry: ClassVar[dict[str, type[Transform]]] = {}
     params: ClassVar[tuple[str, ...]] = ()
     """Names of the per-sample parameters that :meth:`draw` returns."""
+    needs_rgb: ClassVar[bool] = False
+    """Whether it works on the three channels of RGB images only."""
 
     def draw(self, rng: Random) -> Params:
         """Draw this transform's parameters for one sample (all of :attr:`params`)."""
@@ -167,7 +169,6 @@ class GeometricTransform(Transform):
 class ColourTransform(Transform):
     """A per-pixel affine colour change; all of them fuse into one colour pass."""
 
-    needs_rgb: ClassVar[bool] = False
     uses_mean: ClassVar[bool] = False
     """Whether :meth:`colour` weighs the image's per-channel mean (``ColourMatrix.means``)."""
 

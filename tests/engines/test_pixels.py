@@ -272,6 +272,9 @@ CASES: dict[str, tuple[list[list[float]], dict[str, Any], float]] = {
     "erase": ([BOXES[k] for k in ("y0", "x0", "h", "w")], {"fill": (0.0, 127.5, 255.0)}, 0.0),
     "mix": ([PARTNERS, _rng.uniform(0, 1, _N).tolist()], {}, 1e-4),
     "paste": ([PARTNERS, *(INSIDE[k] for k in ("y0", "x0", "h", "w"))], {}, 0.0),
+    "add_clipped": ([_rng.uniform(-100, 100, _N).tolist()], {}, 0.0),
+    "keras_saturation": ([_rng.uniform(-0.5, 3, _N).tolist()], {"low": 0.0, "high": 255.0}, 1e-3),
+    "keras_hue": ([_rng.uniform(-0.5, 0.5, _N).tolist()], {}, 1e-3),
 }
 
 
@@ -293,7 +296,9 @@ def test_dali_gpu_graph_keeps_the_device_rules(op: str) -> None:
     assert graph_problems(lambda: _dali_graph(graph, PHOTOS, params, "gpu")) == []
 
 
-@pytest.mark.parametrize("op", ["solarize", "posterize", "sharpness", "gaussian_blur", "mix"])
+@pytest.mark.parametrize(
+    "op", ["solarize", "posterize", "sharpness", "gaussian_blur", "mix", "keras_saturation"]
+)
 def test_numbers_act_as_per_sample_parameters(engine: Engine, op: str) -> None:
     """A Python number is the same parameter for every sample (a folded constant)."""
     params, fixed, _ = CASES[op]

@@ -103,6 +103,27 @@ def _corner(layer: Any, x: np.ndarray, rows: np.ndarray) -> Any:
     return layer.transform_images(x, (5, 11))
 
 
+def _hues(layer: Any, x: np.ndarray, rows: np.ndarray) -> Any:
+    return layer.transform_images(x, {"factor": rows[:, -1]})
+
+
+def _clipped(layer: Any, x: np.ndarray, rows: np.ndarray) -> Any:
+    """Keras' saturation above 1 pushes channels below 0, which daliaug clips."""
+    return np.clip(np.asarray(layer(x, training=True)), 0.0, 255.0)
+
+
+def _jitter(layer: Any, x: np.ndarray, rows: np.ndarray) -> Any:
+    """Brightness, saturation, then hue (its sign pinned by ``rows``), as Keras' jitter runs."""
+    y = layer.random_saturation(layer.random_brightness(x, training=True), training=True)
+    return _hues(layer.random_hue, y, rows)
+
+
+def _solarized(layer: Any, x: np.ndarray, rows: np.ndarray) -> Any:
+    pinned = {"additions": rows[:, :1, None, None], "thresholds": rows[:, 1:, None, None]}
+    return layer.transform_images(x, pinned)
+
+
+HUES = np.array([[0.15], [-0.2], [0.45], [-0.5]], np.float32)
 FLIPS = np.array([[1.0], [0.0], [1.0], [1.0]], np.float32)
 SHEARS = np.array([[1, 0.3, 0.1], [-1, 0.2, 0.15], [1, 0.05, 0.2], [-1, 0.25, 0.0]], np.float32)
 CORNER = np.tile(np.array([[(11 + 0.5) / 25, (5 + 0.5) / 19]], np.float32), (N, 1))
@@ -151,6 +172,35 @@ CASES = [
         lambda: L.RandomColorJitter(brightness_factor=(0.1, 0.1), contrast_factor=(0.0, 0.0)),
     ),
     Case("rescaling", lambda: L.Rescaling(1 / 127.5, offset=-1)),
+    Case("saturation", lambda: L.RandomSaturation((0.3, 0.3))),
+    Case("saturation-grey", lambda: L.RandomSaturation((-1.0, -1.0))),
+    Case("saturation-over", lambda: L.RandomSaturation((0.8, 0.8)), keras=_clipped),
+    Case("saturation-in-gamut", lambda: L.RandomSaturation((0.8, 0.8), value_range=(0, 1))),
+    Case("hue", lambda: L.RandomHue(0.9), HUES, _hues),
+    Case(
+        "color-jitter-saturation-hue",
+        lambda: L.RandomColorJitter(
+            brightness_factor=(0.1, 0.1), saturation_factor=(-0.4, -0.4), hue_factor=0.5
+        ),
+        np.concatenate([np.full((N, 1), 0.1, np.float32), np.full((N, 1), -0.4 / 1.4), HUES], 1),
+        _jitter,
+    ),
+    Case("grayscale", lambda: L.RandomGrayscale(1.0)),
+    Case("grayscale-never", lambda: L.RandomGrayscale(0.0)),
+    Case(
+        "grayscale-rescaled",
+        lambda: keras.Sequential([L.Rescaling(2.0), L.RandomGrayscale(1.0)]),
+    ),
+    Case("invert", lambda: L.RandomInvert((1.0, 1.0))),
+    Case("solarization", lambda: L.Solarization()),
+    Case(
+        "solarization-drawn",
+        lambda: L.Solarization(addition_factor=0.3, threshold_factor=(0.4, 0.6)),
+        np.array([[10.0, 40.0], [0.0, 150.0], [60.0, 90.0], [30.0, 0.4]], np.float32),
+        _solarized,
+    ),
+    Case("color-degeneration", lambda: L.RandomColorDegeneration((0.6, 0.6))),
+    Case("color-degeneration-negative", lambda: L.RandomColorDegeneration((-0.3, -0.3))),
 ]
 
 
@@ -216,6 +266,8 @@ def test_a_stack_with_one_resampling_matches_keras_layer_by_layer(backend: str) 
 def _keras_draws(layer: Any, n: int) -> dict[str, np.ndarray]:
     """Parameters of ``n`` samples drawn by Keras' own layer, by daliaug's parameter names."""
     t = layer.get_random_transformation(np.zeros((n, 8, 8, 3), np.float32), training=True)
+    if type(layer).__name__ == "RandomGrayscale":  # Keras returns the flags alone
+        return {"grey": np.asarray(t, np.float64).reshape(n)}
     flat = {k: np.asarray(v, np.float64).reshape(n, -1) for k, v in t.items() if np.size(v) >= n}
     name = type(layer).__name__
     if name == "RandomFlip":
@@ -232,6 +284,16 @@ def _keras_draws(layer: Any, n: int) -> dict[str, np.ndarray]:
         return {"delta": flat["rgb_delta"][:, 0] / 255}
     if name == "RandomContrast":
         return {"factor": flat["contrast_factor"][:, 0]}
+    if name == "RandomSaturation":
+        return {"saturation": flat["factor"][:, 0]}
+    if name == "RandomHue":
+        return {"hue": flat["factor"][:, 0]}
+    if name == "RandomColorDegeneration":
+        return {"factor": flat["factor"][:, 0]}
+    if name == "Solarization":
+        return {"addition": flat["additions"][:, 0], "threshold": flat["thresholds"][:, 0]}
+    if name == "RandomInvert":
+        return {"invert": flat["apply_inversion"][:, 0]}
     raise AssertionError(name)
 
 
@@ -256,6 +318,14 @@ DRAWN = [
     lambda: L.RandomBrightness(0.4),
     lambda: L.RandomContrast(0.3),
     lambda: L.RandomContrast((0.2, 0.5)),
+    lambda: L.RandomSaturation(0.6),
+    lambda: L.RandomSaturation((-0.8, 0.3)),
+    lambda: L.RandomHue(0.7),
+    lambda: L.RandomHue((0.2, 0.6)),
+    lambda: L.RandomGrayscale(0.3),
+    lambda: L.RandomInvert((0.2, 0.6)),
+    lambda: L.RandomColorDegeneration(0.5),
+    lambda: L.Solarization(addition_factor=(0.1, 0.3), threshold_factor=0.5),
 ]
 
 
@@ -268,7 +338,7 @@ def test_draws_follow_keras_distributions(make: Callable[[], Any]) -> None:
     layer = make()
     theirs, ours = _keras_draws(layer, n), _our_draws(layer, n)
     for name, values in theirs.items():
-        if name in ("flip",):
+        if name in ("flip", "grey", "invert"):
             table = [[np.sum(values > 0.5), np.sum(values <= 0.5)]]
             table.append([np.sum(ours[name] > 0.5), np.sum(ours[name] <= 0.5)])
             assert stats.chi2_contingency(table).pvalue > 1e-3
@@ -307,9 +377,9 @@ def test_color_jitter_draws_as_its_brightness_and_contrast() -> None:
 
 def test_an_unsupported_layer_is_named_with_the_supported_ones() -> None:
     with pytest.raises(ConfigError) as error:
-        compile_for([L.RandomFlip(), L.RandomSaturation(0.5, name="sat")], "tf")
+        compile_for([L.RandomFlip(), L.RandomPosterization(4, name="post")], "tf")
     message = str(error.value)
-    assert "RandomSaturation 'sat'" in message
+    assert "RandomPosterization 'post'" in message
     assert "RandomFlip" in message and "Normalization" in message
     assert "unsupported='keep'" in message
 
@@ -324,7 +394,14 @@ class MyFlip(keras.layers.RandomFlip):
         ([MyFlip(name="mine")], "MyFlip 'mine'"),
         ([L.Resizing(8, 8, interpolation="bicubic", name="r")], "interpolation='bicubic'"),
         ([L.Resizing(8, 8, antialias=True)], "antialias=True"),
-        ([L.RandomColorJitter(saturation_factor=0.2, name="j")], "saturation_factor"),
+        (
+            [L.RandomHue(0.2, name="h"), L.RandomBrightness(0.1, name="b")],
+            "RandomBrightness 'b': it comes after RandomHue 'h'",
+        ),
+        ([L.MixUp(name="m"), L.RandomFlip(name="f")], "RandomFlip 'f': it comes after MixUp"),
+        ([L.Rescaling(1 / 127.5, -1), L.RandomSaturation(0.2)], "move it before"),
+        ([L.RandomInvert(value_range=(-1, 1))], "value_range=[-1, 1]"),
+        ([L.Solarization(value_range=(0, 1))], "value_range=[0.0, 1.0]"),
         ([L.Rescaling(1 / 255), L.RandomContrast(0.2, name="c")], "value_range=[0.0, 255.0]"),
         ([L.Normalization(axis=None)], "no statistics yet"),
         (
@@ -374,3 +451,44 @@ def test_the_model_input_sets_the_size_and_channels() -> None:
     assert config.transforms[0].size == (40, 30)
     with pytest.raises(ConfigError, match=r"image_size: \[32, 32\], but the model takes"):
         daliaug.from_keras(model, source={"type": "arrays"}, image_size=32)
+
+
+def test_mixup_matches_keras_with_its_partners_and_weights(backend: str) -> None:
+    from daliaug.engines.feed import partners
+
+    x = photos(*SIZE)
+    layer = L.MixUp(alpha=0.4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BackendWarning)
+        config = daliaug.from_keras(
+            [layer],
+            source={"type": "arrays"},
+            image_size=SIZE,
+            batch_size=N,
+            shuffle=False,
+            label_mode="categorical",
+            backend=backend,
+            seed=0,
+        )
+    assert [t.type for t in config.transforms] == ["resize", "mixup"]
+    assert config.transforms[1].alpha == pytest.approx(0.4)
+    rows = draw_rows(config.plan, np.random.default_rng(3), N)
+    name = "tf" if backend == "tf" else "dali"
+    labels = np.arange(N) % 2
+    samples = array_samples(x, labels)
+    batch = next(iter(engine_batches(name, config, samples, "cpu", params=rows)))
+    order = partners(rows[:, 0], np.ones(N, bool)).astype(np.int64)
+    transformation = {"mix_weight": rows[:, 1], "permutation_order": order}
+    expected = layer.transform_images(x.astype(np.float32), transformation)
+    assert_matches(config, np.asarray(batch[0], np.float64), np.asarray(expected), rows)
+
+
+def test_mixup_draws_keras_beta() -> None:
+    keras.utils.set_random_seed(0)
+    layer, n = L.MixUp(alpha=0.3), 4000
+    theirs = layer.get_random_transformation(np.zeros((n, 4, 4, 3), np.float32))["mix_weight"]
+    config = daliaug.from_keras(
+        [layer], source={"type": "arrays"}, image_size=8, label_mode="categorical"
+    )
+    ours = draw_rows(config.plan, np.random.default_rng(4), n)[:, 1]
+    assert stats.ks_2samp(np.asarray(theirs), ours).pvalue > 1e-3

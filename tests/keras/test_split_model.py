@@ -77,29 +77,28 @@ def test_keep_leaves_the_unsupported_layer_and_those_after_it_with_one_warning()
         [
             keras.Input((32, 32, 3)),
             L.RandomFlip("horizontal"),
-            L.RandomSaturation(0.3, name="sat"),
+            L.RandomHue(0.3, value_range=(0, 1), name="hue"),  # the images are 0..255
             L.RandomRotation(0.1, fill_mode="constant"),
             L.Rescaling(1 / 255),
             *_head(),
         ]
     )
-    with pytest.raises(daliaug.ConfigError, match="RandomSaturation 'sat'"):
+    with pytest.raises(daliaug.ConfigError, match="RandomHue 'hue'"):
         daliaug.split_model(model)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fields, trimmed = daliaug.split_model(model, unsupported="keep")
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1, messages
-    assert "RandomSaturation 'sat' and the 2 layers after it stay in the model" in messages[0]
+    assert "RandomHue 'hue' and the 2 layers after it stay in the model" in messages[0]
     assert [t["type"] for t in fields["transforms"]] == ["resize", "keras_flip"]
-    assert _types(trimmed)[:3] == ["RandomSaturation", "RandomRotation", "Rescaling"]
+    assert _types(trimmed)[:3] == ["RandomHue", "RandomRotation", "Rescaling"]
 
 
 def test_a_kept_stack_maps_over_the_dataset() -> None:
     with pytest.warns(UserWarning, match="stay in the model"):
-        fields, rest = daliaug.split_model(
-            [L.RandomFlip(), L.RandomSaturation(0.3)], image_size=(48, 64), unsupported="keep"
-        )
+        stack = [L.RandomFlip(), L.RandomHue(0.3, value_range=(0, 1))]  # refused: 0..255 images
+        fields, rest = daliaug.split_model(stack, image_size=(48, 64), unsupported="keep")
     config = {**fields, "source": {"type": "arrays"}, "batch_size": 4, "label_mode": "none"}
     dataset = daliaug.make_dataset(config, x=photos(48, 64))
     batch = next(iter(dataset.map(lambda x: rest(x, training=True))))

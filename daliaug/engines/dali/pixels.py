@@ -65,6 +65,10 @@ def solarize(images: DataNode, threshold: Value) -> DataNode:
     return (images >= t) * (255.0 - images) + (images < t) * images
 
 
+def add_clipped(images: DataNode, delta: Value) -> DataNode:
+    return dmath.clamp(images + _on(delta, images), 0.0, 255.0)
+
+
 def posterize(images: DataNode, bits: Value) -> DataNode:
     if isinstance(bits, DataNode):
         index = fn.cast(dmath.clamp(dmath.floor(bits + 0.5), 0.0, 8.0), dtype=types.INT32)
@@ -146,6 +150,53 @@ def perspective(images: DataNode, matrix: Sequence[Value], fill: float, nearest:
         pixel_origin="center",
         interp_type=types.INTERP_NN if nearest else types.INTERP_LINEAR,
     )
+
+
+def _rgb_to_hsv(images: DataNode) -> tuple[DataNode, DataNode, DataNode]:
+    """Hue (turns, in [0, 1)), saturation and value of each pixel as HW1 tensors, by the
+    definition of TensorFlow's ``rgb_to_hsv`` (``fn.hsv`` is a linear approximation of it in
+    YIQ, not this): the hue from the channel holding the maximum (red first, then green), 0 on
+    grey pixels; the saturation ``(max - min) / max``, 0 on black."""
+    r, g, b = (images[:, :, c : c + 1] for c in range(3))
+    v = dmath.max(r, dmath.max(g, b))
+    spread = v - dmath.min(r, dmath.min(g, b))
+    s = spread / (v + (v <= 0.0))
+    norm = 1.0 / (6.0 * (spread + (spread <= 0.0)))
+    on_r = r == v
+    on_g = (g == v) * (1.0 - on_r)
+    on_b = 1.0 - on_r - on_g
+    h = on_r * ((g - b) * norm) + on_g * ((b - r) * norm + 2.0 / 6.0)
+    h = (h + on_b * ((r - g) * norm + 4.0 / 6.0)) * (spread > 0.0)
+    return h + (h < 0.0), s, v
+
+
+def _hsv_to_rgb(h: DataNode, s: DataNode, v: DataNode) -> DataNode:
+    """HWC RGB from HW1 hue (turns, in [0, 1]), saturation and value, by the definition of
+    TensorFlow's ``hsv_to_rgb``: each channel ``v * (1 - s + s * d)`` with ``d`` the channel's
+    piecewise-linear share of the hue."""
+    sixths = h * 6.0
+    shares = (
+        dmath.abs(sixths - 3.0) - 1.0,
+        2.0 - dmath.abs(sixths - 2.0),
+        2.0 - dmath.abs(sixths - 4.0),
+    )
+    grey = 1.0 - s
+    channels = [(grey + s * dmath.clamp(d, 0.0, 1.0)) * v for d in shares]
+    return fn.cat(*channels, axis=2)
+
+
+def keras_saturation(images: DataNode, factor: Value, low: float, high: float) -> DataNode:
+    h, s, v = _rgb_to_hsv(images)
+    s = dmath.clamp(s * _on(factor, images), low, high)
+    return dmath.clamp(_hsv_to_rgb(h, s, v), 0.0, 255.0)
+
+
+def keras_hue(images: DataNode, shift: Value) -> DataNode:
+    h, s, v = _rgb_to_hsv(images)
+    h = h + _on(shift, images)
+    h = h - (h > 1.0)
+    h = h + (h < 0.0)
+    return dmath.clamp(_hsv_to_rgb(h, s, v), 0.0, 255.0)
 
 
 def mix(batch: DataNode, partner: Value, lam: Value) -> DataNode:

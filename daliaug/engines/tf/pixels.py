@@ -59,6 +59,11 @@ def solarize(images: tf.Tensor, threshold: Value) -> tf.Tensor:
     return tf.where(images >= _per_sample(threshold, 4), 255.0 - images, images)
 
 
+def add_clipped(images: tf.Tensor, delta: Value) -> tf.Tensor:
+    """``clip(x + delta, 0, 255)``, one ``delta`` per sample."""
+    return tf.clip_by_value(images + _per_sample(delta, 4), 0.0, 255.0)
+
+
 def posterize(images: tf.Tensor, bits: Value) -> tf.Tensor:
     """Keep the top ``bits`` (an integer 0..8 per sample) bits of each value rounded to
     ``uint8`` (PIL's ``ImageOps.posterize``; 0 bits gives black, 8 the rounded image)."""
@@ -190,6 +195,26 @@ def perspective(
     top = pixel(row, col) * (1 - fx) + pixel(row, col + 1) * fx
     bottom = pixel(row + 1, col) * (1 - fx) + pixel(row + 1, col + 1) * fx
     return top * (1 - fy) + bottom * fy
+
+
+def keras_saturation(images: tf.Tensor, factor: Value, low: float, high: float) -> tf.Tensor:
+    """Keras' ``RandomSaturation``: in HSV (``tf.image.rgb_to_hsv`` of the 0..255 values),
+    ``S' = clip(factor * S, low, high)``, back to RGB, clipped to 0..255."""
+    hsv = tf.image.rgb_to_hsv(images)
+    s = tf.clip_by_value(hsv[..., 1] * _per_sample(factor, 3), low, high)
+    rgb = tf.image.hsv_to_rgb(tf.stack([hsv[..., 0], s, hsv[..., 2]], -1))
+    return tf.clip_by_value(rgb, 0.0, 255.0)
+
+
+def keras_hue(images: tf.Tensor, shift: Value) -> tf.Tensor:
+    """Keras' ``RandomHue``: in HSV, ``H' = H + shift`` turns (``shift`` within [-0.5, 0.5]),
+    minus one turn above 1 and plus one below 0, back to RGB, clipped to 0..255."""
+    hsv = tf.image.rgb_to_hsv(images)
+    h = hsv[..., 0] + _per_sample(shift, 3)
+    h = tf.where(h > 1.0, h - 1.0, h)
+    h = tf.where(h < 0.0, h + 1.0, h)
+    rgb = tf.image.hsv_to_rgb(tf.stack([h, hsv[..., 1], hsv[..., 2]], -1))
+    return tf.clip_by_value(rgb, 0.0, 255.0)
 
 
 def mix(batch: tf.Tensor, partner: Value, lam: Value) -> tf.Tensor:
