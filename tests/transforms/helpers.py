@@ -46,3 +46,21 @@ def about_centre(linear: np.ndarray, c: float = 32.0) -> np.ndarray:
     l3 = np.eye(3)
     l3[:2, :2] = linear
     return (t @ l3 @ np.linalg.inv(t))[:2]
+
+
+def photos(count: int, size: int = 64) -> list[np.ndarray]:
+    """``count`` ``size`` x ``size`` crops of scikit-learn's two sample photos (lossless PNG
+    when written), or structured images where scikit-learn is missing."""
+    try:
+        from sklearn.datasets import load_sample_images
+    except ImportError:
+        from tests.helpers import structured_image
+
+        return [structured_image(size, size, seed=i) for i in range(count)]
+    sources = load_sample_images().images
+    out = []
+    for i in range(count):
+        img = sources[i % len(sources)]
+        y, x = 60 + 37 * i, 120 + 53 * i
+        out.append(np.ascontiguousarray(img[y : y + size, x : x + size]))
+    return out
