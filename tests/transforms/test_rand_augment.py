@@ -249,3 +249,21 @@ def test_config_errors_name_the_field() -> None:
         _config({"type": "rand_augment", "ops": ["rotate", "rotate"]})
     with pytest.raises(ConfigError, match=r"transforms\.0\.rand_augment\.ops"):
         _config({"type": "rand_augment", "ops": ["cutout"]})
+
+
+def test_masks_follow_the_geometric_ops_only(tmp_path: Path) -> None:
+    """Masks take the policy's warp (nearest) and skip its colour and pixel ops."""
+    from daliaug.outputs.numpy import DaliLoader
+    from tests.test_sources import PALETTE, seg_config, write_segmentation
+
+    root = write_segmentation(tmp_path / "seg")
+    geometric = {"type": "rand_augment", "ops": ["shear_x", "rotate", "translate_y"]}
+    for images, masks in DaliLoader(seg_config(root, transforms=[geometric], seed=1)):
+        known = masks < 4
+        expected = PALETTE[np.where(known, masks, 0)].astype(float)
+        assert np.mean(np.abs(images - expected).max(axis=-1)[known] <= 1) > 0.9
+    plain = seg_config(root, transforms=[{"type": "rotation", "angle": 0}])  # the same warp
+    pixel = {"type": "rand_augment", "ops": ["solarize", "equalize", "contrast", "color"]}
+    coloured = seg_config(root, transforms=[{**pixel, "magnitude": 30}])
+    (a_img, a_mask), (b_img, b_mask) = (next(iter(DaliLoader(c))) for c in (plain, coloured))
+    assert np.array_equal(a_mask, b_mask) and not np.allclose(a_img, b_img)
