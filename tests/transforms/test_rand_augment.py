@@ -176,9 +176,7 @@ def test_auto_contrast_matches_pil(backend: str, photo_dir: Path, photo: np.ndar
     assert diff.min() >= -1e-3 and diff.max() <= 1.0 + 1e-3  # PIL truncates
 
 
-def test_equalize_matches_keras_per_image(
-    backend: str, photo_dir: Path, photo: np.ndarray
-) -> None:
+def test_equalize_matches_keras_per_image(backend: str, photo_dir: Path, photo: np.ndarray) -> None:
     """OpenCV's table (DALI's ``fn.equalize``, Keras' ``Equalization`` per image); PIL's
     differs by design (see the pixel kernels)."""
     import keras
@@ -204,8 +202,14 @@ def _forward(op: str, v: float, size: int = 64) -> np.ndarray:
 
 @pytest.mark.parametrize(
     ("op", "value"),
-    [("shear_x", 0.2), ("shear_y", -0.25), ("translate_x", -0.3), ("translate_y", 0.2)]
-    + [("rotate", 20.0), ("rotate", -30.0)],
+    [
+        ("shear_x", 0.2),
+        ("shear_y", -0.25),
+        ("translate_x", -0.3),
+        ("translate_y", 0.2),
+        ("rotate", 20.0),
+        ("rotate", -30.0),
+    ],
 )
 def test_geometric_ops_match_their_maps(
     backend: str, photo_dir: Path, photo: np.ndarray, op: str, value: float
