@@ -39,9 +39,8 @@ def test_validate_takes_a_shipped_configs_name() -> None:
     assert result.stdout == daliaug("validate", ROOT / "pipelines" / "imagenet_train.yaml").stdout
     unknown = daliaug("validate", "imagenet")
     assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
-    assert (
-        "shipped: cifar_train, demo, imagenet_train, imagenet_val, segmentation" in unknown.stderr
-    )
+    names = "cifar_train, demo, imagenet_randaug_mix, imagenet_train, imagenet_val, segmentation"
+    assert f"shipped: {names}" in unknown.stderr
 
 
 def test_validate_bad_config_exits_2_naming_the_field(tmp_path: Path) -> None:
