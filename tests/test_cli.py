@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -284,3 +285,12 @@ def test_demo_trains_under_a_mirrored_strategy(demo_dir: Path) -> None:
     result = daliaug("demo", "--data", demo_dir, "--epochs", "1", "--replicas", "2", env=env)
     assert result.returncode == 0, result.stderr
     assert "2 replicas" in result.stderr and "per replica" in result.stderr
+
+
+def test_preview_captions_soft_labels_with_their_weights() -> None:
+    from daliaug.tools.preview import caption
+
+    names = ["cat", "dog", "fox"]
+    assert caption(np.int32(2), names) == "fox"
+    assert caption(np.array([0.25, 0.75, 0.0], np.float32), names) == "dog 0.75 / cat 0.25"
+    assert caption(np.array([0.3], np.float32), names[:2]) == "cat 0.70 / dog 0.30"

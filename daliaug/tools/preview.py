@@ -28,15 +28,17 @@ _PALETTE = np.array(
 
 def augmented_samples(config: Config, count: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``count`` augmented images (uint8, NHWC, before normalization) with their labels or
-    masks (class indices), and the class names."""
+    masks (class indices), and the class names; labels stay soft (weights) where a batch stage
+    mixes them."""
     from daliaug.outputs.numpy import DaliLoader
 
     update = {
         "output": Output(dtype="uint8"),
         "batch_size": count,
-        "label_mode": "int",
         "drop_remainder": False,
     }
+    if not config.plan.batch_stages:  # a batch stage mixes labels: keep them soft
+        update["label_mode"] = "int"
     if config.source.segmentation:
         update["source"] = config.source.model_copy(update={"mask_output": "index"})
     loader = DaliLoader(config.model_copy(update=update))
@@ -88,4 +90,16 @@ def preview(config: Config, count: int, path: Path) -> Path:
             ", ".join(names[c] for c in np.unique(m) if 0 < c < len(names)) or "-" for m in targets
         ]
         return save_grid(shown, titles, path)
-    return save_grid(images, [names[i] for i in targets], path)
+    return save_grid(images, [caption(t, names) for t in targets], path)
+
+
+def caption(target: np.ndarray, names: list[str]) -> str:
+    """A class name, or for a soft label (MixUp, CutMix) each class with its weight."""
+    target = np.asarray(target)
+    if target.ndim == 0 and target.dtype.kind in "iu":
+        return names[int(target)]
+    weights = target.reshape(-1).astype(np.float64)
+    if weights.size == 1:  # binary: the weight of the second class
+        weights = np.array([1.0 - weights[0], weights[0]])
+    order = [k for k in np.argsort(-weights, kind="stable") if weights[k] >= 0.005]
+    return " / ".join(f"{names[k]} {weights[k]:.2f}" for k in order)
