@@ -56,6 +56,14 @@ TARGETS = {
             metric="peak_rss_mb",
         ),
         Target("b", "daliaug DALI-GPU vs best daliaug CPU path", DAL_GPU, DAL_CPU, 10),
+        Target("c", "default vs tf.data + Keras 3 layers", DEFAULT, ("keras-randaug",), 3),
+        Target(
+            "c",
+            "daliaug DALI-CPU vs hand-written DALI auto_aug",
+            ("dali-cpu",),
+            ("dali-autoaug-cpu",),
+            0.8,
+        ),
     ],
     "gpu": [
         Target(

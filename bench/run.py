@@ -54,6 +54,8 @@ SUITES = {
             "idg-pool",
             "tfdata-layers",
             "tfdata-tuned",
+            "keras-randaug",
+            "dali-autoaug-cpu",
             "decode-cpu",
         ),
         scaling=(
@@ -69,7 +71,14 @@ SUITES = {
     ),
     # A GPU host without TensorFlow: DALI pipelines only, driven by DaliLoader.
     "gpu": Suite(
-        tools=("loader-gpu", "loader-cpu", "decode-gpu", "decode-cpu"),
+        tools=(
+            "loader-gpu",
+            "loader-cpu",
+            "dali-autoaug-gpu",
+            "dali-autoaug-cpu",
+            "decode-gpu",
+            "decode-cpu",
+        ),
         scaling=("loader-gpu", "loader-cpu"),
         threads=(1, 2, 4, 8, 16),
     ),

@@ -1,10 +1,12 @@
-"""The two workloads, each defined once as a daliaug config; every tool derives its pipeline
+"""The workloads, each defined once as a daliaug config; every tool derives its pipeline
 from that config (:class:`Equivalent`), so the transform sets cannot drift apart.
 
 (a) CIFAR-sized in-memory uint8 arrays: rotation ±45°, shifts ±0.1, horizontal flip, ``nearest``
 fill, rescale 1/255 (the classic ``ImageDataGenerator`` example).
 (b) A folder of textured JPEGs of about 500x375: random resized crop to 224, horizontal flip,
 brightness/contrast/saturation jitter 0.4, ImageNet mean/std.
+(c) The JPEGs of (b): random resized crop to 224, horizontal flip, RandAugment (2 ops,
+magnitude 9 of 31), MixUp (alpha 0.2; soft labels), ImageNet mean/std.
 
 Both use batch size 128: the CIFAR example's batch and a common per-GPU ImageNet batch; on two
 cores a batch of (b) still takes well under a second for the fast tools, so every timed window
@@ -141,6 +143,26 @@ WORKLOADS = {
             "backend": "cpu",
         },
     ),
+    "c": Workload(
+        "c",
+        "(c) ~500x375 JPEGs: random resized crop 224, flip, RandAugment(2, 9), MixUp, normalize",
+        {
+            "source": {"type": "directory", "path": "."},
+            "image_size": 224,
+            "batch_size": BATCH_SIZE,
+            "shuffle": True,
+            "seed": 0,
+            "label_mode": "categorical",
+            "transforms": [
+                {"type": "random_resized_crop", "scale": [0.08, 1.0], "ratio": [0.75, 4 / 3]},
+                {"type": "flip", "horizontal": 0.5},
+                {"type": "rand_augment", "num_ops": 2, "magnitude": 9},
+                {"type": "mixup", "alpha": 0.2},
+                {"type": "normalize", "mean": IMAGENET_MEAN, "std": IMAGENET_STD},
+            ],
+            "backend": "cpu",
+        },
+    ),
 }
 
 
@@ -182,7 +204,7 @@ def prepare(name: str, quick: bool, cache: Path | None = None) -> Data:
 
     (a): 5,000 procedural 32x32 images repeated 20 times (twice CIFAR-10's 50,000, so that the
     fastest tools stay inside one epoch; 256 x 4 in quick mode).
-    (b): 1,000 textured JPEGs of 300-450 x 400-600 pixels (about 500x375 on average), repeated
+    (b), (c): 1,000 textured JPEGs of 300-450 x 400-600 pixels (about 500x375 on average), repeated
     8 times per epoch (16 images x 16 in quick mode).
     """
     from daliaug.tools.demo_data import CLASS_NAMES, render_sample, write_classification_dataset

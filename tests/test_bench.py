@@ -321,3 +321,22 @@ def test_demo_seeds_reads_the_demos_epoch_lines() -> None:
     assert epochs_of(["pipeline alone: 1,259 images/s", line]) == [
         {"epoch": 7, "loss": 0.812, "accuracy": 0.715, "val_accuracy": 0.66}
     ]
+
+
+def test_workload_c_runs_every_cpu_tool(tmp_path: Path) -> None:
+    """Workload (c) (RandAugment, MixUp): daliaug's paths, Keras 3 layers in tf.data and the
+    hand-written DALI ``auto_aug`` pipeline all build and yield batches; its targets are
+    judged (not in a smoke test)."""
+    tools = ("daliaug", "dali-cpu", "daliaug-tf", "keras-randaug", "dali-autoaug-cpu")
+    result = bench(
+        tmp_path,
+        *("--workload", "c", "--tools", *tools),
+        *("--repeats", "1", "--scaling-repeats", "0", "--no-stages"),
+    )
+    for tool in tools:
+        check_measured(case(result, "c", tool), 1)
+    from bench.report import QUICK, evaluate
+
+    verdicts = {row["target"]: row["status"] for row in evaluate(result)}
+    assert verdicts["default vs tf.data + Keras 3 layers"] == QUICK
+    assert verdicts["daliaug DALI-CPU vs hand-written DALI auto_aug"] == QUICK

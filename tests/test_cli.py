@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -39,9 +40,8 @@ def test_validate_takes_a_shipped_configs_name() -> None:
     assert result.stdout == daliaug("validate", ROOT / "pipelines" / "imagenet_train.yaml").stdout
     unknown = daliaug("validate", "imagenet")
     assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
-    assert (
-        "shipped: cifar_train, demo, imagenet_train, imagenet_val, segmentation" in unknown.stderr
-    )
+    names = "cifar_train, demo, imagenet_randaug_mix, imagenet_train, imagenet_val, segmentation"
+    assert f"shipped: {names}" in unknown.stderr
 
 
 def test_validate_bad_config_exits_2_naming_the_field(tmp_path: Path) -> None:
@@ -285,3 +285,12 @@ def test_demo_trains_under_a_mirrored_strategy(demo_dir: Path) -> None:
     result = daliaug("demo", "--data", demo_dir, "--epochs", "1", "--replicas", "2", env=env)
     assert result.returncode == 0, result.stderr
     assert "2 replicas" in result.stderr and "per replica" in result.stderr
+
+
+def test_preview_captions_soft_labels_with_their_weights() -> None:
+    from daliaug.tools.preview import caption
+
+    names = ["cat", "dog", "fox"]
+    assert caption(np.int32(2), names) == "fox"
+    assert caption(np.array([0.25, 0.75, 0.0], np.float32), names) == "dog 0.75 / cat 0.25"
+    assert caption(np.array([0.3], np.float32), names[:2]) == "cat 0.70 / dog 0.30"

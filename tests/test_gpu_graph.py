@@ -23,6 +23,7 @@ from daliaug.outputs import numpy as numpy_output
 from daliaug.prepare import prepare_samples
 from daliaug.sources.arrays import array_samples
 from daliaug.transforms import TRANSFORMS
+from daliaug.transforms.base import BatchTransform
 
 ROOT = Path(__file__).parents[1]
 SHIPPED = sorted((ROOT / "pipelines").glob("*.yaml"))
@@ -66,12 +67,15 @@ def sources(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
 
 def variant(shipped: Path, source: dict, layout: str, channels: int, dtype: str) -> Config:
     """A shipped config on another source, layout, channel count and output dtype (without
-    the RGB-only transforms for grey, without normalization for uint8)."""
+    the RGB-only transforms for grey, without normalization for uint8, without the batch stages
+    for masks and TFRecords, which refuse them)."""
     data: dict[str, Any] = load_config(shipped).model_dump(mode="json")
+    batch_stages_refused = source["type"] in ("segmentation", "tfrecord")
     kept = [
         t
         for t in data["transforms"]
-        if channels == 3 or not getattr(TRANSFORMS[t["type"]], "needs_rgb", False)
+        if (channels == 3 or not getattr(TRANSFORMS[t["type"]], "needs_rgb", False))
+        and not (batch_stages_refused and issubclass(TRANSFORMS[t["type"]], BatchTransform))
     ]
     output = {"layout": layout, "dtype": dtype}
     if dtype != "uint8":

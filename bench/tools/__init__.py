@@ -74,6 +74,7 @@ def _unset() -> None:
 
 
 AB = ("a", "b")
+ABC = ("a", "b", "c")
 TOOLS = {
     t.name: t
     for t in [
@@ -81,7 +82,7 @@ TOOLS = {
             "daliaug",
             "daliaug default (make_dataset, backend: auto)",
             "daliaug_tools:default_dataset",
-            AB,
+            ABC,
             "num_threads (DALI's or tf.data's pool)",
             _unset,
         ),
@@ -89,7 +90,7 @@ TOOLS = {
             "dali-gpu",
             "daliaug DALI-GPU (make_dataset)",
             "daliaug_tools:dali_dataset",
-            AB,
+            ABC,
             "DALI num_threads",
             _dali_default,
             device="gpu",
@@ -98,7 +99,7 @@ TOOLS = {
             "dali-cpu",
             "daliaug DALI-CPU (make_dataset)",
             "daliaug_tools:dali_dataset",
-            AB,
+            ABC,
             "DALI num_threads",
             _dali_default,
         ),
@@ -106,7 +107,7 @@ TOOLS = {
             "loader-cpu",
             "daliaug DALI-CPU (DaliLoader, NumPy)",
             "daliaug_tools:loader",
-            AB,
+            ABC,
             "DALI num_threads",
             _dali_default,
         ),
@@ -114,7 +115,7 @@ TOOLS = {
             "loader-gpu",
             "daliaug DALI-GPU (DaliLoader, raw)",
             "daliaug_tools:loader",
-            AB,
+            ABC,
             "DALI num_threads",
             _dali_default,
             device="gpu",
@@ -123,7 +124,7 @@ TOOLS = {
             "daliaug-tf",
             "daliaug TF backend (make_dataset)",
             "daliaug_tools:tf_backend",
-            AB,
+            ABC,
             "num_threads (tf.data's pool)",
             _unset,
         ),
@@ -205,6 +206,34 @@ TOOLS = {
             "num_threads (tf.data's pool)",
             _unset,
             device="tf",
+        ),
+        Tool(
+            "keras-randaug",
+            "tf.data + Keras 3 layers (RandAugment, MixUp)",
+            "policies:keras_layers",
+            ("c",),
+            "num_parallel_calls",
+            _unset,
+            role="baseline",
+        ),
+        Tool(
+            "dali-autoaug-cpu",
+            "hand-written DALI, auto_aug.rand_augment, CPU",
+            "policies:dali_pipeline",
+            ("c",),
+            "DALI num_threads",
+            _dali_default,
+            role="baseline",
+        ),
+        Tool(
+            "dali-autoaug-gpu",
+            "hand-written DALI, auto_aug.rand_augment, GPU",
+            "policies:dali_pipeline",
+            ("c",),
+            "DALI num_threads",
+            _dali_default,
+            device="gpu",
+            role="baseline",
         ),
         Tool(
             "decode-cpu",

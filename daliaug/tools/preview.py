@@ -27,18 +27,18 @@ _PALETTE = np.array(
 
 
 def augmented_samples(config: Config, count: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """``count`` augmented images (uint8, NHWC, before normalization) with their labels (class
-    indices, or one weight per class where batch stages mix samples) or masks (class indices),
-    and the class names."""
+    """``count`` augmented images (uint8, NHWC, before normalization) with their labels or
+    masks (class indices), and the class names; labels stay soft (weights) where a batch stage
+    mixes them."""
     from daliaug.outputs.numpy import DaliLoader
 
-    mixed = bool(config.plan.batch_stages) and not config.source.segmentation
     update = {
         "output": Output(dtype="uint8"),
         "batch_size": count,
-        "label_mode": "categorical" if mixed else "int",
         "drop_remainder": False,
     }
+    if not config.plan.batch_stages:  # a batch stage mixes labels: keep them soft
+        update["label_mode"] = "int"
     if config.source.segmentation:
         update["source"] = config.source.model_copy(update={"mask_output": "index"})
     loader = DaliLoader(config.model_copy(update=update))
@@ -94,9 +94,12 @@ def preview(config: Config, count: int, path: Path) -> Path:
 
 
 def caption(target: np.ndarray, names: list[str]) -> str:
-    """A tile's title: the class name, or each class's label weight where the label is mixed
-    (MixUp, CutMix), the largest first: ``"cat 0.62 + dog 0.38"``."""
-    if np.ndim(target) == 0:
+    """A class name, or for a soft label (MixUp, CutMix) each class with its weight."""
+    target = np.asarray(target)
+    if target.ndim == 0 and target.dtype.kind in "iu":
         return names[int(target)]
-    order = np.argsort(-target, kind="stable")
-    return " + ".join(f"{names[c]} {target[c]:.2f}" for c in order if target[c] >= 0.005)
+    weights = target.reshape(-1).astype(np.float64)
+    if weights.size == 1:  # binary: the weight of the second class
+        weights = np.array([1.0 - weights[0], weights[0]])
+    order = [k for k in np.argsort(-weights, kind="stable") if weights[k] >= 0.005]
+    return " / ".join(f"{names[k]} {weights[k]:.2f}" for k in order)

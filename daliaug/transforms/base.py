@@ -14,6 +14,11 @@ A transform never touches pixels itself. It contributes
 * for :class:`BatchTransform`, ``images(...)`` and ``targets(...)``: a stage on the whole
   batch that may mix samples and their targets.
 
+A transform may be of several kinds at once (its class derives from each): the plan takes each
+kind's contribution at that kind's stage. The augmentation policies
+(:mod:`daliaug.transforms.policy`) are geometric, colour and pixel transforms in one, so that
+an operation chosen per sample lands in the fused warp, the colour matrix or a pixel stage.
+
 Each engine (DALI graph, TensorFlow ops) supplies the ``rng``, ``m`` and ``ops`` primitives,
 then applies the composed result once: one warp for images (bilinear) and masks (nearest), one
 colour pass and the pixel stages for images only, then the batch stages for images and targets.

@@ -103,3 +103,21 @@ def run_arrays(
     samples = array_samples(images, np.zeros(n, np.int32))
     out = np.concatenate([b[0] for b in batches(engine, config, samples, "cpu", params=rows)])
     return out.astype(np.float32)
+
+
+def photo_crops(count: int, size: int = 64) -> list[np.ndarray]:
+    """``count`` ``size`` x ``size`` crops of scikit-learn's two sample photos (lossless PNG
+    when written), or structured images where scikit-learn is missing."""
+    try:
+        from sklearn.datasets import load_sample_images
+    except ImportError:
+        from tests.helpers import structured_image
+
+        return [structured_image(size, size, seed=i) for i in range(count)]
+    sources = load_sample_images().images
+    out = []
+    for i in range(count):
+        img = sources[i % len(sources)]
+        y, x = 60 + 37 * i, 120 + 53 * i
+        out.append(np.ascontiguousarray(img[y : y + size, x : x + size]))
+    return out
