@@ -132,9 +132,9 @@ class StageTransform(Transform):
 
     stage_params: ClassVar[tuple[str, ...] | None] = None
 
-    @classmethod
-    def stage_names(cls) -> tuple[str, ...]:
-        return cls.params if cls.stage_params is None else cls.stage_params
+    def stage_names(self) -> tuple[str, ...]:
+        """The names of the stage's values (its parameters, unless :attr:`stage_params`)."""
+        return self.params if self.stage_params is None else self.stage_params
 
     def stage(self, p: Params, size: tuple[int, int], m: Math) -> Params:
         """The stage's values (all of :meth:`stage_names`) from its drawn parameters ``p`` on
