@@ -44,7 +44,9 @@ def test_reference_covers_every_transform_and_pipeline(tmp_path: Path) -> None:
     pipelines = {c.name for c in cases if c.kind == "pipeline"}
     assert pipelines == {p.name for p in (ROOT / "pipelines").glob("*.yaml")}, REGENERATE
     assert any(c.kind == "decoder" for c in cases)
-    assert REFERENCE.stat().st_size < 1_500_000  # small enough to keep in the repository
+    # small enough to keep in the repository: about 30 kB per transform example (three 64x64
+    # outputs) and 100 kB per shipped 224x224 pipeline
+    assert REFERENCE.stat().st_size < 3_000_000
 
 
 def test_dali_cpu_matches_the_reference() -> None:
