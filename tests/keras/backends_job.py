@@ -2,7 +2,8 @@
 tests/keras/test_backends.py in a fresh process (Keras picks its backend when first imported).
 
 ``python -m tests.keras.backends_job SPEC_JSON``: SPEC has ``block_tf`` (make TensorFlow
-unimportable first), ``root`` (class folders) and ``out`` (an ``.npz`` of every batch of two
+unimportable first), ``fit`` (train a small CNN on each flow), ``root`` (class folders) and
+``out`` (an ``.npz`` of every batch of two
 epochs of each flow, and a ``.json`` of what the process saw). The backend is
 ``KERAS_BACKEND``'s.
 """
@@ -61,7 +62,10 @@ def main(spec: dict) -> None:
 
     warnings.simplefilter("ignore")
     gen = ImageDataGenerator(
-        rotation_range=20, horizontal_flip=True, rescale=1 / 255, fill_mode="constant",
+        rotation_range=20,
+        horizontal_flip=True,
+        rescale=1 / 255,
+        fill_mode="constant",
         backend="cpu",
     )
     x = np.stack([np.full((24, 24, 3), 9 * i, np.uint8) for i in range(13)])
@@ -73,16 +77,21 @@ def main(spec: dict) -> None:
         "arrays": gen.flow(x, y, batch_size=4, seed=5),
         "from_keras": daliaug.make_dataset(
             daliaug.from_keras(
-                [keras.layers.RandomFlip("horizontal"), keras.layers.RandomRotation(0.1, fill_mode="constant")],
+                [
+                    keras.layers.RandomFlip("horizontal"),
+                    keras.layers.RandomRotation(0.1, fill_mode="constant"),
+                ],
                 source={"type": "directory", "path": spec["root"]},
-                image_size=24, batch_size=4, seed=5, backend="cpu",
+                image_size=24,
+                batch_size=4,
+                seed=5,
+                backend="cpu",
             )
         ),
     }
     report: dict[str, Any] = {
         "backend": keras.backend.backend(),
         "lengths": {k: len(f) for k, f in flows.items()},
-        "item": {},
         "fit": {},
     }
     arrays = {}
@@ -91,18 +100,15 @@ def main(spec: dict) -> None:
             for b, batch in enumerate(flow):
                 for i, value in enumerate(batch):
                     arrays[f"{name}/{e}/{b}/{i}"] = host(value)
-        if hasattr(flow, "class_indices") or name == "arrays":
-            first = flow[0]
-            report["item"][name] = [float(np.abs(host(a)).sum()) for a in first]
-    for name in ("directory", "arrays", "from_keras"):
-        flow = flows[name]
+        if name != "from_keras":  # Keras' iterator protocol: batch 0 of epoch 0 by number
+            for i, value in enumerate(flow[0]):
+                arrays[f"{name}/item/{i}"] = host(value)
+    for name, flow in flows.items() if spec["fit"] else ():
         history = small_cnn(13).fit(flow, epochs=2, verbose=0)
         report["fit"][name] = [float(v) for v in history.history["loss"]]
     report["refused"] = {
         "save_to_dir": refused(lambda: gen.flow(x, y, save_to_dir=spec["out"] + ".d")),
-        "samplewise_center": refused(
-            lambda: ImageDataGenerator(samplewise_center=True).flow(x, y)
-        ),
+        "samplewise_center": refused(lambda: ImageDataGenerator(samplewise_center=True).flow(x, y)),
         "reflect": refused(
             lambda: daliaug.from_keras(
                 [keras.layers.RandomRotation(0.1)],
