@@ -67,6 +67,16 @@ def test_frameworks_without_tensorflow_refuse_tensorflow_ops_and_strategies(
         daliaug.make_dataset(config_for(demo_dir), framework="torch", strategy=object())
 
 
+def test_auto_takes_dali_for_frameworks_without_tensorflow(demo_dir: Path) -> None:
+    """``backend: auto`` on the CPU puts arrays and files on TensorFlow's ops for ``tf.data``;
+    the other frameworks take DALI's CPU operators instead (the same batches as ``cpu``)."""
+    auto = daliaug.make_dataset(config_for(demo_dir, backend="auto"), framework="numpy")
+    cpu = daliaug.make_dataset(config_for(demo_dir, backend="cpu"), framework="numpy")
+    for got, want in zip(auto, cpu, strict=True):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_numpy_batches_need_no_keras(demo_dir: Path) -> None:
     batches = daliaug.make_dataset(config_for(demo_dir, batch_size=16), framework="numpy")
     images, labels = next(iter(batches))
