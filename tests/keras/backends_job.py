@@ -70,6 +70,17 @@ def main(spec: dict) -> None:
     )
     x = np.stack([np.full((24, 24, 3), 9 * i, np.uint8) for i in range(13)])
     y = np.arange(13)
+    augmented = keras.Sequential(
+        [
+            keras.Input((24, 24, 3)),
+            keras.layers.RandomFlip("horizontal"),
+            keras.layers.RandomZoom(0.1, fill_mode="nearest"),
+            *small_cnn(13).layers,
+        ]
+    )
+    fields, trimmed = daliaug.split_model(augmented)
+    trimmed.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    directory = {"type": "directory", "path": spec["root"]}
     flows = {
         "directory": gen.flow_from_directory(
             spec["root"], target_size=(24, 24), batch_size=4, class_mode="sparse", seed=5
@@ -81,12 +92,15 @@ def main(spec: dict) -> None:
                     keras.layers.RandomFlip("horizontal"),
                     keras.layers.RandomRotation(0.1, fill_mode="constant"),
                 ],
-                source={"type": "directory", "path": spec["root"]},
+                source=directory,
                 image_size=24,
                 batch_size=4,
                 seed=5,
                 backend="cpu",
             )
+        ),
+        "split_model": daliaug.make_dataset(
+            {**fields, "source": directory, "batch_size": 4, "seed": 5, "backend": "cpu"}
         ),
     }
     report: dict[str, Any] = {
@@ -100,11 +114,15 @@ def main(spec: dict) -> None:
             for b, batch in enumerate(flow):
                 for i, value in enumerate(batch):
                     arrays[f"{name}/{e}/{b}/{i}"] = host(value)
-        if name != "from_keras":  # Keras' iterator protocol: batch 0 of epoch 0 by number
+        if name in (
+            "directory",
+            "arrays",
+        ):  # Keras' iterator protocol: batch 0 of epoch 0 by number
             for i, value in enumerate(flow[0]):
                 arrays[f"{name}/item/{i}"] = host(value)
     for name, flow in flows.items() if spec["fit"] else ():
-        history = small_cnn(13).fit(flow, epochs=2, verbose=0)
+        model = trimmed if name == "split_model" else small_cnn(13)
+        history = model.fit(flow, epochs=2, verbose=0)
         report["fit"][name] = [float(v) for v in history.history["loss"]]
     report["refused"] = {
         "save_to_dir": refused(lambda: gen.flow(x, y, save_to_dir=spec["out"] + ".d")),
@@ -112,7 +130,7 @@ def main(spec: dict) -> None:
         "reflect": refused(
             lambda: daliaug.from_keras(
                 [keras.layers.RandomRotation(0.1)],
-                source={"type": "directory", "path": spec["root"]},
+                source=directory,
                 image_size=24,
             )
         ),

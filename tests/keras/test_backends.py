@@ -1,4 +1,4 @@
-"""daliaug's ImageDataGenerator (flow_from_directory, flow) and from_keras + make_dataset on
+"""daliaug's ImageDataGenerator (flow_from_directory, flow), from_keras and split_model on
 Keras' JAX and PyTorch backends, each in a fresh process where TensorFlow cannot be imported
 (tests/keras/backends_job.py): model.fit trains on each, every sample comes once per epoch,
 ``it[i]`` is the batch iterating gives, the batches equal bitwise those of Keras on TensorFlow
@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).parents[2]
 TIMEOUT = 400
-FLOWS = ("directory", "arrays", "from_keras")
+FLOWS = ("directory", "arrays", "from_keras", "split_model")
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +73,7 @@ def test_flows_run_without_tensorflow(run: tuple) -> None:
     backend, report, _ = run
     assert report["backend"] == backend
     assert not report["tensorflow_loaded"]
-    assert report["lengths"] == {"directory": 3, "arrays": 4, "from_keras": 3}
+    assert report["lengths"] == {"directory": 3, "arrays": 4, "from_keras": 3, "split_model": 3}
 
 
 def test_fit_trains_two_epochs_on_each_flow(run: tuple) -> None:
@@ -88,7 +88,11 @@ def test_an_epoch_yields_every_sample_once(run: tuple) -> None:
     for epoch in (0, 1):
         labels = np.concatenate([y for _, y in batches(arrays, "arrays", epoch)])
         np.testing.assert_array_equal(np.sort(labels), np.arange(13))
-        for flow in ("directory", "from_keras"):  # class folders of 5, 4 and 3 images
+        for flow in (
+            "directory",
+            "from_keras",
+            "split_model",
+        ):  # class folders of 5, 4 and 3 images
             labels = np.concatenate([y for _, y in batches(arrays, flow, epoch)])
             np.testing.assert_array_equal(np.bincount(labels.astype(int)), [5, 4, 3])
 
