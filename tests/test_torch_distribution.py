@@ -85,3 +85,24 @@ def test_distributed_data_parallel_keeps_the_models_equal(results: list[dict]) -
 
 def test_keras_distribution_is_not_on_the_torch_backend(results: list[dict]) -> None:
     assert all(r["distribution"] != "DataParallel made" for r in results), results[0]
+
+
+def test_a_single_rank_yields_weights_as_several_do() -> None:
+    """Under ``torch.distributed`` the batches carry weights whatever the world size, so one
+    training loop serves ``torchrun --nproc-per-node=1`` and ``=N`` alike."""
+    import numpy as np
+    import torch.distributed as dist
+
+    import daliaug
+
+    x = np.zeros((5, 8, 8, 3), np.uint8)
+    config = {"source": {"type": "arrays"}, "image_size": 8, "batch_size": 2, "backend": "cpu"}
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1
+    )
+    try:
+        batches = list(daliaug.make_dataset(config, x=x, y=np.arange(5), framework="torch"))
+    finally:
+        dist.destroy_process_group()
+    assert [len(b) for b in batches] == [3, 3, 3]
+    assert [b[2].tolist() for b in batches] == [[1, 1], [1, 1], [1, 0]]  # padded, as with N

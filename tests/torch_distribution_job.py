@@ -10,6 +10,7 @@ own around ``torch.nn.parallel.DistributedDataParallel``.
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
 
@@ -26,6 +27,7 @@ def main(spec: dict) -> None:
         init_method=f"tcp://127.0.0.1:{spec['port']}",
         rank=spec["rank"],
         world_size=spec["world"],
+        timeout=datetime.timedelta(seconds=120),  # an error, not a hang, if a rank is missing
     )
     import daliaug
 
