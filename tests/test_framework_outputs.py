@@ -44,6 +44,17 @@ def test_a_pass_left_unfinished_runs_its_epoch_again_from_a_fresh_pipeline() -> 
     assert opened == [2, 2] and batches.epoch == 4
 
 
+def test_epoch_sync_sets_the_epoch_the_next_pass_runs() -> None:
+    from daliaug.keras import EpochSync
+
+    opened: list[int] = []
+    batches = Batches(lambda e: Counting(e, opened), 3, 1)
+    assert list(batches) == [(0, 0), (0, 1), (0, 2)]
+    EpochSync(batches).on_epoch_begin(5)  # as after a restore by BackupAndRestore
+    assert list(batches) == [(5, 0), (5, 1), (5, 2)]
+    assert list(batches) == [(6, 0), (6, 1), (6, 2)] and opened == [0, 5]
+
+
 def test_a_pipeline_running_past_its_epoch_fails() -> None:
     batches = Batches(lambda e: Counting(e, []), 2, 1)
     with pytest.raises(RuntimeError, match="epoch 0 ran past its 2 batches"):
