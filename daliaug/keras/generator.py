@@ -338,6 +338,7 @@ class ImageDataGenerator:
         generator's own), with a warning naming them and the cost if that moves the pipeline
         to the TensorFlow backend (``stacklevel``: the user's call, counted from the caller)."""
         after = [name for name, value in flow_options.items() if value]
+        tensorflow_only([*self._off_graph(), *after])  # off TensorFlow: refused, not warned
         if after and self.backend == "auto" and not self._off_graph():
             warnings.warn(
                 f"{', '.join(after)}: run as a TensorFlow stage after the pipeline, {TF_BACKEND}",
