@@ -68,6 +68,8 @@ def make_flow(
         **attributes,
     }
     framework = framework_of(None)
+    if framework != "tensorflow":
+        del common["batch_size"]  # the data adapter's own property, the same number
     if len(samples) == 0:
         empty = (np.zeros((0, *shape), outputs.dtype),)
         if outputs.targets != "none":
@@ -84,7 +86,6 @@ def make_flow(
     finish = outputs.stage() if outputs.needed else None
     access = EpochBatches(config, samples, weights, finish, framework)
     if framework != "tensorflow":  # no stage (daliaug.keras.backends), epochs counted by passes
-        del common["batch_size"]  # the data adapter's own property, the same number
         return keras_iterator(ds, access, batches_per_epoch=len(ds), epoch_clock=None, **common)
     import tensorflow as tf
 

@@ -124,6 +124,7 @@ def main(spec: dict) -> None:
         model = trimmed if name == "split_model" else small_cnn(13)
         history = model.fit(flow, epochs=2, verbose=0)
         report["fit"][name] = [float(v) for v in history.history["loss"]]
+    report["empty"] = [list(a.shape) for a in next(gen.flow(x[:0], y[:0], batch_size=4))]
     report["refused"] = {
         "save_to_dir": refused(lambda: gen.flow(x, y, save_to_dir=spec["out"] + ".d")),
         "samplewise_center": refused(lambda: ImageDataGenerator(samplewise_center=True).flow(x, y)),

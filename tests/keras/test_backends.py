@@ -73,6 +73,7 @@ def test_flows_run_without_tensorflow(run: tuple) -> None:
     backend, report, _ = run
     assert report["backend"] == backend
     assert not report["tensorflow_loaded"]
+    assert report["empty"] == [[0, 24, 24, 3], [0]]  # an empty flow's next(), as Keras'
     assert report["lengths"] == {"directory": 3, "arrays": 4, "from_keras": 3, "split_model": 3}
 
 
