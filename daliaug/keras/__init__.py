@@ -2,11 +2,13 @@
 
     from daliaug.keras import ImageDataGenerator
 
-Same constructor arguments and defaults, methods and return values; ``flow*`` return
-``tf.data.Dataset`` objects for ``model.fit`` (DALI on the GPU where present) that carry Keras'
-iterator attributes. ``EpochSync`` makes any daliaug dataset follow ``model.fit``'s epoch
-numbers. Importing this package imports TensorFlow and Keras (``import daliaug`` imports
-neither).
+Same constructor arguments and defaults, methods and return values; ``flow*`` return what
+``make_dataset`` gives Keras' backend (a ``tf.data.Dataset`` on TensorFlow, DALI's batches as
+``jax.Array`` / ``torch.Tensor`` on JAX and PyTorch; DALI on the GPU where present) carrying
+Keras' iterator attributes. ``EpochSync`` makes any daliaug dataset follow ``model.fit``'s epoch
+numbers. Importing this package imports Keras, and TensorFlow only where Keras runs on it and
+an option needs TensorFlow ops (:mod:`daliaug.keras.backends`); ``import daliaug`` imports
+neither.
 """
 
 from __future__ import annotations

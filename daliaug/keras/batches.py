@@ -17,13 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import tensorflow as tf
 
 from daliaug.config import Config
-from daliaug.engines import select_engine
 from daliaug.epoch import Epochs
 from daliaug.outputs.numpy import batches as engine_batches
-from daliaug.outputs.tfdata.dataset import tf_placement
+from daliaug.outputs.tfdata.dataset import output_engine
 from daliaug.sources.base import Samples
 
 WINDOW = 2048
@@ -44,8 +42,9 @@ class _Window:
 
 class EpochBatches:
     """The batches of a flow's epochs by number: the dataset's ``config`` (its seed fixed),
-    ``samples`` and per-sample ``weights``, and ``finish``, the flow's stage after the
-    pipeline (:mod:`daliaug.keras.outputs`), run eagerly."""
+    ``samples`` and per-sample ``weights``, ``finish``, the flow's stage after the pipeline
+    (:mod:`daliaug.keras.outputs`), run eagerly, and the ``framework`` the dataset is for
+    (its engine computes the batches)."""
 
     def __init__(
         self,
@@ -53,11 +52,13 @@ class EpochBatches:
         samples: Samples,
         weights: np.ndarray | None,
         finish: Callable[..., tuple[Any, ...]] | None,
+        framework: str,
     ) -> None:
         self.config = config.model_copy(update={"shuffle": False})
         self.samples = samples
         self.weights = weights
         self.finish = finish
+        self.framework = framework
         self.epochs = Epochs.of(config, len(samples))
         self._window: _Window | None = None
         self._lock = threading.Lock()
@@ -80,6 +81,8 @@ class EpochBatches:
             batch = (*batch, self.weights[index].astype(np.float32))
         if self.finish is None:
             return batch
+        import tensorflow as tf  # the stage runs only on Keras' TensorFlow backend
+
         out = self.finish(*(tf.constant(t) for t in batch))
         return tf.nest.map_structure(lambda t: t.numpy(), out)
 
@@ -89,7 +92,7 @@ class EpochBatches:
         bounds = self.epochs.bounds
         indices = self.epochs.batches(epoch)[i:stop]
         rows = self.epochs.rows(self.config.plan, epoch)[bounds[i][0] : bounds[stop - 1][1]]
-        engine, device = select_engine(self.config, tf_placement)
+        engine, device = output_engine(self.config, self.framework)
         samples = self.samples.subset(np.concatenate(indices))
-        batches = engine_batches(engine.name, self.config, samples, device, params=rows)
+        batches = engine_batches(engine, self.config, samples, device, params=rows)
         return _Window(epoch, i, indices, iter(batches))

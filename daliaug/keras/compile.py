@@ -18,6 +18,7 @@ import numpy as np
 
 from daliaug.config import Config, load_config
 from daliaug.errors import BackendWarning, ConfigError
+from daliaug.keras.backends import keras_backend
 from daliaug.keras.converters import CONVERTERS, Entry, Trace, Unsupported, label, supported
 from daliaug.transforms.base import TF_ONLY_FILLS
 
@@ -139,6 +140,12 @@ class Compiled:
             f"{', '.join(tf_only)}: fill_mode {' and '.join(map(repr, modes))}, which "
             "DALI's warp has not (Keras' default for its affine layers)"
         )
+        if keras_backend() != "tensorflow":
+            raise ConfigError(
+                f"{why}, and Keras runs on {keras_backend()}, whose batches come from DALI "
+                "without TensorFlow; give the layers fill_mode='constant' or 'nearest', or run "
+                "Keras on TensorFlow (KERAS_BACKEND=tensorflow)"
+            )
         if asked != "auto":
             raise ConfigError(
                 f"backend: {asked!r}, but {why}; use backend 'tf' or 'auto', or give the layers "

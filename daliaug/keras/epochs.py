@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -23,11 +24,18 @@ class EpochSync(keras.callbacks.Callback):
 
     def __init__(self, *datasets: Any) -> None:
         super().__init__()
-        missing = [d for d in datasets if getattr(d, "epoch_clock", None) is None]
-        if missing or not datasets:
+        setters = [_epoch_setter(d) for d in datasets]
+        if None in setters or not datasets:
             raise ValueError("EpochSync takes datasets made by daliaug.make_dataset")
-        self.clocks = [d.epoch_clock for d in datasets]
+        self.setters = setters
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
-        for clock in self.clocks:
-            clock.set(epoch)
+        for set_epoch in self.setters:
+            set_epoch(epoch)
+
+
+def _epoch_setter(dataset: Any) -> Callable[[int], None] | None:
+    """What sets the epoch ``dataset`` reads next: a ``tf.data`` dataset's epoch clock, or the
+    JAX/PyTorch output's ``set_epoch`` (``None`` for anything else)."""
+    clock = getattr(dataset, "epoch_clock", None)
+    return clock.set if clock is not None else getattr(dataset, "set_epoch", None)

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import tensorflow as tf
 
 from daliaug.config import Config
 from daliaug.keras.batches import EpochBatches
 from daliaug.keras.iterator import keras_iterator
 from daliaug.keras.outputs import Outputs
+from daliaug.outputs import framework_of
 from daliaug.outputs.tfdata.dataset import make_dataset
 from daliaug.sources.base import Samples
 
@@ -67,16 +67,40 @@ def make_flow(
         "config": config,
         **attributes,
     }
+    framework = framework_of(None)
+    if framework != "tensorflow":
+        del common["batch_size"]  # the data adapter's own property, the same number
     if len(samples) == 0:
         empty = (np.zeros((0, *shape), outputs.dtype),)
         if outputs.targets != "none":
             empty += (np.zeros((0,), np.float32),)
-        ds = tf.data.Dataset.from_tensors(empty).take(0)
-        return keras_iterator(ds, None, batches_per_epoch=0, epoch_clock=None, **common)
-    ds = make_dataset(config, samples=samples, sample_weight=weights)
-    batches, clock = ds.batches_per_epoch, ds.epoch_clock
+        return keras_iterator(
+            _empty(framework, empty, config.batch_size),
+            None,
+            empty_batch=empty,
+            batches_per_epoch=0,
+            epoch_clock=None,
+            **common,
+        )
+    ds = make_dataset(config, samples=samples, sample_weight=weights, framework=framework)
     finish = outputs.stage() if outputs.needed else None
+    access = EpochBatches(config, samples, weights, finish, framework)
+    if framework != "tensorflow":  # no stage (daliaug.keras.backends), epochs counted by passes
+        return keras_iterator(ds, access, batches_per_epoch=len(ds), epoch_clock=None, **common)
+    import tensorflow as tf
+
+    batches, clock = ds.batches_per_epoch, ds.epoch_clock
     if finish is not None:
         ds = ds.map(finish, num_parallel_calls=tf.data.AUTOTUNE)
-    access = EpochBatches(config, samples, weights, finish)
     return keras_iterator(ds, access, batches_per_epoch=batches, epoch_clock=clock, **common)
+
+
+def _empty(framework: str, empty: tuple[np.ndarray, ...], batch_size: int) -> Any:
+    """An empty flow's dataset for ``framework``: no batches, ``empty``'s types."""
+    if framework == "tensorflow":
+        import tensorflow as tf
+
+        return tf.data.Dataset.from_tensors(empty).take(0)
+    from daliaug.outputs.fit import FitBatches
+
+    return FitBatches(lambda epoch: (), 0, batch_size)

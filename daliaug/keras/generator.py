@@ -20,6 +20,7 @@ import numpy as np
 from daliaug.config import Config, load_config
 from daliaug.epoch import resolve_seed
 from daliaug.errors import BackendWarning
+from daliaug.keras.backends import tensorflow_only
 from daliaug.keras.flows import COLOR_MODES, check_file_flow, make_flow
 from daliaug.keras.outputs import Outputs, Save
 from daliaug.keras.samples import (
@@ -278,6 +279,7 @@ class ImageDataGenerator:
         ``after``, need a stage after the pipeline (a GPU-placed DALI dataset takes none) or a
         TensorFlow-only fill."""
         off = [*self._off_graph(), *after]
+        tensorflow_only(off)
         if not off or self.backend in ("cpu", "tf"):
             return self.backend
         if self.backend == "gpu":
@@ -336,6 +338,7 @@ class ImageDataGenerator:
         generator's own), with a warning naming them and the cost if that moves the pipeline
         to the TensorFlow backend (``stacklevel``: the user's call, counted from the caller)."""
         after = [name for name, value in flow_options.items() if value]
+        tensorflow_only([*self._off_graph(), *after])  # off TensorFlow: refused, not warned
         if after and self.backend == "auto" and not self._off_graph():
             warnings.warn(
                 f"{', '.join(after)}: run as a TensorFlow stage after the pipeline, {TF_BACKEND}",
@@ -385,6 +388,7 @@ class ImageDataGenerator:
         Keras), in place where ``x`` is a writable float array, and returned."""
         standardization = self.standardization()
         standardization.warn_unfit(stacklevel=2)
+        tensorflow_only(["standardize"], "ImageDataGenerator.standardize")
         import tensorflow as tf
 
         image = tf.constant(np.asarray(x, np.float32))
@@ -425,6 +429,7 @@ class ImageDataGenerator:
         missing geometry as Keras defaults it; ``channel_shift_intensity`` and ``brightness``
         where given), computed from the same plan as the pipelines (see
         :func:`daliaug.keras.single.apply_transform`)."""
+        tensorflow_only(["apply_transform"], "ImageDataGenerator.apply_transform")
         image = np.asarray(x, np.float32)
         if self.data_format == "channels_first":
             image = image.transpose(1, 2, 0)

@@ -1,4 +1,5 @@
-"""What ``flow*`` return: daliaug's ``tf.data.Dataset`` itself, carrying what Keras' iterators
+"""What ``flow*`` return: daliaug's ``make_dataset`` output itself (a ``tf.data.Dataset``, or on
+Keras' JAX and PyTorch backends the batches ``fit`` takes there), carrying what Keras' iterators
 carry (``len()``, ``it[i]``, ``next()``, ``on_epoch_end``, ``reset``, ``class_indices``,
 ``classes``, ``filenames``, ``samples``...).
 
@@ -18,9 +19,6 @@ from __future__ import annotations
 
 import functools
 from typing import Any
-
-import numpy as np
-import tensorflow as tf
 
 from daliaug.keras.batches import EpochBatches
 
@@ -48,11 +46,7 @@ def _next(self: Any) -> Any:
     """The next batch of the current epoch as NumPy arrays; after the last one the next
     epoch begins (Keras' ``next``). An empty flow gives an empty batch."""
     if len(self) == 0:
-        return _keras_batch(
-            tf.nest.map_structure(
-                lambda s: np.zeros((0, *s.shape[1:]), s.dtype.as_numpy_dtype), self.element_spec
-            )
-        )
+        return _keras_batch(self.empty_batch)
     batch = self[self.batch_index]
     self.batch_index += 1
     if self.batch_index == len(self):
@@ -86,11 +80,11 @@ def _keras_type(base: type) -> type:
     return type(f"Keras{base.__name__.lstrip('_')}", (base,), methods)
 
 
-def keras_iterator(
-    ds: tf.data.Dataset, batches: EpochBatches | None, **attributes: Any
-) -> tf.data.Dataset:
-    """``ds`` with Keras' iterator protocol, its batches by number from ``batches`` (``None``
-    for an empty flow), and ``attributes`` (``class_indices``...)."""
+def keras_iterator(ds: Any, batches: EpochBatches | None, **attributes: Any) -> Any:
+    """``ds`` (a ``tf.data.Dataset``, or the JAX or PyTorch output's batches) with Keras'
+    iterator protocol, its batches by number from ``batches`` (``None`` for an empty flow,
+    whose ``empty_batch`` attribute ``next()`` gives), and ``attributes``
+    (``class_indices``...)."""
     ds.__class__ = _keras_type(type(ds))
     ds.epoch_batches = batches
     ds.sequence_epoch = 0

@@ -12,13 +12,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import tensorflow as tf
 
 from daliaug.keras.samples import UNIT, Levels
 from daliaug.keras.standardize import Standardization
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,10 @@ class Outputs:
         return "raw" if self.indexed else label_mode
 
     def stage(self) -> Callable[..., tuple[Any, ...]]:
-        """The function of a pipeline batch (tensors) giving the flow's batch."""
+        """The function of a pipeline batch (tensors) giving the flow's batch (TensorFlow ops:
+        only Keras on TensorFlow runs it, see :mod:`daliaug.keras.backends`)."""
+        import tensorflow as tf
+
         table = None if self.table is None else tf.constant(self.table)
         extras = [tf.constant(e) for e in self.extras]
 
@@ -107,12 +112,16 @@ class Outputs:
         (the pipeline did both itself unless the standardization needs this stage)."""
         if not self.standardization.off_graph:
             return images
+        import tensorflow as tf
+
         values = self.levels.low + self.levels.step * tf.cast(images, tf.float32)
         out = self.standardization.apply(values, [1, 2, 3], per_image=True)
         return tf.cast(out, self.dtype)
 
     def _saved(self, images: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
         assert self.save is not None
+        import tensorflow as tf
+
         out = tf.numpy_function(self.save.write, [images, index], images.dtype, stateful=True)
         return tf.ensure_shape(out, images.shape)
 
@@ -120,6 +129,8 @@ class Outputs:
         """``multi_output``'s row cut into its outputs (else ``y`` as it is)."""
         if self.outputs is None:
             return y
+        import tensorflow as tf
+
         parts, start = [], 0
         for shape in self.outputs:
             width = int(np.prod(shape))

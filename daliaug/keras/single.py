@@ -12,7 +12,6 @@ import numpy as np
 
 from daliaug.algebra import Canvas, Math
 from daliaug.config import Config
-from daliaug.engines.tf import apply_plan
 from daliaug.transforms.keras_affine import KerasAffine
 
 NUMPY = Math.of(np)
@@ -39,6 +38,8 @@ def apply_transform(config: Config, image: np.ndarray, parameters: Mapping[str, 
         fuse_roi=False,
         masks=False,
     )
+    from daliaug.engines.tf import apply_plan  # imports TensorFlow
+
     out = apply_plan(image, inputs, config)
     if "brightness" in kinds:  # saturated to 0..255, as PIL's brightness and the colour pass
         out = np.clip(out, 0.0, 255.0)

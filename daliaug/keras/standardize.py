@@ -4,7 +4,8 @@ centring and scaling, ZCA whitening, in Keras' order.
 ``rescale`` and the featurewise statistics are one affine map per channel, so they become the
 pipeline's own output normalization (in the DALI graph, on the GPU). The rest needs each whole
 image (or a Python function) and runs after the pipeline in TensorFlow ops on the CPU
-(:mod:`daliaug.keras.outputs`); ``standardize(x)`` runs the same ops eagerly.
+(:mod:`daliaug.keras.outputs`); ``standardize(x)`` runs the same ops eagerly. Only Keras on
+TensorFlow runs them (:mod:`daliaug.keras.backends`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import tensorflow as tf
 
 from daliaug.keras.samples import Levels
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 EPSILON = 1e-6
 """What Keras adds to standard deviations before dividing by them."""
@@ -83,6 +86,8 @@ class Standardization:
         """The whole chain on float32 ``x``; samplewise statistics over ``axes`` (``None``: all
         of ``x``, as Keras' ``standardize``); ``per_image``: call ``preprocessing_function`` on
         each image of a batch (else once on ``x``)."""
+        import tensorflow as tf
+
         if self.preprocessing_function is not None:
             x = self._preprocess(x, per_image)
         if self.rescale:
@@ -102,6 +107,8 @@ class Standardization:
         return x
 
     def _preprocess(self, x: tf.Tensor, per_image: bool) -> tf.Tensor:
+        import tensorflow as tf
+
         function = self.preprocessing_function
         assert function is not None
 

@@ -63,6 +63,11 @@ class Batches:
         """The epoch the next pass runs."""
         return self._epoch
 
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next pass run ``epoch`` (:class:`~daliaug.keras.EpochSync`, a restore)."""
+        if epoch != self._epoch:
+            self._epoch, self._stream = epoch, None
+
     def __iter__(self) -> Iterator[Batch]:
         epoch = self._epoch
         if self._stream is None or not self._ended:

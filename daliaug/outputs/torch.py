@@ -52,11 +52,12 @@ def torch_dataset(
 def _rank_shard(
     config: Config, samples: Samples | RecordSamples, options: DatasetOptions, device: str
 ) -> Shard:
-    """This rank's shard under ``torch.distributed`` (the config's own shard without it)."""
+    """This rank's shard under ``torch.distributed``, with weights (0 for padding) as with
+    any number of ranks, a single one included (the config's own shard without it)."""
     import torch
     import torch.distributed as dist
 
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+    if not (dist.is_available() and dist.is_initialized()):
         return config, samples, options
     if isinstance(samples, RecordSamples):
         raise ConfigError(

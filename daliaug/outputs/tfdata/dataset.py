@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from daliaug.config import Config, load_config
-from daliaug.engines.select import Device, Placement, dali_installed, resolve_backend
+from daliaug.engines import select_engine
+from daliaug.engines.select import (
+    Device,
+    Placement,
+    dali_installed,
+    resolve_backend,
+    resolve_device,
+)
 from daliaug.epoch import EpochClock, resolve_seed
 from daliaug.errors import ConfigError
 from daliaug.outputs import framework_batches, framework_of
@@ -105,7 +112,7 @@ def make_dataset(
             " (for JAX, use keras.distribution.DataParallel)"
         )
     config = load_config(config)
-    device = None if framework == "tensorflow" else _dali_device(config, framework)
+    device = None if framework == "tensorflow" else framework_device(config, framework)
     prepared = prepare(config, samples=samples, x=x, y=y, device=device, placement=tf_placement)
     config, samples = prepared.config, prepared.samples
     if isinstance(samples, RecordSamples):
@@ -158,6 +165,15 @@ def engine_dataset(
     return tf_dataset(config, samples, options)
 
 
+def output_engine(config: Config, framework: str) -> tuple[str, Device]:
+    """The engine (its name) and device ``make_dataset`` runs ``config`` on for
+    ``framework``."""
+    if framework == "tensorflow":
+        chosen, device = select_engine(config, tf_placement)
+        return chosen.name, device
+    return "dali", framework_device(config, framework)
+
+
 def tf_placement(device: Device, config: Config) -> Placement:
     """Where a ``tf.data`` dataset runs DALI: on the GPU only where TensorFlow sees it too
     (imports TensorFlow and DALI's plugin only then)."""
@@ -166,12 +182,12 @@ def tf_placement(device: Device, config: Config) -> Placement:
     return placement(device, config)
 
 
-def _dali_device(config: Config, framework: str) -> Device:
-    """Where DALI runs for ``framework`` (JAX, PyTorch, NumPy), which must not need TensorFlow:
-    ``backend: auto`` takes DALI on the CPU where it would take TensorFlow ops for ``tf.data``."""
+def framework_device(config: Config, framework: str) -> Device:
+    """Where DALI runs for ``framework`` (JAX, PyTorch, NumPy), which must not need TensorFlow
+    (``auto`` takes DALI, on the GPU where it sees one, else on the CPU)."""
     placement = resolve_backend(config)
     if placement == "tf" and config.backend == "auto" and dali_installed():
-        return "cpu"
+        return resolve_device(config)
     if placement == "tf":
         raise ConfigError(
             f"backend: {config.backend!r} runs TensorFlow ops here, but framework={framework!r} "
