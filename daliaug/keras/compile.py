@@ -18,7 +18,15 @@ import numpy as np
 
 from daliaug.config import Config, load_config
 from daliaug.errors import BackendWarning, ConfigError
-from daliaug.keras.converters import CONVERTERS, Entry, Trace, Unsupported, label, supported
+from daliaug.keras.converters import (
+    CONVERTERS,
+    Entry,
+    Trace,
+    Unsupported,
+    label,
+    refusal,
+    supported,
+)
 from daliaug.transforms.base import TF_ONLY_FILLS
 
 UnsupportedPolicy = Literal["error", "keep"]
@@ -186,7 +194,7 @@ def compile_layers(
         before = copy.deepcopy(trace)
         try:
             if entry is None:
-                raise Unsupported(f"{label(layer)}: daliaug has no equivalent of this layer")
+                raise Unsupported(refusal(layer))
             entry.convert(layer, trace)
             _check_shared(layer, trace)
         except Unsupported as e:

@@ -415,6 +415,107 @@ def _mix_up(layer: Any, trace: Trace) -> None:
     trace.batch(layer, [{"type": "mixup", "alpha": float(layer.alpha)}])
 
 
+@converts("RandomPosterization")
+def _random_posterization(layer: Any, trace: Trace) -> None:
+    """Keras keeps ``b`` bits, ``b`` from ``randint(low, high)`` (``high`` excluded) unless
+    ``low == high``; ``posterize`` keeps one bit count, so only one possible ``b`` converts."""
+    low, high = (int(v) for v in layer.factor)
+    if high - low > 1:
+        raise Unsupported(
+            f"{label(layer)}: factor={[low, high]}; Keras draws the bits kept per image from "
+            f"{low}..{high - 1}, daliaug's posterize keeps one bit count: give factor=(b, b)"
+        )
+    transform = {"type": "posterize", "bits": low, "probability": 1.0}
+    trace.pixels(layer, [transform], layer.value_range)
+
+
+@converts("Equalization")
+def _equalization(layer: Any, trace: Trace) -> None:
+    """Keras' table on one image is ``equalize``'s; a batch's histogram is pooled over its
+    images (each image equalized on its own here). Only its default 256 bins."""
+    if int(layer.bins) != 256:
+        raise Unsupported(
+            f"{label(layer)}: bins={layer.bins}; Keras then maps each value through "
+            "value * (bins - 1) / 255 before its table, daliaug's equalize uses 256 bins"
+        )
+    trace.pixels(layer, [{"type": "equalize", "probability": 1.0}], layer.value_range)
+
+
+@converts("AutoContrast")
+def _auto_contrast(layer: Any, trace: Trace) -> None:
+    trace.pixels(layer, [{"type": "auto_contrast", "probability": 1.0}], layer.value_range)
+
+
+@converts("RandomSharpness")
+def _random_sharpness(layer: Any, trace: Trace) -> None:
+    """Keras blends ``in + (1 - 2u) (smooth - in)``, ``u ~ U(factor)``: ``sharpness`` of factor
+    ``2u``. Its smoothing pads with zeros, so its one-pixel border differs (kept here, as
+    PIL)."""
+    low, high = _pair(layer.factor)
+    transform = {"type": "sharpness", "factor": [2.0 * low, 2.0 * high], "probability": 1.0}
+    trace.pixels(layer, [transform], layer.value_range)
+
+
+@converts("RandomGaussianBlur")
+def _random_gaussian_blur(layer: Any, trace: Trace) -> None:
+    """Keras blurs with probability ``p ~ U(factor)`` (a Bernoulli of the mean of ``factor``),
+    one sigma per axis per batch plus 1e-6: the same per image only for a fixed sigma and a
+    square kernel. Its blur pads with zeros (mirrored here: the border band differs)."""
+    sizes = {int(k) for k in layer.kernel_size}
+    if len(sizes) != 1:
+        raise Unsupported(
+            f"{label(layer)}: kernel_size={list(layer.kernel_size)}; daliaug's gaussian_blur "
+            "takes one odd size for both axes"
+        )
+    low, high = _pair(layer.sigma)
+    if low != high:
+        raise Unsupported(
+            f"{label(layer)}: sigma={[low, high]}; Keras draws one sigma per axis for the whole "
+            "batch, daliaug's gaussian_blur one sigma per image for both axes: give "
+            "sigma=(s, s)"
+        )
+    transform = {
+        "type": "gaussian_blur",
+        "kernel_size": sizes.pop(),
+        "sigma": [low + 1e-6, low + 1e-6],
+        "probability": sum(_pair(layer.factor)) / 2,
+    }
+    trace.pixels(layer, [transform], layer.value_range)
+
+
+REFUSED: dict[str, str] = {
+    "RandomErasing": (
+        "Keras draws each side of the box as sqrt(U(scale)) of the image's side, independently, "
+        "at a real-valued corner, and fills with per-pixel normal noise by default; daliaug's "
+        "random_erasing draws an area and an aspect ratio (torchvision's) at a whole-pixel corner"
+    ),
+    "CutMix": (
+        "Keras keeps the box inside the image (its corner uniform over the room left, "
+        "real-valued) and draws alpha ~ U(factor) once per batch; daliaug's cutmix centres the "
+        "box on a uniform pixel and cuts it at the border (torchvision's), so the pasted areas "
+        "and label weights follow another distribution"
+    ),
+    "RandomPerspective": (
+        "Keras moves each corner point p to p * (1 + U(-scale/2, scale/2)) per coordinate "
+        "(outward too; its top-left corner never moves); daliaug's perspective moves every "
+        "corner inward by whole pixels (torchvision's)"
+    ),
+    "RandAugment": (
+        "Keras picks its ops from eleven layers once per batch, each at a random magnitude "
+        "within factor; daliaug's rand_augment picks per image from torchvision's fourteen ops "
+        "at one fixed magnitude"
+    ),
+}
+"""Keras layers that have a daliaug transform of the same idea but other semantics, refused by
+name with the difference (a layer in neither table has no equivalent)."""
+
+
+def refusal(layer: Any) -> str:
+    """Why ``layer``, which has no converter, is refused."""
+    reason = REFUSED.get(type(layer).__name__, "daliaug has no equivalent of this layer")
+    return f"{label(layer)}: {reason}"
+
+
 def _per_channel(layer: Any, what: str, value: Any, channels: int) -> np.ndarray:
     """A scalar or one value per channel, as a ``(channels,)`` array."""
     array = np.asarray(value, dtype=np.float64).reshape(-1)
