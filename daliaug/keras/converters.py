@@ -56,6 +56,10 @@ class Trace:
     stage: tuple[str, str] | None = None
     """The first layer that became a pixel stage (``"pixel"``) or a batch stage (``"batch"``),
     by :func:`label`: the pipeline runs those after its warp and colour pass."""
+    whole_image: str | None = None
+    """The first layer that became a pixel stage whose result a warp before it would change
+    (a filter, the image's statistics, levels cut from resampled values), by :func:`label`: no
+    geometry may follow."""
 
     def __post_init__(self) -> None:
         self.scale = np.ones(self.channels)
@@ -92,6 +96,12 @@ class Trace:
         """Add a geometric transform for ``layer``; a revealing layer passes its ``fill_mode``
         and ``fill_value``, a resampling one its ``interpolation``."""
         self._after_stages(layer, "batch")
+        if self.whole_image is not None:
+            raise Unsupported(
+                f"{label(layer)}: it comes after {self.whole_image}, which daliaug runs after "
+                "the warp, where resampling or revealing fill first would change its result; "
+                "put it before that layer"
+            )
         self._format(layer)
         if fill_mode is not None:
             fill = self._fill(layer, fill_mode, fill_value)
@@ -111,15 +121,25 @@ class Trace:
         self._format(layer)
         self.transforms.extend(transforms)
 
-    def pixels(self, layer: Any, transforms: list[dict[str, Any]], value_range: Any = None) -> None:
+    def pixels(
+        self,
+        layer: Any,
+        transforms: list[dict[str, Any]],
+        value_range: Any = None,
+        *,
+        whole_image: bool = False,
+    ) -> None:
         """Add pixel stages for ``layer`` (they run after the colour pass, in order); one that
-        works on ``value_range`` passes it (see :meth:`colour`)."""
+        works on ``value_range`` passes it (see :meth:`colour`); one whose result a warp
+        before it would change passes ``whole_image`` (then no geometric layer may follow)."""
         self._after_stages(layer, "batch")
         if value_range is not None:
             self.check_range(layer, value_range)
         self._format(layer)
         self.transforms.extend(transforms)
         self.stage = self.stage or (label(layer), "pixel")
+        if whole_image:
+            self.whole_image = self.whole_image or label(layer)
 
     def batch(self, layer: Any, transforms: list[dict[str, Any]]) -> None:
         """Add batch stages for ``layer`` (they run last, on the whole batch)."""
@@ -426,7 +446,7 @@ def _random_posterization(layer: Any, trace: Trace) -> None:
             f"{low}..{high - 1}, daliaug's posterize keeps one bit count: give factor=(b, b)"
         )
     transform = {"type": "posterize", "bits": low, "probability": 1.0}
-    trace.pixels(layer, [transform], layer.value_range)
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)
 
 
 @converts("Equalization")
@@ -438,12 +458,14 @@ def _equalization(layer: Any, trace: Trace) -> None:
             f"{label(layer)}: bins={layer.bins}; Keras then maps each value through "
             "value * (bins - 1) / 255 before its table, daliaug's equalize uses 256 bins"
         )
-    trace.pixels(layer, [{"type": "equalize", "probability": 1.0}], layer.value_range)
+    transform = {"type": "equalize", "probability": 1.0}
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)
 
 
 @converts("AutoContrast")
 def _auto_contrast(layer: Any, trace: Trace) -> None:
-    trace.pixels(layer, [{"type": "auto_contrast", "probability": 1.0}], layer.value_range)
+    transform = {"type": "auto_contrast", "probability": 1.0}
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)
 
 
 @converts("RandomSharpness")
@@ -453,7 +475,7 @@ def _random_sharpness(layer: Any, trace: Trace) -> None:
     PIL)."""
     low, high = _pair(layer.factor)
     transform = {"type": "sharpness", "factor": [2.0 * low, 2.0 * high], "probability": 1.0}
-    trace.pixels(layer, [transform], layer.value_range)
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)
 
 
 @converts("RandomGaussianBlur")
@@ -480,7 +502,7 @@ def _random_gaussian_blur(layer: Any, trace: Trace) -> None:
         "sigma": [low + 1e-6, low + 1e-6],
         "probability": sum(_pair(layer.factor)) / 2,
     }
-    trace.pixels(layer, [transform], layer.value_range)
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)
 
 
 REFUSED: dict[str, str] = {

@@ -451,6 +451,12 @@ class MyFlip(keras.layers.RandomFlip):
         ([L.RandomGaussianBlur(sigma=(0.2, 0.9))], "sigma=[0.2, 0.9]"),
         ([L.RandomGaussianBlur(kernel_size=(3, 5))], "kernel_size=[3, 5]"),
         ([L.Equalization(name="e"), L.RandomBrightness(0.1)], "it comes after Equalization 'e'"),
+        ([L.Equalization(name="e"), L.RandomFlip()], "it comes after Equalization 'e'"),
+        ([L.RandomPosterization((2, 2), name="p"), L.RandomZoom(0.1)], "after RandomPosterization"),
+        (
+            [L.RandomGaussianBlur(sigma=(0.5, 0.5), name="b"), L.CenterCrop(8, 8)],
+            "after RandomGaussianBlur 'b'",
+        ),
         ([L.RandomErasing(name="e")], "RandomErasing 'e': Keras draws each side"),
         ([L.CutMix(name="c")], "CutMix 'c': Keras keeps the box inside the image"),
         ([L.RandomPerspective(name="p")], "RandomPerspective 'p': Keras moves each corner"),
