@@ -182,6 +182,7 @@ def compile_layers(
     input_size: tuple[int, int] | None,
     channels: int,
     unsupported: UnsupportedPolicy = "error",
+    for_model: bool = False,
 ) -> Compiled:
     """Walk ``layers`` through the converter table. A layer daliaug cannot run raises a
     :class:`ConfigError` naming it and the supported layers; with ``unsupported="keep"`` it and
@@ -195,6 +196,12 @@ def compile_layers(
         try:
             if entry is None:
                 raise Unsupported(refusal(layer))
+            if for_model and entry.at_inference:
+                raise Unsupported(
+                    f"{label(layer)}: Keras applies it at inference too, so the model cannot "
+                    "lose it, and in the model it would redo its work on the pipeline's "
+                    "output; from_keras compiles it for a dataset alone"
+                )
             entry.convert(layer, trace)
             _check_shared(layer, trace)
         except Unsupported as e:

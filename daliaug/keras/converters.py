@@ -223,21 +223,26 @@ Converter = Callable[[Any, Trace], None]
 @dataclass(frozen=True)
 class Entry:
     """How one Keras layer class becomes daliaug: ``convert`` writes it into a :class:`Trace`;
-    ``deterministic`` layers (no random draw) may stay in a model that ``split_model`` trims."""
+    ``deterministic`` layers (no random draw) may stay in a model that ``split_model`` trims;
+    ``at_inference`` layers change images at inference too, and being neither (they do not
+    commute with the pipeline's later layers), ``split_model`` cannot take them out."""
 
     convert: Converter
     deterministic: bool = False
+    at_inference: bool = False
 
 
 CONVERTERS: dict[str, Entry] = {}
 """Keras layer class name -> its entry."""
 
 
-def converts(name: str, *, deterministic: bool = False) -> Callable[[Converter], Converter]:
+def converts(
+    name: str, *, deterministic: bool = False, at_inference: bool = False
+) -> Callable[[Converter], Converter]:
     """Register the decorated function as the converter of Keras' layer class ``name``."""
 
     def register(convert: Converter) -> Converter:
-        CONVERTERS[name] = Entry(convert, deterministic)
+        CONVERTERS[name] = Entry(convert, deterministic, at_inference)
         return convert
 
     return register
@@ -462,8 +467,9 @@ def _equalization(layer: Any, trace: Trace) -> None:
     trace.pixels(layer, [transform], layer.value_range, whole_image=True)
 
 
-@converts("AutoContrast")
+@converts("AutoContrast", at_inference=True)
 def _auto_contrast(layer: Any, trace: Trace) -> None:
+    """Keras stretches each channel at inference as well (its only such image layer here)."""
     transform = {"type": "auto_contrast", "probability": 1.0}
     trace.pixels(layer, [transform], layer.value_range, whole_image=True)
 
