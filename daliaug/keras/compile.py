@@ -108,6 +108,10 @@ class Compiled:
     kept: list[Any]
     input_size: tuple[int, int] | None
 
+    def notes(self) -> list[str]:
+        """The warnings compiling gives: seeds ignored, differences from Keras."""
+        return [*seed_notes(self.compiled), *self.trace.notes]
+
     def fields(self, *, values: bool) -> dict[str, Any]:
         """The config fields the layers set: ``image_size`` (the layers' output size),
         ``channels``, ``transforms`` (a resize to the input size first when it is known),
@@ -304,7 +308,7 @@ def from_keras(
     size, channels = resolve_input(layers, image_size, config_fields.pop("channels", None))
     stack = augmentation_layers(layers)
     compiled = compile_layers(stack, input_size=size, channels=channels)
-    for note in seed_notes(compiled.compiled):
+    for note in compiled.notes():
         warnings.warn(note, UserWarning, stacklevel=2)
     fields = compiled.fields(values=True)
     output = dict(config_fields.pop("output", None) or {})

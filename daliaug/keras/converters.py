@@ -56,6 +56,8 @@ class Trace:
     stage: tuple[str, str] | None = None
     """The first layer that became a pixel stage (``"pixel"``) or a batch stage (``"batch"``),
     by :func:`label`: the pipeline runs those after its warp and colour pass."""
+    notes: list[str] = field(default_factory=list)
+    """Where a layer converts with a difference from Keras worth a warning, one line each."""
     whole_image: str | None = None
     """The first layer that became a pixel stage whose result a warp before it would change
     (a filter, the image's statistics, levels cut from resampled values), by :func:`label`: no
@@ -456,8 +458,9 @@ def _random_posterization(layer: Any, trace: Trace) -> None:
 
 @converts("Equalization")
 def _equalization(layer: Any, trace: Trace) -> None:
-    """Keras' table on one image is ``equalize``'s; a batch's histogram is pooled over its
-    images (each image equalized on its own here). Only its default 256 bins."""
+    """Keras' table on one image is ``equalize``'s; on a batch it pools one histogram per
+    channel over the images (each image equalized on its own here, with a note). Only its
+    default 256 bins."""
     if int(layer.bins) != 256:
         raise Unsupported(
             f"{label(layer)}: bins={layer.bins}; Keras then maps each value through "
@@ -465,6 +468,11 @@ def _equalization(layer: Any, trace: Trace) -> None:
         )
     transform = {"type": "equalize", "probability": 1.0}
     trace.pixels(layer, [transform], layer.value_range, whole_image=True)
+    trace.notes.append(
+        f"{label(layer)}: each image is equalized on its own histogram (Keras pools one "
+        "histogram per channel over the images of the batch it is given: the same for a batch "
+        "of one image)"
+    )
 
 
 @converts("AutoContrast", at_inference=True)

@@ -29,7 +29,6 @@ from daliaug.keras.compile import (
     leading_preprocessing,
     lookup,
     resolve_input,
-    seed_notes,
 )
 from daliaug.keras.converters import label
 
@@ -139,7 +138,7 @@ def split_model(
         unsupported=unsupported,
         for_model=True,
     )
-    for note in seed_notes(compiled.compiled):
+    for note in compiled.notes():
         warnings.warn(note, UserWarning, stacklevel=2)
     fields = compiled.fields(values=False)
     backend = compiled.backend("auto")

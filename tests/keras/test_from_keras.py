@@ -498,6 +498,14 @@ def test_seeds_are_ignored_with_a_note() -> None:
         compile_for([L.RandomFlip(seed=7, name="f")], "tf")
 
 
+def test_equalization_per_image_comes_with_a_note() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compile_for([L.Equalization(name="eq")], "tf")
+    messages = [str(w.message) for w in caught]
+    assert any(m.startswith("Equalization 'eq': each image is equalized") for m in messages)
+
+
 def test_the_model_input_sets_the_size_and_channels() -> None:
     model = keras.Sequential(
         [keras.Input((40, 30, 1)), L.RandomFlip(), L.CenterCrop(20, 20), L.Flatten()]
