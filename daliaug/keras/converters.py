@@ -445,7 +445,9 @@ def _mix_up(layer: Any, trace: Trace) -> None:
 @converts("RandomPosterization")
 def _random_posterization(layer: Any, trace: Trace) -> None:
     """Keras keeps ``b`` bits, ``b`` from ``randint(low, high)`` (``high`` excluded) unless
-    ``low == high``; ``posterize`` keeps one bit count, so only one possible ``b`` converts."""
+    ``low == high``; ``posterize`` keeps one bit count, so only one possible ``b`` converts.
+    Keras truncates the values to whole numbers, ``posterize`` rounds them (the same on
+    whole-valued images)."""
     low, high = (int(v) for v in layer.factor)
     if high - low > 1:
         raise Unsupported(
