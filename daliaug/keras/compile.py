@@ -19,7 +19,15 @@ import numpy as np
 from daliaug.config import Config, load_config
 from daliaug.errors import BackendWarning, ConfigError
 from daliaug.keras.backends import keras_backend
-from daliaug.keras.converters import CONVERTERS, Entry, Trace, Unsupported, label, supported
+from daliaug.keras.converters import (
+    CONVERTERS,
+    Entry,
+    Trace,
+    Unsupported,
+    label,
+    refusal,
+    supported,
+)
 from daliaug.transforms.base import TF_ONLY_FILLS
 
 UnsupportedPolicy = Literal["error", "keep"]
@@ -101,6 +109,10 @@ class Compiled:
     kept: list[Any]
     input_size: tuple[int, int] | None
 
+    def notes(self) -> list[str]:
+        """The warnings compiling gives: seeds ignored, differences from Keras."""
+        return [*seed_notes(self.compiled), *self.trace.notes]
+
     def fields(self, *, values: bool) -> dict[str, Any]:
         """The config fields the layers set: ``image_size`` (the layers' output size),
         ``channels``, ``transforms`` (a resize to the input size first when it is known),
@@ -181,6 +193,7 @@ def compile_layers(
     input_size: tuple[int, int] | None,
     channels: int,
     unsupported: UnsupportedPolicy = "error",
+    for_model: bool = False,
 ) -> Compiled:
     """Walk ``layers`` through the converter table. A layer daliaug cannot run raises a
     :class:`ConfigError` naming it and the supported layers; with ``unsupported="keep"`` it and
@@ -193,7 +206,13 @@ def compile_layers(
         before = copy.deepcopy(trace)
         try:
             if entry is None:
-                raise Unsupported(f"{label(layer)}: daliaug has no equivalent of this layer")
+                raise Unsupported(refusal(layer))
+            if for_model and entry.at_inference:
+                raise Unsupported(
+                    f"{label(layer)}: Keras applies it at inference too, so the model cannot "
+                    "lose it, and in the model it would redo its work on the pipeline's "
+                    "output; from_keras compiles it for a dataset alone"
+                )
             entry.convert(layer, trace)
             _check_shared(layer, trace)
         except Unsupported as e:
@@ -296,7 +315,7 @@ def from_keras(
     size, channels = resolve_input(layers, image_size, config_fields.pop("channels", None))
     stack = augmentation_layers(layers)
     compiled = compile_layers(stack, input_size=size, channels=channels)
-    for note in seed_notes(compiled.compiled):
+    for note in compiled.notes():
         warnings.warn(note, UserWarning, stacklevel=2)
     fields = compiled.fields(values=True)
     output = dict(config_fields.pop("output", None) or {})

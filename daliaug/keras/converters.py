@@ -56,6 +56,12 @@ class Trace:
     stage: tuple[str, str] | None = None
     """The first layer that became a pixel stage (``"pixel"``) or a batch stage (``"batch"``),
     by :func:`label`: the pipeline runs those after its warp and colour pass."""
+    notes: list[str] = field(default_factory=list)
+    """Where a layer converts with a difference from Keras worth a warning, one line each."""
+    whole_image: str | None = None
+    """The first layer that became a pixel stage whose result a warp before it would change
+    (a filter, the image's statistics, levels cut from resampled values), by :func:`label`: no
+    geometry may follow."""
 
     def __post_init__(self) -> None:
         self.scale = np.ones(self.channels)
@@ -92,6 +98,12 @@ class Trace:
         """Add a geometric transform for ``layer``; a revealing layer passes its ``fill_mode``
         and ``fill_value``, a resampling one its ``interpolation``."""
         self._after_stages(layer, "batch")
+        if self.whole_image is not None:
+            raise Unsupported(
+                f"{label(layer)}: it comes after {self.whole_image}, which daliaug runs after "
+                "the warp, where resampling or revealing fill first would change its result; "
+                "put it before that layer"
+            )
         self._format(layer)
         if fill_mode is not None:
             fill = self._fill(layer, fill_mode, fill_value)
@@ -111,15 +123,25 @@ class Trace:
         self._format(layer)
         self.transforms.extend(transforms)
 
-    def pixels(self, layer: Any, transforms: list[dict[str, Any]], value_range: Any = None) -> None:
+    def pixels(
+        self,
+        layer: Any,
+        transforms: list[dict[str, Any]],
+        value_range: Any = None,
+        *,
+        whole_image: bool = False,
+    ) -> None:
         """Add pixel stages for ``layer`` (they run after the colour pass, in order); one that
-        works on ``value_range`` passes it (see :meth:`colour`)."""
+        works on ``value_range`` passes it (see :meth:`colour`); one whose result a warp
+        before it would change passes ``whole_image`` (then no geometric layer may follow)."""
         self._after_stages(layer, "batch")
         if value_range is not None:
             self.check_range(layer, value_range)
         self._format(layer)
         self.transforms.extend(transforms)
         self.stage = self.stage or (label(layer), "pixel")
+        if whole_image:
+            self.whole_image = self.whole_image or label(layer)
 
     def batch(self, layer: Any, transforms: list[dict[str, Any]]) -> None:
         """Add batch stages for ``layer`` (they run last, on the whole batch)."""
@@ -203,21 +225,26 @@ Converter = Callable[[Any, Trace], None]
 @dataclass(frozen=True)
 class Entry:
     """How one Keras layer class becomes daliaug: ``convert`` writes it into a :class:`Trace`;
-    ``deterministic`` layers (no random draw) may stay in a model that ``split_model`` trims."""
+    ``deterministic`` layers (no random draw) may stay in a model that ``split_model`` trims;
+    ``at_inference`` layers change images at inference too, and being neither (they do not
+    commute with the pipeline's later layers), ``split_model`` cannot take them out."""
 
     convert: Converter
     deterministic: bool = False
+    at_inference: bool = False
 
 
 CONVERTERS: dict[str, Entry] = {}
 """Keras layer class name -> its entry."""
 
 
-def converts(name: str, *, deterministic: bool = False) -> Callable[[Converter], Converter]:
+def converts(
+    name: str, *, deterministic: bool = False, at_inference: bool = False
+) -> Callable[[Converter], Converter]:
     """Register the decorated function as the converter of Keras' layer class ``name``."""
 
     def register(convert: Converter) -> Converter:
-        CONVERTERS[name] = Entry(convert, deterministic)
+        CONVERTERS[name] = Entry(convert, deterministic, at_inference)
         return convert
 
     return register
@@ -413,6 +440,118 @@ def _solarization(layer: Any, trace: Trace) -> None:
 @converts("MixUp")
 def _mix_up(layer: Any, trace: Trace) -> None:
     trace.batch(layer, [{"type": "mixup", "alpha": float(layer.alpha)}])
+
+
+@converts("RandomPosterization")
+def _random_posterization(layer: Any, trace: Trace) -> None:
+    """Keras keeps ``b`` bits, ``b`` from ``randint(low, high)`` (``high`` excluded) unless
+    ``low == high``; ``posterize`` keeps one bit count, so only one possible ``b`` converts.
+    Keras truncates the values to whole numbers, ``posterize`` rounds them (the same on
+    whole-valued images)."""
+    low, high = (int(v) for v in layer.factor)
+    if high - low > 1:
+        raise Unsupported(
+            f"{label(layer)}: factor={[low, high]}; Keras draws the bits kept per image from "
+            f"{low}..{high - 1}, daliaug's posterize keeps one bit count: give factor=(b, b)"
+        )
+    transform = {"type": "posterize", "bits": low, "probability": 1.0}
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)
+
+
+@converts("Equalization")
+def _equalization(layer: Any, trace: Trace) -> None:
+    """Keras' table on one image is ``equalize``'s; on a batch it pools one histogram per
+    channel over the images (each image equalized on its own here, with a note). Only its
+    default 256 bins."""
+    if int(layer.bins) != 256:
+        raise Unsupported(
+            f"{label(layer)}: bins={layer.bins}; Keras then maps each value through "
+            "value * (bins - 1) / 255 before its table, daliaug's equalize uses 256 bins"
+        )
+    transform = {"type": "equalize", "probability": 1.0}
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)
+    trace.notes.append(
+        f"{label(layer)}: each image is equalized on its own histogram (Keras pools one "
+        "histogram per channel over the images of the batch it is given: the same for a batch "
+        "of one image)"
+    )
+
+
+@converts("AutoContrast", at_inference=True)
+def _auto_contrast(layer: Any, trace: Trace) -> None:
+    """Keras stretches each channel at inference as well (its only such image layer here)."""
+    transform = {"type": "auto_contrast", "probability": 1.0}
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)
+
+
+@converts("RandomSharpness")
+def _random_sharpness(layer: Any, trace: Trace) -> None:
+    """Keras blends ``in + (1 - 2u) (smooth - in)``, ``u ~ U(factor)``: ``sharpness`` of factor
+    ``2u``. Its smoothing pads with zeros, so its one-pixel border differs (kept here, as
+    PIL)."""
+    low, high = _pair(layer.factor)
+    transform = {"type": "sharpness", "factor": [2.0 * low, 2.0 * high], "probability": 1.0}
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)
+
+
+@converts("RandomGaussianBlur")
+def _random_gaussian_blur(layer: Any, trace: Trace) -> None:
+    """Keras blurs with probability ``p ~ U(factor)`` (a Bernoulli of the mean of ``factor``),
+    one sigma per axis per batch plus 1e-6: the same per image only for a fixed sigma and a
+    square kernel. Its blur pads with zeros (mirrored here: the border band differs)."""
+    sizes = {int(k) for k in layer.kernel_size}
+    if len(sizes) != 1:
+        raise Unsupported(
+            f"{label(layer)}: kernel_size={list(layer.kernel_size)}; daliaug's gaussian_blur "
+            "takes one odd size for both axes"
+        )
+    low, high = _pair(layer.sigma)
+    if low != high:
+        raise Unsupported(
+            f"{label(layer)}: sigma={[low, high]}; Keras draws one sigma per axis for the whole "
+            "batch, daliaug's gaussian_blur one sigma per image for both axes: give "
+            "sigma=(s, s)"
+        )
+    transform = {
+        "type": "gaussian_blur",
+        "kernel_size": sizes.pop(),
+        "sigma": [low + 1e-6, low + 1e-6],
+        "probability": sum(_pair(layer.factor)) / 2,
+    }
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)
+
+
+REFUSED: dict[str, str] = {
+    "RandomErasing": (
+        "Keras draws each side of the box as sqrt(U(scale)) of the image's side, independently, "
+        "at a real-valued corner, and fills with per-pixel normal noise by default; daliaug's "
+        "random_erasing draws an area and an aspect ratio (torchvision's) at a whole-pixel corner"
+    ),
+    "CutMix": (
+        "Keras keeps the box inside the image (its corner uniform over the room left, "
+        "real-valued) and draws alpha ~ U(factor) once per batch; daliaug's cutmix centres the "
+        "box on a uniform pixel and cuts it at the border (torchvision's), so the pasted areas "
+        "and label weights follow another distribution"
+    ),
+    "RandomPerspective": (
+        "Keras moves each corner point p to p * (1 + U(-scale/2, scale/2)) per coordinate "
+        "(outward too; its top-left corner never moves); daliaug's perspective moves every "
+        "corner inward by whole pixels (torchvision's)"
+    ),
+    "RandAugment": (
+        "Keras picks its ops from eleven layers once per batch, each at a random magnitude "
+        "within factor; daliaug's rand_augment picks per image from torchvision's fourteen ops "
+        "at one fixed magnitude"
+    ),
+}
+"""Keras layers that have a daliaug transform of the same idea but other semantics, refused by
+name with the difference (a layer in neither table has no equivalent)."""
+
+
+def refusal(layer: Any) -> str:
+    """Why ``layer``, which has no converter, is refused."""
+    reason = REFUSED.get(type(layer).__name__, "daliaug has no equivalent of this layer")
+    return f"{label(layer)}: {reason}"
 
 
 def _per_channel(layer: Any, what: str, value: Any, channels: int) -> np.ndarray:

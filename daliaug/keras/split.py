@@ -12,6 +12,8 @@ inference, so inference is unchanged) and keeps the deterministic ones where the
   (then they leave the pipeline's images as they are, and the saved model still resizes raw
   images as before); otherwise they leave the model, with one warning: it then takes images
   of the pipeline's output size (``config.evaluation_twin()`` makes them for validation).
+* ``AutoContrast``, which Keras also runs at inference, is refused (with
+  ``unsupported="keep"`` it and the layers after it stay in the model).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from daliaug.keras.compile import (
     leading_preprocessing,
     lookup,
     resolve_input,
-    seed_notes,
 )
 from daliaug.keras.converters import label
 
@@ -131,9 +132,13 @@ def split_model(
     size, channels = resolve_input(model, image_size, channels)
     leading = leading_preprocessing(model) if isinstance(model, keras.Model) else flatten(model)
     compiled = compile_layers(
-        flatten(leading), input_size=size, channels=channels, unsupported=unsupported
+        flatten(leading),
+        input_size=size,
+        channels=channels,
+        unsupported=unsupported,
+        for_model=True,
     )
-    for note in seed_notes(compiled.compiled):
+    for note in compiled.notes():
         warnings.warn(note, UserWarning, stacklevel=2)
     fields = compiled.fields(values=False)
     backend = compiled.backend("auto")

@@ -62,12 +62,19 @@ def to_pixels(config: Config, images: np.ndarray) -> np.ndarray:
     return np.asarray(images, np.float64) * std + mean
 
 
-def assert_matches(config: Config, ours: np.ndarray, theirs: np.ndarray, rows: np.ndarray) -> None:
+def assert_matches(
+    config: Config, ours: np.ndarray, theirs: np.ndarray, rows: np.ndarray, border: int = 0
+) -> None:
     """Within the parity tolerances, outside the band along the source border where a warp
-    blends the fill (as the parity harness compares)."""
+    blends the fill (as the parity harness compares), and outside the output's outer ``border``
+    pixels (where a layer's filter pads differently)."""
     assert ours.shape == theirs.shape, (ours.shape, theirs.shape)
     sizes = np.tile(np.array(SIZE), (len(rows), 1))
-    mask = compared_pixels(config.plan, rows, sizes)
+    mask = compared_pixels(config.plan, rows, sizes).copy()
+    if border:
+        inner = np.zeros_like(mask)
+        inner[:, border:-border, border:-border] = True
+        mask &= inner
     found = Stats.of(to_pixels(config, ours), to_pixels(config, theirs), mask)
     assert found.within(), found
 
@@ -83,6 +90,8 @@ class Case:
     keras: Callable[[Any, np.ndarray, np.ndarray], Any] | None = None
     tf_only: bool = False
     size: tuple[int, int] = SIZE
+    border: int = 0
+    """Outer pixels left out of the comparison: Keras' filter pads with zeros there."""
 
 
 def _flips(layer: Any, x: np.ndarray, rows: np.ndarray) -> Any:
@@ -121,6 +130,11 @@ def _jitter(layer: Any, x: np.ndarray, rows: np.ndarray) -> Any:
 def _solarized(layer: Any, x: np.ndarray, rows: np.ndarray) -> Any:
     pinned = {"additions": rows[:, :1, None, None], "thresholds": rows[:, 1:, None, None]}
     return layer.transform_images(x, pinned)
+
+
+def _one_by_one(layer: Any, x: np.ndarray, rows: np.ndarray) -> Any:
+    """Keras' layer on each image alone (on a batch, Equalization pools its histogram)."""
+    return np.concatenate([np.asarray(layer(image[None], training=True)) for image in x])
 
 
 HUES = np.array([[0.15], [-0.2], [0.45], [-0.5]], np.float32)
@@ -201,6 +215,26 @@ CASES = [
     ),
     Case("color-degeneration", lambda: L.RandomColorDegeneration((0.6, 0.6))),
     Case("color-degeneration-negative", lambda: L.RandomColorDegeneration((-0.3, -0.3))),
+    Case("posterization", lambda: L.RandomPosterization((3, 3))),
+    Case("posterization-one-draw", lambda: L.RandomPosterization((5, 6))),
+    Case(
+        "posterization-rescaled",
+        lambda: keras.Sequential([L.Rescaling(1 / 255), L.RandomPosterization(1, (0, 1))]),
+    ),
+    Case("equalization", lambda: L.Equalization(), keras=_one_by_one),
+    Case("auto-contrast", lambda: L.AutoContrast()),
+    Case(
+        "auto-contrast-rescaled",
+        lambda: keras.Sequential([L.Rescaling(1 / 255), L.AutoContrast((0, 1))]),
+    ),
+    Case("sharpness-smooth", lambda: L.RandomSharpness((0.1, 0.1)), border=1),
+    Case("sharpness-sharpen", lambda: L.RandomSharpness((0.9, 0.9)), border=1),
+    Case(
+        "gaussian-blur",
+        lambda: L.RandomGaussianBlur((1.0, 1.0), kernel_size=5, sigma=(0.8, 0.8)),
+        border=2,
+    ),
+    Case("gaussian-blur-never", lambda: L.RandomGaussianBlur((0.0, 0.0), sigma=(0.5, 0.5))),
 ]
 
 
@@ -220,7 +254,7 @@ def test_each_layer_matches_keras_on_photos(backend: str, case: Case) -> None:
     rows = _rows(config, case)
     theirs = case.keras or (lambda lay, images, _: lay(images, training=True))
     expected = np.asarray(theirs(layer, x.astype(np.float32), rows), np.float64)
-    assert_matches(config, run(config, x, rows), expected, rows)
+    assert_matches(config, run(config, x, rows), expected, rows, case.border)
 
 
 def test_normalization_with_adapted_statistics_matches_keras(backend: str) -> None:
@@ -294,6 +328,10 @@ def _keras_draws(layer: Any, n: int) -> dict[str, np.ndarray]:
         return {"addition": flat["additions"][:, 0], "threshold": flat["thresholds"][:, 0]}
     if name == "RandomInvert":
         return {"invert": flat["apply_inversion"][:, 0]}
+    if name == "RandomSharpness":
+        return {"factor": 2 * flat["factor"][:, 0]}
+    if name == "RandomGaussianBlur":
+        return {"blur": flat["should_apply_blur"][:, 0]}
     raise AssertionError(name)
 
 
@@ -326,6 +364,9 @@ DRAWN = [
     lambda: L.RandomInvert((0.2, 0.6)),
     lambda: L.RandomColorDegeneration(0.5),
     lambda: L.Solarization(addition_factor=(0.1, 0.3), threshold_factor=0.5),
+    lambda: L.RandomSharpness(0.7),
+    lambda: L.RandomSharpness((0.2, 0.4)),
+    lambda: L.RandomGaussianBlur((0.2, 0.6), sigma=(0.5, 0.5)),
 ]
 
 
@@ -338,7 +379,7 @@ def test_draws_follow_keras_distributions(make: Callable[[], Any]) -> None:
     layer = make()
     theirs, ours = _keras_draws(layer, n), _our_draws(layer, n)
     for name, values in theirs.items():
-        if name in ("flip", "grey", "invert"):
+        if name in ("flip", "grey", "invert", "blur"):
             table = [[np.sum(values > 0.5), np.sum(values <= 0.5)]]
             table.append([np.sum(ours[name] > 0.5), np.sum(ours[name] <= 0.5)])
             assert stats.chi2_contingency(table).pvalue > 1e-3
@@ -377,9 +418,9 @@ def test_color_jitter_draws_as_its_brightness_and_contrast() -> None:
 
 def test_an_unsupported_layer_is_named_with_the_supported_ones() -> None:
     with pytest.raises(ConfigError) as error:
-        compile_for([L.RandomFlip(), L.RandomPosterization(4, name="post")], "tf")
+        compile_for([L.RandomFlip(), L.RandomElasticTransform(name="post")], "tf")
     message = str(error.value)
-    assert "RandomPosterization 'post'" in message
+    assert "RandomElasticTransform 'post': daliaug has no equivalent" in message
     assert "RandomFlip" in message and "Normalization" in message
     assert "unsupported='keep'" in message
 
@@ -404,6 +445,22 @@ class MyFlip(keras.layers.RandomFlip):
         ([L.Solarization(value_range=(0, 1))], "value_range=[0.0, 1.0]"),
         ([L.Rescaling(1 / 255), L.RandomContrast(0.2, name="c")], "value_range=[0.0, 255.0]"),
         ([L.Normalization(axis=None)], "no statistics yet"),
+        ([L.RandomPosterization(4)], "factor=[1, 4]"),
+        ([L.Equalization(bins=128)], "bins=128"),
+        ([L.Rescaling(1 / 255), L.AutoContrast()], "value_range=[0.0, 255.0]"),
+        ([L.RandomGaussianBlur(sigma=(0.2, 0.9))], "sigma=[0.2, 0.9]"),
+        ([L.RandomGaussianBlur(kernel_size=(3, 5))], "kernel_size=[3, 5]"),
+        ([L.Equalization(name="e"), L.RandomBrightness(0.1)], "it comes after Equalization 'e'"),
+        ([L.Equalization(name="e"), L.RandomFlip()], "it comes after Equalization 'e'"),
+        ([L.RandomPosterization((2, 2), name="p"), L.RandomZoom(0.1)], "after RandomPosterization"),
+        (
+            [L.RandomGaussianBlur(sigma=(0.5, 0.5), name="b"), L.CenterCrop(8, 8)],
+            "after RandomGaussianBlur 'b'",
+        ),
+        ([L.RandomErasing(name="e")], "RandomErasing 'e': Keras draws each side"),
+        ([L.CutMix(name="c")], "CutMix 'c': Keras keeps the box inside the image"),
+        ([L.RandomPerspective(name="p")], "RandomPerspective 'p': Keras moves each corner"),
+        ([L.RandAugment(name="r")], "RandAugment 'r': Keras picks its ops"),
         (
             [L.RandomRotation(0.1, fill_mode="nearest"), L.RandomZoom(0.1, name="z")],
             "one fill",
@@ -439,6 +496,14 @@ def test_a_fill_dali_lacks_picks_the_tensorflow_engine_with_one_warning() -> Non
 def test_seeds_are_ignored_with_a_note() -> None:
     with pytest.warns(UserWarning, match=r"RandomFlip 'f': seed=7 is ignored"):
         compile_for([L.RandomFlip(seed=7, name="f")], "tf")
+
+
+def test_equalization_per_image_comes_with_a_note() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compile_for([L.Equalization(name="eq")], "tf")
+    messages = [str(w.message) for w in caught]
+    assert any(m.startswith("Equalization 'eq': each image is equalized") for m in messages)
 
 
 def test_the_model_input_sets_the_size_and_channels() -> None:

@@ -95,6 +95,23 @@ def test_keep_leaves_the_unsupported_layer_and_those_after_it_with_one_warning()
     assert _types(trimmed)[:3] == ["RandomHue", "RandomRotation", "Rescaling"]
 
 
+def test_auto_contrast_which_keras_runs_at_inference_stays_in_the_model() -> None:
+    """Taken out, the model would predict differently; kept beside the pipeline's copy, it
+    would stretch the pipeline's later layers away: refused, and kept with ``keep``."""
+    model = keras.Sequential(
+        [keras.Input((32, 32, 3)), L.RandomFlip(), L.AutoContrast(name="ac"), *_head()]
+    )
+    with pytest.raises(daliaug.ConfigError, match="AutoContrast 'ac': Keras applies it at infer"):
+        daliaug.split_model(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fields, trimmed = daliaug.split_model(model, unsupported="keep")
+    assert [t["type"] for t in fields["transforms"]] == ["resize", "keras_flip"]
+    assert _types(trimmed)[0] == "AutoContrast"
+    config = daliaug.from_keras(model, source={"type": "arrays"})
+    assert [t.type for t in config.transforms] == ["resize", "keras_flip", "auto_contrast"]
+
+
 def test_a_kept_stack_maps_over_the_dataset() -> None:
     with pytest.warns(UserWarning, match="stay in the model"):
         stack = [L.RandomFlip(), L.RandomHue(0.3, value_range=(0, 1))]  # refused: 0..255 images
