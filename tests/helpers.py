@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from daliaug.config import Config, load_config
@@ -75,3 +79,32 @@ def augment(
     if params is not None:
         rows = np.array([[params[k] for k in plan.param_keys]], dtype=np.float32)
     return run_backend(config, rows)[0].astype(np.float64)
+
+
+def run_together(module: str, specs: list[dict], env: dict[str, str], timeout: float) -> list[dict]:
+    """``python -m module SPEC`` for every spec at once (processes that talk to each other, as
+    distributed jobs do), each writing JSON to its spec's ``out``: their results, in order. A
+    process that fails or runs past ``timeout`` seconds fails the test with its output."""
+    root = Path(__file__).parents[1]
+    jobs = [
+        subprocess.Popen(
+            [sys.executable, "-m", module, json.dumps(spec)],
+            cwd=root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for spec in specs
+    ]
+    logs = []
+    for job in jobs:
+        try:
+            logs.append(job.communicate(timeout=timeout)[0])
+        except subprocess.TimeoutExpired:
+            for other in jobs:
+                other.kill()
+            pytest.fail(f"{module} ran past {timeout} s: {job.communicate()[0][-3000:]}")
+    for job, log in zip(jobs, logs, strict=True):
+        assert job.returncode == 0, log[-4000:]
+    return [json.loads(Path(spec["out"]).read_text()) for spec in specs]

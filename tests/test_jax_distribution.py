@@ -6,16 +6,13 @@ and both processes run the same number of steps."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import structured_image, write_image_dir
+from tests.helpers import run_together, structured_image, write_image_dir
 
 ROOT = Path(__file__).parents[1]
 TIMEOUT = 300
@@ -41,9 +38,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     (root / "numbered.csv").write_text("".join(f"num/img/{i:04d}.png,{i}\n" for i in range(23)))
     port = free_port()
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
-    jobs = []
-    for process in range(2):
-        spec = {
+    specs = [
+        {
             "process": process,
             "processes": 2,
             "port": port,
@@ -51,28 +47,9 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
             "numbered": str(root / "numbered.csv"),
             "out": str(root / f"process{process}.json"),
         }
-        command = [sys.executable, "-m", "tests.jax_distribution_job", json.dumps(spec)]
-        jobs.append(
-            subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        )
-    logs = []
-    for job in jobs:
-        try:
-            logs.append(job.communicate(timeout=TIMEOUT)[0])
-        except subprocess.TimeoutExpired:
-            for other in jobs:
-                other.kill()
-            pytest.fail(f"a JAX process ran past {TIMEOUT} s: {job.communicate()[0][-3000:]}")
-    for job, log in zip(jobs, logs, strict=True):
-        assert job.returncode == 0, log[-4000:]
-    return [json.loads((root / f"process{p}.json").read_text()) for p in range(2)]
+        for process in range(2)
+    ]
+    return run_together("tests.jax_distribution_job", specs, env, TIMEOUT)
 
 
 def test_every_sample_once_per_epoch_over_the_processes(results: list[dict]) -> None:

@@ -8,15 +8,13 @@ exist on this backend (Keras sets its ``distribution_lib`` to None for torch).""
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from daliaug.epoch import shard_range
+from tests.helpers import run_together
 from tests.test_jax_distribution import free_port
 
 ROOT = Path(__file__).parents[1]
@@ -33,31 +31,11 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     root = tmp_path_factory.mktemp("torch_distribution")
     port = free_port()
     env = {**os.environ, "KERAS_BACKEND": "torch", "CUDA_VISIBLE_DEVICES": ""}
-    jobs = []
-    for rank in range(2):
-        spec = {"rank": rank, "world": 2, "port": port, "out": str(root / f"rank{rank}.json")}
-        command = [sys.executable, "-m", "tests.torch_distribution_job", json.dumps(spec)]
-        jobs.append(
-            subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        )
-    logs = []
-    for job in jobs:
-        try:
-            logs.append(job.communicate(timeout=TIMEOUT)[0])
-        except subprocess.TimeoutExpired:
-            for other in jobs:
-                other.kill()
-            pytest.fail(f"a torch process ran past {TIMEOUT} s: {job.communicate()[0][-3000:]}")
-    for job, log in zip(jobs, logs, strict=True):
-        assert job.returncode == 0, log[-4000:]
-    return [json.loads((root / f"rank{r}.json").read_text()) for r in range(2)]
+    specs = [
+        {"rank": rank, "world": 2, "port": port, "out": str(root / f"rank{rank}.json")}
+        for rank in range(2)
+    ]
+    return run_together("tests.torch_distribution_job", specs, env, TIMEOUT)
 
 
 def test_every_sample_once_per_epoch_over_the_ranks(results: list[dict]) -> None:

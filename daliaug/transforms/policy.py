@@ -40,24 +40,7 @@ from daliaug.transforms.base import (
 )
 from daliaug.transforms.saturation import LUMA
 
-OpName = Literal[
-    "identity",
-    "shear_x",
-    "shear_y",
-    "translate_x",
-    "translate_y",
-    "rotate",
-    "brightness",
-    "color",
-    "contrast",
-    "sharpness",
-    "posterize",
-    "solarize",
-    "auto_contrast",
-    "equalize",
-    "invert",
-]
-RAND_AUGMENT_OPS: tuple[OpName, ...] = (
+RAND_AUGMENT_OPS = (
     "identity",
     "shear_x",
     "shear_y",
@@ -75,6 +58,8 @@ RAND_AUGMENT_OPS: tuple[OpName, ...] = (
 )
 """torchvision's RandAugment and TrivialAugmentWide operations (DALI's ``auto_aug`` has the
 same fourteen)."""
+OpName = Literal[(*RAND_AUGMENT_OPS, "invert")]  # type: ignore[valid-type]
+"""An operation a policy may name (AutoAugment's ImageNet policy also inverts)."""
 
 GEOMETRIC_OPS = ("shear_x", "shear_y", "translate_x", "translate_y", "rotate")
 COLOUR_OPS = ("brightness", "color", "contrast", "invert")
