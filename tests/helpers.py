@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,24 @@ def run_together(module: str, specs: list[dict], env: dict[str, str], timeout: f
     for job, log in zip(jobs, logs, strict=True):
         assert job.returncode == 0, log[-4000:]
     return [json.loads(Path(spec["out"]).read_text()) for spec in specs]
+
+
+def run_keras_job(
+    module: str, backend: str, spec: dict, timeout: float
+) -> tuple[dict, dict[str, np.ndarray]]:
+    """``python -m module SPEC`` on Keras' ``backend`` in a process of its own: the report it
+    writes next to ``spec["out"]`` (``.json``) and the arrays in ``spec["out"]`` (``.npz``)."""
+    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    process = subprocess.run(
+        [sys.executable, "-m", module, json.dumps(spec)],
+        cwd=Path(__file__).parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert process.returncode == 0, process.stdout[-2000:] + process.stderr[-4000:]
+    out = Path(spec["out"])
+    with np.load(out) as arrays:
+        return json.loads(out.with_suffix(".json").read_text()), dict(arrays)

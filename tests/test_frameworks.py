@@ -7,18 +7,13 @@ CNN with validation data for two epochs."""
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.helpers import structured_image, write_image_dir
+from tests.helpers import run_keras_job, structured_image, write_image_dir
 
-ROOT = Path(__file__).parents[1]
 TIMEOUT = 400
 ARRAY_TYPES = {"jax": ["jaxlib"], "torch": ["torch"]}
 
@@ -51,19 +46,7 @@ def run_job(framework: str, data: Path) -> tuple[dict, dict[str, np.ndarray]]:
         "numbered": str(data / "numbered.csv"),
         "out": str(out),
     }
-    env = {**os.environ, "KERAS_BACKEND": framework, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    process = subprocess.run(
-        [sys.executable, "-m", "tests.framework_job", json.dumps(spec)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert process.returncode == 0, process.stdout[-2000:] + process.stderr[-4000:]
-    with np.load(out) as arrays:
-        return json.loads(out.with_suffix(".json").read_text()), dict(arrays)
+    return run_keras_job("tests.framework_job", framework, spec, TIMEOUT)
 
 
 @pytest.fixture(scope="module")

@@ -8,16 +8,13 @@ refused with a daliaug error naming the option and the fix."""
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).parents[2]
+from tests.helpers import run_keras_job
+
 TIMEOUT = 400
 FLOWS = ("directory", "arrays", "from_keras", "split_model")
 
@@ -33,19 +30,7 @@ def run_job(backend: str, root: Path, out: Path) -> tuple[dict, dict[str, np.nda
         "root": str(root),
         "out": str(out),
     }
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    process = subprocess.run(
-        [sys.executable, "-m", "tests.keras.backends_job", json.dumps(spec)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert process.returncode == 0, process.stdout[-2000:] + process.stderr[-4000:]
-    with np.load(out) as arrays:
-        return json.loads(out.with_suffix(".json").read_text()), dict(arrays)
+    return run_keras_job("tests.keras.backends_job", backend, spec, TIMEOUT)
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from daliaug.epoch import draw_rows
 from daliaug.transforms.auto_augment import BINS, IMAGENET_POLICY
 from daliaug.transforms.policy import SIGNED_OPS, UNMAGNIFIED_OPS
-from tests.helpers import config_for, run_backend, write_image_dir
+from tests.helpers import write_image_dir
 from tests.transforms.helpers import photo_crops
-from tests.transforms.test_rand_augment import _config, _rows, torchvision_table
+from tests.transforms.test_rand_augment import (
+    _config,
+    _rows,
+    engine_difference,
+    torchvision_table,
+)
 
 OPS = tuple(dict.fromkeys(op for sub in IMAGENET_POLICY for op, _, _ in sub))
 
@@ -69,10 +73,5 @@ def test_only_the_imagenet_policy() -> None:
 
 def test_engines_agree(tmp_path: Path) -> None:
     root = write_image_dir(tmp_path, {"a": photo_crops(8)})
-    outs = []
-    for backend in ("cpu", "tf"):
-        config = config_for(root, transforms=[{"type": "auto_augment"}], backend=backend)
-        rows = draw_rows(config.plan, np.random.default_rng(11), 8)
-        outs.append(run_backend(config, rows).astype(np.float64))
-    diff = np.abs(outs[0] - outs[1])
+    diff = engine_difference(root, {"type": "auto_augment"}, 11)
     assert (diff > 0.05).mean() < 1e-3, diff.max()

@@ -229,16 +229,21 @@ def test_rotate_turns_like_pil(backend: str, photo_dir: Path, photo: np.ndarray)
     assert np.abs(inner(out, 4) - inner(expected, 4)).mean() < 3.0
 
 
-def test_engines_agree_on_the_whole_policy(tmp_path: Path) -> None:
-    """DALI on the CPU and the TF engine on eight photos with drawn parameters."""
-    root = write_image_dir(tmp_path, {"a": photo_crops(8)})
-    transform = {"type": "rand_augment", "num_ops": 2, "magnitude": 9}
+def engine_difference(root: Path, transform: dict, seed: int) -> np.ndarray:
+    """|DALI on the CPU - the TF engine| for ``transform`` on the images at ``root``, with the
+    same drawn parameters (``seed``) for both."""
     outs = []
     for backend in ("cpu", "tf"):
         config = config_for(root, transforms=[transform], backend=backend, batch_size=8)
-        rows = draw_rows(config.plan, np.random.default_rng(3), 8)
+        rows = draw_rows(config.plan, np.random.default_rng(seed), 8)
         outs.append(run_backend(config, rows).astype(np.float64))
-    diff = np.abs(outs[0] - outs[1])
+    return np.abs(outs[0] - outs[1])
+
+
+def test_engines_agree_on_the_whole_policy(tmp_path: Path) -> None:
+    """DALI on the CPU and the TF engine on eight photos with drawn parameters."""
+    root = write_image_dir(tmp_path, {"a": photo_crops(8)})
+    diff = engine_difference(root, {"type": "rand_augment", "num_ops": 2, "magnitude": 9}, 3)
     # Quantizing ops (posterize at 7 bits, equalize) turn float rounding differences of the
     # warp at their steps into whole steps: rare, and one step.
     assert (diff > 0.05).mean() < 1e-3 and diff.max() <= 2.0 + 1e-3, diff.max()
