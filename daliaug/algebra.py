@@ -85,8 +85,8 @@ class Random(Protocol):
     def choice(self, values: Sequence[float]) -> Scalar:
         """One of ``values``, each equally likely."""
 
-    def beta(self, a: float, b: float) -> Scalar:
-        """A value from Beta(a, b)."""
+    def beta(self, a: Scalar, b: Scalar) -> Scalar:
+        """A value from Beta(a, b) (``a``, ``b`` numbers or per-sample values)."""
 
 
 def _folded(on_constants: Callable[..., float], name: str) -> Callable[..., Scalar]:

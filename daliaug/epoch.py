@@ -111,7 +111,7 @@ class NumpyRandom:
             return float(values[0])
         return np.asarray(values, np.float32)[self.rng.integers(len(values), size=self.size)]
 
-    def beta(self, a: float, b: float) -> Scalar:
+    def beta(self, a: Scalar, b: Scalar) -> Scalar:
         return self.rng.beta(a, b, self.size).astype(np.float32)
 
 

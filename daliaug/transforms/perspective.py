@@ -52,8 +52,7 @@ class Perspective(PixelTransform):
 
     def stage(self, p: Params, size: tuple[int, int], m: Math) -> Params:
         """The destination-to-source map in pixel-index coordinates (pixel centres at whole
-        numbers), the identity when not drawn: the unit square to the moved corners (Heckbert's
-        closed form), inverted by its adjugate, then scaled onto the image's corners."""
+        numbers), the identity when not drawn (:func:`corners_map` of the moved corners)."""
         height, width = size
         reach = {
             "x": self.distortion_scale * (width // 2) // 1,
@@ -66,31 +65,41 @@ class Perspective(PixelTransform):
         far_x, far_y = width - 1.0, height - 1.0
         x = [inward("tl_x"), sub(far_x, inward("tr_x")), sub(far_x, inward("br_x")), inward("bl_x")]
         y = [inward("tl_y"), inward("tr_y"), sub(far_y, inward("br_y")), sub(far_y, inward("bl_y"))]
-        a, b, c, d, e, f, g, h = _square_to_quad(x, y)
-        adjugate = (
-            sub(e, mul(f, h)),
-            sub(mul(c, h), b),
-            sub(mul(b, f), mul(c, e)),
-            sub(mul(f, g), d),
-            sub(a, mul(c, g)),
-            sub(mul(c, d), mul(a, f)),
-            sub(mul(d, h), mul(e, g)),
-            sub(mul(b, g), mul(a, h)),
-        )
-        norm = sub(mul(a, e), mul(b, d))
-        scales = (far_x, far_x, far_x, far_y, far_y, far_y, 1.0, 1.0)
-        identity = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
-        on = p["perspective"]
-        return {
-            name: add(mul(on, div(mul(v, s), norm)), mul(sub(1.0, on), i))
-            for name, v, s, i in zip(MATRIX, adjugate, scales, identity, strict=True)
-        }
+        return corners_map(x, y, size, p["perspective"])
 
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
         return ops.perspective(images, [p[k] for k in MATRIX], self.fill, False)
 
     def masks(self, masks: Any, p: Params, ops: Any, fill: float) -> Any:
         return ops.perspective(masks, [p[k] for k in MATRIX], fill, True)
+
+
+def corners_map(x: list[Scalar], y: list[Scalar], size: tuple[int, int], on: Scalar) -> Params:
+    """The destination-to-source map (:data:`MATRIX`, pixel-index coordinates) taking the
+    output points ``(x[k], y[k])``, in the order top-left, top-right, bottom-right,
+    bottom-left, onto the corner pixel centres of an image of ``size`` (height, width); the
+    identity where ``on`` is 0. The unit square to the points (Heckbert's closed form),
+    inverted by its adjugate, then scaled onto the image's corners."""
+    height, width = size
+    far_x, far_y = width - 1.0, height - 1.0
+    a, b, c, d, e, f, g, h = _square_to_quad(x, y)
+    adjugate = (
+        sub(e, mul(f, h)),
+        sub(mul(c, h), b),
+        sub(mul(b, f), mul(c, e)),
+        sub(mul(f, g), d),
+        sub(a, mul(c, g)),
+        sub(mul(c, d), mul(a, f)),
+        sub(mul(d, h), mul(e, g)),
+        sub(mul(b, g), mul(a, h)),
+    )
+    norm = sub(mul(a, e), mul(b, d))
+    scales = (far_x, far_x, far_x, far_y, far_y, far_y, 1.0, 1.0)
+    identity = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
+    return {
+        name: add(mul(on, div(mul(v, s), norm)), mul(sub(1.0, on), i))
+        for name, v, s, i in zip(MATRIX, adjugate, scales, identity, strict=True)
+    }
 
 
 def _square_to_quad(x: list[Scalar], y: list[Scalar]) -> tuple[Scalar, ...]:

@@ -31,8 +31,9 @@ class DaliRandom:
             return float(values[0])
         return fn.cast(fn.random.choice([float(v) for v in values]), dtype=types.FLOAT)
 
-    def beta(self, a: float, b: float) -> Scalar:
-        return fn.random.beta(alpha=float(a), beta=float(b), dtype=types.FLOAT)
+    def beta(self, a: Scalar, b: Scalar) -> Scalar:
+        alpha, beta = (float(v) if is_const(v) else v for v in (a, b))
+        return fn.random.beta(alpha=alpha, beta=beta, dtype=types.FLOAT)
 
 
 def as_tensor_arg(values: Sequence[Scalar], shape: Sequence[int]) -> object:

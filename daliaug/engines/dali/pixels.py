@@ -138,6 +138,24 @@ def erase(
     )
 
 
+def erase_noise(
+    images: DataNode,
+    y0: Value,
+    x0: Value,
+    h: Value,
+    w: Value,
+    mean: float,
+    std: float,
+    seed: Value,
+) -> DataNode:
+    """The noise by ``fn.random.normal`` (seeded by the pipeline's seed; ``seed`` is for
+    TensorFlow's twin), put in the box as a blend with the erased ones (exact: products with 0
+    or 1)."""
+    noise = dmath.clamp(fn.random.normal(images, mean=mean, stddev=std), 0.0, 255.0)
+    outside = erase(images * 0.0 + 1.0, y0, x0, h, w, (0.0,))
+    return images * outside + noise * (1.0 - outside)
+
+
 def perspective(images: DataNode, matrix: Sequence[Value], fill: float, nearest: bool) -> DataNode:
     """``fn.experimental.warp_perspective`` (destination to source, pixel centres at whole
     numbers) with the per-sample 3x3 matrix ``[[m0, m1, m2], [m3, m4, m5], [m6, m7, 1]]``."""

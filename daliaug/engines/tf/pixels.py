@@ -156,6 +156,27 @@ def erase(
     return tf.where(inside, values[:, None, None, :], images)
 
 
+def erase_noise(
+    images: tf.Tensor,
+    y0: Value,
+    x0: Value,
+    h: Value,
+    w: Value,
+    mean: float,
+    std: float,
+    seed: Value,
+) -> tf.Tensor:
+    """:func:`erase` with per-pixel, per-channel noise ``clip(mean + std * n, 0, 255)``, ``n ~
+    N(0, 1)``: drawn in the graph, not on the host, so the engines' noise differs (TensorFlow:
+    the stateless normal seeded by the first sample's ``seed`` in [0, 1); DALI: its
+    ``random.normal``, seeded by the pipeline's seed)."""
+    first = tf.reshape(tf.cast(seed, tf.float32), [-1])[0]
+    key = tf.stack([tf.cast(first * 2.0**31, tf.int32), tf.constant(23, tf.int32)])
+    noise = tf.random.stateless_normal(tf.shape(images), key, mean, std, tf.float32)
+    inside = _box(tf.shape(images), y0, x0, h, w)[..., None]
+    return tf.where(inside, tf.clip_by_value(noise, 0.0, 255.0), images)
+
+
 def perspective(
     images: tf.Tensor, matrix: Sequence[Value], fill: float, nearest: bool
 ) -> tf.Tensor:
