@@ -442,6 +442,58 @@ def _mix_up(layer: Any, trace: Trace) -> None:
     trace.batch(layer, [{"type": "mixup", "alpha": float(layer.alpha)}])
 
 
+@converts("CutMix")
+def _cut_mix(layer: Any, trace: Trace) -> None:
+    trace.batch(layer, [{"type": "keras_cutmix", "factor": _pair(layer.factor)}])
+
+
+@converts("RandomErasing")
+def _random_erasing(layer: Any, trace: Trace) -> None:
+    """Keras erases with probability ``p ~ U(factor)`` (a Bernoulli of the mean of ``factor``)
+    and clips its fill to ``value_range``, which the value frame maps to 0..255 here: its
+    default noise ``n * high`` becomes ``mean + std * n`` on the 0..255 values."""
+    trace.check_range(layer, layer.value_range)
+    transform: dict[str, Any] = {
+        "type": "keras_random_erasing",
+        "probability": sum(_pair(layer.factor)) / 2,
+        "scale": _pair(layer.scale),
+    }
+    if layer.fill_value is None:
+        high = max(float(v) for v in layer.value_range)
+        mean = trace.uniform(layer, "noise mean", trace.to_pipeline(0.0))
+        std = trace.uniform(layer, "noise scale", high / trace.scale)
+        transform["noise"] = [mean, std]
+    else:
+        low, high = sorted(float(v) for v in layer.value_range)
+        values = np.clip(
+            _per_channel(layer, "fill_value", layer.fill_value, trace.channels), low, high
+        )
+        fill = [trace.to_pipeline(v)[c] for c, v in enumerate(values)]
+        fill = np.clip(fill, *PIPELINE_RANGE)  # float rounding of the frame
+        transform["value"] = [float(v) for v in fill]
+    trace.pixels(layer, [transform], whole_image=True)
+
+
+@converts("RandomPerspective")
+def _random_perspective(layer: Any, trace: Trace) -> None:
+    """Keras applies it with probability ``p ~ U(factor)`` (a Bernoulli of the mean of
+    ``factor``); its ``fill_value`` is read through the value frame."""
+    fill = trace.uniform(layer, "fill_value", trace.to_pipeline(layer.fill_value))
+    if not PIPELINE_RANGE[0] <= fill <= PIPELINE_RANGE[1]:
+        raise Unsupported(
+            f"{label(layer)}: fill_value={layer.fill_value} is {fill:g} on the pipeline's 0..255 "
+            "values; daliaug fills within them"
+        )
+    transform = {
+        "type": "keras_perspective",
+        "probability": sum(_pair(layer.factor)) / 2,
+        "scale": float(layer.scale),
+        "fill": fill,
+        "interpolation": layer.interpolation,
+    }
+    trace.pixels(layer, [transform], whole_image=True)
+
+
 @converts("RandomPosterization")
 def _random_posterization(layer: Any, trace: Trace) -> None:
     """Keras keeps ``b`` bits, ``b`` from ``randint(low, high)`` (``high`` excluded) unless
@@ -522,22 +574,6 @@ def _random_gaussian_blur(layer: Any, trace: Trace) -> None:
 
 
 REFUSED: dict[str, str] = {
-    "RandomErasing": (
-        "Keras draws each side of the box as sqrt(U(scale)) of the image's side, independently, "
-        "at a real-valued corner, and fills with per-pixel normal noise by default; daliaug's "
-        "random_erasing draws an area and an aspect ratio (torchvision's) at a whole-pixel corner"
-    ),
-    "CutMix": (
-        "Keras keeps the box inside the image (its corner uniform over the room left, "
-        "real-valued) and draws alpha ~ U(factor) once per batch; daliaug's cutmix centres the "
-        "box on a uniform pixel and cuts it at the border (torchvision's), so the pasted areas "
-        "and label weights follow another distribution"
-    ),
-    "RandomPerspective": (
-        "Keras moves each corner point p to p * (1 + U(-scale/2, scale/2)) per coordinate "
-        "(outward too; its top-left corner never moves); daliaug's perspective moves every "
-        "corner inward by whole pixels (torchvision's)"
-    ),
     "RandAugment": (
         "Keras picks its ops from eleven layers once per batch, each at a random magnitude "
         "within factor; daliaug's rand_augment picks per image from torchvision's fourteen ops "

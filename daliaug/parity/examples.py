@@ -61,6 +61,11 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "keras_saturation", "factor": 0.6},
     {"type": "keras_hue", "factor": 0.8},
     {"type": "keras_solarization", "addition": [0, 60], "threshold": [40, 200]},
+    {"type": "keras_random_erasing", "probability": 0.8, "scale": [0.02, 0.6], "value": 77},
+    {"type": "keras_random_erasing", "probability": 0.8, "value": [124, 116, 104]},
+    {"type": "keras_cutmix", "factor": [0.0, 1.0]},
+    {"type": "keras_perspective", "scale": 0.8, "probability": 0.8},
+    {"type": "keras_perspective", "scale": 0.6, "probability": 1.0, "interpolation": "nearest"},
 )
 """One or more settings of each transform, with wide ranges (``normalize`` is the output's)."""
 

@@ -21,7 +21,7 @@ class KerasRandomErasing(PixelTransform):
     """When ``erase ~ Bernoulli(probability)`` is 1, a box of the output image is filled: its
     width ``sqrt(sw) * W`` and height ``sqrt(sh) * H`` with ``sw, sh ~ U(scale)``
     independently (real-valued), its corner ``u * (side - length)`` with ``u ~ U[0, 1)`` per
-    axis, holding the pixels ``i`` with ``start <= i < start + length`` on both axes; ``fill``:
+    axis, holding the pixels ``i`` with ``start <= i < start + length`` on both axes; ``value``:
     a number (every channel), one number per channel, or ``"normal"``: per pixel and channel
     ``clip(mean + std * n, 0, 255)`` with ``n ~ N(0, 1)`` and ``(mean, std)`` = ``noise``.
     Keras' ``RandomErasing``, which applies with probability ``p ~ U(factor)`` (here a
@@ -32,14 +32,14 @@ class KerasRandomErasing(PixelTransform):
     sample, the batch's first one used), so the two engines erase the same boxes with
     different noise. ``random_erasing`` is the torchvision form.
 
-    Example: ``{"type": "keras_random_erasing", "probability": 0.5, "fill": "normal"}``."""
+    Example: ``{"type": "keras_random_erasing", "probability": 0.5, "value": "normal"}``."""
 
     type: Literal["keras_random_erasing"] = "keras_random_erasing"
     probability: Probability = 0.5
     scale: Annotated[
         tuple[float, float], AfterValidator(ordered), bounded(0.0, 1.0, "side fractions")
     ] = (0.02, 0.33)
-    fill: Level | tuple[Level, ...] | Literal["normal"] = "normal"
+    value: Level | tuple[Level, ...] | Literal["normal"] = "normal"
     noise: tuple[
         Annotated[float, Field(ge=-NOISE_LIMIT, le=NOISE_LIMIT)],
         Annotated[float, Field(ge=0.0, le=NOISE_LIMIT)],
@@ -59,8 +59,8 @@ class KerasRandomErasing(PixelTransform):
         }
 
     def output_problems(self, size: tuple[int, int], channels: int) -> list[str]:
-        if isinstance(self.fill, tuple) and len(self.fill) not in (1, channels):
-            return [f"fill: {len(self.fill)} values for {channels} channels"]
+        if isinstance(self.value, tuple) and len(self.value) not in (1, channels):
+            return [f"value: {len(self.value)} values for {channels} channels"]
         return []
 
     def stage(self, p: Params, size: tuple[int, int], m: Math) -> Params:
@@ -78,7 +78,7 @@ class KerasRandomErasing(PixelTransform):
 
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
         box = (p["y0"], p["x0"], p["h"], p["w"])
-        if self.fill == "normal":
+        if self.value == "normal":
             return ops.erase_noise(images, *box, *self.noise, p["noise_seed"])
-        fill = list(self.fill) if isinstance(self.fill, tuple) else [self.fill]
+        fill = list(self.value) if isinstance(self.value, tuple) else [self.value]
         return ops.erase(images, *box, fill)
