@@ -121,3 +121,61 @@ def photo_crops(count: int, size: int = 64) -> list[np.ndarray]:
         y, x = 60 + 37 * i, 120 + 53 * i
         out.append(np.ascontiguousarray(img[y : y + size, x : x + size]))
     return out
+
+
+def pin_keras_draws(monkeypatch: Any, **queues: list[np.ndarray]) -> None:
+    """Keras' TensorFlow random functions (``uniform``, ``beta``, ``shuffle``, ``normal``, as
+    its layers call them through their backend) return the given arrays, in order, instead of
+    drawing: a layer then runs its own code on pinned draws."""
+    import keras.src.backend.tensorflow.random as keras_random
+    import tensorflow as tf
+
+    def pinned(name: str) -> Any:
+        def draw(*args: Any, **kwargs: Any) -> Any:
+            value = np.asarray(queues[name].pop(0))
+            dtype = "int32" if name == "shuffle" else kwargs.get("dtype") or "float32"
+            return tf.constant(value, dtype=dtype)
+
+        return draw
+
+    for name in queues:
+        monkeypatch.setattr(keras_random, name, pinned(name))
+
+
+def from_keras_for(layers: Any, engine: str, size: tuple[int, int], n: int, **fields: Any) -> Any:
+    """``daliaug.from_keras(layers)`` (a layer alone, a list or a model) for ``n`` arrays of
+    ``size`` on ``engine`` (``"dali"`` on the CPU, or ``"tf"``), one batch, in order."""
+    import keras
+
+    import daliaug
+
+    fields = {"label_mode": "none", **fields}
+    backend = "tf" if engine == "tf" else "cpu"
+    return daliaug.from_keras(
+        layers if isinstance(layers, list | keras.Model) else [layers],
+        source={"type": "arrays"},
+        image_size=size,
+        batch_size=n,
+        shuffle=False,
+        backend=backend,
+        seed=0,
+        **fields,
+    )
+
+
+def rows_of(config: Any, values: dict[str, Any], n: int) -> np.ndarray:
+    """Parameter rows for ``n`` samples from ``values`` by parameter name (without the
+    transform's index), in the plan's order."""
+    keys = config.plan.param_keys
+    columns = [np.broadcast_to(values[k.split(".", 1)[1]], (n,)) for k in keys]
+    return np.stack(columns, 1).astype(np.float32)
+
+
+def run_config(
+    config: Any, engine: str, x: np.ndarray, rows: np.ndarray, labels: Any = None
+) -> Any:
+    """One batch of ``config`` on ``x`` (and ``labels``) with parameter ``rows``."""
+    from daliaug.outputs.numpy import batches
+    from daliaug.sources.arrays import array_samples
+
+    return next(iter(batches(engine, config, array_samples(x, labels), "cpu", params=rows)))
