@@ -235,6 +235,9 @@ CASES = [
         border=2,
     ),
     Case("gaussian-blur-never", lambda: L.RandomGaussianBlur((0.0, 0.0), sigma=(0.5, 0.5))),
+    Case("erasing-never", lambda: L.RandomErasing(0.0)),
+    Case("perspective-never", lambda: L.RandomPerspective(0.0)),
+    Case("perspective-scale-0", lambda: L.RandomPerspective((1.0, 1.0), scale=0.0)),
 ]
 
 
@@ -457,9 +460,9 @@ class MyFlip(keras.layers.RandomFlip):
             [L.RandomGaussianBlur(sigma=(0.5, 0.5), name="b"), L.CenterCrop(8, 8)],
             "after RandomGaussianBlur 'b'",
         ),
-        ([L.RandomErasing(name="e")], "RandomErasing 'e': Keras draws each side"),
-        ([L.CutMix(name="c")], "CutMix 'c': Keras keeps the box inside the image"),
-        ([L.RandomPerspective(name="p")], "RandomPerspective 'p': Keras moves each corner"),
+        ([L.RandomErasing(name="e"), L.RandomFlip(name="f")], "it comes after RandomErasing"),
+        ([L.RandomPerspective(name="p"), L.RandomZoom(0.1)], "after RandomPerspective 'p'"),
+        ([L.CutMix(name="c"), L.RandomErasing(name="e")], "it comes after CutMix 'c'"),
         ([L.RandAugment(name="r")], "RandAugment 'r': Keras picks its ops"),
         (
             [L.RandomRotation(0.1, fill_mode="nearest"), L.RandomZoom(0.1, name="z")],
@@ -546,6 +549,29 @@ def test_mixup_matches_keras_with_its_partners_and_weights(backend: str) -> None
     transformation = {"mix_weight": rows[:, 1], "permutation_order": order}
     expected = layer.transform_images(x.astype(np.float32), transformation)
     assert_matches(config, np.asarray(batch[0], np.float64), np.asarray(expected), rows)
+
+
+def test_cutmix_erasing_and_perspective_convert() -> None:
+    """Their transforms follow Keras' semantics (tests/transforms/test_keras_cutmix.py,
+    test_keras_random_erasing.py, test_keras_perspective.py compare them with these layers)."""
+    layers = [
+        L.RandomPerspective(0.6, scale=0.4, fill_value=20, interpolation="nearest"),
+        L.RandomErasing((0.2, 0.4), scale=(0.1, 0.2), fill_value=(1, 2, 3)),
+        L.CutMix((0.3, 0.8)),
+    ]
+    config = daliaug.from_keras(
+        layers, source={"type": "arrays"}, image_size=SIZE, label_mode="categorical"
+    )
+    perspective, erasing, cutmix = config.transforms[1:]
+    assert (perspective.type, perspective.probability, perspective.scale) == (
+        "keras_perspective",
+        0.3,
+        0.4,
+    )
+    assert (perspective.fill, perspective.interpolation) == (20.0, "nearest")
+    assert (erasing.type, erasing.probability) == ("keras_random_erasing", pytest.approx(0.3))
+    assert (erasing.scale, erasing.value) == ((0.1, 0.2), (1.0, 2.0, 3.0))
+    assert (cutmix.type, cutmix.factor) == ("keras_cutmix", (0.3, 0.8))
 
 
 def test_mixup_draws_keras_beta() -> None:

@@ -137,3 +137,28 @@ def test_fill_through_the_value_frame_and_bounds() -> None:
                 "transforms": [{"type": "keras_random_erasing", "scale": [0.1, 1.5]}],
             }
         )
+
+
+def test_gpu_graphs_keep_dalis_device_rules(tmp_path) -> None:
+    """The noise fill, with Keras' perspective and CutMix moving masks, on DALI's GPU graph
+    (walked without a GPU)."""
+    from functools import partial
+
+    from daliaug.engines.dali import pipeline
+    from daliaug.engines.dali.check import graph_problems
+    from daliaug.prepare import prepare_samples
+    from tests.test_sources import seg_config, write_segmentation
+
+    cfg = seg_config(
+        write_segmentation(tmp_path, count=3),
+        image_size=[48, 64],
+        transforms=[
+            {"type": "keras_random_erasing"},
+            {"type": "keras_perspective"},
+            {"type": "keras_cutmix"},
+        ],
+    )
+    define = partial(
+        pipeline.named_pipeline, cfg, prepare_samples(cfg), "gpu", False, gpu_inputs=True
+    )
+    assert not graph_problems(define)
