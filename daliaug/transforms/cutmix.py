@@ -11,7 +11,24 @@ from daliaug.algebra import Math, Random, add, div, mul, sub
 from daliaug.transforms.base import BatchTransform, Params
 
 
-class CutMix(BatchTransform):
+class PastedBox(BatchTransform):
+    """A batch stage that pastes a box of each sample's partner (its stage gives ``y0``,
+    ``x0``, ``h``, ``w`` within the image) and weighs the labels by the sample's ``weight``;
+    masks get the same box."""
+
+    stage_params: ClassVar[tuple[str, ...] | None] = ("partner", "y0", "x0", "h", "w", "weight")
+    mixes_masks: ClassVar[bool] = True
+
+    def images(self, images: Any, p: Params, ops: Any) -> Any:
+        return ops.paste(images, p["partner"], p["y0"], p["x0"], p["h"], p["w"])
+
+    def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
+        if masks:
+            return ops.paste(targets, p["partner"], p["y0"], p["x0"], p["h"], p["w"])
+        return ops.mix(targets, p["partner"], p["weight"])
+
+
+class CutMix(PastedBox):
     """With ``lam ~ Beta(alpha, alpha)`` per sample, a box of ``round(H * sqrt(1 - lam))`` by
     ``round(W * sqrt(1 - lam))`` output pixels centred on the pixel ``(floor(y * H), floor(x *
     W))``, ``y, x ~ U[0, 1)``, cut by the image's border, is replaced by the same box of the
@@ -28,8 +45,6 @@ class CutMix(BatchTransform):
     alpha: Annotated[float, Field(gt=0.0, le=1000.0)] = 1.0
 
     params: ClassVar[tuple[str, ...]] = ("partner", "lam", "y", "x")
-    stage_params: ClassVar[tuple[str, ...] | None] = ("partner", "y0", "x0", "h", "w", "weight")
-    mixes_masks: ClassVar[bool] = True
 
     def draw(self, rng: Random) -> Params:
         return {
@@ -52,11 +67,3 @@ class CutMix(BatchTransform):
         (y0, h), (x0, w) = box["y"], box["x"]
         weight = sub(1.0, div(mul(h, w), float(size[0] * size[1])))
         return {"partner": p["partner"], "y0": y0, "x0": x0, "h": h, "w": w, "weight": weight}
-
-    def images(self, images: Any, p: Params, ops: Any) -> Any:
-        return ops.paste(images, p["partner"], p["y0"], p["x0"], p["h"], p["w"])
-
-    def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
-        if masks:
-            return ops.paste(targets, p["partner"], p["y0"], p["x0"], p["h"], p["w"])
-        return ops.mix(targets, p["partner"], p["weight"])

@@ -3,13 +3,14 @@ batch, its label mixed by the area pasted."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator
 
 from daliaug.algebra import Math, Random, Scalar, add, div, mul, neg, sub
 from daliaug.fields import bounded
-from daliaug.transforms.base import BatchTransform, Params, ordered
+from daliaug.transforms.base import Params, ordered
+from daliaug.transforms.cutmix import PastedBox
 
 ALPHA_OFFSET = 1e-6
 """Keras adds it to the drawn ``alpha`` (so that ``alpha`` 0 still is a Beta parameter)."""
@@ -26,7 +27,7 @@ def pixel_span(fraction: Scalar, u: Scalar, side: int, m: Math) -> tuple[Scalar,
     return first, sub(end, first)
 
 
-class KerasCutMix(BatchTransform):
+class KerasCutMix(PastedBox):
     """Per sample ``alpha ~ U(factor) + 1e-6`` and ``lam ~ Beta(alpha, alpha)``; the box is
     ``sqrt(1 - lam)`` of each side long (real-valued), its corner ``u * (side - length)`` with
     ``u ~ U[0, 1)`` per axis, so it lies inside the image; the pixels whose index ``i`` has
@@ -46,8 +47,6 @@ class KerasCutMix(BatchTransform):
     ] = (0.0, 1.0)
 
     params: ClassVar[tuple[str, ...]] = ("partner", "lam", "x", "y")
-    stage_params: ClassVar[tuple[str, ...] | None] = ("partner", "y0", "x0", "h", "w", "weight")
-    mixes_masks: ClassVar[bool] = True
 
     def draw(self, rng: Random) -> Params:
         alpha = add(rng.uniform(*self.factor), ALPHA_OFFSET)
@@ -66,11 +65,3 @@ class KerasCutMix(BatchTransform):
         x0, w = pixel_span(ratio, p["x"], size[1], m)
         weight = sub(1.0, div(mul(h, w), float(size[0] * size[1])))
         return {"partner": p["partner"], "y0": y0, "x0": x0, "h": h, "w": w, "weight": weight}
-
-    def images(self, images: Any, p: Params, ops: Any) -> Any:
-        return ops.paste(images, p["partner"], p["y0"], p["x0"], p["h"], p["w"])
-
-    def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
-        if masks:
-            return ops.paste(targets, p["partner"], p["y0"], p["x0"], p["h"], p["w"])
-        return ops.mix(targets, p["partner"], p["weight"])
