@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from daliaug.config import load_config
 from daliaug.engines.select import dali_gpu_count
@@ -104,6 +105,19 @@ def test_jpeg_decoders_and_grey_channels_first_output(inputs: ParityInputs, devi
 _fills = {t.get("fill", 0) for t in TRANSFORM_EXAMPLES}
 
 
+def _with_fill(transform: dict, fill: object) -> dict:
+    """``transform`` with ``fill`` where it has one and takes that one (a pixel stage's fill is
+    a value; only warps also take a fill mode such as ``"nearest"``)."""
+    if "fill" not in transform:
+        return transform
+    changed = {**transform, "fill": fill}
+    try:
+        TRANSFORMS[transform["type"]].model_validate(changed)
+    except ValidationError:
+        return transform
+    return changed
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.sampled_from(TRANSFORM_EXAMPLES), min_size=2, max_size=5),
@@ -115,7 +129,7 @@ def test_random_transform_lists(
 ) -> None:
     """Any combination and order of transforms stays within tolerance (one fill per warp, at
     most one channel shift, before the colour transforms)."""
-    transforms = [{**t, "fill": fill} if "fill" in t else t for t in transforms]
+    transforms = [_with_fill(t, fill) for t in transforms]
     shifts = [t for t in transforms if t["type"] == "channel_shift"][:1]
     transforms = shifts + [t for t in transforms if t["type"] != "channel_shift"]
     config = load_config(
