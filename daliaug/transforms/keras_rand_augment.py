@@ -1,0 +1,161 @@
+"""Keras' ``RandAugment``: ``num_ops`` of its eleven layers per image, each at a random
+magnitude within ``factor``."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+
+from daliaug.algebra import Random, sub
+from daliaug.fields import as_float, bounded, is_number
+from daliaug.transforms.base import Params, Transform, ordered
+from daliaug.transforms.color_degeneration import ColorDegeneration
+from daliaug.transforms.keras_brightness import KerasBrightness
+from daliaug.transforms.keras_contrast import KerasContrast
+from daliaug.transforms.keras_shear import KerasShear
+from daliaug.transforms.keras_solarization import KerasSolarization
+from daliaug.transforms.policy import Bound, PolicyTransform, one_hot
+from daliaug.transforms.rotation import Rotation
+from daliaug.transforms.shift import Shift
+
+KERAS_OPS = (
+    "shear",
+    "translate",
+    "rotate",
+    "brightness",
+    "color",
+    "contrast",
+    "sharpness",
+    "posterize",
+    "solarization",
+    "auto_contrast",
+    "equalize",
+)
+"""Keras' eleven layers, in its order (``RandAugment._AUGMENT_LAYERS``): ``RandomShear``,
+``RandomTranslation``, ``RandomRotation``, ``RandomBrightness``, ``RandomColorDegeneration``,
+``RandomContrast``, ``RandomSharpness``, ``RandomPosterization``, ``Solarization``,
+``AutoContrast``, ``Equalization``."""
+
+
+def _from_zero(v: Any) -> Any:
+    """A single number ``f`` means ``[0, f]``, as Keras' ``RandAugment`` reads it."""
+    return (0.0, as_float(v)) if is_number(v) else v
+
+
+def _below_one(r: tuple[float, float]) -> tuple[float, float]:
+    if r[1] >= 1.0:
+        raise ValueError(
+            f"factor {list(r)} must stay below 1: both shears at 1 flatten the image (Keras' "
+            "RandomShear matrix [[1, 1], [1, 1]] has no inverse)"
+        )
+    return r
+
+
+Factor = Annotated[
+    tuple[float, float],
+    BeforeValidator(_from_zero),
+    AfterValidator(ordered),
+    bounded(0.0, 1.0, "factors"),
+    AfterValidator(_below_one),
+]
+
+
+class KerasRandAugment(PolicyTransform):
+    """Keras' ``RandAugment`` (3.15, read from its source): for each of ``num_ops`` slots one
+    of Keras' eleven layers (:data:`KERAS_OPS`) chosen uniformly and independently (so one may
+    repeat), each layer at its own random magnitude, drawn once per image and used by every
+    slot that picks it, from ``factor = (lo, hi)`` as Keras builds the layers:
+
+    * ``shear``: ``keras_shear`` with ``x_factor = y_factor = factor`` (both shears, a random
+      sign); ``translate``: ``shift`` by ``U(factor)`` of the width right and of the height
+      down; ``rotate``: ``rotation`` by ``U(360 lo, 360 hi)`` degrees;
+    * ``brightness``: ``keras_brightness`` with ``factor``; ``color``: ``color_degeneration``
+      with ``factor``; ``contrast``: ``keras_contrast`` with ``[1 - lo, 1 + hi]``;
+    * ``sharpness``: ``sharpness`` at ``2u``, ``u ~ U(factor)``; ``posterize``: ``b`` bits kept,
+      ``b`` uniform over ``1..max(1, int(8 hi)) - 1`` (1 when that is empty);
+      ``solarization``: ``keras_solarization`` with ``addition = threshold = [lo, 255 hi]``;
+      ``auto_contrast`` and ``equalize`` (each image on its own histogram).
+
+    The ops run as every policy's do (:mod:`daliaug.transforms.policy`): all geometric ops in
+    one warp, the colour ops in the one colour pass (one clip), then the pixel ops. Unlike
+    Keras, which draws the slots' layers once per batch (every image of a batch gets the same
+    ops) and applies them in slot order, clipping after each, each image here draws its own:
+    each image's ops and magnitudes follow Keras' distribution. A ``factor`` top of 1 is
+    refused (both shears at 1 flatten the image).
+
+    Example: ``{"type": "keras_rand_augment", "num_ops": 2, "factor": 0.5}``."""
+
+    type: Literal["keras_rand_augment"] = "keras_rand_augment"
+    num_ops: Annotated[int, Field(ge=1, le=8)] = 2
+    factor: Factor = (0.0, 0.5)
+
+    wide: ClassVar[bool] = False
+
+    @model_validator(mode="after")
+    def _layers_valid(self) -> KerasRandAugment:
+        self.layers  # noqa: B018 - each layer checks its own range
+        return self
+
+    @cached_property
+    def layers(self) -> dict[str, Transform]:
+        """The daliaug transform of each Keras layer that has one, by op."""
+        lo, hi = self.factor
+        return {
+            "shear": KerasShear(x_factor=(lo, hi), y_factor=(lo, hi)),
+            "translate": Shift(x=(lo, hi), y=(lo, hi)),
+            "rotate": Rotation(angle=(360.0 * lo, 360.0 * hi)),
+            "brightness": KerasBrightness(factor=(lo, hi)),
+            "color": ColorDegeneration(factor=(lo, hi)),
+            "contrast": KerasContrast(factor=(1.0 - lo, 1.0 + hi)),
+            "solarization": KerasSolarization(
+                addition=(lo, 255.0 * hi), threshold=(lo, 255.0 * hi)
+            ),
+        }
+
+    @property
+    def bits(self) -> list[float]:
+        """The bit counts ``posterize`` keeps, each equally likely (Keras' ``randint``)."""
+        top = max(1, int(8 * self.factor[1]))
+        return [float(b) for b in range(1, top)] or [1.0]
+
+    @property
+    def operations(self) -> tuple[str, ...]:
+        return KERAS_OPS
+
+    @property
+    def slots(self) -> int:
+        return self.num_ops
+
+    @property
+    def params(self) -> tuple[str, ...]:  # type: ignore[override]
+        flags = [f"{j}_{op}" for j in range(self.num_ops) for op in KERAS_OPS]
+        drawn = [f"{op}_{k}" for op, layer in self.layers.items() for k in layer.params]
+        return (*flags, *drawn, "sharpness_factor", "posterize_bits")
+
+    def draw(self, rng: Random) -> Params:
+        drawn: Params = {}
+        for j in range(self.num_ops):
+            flags = one_hot(rng, len(KERAS_OPS))
+            drawn |= {f"{j}_{op}": f for op, f in zip(KERAS_OPS, flags, strict=True)}
+        for op, layer in self.layers.items():
+            drawn |= {f"{op}_{k}": v for k, v in layer.draw(rng).items()}
+        low, high = self.factor
+        drawn["sharpness_factor"] = rng.uniform(2.0 * low, 2.0 * high)
+        drawn["posterize_bits"] = rng.choice(self.bits)
+        return drawn
+
+    def values(self, p: Params, j: int, op: str) -> Any:
+        """The same values in every slot (Keras draws each layer's once per call): a
+        :class:`~daliaug.transforms.policy.Bound` for the layers that are daliaug transforms,
+        else the magnitude of the policies' op (``sharpness`` at ``1 + v``, ``posterize``'s
+        bits)."""
+        layer = self.layers.get(op)
+        if layer is not None:
+            return Bound(layer, {k: p[f"{op}_{k}"] for k in layer.params})
+        if op == "sharpness":
+            return sub(p["sharpness_factor"], 1.0)
+        if op == "posterize":
+            return p["posterize_bits"]
+        return 0.0
