@@ -61,6 +61,8 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "keras_saturation", "factor": 0.6},
     {"type": "keras_hue", "factor": 0.8},
     {"type": "keras_solarization", "addition": [0, 60], "threshold": [40, 200]},
+    # Keras' RandAugment
+    {"type": "keras_rand_augment", "num_ops": 3, "factor": [0.1, 0.6], "fill": 30},
 )
 """One or more settings of each transform, with wide ranges (``normalize`` is the output's)."""
 

@@ -23,6 +23,8 @@ from daliaug.transforms.keras_rand_augment import KERAS_OPS
 from tests.keras.conftest import photos
 from tests.keras.test_from_keras import SIZE, assert_matches, compile_for, run
 
+pytestmark = pytest.mark.filterwarnings("ignore:RandAugment")
+
 LAYERS = dict(zip(KERAS_OPS, keras.layers.RandAugment._AUGMENT_LAYERS, strict=True))
 """Each op's Keras sub-layer: the same order as Keras' own list."""
 
