@@ -3,6 +3,7 @@ magnitude within ``factor``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -10,7 +11,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from daliaug.algebra import Random, sub
 from daliaug.fields import as_float, bounded, is_number
-from daliaug.transforms.base import Params, Transform, ordered
+from daliaug.transforms.base import Params, ordered
 from daliaug.transforms.color_degeneration import ColorDegeneration
 from daliaug.transforms.keras_brightness import KerasBrightness
 from daliaug.transforms.keras_contrast import KerasContrast
@@ -62,6 +63,41 @@ Factor = Annotated[
 ]
 
 
+def _truncated(images: Any, ops: Any) -> Any:
+    """The values as Keras casts them to integers (truncating) before its posterization and
+    equalization: half a step down, then the kernels' round half up (``floor(x)`` on 0..255)."""
+    return ops.add_clipped(images, -0.5)
+
+
+@dataclass(frozen=True)
+class KerasPosterize:
+    """Keras' ``RandomPosterization`` as ``RandAugment`` builds it: ``bits`` kept, one of
+    ``choices`` per image, on the values truncated to integers."""
+
+    choices: tuple[float, ...]
+    params: ClassVar[tuple[str, ...]] = ("bits",)
+
+    def draw(self, rng: Random) -> Params:
+        return {"bits": rng.choice(self.choices)}
+
+    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+        return ops.posterize(_truncated(images, ops), p["bits"])
+
+
+@dataclass(frozen=True)
+class KerasEqualize:
+    """Keras' ``Equalization`` on one image: OpenCV's table (``equalize``) of the values
+    truncated to integers."""
+
+    params: ClassVar[tuple[str, ...]] = ()
+
+    def draw(self, rng: Random) -> Params:
+        return {}
+
+    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+        return ops.equalize(_truncated(images, ops))
+
+
 class KerasRandAugment(PolicyTransform):
     """Keras' ``RandAugment`` (3.15, read from its source): for each of ``num_ops`` slots one
     of Keras' eleven layers (:data:`KERAS_OPS`) chosen uniformly and independently (so one may
@@ -76,7 +112,8 @@ class KerasRandAugment(PolicyTransform):
     * ``sharpness``: ``sharpness`` at ``2u``, ``u ~ U(factor)``; ``posterize``: ``b`` bits kept,
       ``b`` uniform over ``1..max(1, int(8 hi)) - 1`` (1 when that is empty);
       ``solarization``: ``keras_solarization`` with ``addition = threshold = [lo, 255 hi]``;
-      ``auto_contrast`` and ``equalize`` (each image on its own histogram).
+      ``auto_contrast``; ``equalize`` (each image on its own histogram). Posterize and
+      equalize truncate the values to integers first, as Keras' casts do.
 
     The ops run as every policy's do (:mod:`daliaug.transforms.policy`): all geometric ops in
     one warp, the colour ops in the one colour pass (one clip), then the pixel ops. Unlike
@@ -99,9 +136,11 @@ class KerasRandAugment(PolicyTransform):
         return self
 
     @cached_property
-    def layers(self) -> dict[str, Transform]:
-        """The daliaug transform of each Keras layer that has one, by op."""
+    def layers(self) -> dict[str, Any]:
+        """What each Keras layer is in daliaug, by op: a transform with its draws (all but
+        ``sharpness`` and ``auto_contrast``, which are the policies' own ops)."""
         lo, hi = self.factor
+        top = max(1, int(8 * hi))  # Keras' RandomPosterization(factor=top): randint(1, top)
         return {
             "shear": KerasShear(x_factor=(lo, hi), y_factor=(lo, hi)),
             "translate": Shift(x=(lo, hi), y=(lo, hi)),
@@ -109,16 +148,12 @@ class KerasRandAugment(PolicyTransform):
             "brightness": KerasBrightness(factor=(lo, hi)),
             "color": ColorDegeneration(factor=(lo, hi)),
             "contrast": KerasContrast(factor=(1.0 - lo, 1.0 + hi)),
+            "posterize": KerasPosterize(tuple(float(b) for b in range(1, top)) or (1.0,)),
             "solarization": KerasSolarization(
                 addition=(lo, 255.0 * hi), threshold=(lo, 255.0 * hi)
             ),
+            "equalize": KerasEqualize(),
         }
-
-    @property
-    def bits(self) -> list[float]:
-        """The bit counts ``posterize`` keeps, each equally likely (Keras' ``randint``)."""
-        top = max(1, int(8 * self.factor[1]))
-        return [float(b) for b in range(1, top)] or [1.0]
 
     @property
     def operations(self) -> tuple[str, ...]:
@@ -132,7 +167,7 @@ class KerasRandAugment(PolicyTransform):
     def params(self) -> tuple[str, ...]:  # type: ignore[override]
         flags = [f"{j}_{op}" for j in range(self.num_ops) for op in KERAS_OPS]
         drawn = [f"{op}_{k}" for op, layer in self.layers.items() for k in layer.params]
-        return (*flags, *drawn, "sharpness_factor", "posterize_bits")
+        return (*flags, *drawn, "sharpness_factor")
 
     def draw(self, rng: Random) -> Params:
         drawn: Params = {}
@@ -143,19 +178,15 @@ class KerasRandAugment(PolicyTransform):
             drawn |= {f"{op}_{k}": v for k, v in layer.draw(rng).items()}
         low, high = self.factor
         drawn["sharpness_factor"] = rng.uniform(2.0 * low, 2.0 * high)
-        drawn["posterize_bits"] = rng.choice(self.bits)
         return drawn
 
     def values(self, p: Params, j: int, op: str) -> Any:
         """The same values in every slot (Keras draws each layer's once per call): a
         :class:`~daliaug.transforms.policy.Bound` for the layers that are daliaug transforms,
-        else the magnitude of the policies' op (``sharpness`` at ``1 + v``, ``posterize``'s
-        bits)."""
+        else the magnitude of the policies' op (``sharpness`` at ``1 + v``)."""
         layer = self.layers.get(op)
         if layer is not None:
             return Bound(layer, {k: p[f"{op}_{k}"] for k in layer.params})
         if op == "sharpness":
             return sub(p["sharpness_factor"], 1.0)
-        if op == "posterize":
-            return p["posterize_bits"]
         return 0.0

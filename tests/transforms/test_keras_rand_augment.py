@@ -139,6 +139,59 @@ def _expect_op(layer: Any, backend: str, op: str, a: float, b: float, x: np.ndar
     assert not np.allclose(ours, photos(*SIZE)), "the op changed nothing"
 
 
+TWO_SLOTS = [
+    (("color", 0.4, 0.0), ("color", 0.4, 0.0)),
+    (("rotate", 0.05, 0.0), ("solarization", 30.0, 140.0)),
+    (("shear", 0.15, 0.1), ("posterize", 2.0, 0.0)),
+    (("translate", 0.1, 0.2), ("contrast", 0.8, 0.0)),
+    (("rotate", 0.03, 0.0), ("equalize", 0.0, 0.0)),
+    (("brightness", 0.1, 0.0), ("posterize", 3.0, 0.0)),
+]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), TWO_SLOTS, ids=[f"{a[0]}-{b[0]}" for a, b in TWO_SLOTS]
+)
+def test_two_slots_match_keras_in_its_order(backend: str, first: tuple, second: tuple) -> None:
+    """Two slots where Keras' order is daliaug's (geometry, then colour or pixel ops): the same
+    op twice runs twice at one magnitude (Keras draws each layer once per call); posterize and
+    equalize after a resampling or a brightness truncate its non-integer values as Keras'
+    casts do."""
+    x = photos(*SIZE).astype(np.float32)
+    layer = _constant_fill(keras.layers.RandAugment(num_ops=2, factor=0.5))
+    for op, a, b in (first, second):
+        _pin(layer, op, a, b)
+    config = compile_for([layer], backend)
+    columns = _columns(config)
+    rows = draw_rows(config.plan, np.random.default_rng(0), len(x))
+    expected = []
+    for i, image in enumerate(x):
+        t = layer.get_random_transformation(image[None], training=True)
+        t["layer_idxes"] = np.array([KERAS_OPS.index(first[0]), KERAS_OPS.index(second[0])])
+        expected.append(np.asarray(layer.transform_images(image[None], t))[0])
+        for j, (op, _, _) in enumerate((first, second)):
+            for other in KERAS_OPS:
+                rows[i, columns[f"{j}_{other}"]] = float(other == op)
+            for name, value in _our_values(op, t["transforms"][LAYERS[op]], (1, *SIZE)).items():
+                rows[i, columns[name]] = value
+    ours = run(config, photos(*SIZE), rows)
+    assert_matches(config, ours, np.stack(expected).astype(np.float64), rows)
+
+
+def test_engines_agree_on_the_whole_policy(tmp_path: Path) -> None:
+    """DALI on the CPU and the TF engine on eight photos with drawn parameters."""
+    from tests.helpers import write_image_dir
+    from tests.transforms.helpers import photo_crops
+    from tests.transforms.test_rand_augment import engine_difference
+
+    root = write_image_dir(tmp_path, {"a": photo_crops(8)})
+    policy = {"type": "keras_rand_augment", "num_ops": 3, "factor": [0.1, 0.6], "fill": 20}
+    diff = engine_difference(root, policy, 4)
+    # posterize (as few as 1 bit) and equalize turn float rounding differences of the warp
+    # into whole steps: rare
+    assert (diff > 0.05).mean() < 2e-3, (diff > 0.05).mean()
+
+
 # -- draws ---------------------------------------------------------------------------------
 
 
