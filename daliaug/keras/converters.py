@@ -573,21 +573,57 @@ def _random_gaussian_blur(layer: Any, trace: Trace) -> None:
     trace.pixels(layer, [transform], layer.value_range, whole_image=True)
 
 
-REFUSED: dict[str, str] = {
-    "RandAugment": (
-        "Keras picks its ops from eleven layers once per batch, each at a random magnitude "
-        "within factor; daliaug's rand_augment picks per image from torchvision's fourteen ops "
-        "at one fixed magnitude"
-    ),
-}
-"""Keras layers that have a daliaug transform of the same idea but other semantics, refused by
-name with the difference (a layer in neither table has no equivalent)."""
+# -- RandAugment ------------------------------------------------------------------------------
+
+RAND_AUGMENT_GEOMETRY = ("random_shear", "random_translation", "random_rotation")
+"""The sub-layers of Keras' ``RandAugment`` that resample (their fill is the warp's)."""
+
+
+@converts("RandAugment")
+def _rand_augment(layer: Any, trace: Trace) -> None:
+    """``keras_rand_augment``: Keras' eleven layers with its factors; each image draws its own
+    ops (Keras draws them once per batch, with a note). Its geometric sub-layers' fill
+    (Keras' default ``reflect``) becomes the warp's. Its colour ops join the one colour pass,
+    so no pixel stage may come before it; its pixel ops read the whole image, so no geometric
+    layer may follow. ``num_ops=0`` does nothing, as in Keras."""
+    num_ops = int(layer.num_ops)
+    if num_ops > 8:
+        raise Unsupported(f"{label(layer)}: num_ops={num_ops}; daliaug applies at most 8")
+    low, high = _pair(layer.factor)
+    if high >= 1.0:
+        raise Unsupported(
+            f"{label(layer)}: factor={[low, high]}; at 1 both shears can flatten the image, "
+            "which has no inverse warp: give a factor below 1"
+        )
+    fills = {(sub.fill_mode, float(sub.fill_value)) for sub in _sub_layers(layer)}
+    if len(fills) > 1:
+        raise Unsupported(
+            f"{label(layer)}: its {', '.join(RAND_AUGMENT_GEOMETRY)} fill differently "
+            f"({sorted(fills)}); the one warp has one fill"
+        )
+    trace.colour(layer, [], layer.value_range)  # its colour ops: after no pixel stage
+    if num_ops == 0:
+        return
+    ((fill_mode, fill_value),) = fills
+    transform = {"type": "keras_rand_augment", "num_ops": num_ops, "factor": [low, high]}
+    fill = {"fill_mode": fill_mode, "fill_value": fill_value}
+    trace.geometric(layer, transform, interpolation=layer.interpolation, **fill)
+    trace.pixels(layer, [], whole_image=True)
+    trace.notes.append(
+        f"{label(layer)}: each image draws its own ops and magnitudes from Keras' distribution "
+        "(Keras draws the ops once per batch); its geometric ops run first in one warp, then "
+        "its colour ops (one clip), then its pixel ops (Keras runs them in the order drawn); "
+        "each image is equalized on its own histogram"
+    )
+
+
+def _sub_layers(layer: Any) -> list[Any]:
+    return [getattr(layer, name) for name in RAND_AUGMENT_GEOMETRY]
 
 
 def refusal(layer: Any) -> str:
     """Why ``layer``, which has no converter, is refused."""
-    reason = REFUSED.get(type(layer).__name__, "daliaug has no equivalent of this layer")
-    return f"{label(layer)}: {reason}"
+    return f"{label(layer)}: daliaug has no equivalent of this layer"
 
 
 def _per_channel(layer: Any, what: str, value: Any, channels: int) -> np.ndarray:

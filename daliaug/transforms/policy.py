@@ -22,11 +22,16 @@ pixel ops (in slot order). Two ops of different kinds in one sample run in kind 
 slot order. Other differences: bilinear sampling (torchvision's default is nearest),
 translations by the table value in pixels without torchvision's ``int()`` truncation (DALI's
 ``auto_aug`` does not truncate either), shear about the canvas' top-left corner as torchvision.
+
+A policy may also choose among other daliaug transforms (Keras' ``RandAugment`` layers): its
+:meth:`PolicyTransform.values` then gives a :class:`Bound`, whose contribution is the
+transform's own warp, colour map or pixel stage.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from daliaug.algebra import Affine, Canvas, ColourMatrix, Math, Random, Scalar, add, mul, sub
@@ -61,9 +66,11 @@ same fourteen)."""
 OpName = Literal[(*RAND_AUGMENT_OPS, "invert")]  # type: ignore[valid-type]
 """An operation a policy may name (AutoAugment's ImageNet policy also inverts)."""
 
-GEOMETRIC_OPS = ("shear_x", "shear_y", "translate_x", "translate_y", "rotate")
+GEOMETRIC_OPS = ("shear_x", "shear_y", "translate_x", "translate_y", "rotate", "shear", "translate")
 COLOUR_OPS = ("brightness", "color", "contrast", "invert")
-PIXEL_OPS = ("sharpness", "posterize", "solarize", "auto_contrast", "equalize")
+PIXEL_OPS = ("sharpness", "posterize", "solarize", "auto_contrast", "equalize", "solarization")
+"""The stage each operation contributes to (``shear``, ``translate`` and ``solarization`` are
+Keras' own: see :mod:`daliaug.transforms.keras_rand_augment`)."""
 SIGNED_OPS = (*GEOMETRIC_OPS, "brightness", "color", "contrast", "sharpness")
 """Ops whose magnitude takes a random sign (each sign equally likely)."""
 UNMAGNIFIED_OPS = ("identity", "auto_contrast", "equalize", "invert")
@@ -94,6 +101,16 @@ def magnitudes(op: str, bins: int, wide: bool = False) -> list[float]:
     if op == "solarize":
         return [255.0 - 255.0 * b / last for b in range(bins)]
     return [0.0] * bins
+
+
+@dataclass(frozen=True)
+class Bound:
+    """An operation's values given as a daliaug transform and its parameters for one sample:
+    its contribution is that transform's own warp, colour map or pixel stage (a policy whose
+    operations are other transforms passes these as values, see :meth:`PolicyTransform.values`)."""
+
+    transform: Any
+    params: Params
 
 
 def one_hot(rng: Random, count: int) -> list[Scalar]:
@@ -167,11 +184,14 @@ class PolicyTransform(GeometricTransform, ColourTransform, PixelTransform):
                     drawn[f"{j}_{op}_mag"] = value
         return drawn
 
+    def values(self, p: Params, j: int, op: str) -> Any:
+        """The values ``op`` runs with in slot ``j``: its signed magnitude (a policy whose
+        operations are other transforms gives a :class:`Bound`)."""
+        return p.get(f"{j}_{op}_mag", 0.0)
+
     def _chosen(self, p: Params, j: int, kinds: tuple[str, ...]) -> list[tuple[str, Any, Any]]:
         return [
-            (op, p[f"{j}_{op}"], p.get(f"{j}_{op}_mag", 0.0))
-            for op in self.operations
-            if op in kinds
+            (op, p[f"{j}_{op}"], self.values(p, j, op)) for op in self.operations if op in kinds
         ]
 
     def warp(self, p: Params, canvas: Canvas, m: Math) -> tuple[Affine, Canvas]:
@@ -189,7 +209,7 @@ class PolicyTransform(GeometricTransform, ColourTransform, PixelTransform):
         identity = _entries(ColourMatrix.identity(channels))
         for j in range(self.slots):
             terms = [
-                (flag, _entries(_op_colour(op, v, channels)))
+                (flag, _entries(_op_colour(op, v, channels, m)))
                 for op, flag, v in self._chosen(p, j, COLOUR_OPS)
             ]
             step = _from_entries(_weighted(terms, identity), channels)
@@ -203,8 +223,10 @@ class PolicyTransform(GeometricTransform, ColourTransform, PixelTransform):
         return images
 
 
-def _op_affine(op: str, v: Scalar, canvas: Canvas, m: Math, wide: bool) -> Affine:
+def _op_affine(op: str, v: Scalar | Bound, canvas: Canvas, m: Math, wide: bool) -> Affine:
     """The source-to-destination map of a geometric op with signed magnitude ``v``."""
+    if isinstance(v, Bound):
+        return v.transform.warp(v.params, canvas, m)[0]
     if op == "shear_x":  # torchvision: output x samples input x + v*y (about the origin)
         return Affine(b=mul(v, -1.0))
     if op == "shear_y":
@@ -218,10 +240,12 @@ def _op_affine(op: str, v: Scalar, canvas: Canvas, m: Math, wide: bool) -> Affin
     return Affine.about(mul(canvas.w, 0.5), mul(canvas.h, 0.5), (cos, sin, mul(sin, -1.0), cos))
 
 
-def _op_colour(op: str, v: Scalar, channels: int) -> ColourMatrix:
+def _op_colour(op: str, v: Scalar | Bound, channels: int, m: Math) -> ColourMatrix:
     """The colour map of a colour op with signed magnitude ``v`` (factor ``1 + v``):
     torchvision's ``adjust_brightness``, ``adjust_saturation`` (blend with the luma),
     ``adjust_contrast`` (blend with the luma's mean over the image) and ``invert``."""
+    if isinstance(v, Bound):
+        return v.transform.colour(v.params, channels, m)
     factor = add(1.0, v)
     rest = sub(1.0, factor)
     if op == "brightness":
@@ -255,6 +279,8 @@ def _from_entries(entries: Sequence[Scalar], channels: int) -> ColourMatrix:
 def _op_pixels(op: str, v: Any, images: Any, ops: Any) -> Any:
     """A pixel op with magnitude ``v``: PIL's sharpness (factor ``1 + v``), posterize (``v``
     bits kept), solarize (threshold ``v``), autocontrast, equalize."""
+    if isinstance(v, Bound):
+        return v.transform.pixels(images, v.params, ops)
     if op == "sharpness":
         return ops.sharpness(images, 1.0 + v)
     if op == "posterize":

@@ -463,7 +463,8 @@ class MyFlip(keras.layers.RandomFlip):
         ([L.RandomErasing(name="e"), L.RandomFlip(name="f")], "it comes after RandomErasing"),
         ([L.RandomPerspective(name="p"), L.RandomZoom(0.1)], "after RandomPerspective 'p'"),
         ([L.CutMix(name="c"), L.RandomErasing(name="e")], "it comes after CutMix 'c'"),
-        ([L.RandAugment(name="r")], "RandAugment 'r': Keras picks its ops"),
+        ([L.RandAugment(name="r"), L.RandomFlip(name="f")], "RandomFlip 'f': it comes after"),
+        ([L.Equalization(name="e"), L.RandAugment()], "it comes after Equalization 'e'"),
         (
             [L.RandomRotation(0.1, fill_mode="nearest"), L.RandomZoom(0.1, name="z")],
             "one fill",
@@ -494,6 +495,30 @@ def test_a_fill_dali_lacks_picks_the_tensorflow_engine_with_one_warning() -> Non
     assert "RandomRotation 'r', RandomZoom 'z'" in backend_warnings[0]
     with pytest.raises(ConfigError, match="backend: 'cpu', but RandomRotation 'r'"):
         daliaug.from_keras(layers, source={"type": "arrays"}, image_size=32, backend="cpu")
+
+
+def test_rand_augment_converts_with_keras_factors_fill_and_a_note() -> None:
+    """Keras' ``RandAugment`` becomes ``keras_rand_augment`` (its tests, against Keras' own
+    layer op by op, are in ``tests/transforms/test_keras_rand_augment.py``); its sub-layers'
+    ``reflect`` fill puts it on the TensorFlow engine."""
+    layer = L.RandAugment(num_ops=3, factor=(0.1, 0.4), interpolation="nearest", name="ra")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        config = daliaug.from_keras([layer], source={"type": "arrays"}, image_size=32)
+    assert config.backend == "tf" and config.interpolation == "nearest"
+    (transform,) = config.transforms[1:]
+    assert transform.type == "keras_rand_augment" and transform.num_ops == 3
+    assert transform.factor == (0.1, 0.4) and transform.fill == "reflect"
+    assert any("RandAugment 'ra': each image draws its own ops" in str(w.message) for w in caught)
+    scaled = L.RandAugment(value_range=(0, 1))
+    for sub in ("random_shear", "random_translation", "random_rotation"):
+        getattr(scaled, sub).fill_mode = "constant"
+    config = compile_for([L.Rescaling(1 / 255), scaled], "cpu")
+    assert config.backend == "cpu" and config.transforms[1].fill == 0.0
+    with pytest.raises(ConfigError, match=r"value_range=\[0.0, 255.0\]"):
+        compile_for([L.Rescaling(1 / 255), L.RandAugment()], "tf")
+    empty = compile_for([L.RandAugment(num_ops=0)], "tf")
+    assert [t.type for t in empty.transforms] == ["resize"]
 
 
 def test_seeds_are_ignored_with_a_note() -> None:
