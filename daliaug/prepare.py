@@ -111,7 +111,7 @@ def checked(samples: Samples, decoder: str, undecodable: Undecodable, on_error: 
     were left out, counting those rejected when they were listed, and where all are listed.
     The checked files' keys go along (``Samples.checked``), so that a file that changes
     afterwards is caught when it is read."""
-    files = [f for paths in samples.files.values() for f in paths]
+    files = samples.image_files
     result = check_files(files, decoder, undecodable)
     bad = {**samples.rejected, **result.bad}
     if not bad:

@@ -100,6 +100,10 @@ class Samples(SampleSet):
         return self.files.get("path", [])
 
     @property
+    def image_files(self) -> list[str]:
+        return [f for paths in self.files.values() for f in paths]
+
+    @property
     def labels(self) -> np.ndarray | None:
         return self.columns.get("label")
 

@@ -41,6 +41,12 @@ class SampleSet(ABC):
         return ()
 
     @property
+    def image_files(self) -> list[str]:
+        """The image (and mask) files the samples decode, to name one that fails; none for
+        arrays or records."""
+        return []
+
+    @property
     def size_hint(self) -> tuple[int, int] | None:
         """The largest ``(height, width)`` of the images, where the host knows it."""
         return None
