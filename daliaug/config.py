@@ -207,7 +207,7 @@ class Config(BaseModel):
 
     def _batch_stage_problems(self, field: str, t: BatchTransform) -> Iterator[str]:
         """A batch stage mixes targets: soft labels only, masks only for a cut (not a blend),
-        and no TFRecords (the host must know each batch's real samples)."""
+        and no streamed source (the host must know each batch's real samples)."""
         if self.source.segmentation:
             if not t.mixes_masks:
                 yield (
@@ -219,11 +219,8 @@ class Config(BaseModel):
                 f"{field}: '{t.type}' mixes labels, which needs soft labels: set label_mode: "
                 f"categorical (or binary), not {self.label_mode!r}"
             )
-        if self.source.type == "tfrecord":
-            yield (
-                f"{field}: '{t.type}' needs a column source; TFRecords are streamed (convert "
-                "them to a directory or file list)"
-            )
+        if self.source.streamed:
+            yield f"{field}: '{t.type}' needs a column source; {self.source.streamed}"
 
     @model_validator(mode="after")
     def _check_channels(self) -> Config:

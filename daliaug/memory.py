@@ -17,17 +17,17 @@ import numpy as np
 from daliaug.config import Config
 from daliaug.errors import ConfigError
 from daliaug.sources.base import Samples
-from daliaug.sources.tfrecord import RecordSamples
+from daliaug.sources.sample_set import SampleSet
 
 GIB = 2**30
 
 
-def sample_bytes(config: Config, samples: Samples | RecordSamples) -> int:
+def sample_bytes(config: Config, samples: SampleSet) -> int:
     """What one sample takes on its way through the pipeline, in bytes."""
     h, w = config.image_size
     pixels = h * w
     output = np.dtype(config.output.dtype).itemsize
-    source = 0.0  # TFRecords' image sizes are not known before decoding, nor deferred headers
+    source = 0.0  # streamed images' sizes are not known before decoding, nor deferred headers
     if isinstance(samples, Samples) and isinstance(samples.sizes, np.ndarray) and len(samples):
         source = float(np.mean(samples.sizes[:, 0].astype(np.float64) * samples.sizes[:, 1]))
     decoded = source * config.channels
@@ -65,7 +65,7 @@ def available_bytes() -> int | None:
     return min(found) if found else None
 
 
-def check_memory(config: Config, samples: Samples | RecordSamples, device: str) -> None:
+def check_memory(config: Config, samples: SampleSet, device: str) -> None:
     """A :class:`ConfigError` with the numbers when the pipeline's batches on the CPU would
     not fit in the memory available now."""
     if device == "gpu":

@@ -24,7 +24,7 @@ from daliaug.memory import check_memory
 from daliaug.sources.arrays import array_samples
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import Undecodable, check_files, describe_rejected, skip_list
-from daliaug.sources.tfrecord import RecordSamples
+from daliaug.sources.sample_set import SampleSet
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,13 @@ class Prepared:
     config: Config
     engine: Engine
     device: Device
-    samples: Samples | RecordSamples
+    samples: SampleSet
 
 
 def prepare(
     config: Any,
     *,
-    samples: Samples | RecordSamples | None = None,
+    samples: SampleSet | None = None,
     x: Any = None,
     y: Any = None,
     device: Device | None = None,
@@ -60,10 +60,10 @@ def prepare(
 
 def prepare_samples(
     config: Config,
-    samples: Samples | RecordSamples | None = None,
+    samples: SampleSet | None = None,
     x: object = None,
     y: object = None,
-) -> Samples | RecordSamples:
+) -> SampleSet:
     """The samples a pipeline runs on: given ``samples``, in-memory arrays ``x``/``y`` (for an
     ``arrays`` source), or the config's source; checked against the config."""
     if x is not None or y is not None:
@@ -88,7 +88,7 @@ def prepare_samples(
             f"channels: the arrays have {image.shape[-1]} channel(s) but the config asks for "
             f"{config.channels}"
         )
-    available = list(samples.columns) if isinstance(samples, Samples) else ["record", "label"]
+    available = samples.column_names
     column = None if "mask_path" in available else target_column(config.label_mode)
     if column is not None and column not in available:
         what = "targets y" if column == "target" else "labels"
@@ -111,7 +111,7 @@ def checked(samples: Samples, decoder: str, undecodable: Undecodable, on_error: 
     were left out, counting those rejected when they were listed, and where all are listed.
     The checked files' keys go along (``Samples.checked``), so that a file that changes
     afterwards is caught when it is read."""
-    files = [f for paths in samples.files.values() for f in paths]
+    files = samples.image_files
     result = check_files(files, decoder, undecodable)
     bad = {**samples.rejected, **result.bad}
     if not bad:
@@ -135,11 +135,11 @@ def checked(samples: Samples, decoder: str, undecodable: Undecodable, on_error: 
 
 
 def checked_samples(
-    config: Config, samples: Samples | RecordSamples, decoder: str, undecodable: Undecodable
-) -> Samples | RecordSamples:
+    config: Config, samples: SampleSet, decoder: str, undecodable: Undecodable
+) -> SampleSet:
     """``samples`` as the config's ``source.check`` and ``on_error`` want them (see
-    :func:`checked`): file samples decoded once with ``undecodable``; arrays and TFRecords
-    (no files of their own) and ``check: headers`` as they are."""
+    :func:`checked`): file samples decoded once with ``undecodable``; arrays and streamed
+    samples (no files of their own) and ``check: headers`` as they are."""
     if config.source.check != "full" or not isinstance(samples, Samples) or not samples.files:
         return samples
     return checked(samples, decoder, undecodable, config.source.on_error)

@@ -99,3 +99,31 @@ def test_no_import_cycles() -> None:
     for module in sorted(graph):
         if module not in state:
             visit(module, [module])
+
+
+RECORD_READERS = {
+    "daliaug.engines.feed",  # graph_inputs: packed record rows (RecordLayout) or columns
+    "daliaug.engines.dali.pipeline",  # DALI's own reader (fn.readers.tfrecord)
+    "daliaug.engines.tf.records",  # TensorFlow's reader (TFRecordDataset)
+}
+"""The engines' readers of TFRecords: each picks its reader for a kind of sample set."""
+
+
+def _compares_with_tfrecord(tree: ast.AST) -> bool:
+    return any(
+        isinstance(node, ast.Constant) and node.value == "tfrecord"
+        for compare in ast.walk(tree)
+        if isinstance(compare, ast.Compare)
+        for node in (compare.left, *compare.comparators)
+    )
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_record_special_cases_in_one_place(module: str) -> None:
+    """TFRecords' special cases live in ``sources/`` (``RecordSamples``, a ``SampleSet``) and
+    the engines' readers: no other module names ``RecordSamples`` or tests for ``tfrecord``."""
+    if module.startswith("daliaug.sources") or module in RECORD_READERS:
+        return
+    text = MODULES[module].read_text()
+    assert "RecordSamples" not in text, f"{module} names RecordSamples; ask the SampleSet instead"
+    assert not _compares_with_tfrecord(ast.parse(text)), f"{module} tests for 'tfrecord'"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -15,9 +16,11 @@ from daliaug.outputs.numpy import DaliLoader
 from daliaug.outputs.tfdata.dataset import make_dataset
 from daliaug.prepare import prepare_samples
 from daliaug.sources.arrays import array_samples
+from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.segmentation import ClassTable
 from daliaug.sources.tfrecord import write_index
 from daliaug.tools.convert import write_tfrecords
+from daliaug.tools.demo import splits
 from tests.helpers import config_for, structured_image, write_image_dir
 
 PALETTE = np.array([(0, 0, 0), (255, 0, 0), (0, 255, 0), (0, 0, 255)], dtype=np.uint8)
@@ -355,6 +358,29 @@ def test_tfrecord_errors(records: Path, tmp_path: Path) -> None:
     (broken / "x.tfrecord").write_bytes(first[:-10])
     with pytest.raises(DataError, match=r"x.tfrecord is truncated"):
         prepare_samples(records_config(broken, tmp_path, source={"num_classes": 23}))
+
+
+def test_tfrecords_refuse_what_needs_the_host(records: Path, tmp_path: Path) -> None:
+    """Streamed records are a SampleSet like columns; each output's refusal (the host never
+    sees a record) is the records' own error, naming the field and the fix."""
+    config = records_config(records, tmp_path)
+    samples = prepare_samples(config)
+    assert isinstance(samples, SampleSet) and isinstance(samples.shard(0, 1), SampleSet)
+    assert [len(samples.shard(i, 3)) for i in range(3)] == [7, 8, 8]
+    assert samples.size_hint is None and samples.target_shape == ()
+    params = np.zeros((len(samples), len(config.plan.param_keys)), np.float32)
+    with pytest.raises(ValueError, match="explicit params need a column source, not TFRecords"):
+        DaliLoader(config, params=params)
+    with pytest.raises(ValueError, match="returned params need a column source, not TFRecords"):
+        DaliLoader(config, return_params=True)
+    with pytest.raises(ConfigError, match="sample_weight: TFRecords are streamed; weigh classes"):
+        make_dataset(config, sample_weight=np.ones(len(samples)), framework="tensorflow")
+    with pytest.raises(ConfigError, match="framework='numpy', which gives no weights; use frame"):
+        make_dataset(config, class_weight={0: 2.0}, framework="numpy")
+    with pytest.raises(ConfigError, match=r"source\.type: tfrecord under torch\.distributed needs"):
+        samples.check_distribution("torch.distributed")
+    with pytest.raises(DataError, match=re.escape(f"--data: give TFRecords as {records}/train")):
+        splits(config, records)
 
 
 def test_a_tfrecord_file_replaced_by_an_older_one_is_indexed_anew(

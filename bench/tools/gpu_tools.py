@@ -74,7 +74,7 @@ def decode_roi(workload: Workload, data: Data, threads: int | None, device: str)
     from nvidia.dali import fn, pipeline_def
 
     from daliaug.engines.dali.image import decode
-    from daliaug.engines.dali.pipeline import RESIZES, size_hint
+    from daliaug.engines.dali.pipeline import RESIZES
     from daliaug.engines.feed import EpochFeed
     from daliaug.epoch import Epochs
 
@@ -106,7 +106,7 @@ def decode_roi(workload: Workload, data: Data, threads: int | None, device: str)
         paths, flat = fn.external_source(source=next_batch, num_outputs=2, batch=True)
         warp = feed.layout.unpack(flat, lambda node, shape: fn.reshape(node, shape=shape))
         encoded = fn.io.file.read(paths)
-        return decode(encoded, warp, config.channels, device, size_hint(samples))
+        return decode(encoded, warp, config.channels, device, samples.size_hint)
 
     pipe = graph()
     pipe.build()

@@ -19,7 +19,8 @@ from pathlib import Path
 from daliaug.cli.common import DEMO_CONFIG, console, plain, positive_int
 from daliaug.config import Config, load_config
 from daliaug.errors import DataError
-from daliaug.tools.demo import AnySamples, fit, mirrored, pipeline_rate, splits
+from daliaug.sources import SampleSet
+from daliaug.tools.demo import fit, mirrored, pipeline_rate, splits
 
 EPOCHS = 30
 """The demo's default epochs (its learning rate warms up over the first and decays to 0)."""
@@ -57,12 +58,11 @@ def _config(args: argparse.Namespace) -> Config:
     return load_config(args.config or DEMO_CONFIG, overrides)
 
 
-def _explain(error: Exception, samples: AnySamples) -> DataError:
+def _explain(error: Exception, samples: SampleSet) -> DataError:
     """Turn a failure inside the input pipeline into an error naming the bad file."""
     from daliaug.sources.checks import explain_failure
 
-    files = [f for paths in getattr(samples, "files", {}).values() for f in paths]
-    return explain_failure(error, files, "the input pipeline failed")
+    return explain_failure(error, samples.image_files, "the input pipeline failed")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ from daliaug.config import Config, target_column
 from daliaug.epoch import Epochs, columns
 from daliaug.plan import Plan
 from daliaug.sources.base import Samples
+from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.tfrecord import RecordSamples
 
 
@@ -227,11 +228,10 @@ class RecordLayout:
         return self.warp_bytes.stop
 
 
-def graph_inputs(
-    samples: Samples | RecordSamples, weighted: bool, label_mode: str = "int"
-) -> tuple[str, ...]:
+def graph_inputs(samples: SampleSet, weighted: bool, label_mode: str = "int") -> tuple[str, ...]:
     """The inputs of a graph fed ``samples``: packed ``record`` rows for TFRecords, else the
-    source's columns that ``label_mode`` uses, ``warp``, and ``weight`` if ``weighted``."""
+    source's columns that ``label_mode`` uses, ``warp``, and ``weight`` if ``weighted`` (the
+    feed protocol's one choice between the kinds of :class:`SampleSet`)."""
     if isinstance(samples, RecordSamples):
         return ("record",)
     unused = {"label", "target"} - {target_column(label_mode)}

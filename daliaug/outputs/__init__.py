@@ -13,8 +13,7 @@ from daliaug.config import Config
 from daliaug.engines.select import Device
 from daliaug.errors import ConfigError
 from daliaug.outputs.options import DatasetOptions
-from daliaug.sources.base import Samples
-from daliaug.sources.tfrecord import RecordSamples
+from daliaug.sources.sample_set import SampleSet
 
 if TYPE_CHECKING:
     from daliaug.outputs.batches import Batches
@@ -42,18 +41,15 @@ def framework_of(framework: str | None) -> str:
 def framework_batches(
     framework: str,
     config: Config,
-    samples: Samples | RecordSamples,
+    samples: SampleSet,
     device: Device,
     options: DatasetOptions,
     initial_epoch: int,
 ) -> Batches:
     """The batches of ``framework`` (``jax``, ``torch`` or ``numpy``) for ``samples``
     (prepared and checked), computed by DALI on ``device``."""
-    if isinstance(samples, RecordSamples) and options.weighs:
-        raise ConfigError(
-            f"class_weight/sample_weight: TFRecords are read by DALI's own reader for "
-            f"framework={framework!r}, which gives no weights; use framework='tensorflow'"
-        )
+    if options.weighs:
+        samples.check_reader_weights(framework)
     if framework == "jax":
         from daliaug.outputs.jax import jax_dataset
 

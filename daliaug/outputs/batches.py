@@ -26,8 +26,7 @@ import numpy as np
 if TYPE_CHECKING:
     from daliaug.config import Config
     from daliaug.outputs.options import DatasetOptions
-    from daliaug.sources.base import Samples
-    from daliaug.sources.tfrecord import RecordSamples
+    from daliaug.sources.sample_set import SampleSet
 
 Batch = tuple[Any, ...]
 
@@ -101,7 +100,7 @@ class Joined:
             yield self.convert(tuple(np.concatenate(a) for a in zip(*parts, strict=True)))
 
 
-Shard = tuple["Config", "Samples | RecordSamples", "DatasetOptions"]
+Shard = tuple["Config", "SampleSet", "DatasetOptions"]
 """One shard's config, samples and options (see :class:`~daliaug.outputs.shards.Shards`)."""
 
 

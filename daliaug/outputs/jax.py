@@ -29,13 +29,12 @@ from daliaug.outputs.fit import FitBatches
 from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, output_names
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
-from daliaug.sources.base import Samples
-from daliaug.sources.tfrecord import RecordSamples
+from daliaug.sources.sample_set import SampleSet
 
 
 def jax_dataset(
     config: Config,
-    samples: Samples | RecordSamples,
+    samples: SampleSet,
     device: str,
     options: DatasetOptions,
     initial_epoch: int,
@@ -64,7 +63,7 @@ def jax_dataset(
 
 
 def _local_shards(
-    config: Config, samples: Samples | RecordSamples, options: DatasetOptions
+    config: Config, samples: SampleSet, options: DatasetOptions
 ) -> tuple[list[Any], list[Shard]]:
     """This process's devices of the Keras distribution (none without one) and their shards
     (the config's own shard without a distribution)."""
@@ -79,10 +78,7 @@ def _local_shards(
             f"keras.distribution: {type(current).__name__} is not supported; daliaug shards "
             "its batches for DataParallel"
         )
-    if isinstance(samples, RecordSamples):
-        raise ConfigError(
-            "source.type: tfrecord under a keras.distribution needs framework='tensorflow'"
-        )
+    samples.check_distribution("a keras.distribution")
     mesh = list(current.device_mesh.backend_mesh.devices.flat)
     split = Shards.split(config, samples, options, len(mesh), "device", "a keras.distribution")
     local = [i for i, d in enumerate(mesh) if d.process_index == jax.process_index()]

@@ -17,7 +17,12 @@ import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
 from daliaug.config import Config, load_config
-from daliaug.engines.dali.pipeline import RESIZES, GraphOptions, define_pipeline, size_hint
+from daliaug.engines.dali.pipeline import (
+    RESIZES,
+    GraphOptions,
+    define_pipeline,
+    reader_pipeline,
+)
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.select import Device, resolve_device
 from daliaug.errors import DataError, first_line
@@ -25,7 +30,7 @@ from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.prepare import prepare
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import explain_failure
-from daliaug.sources.tfrecord import RecordSamples
+from daliaug.sources.sample_set import SampleSet
 
 
 class _Source:
@@ -59,19 +64,19 @@ class _Source:
 
 def _pipeline(
     config: Config,
-    samples: Samples | RecordSamples,
+    samples: SampleSet,
     device: Device,
     params: np.ndarray | None,
     initial_epoch: int,
     options: DatasetOptions = DEFAULT_OPTIONS,
 ) -> tuple[Pipeline, _Source | None]:
     """The config's pipeline over ``samples`` (not built) and its external source (``None``
-    where DALI's TFRecord reader feeds it)."""
-    if isinstance(samples, RecordSamples):
-        if params is not None:
-            raise ValueError("explicit params need a column source, not TFRecords")
-        options = GraphOptions(device, samples.num_classes, inputs=(), records=samples)
-        return define_pipeline(config, options), None
+    where DALI's own reader feeds it)."""
+    if params is not None:
+        samples.check_params("explicit")
+    reader = reader_pipeline(config, samples, device)
+    if reader is not None:
+        return reader, None
     feed = EpochFeed(
         config,
         samples,
@@ -87,14 +92,14 @@ def _pipeline(
         inputs=feed.inputs,
         feed=source,
         target_shape=samples.target_shape,
-        size_hint=size_hint(samples),
+        size_hint=samples.size_hint,
     )
     return define_pipeline(config, options), source
 
 
 def define_fed_pipeline(
     config: Config,
-    samples: Samples | RecordSamples,
+    samples: SampleSet,
     device: Device,
     initial_epoch: int = 0,
     options: DatasetOptions = DEFAULT_OPTIONS,
@@ -111,7 +116,7 @@ def build_pipeline(
     *,
     x: Any = None,
     y: Any = None,
-    samples: Samples | RecordSamples | None = None,
+    samples: SampleSet | None = None,
     initial_epoch: int = 0,
 ) -> Pipeline:
     """The DALI pipeline of a config, reading its source itself: ``(images, labels or masks)``
@@ -141,7 +146,7 @@ class DaliLoader:
         self,
         config: Config,
         *,
-        samples: Samples | RecordSamples | None = None,
+        samples: SampleSet | None = None,
         device: Device | None = None,
         params: np.ndarray | None = None,
         return_params: bool = False,
@@ -152,8 +157,8 @@ class DaliLoader:
         self.config, self.device, self.samples = config, prepared.device, prepared.samples
         self.options = options
         self.return_params = return_params
-        if return_params and isinstance(self.samples, RecordSamples):
-            raise ValueError("returned params need a column source, not TFRecords")
+        if return_params:
+            self.samples.check_params("returned")
         self.pipeline, self._source = _pipeline(
             config, self.samples, self.device, params, initial_epoch, options
         )

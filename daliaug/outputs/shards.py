@@ -20,8 +20,7 @@ from daliaug.config import Config
 from daliaug.epoch import replica_length, resolve_seed, shard_range
 from daliaug.errors import ConfigError, DataError
 from daliaug.outputs.options import DatasetOptions
-from daliaug.sources.base import Samples
-from daliaug.sources.tfrecord import RecordSamples
+from daliaug.sources.sample_set import SampleSet
 
 
 @dataclass(frozen=True)
@@ -30,14 +29,14 @@ class Shards:
     the resolved seed, ``options`` the padded length, as every shard shares them."""
 
     config: Config
-    samples: Samples | RecordSamples
+    samples: SampleSet
     options: DatasetOptions
     count: int
 
     @staticmethod
     def split(
         config: Config,
-        samples: Samples | RecordSamples,
+        samples: SampleSet,
         options: DatasetOptions,
         count: int,
         unit: str,
@@ -71,9 +70,7 @@ class Shards:
         )
         return Shards(config, samples, options, count)
 
-    def shard(
-        self, index: int, **update: Any
-    ) -> tuple[Config, Samples | RecordSamples, DatasetOptions]:
+    def shard(self, index: int, **update: Any) -> tuple[Config, SampleSet, DatasetOptions]:
         """Shard ``index``'s config (``update`` applied too), samples and options."""
         source = self.config.source.model_copy(update={"shard_id": index, "num_shards": self.count})
         config = self.config.model_copy(update={"source": source, **update})
@@ -81,8 +78,4 @@ class Shards:
         if weights is not None:
             weights = weights[slice(*shard_range(len(self.samples), index, self.count))]
         options = dataclasses.replace(self.options, sample_weights=weights)
-        if isinstance(self.samples, RecordSamples):
-            samples = dataclasses.replace(self.samples, shard_id=index, num_shards=self.count)
-        else:
-            samples = self.samples.shard(index, self.count)
-        return config, samples, options
+        return config, self.samples.shard(index, self.count), options

@@ -19,19 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from daliaug.config import Config
-from daliaug.errors import ConfigError
 from daliaug.outputs.batches import Batch, Shard, dali_loaders, local_batches
 from daliaug.outputs.fit import FitBatches
 from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, output_names
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
-from daliaug.sources.base import Samples
-from daliaug.sources.tfrecord import RecordSamples
+from daliaug.sources.sample_set import SampleSet
 
 
 def torch_dataset(
     config: Config,
-    samples: Samples | RecordSamples,
+    samples: SampleSet,
     device: str,
     options: DatasetOptions,
     initial_epoch: int,
@@ -49,9 +47,7 @@ def torch_dataset(
     return local_batches([shard], dali_loaders([shard], convert), initial_epoch, FitBatches)
 
 
-def _rank_shard(
-    config: Config, samples: Samples | RecordSamples, options: DatasetOptions, device: str
-) -> Shard:
+def _rank_shard(config: Config, samples: SampleSet, options: DatasetOptions, device: str) -> Shard:
     """This rank's shard under ``torch.distributed``, with weights (0 for padding) as with
     any number of ranks, a single one included (the config's own shard without it)."""
     import torch
@@ -59,10 +55,7 @@ def _rank_shard(
 
     if not (dist.is_available() and dist.is_initialized()):
         return config, samples, options
-    if isinstance(samples, RecordSamples):
-        raise ConfigError(
-            "source.type: tfrecord under torch.distributed needs framework='tensorflow'"
-        )
+    samples.check_distribution("torch.distributed")
     split = Shards.split(
         config, samples, options, dist.get_world_size(), "rank", "torch.distributed"
     )

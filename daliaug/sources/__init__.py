@@ -11,6 +11,7 @@ from typing import Annotated, Union
 from pydantic import Field
 
 from daliaug.sources.base import Samples, SourceConfig
+from daliaug.sources.sample_set import SampleSet
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name not in ("base", "listing", "prepare"):
@@ -19,4 +20,4 @@ for _module in pkgutil.iter_modules(__path__):
 AnySource = Annotated[Union[tuple(SourceConfig.registry.values())], Field(discriminator="type")]  # noqa: UP007
 
 
-__all__ = ["AnySource", "Samples", "SourceConfig"]
+__all__ = ["AnySource", "SampleSet", "Samples", "SourceConfig"]

@@ -3,7 +3,7 @@
 A column is a NumPy array with one row per sample; the DALI graph takes each column as one
 input of the same name (``path``: zero-padded UTF-8 file names, ``mask_path`` likewise,
 ``label``: int32, ``image``: uint8 HWC arrays). TFRecord shards are streamed instead (see
-:mod:`daliaug.sources.tfrecord`).
+:mod:`daliaug.sources.tfrecord`); both are a :class:`~daliaug.sources.sample_set.SampleSet`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from daliaug.errors import DaliaugError, DataError
 from daliaug.fields import ShardCount, ShardId
 from daliaug.sources.checks import describe_rejected
 from daliaug.sources.listing import IMAGE_EXTENSIONS
+from daliaug.sources.sample_set import SampleSet
 from daliaug.tagged import Tagged
 
 
@@ -37,7 +38,7 @@ def encode_paths(paths: Sequence[str]) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Samples:
+class Samples(SampleSet):
     """One epoch of samples: ``columns[name][i]`` is input ``name`` of sample ``i``.
 
     ``files`` keeps the file names behind the file columns (``path``, ``mask_path``) for error
@@ -90,8 +91,8 @@ class Samples:
         return len(next(iter(self.columns.values())))
 
     @property
-    def num_classes(self) -> int:
-        return len(self.class_names)
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(self.columns)
 
     @property
     def paths(self) -> list[str]:
@@ -99,14 +100,24 @@ class Samples:
         return self.files.get("path", [])
 
     @property
+    def image_files(self) -> list[str]:
+        return [f for paths in self.files.values() for f in paths]
+
+    @property
     def labels(self) -> np.ndarray | None:
         return self.columns.get("label")
 
     @property
     def target_shape(self) -> tuple[int, ...]:
-        """The per-sample shape of the ``target`` column (``()`` without one)."""
         target = self.columns.get("target")
         return () if target is None else tuple(target.shape[1:])
+
+    @property
+    def size_hint(self) -> tuple[int, int] | None:
+        if not len(self.sizes):
+            return None
+        height, width = np.asarray(self.sizes).max(axis=0)
+        return int(height), int(width)
 
     def subset(self, indices: Sequence[int] | np.ndarray) -> Samples:
         """The samples at ``indices``, with the same class names."""
@@ -144,11 +155,9 @@ class Samples:
                     )
 
     def shard(self, shard_id: int, num_shards: int) -> Samples:
-        """Contiguous shard ``shard_id`` of ``num_shards``; the shards partition the samples."""
         return self.subset(np.arange(*shard_range(len(self), shard_id, num_shards)))
 
     def split(self, fraction: float, seed: int = 0) -> tuple[Samples, Samples]:
-        """A reproducible ``(1 - fraction, fraction)`` random split, e.g. train and validation."""
         order = np.random.default_rng(seed).permutation(len(self))
         cut = len(self) - max(1, round(fraction * len(self)))
         return self.subset(np.sort(order[:cut])), self.subset(np.sort(order[cut:]))
@@ -162,6 +171,9 @@ class SourceConfig(Tagged):
     """
 
     registry: ClassVar[dict[str, type[SourceConfig]]] = {}
+    streamed: ClassVar[str | None] = None
+    """For a source whose samples stream to the graph, never held by the host as columns
+    (no batch stages): why, and the fix; ``None`` for column sources."""
 
     shard_id: ShardId = 0
     num_shards: ShardCount = 1

@@ -7,23 +7,27 @@ import hashlib
 import json
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal, NoReturn
 
 from daliaug.cache import default_cache_dir, write_atomically
 from daliaug.epoch import shard_range
-from daliaug.errors import DataError
+from daliaug.errors import ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath
 from daliaug.sources.base import SourceConfig, read_text
+from daliaug.sources.sample_set import SampleSet
 
 METADATA = "daliaug.json"
 """Written next to the shards by ``daliaug convert``: class names and the feature keys."""
 
 
 @dataclass(frozen=True)
-class RecordSamples:
-    """TFRecord shards with a DALI index file each; streamed rather than listed by column."""
+class RecordSamples(SampleSet):
+    """TFRecord shards with a DALI index file each; streamed rather than listed by column, so
+    the host never sees a sample: no parameter rows or weights per sample, no random split.
+    Engines read them with their own readers (DALI's ``fn.readers.tfrecord``, TensorFlow's
+    ``TFRecordDataset``)."""
 
     files: list[str]
     index_files: list[str]
@@ -40,8 +44,56 @@ class RecordSamples:
         return stop - start
 
     @property
-    def num_classes(self) -> int:
-        return len(self.class_names)
+    def column_names(self) -> tuple[str, ...]:
+        return ("record", "label")
+
+    def shard(self, shard_id: int, num_shards: int) -> RecordSamples:
+        """Shard ``shard_id`` of ``num_shards`` of all the files' records (the readers read
+        that contiguous range)."""
+        return replace(self, shard_id=shard_id, num_shards=num_shards)
+
+    def check_readable(self) -> None:
+        """The first record holds both feature keys, with the expected kinds of values (read
+        with TensorFlow)."""
+        import tensorflow as tf
+
+        first = next(iter(tf.data.TFRecordDataset(self.files[:1])), None)
+        if first is None:
+            raise DataError(f"TFRecord file {self.files[0]} holds no records")
+        feature = tf.train.Example.FromString(first.numpy()).features.feature
+        for key, kind in ((self.image_key, "bytes_list"), (self.label_key, "int64_list")):
+            if key not in feature or feature[key].WhichOneof("kind") != kind:
+                raise DataError(
+                    f"TFRecord file {self.files[0]}: no {kind.split('_')[0]} feature {key!r} "
+                    f"(the records hold {sorted(feature)}); set source.image_key / "
+                    "source.label_key"
+                )
+
+    def check_params(self, which: str) -> None:
+        raise ValueError(f"{which} params need a column source, not TFRecords")
+
+    def check_sample_weights(self) -> None:
+        raise ConfigError("sample_weight: TFRecords are streamed; weigh classes with class_weight")
+
+    def check_reader_weights(self, framework: str) -> None:
+        raise ConfigError(
+            f"class_weight/sample_weight: TFRecords are read by DALI's own reader for "
+            f"framework={framework!r}, which gives no weights; use framework='tensorflow'"
+        )
+
+    def check_distribution(self, under: str) -> None:
+        raise ConfigError(f"source.type: tfrecord under {under} needs framework='tensorflow'")
+
+    def check_split(self, field: str, folder: Path) -> None:
+        raise _unsplit(field, folder)
+
+    def split(self, fraction: float, seed: int = 0) -> NoReturn:
+        """Never: records are split by folder."""
+        raise _unsplit("source.path", Path(self.files[0]).parent)
+
+
+def _unsplit(field: str, folder: Path) -> DataError:
+    return DataError(f"{field}: give TFRecords as {folder}/train and {folder}/val folders")
 
 
 def write_index(record_file: str, index_file: Path) -> int:
@@ -105,6 +157,9 @@ class TFRecordSource(SourceConfig):
     """
 
     type: Literal["tfrecord"] = "tfrecord"
+    streamed: ClassVar[str | None] = (
+        "TFRecords are streamed (convert them to a directory or file list)"
+    )
     path: FilePath
     image_key: str = "image/encoded"
     label_key: str = "image/class/label"

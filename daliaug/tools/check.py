@@ -65,7 +65,7 @@ def check(target: str | Config, progress: Callable[[int], None] | None = None) -
     covered (the total is the number of files listed, header failures included)."""
     config, samples = config_and_samples(target)
     engine, device = select_engine(config, tf_placement)
-    files = [f for paths in samples.files.values() for f in paths]
+    files = samples.image_files
     if progress is not None and samples.rejected:
         progress(len(samples.rejected))
     decoder = f"{engine.name}-{device}"

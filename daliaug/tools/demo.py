@@ -9,20 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from daliaug.config import Config
-from daliaug.errors import DataError
 from daliaug.prepare import prepare_samples
-from daliaug.sources import Samples, SourceConfig
-from daliaug.sources.tfrecord import RecordSamples
-
-AnySamples = Samples | RecordSamples
+from daliaug.sources import SampleSet, SourceConfig
 
 
-def splits(config: Config, data: Path | None) -> tuple[AnySamples, AnySamples]:
+def splits(config: Config, data: Path | None) -> tuple[SampleSet, SampleSet]:
     """Training and validation samples of the config's source: the demo data in the source's
     form without ``data``; else ``data/train`` and ``data/val`` if both exist, else an 80/20
     split of ``data``."""
 
-    def samples_of(source: SourceConfig) -> AnySamples:
+    def samples_of(source: SourceConfig) -> SampleSet:
         return prepare_samples(config.model_copy(update={"source": source}))
 
     if data is None:
@@ -36,8 +32,7 @@ def splits(config: Config, data: Path | None) -> tuple[AnySamples, AnySamples]:
             source.with_path(data / "val")
         )
     samples = samples_of(config.source.with_path(data))
-    if isinstance(samples, RecordSamples):
-        raise DataError(f"--data: give TFRecords as {data}/train and {data}/val folders")
+    samples.check_split("--data", data)
     return samples.split(0.2)
 
 

@@ -284,7 +284,7 @@ def numbered_config(folder: Path, batch_size: int = 16) -> Config:
     from daliaug.prepare import prepare_samples
 
     config = _demo_config(batch_size, split=1)
-    paths = [p for column in prepare_samples(config).files.values() for p in column]
+    paths = prepare_samples(config).image_files
     listing = folder / "numbered.csv"
     listing.write_text("".join(f"{p},{i}\n" for i, p in enumerate(paths)))
     source = {"type": "file_list", "path": str(listing)}
@@ -323,7 +323,7 @@ def compare_epochs(config: Config, first: str, second: str) -> Check:
     if not np.array_equal(labels[first], labels[second]):
         order = np.flatnonzero(labels[first] != labels[second])
         return Check(name, False, f"samples differ from position {order[0]} on")
-    paths = [p for column in prepare_samples(config).files.values() for p in column]
+    paths = prepare_samples(config).image_files
     jpeg = np.array([paths[i].lower().endswith((".jpg", ".jpeg")) for i in labels[first]])
     values, passed, parts = {"samples": len(labels[first])}, True, []
     for kind, chosen in (("decoder", jpeg), ("pipeline", ~jpeg)):
@@ -439,7 +439,7 @@ def _rates(report: Report, config: Config) -> float:
 
     dataset = make_dataset(config)
     rate = max(_rate(dataset), _rate(dataset))
-    paths = [p for column in prepare_samples(config).files.values() for p in column]
+    paths = prepare_samples(config).image_files
     decoded = decode_rate(paths, report.device, config.batch_size, config.device_id)
     where = "on the GPU" if report.device == "gpu" else "on the CPU path"
     detail = f"make_dataset {where}: {rate:,.0f} images/s; decoding alone: {decoded:,.0f} images/s"

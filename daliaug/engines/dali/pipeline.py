@@ -42,7 +42,7 @@ from daliaug.engines.feed import INPUTS, RecordLayout, WarpLayout, graph_inputs
 from daliaug.engines.select import Device, dali_gpu_count
 from daliaug.errors import BackendError
 from daliaug.plan import Plan
-from daliaug.sources.base import Samples
+from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.tfrecord import RecordSamples
 
 _TYPES = {"uint8": types.UINT8, "int32": types.INT32, "float32": types.FLOAT}
@@ -250,17 +250,19 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
     return pipe
 
 
-def size_hint(samples: Samples | RecordSamples) -> tuple[int, int] | None:
-    """The largest height and width among the samples' images (known for column sources)."""
-    if isinstance(samples, RecordSamples) or not len(samples.sizes):
+def reader_pipeline(config: Config, samples: SampleSet, device: Device) -> Pipeline | None:
+    """The pipeline (not built) where DALI's own reader reads ``samples`` (TFRecords, whose
+    parameters are then drawn in the graph); ``None`` where the host feeds them. The one place
+    that picks DALI's reader for a kind of :class:`SampleSet`."""
+    if not isinstance(samples, RecordSamples):
         return None
-    height, width = np.asarray(samples.sizes).max(axis=0)
-    return int(height), int(width)
+    options = GraphOptions(device, samples.num_classes, inputs=(), records=samples)
+    return define_pipeline(config, options)
 
 
 def named_pipeline(
     config: Config,
-    samples: Samples | RecordSamples,
+    samples: SampleSet,
     device: Device,
     weighted: bool,
     gpu_inputs: bool = False,
@@ -269,14 +271,13 @@ def named_pipeline(
     placeholder per input (:func:`~daliaug.engines.feed.graph_inputs`); ``gpu_inputs``: the
     inputs arrive on the GPU (see :data:`GPU_INPUTS`)."""
     inputs = graph_inputs(samples, weighted, config.label_mode)
-    target_shape = samples.target_shape if isinstance(samples, Samples) else ()
     options = GraphOptions(
         device,
         samples.num_classes,
         inputs=inputs,
         weighted=weighted,
-        target_shape=target_shape,
+        target_shape=samples.target_shape,
         gpu_inputs=gpu_inputs and device == "gpu",
-        size_hint=size_hint(samples),
+        size_hint=samples.size_hint,
     )
     return define_pipeline(config, options)

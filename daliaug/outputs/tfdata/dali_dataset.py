@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from functools import partial
 
 import tensorflow as tf
 from nvidia.dali.plugin import tf as dali_tf
@@ -18,14 +19,14 @@ from nvidia.dali.plugin import tf as dali_tf
 from daliaug.config import Config
 from daliaug.cuda import GROWTH_VARIABLE
 from daliaug.engines.dali.pipeline import RESIZES, named_pipeline
-from daliaug.engines.feed import EpochFeed, RecordLayout, WarpLayout
+from daliaug.engines.feed import EpochFeed, RecordLayout
 from daliaug.engines.select import Device, Placement, cpu_placement
+from daliaug.engines.tf.records import packed, read_records
 from daliaug.epoch import EpochClock, Epochs
 from daliaug.errors import BackendError, BackendWarning
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
-from daliaug.outputs.tfdata.streams import column_stream, element_spec, feed_stream, record_stream
-from daliaug.sources.base import Samples
-from daliaug.sources.tfrecord import RecordSamples
+from daliaug.outputs.tfdata.streams import column_stream, counted, element_spec, feed_stream
+from daliaug.sources.sample_set import SampleSet
 
 TF_CUDA_FIX = "install TensorFlow's CUDA build: pip install 'tensorflow[and-cuda]==2.21.*'"
 
@@ -133,33 +134,17 @@ def on_first_batch(dataset: tf.data.Dataset) -> tf.data.Dataset:
     return tf.data.Dataset.from_tensors(0).flat_map(lambda _: dataset)
 
 
-def _packed(stream: tf.data.Dataset, layout: RecordLayout) -> tf.data.Dataset:
-    """``(encoded, labels, weights, warp)`` batches packed into rows of :class:`RecordLayout`."""
-
-    def pack(
-        encoded: tf.Tensor, labels: tf.Tensor, weights: tf.Tensor, warp: tf.Tensor
-    ) -> tf.Tensor:
-        n = tf.shape(labels)[0]
-        lengths = tf.strings.length(encoded)
-        head = tf.bitcast(tf.stack([lengths, labels], axis=1), tf.uint8)  # length, label
-        body = tf.io.decode_raw(encoded, tf.uint8, fixed_length=tf.reduce_max(lengths))
-        parts = [head, tf.bitcast(weights, tf.uint8), tf.bitcast(warp, tf.uint8), body]
-        return tf.concat([tf.reshape(p, [n, -1]) for p in parts], axis=1)
-
-    return stream.map(pack)
-
-
 def _inputs(
-    config: Config, samples: Samples | RecordSamples, options: DatasetOptions, clock: EpochClock
+    config: Config, samples: SampleSet, options: DatasetOptions, clock: EpochClock
 ) -> tuple[dict[str, tf.data.Dataset], Epochs]:
     """One CPU stream per graph input, their epochs numbered by ``clock``."""
     epochs = options.epochs(config, len(samples))
     weights = options.weights(samples.num_classes)
 
-    if isinstance(samples, RecordSamples):
-        layout = WarpLayout.of(config.plan, ("record",), RESIZES)
-        stream = record_stream(config, samples, epochs, layout, clock, weights)
-        return {"record": _packed(stream, RecordLayout(layout))}, epochs
+    read = read_records(config, samples, epochs, RESIZES, partial(counted, clock=clock), weights)
+    if read is not None:
+        stream, layout = read
+        return {"record": packed(stream, RecordLayout(layout))}, epochs
     per_sample = options.per_sample(samples)
     feed = EpochFeed(config, samples, resizes=RESIZES, epochs=epochs, weights=per_sample)
     return {
@@ -172,7 +157,7 @@ def _inputs(
 
 def dali_dataset(
     config: Config,
-    samples: Samples | RecordSamples,
+    samples: SampleSet,
     device: Device,
     options: DatasetOptions = DEFAULT_OPTIONS,
 ) -> tf.data.Dataset:
@@ -196,8 +181,7 @@ def dali_dataset(
         copy = tf.data.experimental.copy_to_device(place)
         inputs = {name: stream.apply(copy) for name, stream in inputs.items()}
     weighted = options.weighs
-    target_shape = samples.target_shape if isinstance(samples, Samples) else ()
-    specs = element_spec(config, samples.num_classes, weighted, target_shape)
+    specs = element_spec(config, samples.num_classes, weighted, samples.target_shape)
     # inputs copied to the GPU reach DALI there where only GPU operators read them
     pipeline = named_pipeline(config, samples, device, weighted, gpu_inputs=on_gpu)
     with tf.device(place):

@@ -28,8 +28,7 @@ from daliaug.errors import ConfigError
 from daliaug.outputs import framework_batches, framework_of
 from daliaug.outputs.options import DatasetOptions
 from daliaug.prepare import prepare
-from daliaug.sources.base import Samples
-from daliaug.sources.tfrecord import RecordSamples
+from daliaug.sources.sample_set import SampleSet
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -71,7 +70,7 @@ def describe(dataset: Any) -> DatasetEngine:
 def make_dataset(
     config: Any,
     *,
-    samples: Samples | RecordSamples | None = None,
+    samples: SampleSet | None = None,
     x: Any = None,
     y: Any = None,
     initial_epoch: int = 0,
@@ -115,10 +114,7 @@ def make_dataset(
     device = None if framework == "tensorflow" else framework_device(config, framework)
     prepared = prepare(config, samples=samples, x=x, y=y, device=device, placement=tf_placement)
     config, samples = prepared.config, prepared.samples
-    if isinstance(samples, RecordSamples):
-        from daliaug.outputs.tfdata.streams import check_record_keys
-
-        check_record_keys(samples)
+    samples.check_readable()
     weights = None if class_weight is None else _class_weights(config, samples, class_weight)
     per_sample = None if sample_weight is None else _sample_weights(samples, sample_weight)
     options = DatasetOptions(
@@ -150,7 +146,7 @@ def _described(dataset: Any, engine: str, device: Device, replicas: int) -> Any:
 def engine_dataset(
     name: str,
     config: Config,
-    samples: Samples | RecordSamples,
+    samples: SampleSet,
     device: Device,
     options: DatasetOptions,
 ) -> tf.data.Dataset:
@@ -196,10 +192,9 @@ def framework_device(config: Config, framework: str) -> Device:
     return placement
 
 
-def _sample_weights(samples: Samples | RecordSamples, sample_weight: Any) -> np.ndarray:
+def _sample_weights(samples: SampleSet, sample_weight: Any) -> np.ndarray:
     """One weight per sample, checked."""
-    if isinstance(samples, RecordSamples):
-        raise ConfigError("sample_weight: TFRecords are streamed; weigh classes with class_weight")
+    samples.check_sample_weights()
     weights = np.asarray(sample_weight, dtype=np.float32).reshape(-1)
     if len(weights) != len(samples):
         raise ConfigError(
@@ -211,7 +206,7 @@ def _sample_weights(samples: Samples | RecordSamples, sample_weight: Any) -> np.
 
 
 def _class_weights(
-    config: Config, samples: Samples | RecordSamples, class_weight: Mapping[int, float]
+    config: Config, samples: SampleSet, class_weight: Mapping[int, float]
 ) -> np.ndarray:
     """Keras' ``class_weight`` as one weight per class, checked."""
     if config.source.segmentation:

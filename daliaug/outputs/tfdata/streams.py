@@ -5,8 +5,8 @@ epoch), so each stream asks the dataset's :class:`~daliaug.epoch.EpochClock` whi
 iteration is. Streams of one dataset are built from one :class:`EpochFeed` (one seed) and one
 clock, so they stay aligned sample for sample. Column sources come from the host
 (:class:`EpochFeed`, through ``Dataset.from_generator``: one Python call per batch, arrays of
-indices and per-sample numbers); TFRecords are read by ``tf.data`` in a per-epoch order and the
-plan is evaluated in the TensorFlow graph, where their sizes are known.
+indices and per-sample numbers); TFRecords are read by ``tf.data`` itself
+(:mod:`daliaug.engines.tf.records`, on these streams' clock through :func:`counted`).
 """
 
 from __future__ import annotations
@@ -16,24 +16,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 
-import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
-from daliaug.engines.feed import INPUTS, EpochFeed, WarpLayout
-from daliaug.engines.tf.math import TF_ARRAYS
-from daliaug.epoch import EpochClock, Epochs, shard_range
-from daliaug.errors import DataError
+from daliaug.engines.feed import INPUTS, EpochFeed
+from daliaug.epoch import EpochClock
 from daliaug.sources.segmentation import SegmentationSource
-from daliaug.sources.tfrecord import RecordSamples
 
 CHUNK = 8192
 """Samples per Python call of a feed stream (index arrays and per-sample numbers are small)."""
-
-RECORD_BUFFER = 10_000
-"""Records a TFRecord stream shuffles at a time: consecutive blocks of this many records of the
-shard are each permuted, by a permutation fixed by the seed, the shard, the epoch and the
-block."""
 
 _TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "uint8": tf.uint8}
 
@@ -178,85 +169,3 @@ def column_stream(feed: EpochFeed, name: str, clock: EpochClock) -> tf.data.Data
     column = tf.constant(feed.samples.columns[name])
     indices = feed_stream(feed, "index", clock, check_files=name in feed.samples.files)
     return indices.map(lambda index: tf.gather(column, index))
-
-
-def image_size(encoded: tf.Tensor) -> tf.Tensor:
-    """``(height, width)`` (int32) of an encoded JPEG or PNG, read from its header."""
-
-    def png() -> tf.Tensor:
-        width_height = tf.io.decode_raw(tf.strings.substr(encoded, 16, 8), tf.int32, False)
-        return tf.reverse(width_height, [0])
-
-    return tf.cond(tf.io.is_jpeg(encoded), lambda: tf.image.extract_jpeg_shape(encoded)[:2], png)
-
-
-def record_stream(
-    config: Config,
-    records: RecordSamples,
-    epochs: Epochs,
-    layout: WarpLayout,
-    clock: EpochClock,
-    weights: np.ndarray | None = None,
-) -> tf.data.Dataset:
-    """Batches of ``(encoded images, labels, weights, warp)`` from the TFRecords: this shard's
-    contiguous range, shuffled per epoch in blocks of :data:`RECORD_BUFFER` records, in an
-    order fixed by the seed, the shard and the epoch, and cut or padded (weight 0) to the
-    epoch's positions; ``weights`` from the class ``weights`` (1 without); ``warp``
-    (``layout``) evaluated in the graph from the epoch's parameter rows."""
-    start, _ = shard_range(sum(records.counts), records.shard_id, records.num_shards)
-    table = tf.constant(np.ones(records.num_classes, np.float32) if weights is None else weights)
-    features = {
-        records.image_key: tf.io.FixedLenFeature([], tf.string),
-        records.label_key: tf.io.FixedLenFeature([], tf.int64),
-    }
-
-    def parse(position: tf.Tensor, serialized: tf.Tensor) -> tuple:
-        example = tf.io.parse_single_example(serialized, features)
-        encoded, label = example[records.image_key], tf.cast(example[records.label_key], tf.int32)
-        weight = tf.gather(table, label) * tf.cast(position < len(records), tf.float32)
-        return encoded, label, weight, image_size(encoded)
-
-    base = np.random.SeedSequence([epochs.seed, epochs.stream]).generate_state(1, np.uint64)[0]
-    window = min(len(records), RECORD_BUFFER)
-
-    def shuffled(key: tf.Tensor, i: tf.Tensor, block: tf.Tensor) -> tf.Tensor:
-        seed = tf.random.experimental.stateless_fold_in(key, i)
-        return tf.random.experimental.stateless_shuffle(block, seed=seed)
-
-    def epoch_records(epoch: tf.Tensor) -> tf.data.Dataset:
-        ds = tf.data.TFRecordDataset(records.files).skip(start).take(len(records))
-        if config.shuffle:
-            key = tf.stack([tf.constant(int(base >> 1), tf.int64), epoch])
-            blocks = ds.batch(window).enumerate()
-            ds = blocks.map(lambda i, block: shuffled(key, i, block)).unbatch()
-        ds = ds.repeat().take(epochs.positions).enumerate()
-        ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-        return ds.batch(config.batch_size, drop_remainder=config.drop_remainder)
-
-    def epoch_number(epoch: int) -> Iterator[np.int64]:
-        yield np.int64(epoch)
-
-    numbers = counted(epoch_number, tf.TensorSpec((), tf.int64), clock)
-    batches = numbers.flat_map(epoch_records)
-    rows_spec = tf.TensorSpec((None, len(config.plan.param_keys)), tf.float32)
-    rows = counted(lambda epoch: epochs.parameters(config.plan, epoch), rows_spec, clock)
-
-    def with_warp(batch: tuple[tf.Tensor, ...], r: tf.Tensor) -> tuple:
-        encoded, labels, weight, sizes = batch
-        return encoded, labels, weight, layout.evaluate(r, sizes, TF_ARRAYS)
-
-    return tf.data.Dataset.zip(batches, rows).map(with_warp)
-
-
-def check_record_keys(records: RecordSamples) -> None:
-    """The first record holds both feature keys, with the expected kinds of values."""
-    first = next(iter(tf.data.TFRecordDataset(records.files[:1])), None)
-    if first is None:
-        raise DataError(f"TFRecord file {records.files[0]} holds no records")
-    feature = tf.train.Example.FromString(first.numpy()).features.feature
-    for key, kind in ((records.image_key, "bytes_list"), (records.label_key, "int64_list")):
-        if key not in feature or feature[key].WhichOneof("kind") != kind:
-            raise DataError(
-                f"TFRecord file {records.files[0]}: no {kind.split('_')[0]} feature {key!r} "
-                f"(the records hold {sorted(feature)}); set source.image_key / source.label_key"
-            )

@@ -3,23 +3,24 @@ element spec and the number of batches ``model.fit`` expects."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
-from daliaug.engines.feed import EpochFeed, WarpLayout
+from daliaug.engines.feed import EpochFeed
 from daliaug.engines.tf.pipeline import RESIZES, array_batches, file_batches, record_batches
+from daliaug.engines.tf.records import read_records
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
-from daliaug.outputs.tfdata.streams import element_spec, feed_stream, record_stream
-from daliaug.sources.base import Samples
-from daliaug.sources.tfrecord import RecordSamples
+from daliaug.outputs.tfdata.streams import counted, element_spec, feed_stream
+from daliaug.sources.sample_set import SampleSet
 
 
 def tf_dataset(
     config: Config,
-    samples: Samples | RecordSamples,
+    samples: SampleSet,
     options: DatasetOptions = DEFAULT_OPTIONS,
     params: np.ndarray | None = None,
 ) -> tf.data.Dataset:
@@ -31,16 +32,16 @@ def tf_dataset(
 
 
 def _dataset(
-    config: Config, samples: Samples | RecordSamples, options: DatasetOptions, params: Any
+    config: Config, samples: SampleSet, options: DatasetOptions, params: Any
 ) -> tf.data.Dataset:
     weights = options.weights(samples.num_classes)
     epochs = options.epochs(config, len(samples))
     clock = options.epoch_clock()
-    if isinstance(samples, RecordSamples):
-        if params is not None:
-            raise ValueError("explicit params need a column source, not TFRecords")
-        layout = WarpLayout.of(config.plan, ("record",), RESIZES)
-        stream = record_stream(config, samples, epochs, layout, clock, weights)
+    if params is not None:
+        samples.check_params("explicit")
+    read = read_records(config, samples, epochs, RESIZES, partial(counted, clock=clock), weights)
+    if read is not None:
+        stream, layout = read
         batches = record_batches(config, samples.num_classes, layout, stream, weights is not None)
     else:
         feed = EpochFeed(
@@ -57,8 +58,7 @@ def _dataset(
             batches = array_batches(config, samples, feed.layout, stream)
         else:
             batches = file_batches(config, samples, feed.layout, stream)
-    target_shape = samples.target_shape if isinstance(samples, Samples) else ()
-    specs = element_spec(config, samples.num_classes, weights is not None, target_shape)
+    specs = element_spec(config, samples.num_classes, weights is not None, samples.target_shape)
 
     def shaped(*batch: tf.Tensor) -> tuple[tf.Tensor, ...]:
         return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
