@@ -27,6 +27,7 @@ translations by the table value in pixels without torchvision's ``int()`` trunca
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 from daliaug.algebra import Affine, Canvas, ColourMatrix, Math, Random, Scalar, add, mul, sub
@@ -199,7 +200,7 @@ class PolicyTransform(GeometricTransform, ColourTransform, PixelTransform):
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
         for j in range(self.slots):
             for op, flag, v in self._chosen(p, j, PIXEL_OPS):
-                images = ops.select(flag, _op_pixels(op, v, images, ops), images)
+                images = ops.select(flag, partial(_op_pixels, op, v, ops=ops), images)
         return images
 
 
