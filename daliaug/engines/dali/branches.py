@@ -50,9 +50,15 @@ def _branching(branch: Branch) -> Iterator[None]:
 
 @do_not_convert
 def _define(graph: Callable[[], tuple[DataNode, ...]], branch: Branch) -> tuple[DataNode, ...]:
-    """``graph()`` with ``branch`` as its branch, not rewritten by AutoGraph."""
-    with _branching(branch):
-        return graph()
+    """``graph()`` with ``branch`` as its branch, not rewritten by AutoGraph; an error it
+    raises leaves as it is (AutoGraph would raise a copy whose message starts "in user code:"
+    and ends with the original, unless the error carries ``ag_pass_through``)."""
+    try:
+        with _branching(branch):
+            return graph()
+    except Exception as e:
+        e.ag_pass_through = True  # type: ignore[attr-defined]
+        raise
 
 
 def conditional_pipeline(graph: Callable[[], tuple[DataNode, ...]], **args: Any) -> Pipeline:
