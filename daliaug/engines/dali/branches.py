@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from nvidia.dali import fn, types
 from nvidia.dali.pipeline import DataNode, Pipeline, do_not_convert, pipeline_def
 
 Op = Callable[[DataNode], DataNode]
@@ -76,16 +77,17 @@ def conditional_pipeline(graph: Callable[[], tuple[DataNode, ...]], **args: Any)
     return pipeline_def(definition, enable_conditionals=True, **args)()
 
 
-def where(flag: DataNode | float, op: Op, data: DataNode) -> DataNode:
-    """Per sample, ``op(data)`` where ``flag`` (0 or 1) is 1, else ``data``: ``op`` runs only
-    for the samples whose flag is 1 in a :func:`conditional_pipeline`; elsewhere it runs for
-    all of them and the results are blended (exact for finite values: a product with 0 or 1
-    and a sum with 0 round nothing)."""
-    if not isinstance(flag, DataNode):
-        return op(data) if flag > 0.5 else data
+def where(predicate: DataNode | bool, op: Op, data: DataNode) -> DataNode:
+    """Per sample, ``op(data)`` where the boolean ``predicate`` (a per-sample scalar, or a
+    bool) holds, else ``data``: ``op`` runs only for the samples where it holds in a
+    :func:`conditional_pipeline`; elsewhere it runs for all of them and the results are
+    blended (exact for finite values: a product with 0 or 1 and a sum with 0 round nothing)."""
+    if not isinstance(predicate, DataNode):
+        return op(data) if predicate else data
     branch = _BRANCH.get()
     if branch is not None:
-        return branch(flag > 0.5, op, data)
+        return branch(predicate, op, data)
     chosen = op(data)
-    on = flag.gpu() if chosen.device == "gpu" else flag
+    on = fn.cast(predicate, dtype=types.FLOAT)
+    on = on.gpu() if chosen.device == "gpu" else on
     return chosen * on + data * (1.0 - on)

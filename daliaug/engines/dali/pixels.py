@@ -225,4 +225,4 @@ def paste(batch: DataNode, partner: Value, y0: Value, x0: Value, h: Value, w: Va
 def select(flag: Value, op: Callable[[DataNode], DataNode], images: DataNode) -> DataNode:
     """Per sample, ``op(images)`` where ``flag`` (0 or 1) is 1, else ``images``; in daliaug's
     graphs ``op`` runs only for the samples whose flag is 1 (:func:`branches.where`)."""
-    return branches.where(flag, op, images)
+    return branches.where(flag > 0.5, op, images)
