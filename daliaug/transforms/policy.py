@@ -13,7 +13,8 @@ or 1 and sums with 0 round nothing):
 * colour ops (brightness, color, contrast, invert): the slot's colour matrix, the same way,
   composed into the one colour pass (contrast weighs the image's grey mean, ``colour_mean``);
 * pixel ops (sharpness, posterize, solarize, auto_contrast, equalize): a pixel stage,
-  ``ops.select(flag, op(images), images)`` per op and slot.
+  ``ops.select(flag, op, images)`` per op and slot (the DALI engine runs ``op`` only for the
+  samples whose flag is 1, by DALI's conditional execution).
 
 The order therefore differs from torchvision, which applies the slots' operations in turn and
 rounds and clips to uint8 after each: here all geometric ops of all slots come first (in slot
