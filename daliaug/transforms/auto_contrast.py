@@ -26,4 +26,4 @@ class AutoContrast(PixelTransform):
         return {"auto_contrast": rng.bernoulli(self.probability)}
 
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
-        return ops.select(p["auto_contrast"], ops.auto_contrast(images), images)
+        return ops.select(p["auto_contrast"], ops.auto_contrast, images)

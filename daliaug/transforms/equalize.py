@@ -25,4 +25,4 @@ class Equalize(PixelTransform):
         return {"equalize": rng.bernoulli(self.probability)}
 
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
-        return ops.select(p["equalize"], ops.equalize(images), images)
+        return ops.select(p["equalize"], ops.equalize, images)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
@@ -51,5 +52,5 @@ class GaussianBlur(PixelTransform):
         return []
 
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
-        blurred = ops.gaussian_blur(images, p["sigma"], self.kernel_size)
-        return ops.select(p["blur"], blurred, images)
+        blur = partial(ops.gaussian_blur, sigma=p["sigma"], size=self.kernel_size)
+        return ops.select(p["blur"], blur, images)

@@ -13,7 +13,8 @@ or 1 and sums with 0 round nothing):
 * colour ops (brightness, color, contrast, invert): the slot's colour matrix, the same way,
   composed into the one colour pass (contrast weighs the image's grey mean, ``colour_mean``);
 * pixel ops (sharpness, posterize, solarize, auto_contrast, equalize): a pixel stage,
-  ``ops.select(flag, op(images), images)`` per op and slot.
+  ``ops.select(flag, op, images)`` per op and slot (the DALI engine runs ``op`` only for the
+  samples whose flag is 1, by DALI's conditional execution).
 
 The order therefore differs from torchvision, which applies the slots' operations in turn and
 rounds and clips to uint8 after each: here all geometric ops of all slots come first (in slot
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 from daliaug.algebra import Affine, Canvas, ColourMatrix, Math, Random, Scalar, add, mul, sub
@@ -219,7 +221,7 @@ class PolicyTransform(GeometricTransform, ColourTransform, PixelTransform):
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
         for j in range(self.slots):
             for op, flag, v in self._chosen(p, j, PIXEL_OPS):
-                images = ops.select(flag, _op_pixels(op, v, images, ops), images)
+                images = ops.select(flag, partial(_op_pixels, op, v, ops=ops), images)
         return images
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
@@ -28,4 +29,4 @@ class Posterize(PixelTransform):
         return {"posterize": rng.bernoulli(self.probability)}
 
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
-        return ops.select(p["posterize"], ops.posterize(images, float(self.bits)), images)
+        return ops.select(p["posterize"], partial(ops.posterize, bits=float(self.bits)), images)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 from daliaug.algebra import Random
@@ -29,4 +30,4 @@ class Sharpness(PixelTransform):
         return {"sharpness": rng.bernoulli(self.probability), "factor": rng.uniform(*self.factor)}
 
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
-        return ops.select(p["sharpness"], ops.sharpness(images, p["factor"]), images)
+        return ops.select(p["sharpness"], partial(ops.sharpness, factor=p["factor"]), images)

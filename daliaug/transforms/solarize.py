@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
@@ -28,4 +29,4 @@ class Solarize(PixelTransform):
         return {"solarize": rng.bernoulli(self.probability)}
 
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
-        return ops.select(p["solarize"], ops.solarize(images, self.threshold), images)
+        return ops.select(p["solarize"], partial(ops.solarize, threshold=self.threshold), images)

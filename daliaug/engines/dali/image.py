@@ -5,6 +5,7 @@ definition (:mod:`daliaug.engines.dali.pipeline`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from math import floor
 
 import numpy as np
@@ -13,7 +14,7 @@ from nvidia.dali import fn, types
 from nvidia.dali.pipeline import DataNode
 
 from daliaug.config import Config
-from daliaug.engines.dali import pixels
+from daliaug.engines.dali import branches, pixels
 from daliaug.engines.select import Device
 from daliaug.sources.segmentation import SegmentationSource
 from daliaug.transforms.base import CUT_TOLERANCE
@@ -141,6 +142,26 @@ def _mean_shift(image: DataNode, means: DataNode, channels: int) -> DataNode:
     return fn.reshape(fn.coord_transform(mean, M=means), shape=[1, 1, channels])
 
 
+def _recolour(image: DataNode, warp: dict[str, object], channels: int) -> DataNode:
+    """``image`` through the ``colour`` matrix, plus the ``colour_mean`` matrix times the
+    image's per-channel mean when given (unclipped)."""
+    moved = fn.coord_transform(image, MT=warp["colour"], dtype=types.FLOAT)
+    if "colour_mean" in warp:
+        moved = moved + _mean_shift(image, warp["colour_mean"], channels)
+    return moved
+
+
+def _recolours(warp: dict[str, object], channels: int) -> DataNode:
+    """Per sample, whether :func:`_recolour` changes any value: ``colour`` is not the
+    identity or ``colour_mean`` is not zero (otherwise it gives back each value exactly:
+    products with 1 and 0 and sums with 0 round nothing)."""
+    identity = types.Constant(np.eye(channels, channels + 1, dtype=np.float32))
+    change = fn.reductions.max(dmath.abs(warp["colour"] - identity))
+    if "colour_mean" in warp:
+        change = dmath.max(change, fn.reductions.max(dmath.abs(warp["colour_mean"])))
+    return change > 0.0
+
+
 def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode:
     """A batch of resampled float images to the output: shifted and clipped to each image's
     own range (the plan's ``offset``), recoloured (the plan's ``colour`` matrix, plus its
@@ -153,10 +174,9 @@ def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode
         low, high = fn.reductions.min(image), fn.reductions.max(image)
         image = dmath.clamp(image + offset, low, high)
     if "colour" in warp:
-        moved = fn.coord_transform(image, MT=warp["colour"], dtype=types.FLOAT)
-        if "colour_mean" in warp:
-            moved = moved + _mean_shift(image, warp["colour_mean"], config.channels)
-        image = dmath.clamp(moved, 0.0, 255.0)
+        recolour = partial(_recolour, warp=warp, channels=config.channels)
+        image = branches.where(_recolours(warp, config.channels), recolour, image)
+        image = dmath.clamp(image, 0.0, 255.0)
     if "stages" in warp:
         column = stage_column(warp)
         image = config.plan.pixels(image, column, pixels)

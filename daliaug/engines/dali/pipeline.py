@@ -29,6 +29,7 @@ from nvidia.dali.pipeline import DataNode, Pipeline
 from daliaug.algebra import Canvas
 from daliaug.config import Config
 from daliaug.engines.dali import pixels
+from daliaug.engines.dali.branches import conditional_pipeline
 from daliaug.engines.dali.image import (
     decode,
     finish,
@@ -238,15 +239,16 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             outputs.append(weight.gpu() if options.device == "gpu" else weight)
         return tuple(outputs)
 
-    pipe = DaliaugPipeline(
+    pipe = conditional_pipeline(
+        graph,
         batch_size=config.batch_size,
         num_threads=config.dali_threads,
         device_id=config.device_id if options.device == "gpu" else None,
         seed=config.seed,
         prefetch_queue_depth=config.prefetch,
     )
-    with pipe:
-        pipe.set_outputs(*graph())
+    # pipeline_def makes a plain Pipeline; DaliaugPipeline holds no state of its own
+    pipe.__class__ = DaliaugPipeline
     return pipe
 
 

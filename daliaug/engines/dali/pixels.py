@@ -11,12 +11,14 @@ arguments stay on the CPU. Every operator used has a CPU and a GPU implementatio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import nvidia.dali.math as dmath
 from nvidia.dali import fn, types
 from nvidia.dali.pipeline import DataNode
+
+from daliaug.engines.dali import branches
 
 Value = DataNode | float
 
@@ -238,8 +240,7 @@ def paste(batch: DataNode, partner: Value, y0: Value, x0: Value, h: Value, w: Va
     return erase(batch, y0, x0, h, w, (0.0,)) + pasted
 
 
-def select(flag: Value, chosen: DataNode, other: DataNode) -> DataNode:
-    """Per sample, ``chosen`` where ``flag`` (0 or 1) is 1, else ``other`` (as a blend, exact
-    for finite values: a product with 0 or 1 and a sum with 0 round nothing)."""
-    flag = _on(flag, chosen)
-    return chosen * flag + other * (1.0 - flag)
+def select(flag: Value, op: Callable[[DataNode], DataNode], images: DataNode) -> DataNode:
+    """Per sample, ``op(images)`` where ``flag`` (0 or 1) is 1, else ``images``; in daliaug's
+    graphs ``op`` runs only for the samples whose flag is 1 (:func:`branches.where`)."""
+    return branches.where(flag > 0.5, op, images)

@@ -12,7 +12,7 @@ output's ``uint8`` conversion does. The semantics are stated in each function an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
@@ -260,6 +260,7 @@ def paste(batch: tf.Tensor, partner: Value, y0: Value, x0: Value, h: Value, w: V
     return tf.where(inside, other, batch)
 
 
-def select(flag: Value, chosen: tf.Tensor, other: tf.Tensor) -> tf.Tensor:
-    """Per sample, ``chosen`` where ``flag`` (0 or 1) is 1, else ``other``."""
-    return tf.where(_per_sample(flag, chosen.shape.rank) > 0.5, chosen, other)
+def select(flag: Value, op: Callable[[tf.Tensor], tf.Tensor], images: tf.Tensor) -> tf.Tensor:
+    """Per sample, ``op(images)`` where ``flag`` (0 or 1) is 1, else ``images`` (``op`` runs
+    on the whole batch; XLA fuses the choice into it)."""
+    return tf.where(_per_sample(flag, images.shape.rank) > 0.5, op(images), images)
