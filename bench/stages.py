@@ -46,13 +46,14 @@ def _feed(config: Config, data: Data) -> tuple[Callable[[], tuple], tuple[str, .
     names = layouts[0].names + (() if "matrix" in layouts[0].names else ("matrix",))
     rng = np.random.default_rng(0)
     batch = config.batch_size
+    valid = np.ones(batch, dtype=bool)  # every position a real sample (batch stages ask)
 
     def feed() -> tuple:
         idx = rng.integers(0, len(samples), batch)
         rows, sizes = draw_rows(plan, rng, batch), samples.sizes[idx]
         warp = {}
         for layout in reversed(layouts):  # the resizing layout's inputs win
-            warp.update(layout.unpack(layout.evaluate(rows, sizes, NUMPY), np.reshape, True))
+            warp.update(layout.unpack(layout.evaluate(rows, sizes, NUMPY, valid), np.reshape, True))
         return (samples.columns[column][idx], *(np.ascontiguousarray(warp[n]) for n in names))
 
     return feed, (column, *names)
@@ -190,7 +191,9 @@ def medians(
 
 def profile(name: str, quick: bool, repeats: int, seconds: float) -> list[dict[str, Any]]:
     """Median CPU ms/image and images/s of each stage of workload ``name``, one DALI thread."""
-    from nvidia.dali import fn, pipeline_def, types
+    from nvidia.dali import fn, types
+
+    from daliaug.engines.dali.branches import conditional_pipeline
 
     data = prepare(name, quick)
     config = WORKLOADS[name].daliaug_config(data, num_threads=1)
@@ -200,14 +203,16 @@ def profile(name: str, quick: bool, repeats: int, seconds: float) -> list[dict[s
     pipes = {}
     for stage, graph in _stages(config, inputs).items():
 
-        @pipeline_def(batch_size=config.batch_size, num_threads=1, device_id=None, seed=0)
         def pipeline(graph: Stage = graph) -> Any:
             nodes = fn.external_source(
                 source=feed, num_outputs=len(inputs), dtype=dtypes, layout=layouts, batch=True
             )
             return graph(dict(zip(inputs, nodes, strict=True)))
 
-        pipes[stage] = pipeline()
+        # as daliaug's own graphs: per-sample operations only on the samples that chose them
+        pipes[stage] = conditional_pipeline(
+            pipeline, batch_size=config.batch_size, num_threads=1, device_id=None, seed=0
+        )
         pipes[stage].build()
     steps = {stage: pipe.run for stage, pipe in pipes.items()}
     return medians(steps, config.batch_size, repeats, seconds, warmup=2)

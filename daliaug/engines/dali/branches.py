@@ -11,9 +11,8 @@ one ``if``: the definition holds that ``if`` in a nested function and calls the 
 function marked ``do_not_convert``, which makes the nested function the branch of the graph
 being defined (:data:`_BRANCH`); :func:`where` uses it there.
 
-Outside such a graph (a plain ``Pipeline``, as ``bench/stages.py`` builds) :func:`where`
-computes the operation for every sample and keeps it where the predicate holds: the same
-values, more work. ``ag_pass_through`` (see :func:`_define`) is AutoGraph's own attribute,
+Outside such a graph (a plain ``Pipeline``) :func:`where` computes the operation for every
+sample and keeps it where the predicate holds: the same values, more work. ``ag_pass_through`` (see :func:`_define`) is AutoGraph's own attribute,
 read in DALI 2.4's fork (``_autograph/impl/api.py``), the release ``pyproject.toml`` pins.
 """
 
