@@ -1,5 +1,5 @@
 """Which backend ``backend: auto`` should run without a GPU: ``make_dataset`` with DALI on the
-CPU against the TensorFlow backend, for every source kind.
+CPU against the TensorFlow backend, for every source kind and for plans with pixel stages.
 
     python -m bench.choose [--repeats 3] [--seconds 4] [--out bench/results] [--quick]
 
@@ -7,7 +7,9 @@ Each source kind gets workload (b)'s transforms (random resized crop, flip, colo
 normalize) on its own data: the JPEG folder of workload (b) read as a ``directory``, as a
 ``file_list`` and converted to PNGs and to TFRecords; workload (a)'s arrays and transforms for
 ``arrays``; the demo's segmentation data (96x96, masks warped with their images) with the
-shipped ``segmentation.yaml`` pipeline. Every case runs in a process of its own (as
+shipped ``segmentation.yaml`` pipeline. Two more cases vary the plan on (b)'s folder: ``pixel``
+adds two per-sample pixel stages (sharpness, solarize) to (b), ``policy`` is workload (c)
+(RandAugment and MixUp). Every case runs in a process of its own (as
 :mod:`bench.worker`), repeats interleaved; images/s and CPU ms/image are medians. The rule in
 :func:`daliaug.engines.select.resolve_backend` follows from the result (``choose-*.md``).
 """
@@ -30,7 +32,9 @@ from bench.worker import cpu_ms
 from bench.workloads import BATCH_SIZE, WORKLOADS, prepare
 from daliaug.cache import build_folder_atomically, default_cache_dir
 
-KINDS = ("arrays", "directory", "file_list", "png", "tfrecord", "segmentation")
+KINDS = ("arrays", "directory", "file_list", "png", "tfrecord", "segmentation", "pixel", "policy")
+PIXEL_STAGES = [{"type": "sharpness"}, {"type": "solarize"}]
+"""The ``pixel`` kind: workload (b) with two per-sample pixel stages before its normalize."""
 BACKENDS = ("cpu", "tf")
 
 
@@ -91,6 +95,13 @@ def case_config(kind: str, backend: str, quick: bool) -> tuple[dict[str, Any], A
         return {**shipped, "source": source, "batch_size": BATCH_SIZE, "backend": backend}, None
     folder = prepare("b", quick).directory
     assert folder is not None
+    if kind in ("pixel", "policy"):  # (b)'s folder with pixel stages, or workload (c) (a policy)
+        directory = {"type": "directory", "path": str(folder)}
+        config = WORKLOADS["b" if kind == "pixel" else "c"].config
+        transforms = config["transforms"]
+        if kind == "pixel":
+            transforms = [*transforms[:-1], *PIXEL_STAGES, transforms[-1]]
+        return {**config, "source": directory, "transforms": transforms, "backend": backend}, None
     source: dict[str, Any] = {
         "directory": {"type": "directory", "path": str(folder)},
         "png": {"type": "directory", "path": str(_png_folder(folder))},

@@ -182,9 +182,9 @@ SEGMENTATION = {"type": "segmentation", "images": "i", "masks": "m", "num_classe
 
 
 def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
-    """No GPU: ``auto`` runs the path ``bench.choose`` measured faster for the source kind:
-    the TensorFlow backend, but DALI's CPU operators for segmentation; ``cpu`` still forces
-    DALI, ``tf`` TensorFlow."""
+    """No GPU: ``auto`` runs the path ``bench.choose`` measured faster for the source kind and
+    plan: the TensorFlow backend, but DALI's CPU operators for segmentation and for a policy;
+    ``cpu`` still forces DALI, ``tf`` TensorFlow."""
     from daliaug.engines import select_engine
     from daliaug.engines.select import cuda_driver, dali_gpu_count, resolve_backend
     from daliaug.outputs.tfdata.dataset import tf_placement
@@ -194,6 +194,8 @@ def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
     cases = [("auto", {}, "tf"), ("cpu", {}, "cpu"), ("tf", {}, "tf")]
     cases += [(backend, {"source": SEGMENTATION}, backend) for backend in ("cpu", "tf")]
     cases += [("auto", {"source": SEGMENTATION}, "cpu")]
+    policy = {"transforms": [{"type": "trivial_augment"}]}
+    cases += [("auto", policy, "cpu"), ("tf", policy, "tf")]
     for backend, fields, expected in cases:
         config = config_for(demo_dir, backend=backend, batch_size=8, seed=3, **fields)
         assert resolve_backend(config) == expected, (backend, fields)

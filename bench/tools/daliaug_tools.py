@@ -48,7 +48,7 @@ def _dataset_epoch(config: Any, data: Data) -> Epoch:
 
 def default_dataset(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
     """``make_dataset`` with ``backend: auto``: DALI on the GPU where DALI sees one, else the
-    faster CPU path for the source kind (:func:`daliaug.engines.select.cpu_placement`)."""
+    faster CPU path for the source kind and plan (:func:`daliaug.engines.select.cpu_placement`)."""
     return _dataset_epoch(_config(workload, data, threads, backend="auto"), data)
 
 

@@ -2,7 +2,7 @@
 
 A placement is ``gpu`` or ``cpu`` (DALI on that device) or ``tf`` (the TensorFlow backend).
 ``backend: auto`` gives DALI on the GPU where DALI sees one, else the faster CPU path for the
-source kind (:func:`cpu_placement`).
+source kind and plan (:func:`cpu_placement`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Literal
 from daliaug.config import Config
 from daliaug.cuda import cuda_driver
 from daliaug.errors import BackendError
+from daliaug.transforms.policy import PolicyTransform
 
 Device = Literal["cpu", "gpu"]
 Placement = Literal["cpu", "gpu", "tf"]
@@ -56,11 +57,15 @@ def resolve_device(config: Config) -> Device:
 
 
 def cpu_placement(config: Config) -> Placement:
-    """The faster CPU path of ``make_dataset`` for the config's source kind, as measured by
+    """The faster CPU path of ``make_dataset`` for the config, as measured by
     ``python -m bench.choose`` (bench/results/choose-*.md): DALI's CPU operators for
-    segmentation (images and masks warped together), the TensorFlow backend for every other
-    kind (arrays, directory, file_list, PNGs, TFRecords)."""
-    return "cpu" if config.source.type == "segmentation" else "tf"
+    segmentation (images and masks warped together) and for a policy (``rand_augment``,
+    ``trivial_augment``, ``keras_rand_augment``, ...: DALI runs each operation only for the
+    images that drew it, the TensorFlow engine runs every operation on every image and keeps
+    the drawn one), the TensorFlow backend otherwise (arrays, directory, file_list, PNGs,
+    TFRecords; other pixel stages too)."""
+    policy = any(isinstance(t, PolicyTransform) for t in config.plan.transforms)
+    return "cpu" if config.source.type == "segmentation" or policy else "tf"
 
 
 def resolve_backend(config: Config) -> Placement:

@@ -12,8 +12,9 @@ function marked ``do_not_convert``, which makes the nested function the branch o
 being defined (:data:`_BRANCH`); :func:`where` uses it there.
 
 Outside such a graph (a plain ``Pipeline``) :func:`where` computes the operation for every
-sample and keeps it where the predicate holds: the same values, more work. ``ag_pass_through`` (see :func:`_define`) is AutoGraph's own attribute,
-read in DALI 2.4's fork (``_autograph/impl/api.py``), the release ``pyproject.toml`` pins.
+sample and keeps it where the predicate holds: the same values, more work.
+``ag_pass_through`` (see :func:`_define`) is AutoGraph's own attribute, read in DALI 2.4's
+fork (``_autograph/impl/api.py``), the release ``pyproject.toml`` pins.
 """
 
 from __future__ import annotations

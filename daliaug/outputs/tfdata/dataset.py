@@ -57,7 +57,7 @@ class DatasetEngine:
 
 def describe(dataset: Any) -> DatasetEngine:
     """The :class:`DatasetEngine` a dataset made by :func:`make_dataset` got here (``backend: auto``
-    picks one per machine and source kind); ``str()`` of it reads "DALI on the GPU"."""
+    picks one per machine, source kind and plan); ``str()`` of it reads "DALI on the GPU"."""
     engine = getattr(dataset, _ENGINE, None)
     if engine is None:
         raise ValueError(
