@@ -105,14 +105,22 @@ def seg_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("engine", ["dali", "tf"])
 @pytest.mark.parametrize("mask_output", ["index", "one_hot"])
-def test_masks_get_the_same_box(seg_root: Path, engine: str, mask_output: str) -> None:
-    """Images whose colours are their masks' palette stay so after CutMix."""
+@pytest.mark.parametrize(
+    "transform",
+    [{"type": "cutmix", "alpha": 1.0}, {"type": "keras_cutmix"}],
+    ids=["torchvision", "keras"],
+)
+def test_masks_get_the_same_box(
+    seg_root: Path, engine: str, mask_output: str, transform: dict
+) -> None:
+    """Images whose colours are their masks' palette stay so after CutMix (``cutmix``, and
+    Keras' ``keras_cutmix``)."""
     cfg = seg_config(
         seg_root,
         image_size=[48, 64],
         batch_size=6,
         backend="tf" if engine == "tf" else "cpu",
-        transforms=[{"type": "cutmix", "alpha": 1.0}],
+        transforms=[transform],
         source={"mask_output": mask_output},
     )
     rows = draw_rows(cfg.plan, np.random.default_rng(1), 6)

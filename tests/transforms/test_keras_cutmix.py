@@ -1,11 +1,9 @@
 """The ``keras_cutmix`` batch stage on both engines (DALI's CPU pipeline and the TF engine), from
 Keras' own ``CutMix`` through ``from_keras``: the same pixels as Keras' layer on real photos
 with its draws and partners pinned, label weights that are the pasted area exactly, boxes and
-``lam`` drawn as Keras draws them, and segmentation masks that follow."""
+``lam`` drawn as Keras draws them (masks follow: ``test_cutmix.py``)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,9 +11,7 @@ from scipy import stats
 
 from daliaug.engines.feed import NUMPY, partners
 from daliaug.epoch import draw_rows
-from daliaug.outputs.numpy import batches
 from tests.keras.conftest import photos
-from tests.test_sources import PALETTE, seg_config, write_segmentation
 from tests.transforms.helpers import from_keras_for, pin_keras_draws, rows_of, run_config
 
 SIZE = (48, 64)
@@ -107,29 +103,3 @@ def test_lam_and_boxes_follow_keras_draws() -> None:
         )
         table = table[:, table.sum(0) > 0]
         assert stats.chi2_contingency(table).pvalue > 1e-3
-
-
-@pytest.fixture(scope="module")
-def seg_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_segmentation(tmp_path_factory.mktemp("seg"), count=6)
-
-
-@pytest.mark.parametrize("engine", ["dali", "tf"])
-@pytest.mark.parametrize("mask_output", ["index", "one_hot"])
-def test_masks_get_the_same_box(seg_root: Path, engine: str, mask_output: str) -> None:
-    """Images whose colours are their masks' palette stay so after Keras' CutMix."""
-    cfg = seg_config(
-        seg_root,
-        image_size=[48, 64],
-        batch_size=6,
-        backend="tf" if engine == "tf" else "cpu",
-        transforms=[{"type": "keras_cutmix"}],
-        source={"mask_output": mask_output},
-    )
-    rows = draw_rows(cfg.plan, np.random.default_rng(1), 6)
-    plain = seg_config(seg_root, image_size=[48, 64], batch_size=6, transforms=[])
-    originals = next(batches("dali", plain, plain.source.samples(), "cpu"))[0]
-    images, masks = next(batches(engine, cfg, cfg.source.samples(), "cpu", params=rows))
-    index = masks.argmax(-1) if mask_output == "one_hot" else masks
-    np.testing.assert_array_equal(images, PALETTE[index])
-    assert (images != originals).any()
