@@ -15,10 +15,19 @@
 # Clocks are read after the GPU's queued work is waited for. Needs DALI (nvidia-dali-cuda120),
 # pydantic and PyYAML: from the project kit (.gpu/, see bench/README.md) or wheels placed in
 # .whl/; TensorFlow's CUDA build and DALI's plugin for 3 and 5.
+# For a short lease, each step is bounded (STEP_TIMEOUT seconds, default none) and the
+# benchmark sized by REPEATS (5), WORKLOADS ("b c"), THREADS ("1 4 16"), SCALING_REPEATS (2),
+# SWEEP_LOADS ("0.65 0.8 0.9 0.99"), SWEEP_THREADS ("1 2 4 8 16") and SWEEP_TOOLS
+# ("decode-gpu-roi loader-gpu"); SWEEP=0 skips step 4, STAGES=0 the DALI stage profile.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-bench/results/gpu}"
 PY="${PYTHON:-python3}"
+REPEATS="${REPEATS:-5}"
+WORKLOADS="${WORKLOADS:-b c}"
+THREADS="${THREADS:-1 4 16}"
+SCALING_REPEATS="${SCALING_REPEATS:-2}"
+bounded() { if [ -n "${STEP_TIMEOUT:-}" ]; then timeout -k 10 "$STEP_TIMEOUT" "$@"; else "$@"; fi; }
 mkdir -p "$OUT"
 # DALI, pydantic and Keras shipped with ../shared/gpu/pack and installed by .gpu/bin/recv
 if [ -f .gpu/bin/env ]; then source .gpu/bin/env; fi
@@ -38,18 +47,31 @@ tf_gpus=$("$PY" -c "import tensorflow as tf; print(len(tf.config.list_physical_d
     2>/dev/null | tail -n 1)
 tf_gpus=${tf_gpus:-0}
 
-"$PY" -m daliaug.cli selftest --require-gpu --json >"$OUT/selftest.json" 2> >(tee "$OUT/selftest.log" >&2)
+bounded "$PY" -m daliaug.cli selftest --require-gpu --json >"$OUT/selftest.json" \
+    2> >(tee "$OUT/selftest.log" >&2)
 selftest=$?
-"$PY" -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu.py tests/test_reference.py \
-    tests/test_bench.py 2>&1 \
+# The parity tests compare DALI with TensorFlow: only where TensorFlow is installed.
+parity=()
+if "$PY" -c "import tensorflow" 2>/dev/null; then parity=(tests/test_parity.py); fi
+bounded "$PY" -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu.py tests/test_reference.py \
+    tests/test_framework_outputs.py tests/test_bench.py "${parity[@]}" 2>&1 \
     | tee "$OUT/pytest-gpu.log"
 tests=${PIPESTATUS[0]}
 if [ "$tf_gpus" -gt 0 ]; then suite=gpu-tf; else suite=gpu; fi
-"$PY" -m bench.run --suite "$suite" --workload b --repeats 5 --scaling-repeats 2 \
-    --threads 1 4 16 --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -n 12
+# shellcheck disable=SC2086  # the knobs are word lists
+bounded "$PY" -m bench.run --suite "$suite" --workload $WORKLOADS --repeats "$REPEATS" \
+    --scaling-repeats "$SCALING_REPEATS" --threads $THREADS --out "$OUT" \
+    $([ "${STAGES:-1}" = 0 ] && echo --no-stages) 2>&1 \
+    | tee "$OUT/bench.log" | tail -n 12
 bench=${PIPESTATUS[0]}
-"$PY" -m bench.gpu_sweep --out "$OUT" 2>&1 | tee "$OUT/sweep.log" | tail -n 20
-sweep=${PIPESTATUS[0]}
+sweep=0
+if [ "${SWEEP:-1}" != 0 ]; then
+    # shellcheck disable=SC2086
+    bounded "$PY" -m bench.gpu_sweep --loads ${SWEEP_LOADS:-0.65 0.8 0.9 0.99} \
+        --threads ${SWEEP_THREADS:-1 2 4 8 16} --tools ${SWEEP_TOOLS:-decode-gpu-roi loader-gpu} \
+        --out "$OUT" 2>&1 | tee "$OUT/sweep.log" | tail -n 20
+    sweep=${PIPESTATUS[0]}
+fi
 scaling=0
 if [ "$gpus" -gt 1 ] && [ "$tf_gpus" -gt 1 ]; then
     counts=(1)

@@ -7,6 +7,7 @@ are ``NOT JUDGED``.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -416,11 +417,13 @@ def write(result: dict[str, Any], json_path: Path, latest: bool) -> Path:
     """Write ``<run>.md`` and its PNGs next to ``json_path``; also ``LATEST.md`` if ``latest``."""
     folder, stem = json_path.parent, json_path.stem
     images = {}
+    # A GPU host's kit may lack matplotlib: the tables are written all the same.
+    plots = importlib.util.find_spec("matplotlib") is not None
     for name, workload in result["workloads"].items():
-        if any(_rate(c) for c in workload["cases"]):
+        if plots and any(_rate(c) for c in workload["cases"]):
             plot_bars(result, name, folder / f"{stem}-{name}.png")
             images[name] = f"{stem}-{name}.png"
-    if plot_scaling(result, folder / f"{stem}-scaling.png"):
+    if plots and plot_scaling(result, folder / f"{stem}-scaling.png"):
         images["scaling"] = f"{stem}-scaling.png"
     text = markdown(result, images)
     path = folder / f"{stem}.md"
