@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import machine
-from bench.run import timing
+from bench.run import GPU_EPOCH_SCALE, timing
 from bench.tools import TOOLS, Unavailable
 from bench.worker import measure
 from bench.workloads import WORKLOADS, prepare
@@ -35,7 +35,7 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Images/s of each tool at each ``(load, threads)``."""
     from daliaug.engines.dali import image
 
-    data = prepare("b", args.quick)
+    data = prepare("b", args.quick, scale=GPU_EPOCH_SCALE if args.device == "gpu" else 1)
     clock = timing("b", args.quick)
     runs = []
     for name in args.tools:

@@ -43,7 +43,11 @@ def measure(
         for i in itertools.count():
             if i >= warmup and time.perf_counter() - start >= warmup_seconds:
                 break
-            next(batches)
+            if next(batches, None) is None:
+                raise RuntimeError(
+                    f"the epoch ended during the warm-up ({i} batches): make the epoch longer "
+                    "(bench.workloads.prepare's scale)"
+                )
         sync(device)
         kids = children(os.getpid())
         cpu0, t0 = tree_cpu_seconds(kids), time.perf_counter()
@@ -57,7 +61,7 @@ def measure(
         sync(device)
         elapsed = time.perf_counter() - t0
         if not images:
-            raise RuntimeError("the epoch ended during the warm-up: make the data larger")
+            raise RuntimeError("the epoch ended with the warm-up: make the epoch longer")
         cpu = tree_cpu_seconds(children(os.getpid())) - cpu0
     finally:
         batches.close()

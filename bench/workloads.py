@@ -199,8 +199,9 @@ class Data:
         return base.subset(np.tile(np.arange(len(base)), self.repeat))
 
 
-def prepare(name: str, quick: bool, cache: Path | None = None) -> Data:
-    """Write (once, cached) and describe the data of workload ``name``.
+def prepare(name: str, quick: bool, cache: Path | None = None, scale: int = 1) -> Data:
+    """Write (once, cached) and describe the data of workload ``name``; ``scale`` makes each
+    epoch that many times longer (a GPU outruns the CPU-sized epoch within its warm-up).
 
     (a): 5,000 procedural 32x32 images repeated 20 times (twice CIFAR-10's 50,000, so that the
     fastest tools stay inside one epoch; 256 x 4 in quick mode).
@@ -221,7 +222,7 @@ def prepare(name: str, quick: bool, cache: Path | None = None) -> Data:
             tmp = path.with_suffix(".tmp.npz")
             np.savez(tmp, x=x, y=labels.astype(np.int32))
             tmp.replace(path)
-        return Data(path, None, repeat)
+        return Data(path, None, repeat * scale)
     per_class, repeat = (4, 16) if quick else (250, 8)
     folder = write_classification_dataset(
         root / f"jpeg-{4 * per_class}",
@@ -230,4 +231,4 @@ def prepare(name: str, quick: bool, cache: Path | None = None) -> Data:
         png_fraction=0.0,
         seed=0,
     )
-    return Data(None, folder, repeat)
+    return Data(None, folder, repeat * scale)

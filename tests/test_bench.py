@@ -80,6 +80,25 @@ def test_gpu_suite_measures_the_gpu(tmp_path: Path) -> None:
     check_measured(case(result, "b", "decode-gpu"), 1)
 
 
+def test_an_epoch_shorter_than_the_warm_up_is_named_and_gpu_epochs_are_longer(
+    tmp_path: Path,
+) -> None:
+    """On an H200 DALI's decoder alone finished an epoch inside the warm-up, and the bench
+    said only ``StopIteration``: now it says what to change, and the GPU suites' epochs are
+    longer."""
+    from bench.run import GPU_EPOCH_SCALE, SUITES
+    from bench.worker import measure
+    from bench.workloads import prepare
+
+    with pytest.raises(RuntimeError, match="epoch ended during the warm-up"):
+        measure(lambda: (n for n in (8, 8)), 5, 0.0, 1.0, 10**6)
+    assert SUITES["gpu"].epoch_scale == SUITES["gpu-tf"].epoch_scale == GPU_EPOCH_SCALE > 1
+    assert SUITES["cpu"].epoch_scale == 1
+    cpu, gpu = (prepare("b", True, tmp_path, scale=s) for s in (1, GPU_EPOCH_SCALE))
+    assert gpu.repeat == GPU_EPOCH_SCALE * cpu.repeat
+    assert len(gpu.samples()) == GPU_EPOCH_SCALE * len(cpu.samples())
+
+
 def test_cpu_suite_and_targets(tmp_path: Path) -> None:
     tools = ("daliaug", "dali-cpu", "idg", "tfdata-layers", "daliaug-tf")
     result = bench(

@@ -6,6 +6,9 @@ is marked gpu."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -123,3 +126,33 @@ def test_gpu_batches_stay_on_the_gpu(demo_dir: Path, framework: str) -> None:
         host = [np.asarray(a.cpu() if framework == "torch" else a) for a in (images, labels)]
         assert np.array_equal(host[1], cpu_labels)
         assert np.abs(host[0] - cpu_images).max() < 8  # nvJPEG and libjpeg decode apart
+
+
+@pytest.mark.parametrize("framework", ["jax", "torch", None])
+def test_keras_on_a_backend_that_is_not_installed_is_named_with_the_fix(
+    demo_dir: Path, framework: str | None
+) -> None:
+    """On a GPU host with JAX and PyTorch but no TensorFlow, Keras' default backend cannot
+    start: make_dataset names the backend and the variable to set, not Keras' ImportError."""
+    code = (
+        "import sys; sys.modules['tensorflow'] = None\n"
+        "import daliaug\n"
+        f"source = {{'type': 'directory', 'path': {str(demo_dir)!r}}}\n"
+        "config = daliaug.load_config({'source': source, 'image_size': 32, 'batch_size': 4})\n"
+        "try:\n"
+        f"    daliaug.make_dataset(config, framework={framework!r})\n"
+        "except daliaug.ConfigError as e:\n"
+        "    print(e)\n"
+        "    sys.exit(2)\n"
+    )
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 2, result.stdout + result.stderr[-2000:]
+    message = result.stdout
+    assert "Keras cannot start on its backend (tensorflow)" in message
+    assert "tensorflow is not installed" in message
+    assert (
+        f"KERAS_BACKEND={framework}" if framework else "KERAS_BACKEND to jax or torch"
+    ) in message

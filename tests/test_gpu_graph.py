@@ -227,12 +227,13 @@ def test_inputs_on_the_gpu_reach_dali_there_where_only_gpu_operators_read_them(
         assert set(external_sources(on_cpu).values()) == {"cpu"}
 
 
-def decoders(define: Any) -> list[tuple[str, dict]]:
-    """``(device, arguments)`` of each image decoder in the graph ``define`` returns."""
+def decoders(define: Any, names: bool = False) -> list[tuple]:
+    """``(device, arguments)`` of each image decoder in the graph ``define`` returns, and its
+    operator's name first with ``names``."""
     pipe = define()
     pipe._build_graph()
     return [
-        (op._op.device, op._op._init_args)
+        (op._op.schema.Name(),) * names + (op._op.device, op._op._init_args)
         for op in pipe._ops
         if op._op.schema.Name().startswith("decoders__")
     ]
@@ -243,8 +244,10 @@ def test_gpu_decoders_upsample_chroma_as_the_cpu_decoder_and_feed_the_hardware_d
     kind: str, sources: dict[str, dict]
 ) -> None:
     """Every ``mixed`` decoder: chroma upsampled as on the CPU (``jpeg_fancy_upsampling``,
-    whose default would differ), the hardware decoder's share, and its buffers preallocated
-    for the largest image of the source (known from the headers) where images are decoded."""
+    whose default would differ) where it decodes whole images, never for a decode window
+    (nvJPEG turns it off there with a warning per image), the hardware decoder's share, and
+    its buffers preallocated for the largest image of the source (known from the headers)
+    where images are decoded."""
     from daliaug.engines.dali.image import HW_DECODER_LOAD
 
     config = variant(SHIPPED[0], sources[kind], "NHWC", 3, "float16")
@@ -254,10 +257,11 @@ def test_gpu_decoders_upsample_chroma_as_the_cpu_decoder_and_feed_the_hardware_d
         partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs=True),
         partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
     ):
-        found = decoders(form)
+        named = decoders(form, names=True)
+        found = [(device, args) for _, device, args in named]
         assert found and all(device == "mixed" for device, _ in found)
-        for _, args in found:
-            assert args["jpeg_fancy_upsampling"] is True
+        for name, _, args in named:
+            assert args.get("jpeg_fancy_upsampling") is (None if "Slice" in name else True)
             assert args["hw_decoder_load"] == HW_DECODER_LOAD
         hints = {
             (a.get("preallocate_height_hint"), a.get("preallocate_width_hint")) for _, a in found
@@ -265,6 +269,20 @@ def test_gpu_decoders_upsample_chroma_as_the_cpu_decoder_and_feed_the_hardware_d
         assert (height, width) in hints
     cpu = decoders(partial(pipeline.named_pipeline, config, samples, "cpu", False))
     assert all(d == "cpu" and "jpeg_fancy_upsampling" not in a for d, a in cpu)
+
+
+def test_gpu_decode_windows_go_without_fancy_upsampling(sources: dict[str, dict]) -> None:
+    """A random resized crop decodes its window alone (``image_slice``) on the GPU, without
+    ``jpeg_fancy_upsampling``, which nvJPEG cannot apply to a window (DALI warned once per
+    image on an H200)."""
+    config = variant(
+        ROOT / "pipelines" / "imagenet_train.yaml", sources["files"], "NHWC", 3, "float16"
+    )
+    named = decoders(
+        partial(numpy_output.build_pipeline, config, "gpu", samples=samples_of(config)), names=True
+    )
+    ((device, args),) = [(d, a) for name, d, a in named if name.endswith("Slice")]
+    assert device == "mixed" and "jpeg_fancy_upsampling" not in args
 
 
 def test_the_decode_check_runs_on_the_configs_gpu(

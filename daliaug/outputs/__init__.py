@@ -7,7 +7,9 @@ NumPy batches for any loop (:class:`~daliaug.outputs.batches.Batches`). All run 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib.util
+import os
+from typing import TYPE_CHECKING, Any
 
 from daliaug.config import Config
 from daliaug.engines.select import Device
@@ -21,18 +23,33 @@ if TYPE_CHECKING:
 FRAMEWORKS = ("tensorflow", "jax", "torch", "numpy")
 
 
-def framework_of(framework: str | None) -> str:
-    """``framework`` checked, or by default the backend Keras runs on
-    (``keras.backend.backend()``, from ``KERAS_BACKEND`` or ``keras.json``)."""
-    if framework is None:
-        try:
-            import keras
-        except ImportError:
+def keras_started(framework: str | None) -> Any:
+    """Keras, imported; a ``ConfigError`` where it is missing or its backend cannot start
+    (``KERAS_BACKEND`` or ``keras.json`` naming TensorFlow on a host without it, say).
+    ``framework``: the one asked for, named in the fix."""
+    try:
+        import keras
+    except ImportError as e:
+        if importlib.util.find_spec("keras") is None:
             raise ConfigError(
                 "framework: Keras is not installed, so make_dataset cannot follow its backend; "
                 f"pass framework= one of {', '.join(FRAMEWORKS)}"
             ) from None
-        framework = keras.backend.backend()
+        backend = os.environ.get("KERAS_BACKEND") or "the one in ~/.keras/keras.json"
+        missing = e.name.split(".")[0] if e.name else str(e)
+        fix = f"KERAS_BACKEND={framework}" if framework else "KERAS_BACKEND to jax or torch"
+        raise ConfigError(
+            f"framework: Keras cannot start on its backend ({backend}): {missing} is not "
+            f"installed; set {fix} before Keras is imported, or install that backend"
+        ) from None
+    return keras
+
+
+def framework_of(framework: str | None) -> str:
+    """``framework`` checked, or by default the backend Keras runs on
+    (``keras.backend.backend()``, from ``KERAS_BACKEND`` or ``keras.json``)."""
+    if framework is None:
+        framework = keras_started(None).backend.backend()
     if framework not in FRAMEWORKS:
         raise ConfigError(f"framework: {framework!r} is not one of {', '.join(FRAMEWORKS)}")
     return framework
@@ -50,6 +67,8 @@ def framework_batches(
     (prepared and checked), computed by DALI on ``device``."""
     if options.weighs:
         samples.check_reader_weights(framework)
+    if framework in ("jax", "torch"):
+        keras_started(framework)  # their batches are Keras data adapters
     if framework == "jax":
         from daliaug.outputs.jax import jax_dataset
 

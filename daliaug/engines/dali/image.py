@@ -30,19 +30,27 @@ sweeps it against ``num_threads`` on the host it runs on."""
 
 
 def decoder_args(
-    device: Device, image_type: types.DALIImageType, size_hint: tuple[int, int] | None = None
+    device: Device,
+    image_type: types.DALIImageType,
+    size_hint: tuple[int, int] | None = None,
+    roi: bool = False,
 ) -> dict[str, object]:
     """The arguments of DALI's image decoders on ``device``. On the GPU (``mixed``): chroma
-    upsampled as the CPU decoder does it (``jpeg_fancy_upsampling``), :data:`HW_DECODER_LOAD`,
-    and the hardware decoder's buffers allocated up front for images of ``size_hint``
-    ``(height, width)`` where known."""
+    upsampled as the CPU decoder does it (``jpeg_fancy_upsampling``) where the whole image is
+    decoded, :data:`HW_DECODER_LOAD`, and the hardware decoder's buffers allocated up front for
+    images of ``size_hint`` ``(height, width)`` where known. A decode window (``roi``) goes
+    without fancy upsampling: nvJPEG before 13.2 cannot apply it to a window, and DALI then
+    turns it off with a warning for every image (seen on an H200: 110,000 lines in one
+    benchmark log)."""
     args: dict[str, object] = {
         "device": "cpu",
         "output_type": image_type,
         "adjust_orientation": False,
     }
     if device == "gpu":
-        args.update(device="mixed", jpeg_fancy_upsampling=True, hw_decoder_load=HW_DECODER_LOAD)
+        args.update(device="mixed", hw_decoder_load=HW_DECODER_LOAD)
+        if not roi:
+            args.update(jpeg_fancy_upsampling=True)
         if size_hint is not None:
             args.update(preallocate_height_hint=size_hint[0], preallocate_width_hint=size_hint[1])
     return args
@@ -59,9 +67,9 @@ def decode(
     (``crop_start`` x, y and ``crop_shape`` w, h) when ``warp`` has one; ``size_hint``: see
     :func:`decoder_args`."""
     image_type = types.RGB if channels == 3 else types.GRAY
-    args = decoder_args(device, image_type, size_hint)
     if "crop_start" not in warp:
-        return fn.decoders.image(encoded, **args)
+        return fn.decoders.image(encoded, **decoder_args(device, image_type, size_hint))
+    args = decoder_args(device, image_type, size_hint, roi=True)
     return fn.decoders.image_slice(
         encoded,
         warp["crop_start"],
