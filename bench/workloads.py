@@ -6,7 +6,8 @@ fill, rescale 1/255 (the classic ``ImageDataGenerator`` example).
 (b) A folder of textured JPEGs of about 500x375: random resized crop to 224, horizontal flip,
 brightness/contrast/saturation jitter 0.4, ImageNet mean/std.
 (c) The JPEGs of (b): random resized crop to 224, horizontal flip, RandAugment (2 ops,
-magnitude 9 of 31), MixUp (alpha 0.2; soft labels), ImageNet mean/std.
+magnitude 9 of 31), then MixUp (alpha 0.2) and CutMix (alpha 1) in turn (soft labels), ImageNet
+mean/std: the shipped recipe ``imagenet_randaug_mix.yaml``.
 
 Both use batch size 128: the CIFAR example's batch and a common per-GPU ImageNet batch; on two
 cores a batch of (b) still takes well under a second for the fast tools, so every timed window
@@ -145,7 +146,8 @@ WORKLOADS = {
     ),
     "c": Workload(
         "c",
-        "(c) ~500x375 JPEGs: random resized crop 224, flip, RandAugment(2, 9), MixUp, normalize",
+        "(c) ~500x375 JPEGs: random resized crop 224, flip, RandAugment(2, 9), MixUp, CutMix, "
+        "normalize",
         {
             "source": {"type": "directory", "path": "."},
             "image_size": 224,
@@ -158,6 +160,7 @@ WORKLOADS = {
                 {"type": "flip", "horizontal": 0.5},
                 {"type": "rand_augment", "num_ops": 2, "magnitude": 9},
                 {"type": "mixup", "alpha": 0.2},
+                {"type": "cutmix", "alpha": 1.0},
                 {"type": "normalize", "mean": IMAGENET_MEAN, "std": IMAGENET_STD},
             ],
             "backend": "cpu",

@@ -209,7 +209,7 @@ TOOLS = {
         ),
         Tool(
             "keras-randaug",
-            "tf.data + Keras 3 layers (RandAugment, MixUp)",
+            "tf.data + Keras 3 layers (RandAugment, MixUp, CutMix)",
             "policies:keras_layers",
             ("c",),
             "num_parallel_calls",
