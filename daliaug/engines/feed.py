@@ -173,11 +173,13 @@ class WarpLayout:
         """The ``(batch, width)`` float32 ``warp`` of a batch: parameter ``rows`` (one per
         sample, ``plan.param_keys`` order) on images of ``sizes`` ((height, width) rows).
         Batch stages need the host (NumPy) and ``valid``, which positions hold real samples:
-        their ``partner`` sort keys become partner indices (:func:`partners`)."""
+        each stage turns its ``partner`` draws into partner indices (``partners``)."""
         plan = self.plan
         params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
-        for i, _ in plan.batch_stages:
-            params[f"{i}.partner"] = partners(params[f"{i}.partner"], valid)
+        for i, stage in plan.batch_stages:
+            if valid is None:
+                raise ValueError("batch stages need the host's feed (it knows the padding)")
+            params[f"{i}.partner"] = stage.partners(params[f"{i}.partner"], valid)
         source = Canvas(h=xp.floats(sizes[:, 0]), w=xp.floats(sizes[:, 1]))
         values = plan.warp_inputs(
             params, source, xp.math, fuse_roi=self.fuse_roi, masks=self.masks, resize=self.resize
@@ -193,18 +195,6 @@ class WarpLayout:
         if batched:
             return {name: reshape(warp[:, a:b], [-1, *shape]) for name, a, b, shape in self.slices}
         return {name: reshape(warp[a:b], list(shape)) for name, a, b, shape in self.slices}
-
-
-def partners(keys: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
-    """Each position's partner in a batch stage (float32 indices into the batch): the real
-    samples (``valid``) in the order of their sort ``keys``, a uniformly random permutation of
-    them; padding positions keep themselves, so they are never anyone's partner."""
-    if valid is None:
-        raise ValueError("batch stages need the host's feed (it knows the padding)")
-    out = np.arange(len(keys), dtype=np.float32)
-    real = np.flatnonzero(valid)
-    out[real] = real[np.argsort(keys[real], kind="stable")]
-    return out
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, ClassVar, Literal
 
+import numpy as np
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from daliaug.algebra import Affine, Box, Canvas, ColourMatrix, Math, Random, Scalar, div, mul, neg
@@ -254,13 +255,24 @@ class PixelTransform(StageTransform):
         raise NotImplementedError
 
 
+def random_partners(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Each position's partner (float32 indices into the batch): the real samples (``valid``)
+    in the order of their sort ``keys``, a uniformly random permutation of them; padding
+    positions keep themselves, so they are never anyone's partner."""
+    out = np.arange(len(keys), dtype=np.float32)
+    real = np.flatnonzero(valid)
+    out[real] = real[np.argsort(keys[real], kind="stable")]
+    return out
+
+
 class BatchTransform(StageTransform):
     """A stage on the whole batch after the per-sample work: it may mix each sample with a
     partner and change the targets. Its parameters are drawn per batch position like every
-    transform's; ``partner`` is drawn as a sort key and turned by the feed into the index of each
-    sample's partner (a random permutation of the batch's real samples: padding keeps itself and
-    is never a partner). Batches run images (float32, 0..255, HWC samples) through
-    :meth:`images` and targets (one-hot labels, or masks) through :meth:`targets`."""
+    transform's; ``partner`` is drawn per position and turned by the feed, on the host, into
+    the index of each sample's partner (:meth:`partners`: by default a random permutation of
+    the batch's real samples; padding keeps itself and is never a partner). Batches run images
+    (float32, 0..255, HWC samples) through :meth:`images` and targets (one-hot labels, or
+    masks) through :meth:`targets`."""
 
     params: ClassVar[tuple[str, ...]] = ("partner",)
     mixes_masks: ClassVar[bool] = False
@@ -268,6 +280,12 @@ class BatchTransform(StageTransform):
 
     def draw(self, rng: Random) -> Params:
         return {"partner": rng.uniform(0.0, 1.0)}
+
+    def partners(self, draws: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """The partner of each batch position (float32 indices) from the ``partner`` values
+        drawn for the batch and which positions hold real samples (``valid``). A stage that
+        pairs otherwise overrides this; a real sample's partner must be a real sample."""
+        return random_partners(draws, valid)
 
     def images(self, images: Any, p: Params, ops: Any) -> Any:
         raise NotImplementedError

@@ -547,7 +547,7 @@ def test_the_model_input_sets_the_size_and_channels() -> None:
 
 
 def test_mixup_matches_keras_with_its_partners_and_weights(backend: str) -> None:
-    from daliaug.engines.feed import partners
+    from daliaug.transforms.base import random_partners
 
     x = photos(*SIZE)
     layer = L.MixUp(alpha=0.4)
@@ -570,7 +570,7 @@ def test_mixup_matches_keras_with_its_partners_and_weights(backend: str) -> None
     labels = np.arange(N) % 2
     samples = array_samples(x, labels)
     batch = next(iter(engine_batches(name, config, samples, "cpu", params=rows)))
-    order = partners(rows[:, 0], np.ones(N, bool)).astype(np.int64)
+    order = random_partners(rows[:, 0], np.ones(N, bool)).astype(np.int64)
     transformation = {"mix_weight": rows[:, 1], "permutation_order": order}
     expected = layer.transform_images(x.astype(np.float32), transformation)
     assert_matches(config, np.asarray(batch[0], np.float64), np.asarray(expected), rows)

@@ -11,11 +11,12 @@ import pytest
 from scipy import stats
 
 from daliaug.config import load_config
-from daliaug.engines.feed import NUMPY, partners
+from daliaug.engines.feed import NUMPY
 from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
 from daliaug.outputs.numpy import batches
 from daliaug.sources.arrays import array_samples
+from daliaug.transforms.base import random_partners
 from tests.test_sources import PALETTE, seg_config, write_segmentation
 
 COLOURS = np.array([[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0]], np.uint8)
@@ -50,7 +51,7 @@ def test_colour_fractions_equal_label_weights(engine: str) -> None:
     share = np.stack([(images == c).all(-1).mean(axis=(1, 2)) for c in COLOURS], 1)
     assert share.sum(axis=1).min() == 1.0  # every pixel is one sample's colour
     np.testing.assert_allclose(targets, share, atol=1e-6)
-    partner = partners(rows[:, 0], np.ones(16, bool)).astype(int)
+    partner = random_partners(rows[:, 0], np.ones(16, bool)).astype(int)
     pasted = share[np.arange(16), labels[partner]]
     assert (pasted[labels != labels[partner]] > 0).any()
     # the weight is the drawn box's, cut at the border
@@ -94,7 +95,7 @@ def test_box_follows_the_draws() -> None:
 
 def test_padding_is_never_a_partner() -> None:
     keys = np.random.default_rng(3).random(10).astype(np.float32)
-    p = partners(keys, np.arange(10) < 6).astype(int)
+    p = random_partners(keys, np.arange(10) < 6).astype(int)
     assert sorted(p[:6]) == list(range(6)) and list(p[6:]) == [6, 7, 8, 9]
 
 

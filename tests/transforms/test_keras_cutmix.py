@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from daliaug.engines.feed import NUMPY, partners
+from daliaug.engines.feed import NUMPY
 from daliaug.epoch import draw_rows
+from daliaug.transforms.base import random_partners
 from tests.keras.conftest import photos
 from tests.transforms.helpers import from_keras_for, pin_keras_draws, rows_of, run_config
 
@@ -39,7 +40,7 @@ def test_matches_keras_with_its_draws_pinned(monkeypatch: pytest.MonkeyPatch, en
         "y": rng.random(n).astype(np.float32),
     }
     images, targets = run_config(config, engine, x, rows_of(config, draws, n), labels)
-    order = partners(draws["partner"], np.ones(n, bool)).astype(np.int32)
+    order = random_partners(draws["partner"], np.ones(n, bool)).astype(np.int32)
     pin_keras_draws(
         monkeypatch,
         uniform=[np.float32(0.4), draws["x"], draws["y"]],

@@ -9,11 +9,11 @@ import pytest
 from scipy import stats
 
 from daliaug.config import load_config
-from daliaug.engines.feed import partners
 from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
 from daliaug.outputs.numpy import batches
 from daliaug.sources.arrays import array_samples
+from daliaug.transforms.base import random_partners
 
 CLASSES = 4
 
@@ -48,7 +48,7 @@ def test_pixels_give_back_lambda_and_labels_agree(backend: str) -> None:
             "tf" if backend == "tf" else "dali", cfg, array_samples(x, labels), "cpu", params=rows
         )
     )
-    partner = partners(rows[:, 0], np.ones(16, bool)).astype(int)
+    partner = random_partners(rows[:, 0], np.ones(16, bool)).astype(int)
     lam = rows[:, 1]
     assert sorted(partner) == list(range(16))
     expected = lam * values + (1 - lam) * values[partner]
@@ -75,14 +75,48 @@ def test_lambda_is_beta_per_sample() -> None:
 def test_partners_never_reach_padding() -> None:
     keys = np.random.default_rng(3).random(10).astype(np.float32)
     valid = np.arange(10) < 7
-    p = partners(keys, valid).astype(int)
+    p = random_partners(keys, valid).astype(int)
     assert sorted(p[:7]) == list(range(7)) and list(p[7:]) == [7, 8, 9]
+
+
+def test_a_padded_shard_pairs_only_its_real_samples() -> None:
+    """Under a strategy a short shard is padded (weight 0): through the feed every output
+    reads, each batch stage pairs real samples with real samples only, every epoch."""
+    from daliaug.engines.feed import EpochFeed
+    from daliaug.outputs.options import DatasetOptions
+    from daliaug.outputs.shards import Shards
+
+    x = np.zeros((16, 8, 8, 3), np.uint8)
+    mixed = config("tf", batch_size=9, transforms=[{"type": "mixup"}, {"type": "cutmix"}])
+    samples = array_samples(x, np.arange(16) % CLASSES)
+    shards = Shards.split(mixed, samples, DatasetOptions(), 3, "device", "a keras.distribution")
+    shard_config, shard_samples, options = shards.shard(0)
+    assert options.weighs
+    epochs = options.epochs(shard_config, len(shard_samples))
+    weights = options.per_sample(shard_samples)
+    feed = EpochFeed(shard_config, shard_samples, resizes=False, epochs=epochs, weights=weights)
+    keys = shard_config.plan.stage_keys
+    padded = 0
+    for epoch in range(3):
+        for batch in feed.batches(epoch, ("warp", "weight")):
+            unpacked = feed.layout.unpack(batch["warp"], np.reshape, batched=True)
+            real = batch["weight"] > 0
+            padded += int((~real).sum())
+            for i, _ in shard_config.plan.batch_stages:
+                partner = unpacked["stages"][:, keys.index(f"{i}.partner")].astype(int)
+                assert real[partner[real]].all()
+                assert (partner[~real] == np.flatnonzero(~real)).all()
+    assert padded > 0
 
 
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
         ({"label_mode": "int"}, "label_mode: categorical"),
+        ({"label_mode": "float"}, "label_mode: categorical"),
+        ({"label_mode": "raw"}, "label_mode: categorical"),
+        ({"label_mode": "input"}, "label_mode: categorical"),
+        ({"label_mode": "none"}, "label_mode: categorical"),
         (
             {
                 "source": {"type": "segmentation", "images": "i", "masks": "m", "num_classes": 3},
