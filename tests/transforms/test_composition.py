@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from daliaug.epoch import draw_rows
 from daliaug.outputs.numpy import DaliLoader
 from tests.helpers import augment, config_for, run_backend
 
@@ -78,3 +79,44 @@ def test_geometry_fuses_into_one_warp_and_colour_into_one_pass(square_dir: Path)
 def test_no_roi_decoding_unless_the_crop_comes_first(square_dir: Path) -> None:
     config = config_for(square_dir, transforms=[{"type": "flip"}, {"type": "random_resized_crop"}])
     assert _op_counts(config)["decoders__ImageSlice"] == 0
+
+
+def test_masks_ignore_every_colour_and_pixel_stage(backend: str, tmp_path: Path) -> None:
+    """Segmentation masks with every pixel stage that moves no pixel (its parity example, at
+    probability 1) and colour transforms after the warp are the masks of the warp alone, on
+    both engines; the images do change."""
+    from daliaug.outputs.numpy import batches
+    from daliaug.parity.examples import TRANSFORM_EXAMPLES
+    from daliaug.transforms import TRANSFORMS
+    from daliaug.transforms.base import GeometricTransform, PixelTransform
+    from tests.test_sources import seg_config, write_segmentation
+
+    stages = [
+        {**e, "probability": 1.0} if "probability" in e else e
+        for e in TRANSFORM_EXAMPLES
+        if issubclass(cls := TRANSFORMS[e["type"]], PixelTransform)
+        and not cls.moves_masks
+        and not issubclass(cls, GeometricTransform)
+    ]
+    assert {"random_erasing", "gaussian_blur", "sharpness", "equalize"} <= {
+        s["type"] for s in stages
+    }
+    warp = [{"type": "rotation", "angle": 30, "fill": 0}, {"type": "flip"}]
+    colour = [{"type": "brightness", "factor": 0.5}, {"type": "grayscale", "probability": 1.0}]
+    root = write_segmentation(tmp_path / "seg")
+    engine = "tf" if backend == "tf" else "dali"
+    plain, staged = (
+        seg_config(root, transforms=warp + extra, backend=backend)
+        for extra in ([], colour + stages)
+    )
+    samples = plain.source.samples()
+    warp_rows = draw_rows(plain.plan, np.random.default_rng(4), len(samples))
+    rows = draw_rows(staged.plan, np.random.default_rng(5), len(samples))
+    for k, key in enumerate(plain.plan.param_keys):  # the same warp for both
+        rows[:, staged.plan.param_keys.index(key)] = warp_rows[:, k]
+    (plain_images, plain_masks), (images, masks) = (
+        next(batches(engine, c, samples, "cpu", params=p))
+        for c, p in ((plain, warp_rows), (staged, rows))
+    )
+    assert np.array_equal(plain_masks, masks)
+    assert not np.allclose(plain_images, images)
