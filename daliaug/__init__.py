@@ -59,6 +59,16 @@ def build_pipeline(config: Any, device: str | None = None, **kwargs: Any) -> Pip
     return _build_pipeline(config, device, **kwargs)
 
 
+def __getattr__(name: str) -> Any:
+    """``daliaug.DaliLoader``: a config's epochs as NumPy batches with DALI alone (no
+    TensorFlow), imported on first use; see :class:`daliaug.outputs.numpy.DaliLoader`."""
+    if name == "DaliLoader":
+        from daliaug.outputs.numpy import DaliLoader
+
+        return DaliLoader
+    raise AttributeError(f"module 'daliaug' has no attribute {name!r}")
+
+
 def from_keras(layers: Any, **kwargs: Any) -> Config:
     """The config that does what Keras' preprocessing ``layers`` do in training (imports
     Keras). See :func:`daliaug.keras.compile.from_keras` for the arguments."""
@@ -80,6 +90,7 @@ __all__ = [
     "BackendWarning",
     "Config",
     "ConfigError",
+    "DaliLoader",
     "DaliaugError",
     "DataError",
     "DataWarning",

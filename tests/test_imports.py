@@ -43,3 +43,14 @@ def test_parity_package_imports_neither_tensorflow_nor_dali() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_import_daliaug_loads_neither_framework_and_its_loader_dali_alone() -> None:
+    """``import daliaug`` loads neither TensorFlow nor DALI; ``daliaug.DaliLoader`` (the public
+    name of the NumPy loader) loads DALI on first use, still without TensorFlow."""
+    code = (
+        "import sys, daliaug; seen = lambda: ('tensorflow' in sys.modules, 'nvidia.dali' in "
+        "sys.modules); before = seen(); daliaug.DaliLoader; print(*before, *seen())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "False", "True"]

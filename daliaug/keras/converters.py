@@ -621,9 +621,19 @@ def _sub_layers(layer: Any) -> list[Any]:
     return [getattr(layer, name) for name in RAND_AUGMENT_GEOMETRY]
 
 
+REFUSED = {
+    "AugMix": (
+        "it blends several augmentation chains of each image into one, which daliaug's "
+        "per-image stages (one chain of fused geometry, colour and pixel stages) do not hold"
+    ),
+}
+"""Why a Keras layer that has no converter is refused, where there is more to say."""
+
+
 def refusal(layer: Any) -> str:
     """Why ``layer``, which has no converter, is refused."""
-    return f"{label(layer)}: daliaug has no equivalent of this layer"
+    why = REFUSED.get(type(layer).__name__, "daliaug has no equivalent of this layer")
+    return f"{label(layer)}: {why}"
 
 
 def _per_channel(layer: Any, what: str, value: Any, channels: int) -> np.ndarray:
