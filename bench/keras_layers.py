@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> Path:
         f"repeats; load average {load_before[0]:.1f} before, {result['loadavg_after'][0]:.1f} "
         "after (the machine is shared).",
         "- Stack: RandomZoom (in), RandomTranslation, RandomFlip, RandomBrightness, "
-        "RandomContrast, Normalization (fill_mode nearest; (b)'s saturation left out: "
-        "from_keras refuses RandomSaturation). See bench/tools/keras_layers.py.",
+        "RandomContrast, RandomSaturation, Normalization (fill_mode nearest). See "
+        "bench/tools/keras_layers.py.",
         "",
         *table(cases),
     ]

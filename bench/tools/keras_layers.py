@@ -3,10 +3,10 @@ mapped over batches in ``tf.data``) and compiled by ``daliaug.from_keras`` into 
 
 The stack (:func:`stack`): ``RandomZoom`` in by up to ``1 - sqrt(min area)`` per axis and
 ``RandomTranslation`` (the random resized crop's stand-in, as in ``tfdata-layers``),
-``RandomFlip("horizontal")``, ``RandomBrightness`` and ``RandomContrast`` with the workload's
-ranges, ``Normalization`` with its mean and variance; ``fill_mode="nearest"`` (DALI's warp has
-Keras' default ``reflect`` not). Workload (b)'s saturation is left out: Keras'
-``RandomSaturation`` works in HSV pixel by pixel, which ``from_keras`` refuses. The Keras way
+``RandomFlip("horizontal")``, ``RandomBrightness``, ``RandomContrast`` and
+``RandomSaturation`` with the workload's ranges (Keras' saturation ``factor`` ``f`` scales by
+``f / (1 - f)``: ``0.6..1.4`` is ``f`` in ``0.375..0.583``), ``Normalization`` with its mean and
+variance; ``fill_mode="nearest"`` (DALI's warp has Keras' default ``reflect`` not). The Keras way
 reads, decodes and resizes each file to 224x224 in ``tf.data`` first (as
 ``image_dataset_from_directory`` does); ``from_keras`` gets ``image_size=224``, the same resize
 fused into its one warp.
@@ -24,7 +24,7 @@ from bench.workloads import Data, Workload
 
 
 def stack(workload: Workload) -> list[Any]:
-    """Workload (b) as Keras layers (without the saturation)."""
+    """Workload (b) as Keras layers."""
     import keras
 
     eq = workload.equivalent
@@ -37,6 +37,10 @@ def stack(workload: Workload) -> list[Any]:
         layers.RandomFlip("horizontal"),
         layers.RandomBrightness(eq.brightness),
         layers.RandomContrast(eq.contrast),
+        layers.RandomSaturation(
+            tuple(f / (1.0 + f) for f in (1.0 - eq.saturation, 1.0 + eq.saturation)),
+            value_range=(0, 255),
+        ),
         layers.Normalization(mean=list(eq.mean), variance=[s * s for s in eq.std]),
     ]
 
