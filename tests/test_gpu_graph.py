@@ -227,13 +227,13 @@ def test_inputs_on_the_gpu_reach_dali_there_where_only_gpu_operators_read_them(
         assert set(external_sources(on_cpu).values()) == {"cpu"}
 
 
-def decoders(define: Any, names: bool = False) -> list[tuple]:
-    """``(device, arguments)`` of each image decoder in the graph ``define`` returns, and its
-    operator's name first with ``names``."""
+def decoders(define: Any) -> list[tuple[str, str, dict]]:
+    """``(operator, device, arguments)`` of each image decoder in the graph ``define``
+    returns."""
     pipe = define()
     pipe._build_graph()
     return [
-        (op._op.schema.Name(),) * names + (op._op.device, op._op._init_args)
+        (op._op.schema.Name(), op._op.device, op._op._init_args)
         for op in pipe._ops
         if op._op.schema.Name().startswith("decoders__")
     ]
@@ -257,18 +257,17 @@ def test_gpu_decoders_upsample_chroma_as_the_cpu_decoder_and_feed_the_hardware_d
         partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs=True),
         partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
     ):
-        named = decoders(form, names=True)
-        found = [(device, args) for _, device, args in named]
-        assert found and all(device == "mixed" for device, _ in found)
-        for name, _, args in named:
+        found = decoders(form)
+        assert found and all(device == "mixed" for _, device, _ in found)
+        for name, _, args in found:
             assert args.get("jpeg_fancy_upsampling") is (None if "Slice" in name else True)
             assert args["hw_decoder_load"] == HW_DECODER_LOAD
         hints = {
-            (a.get("preallocate_height_hint"), a.get("preallocate_width_hint")) for _, a in found
+            (a.get("preallocate_height_hint"), a.get("preallocate_width_hint")) for _, _, a in found
         }
         assert (height, width) in hints
     cpu = decoders(partial(pipeline.named_pipeline, config, samples, "cpu", False))
-    assert all(d == "cpu" and "jpeg_fancy_upsampling" not in a for d, a in cpu)
+    assert all(d == "cpu" and "jpeg_fancy_upsampling" not in a for _, d, a in cpu)
 
 
 def test_gpu_decode_windows_go_without_fancy_upsampling(sources: dict[str, dict]) -> None:
@@ -278,10 +277,10 @@ def test_gpu_decode_windows_go_without_fancy_upsampling(sources: dict[str, dict]
     config = variant(
         ROOT / "pipelines" / "imagenet_train.yaml", sources["files"], "NHWC", 3, "float16"
     )
-    named = decoders(
-        partial(numpy_output.build_pipeline, config, "gpu", samples=samples_of(config)), names=True
+    found = decoders(
+        partial(numpy_output.build_pipeline, config, "gpu", samples=samples_of(config))
     )
-    ((device, args),) = [(d, a) for name, d, a in named if name.endswith("Slice")]
+    ((device, args),) = [(d, a) for name, d, a in found if name.endswith("Slice")]
     assert device == "mixed" and "jpeg_fancy_upsampling" not in args
 
 
@@ -300,7 +299,7 @@ def test_the_decode_check_runs_on_the_configs_gpu(
 
     def build(pipe: Pipeline) -> None:
         pipe._build_graph()
-        built.append((pipe.device_id, [a for d, a in decoders(lambda: pipe) if d == "mixed"]))
+        built.append((pipe.device_id, [a for _, d, a in decoders(lambda: pipe) if d == "mixed"]))
         raise RuntimeError("stopped before CUDA")
 
     monkeypatch.setattr(Pipeline, "build", build)
