@@ -129,8 +129,8 @@ def on_first_batch(dataset: tf.data.Dataset) -> tf.data.Dataset:
     step, then makes another at the next epoch's start (it keeps one only with
     ``steps_per_epoch``), so a plain ``fit`` would read data epochs 0, 2, 4... A ``flat_map``
     makes its inner iterator at its first ``GetNext``, as ``tf.data``'s own datasets (the
-    TensorFlow backend's ``from_generator`` streams) start their work, so an iterator never
-    read claims no epoch."""
+    streams of :func:`~daliaug.outputs.tfdata.streams.counted`) start their work, so an
+    iterator never read claims no epoch."""
     return tf.data.Dataset.from_tensors(0).flat_map(lambda _: dataset)
 
 

@@ -4,7 +4,7 @@ A ``tf.data`` dataset is iterated once per epoch (``model.fit`` makes a new iter
 epoch), so each stream asks the dataset's :class:`~daliaug.epoch.EpochClock` which epoch a new
 iteration is. Streams of one dataset are built from one :class:`EpochFeed` (one seed) and one
 clock, so they stay aligned sample for sample. Column sources come from the host
-(:class:`EpochFeed`, through ``Dataset.from_generator``: one Python call per batch, arrays of
+(:class:`EpochFeed`, through :func:`counted`: one Python call per chunk of batches, arrays of
 indices and per-sample numbers); TFRecords are read by ``tf.data`` itself
 (:mod:`daliaug.engines.tf.records`, on these streams' clock through :func:`counted`).
 """
@@ -12,10 +12,12 @@ indices and per-sample numbers); TFRecords are read by ``tf.data`` itself
 from __future__ import annotations
 
 import atexit
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
@@ -70,21 +72,89 @@ def counted(
     clock: EpochClock,
 ) -> tf.data.Dataset:
     """A dataset whose iterations yield ``epoch_batches(e)`` for the epochs ``e`` the clock
-    gives this stream."""
-    stream = object()
+    gives this stream.
 
-    def generate() -> Iterator:
-        if _CALLS.exiting:
-            return
-        items = epoch_batches(clock.next(stream))
-        while True:
+    Built from ``tf.numpy_function`` calls, not ``Dataset.from_generator``: TensorFlow's
+    generator op fixes glibc's ``mmap`` threshold at 128 KiB for the whole process (a
+    workaround for Python 3.11, applied when the op is made), after which every buffer above
+    that size, DALI's image batches included, is mapped afresh and page-faulted in on each use
+    (20% more CPU per image on DALI's CPU path; ``bench/README.md``)."""
+    stream = _Epochs(epoch_batches, signature, clock)
+    specs = signature if isinstance(signature, tuple) else (signature,)
+
+    def start(_: tf.Tensor) -> tf.Tensor:
+        return tf.numpy_function(stream.begin, [], tf.int64)
+
+    def step(token: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        more, *items = tf.numpy_function(
+            stream.read, [token], (tf.bool, *(spec.dtype for spec in specs))
+        )
+        more.set_shape(())
+        for item, spec in zip(items, specs, strict=True):
+            item.set_shape(spec.shape)
+        return more, *items
+
+    def batches(token: tf.Tensor) -> tf.data.Dataset:
+        steps = tf.data.Dataset.from_tensors(token).repeat().map(step)
+        items = steps.take_while(lambda more, *_: more)
+        return items.map(lambda _, *item: item if isinstance(signature, tuple) else item[0])
+
+    return tf.data.Dataset.from_tensors(np.int64(0)).map(start).flat_map(batches)
+
+
+class _Epochs:
+    """The Python side of a :func:`counted` stream: each iteration of the stream starts with
+    :meth:`begin`, which asks the clock for its epoch and returns the iteration's token; then
+    :meth:`read` gives that iteration's batches, one per call, ``(more, *arrays)``.
+
+    An iterator dropped half read never says so; so that its epoch is not held for ever, a
+    stream keeps its :data:`LIVE` newest iterations only, and reading an older one fails."""
+
+    LIVE = 4
+
+    def __init__(
+        self,
+        epoch_batches: Callable[[int], Iterator],
+        signature: tf.TensorSpec | tuple[tf.TensorSpec, ...],
+        clock: EpochClock,
+    ) -> None:
+        self.epoch_batches, self.clock = epoch_batches, clock
+        specs = signature if isinstance(signature, tuple) else (signature,)
+        self.specs = [(spec.dtype.as_numpy_dtype, spec.shape) for spec in specs]
+        self.live: dict[int, Iterator] = {}
+        self.tokens = itertools.count()
+        self.dropped: set[int] = set()
+
+    def begin(self) -> np.int64:
+        token = next(self.tokens)
+        if not _CALLS.exiting:
             with _CALLS:
-                item = _END if _CALLS.exiting else next(items, _END)
-            if item is _END:
-                return
-            yield item
+                self.live[token] = iter(self.epoch_batches(self.clock.next(self)))
+        while len(self.live) > self.LIVE:
+            oldest = min(self.live)
+            self.dropped.add(oldest)
+            del self.live[oldest]
+        return np.int64(token)
 
-    return tf.data.Dataset.from_generator(generate, output_signature=signature)
+    def read(self, token: np.int64) -> tuple[np.ndarray, ...]:
+        items = self.live.get(int(token))
+        if items is None and int(token) in self.dropped:
+            raise RuntimeError(
+                f"more than {self.LIVE} iterations of one daliaug dataset were being read at "
+                "once; the oldest was dropped (finish or delete iterators you no longer read)"
+            )
+        with _CALLS:
+            item = _END if items is None or _CALLS.exiting else next(items, _END)
+        if item is _END:
+            self.live.pop(int(token), None)
+            return (np.bool_(False), *self._empty())
+        arrays = item if isinstance(item, tuple) else (item,)
+        typed = (np.asarray(a, dtype) for a, (dtype, _) in zip(arrays, self.specs, strict=True))
+        return (np.bool_(True), *typed)
+
+    def _empty(self) -> list[np.ndarray]:
+        """Arrays of the stream's dtypes and ranks with no rows (an ended stream's filler)."""
+        return [np.zeros([d or 0 for d in shape.as_list()], dtype) for dtype, shape in self.specs]
 
 
 class _StreamCalls:
