@@ -71,7 +71,7 @@ def test_an_error_in_python_reaches_the_iterator_with_its_message() -> None:
 
     iterator = iter(counted(failing, PAIR[0], EpochClock()))
     next(iterator)
-    with pytest.raises(tf.errors.OpError, match="photos/cat.jpg changed since it was checked"):
+    with pytest.raises(tf.errors.OpError, match=r"photos/cat\.jpg changed since it was checked"):
         next(iterator)
 
 
