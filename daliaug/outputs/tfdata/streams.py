@@ -82,10 +82,10 @@ def counted(
     stream = _Epochs(epoch_batches, signature, clock)
     specs = signature if isinstance(signature, tuple) else (signature,)
 
-    def start(_: tf.Tensor) -> tf.Tensor:
+    def epoch_begin(_: tf.Tensor) -> tf.Tensor:
         return tf.numpy_function(stream.begin, [], tf.int64)
 
-    def step(token: tf.Tensor) -> tuple[tf.Tensor, ...]:
+    def epoch_read(token: tf.Tensor) -> tuple[tf.Tensor, ...]:
         more, *items = tf.numpy_function(
             stream.read, [token], (tf.bool, *(spec.dtype for spec in specs))
         )
@@ -95,11 +95,11 @@ def counted(
         return more, *items
 
     def batches(token: tf.Tensor) -> tf.data.Dataset:
-        steps = tf.data.Dataset.from_tensors(token).repeat().map(step)
+        steps = tf.data.Dataset.from_tensors(token).repeat().map(epoch_read)
         items = steps.take_while(lambda more, *_: more)
         return items.map(lambda _, *item: item if isinstance(signature, tuple) else item[0])
 
-    return tf.data.Dataset.from_tensors(np.int64(0)).map(start).flat_map(batches)
+    return tf.data.Dataset.from_tensors(np.int64(0)).map(epoch_begin).flat_map(batches)
 
 
 class _Epochs:
