@@ -78,9 +78,9 @@ def counted(
     generator op fixes glibc's ``mmap`` threshold at 128 KiB for the whole process (a
     workaround for Python 3.11, applied when the op is made), after which every buffer above
     that size, DALI's image batches included, is mapped afresh and page-faulted in on each use
-    (20% more CPU per image on DALI's CPU path; ``bench/README.md``)."""
-    stream = _Epochs(epoch_batches, signature, clock)
+    (20-40% more CPU per image on DALI's CPU path; ``bench/README.md``)."""
     specs = signature if isinstance(signature, tuple) else (signature,)
+    stream = _Epochs(epoch_batches, specs, clock)
 
     def epoch_begin(_: tf.Tensor) -> tf.Tensor:
         return tf.numpy_function(stream.begin, [], tf.int64)
@@ -115,11 +115,10 @@ class _Epochs:
     def __init__(
         self,
         epoch_batches: Callable[[int], Iterator],
-        signature: tf.TensorSpec | tuple[tf.TensorSpec, ...],
+        specs: tuple[tf.TensorSpec, ...],
         clock: EpochClock,
     ) -> None:
         self.epoch_batches, self.clock = epoch_batches, clock
-        specs = signature if isinstance(signature, tuple) else (signature,)
         self.specs = [(spec.dtype.as_numpy_dtype, spec.shape) for spec in specs]
         self.live: dict[int, Iterator] = {}
         self.tokens = itertools.count()
