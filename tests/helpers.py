@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,30 +89,56 @@ def augment(
 def run_together(module: str, specs: list[dict], env: dict[str, str], timeout: float) -> list[dict]:
     """``python -m module SPEC`` for every spec at once (processes that talk to each other, as
     distributed jobs do), each writing JSON to its spec's ``out``: their results, in order. A
-    process that fails or runs past ``timeout`` seconds fails the test with its output."""
+    process that fails, or that is still running ``timeout`` seconds after they all started,
+    fails the test with its output; a hung one first prints every thread's Python stack
+    (``faulthandler`` on ``SIGABRT``), so that a hang says where it was."""
     root = Path(__file__).parents[1]
     jobs = [
         subprocess.Popen(
             [sys.executable, "-m", module, json.dumps(spec)],
             cwd=root,
-            env=env,
+            env={**env, "PYTHONFAULTHANDLER": "1"},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
         for spec in specs
     ]
+    deadline = time.monotonic() + timeout
     logs = []
-    for job in jobs:
-        try:
-            logs.append(job.communicate(timeout=timeout)[0])
-        except subprocess.TimeoutExpired:
-            for other in jobs:
-                other.kill()
-            pytest.fail(f"{module} ran past {timeout} s: {job.communicate()[0][-3000:]}")
+    try:
+        for job in jobs:
+            logs.append(job.communicate(timeout=max(0.0, deadline - time.monotonic()))[0])
+    except subprocess.TimeoutExpired:
+        for job in jobs[len(logs) :]:
+            job.send_signal(signal.SIGABRT)
+        logs += [job.communicate()[0] for job in jobs[len(logs) :]]
+        report = "\n".join(
+            f"--- exit {job.returncode}: {job.args[-1]}\n{log[-6000:]}"
+            for job, log in zip(jobs, logs, strict=True)
+        )
+        pytest.fail(f"{module} ran past {timeout} s:\n{report}")
     for job, log in zip(jobs, logs, strict=True):
         assert job.returncode == 0, log[-4000:]
     return [json.loads(Path(spec["out"]).read_text()) for spec in specs]
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing holds, below the kernel's ephemeral range, so that no
+    connection made meanwhile (the ranks' own, or any other process's) is handed it as its
+    local port before the rendezvous binds it."""
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    low = int(ephemeral.read_text().split()[0]) if ephemeral.exists() else 32768
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(max(1024, low - 10000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port on 127.0.0.1 below {low}")
 
 
 def run_keras_job(

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_together, structured_image, write_image_dir
+from tests.helpers import free_port, run_together, structured_image, write_image_dir
 
 ROOT = Path(__file__).parents[1]
 TIMEOUT = 300
@@ -21,12 +20,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from daliaug.epoch import shard_range
-from tests.helpers import run_together
-from tests.test_jax_distribution import free_port
+from tests.helpers import free_port, run_together
 
 ROOT = Path(__file__).parents[1]
 TIMEOUT = 240
