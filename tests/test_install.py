@@ -1,5 +1,6 @@
-"""What users install: the wheel holds the whole package, the pins agree everywhere, and the
-Docker files are sound (no container engine runs here, so they are checked, not built)."""
+"""What users install: the wheel holds the whole package, each framework its extra (a JAX
+user's environment has no TensorFlow), the pins agree everywhere, and the Docker files are sound
+(built and run by docker/build-here.sh, not by the tests)."""
 
 from __future__ import annotations
 
@@ -97,6 +98,87 @@ def test_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path: Pa
     validate = run(venv / "bin" / "daliaug", "validate", config)
     assert validate.returncode == 0, validate.stderr
     assert "random_resized_crop" in validate.stdout
+
+
+NOT_FOR_JAX = ("tensorflow", "tensorboard", "tf_keras", "torch", "nvidia_dali_tf_plugin", "daliaug")
+"""What a JAX user's environment lacks: TensorFlow, DALI's plugin for it, PyTorch, daliaug."""
+
+
+def jax_site(target: Path) -> Path:
+    """``target`` filled with links to this environment's installed packages, but for those of
+    :data:`NOT_FOR_JAX` (DALI's plugin also out of the ``nvidia`` namespace)."""
+    source = Path(sysconfig.get_paths()["purelib"])
+    target.mkdir()
+    for entry in source.iterdir():
+        if entry.name.lower().replace("-", "_").startswith(NOT_FOR_JAX) or entry.suffix == ".pth":
+            continue
+        if entry.name == "nvidia":
+            (target / "nvidia").mkdir()
+            for part in entry.iterdir():
+                if part.name != "dali_tf_plugin":
+                    (target / "nvidia" / part.name).symlink_to(part)
+        else:
+            (target / entry.name).symlink_to(entry)
+    return target
+
+
+@pytest.mark.slow
+def test_wheel_with_the_jax_extra_runs_the_readme_jax_block_without_tensorflow(
+    wheel: Path, tmp_path: Path
+) -> None:
+    """A fresh venv whose site holds this environment's packages but TensorFlow, its plugin and
+    PyTorch (offline: ``--no-index`` finds every requirement of ``daliaug[jax]`` installed, so
+    the extra needs nothing more), then the README's JAX block, run as written."""
+    from daliaug.tools.demo_data import write_classification_dataset
+    from tests.test_readme import RUN
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    packages = jax_site(Path(tmp_path / "jax-site"))
+    (Path(site) / "jax-user.pth").write_text(f"{packages}\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
+    pip = [python, "-m", "pip", "install", "--no-index", "-q", f"daliaug[jax] @ {wheel.as_uri()}"]
+    install = subprocess.run(pip, env=env, capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stdout + install.stderr
+    (code,) = [code for _, code in RUN if 'os.environ["KERAS_BACKEND"] = "jax"' in code]
+    write_classification_dataset(tmp_path / "data" / "train", per_class=4, size=(48, 64), seed=0)
+    check = "\nimport importlib.util, sys\nassert 'tensorflow' not in sys.modules\n"
+    check += "assert importlib.util.find_spec('tensorflow') is None\n"
+    run = subprocess.run(
+        [python, "-c", code + check],
+        cwd=tmp_path,
+        env={**env, "DALIAUG_CACHE": str(tmp_path / "cache"), "TF_CPP_MIN_LOG_LEVEL": "2"},
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
+def test_base_package_needs_no_tensorflow_and_each_framework_has_an_extra(wheel: Path) -> None:
+    """TensorFlow and DALI's plugin come with the ``tensorflow`` extra (and ``gpu`` and
+    ``test``, which take it), never with the base package."""
+    (metadata,) = [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith("/METADATA")]
+    text = zipfile.ZipFile(wheel).read(metadata).decode()
+    requires = re.findall(r"^Requires-Dist: (.*)$", text, re.M)
+    extras = set(re.findall(r"^Provides-Extra: (\S+)$", text, re.M))
+    assert {"tensorflow", "jax", "torch", "gpu", "test"} <= extras
+    for requirement in requires:
+        if requirement.startswith(("tensorflow", "nvidia-dali-tf-plugin", "jax", "torch")):
+            assert "extra ==" in requirement, requirement
+    plugin = [r for r in requires if r.startswith("nvidia-dali-tf-plugin")]
+    assert plugin and all('extra == "tensorflow"' in r for r in plugin), plugin
+    for extra in ("gpu", "test"):
+        assert any(
+            r.startswith("daliaug[tensorflow]") and f'extra == "{extra}"' in r for r in requires
+        ), extra
 
 
 def test_readme_and_ci_install_tensorflow_before_the_package_with_pyproject_pins() -> None:
