@@ -113,7 +113,7 @@ def case_config(kind: str, backend: str, quick: bool) -> tuple[dict[str, Any], A
 
 def _epoch(kind: str, backend: str, quick: bool) -> Callable[[], Iterator[int]]:
     """A fresh run over ``make_dataset``'s batches (epoch after epoch) per call: batch sizes."""
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
 
     config, arrays = case_config(kind, backend, quick)
     x, y = arrays if arrays is not None else (None, None)

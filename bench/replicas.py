@@ -33,7 +33,7 @@ NAMES = {"auto": "auto", "cpu": "DALI on the CPU", "gpu": "DALI on the GPU", "tf
 def measure(replicas: int, backend: str, epochs: int) -> dict:
     """One setting, in this process: images/s of each timed epoch."""
     from daliaug.config import load_config
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
     from daliaug.tools.demo import mirrored
     from daliaug.tools.demo_sources import demo_sources
     from daliaug.tools.models import model_for

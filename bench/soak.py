@@ -49,7 +49,7 @@ def soak(backend: str, epochs: int) -> dict:
     import keras
 
     from daliaug.config import load_config
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
     from daliaug.tools.demo_sources import demo_sources
 
     config = load_config(str(files("daliaug.pipelines") / "demo.yaml"), {"backend": backend})

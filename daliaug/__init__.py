@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import tensorflow as tf
     from nvidia.dali.pipeline import Pipeline
 
-    from daliaug.outputs.tfdata.dataset import DatasetEngine
+    from daliaug.outputs.dataset import DatasetEngine
 
 __version__ = "0.2.0"
 
@@ -34,17 +34,17 @@ def make_dataset(config: Any, **kwargs: Any) -> tf.data.Dataset:
     """A ``tf.data.Dataset`` of ``(images, labels)`` batches for ``model.fit``.
 
     ``config`` is anything :func:`load_config` accepts. See
-    :func:`daliaug.outputs.tfdata.dataset.make_dataset` for the keyword arguments.
+    :func:`daliaug.outputs.dataset.make_dataset` for the keyword arguments.
     """
-    from daliaug.outputs.tfdata.dataset import make_dataset as _make_dataset
+    from daliaug.outputs.dataset import make_dataset as _make_dataset
 
     return _make_dataset(config, **kwargs)
 
 
 def describe(dataset: Any) -> DatasetEngine:
     """Which engine (DALI or TensorFlow ops) and device (CPU or GPU) computes a dataset made by
-    :func:`make_dataset`; see :func:`daliaug.outputs.tfdata.dataset.describe`."""
-    from daliaug.outputs.tfdata.dataset import describe as _describe
+    :func:`make_dataset`; see :func:`daliaug.outputs.dataset.describe`."""
+    from daliaug.outputs.dataset import describe as _describe
 
     return _describe(dataset)
 

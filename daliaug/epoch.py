@@ -20,6 +20,7 @@ import numpy as np
 
 from daliaug.algebra import Scalar
 from daliaug.errors import DataError
+from daliaug.sources.sample_set import shard_range
 
 if TYPE_CHECKING:
     from daliaug.config import Config
@@ -29,12 +30,6 @@ if TYPE_CHECKING:
 def resolve_seed(seed: int | None) -> int:
     """The config's seed, or a fresh random one when it has none."""
     return seed if seed is not None else int(np.random.SeedSequence().entropy % 2**31)
-
-
-def shard_range(n: int, shard_id: int, num_shards: int) -> tuple[int, int]:
-    """``[start, stop)`` of contiguous shard ``shard_id`` of ``num_shards`` over ``n`` samples,
-    split as DALI's readers split them; the shards partition the samples."""
-    return n * shard_id // num_shards, n * (shard_id + 1) // num_shards
 
 
 def batch_bounds(n: int, batch_size: int, drop_remainder: bool) -> list[tuple[int, int]]:

@@ -74,8 +74,10 @@ def test_package_imports_outputs_and_keras_lazily() -> None:
 
 
 def test_no_import_cycles() -> None:
+    """No cycle, counting lazy and typing-only imports: a package importing its own submodules
+    (``__init__.py``'s dispatch) is the one exception."""
     graph = {
-        m: {resolve(i) for i in imports(p, module_level=True)} - {m} for m, p in MODULES.items()
+        m: {resolve(i) for i in imports(p, module_level=False)} - {m} for m, p in MODULES.items()
     }
     # a package's __init__ is imported on the way to its submodules
     for m in list(graph):
@@ -99,6 +101,37 @@ def test_no_import_cycles() -> None:
     for module in sorted(graph):
         if module not in state:
             visit(module, [module])
+
+
+OUTPUT_PEERS = ("daliaug.outputs.tfdata", "daliaug.outputs.jax", "daliaug.outputs.torch")
+"""The frameworks' outputs besides NumPy's (``outputs/batches.py``, which JAX and PyTorch
+build on)."""
+
+
+def output_peer(module: str) -> str | None:
+    return next((p for p in OUTPUT_PEERS if module == p or module.startswith(f"{p}.")), None)
+
+
+def test_make_dataset_is_the_one_front_door_of_peer_outputs() -> None:
+    """``make_dataset`` lives in ``outputs/dataset.py``, the only module of ``outputs/`` that
+    picks among the frameworks' outputs; they never import one another (``outputs.numpy``'s
+    engine batches read the TF engine's graph through ``tfdata``, for parity and preview)."""
+    definers = {
+        m
+        for m, p in MODULES.items()
+        for node in ast.parse(p.read_text()).body
+        if isinstance(node, ast.FunctionDef) and node.name == "make_dataset"
+    }
+    assert definers == {"daliaug", "daliaug.outputs.dataset"}  # the public face, the front door
+    assert "daliaug.outputs.dataset" in set(imports(MODULES["daliaug"], module_level=False))
+    for module, path in MODULES.items():
+        if not module.startswith("daliaug.outputs.") or module == "daliaug.outputs.dataset":
+            continue
+        mine = output_peer(module)
+        reached = {output_peer(resolve(i)) for i in imports(path, module_level=False)}
+        parity = "daliaug.outputs.tfdata" if module == "daliaug.outputs.numpy" else None
+        allowed = {None, mine, parity}
+        assert reached <= allowed, f"{module} imports the output of {reached - allowed}"
 
 
 RECORD_READERS = {

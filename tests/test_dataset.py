@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from daliaug.outputs.dataset import make_dataset
 from daliaug.outputs.numpy import DaliLoader
-from daliaug.outputs.tfdata.dataset import make_dataset
 from daliaug.sources.arrays import ArraysSource
 from tests.helpers import config_for
 

@@ -19,7 +19,7 @@ def test_the_demo_model_learns_the_demo_data(
     import keras
 
     from daliaug.config import load_config
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
     from daliaug.tools.demo import fit, splits
     from daliaug.tools.models import model_for
 

@@ -12,8 +12,8 @@ import pytest
 
 from daliaug.config import Config
 from daliaug.epoch import Epochs
+from daliaug.outputs.dataset import make_dataset
 from daliaug.outputs.numpy import DaliLoader
-from daliaug.outputs.tfdata.dataset import make_dataset
 from daliaug.parity.measure import seeded_rows
 from daliaug.tools.preview import augmented_samples
 from tests.helpers import config_for

@@ -128,12 +128,13 @@ def test_gpu_batches_stay_on_the_gpu(demo_dir: Path, framework: str) -> None:
         assert np.abs(host[0] - cpu_images).max() < 8  # nvJPEG and libjpeg decode apart
 
 
-@pytest.mark.parametrize("framework", ["jax", "torch", None])
+@pytest.mark.parametrize("framework", ["jax", "torch"])
 def test_keras_on_a_backend_that_is_not_installed_is_named_with_the_fix(
-    demo_dir: Path, framework: str | None
+    demo_dir: Path, framework: str
 ) -> None:
     """On a GPU host with JAX and PyTorch but no TensorFlow, Keras' default backend cannot
-    start: make_dataset names the backend and the variable to set, not Keras' ImportError."""
+    start: make_dataset names the backend and the variable to set, not Keras' ImportError
+    (following that backend, framework=None, is tests/test_extras.py's)."""
     code = (
         "import sys; sys.modules['tensorflow'] = None\n"
         "import daliaug\n"
@@ -153,6 +154,43 @@ def test_keras_on_a_backend_that_is_not_installed_is_named_with_the_fix(
     message = result.stdout
     assert "Keras cannot start on its backend (tensorflow)" in message
     assert "tensorflow is not installed" in message
-    assert (
-        f"KERAS_BACKEND={framework}" if framework else "KERAS_BACKEND to jax or torch"
-    ) in message
+    assert f"KERAS_BACKEND={framework}" in message
+
+
+@pytest.mark.parametrize(
+    ("missing", "framework", "named"),
+    [
+        ("tensorflow", None, "TensorFlow"),  # Keras' backend is TensorFlow (KERAS_BACKEND)
+        ("tensorflow", "tensorflow", "TensorFlow"),
+        ("nvidia.dali_tf_plugin", "tensorflow", "DALI's TensorFlow plugin"),
+    ],
+)
+def test_tf_data_without_the_tensorflow_extra_names_the_extra_and_its_command(
+    demo_dir: Path, missing: str, framework: str | None, named: str
+) -> None:
+    """A JAX or PyTorch user's install (no ``tensorflow`` extra) asked for a ``tf.data``
+    dataset: a BackendError naming what is missing, the extra and the command that installs
+    it, TensorFlow first."""
+    code = (
+        f"import sys; sys.modules[{missing!r}] = None\n"
+        "import daliaug\n"
+        f"source = {{'type': 'directory', 'path': {str(demo_dir)!r}}}\n"
+        "config = daliaug.load_config({'source': source, 'image_size': 32, 'batch_size': 4,"
+        " 'backend': 'cpu'})\n"
+        "try:\n"
+        f"    daliaug.make_dataset(config, framework={framework!r})\n"
+        "except daliaug.BackendError as e:\n"
+        "    print(e)\n"
+        "    sys.exit(e.exit_code)\n"
+    )
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 4, result.stdout + result.stderr[-2000:]
+    message = result.stdout
+    assert f"{named}, which is not installed" in message
+    assert "daliaug's tensorflow extra" in message
+    first, second = message.split("pip install ")[1:3]
+    assert "'tensorflow==2.21.*'" in first
+    assert second.startswith("--no-build-isolation 'daliaug[tensorflow]'")

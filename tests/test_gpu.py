@@ -100,7 +100,7 @@ needs_tf_gpu = pytest.mark.skipif(not _tf_gpu(), reason="needs TensorFlow's CUDA
 def test_make_dataset_on_the_gpu_fits_and_sees_every_sample_once(tmp_path: Path) -> None:
     """``make_dataset`` on the GPU: a GPU-placed DALIDatasetWithInputs, each sample exactly
     once per epoch, batches on the GPU, close to the CPU path, and one model.fit epoch."""
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
     from daliaug.tools.models import small_cnn
 
     root = write_image_dir(

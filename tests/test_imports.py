@@ -12,6 +12,7 @@ import pytest
     "module",
     [
         "daliaug",
+        "daliaug.outputs.dataset",
         "daliaug.outputs.tfdata.dataset",
         "daliaug.engines",
         "daliaug.engines.dali",

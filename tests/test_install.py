@@ -1,5 +1,6 @@
-"""What users install: the wheel holds the whole package, the pins agree everywhere, and the
-Docker files are sound (no container engine runs here, so they are checked, not built)."""
+"""What users install: the wheel holds the whole package, each framework its extra (a JAX
+user's environment has no TensorFlow), the pins agree everywhere, and the Docker files are sound
+(built and run by docker/build-here.sh, not by the tests)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import yaml
 ROOT = Path(__file__).parents[1]
 PYPROJECT = (ROOT / "pyproject.toml").read_text()
 DOCKERFILE = (ROOT / "docker" / "Dockerfile").read_text()
+README = (ROOT / "README.md").read_text()
 
 
 def pins() -> dict[str, str]:
@@ -74,12 +76,15 @@ def test_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path: Pa
         text=True,
     ).stdout.strip()
     (Path(site) / "reuse-test-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # without PYTHONPATH: a checkout on it, with the egg-info the wheel's build leaves, would
+    # pass for daliaug installed already
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     subprocess.run(
         [python, "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
         check=True,
+        env=env,
         timeout=300,
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     where = tmp_path / "elsewhere"
     where.mkdir()
 
@@ -97,6 +102,84 @@ def test_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path: Pa
     validate = run(venv / "bin" / "daliaug", "validate", config)
     assert validate.returncode == 0, validate.stderr
     assert "random_resized_crop" in validate.stdout
+
+
+NOT_FOR_JAX = ("tensorflow", "tensorboard", "tf_keras", "torch", "nvidia_dali_tf_plugin", "daliaug")
+"""What a JAX user's environment lacks: TensorFlow, DALI's plugin for it, PyTorch, daliaug."""
+
+
+def jax_site(target: Path) -> Path:
+    """``target`` filled with links to this environment's installed packages, but for those of
+    :data:`NOT_FOR_JAX` (DALI's plugin also out of the ``nvidia`` namespace)."""
+    source = Path(sysconfig.get_paths()["purelib"])
+    target.mkdir()
+    for entry in source.iterdir():
+        if entry.name.lower().replace("-", "_").startswith(NOT_FOR_JAX) or entry.suffix == ".pth":
+            continue
+        if entry.name == "nvidia":
+            (target / "nvidia").mkdir()
+            for part in entry.iterdir():
+                if part.name != "dali_tf_plugin":
+                    (target / "nvidia" / part.name).symlink_to(part)
+        else:
+            (target / entry.name).symlink_to(entry)
+    return target
+
+
+@pytest.mark.slow
+def test_wheel_with_the_jax_extra_runs_the_readme_jax_block_without_tensorflow(
+    wheel: Path, tmp_path: Path
+) -> None:
+    """A fresh venv whose site holds this environment's packages but TensorFlow, its plugin and
+    PyTorch (offline: ``--no-index`` finds every requirement of ``daliaug[jax]`` installed, so
+    the extra needs nothing more), then the README's JAX block, run as written."""
+    from daliaug.tools.demo_data import write_classification_dataset
+    from tests.test_readme import RUN
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    packages = jax_site(Path(tmp_path / "jax-site"))
+    (Path(site) / "jax-user.pth").write_text(f"{packages}\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
+    pip = [python, "-m", "pip", "install", "--no-index", "-q", f"daliaug[jax] @ {wheel.as_uri()}"]
+    install = subprocess.run(pip, env=env, capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stdout + install.stderr
+    (code,) = [code for _, code in RUN if 'os.environ["KERAS_BACKEND"] = "jax"' in code]
+    write_classification_dataset(tmp_path / "data" / "train", per_class=4, size=(48, 64), seed=0)
+    check = "\nimport importlib.util, sys\nassert 'tensorflow' not in sys.modules\n"
+    check += "assert importlib.util.find_spec('tensorflow') is None\n"
+    run = subprocess.run(
+        [python, "-c", code + check],
+        cwd=tmp_path,
+        env={**env, "DALIAUG_CACHE": str(tmp_path / "cache"), "TF_CPP_MIN_LOG_LEVEL": "2"},
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
+def test_base_package_needs_no_tensorflow_and_each_framework_has_an_extra(wheel: Path) -> None:
+    """TensorFlow and DALI's plugin come with the ``tensorflow`` extra (and ``test``, which
+    takes it), never with the base package."""
+    (metadata,) = [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith("/METADATA")]
+    text = zipfile.ZipFile(wheel).read(metadata).decode()
+    requires = re.findall(r"^Requires-Dist: (.*)$", text, re.M)
+    extras = set(re.findall(r"^Provides-Extra: (\S+)$", text, re.M))
+    assert {"tensorflow", "jax", "torch", "gpu", "test"} <= extras
+    for requirement in requires:
+        if requirement.startswith(("tensorflow", "nvidia-dali-tf-plugin", "jax", "torch")):
+            assert "extra ==" in requirement, requirement
+    plugin = [r for r in requires if r.startswith("nvidia-dali-tf-plugin")]
+    assert plugin and all('extra == "tensorflow"' in r for r in plugin), plugin
+    assert any(r.startswith("daliaug[tensorflow]") and 'extra == "test"' in r for r in requires)
 
 
 def test_readme_and_ci_install_tensorflow_before_the_package_with_pyproject_pins() -> None:
@@ -124,7 +207,7 @@ def test_dockerfile_pins_what_pyproject_pins_and_installs_tensorflow_first() -> 
     assert f"'tensorflow[and-cuda]{pinned['tensorflow']}'" in installs[frameworks]
     assert f"'nvidia-dali-cuda120{pinned['nvidia-dali-cuda120']}'" in installs[frameworks]
     assert frameworks < package
-    assert installs[package].split()[-1] == "."
+    assert installs[package].split()[-1] == "'.[tensorflow,gpu]'"
 
 
 def test_dockerfile_runs_unprivileged_with_a_data_volume() -> None:
@@ -167,7 +250,7 @@ def test_dockerfile_compiles_dalis_plugin_against_cuda_headers_the_image_has() -
     build."""
     from importlib.metadata import requires
 
-    base = re.search(r"^FROM python:(\d+\.\d+)", DOCKERFILE, re.M).group(1)
+    base = re.search(r"^ARG BASE=python:(\d+\.\d+)", DOCKERFILE, re.M).group(1)
     site = f"/opt/venv/lib/python{base}/site-packages"
     env = dict(re.findall(r"\b(CUDA_HOME|CPLUS_INCLUDE_PATH)=(\S+)", DOCKERFILE))
     assert env == {
@@ -192,9 +275,13 @@ def test_dockerfile_compiles_dalis_plugin_against_cuda_headers_the_image_has() -
 
 def test_gpu_extra_and_dockerfile_bring_npp_with_the_same_pin() -> None:
     """DALI looks for NPP at every pipeline build and warns without it; TensorFlow's CUDA
-    wheels leave it out."""
+    wheels leave it out. The gpu extra is NPP alone (any framework); TensorFlow's CUDA build
+    comes first, with DALI, in the README's GPU install and the Dockerfile."""
     extras = re.search(r"^gpu = \[(.*)\]$", PYPROJECT, re.M).group(1)
-    assert f'"tensorflow[and-cuda]{pins()["tensorflow"]}"' in extras
     npp = pins()["nvidia-npp-cu12"]
+    assert extras == f'"nvidia-npp-cu12{npp}"'
     frameworks = next(args for args in pip_installs(DOCKERFILE) if "tensorflow" in args)
     assert f"'nvidia-npp-cu12{npp}'" in frameworks
+    gpu_install = README.split("## Install on a GPU host")[1]
+    assert f"'tensorflow[and-cuda]{pins()['tensorflow']}'" in pip_installs(gpu_install)[1]
+    assert "'.[tensorflow,gpu]'" in pip_installs(gpu_install)[2]

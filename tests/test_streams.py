@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from daliaug.epoch import EpochClock
 from daliaug.errors import DataError
-from daliaug.outputs.tfdata.dataset import make_dataset
+from daliaug.outputs.dataset import make_dataset
 from daliaug.outputs.tfdata.streams import counted
 
 PAIR = (tf.TensorSpec((None,), tf.int64), tf.TensorSpec((None, 2), tf.float32))

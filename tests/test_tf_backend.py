@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from daliaug.outputs.tfdata.dataset import make_dataset
+from daliaug.outputs.dataset import make_dataset
 from daliaug.outputs.tfdata.tf_dataset import tf_dataset
 from daliaug.parity.measure import inside_source
 from tests.helpers import config_for

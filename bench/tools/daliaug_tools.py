@@ -33,7 +33,7 @@ def _dataset_epoch(config: Any, data: Data) -> Epoch:
     once and iterated once per epoch, as ``model.fit`` does."""
     import tensorflow as tf
 
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
 
     if config.backend == "gpu" and not tf.config.list_physical_devices("GPU"):
         raise Unavailable("TensorFlow sees no GPU (CPU-only TensorFlow build)")

@@ -61,7 +61,7 @@ def dali_fit(workload: Workload, data: Data, threads: int | None, device: str) -
     """``make_dataset`` on the GPU feeding ResNet-50's training step."""
     _gpu_check(device)
     _tf_gpu()
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
 
     config = _config(workload, data, threads, backend="gpu")
     samples = data.samples()

@@ -62,7 +62,7 @@ def compiled(workload: Workload, data: Data, threads: int | None, device: str) -
     """``make_dataset(from_keras(layers, ...))`` with ``backend`` auto, or the engine named by
     ``device`` (``cpu``: DALI on the CPU, ``tf``: the TensorFlow engine)."""
     import daliaug
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
 
     eq = workload.equivalent
     extra = {"num_threads": threads} if threads is not None else {}

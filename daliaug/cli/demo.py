@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         import keras
         import tensorflow as tf
 
-        from daliaug.outputs.tfdata.dataset import describe, make_dataset
+        from daliaug.outputs.dataset import describe, make_dataset
         from daliaug.tools.models import model_for
 
         strategy = mirrored(args.replicas) if args.replicas else None

@@ -20,8 +20,8 @@ import numpy as np
 
 from daliaug.config import Config
 from daliaug.epoch import Epochs
+from daliaug.outputs.dataset import output_engine
 from daliaug.outputs.numpy import batches as engine_batches
-from daliaug.outputs.tfdata.dataset import output_engine
 from daliaug.sources.base import Samples
 
 WINDOW = 2048

@@ -13,7 +13,7 @@ from daliaug.keras.batches import EpochBatches
 from daliaug.keras.iterator import keras_iterator
 from daliaug.keras.outputs import Outputs
 from daliaug.outputs import framework_of
-from daliaug.outputs.tfdata.dataset import make_dataset
+from daliaug.outputs.dataset import make_dataset
 from daliaug.sources.base import Samples
 
 COLOR_MODES = {"rgb": 3, "grayscale": 1}

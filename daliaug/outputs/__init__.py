@@ -1,32 +1,49 @@
-"""Outputs: what ``make_dataset`` hands each framework. ``tensorflow``: a ``tf.data.Dataset``;
-``jax`` and ``torch``: the batches Keras' ``fit`` takes on those backends, as their arrays
-(:mod:`~daliaug.outputs.jax`, :mod:`~daliaug.outputs.torch`), with no TensorFlow; ``numpy``:
-NumPy batches for any loop (:class:`~daliaug.outputs.batches.Batches`). All run the epochs of
-:mod:`daliaug.epoch`. Importing this package imports no framework.
+"""Outputs: what ``make_dataset`` (:mod:`daliaug.outputs.dataset`, the one front door) hands
+each framework. ``tensorflow``: a ``tf.data.Dataset`` (:mod:`~daliaug.outputs.tfdata`, the
+``tensorflow`` extra); ``jax`` and ``torch``: the batches Keras' ``fit`` takes on those
+backends, as their arrays (:mod:`~daliaug.outputs.jax`, :mod:`~daliaug.outputs.torch`), with no
+TensorFlow; ``numpy``: NumPy batches for any loop (:class:`~daliaug.outputs.batches.Batches`).
+All run the epochs of :mod:`daliaug.epoch`. Importing this package imports no framework.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from daliaug.config import Config
-from daliaug.engines.select import Device
-from daliaug.errors import ConfigError
-from daliaug.outputs.options import DatasetOptions
-from daliaug.sources.sample_set import SampleSet
-
-if TYPE_CHECKING:
-    from daliaug.outputs.batches import Batches
+from daliaug.errors import BackendError, ConfigError
 
 FRAMEWORKS = ("tensorflow", "jax", "torch", "numpy")
+TENSORFLOW_EXTRA = (
+    "pip install 'tensorflow==2.21.*' 'nvidia-dali-cuda120==2.4.*' && "
+    "pip install --no-build-isolation 'daliaug[tensorflow]'"
+)
+"""The ``tensorflow`` extra's install: TensorFlow first, as DALI's plugin is compiled against it."""
+
+
+def tensorflow_extra(module: str) -> None:
+    """Imports ``module`` (``tensorflow``, or ``nvidia.dali_tf_plugin``: DALI's plugin for it);
+    a :class:`~daliaug.errors.BackendError` naming the ``tensorflow`` extra and its install
+    command where it is not installed."""
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name is None or not (module == e.name or module.startswith(f"{e.name}.")):
+            raise
+        what = "TensorFlow" if module == "tensorflow" else "DALI's TensorFlow plugin"
+        raise BackendError(
+            f"framework: 'tensorflow' (a tf.data.Dataset) needs {what}, which is not installed; "
+            f"install daliaug's tensorflow extra: {TENSORFLOW_EXTRA} (or use Keras' JAX or "
+            "PyTorch backend: framework='jax' or 'torch')"
+        ) from None
 
 
 def keras_started(framework: str | None) -> Any:
-    """Keras, imported; a ``ConfigError`` where it is missing or its backend cannot start
-    (``KERAS_BACKEND`` or ``keras.json`` naming TensorFlow on a host without it, say).
-    ``framework``: the one asked for, named in the fix."""
+    """Keras, imported; a ``ConfigError`` where it is missing or its backend cannot start, a
+    ``BackendError`` naming the ``tensorflow`` extra where that backend is TensorFlow and
+    TensorFlow is not installed. ``framework``: the one asked for, named in the fix."""
     try:
         import keras
     except ImportError as e:
@@ -37,6 +54,12 @@ def keras_started(framework: str | None) -> Any:
             ) from None
         backend = os.environ.get("KERAS_BACKEND") or "the one in ~/.keras/keras.json"
         missing = e.name.split(".")[0] if e.name else str(e)
+        if missing == "tensorflow" and framework in (None, "tensorflow"):
+            raise BackendError(
+                f"framework: Keras' backend ({backend}) is TensorFlow, which is not installed; "
+                f"install daliaug's tensorflow extra: {TENSORFLOW_EXTRA} (or set KERAS_BACKEND "
+                "to jax or torch before Keras is imported)"
+            ) from None
         fix = f"KERAS_BACKEND={framework}" if framework else "KERAS_BACKEND to jax or torch"
         raise ConfigError(
             f"framework: Keras cannot start on its backend ({backend}): {missing} is not "
@@ -53,31 +76,3 @@ def framework_of(framework: str | None) -> str:
     if framework not in FRAMEWORKS:
         raise ConfigError(f"framework: {framework!r} is not one of {', '.join(FRAMEWORKS)}")
     return framework
-
-
-def framework_batches(
-    framework: str,
-    config: Config,
-    samples: SampleSet,
-    device: Device,
-    options: DatasetOptions,
-    initial_epoch: int,
-) -> Batches:
-    """The batches of ``framework`` (``jax``, ``torch`` or ``numpy``) for ``samples``
-    (prepared and checked), computed by DALI on ``device``."""
-    if options.weighs:
-        samples.check_reader_weights(framework)
-    if framework in ("jax", "torch"):
-        keras_started(framework)  # their batches are Keras data adapters
-    if framework == "jax":
-        from daliaug.outputs.jax import jax_dataset
-
-        return jax_dataset(config, samples, device, options, initial_epoch)
-    if framework == "torch":
-        from daliaug.outputs.torch import torch_dataset
-
-        return torch_dataset(config, samples, device, options, initial_epoch)
-    from daliaug.outputs.batches import dali_loaders, local_batches
-
-    shards = [(config, samples, options)]
-    return local_batches(shards, dali_loaders(shards, tuple, device), initial_epoch)

@@ -18,12 +18,11 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import model_validator
 
-from daliaug.epoch import shard_range
 from daliaug.errors import DaliaugError, DataError
 from daliaug.fields import ShardCount, ShardId
 from daliaug.sources.checks import describe_rejected
 from daliaug.sources.listing import IMAGE_EXTENSIONS
-from daliaug.sources.sample_set import SampleSet
+from daliaug.sources.sample_set import SampleSet, shard_range
 from daliaug.tagged import Tagged
 
 

@@ -15,6 +15,12 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 
 
+def shard_range(n: int, shard_id: int, num_shards: int) -> tuple[int, int]:
+    """``[start, stop)`` of contiguous shard ``shard_id`` of ``num_shards`` over ``n`` samples,
+    split as DALI's readers split them; the shards partition the samples."""
+    return n * shard_id // num_shards, n * (shard_id + 1) // num_shards
+
+
 class SampleSet(ABC):
     """One shard's samples of a source, with their ``class_names``. The ``check_*`` methods
     refuse what the kind cannot do; by default nothing is refused."""

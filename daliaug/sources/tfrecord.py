@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import ClassVar, Literal, NoReturn
 
 from daliaug.cache import default_cache_dir, write_atomically
-from daliaug.epoch import shard_range
 from daliaug.errors import ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath
 from daliaug.sources.base import SourceConfig, read_text
-from daliaug.sources.sample_set import SampleSet
+from daliaug.sources.sample_set import SampleSet, shard_range
 
 METADATA = "daliaug.json"
 """Written next to the shards by ``daliaug convert``: class names and the feature keys."""

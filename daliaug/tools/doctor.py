@@ -151,7 +151,7 @@ def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int 
     """Run the three phases on ``config`` and return their rates, utilisation and notes."""
     import tensorflow as tf
 
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
 
     if steps < 1 or warmup < 1:
         raise ConfigError("--steps and --warmup must be at least 1")

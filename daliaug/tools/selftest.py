@@ -311,7 +311,7 @@ def compare_epochs(config: Config, first: str, second: str) -> Check:
     same samples in the same order (the labels are the samples' indices, see
     :func:`numbered_config`), and pixels within the parity tolerances: the decoders' for
     JPEGs, the pipeline's for lossless files."""
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
     from daliaug.parity.measure import Stats
     from daliaug.prepare import prepare_samples
 
@@ -434,7 +434,7 @@ def decode_rate(paths: list[str], device: Device, batch_size: int, device_id: in
 
 def _rates(report: Report, config: Config) -> float:
     """Rows for the rates and the memory peak; returns ``make_dataset``'s rate."""
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
     from daliaug.prepare import prepare_samples
 
     dataset = make_dataset(config)
@@ -462,7 +462,7 @@ def _memory_peak(device: Device) -> Check:
 
 
 def _training(report: Report, config: Config, steps: int) -> None:
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
     from daliaug.tools.models import model_for
 
     model = model_for(config, 4)
@@ -476,7 +476,7 @@ def _training(report: Report, config: Config, steps: int) -> None:
 def _through_make_dataset(report: Report, steps: int, folder: Path) -> None:
     """The checks through ``make_dataset`` (TensorFlow installed), led by the memory row, which
     counts the BackendWarnings they raise."""
-    from daliaug.outputs.tfdata.dataset import make_dataset
+    from daliaug.outputs.dataset import make_dataset
 
     at = len(report.checks)
     config = _demo_config(32)

@@ -1,146 +1,20 @@
-"""``make_dataset`` for TensorFlow: a config's ``tf.data.Dataset`` for ``model.fit``, computed by
-the engine :func:`~daliaug.prepare.prepare` picks.
-
-With DALI (``backend`` auto, gpu or cpu) the DALI graph does the pixels; with ``backend: tf``
-(or auto without DALI) TensorFlow ops do. Either way the epochs are :mod:`daliaug.epoch`'s.
-Importing this module imports neither TensorFlow nor DALI; the chosen backend does.
-"""
+"""The ``tf.data`` dataset of one engine's graph: DALI's through ``DALIDatasetWithInputs``
+(:mod:`~daliaug.outputs.tfdata.dali_dataset`), TensorFlow's as ``tf.data`` maps
+(:mod:`~daliaug.outputs.tfdata.tf_dataset`), and where a ``tf.data`` dataset runs DALI.
+Importing this module imports neither TensorFlow nor DALI."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from daliaug.config import Config, load_config
-from daliaug.engines import select_engine
-from daliaug.engines.select import (
-    Device,
-    Placement,
-    dali_installed,
-    resolve_backend,
-    resolve_device,
-)
-from daliaug.epoch import EpochClock, resolve_seed
-from daliaug.errors import ConfigError
-from daliaug.outputs import framework_batches, framework_of
+from daliaug.config import Config
+from daliaug.engines.select import Device, Placement
+from daliaug.outputs import tensorflow_extra
 from daliaug.outputs.options import DatasetOptions
-from daliaug.prepare import prepare
 from daliaug.sources.sample_set import SampleSet
 
 if TYPE_CHECKING:
     import tensorflow as tf
-
-    from daliaug.outputs.batches import Batches
-
-_ENGINE = "_daliaug_engine"
-"""The attribute of a dataset made by :func:`make_dataset` that :func:`describe` reads."""
-
-
-@dataclass(frozen=True)
-class DatasetEngine:
-    """Which engine computes a dataset's batches, and on which device."""
-
-    name: Literal["dali", "tf"]
-    """``dali`` (NVIDIA DALI's operators) or ``tf`` (TensorFlow ops)."""
-    device: Literal["cpu", "gpu"]
-    """Where the engine runs (the TensorFlow backend always augments on the CPU)."""
-    replicas: int = 1
-    """Pipelines under a ``tf.distribute`` strategy, one per replica."""
-
-    def __str__(self) -> str:
-        where = "TensorFlow ops" if self.name == "tf" else f"DALI on the {self.device.upper()}"
-        return where if self.replicas == 1 else f"{where}, {self.replicas} replicas"
-
-
-def describe(dataset: Any) -> DatasetEngine:
-    """The :class:`DatasetEngine` a dataset made by :func:`make_dataset` got here (``backend: auto``
-    picks one per machine, source kind and plan); ``str()`` of it reads "DALI on the GPU"."""
-    engine = getattr(dataset, _ENGINE, None)
-    if engine is None:
-        raise ValueError(
-            "describe takes a dataset returned by daliaug.make_dataset (a tf.data stage added "
-            "after it, such as .map, makes a new dataset that does not know its engine)"
-        )
-    return engine
-
-
-def make_dataset(
-    config: Any,
-    *,
-    samples: SampleSet | None = None,
-    x: Any = None,
-    y: Any = None,
-    initial_epoch: int = 0,
-    class_weight: Mapping[int, float] | None = None,
-    sample_weight: Any = None,
-    strategy: Any = None,
-    framework: str | None = None,
-) -> tf.data.Dataset | tf.distribute.DistributedDataset | Batches:
-    """A dataset of ``(images, labels or masks)`` batches, augmented as the config says.
-
-    ``config`` is anything :func:`~daliaug.config.load_config` takes. For an ``arrays``
-    source pass the uint8 images ``x`` (N, H, W, C) and integer labels ``y``; ``samples``
-    replaces the config's source altogether.
-
-    One iteration is one epoch: every sample exactly once, in a new order each epoch when
-    ``shuffle``; the last batch is smaller unless ``drop_remainder``. The first iteration is
-    epoch ``initial_epoch`` (the same order and parameters as in a run that started at 0), so
-    ``model.fit(..., initial_epoch=k)`` resumes the data stream too. ``class_weight`` (Keras'
-    mapping from class index to weight) makes the batches ``(images, labels, weights)``, the
-    weights computed in the pipeline: use it instead of ``model.fit(class_weight=...)``, which
-    adds a CPU stage after the dataset (not allowed after a GPU-placed DALI dataset);
-    ``sample_weight`` (one number per sample of the source, or of ``x``) does the same per sample
-    (times the class weight when both are given). Images
-    come out of DALI on the GPU with ``backend`` gpu (or auto on a GPU machine), else from DALI
-    on the CPU, or from TensorFlow ops with ``backend: tf`` (or auto without DALI), with the
-    same element spec.
-
-    With a ``tf.distribute`` ``strategy`` the result is a distributed dataset for ``model.fit``
-    under that strategy: one pipeline per replica on the replica's device, ``batch_size`` the
-    global batch (see :mod:`daliaug.outputs.tfdata.replicas`).
-    """
-    if initial_epoch < 0:
-        raise ConfigError(f"initial_epoch: must be 0 or more, got {initial_epoch}")
-    framework = framework_of(framework)
-    if framework != "tensorflow" and strategy is not None:
-        raise ConfigError(
-            f"strategy: a tf.distribute strategy needs framework='tensorflow', not {framework!r}"
-            " (for JAX, use keras.distribution.DataParallel)"
-        )
-    config = load_config(config)
-    device = None if framework == "tensorflow" else framework_device(config, framework)
-    prepared = prepare(config, samples=samples, x=x, y=y, device=device, placement=tf_placement)
-    config, samples = prepared.config, prepared.samples
-    samples.check_readable()
-    weights = None if class_weight is None else _class_weights(config, samples, class_weight)
-    per_sample = None if sample_weight is None else _sample_weights(samples, sample_weight)
-    options = DatasetOptions(
-        class_weights=weights, sample_weights=per_sample, clock=EpochClock(initial_epoch)
-    )
-    if strategy is not None:
-        from daliaug.outputs.tfdata.replicas import distributed_dataset
-
-        dataset = distributed_dataset(prepared, strategy, options)
-        replicas = strategy.num_replicas_in_sync
-        return _described(dataset, prepared.engine.name, prepared.device, replicas)
-    if options.weighs and config.label_mode == "none":
-        raise ConfigError("label_mode: 'none' yields the images alone, without weights")
-    if framework != "tensorflow":
-        config = config.model_copy(update={"seed": resolve_seed(config.seed)})
-        return framework_batches(
-            framework, config, samples, prepared.device, options, initial_epoch
-        )
-    dataset = engine_dataset(prepared.engine.name, config, samples, prepared.device, options)
-    return _described(dataset, prepared.engine.name, prepared.device, 1)
-
-
-def _described(dataset: Any, engine: str, device: Device, replicas: int) -> Any:
-    """``dataset``, marked with the engine that computes it (for :func:`describe`)."""
-    setattr(dataset, _ENGINE, DatasetEngine(engine, device, replicas))
-    return dataset
 
 
 def engine_dataset(
@@ -153,6 +27,7 @@ def engine_dataset(
     """The ``tf.data`` dataset of engine ``name``'s graph over ``samples`` (checked), one epoch
     per iteration, as ``options.clock`` numbers them; the clock is its ``epoch_clock``."""
     if name == "dali":
+        tensorflow_extra("nvidia.dali_tf_plugin")
         from daliaug.outputs.tfdata.dali_dataset import dali_dataset
 
         return dali_dataset(config, samples, device, options)
@@ -161,66 +36,10 @@ def engine_dataset(
     return tf_dataset(config, samples, options)
 
 
-def output_engine(config: Config, framework: str) -> tuple[str, Device]:
-    """The engine (its name) and device ``make_dataset`` runs ``config`` on for
-    ``framework``."""
-    if framework == "tensorflow":
-        chosen, device = select_engine(config, tf_placement)
-        return chosen.name, device
-    return "dali", framework_device(config, framework)
-
-
 def tf_placement(device: Device, config: Config) -> Placement:
     """Where a ``tf.data`` dataset runs DALI: on the GPU only where TensorFlow sees it too
     (imports TensorFlow and DALI's plugin only then)."""
+    tensorflow_extra("nvidia.dali_tf_plugin")
     from daliaug.outputs.tfdata.dali_dataset import placement
 
     return placement(device, config)
-
-
-def framework_device(config: Config, framework: str) -> Device:
-    """Where DALI runs for ``framework`` (JAX, PyTorch, NumPy), which must not need TensorFlow
-    (``auto`` takes DALI, on the GPU where it sees one, else on the CPU)."""
-    placement = resolve_backend(config)
-    if placement == "tf" and config.backend == "auto" and dali_installed():
-        return resolve_device(config)
-    if placement == "tf":
-        raise ConfigError(
-            f"backend: {config.backend!r} runs TensorFlow ops here, but framework={framework!r} "
-            "needs DALI (install nvidia-dali-cuda120, or use backend: cpu or gpu)"
-        )
-    return placement
-
-
-def _sample_weights(samples: SampleSet, sample_weight: Any) -> np.ndarray:
-    """One weight per sample, checked."""
-    samples.check_sample_weights()
-    weights = np.asarray(sample_weight, dtype=np.float32).reshape(-1)
-    if len(weights) != len(samples):
-        raise ConfigError(
-            f"sample_weight: {len(weights)} weights for {len(samples)} samples; give one each"
-        )
-    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
-        raise ConfigError("sample_weight: weights must be finite and >= 0")
-    return weights
-
-
-def _class_weights(
-    config: Config, samples: SampleSet, class_weight: Mapping[int, float]
-) -> np.ndarray:
-    """Keras' ``class_weight`` as one weight per class, checked."""
-    if config.source.segmentation:
-        raise ConfigError(
-            "class_weight: class weights need one label per sample; segmentation masks have a "
-            "class per pixel (weigh the classes in the loss instead)"
-        )
-    table = np.ones(samples.num_classes, np.float32)
-    for label, weight in class_weight.items():
-        if not isinstance(label, (int, np.integer)) or not 0 <= label < samples.num_classes:
-            raise ConfigError(
-                f"class_weight: key {label!r} is not a class index (0..{samples.num_classes - 1})"
-            )
-        if not np.isfinite(weight) or weight < 0:
-            raise ConfigError(f"class_weight: weight {weight!r} of class {label} is not >= 0")
-        table[label] = weight
-    return table

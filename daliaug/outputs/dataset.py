@@ -1,0 +1,242 @@
+"""``make_dataset``, the one front door of the outputs: a config prepared once
+(:func:`~daliaug.prepare.prepare`), its weights and epoch clock checked once, then handed to
+the framework's output, peers of one another: ``tf.data`` (:mod:`daliaug.outputs.tfdata`, one
+dataset or one per replica under a ``tf.distribute`` strategy), JAX (:mod:`daliaug.outputs.jax`),
+PyTorch (:mod:`daliaug.outputs.torch`) and NumPy (:mod:`daliaug.outputs.batches`).
+
+With DALI (``backend`` auto, gpu or cpu) the DALI graph does the pixels; with ``backend: tf``
+(or auto without DALI) TensorFlow ops do (``tf.data`` only). Either way the epochs are
+:mod:`daliaug.epoch`'s. Importing this module imports no framework; the chosen output does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from daliaug.config import Config, load_config
+from daliaug.engines import select_engine
+from daliaug.engines.select import (
+    Device,
+    dali_installed,
+    resolve_backend,
+    resolve_device,
+)
+from daliaug.epoch import EpochClock, resolve_seed
+from daliaug.errors import ConfigError
+from daliaug.outputs import framework_of, keras_started, tensorflow_extra
+from daliaug.outputs.options import DatasetOptions
+from daliaug.outputs.tfdata.dataset import tf_placement
+from daliaug.prepare import Prepared, prepare
+from daliaug.sources.sample_set import SampleSet
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+    from daliaug.outputs.batches import Batches
+
+_ENGINE = "_daliaug_engine"
+"""The attribute of a dataset made by :func:`make_dataset` that :func:`describe` reads."""
+
+
+@dataclass(frozen=True)
+class DatasetEngine:
+    """Which engine computes a dataset's batches, and on which device."""
+
+    name: Literal["dali", "tf"]
+    """``dali`` (NVIDIA DALI's operators) or ``tf`` (TensorFlow ops)."""
+    device: Literal["cpu", "gpu"]
+    """Where the engine runs (the TensorFlow backend always augments on the CPU)."""
+    replicas: int = 1
+    """Pipelines under a ``tf.distribute`` strategy, one per replica."""
+
+    def __str__(self) -> str:
+        where = "TensorFlow ops" if self.name == "tf" else f"DALI on the {self.device.upper()}"
+        return where if self.replicas == 1 else f"{where}, {self.replicas} replicas"
+
+
+def describe(dataset: Any) -> DatasetEngine:
+    """The :class:`DatasetEngine` a dataset made by :func:`make_dataset` got here (``backend: auto``
+    picks one per machine, source kind and plan); ``str()`` of it reads "DALI on the GPU"."""
+    engine = getattr(dataset, _ENGINE, None)
+    if engine is None:
+        raise ValueError(
+            "describe takes a dataset returned by daliaug.make_dataset (a tf.data stage added "
+            "after it, such as .map, makes a new dataset that does not know its engine)"
+        )
+    return engine
+
+
+def make_dataset(
+    config: Any,
+    *,
+    samples: SampleSet | None = None,
+    x: Any = None,
+    y: Any = None,
+    initial_epoch: int = 0,
+    class_weight: Mapping[int, float] | None = None,
+    sample_weight: Any = None,
+    strategy: Any = None,
+    framework: str | None = None,
+) -> tf.data.Dataset | tf.distribute.DistributedDataset | Batches:
+    """A dataset of ``(images, labels or masks)`` batches, augmented as the config says.
+
+    ``config`` is anything :func:`~daliaug.config.load_config` takes. For an ``arrays``
+    source pass the uint8 images ``x`` (N, H, W, C) and integer labels ``y``; ``samples``
+    replaces the config's source altogether.
+
+    One iteration is one epoch: every sample exactly once, in a new order each epoch when
+    ``shuffle``; the last batch is smaller unless ``drop_remainder``. The first iteration is
+    epoch ``initial_epoch`` (the same order and parameters as in a run that started at 0), so
+    ``model.fit(..., initial_epoch=k)`` resumes the data stream too. ``class_weight`` (Keras'
+    mapping from class index to weight) makes the batches ``(images, labels, weights)``, the
+    weights computed in the pipeline: use it instead of ``model.fit(class_weight=...)``, which
+    adds a CPU stage after the dataset (not allowed after a GPU-placed DALI dataset);
+    ``sample_weight`` (one number per sample of the source, or of ``x``) does the same per sample
+    (times the class weight when both are given). Images
+    come out of DALI on the GPU with ``backend`` gpu (or auto on a GPU machine), else from DALI
+    on the CPU, or from TensorFlow ops with ``backend: tf`` (or auto without DALI), with the
+    same element spec.
+
+    With a ``tf.distribute`` ``strategy`` the result is a distributed dataset for ``model.fit``
+    under that strategy: one pipeline per replica on the replica's device, ``batch_size`` the
+    global batch (see :mod:`daliaug.outputs.tfdata.replicas`).
+
+    ``framework`` (default: Keras' backend) picks the output: ``tensorflow`` gives a
+    ``tf.data.Dataset`` (needs the ``tensorflow`` extra), ``jax`` and ``torch`` the batches
+    Keras' ``fit`` takes on those backends, ``numpy`` NumPy batches.
+    """
+    if initial_epoch < 0:
+        raise ConfigError(f"initial_epoch: must be 0 or more, got {initial_epoch}")
+    framework = framework_of(framework)
+    if framework == "tensorflow":
+        tensorflow_extra("tensorflow")
+    elif strategy is not None:
+        raise ConfigError(
+            f"strategy: a tf.distribute strategy needs framework='tensorflow', not {framework!r}"
+            " (for JAX, use keras.distribution.DataParallel)"
+        )
+    config = load_config(config)
+    device = None if framework == "tensorflow" else framework_device(config, framework)
+    prepared = prepare(config, samples=samples, x=x, y=y, device=device, placement=tf_placement)
+    config, samples = prepared.config, prepared.samples
+    samples.check_readable()
+    weights = None if class_weight is None else _class_weights(config, samples, class_weight)
+    per_sample = None if sample_weight is None else _sample_weights(samples, sample_weight)
+    options = DatasetOptions(
+        class_weights=weights, sample_weights=per_sample, clock=EpochClock(initial_epoch)
+    )
+    if strategy is None and options.weighs and config.label_mode == "none":
+        raise ConfigError("label_mode: 'none' yields the images alone, without weights")
+    if framework == "tensorflow":
+        return _tf_data(prepared, options, strategy)
+    config = config.model_copy(update={"seed": resolve_seed(config.seed)})
+    return _batches(framework, config, samples, prepared.device, options, initial_epoch)
+
+
+def _tf_data(prepared: Prepared, options: DatasetOptions, strategy: Any) -> Any:
+    """The ``tf.data`` output: one dataset, or one per replica of ``strategy``."""
+    engine, device = prepared.engine.name, prepared.device
+    if strategy is not None:
+        from daliaug.outputs.tfdata.replicas import distributed_dataset
+
+        dataset = distributed_dataset(prepared, strategy, options)
+        return _described(dataset, engine, device, strategy.num_replicas_in_sync)
+    from daliaug.outputs.tfdata.dataset import engine_dataset
+
+    dataset = engine_dataset(engine, prepared.config, prepared.samples, device, options)
+    return _described(dataset, engine, device, 1)
+
+
+def _batches(
+    framework: str,
+    config: Config,
+    samples: SampleSet,
+    device: Device,
+    options: DatasetOptions,
+    initial_epoch: int,
+) -> Batches:
+    """The batches of ``framework`` (``jax``, ``torch`` or ``numpy``) for ``samples``
+    (prepared and checked), computed by DALI on ``device``."""
+    if options.weighs:
+        samples.check_reader_weights(framework)
+    if framework in ("jax", "torch"):
+        keras_started(framework)  # their batches are Keras data adapters
+    if framework == "jax":
+        from daliaug.outputs.jax import jax_dataset
+
+        return jax_dataset(config, samples, device, options, initial_epoch)
+    if framework == "torch":
+        from daliaug.outputs.torch import torch_dataset
+
+        return torch_dataset(config, samples, device, options, initial_epoch)
+    from daliaug.outputs.batches import dali_loaders, local_batches
+
+    shards = [(config, samples, options)]
+    return local_batches(shards, dali_loaders(shards, tuple, device), initial_epoch)
+
+
+def _described(dataset: Any, engine: str, device: Device, replicas: int) -> Any:
+    """``dataset``, marked with the engine that computes it (for :func:`describe`)."""
+    setattr(dataset, _ENGINE, DatasetEngine(engine, device, replicas))
+    return dataset
+
+
+def output_engine(config: Config, framework: str) -> tuple[str, Device]:
+    """The engine (its name) and device ``make_dataset`` runs ``config`` on for
+    ``framework``."""
+    if framework == "tensorflow":
+        chosen, device = select_engine(config, tf_placement)
+        return chosen.name, device
+    return "dali", framework_device(config, framework)
+
+
+def framework_device(config: Config, framework: str) -> Device:
+    """Where DALI runs for ``framework`` (JAX, PyTorch, NumPy), which must not need TensorFlow
+    (``auto`` takes DALI, on the GPU where it sees one, else on the CPU)."""
+    placement = resolve_backend(config)
+    if placement == "tf" and config.backend == "auto" and dali_installed():
+        return resolve_device(config)
+    if placement == "tf":
+        raise ConfigError(
+            f"backend: {config.backend!r} runs TensorFlow ops here, but framework={framework!r} "
+            "needs DALI (install nvidia-dali-cuda120, or use backend: cpu or gpu)"
+        )
+    return placement
+
+
+def _sample_weights(samples: SampleSet, sample_weight: Any) -> np.ndarray:
+    """One weight per sample, checked."""
+    samples.check_sample_weights()
+    weights = np.asarray(sample_weight, dtype=np.float32).reshape(-1)
+    if len(weights) != len(samples):
+        raise ConfigError(
+            f"sample_weight: {len(weights)} weights for {len(samples)} samples; give one each"
+        )
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ConfigError("sample_weight: weights must be finite and >= 0")
+    return weights
+
+
+def _class_weights(
+    config: Config, samples: SampleSet, class_weight: Mapping[int, float]
+) -> np.ndarray:
+    """Keras' ``class_weight`` as one weight per class, checked."""
+    if config.source.segmentation:
+        raise ConfigError(
+            "class_weight: class weights need one label per sample; segmentation masks have a "
+            "class per pixel (weigh the classes in the loss instead)"
+        )
+    table = np.ones(samples.num_classes, np.float32)
+    for label, weight in class_weight.items():
+        if not isinstance(label, (int, np.integer)) or not 0 <= label < samples.num_classes:
+            raise ConfigError(
+                f"class_weight: key {label!r} is not a class index (0..{samples.num_classes - 1})"
+            )
+        if not np.isfinite(weight) or weight < 0:
+            raise ConfigError(f"class_weight: weight {weight!r} of class {label} is not >= 0")
+        table[label] = weight
+    return table
