@@ -248,7 +248,7 @@ def test_gpu_decoders_upsample_chroma_as_the_cpu_decoder_and_feed_the_hardware_d
     (nvJPEG turns it off there with a warning per image), the hardware decoder's share, and
     its buffers preallocated for the largest image of the source (known from the headers)
     where images are decoded."""
-    from daliaug.engines.dali.image import HW_DECODER_LOAD
+    from daliaug.config import HW_DECODER_LOAD
 
     config = variant(SHIPPED[0], sources[kind], "NHWC", 3, "float16")
     samples = samples_of(config)
