@@ -31,11 +31,12 @@ import numpy as np
 
 from daliaug.algebra import Canvas, Math, Scalar
 from daliaug.config import Config, target_column
-from daliaug.epoch import Epochs, columns
+from daliaug.epoch import Epochs, ParameterRows, columns
 from daliaug.plan import Plan
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.tfrecord import RecordSamples
+from daliaug.sources.watch import FileWatch
 
 
 @dataclass(frozen=True)
@@ -277,26 +278,43 @@ class EpochFeed:
     ) -> Iterator[dict[str, np.ndarray]]:
         """Each batch of ``epoch`` as the arrays ``names`` asks for: inputs of :attr:`inputs`,
         ``index`` (the samples' indices) and ``params`` (their parameter rows). With
-        ``check_files``, a file that changed since the full check stops it with a
-        :class:`~daliaug.errors.DataError` naming the file (the feed that makes the batches
-        the graph reads its files from should ask for it)."""
+        ``check_files``, a file that changed since the full check stops it, before the first
+        batch that holds it, with a :class:`~daliaug.errors.DataError` naming the file (the
+        feed that makes the batches the graph reads its files from should ask for it); the
+        files are checked on a thread of their own (:class:`FileWatch`)."""
         drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
-        needs_params = "warp" in names or "params" in names
-        bounds = self.epochs.bounds
-        for (start, stop), index in zip(bounds, self.epochs.batches(epoch), strict=True):
-            if check_files:
-                self.samples.assert_unchanged(index)
-            out: dict[str, np.ndarray] = {"index": index}
-            valid = self.epochs.valid(start, stop)
-            if needs_params:
-                params = self.params[index] if drawn is None else drawn[start:stop]
-                out["params"] = params
-            if "warp" in names:
-                sizes = self.samples.sizes[index]
-                out["warp"] = self.layout.evaluate(params, sizes, NUMPY, valid)
-            if "weight" in names and self.weights is not None:
-                out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
-            for name in names:
-                if name in self.samples.columns:
-                    out[name] = self.samples.columns[name][index]
-            yield {name: out[name] for name in names}
+        batches = self.epochs.batches(epoch)
+        watch = FileWatch(self.samples, batches) if check_files and self.samples.checked else None
+        try:
+            for k, (bounds, index) in enumerate(zip(self.epochs.bounds, batches, strict=True)):
+                if watch is not None:
+                    watch.verify(k)
+                yield self._batch(names, index, bounds, drawn)
+        finally:
+            if watch is not None:
+                watch.close()
+
+    def _batch(
+        self,
+        names: Sequence[str],
+        index: np.ndarray,
+        bounds: tuple[int, int],
+        drawn: ParameterRows | None,
+    ) -> dict[str, np.ndarray]:
+        """The arrays ``names`` of the batch at positions ``bounds`` of the epoch, samples
+        ``index``; ``drawn``: the epoch's parameter rows (``None``: the explicit ``params``)."""
+        start, stop = bounds
+        out: dict[str, np.ndarray] = {"index": index}
+        valid = self.epochs.valid(start, stop)
+        if "warp" in names or "params" in names:
+            params = self.params[index] if drawn is None else drawn[start:stop]
+            out["params"] = params
+        if "warp" in names:
+            sizes = self.samples.sizes[index]
+            out["warp"] = self.layout.evaluate(params, sizes, NUMPY, valid)
+        if "weight" in names and self.weights is not None:
+            out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
+        for name in names:
+            if name in self.samples.columns:
+                out[name] = self.samples.columns[name][index]
+        return {name: out[name] for name in names}
