@@ -5,7 +5,7 @@ definition (:mod:`daliaug.engines.dali.pipeline`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from functools import cache, partial
 from math import floor
 
 import numpy as np
@@ -136,8 +136,9 @@ def _fill_outside(
 
 
 def stage_column(warp: dict[str, object]) -> Callable[[int], DataNode]:
-    """The per-sample value of the plan's stage parameter ``k`` (see :meth:`Plan.pixels`)."""
-    return lambda k: warp["stages"][k]
+    """The per-sample value of the plan's stage parameter ``k`` (see :meth:`Plan.pixels`):
+    one CPU operator per parameter of the graph, however often it is read."""
+    return cache(lambda k: warp["stages"][k])
 
 
 def _mean_shift(image: DataNode, means: DataNode, channels: int) -> DataNode:
@@ -156,10 +157,12 @@ def _recolour(image: DataNode, warp: dict[str, object], channels: int) -> DataNo
     return moved
 
 
-def _recolours(warp: dict[str, object], channels: int) -> DataNode:
+def recolours(warp: dict[str, object], channels: int) -> DataNode:
     """Per sample, whether :func:`_recolour` changes any value: ``colour`` is not the
     identity or ``colour_mean`` is not zero (otherwise it gives back each value exactly:
-    products with 1 and 0 and sums with 0 round nothing)."""
+    products with 1 and 0 and sums with 0 round nothing). Computed in the graph where DALI's
+    reader reads the images; the host computes it for the graphs it feeds (``recolour``,
+    :class:`~daliaug.engines.feed.WarpLayout`)."""
     identity = types.Constant(np.eye(channels, channels + 1, dtype=np.float32))
     change = fn.reductions.max(dmath.abs(warp["colour"] - identity))
     if "colour_mean" in warp:
@@ -167,12 +170,18 @@ def _recolours(warp: dict[str, object], channels: int) -> DataNode:
     return change > 0.0
 
 
-def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode:
+def finish(
+    image: DataNode,
+    warp: dict[str, object],
+    config: Config,
+    column: Callable[[int], DataNode] | None = None,
+) -> DataNode:
     """A batch of resampled float images to the output: shifted and clipped to each image's
-    own range (the plan's ``offset``), recoloured (the plan's ``colour`` matrix, plus its
-    ``colour_mean`` matrix times the image's per-channel mean when given) and clipped to
-    0..255, through the pixel and batch stages, normalized (``uint8`` output: rounded half up)
-    in the output dtype and layout; nothing is rounded before that."""
+    own range (the plan's ``offset``), recoloured where ``recolour`` holds (the plan's
+    ``colour`` matrix, plus its ``colour_mean`` matrix times the image's per-channel mean when
+    given) and clipped to 0..255, through the pixel and batch stages, normalized (``uint8``
+    output: rounded half up) in the output dtype and layout; nothing is rounded before that.
+    ``column``: the graph's :func:`stage_column` (one is made without it)."""
     if "offset" in warp:  # an offset step always comes with a colour matrix (maybe identity)
         # the offset is a regular input of the arithmetic here, so on the image's device
         offset = warp["offset"].gpu() if image.device == "gpu" else warp["offset"]
@@ -180,10 +189,10 @@ def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode
         image = dmath.clamp(image + offset, low, high)
     if "colour" in warp:
         recolour = partial(_recolour, warp=warp, channels=config.channels)
-        image = branches.where(_recolours(warp, config.channels), recolour, image)
+        image = branches.where(warp["recolour"] > 0.5, recolour, image)
         image = dmath.clamp(image, 0.0, 255.0)
     if "stages" in warp:
-        column = stage_column(warp)
+        column = column or stage_column(warp)
         image = config.plan.pixels(image, column, pixels)
         image = config.plan.batch_images(image, column, pixels)
     mean, std = config.output.mean_std(config.channels)

@@ -35,6 +35,7 @@ from daliaug.engines.dali.image import (
     finish,
     label_target,
     mask_target,
+    recolours,
     resample,
     stage_column,
 )
@@ -163,7 +164,10 @@ def _warp_in_graph(encoded: DataNode, layout: WarpLayout) -> dict[str, object]:
         masks=layout.masks,
         resize=layout.resize,
     )
-    return {name: as_tensor_arg(values[name], layout.shape(name)) for name in layout.names}
+    warp = {name: as_tensor_arg(values[name], layout.shape(name)) for name in values}
+    if "recolour" in layout.names:
+        warp["recolour"] = recolours(warp, plan.channels)
+    return warp
 
 
 def _reshape(node: DataNode, shape: list[int]) -> DataNode:
@@ -221,14 +225,15 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         nearest = config.interpolation == "nearest"
         cut = config.fill_edge == "cut"
         image = resample(image, warp, "", config, nearest, config.fill, cut=cut)
-        image = finish(image, warp, config)
+        column = stage_column(warp)  # each stage parameter read once for the whole graph
+        image = finish(image, warp, config, column)
         outputs = [image]
         if "mask_path" in nodes:
             masks = fn.io.file.read(nodes["mask_path"])
             stages = None
             if plan.batch_stages or plan.moves_masks:
                 fill = float(config.source.mask_fill)
-                stages = partial(_mask_stages, plan, stage_column(warp), fill)
+                stages = partial(_mask_stages, plan, column, fill)
             outputs.append(
                 mask_target(masks, warp, config, options.num_classes, options.device, stages)
             )
@@ -237,7 +242,7 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         elif config.label_mode != "none":
             outputs.append(label_target(label, config, options.num_classes, options.device))
         if plan.batch_stages and "mask_path" not in nodes:  # soft labels (categorical, binary)
-            outputs[1] = plan.batch_targets(outputs[1], stage_column(warp), pixels, masks=False)
+            outputs[1] = plan.batch_targets(outputs[1], column, pixels, masks=False)
         if weight is not None:
             outputs.append(weight.gpu() if options.device == "gpu" else weight)
         return tuple(outputs)
