@@ -320,10 +320,10 @@ SHIPPED_CPU_OPERATORS = {
 }
 """The most CPU operators each shipped config's GPU graph may hold, on its own kind of source:
 ``make_dataset``'s graph (its inputs on the GPU), ``build_pipeline``'s. Each runs per sample
-on DALI's CPU threads (about a microsecond per sample for a small one), so the plan's numbers
-come from the host in one ``warp`` row: one slice per input (a reshape for the matrices
-only), each stage parameter read once, the recolour predicate computed on the host. Before
-issue 31: 3/6, 17/18, 104/106, 19/20, 5/6, 21/21."""
+on DALI's CPU threads, so the plan's numbers come from the host in one ``warp`` row: one
+slice per input (a reshape for the matrices only), each stage parameter read once, the
+recolour predicate computed on the host. Before issue 31: 3/6, 17/18, 104/106, 19/20, 5/6,
+21/21."""
 
 EXAMPLE_CPU_OPERATORS = {
     "cutmix": 28,
