@@ -5,10 +5,10 @@ whole DALI pipeline (``loader-gpu``), for every pair.
     python -m bench.gpu_sweep [--loads 0.65 0.8 0.9 0.99] [--threads 1 2 4 8 16]
                               [--tools decode-gpu-roi loader-gpu] [--quick] [--out DIR]
 
-The share DALI gives the hardware JPEG decoder (A100, H100) is
-:data:`daliaug.engines.dali.image.HW_DECODER_LOAD`; the rest goes to nvJPEG's CUDA decoder,
-whose Huffman stage runs on the pipeline's CPU threads, so the best share depends on the
-threads. Each pair builds a fresh pipeline in this process and is measured as ``bench.run``
+The share DALI gives the hardware JPEG decoder (A100, H100) is the config's
+``hw_decoder_load`` (default :data:`daliaug.config.HW_DECODER_LOAD`); the rest goes to nvJPEG's
+CUDA decoder, whose Huffman stage runs on the pipeline's CPU threads, so the best share depends
+on the threads. Each pair builds a fresh pipeline in this process and is measured as ``bench.run``
 measures (its timing, :func:`bench.worker.measure`: warm-up excluded, the GPU waited for
 before each clock). Writes ``gpu-sweep-<date>.json`` and ``.md``. ``--device cpu`` runs the
 same on DALI's CPU operators (the load is then ignored): for checking the sweep itself
@@ -33,8 +33,6 @@ from bench.workloads import WORKLOADS, prepare
 
 def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Images/s of each tool at each ``(load, threads)``."""
-    from daliaug.engines.dali import image
-
     data = prepare("b", args.quick, scale=GPU_EPOCH_SCALE if args.device == "gpu" else 1)
     clock = timing("b", args.quick)
     runs = []
@@ -42,10 +40,11 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
         tool = dataclasses.replace(TOOLS[name], device=args.device)
         for load in args.loads:
             for threads in args.threads:
-                image.HW_DECODER_LOAD = load
                 run = {"tool": name, "hw_decoder_load": load, "threads": threads}
+                workload = WORKLOADS["b"]
+                loaded = {**workload.config, "hw_decoder_load": load}
                 try:
-                    epoch = tool.build(WORKLOADS["b"], data, threads)
+                    epoch = tool.build(dataclasses.replace(workload, config=loaded), data, threads)
                     settings = (clock.warmup, clock.warmup_seconds, clock.seconds, clock.max_images)
                     run.update(measure(epoch, *settings, device=args.device))
                 except Unavailable as e:

@@ -16,13 +16,58 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from daliaug.config_files import check_size, config_path, read_config_file
 from daliaug.errors import ConfigError
-from daliaug.fields import STRICT, BatchSize, DeviceId, Prefetch, Seed, Size, Threads, whole_number
+from daliaug.fields import (
+    STRICT,
+    BatchSize,
+    DeviceId,
+    Prefetch,
+    Seed,
+    Share,
+    Size,
+    Threads,
+    whole_number,
+)
 from daliaug.plan import Plan
 from daliaug.sources import AnySource
 from daliaug.transforms import AnyTransform, ColourTransform, GeometricTransform
 from daliaug.transforms.base import TF_ONLY_FILLS, BatchTransform, Fill, OffsetTransform
 from daliaug.transforms.normalize import Channels, Normalization, Normalize
 from daliaug.transforms.random_resized_crop import RandomResizedCrop
+
+HW_DECODER_LOAD = 0.99
+"""Default :attr:`Config.hw_decoder_load`: MLPerf's ResNet-50 on H100 (6 DALI threads per
+GPU). DALI's default, 0.65, and its own CI's Hopper rn50 setting, 0.12 (with 70 threads), leave
+more to nvJPEG's CUDA decoder, whose Huffman stage needs many CPU threads per GPU. Not measured
+by this project: ``bench/gpu_sweep.py`` sweeps it against the threads on a GPU host."""
+GPU_PREFETCH = 5
+"""Default prefetch queue depth of DALI on the GPU: MLPerf's ResNet-50 on H100. Not measured
+by this project yet (``bench/README.md``)."""
+CPU_PREFETCH = 2
+"""Default prefetch depth elsewhere (DALI's own default): on the CPU a deeper queue adds no
+speed, only host memory (:mod:`daliaug.memory`)."""
+MAX_CPU_THREADS = 4
+"""DALI on the CPU takes at most this many threads by default, leaving the other cores to the
+framework it feeds."""
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity, as ``taskset`` or a container's
+    cpuset sets it; every core where the system does not say)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no affinity on this system (macOS)
+        return os.cpu_count() or 1
+
+
+def default_threads(device: str, gpus: int = 1) -> int:
+    """DALI's CPU threads by default: on the GPU, the cores this process may use
+    (:func:`usable_cores`) shared evenly among the ``gpus`` GPU pipelines it runs (their CPU
+    stages: file reads, nvJPEG's Huffman decoding, the CPU operators); on the CPU, one per
+    core up to :data:`MAX_CPU_THREADS`. At least one."""
+    cores = usable_cores()
+    if device == "gpu":
+        return max(1, cores // max(1, gpus))
+    return max(1, min(MAX_CPU_THREADS, cores))
 
 
 class Output(Normalization):
@@ -113,16 +158,28 @@ class Config(BaseModel):
     backend: Literal["auto", "gpu", "cpu", "tf"] = "auto"
     device_id: DeviceId = 0
     num_threads: Threads | None = None
-    """CPU threads: DALI's thread pool (default :attr:`dali_threads`), the TensorFlow
+    """CPU threads: DALI's thread pool (default :meth:`dali_threads`), the TensorFlow
     backend's ``tf.data`` thread pool (default TensorFlow's, one thread per core)."""
-    prefetch: Prefetch = 2
+    prefetch: Prefetch | None = None
     """Batches made ahead of the one being consumed: DALI's prefetch queue depth, the
-    TensorFlow backend's final ``prefetch`` buffer."""
+    TensorFlow backend's final ``prefetch`` buffer. Default (:meth:`prefetch_depth`):
+    :data:`GPU_PREFETCH` for DALI on the GPU, :data:`CPU_PREFETCH` elsewhere."""
+    hw_decoder_load: Share = HW_DECODER_LOAD
+    """The share of the JPEG data DALI's GPU decoder (``mixed``) gives the GPU's hardware
+    JPEG decoder (A100, H100, H200; ignored elsewhere); the rest goes to nvJPEG's CUDA decoder,
+    whose Huffman stage runs on DALI's CPU threads. Default: :data:`HW_DECODER_LOAD`."""
 
-    @property
-    def dali_threads(self) -> int:
-        """DALI's CPU threads: ``num_threads``, else one per core up to 4."""
-        return self.num_threads or max(1, min(4, os.cpu_count() or 1))
+    def dali_threads(self, device: str, gpus: int = 1) -> int:
+        """DALI's CPU threads for a pipeline on ``device`` in a process running ``gpus`` GPU
+        pipelines side by side: ``num_threads``, else :func:`default_threads`."""
+        return self.num_threads or default_threads(device, gpus)
+
+    def prefetch_depth(self, device: str) -> int:
+        """Batches made ahead on ``device``: ``prefetch``, else :data:`GPU_PREFETCH` on the
+        GPU and :data:`CPU_PREFETCH` elsewhere."""
+        if self.prefetch is not None:
+            return self.prefetch
+        return GPU_PREFETCH if device == "gpu" else CPU_PREFETCH
 
     @model_validator(mode="before")
     @classmethod

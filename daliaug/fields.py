@@ -52,6 +52,17 @@ def as_float(v: Any) -> float:
         raise ValueError("is too large for a floating-point number") from None
 
 
+def real_number(v: Any) -> Any:
+    """Numbers only (NumPy's too): not ``True`` or ``"0.5"``."""
+    if not is_number(v):
+        raise ValueError(f"must be a number, not a {type(v).__name__}")
+    return as_float(v)
+
+
+Share = Annotated[float, BeforeValidator(real_number), Field(ge=0.0, le=1.0)]
+"""A fraction of a whole, from 0 to 1."""
+
+
 def whole(ge: int, le: int) -> Any:
     """The annotated type of a whole number from ``ge`` to ``le``."""
     return Annotated[int, BeforeValidator(whole_number), Field(ge=ge, le=le)]

@@ -72,12 +72,13 @@ def check_memory(config: Config, samples: SampleSet, device: str) -> None:
         return
     per_sample = sample_bytes(config, samples)
     batch = min(config.batch_size, len(samples))
-    need = (config.prefetch + 1) * batch * per_sample
+    prefetch = config.prefetch_depth(device)
+    need = (prefetch + 1) * batch * per_sample
     have = available_bytes()
     if have is not None and need > have:
         raise ConfigError(
-            f"batch_size, image_size, prefetch: {config.prefetch + 1} batches (prefetch "
-            f"{config.prefetch} + 1) of {batch} samples of {per_sample / 2**20:,.1f} MiB each "
+            f"batch_size, image_size, prefetch: {prefetch + 1} batches (prefetch "
+            f"{prefetch} + 1) of {batch} samples of {per_sample / 2**20:,.1f} MiB each "
             f"({config.image_size[0]}x{config.image_size[1]}x{config.channels} output "
             f"{config.output.dtype}, decoded images and float32 work copies) need "
             f"{need / GIB:,.1f} GiB; this machine has {have / GIB:,.1f} GiB free. Use a smaller "

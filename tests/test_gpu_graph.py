@@ -248,7 +248,7 @@ def test_gpu_decoders_upsample_chroma_as_the_cpu_decoder_and_feed_the_hardware_d
     (nvJPEG turns it off there with a warning per image), the hardware decoder's share, and
     its buffers preallocated for the largest image of the source (known from the headers)
     where images are decoded."""
-    from daliaug.engines.dali.image import HW_DECODER_LOAD
+    from daliaug.config import HW_DECODER_LOAD
 
     config = variant(SHIPPED[0], sources[kind], "NHWC", 3, "float16")
     samples = samples_of(config)
@@ -308,3 +308,103 @@ def test_the_decode_check_runs_on_the_configs_gpu(
         list(undecodable(paths, "gpu", device_id=3))
     ((device_id, (args,)),) = built
     assert device_id == 3 and args["jpeg_fancy_upsampling"] is True
+
+
+SHIPPED_CPU_OPERATORS = {
+    "cifar_train": (3, 6),
+    "demo": (12, 13),
+    "imagenet_randaug_mix": (92, 94),
+    "imagenet_train": (12, 13),
+    "imagenet_val": (5, 6),
+    "segmentation": (16, 16),
+}
+"""The most CPU operators each shipped config's GPU graph may hold, on its own kind of source:
+``make_dataset``'s graph (its inputs on the GPU), ``build_pipeline``'s. Each runs per sample
+on DALI's CPU threads, so the plan's numbers come from the host in one ``warp`` row: one
+slice per input (a reshape for the matrices only), each stage parameter read once, the
+recolour predicate computed on the host. Before issue 31: 3/6, 17/18, 104/106, 19/20, 5/6,
+21/21."""
+
+EXAMPLE_CPU_OPERATORS = {
+    "cutmix": 28,
+    "keras_cutmix": 28,
+    "rand_augment": 64,
+    "auto_augment": 64,
+    "trivial_augment": 39,
+    "keras_rand_augment": 90,
+    "random_erasing": 19,
+    "keras_random_erasing": 19,
+    "perspective": 18,
+    "keras_perspective": 18,
+    "keras_contrast": 13,
+}
+"""The same bound for the parity harness's one-transform configs (on JPEG files) that need
+more than :data:`EXAMPLE_CPU_BOUND`."""
+EXAMPLE_CPU_BOUND = 12
+
+
+def cpu_operators(define: Any) -> list[str]:
+    """The CPU operators of the graph ``define`` returns (defined, not built)."""
+    pipe = define()
+    pipe._build_graph()
+    return [op._op.schema.Name() for op in pipe._ops if op._op.device == "cpu"]
+
+
+SHIPPED_KIND = {"cifar_train": "arrays", "segmentation": "masks-index"}
+
+
+@pytest.mark.parametrize("shipped", SHIPPED, ids=lambda p: p.stem)
+def test_the_cpu_side_of_each_shipped_gpu_graph_stays_small(
+    shipped: Path, sources: dict[str, dict]
+) -> None:
+    assert set(SHIPPED_CPU_OPERATORS) == {p.stem for p in SHIPPED}  # a new config needs a bound
+    data = load_config(shipped).model_dump(mode="json")
+    config = load_config({**data, "source": sources[SHIPPED_KIND.get(shipped.stem, "files")]})
+    samples = samples_of(config)
+    forms = (
+        partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs=True),
+        partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
+    )
+    counts = tuple(cpu_operators(form) for form in forms)
+    bounds = SHIPPED_CPU_OPERATORS[shipped.stem]
+    assert all(len(c) <= b for c, b in zip(counts, bounds, strict=True)), counts
+
+
+def test_the_cpu_side_of_each_parity_example_stays_small(demo_dir: Path) -> None:
+    from daliaug.parity.examples import transform_examples
+
+    over = {}
+    for name, config in transform_examples(demo_dir):
+        kind = name.split(",")[0]
+        found = cpu_operators(
+            partial(pipeline.named_pipeline, config, prepare_samples(config), "gpu", False, True)
+        )
+        if len(found) > EXAMPLE_CPU_OPERATORS.get(kind, EXAMPLE_CPU_BOUND):
+            over[name] = found
+    assert not over, over
+
+
+def test_the_recolour_predicate_comes_from_the_host_and_matches_the_graphs() -> None:
+    """``recolour`` is 1 exactly where the float32 ``colour`` (and ``colour_mean``) the graph
+    receives differ from a map that changes nothing."""
+    from daliaug.engines.feed import NUMPY, WarpLayout
+
+    config = load_config(
+        {
+            "source": {"type": "arrays"},
+            "image_size": 8,
+            "transforms": [
+                {"type": "invert", "probability": 0.5},
+                {"type": "keras_contrast", "factor": 0.5},  # weighs the image's mean
+            ],
+        }
+    )
+    layout = WarpLayout.of(config.plan, ("image",), True)
+    rows = np.array([[0, 1], [1, 1], [0, 0.5], [0, 0], [1, 0.5], [0, 1]], np.float32)
+    flat = layout.evaluate(rows, np.full((6, 2), 8, np.float32), NUMPY)
+    warp = layout.unpack(flat, np.reshape, batched=True)
+    colour = np.concatenate([warp["colour"].reshape(6, -1), warp["colour_mean"].reshape(6, -1)], 1)
+    unchanged = np.all(colour == np.asarray(layout.unchanged_colour, np.float32), axis=1)
+    assert warp["recolour"].shape == (6,)
+    np.testing.assert_array_equal(warp["recolour"], (~unchanged).astype(np.float32))
+    np.testing.assert_array_equal(unchanged, [True, False, False, False, False, True])

@@ -82,13 +82,16 @@ def test_too_late_for_memory_growth_warns(gpus: dict) -> None:
 
 class Replicas:
     """Stands in for the engines' datasets: records each replica's DALI GPU and dataset
-    placement, and gives tiny datasets."""
+    placement, and the GPU pipelines its process runs (which share its cores), and gives tiny
+    datasets."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[int, str]] = []
+        self.gpus: list[int] = []
 
     def __call__(self, name, config, samples, device, options) -> tf.data.Dataset:
         self.calls.append((config.device_id, options.place))
+        self.gpus.append(options.gpus)
         return tf.data.Dataset.range(1)
 
 
@@ -157,6 +160,7 @@ def test_dali_on_the_cpu_under_mirrored_strategy_on_gpus_stays_on_the_host(
     strategy = MirroredOnGpus(REPLICA_GPUS)
     backend = distribute(monkeypatch, numbered_list, strategy, "cpu")
     assert backend.calls == [(0, "/cpu:0"), (0, "/cpu:0")]
+    assert backend.gpus == [1, 1]  # no GPU pipeline
     assert not strategy.options.experimental_place_dataset_on_device
     assert strategy.options.experimental_fetch_to_device
 
@@ -167,6 +171,7 @@ def test_dali_on_the_gpu_under_mirrored_strategy_runs_on_each_replicas_gpu(
     strategy = MirroredOnGpus(REPLICA_GPUS)
     backend = distribute(monkeypatch, numbered_list, strategy, "gpu")
     assert backend.calls == [(0, REPLICA_GPUS[0]), (1, REPLICA_GPUS[1])]
+    assert backend.gpus == [2, 2]  # two GPU pipelines share this process's cores
     assert strategy.options.experimental_place_dataset_on_device
     assert not strategy.options.experimental_fetch_to_device
     gpus["visible"] = [GPUS[0], GPUS[2]]  # TensorFlow's GPU:1 is CUDA device 2
@@ -182,6 +187,7 @@ def test_each_local_replica_of_a_multi_worker_strategy_gets_its_own_gpu(
     placement is MirroredStrategy's only), but each local replica's DALI runs on its own GPU."""
     backend = distribute(monkeypatch, numbered_list, one_worker_on_gpus(REPLICA_GPUS), "gpu")
     assert backend.calls == [(0, "/cpu:0"), (1, "/cpu:0")]
+    assert backend.gpus == [2, 2]
     assert distribute(
         monkeypatch, numbered_list, one_worker_on_gpus(REPLICA_GPUS), "cpu"
     ).calls == [

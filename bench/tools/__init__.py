@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from bench.workloads import Data, Workload
-from daliaug.config import Config
+from daliaug.config import default_threads as daliaug_threads
 
 Epoch = Callable[[], Iterator[int]]
 
@@ -60,8 +60,13 @@ class Tool:
 
 
 def _dali_default() -> int:
-    """daliaug's DALI threads by default on this machine."""
-    return Config.model_validate({"source": {"type": "arrays"}, "image_size": 1}).dali_threads
+    """daliaug's DALI threads by default on this machine's CPU."""
+    return daliaug_threads("cpu")
+
+
+def _dali_gpu_default() -> int:
+    """daliaug's DALI threads by default for one GPU on this machine."""
+    return daliaug_threads("gpu")
 
 
 def _cores() -> int:
@@ -92,7 +97,7 @@ TOOLS = {
             "daliaug_tools:dali_dataset",
             ABC,
             "DALI num_threads",
-            _dali_default,
+            _dali_gpu_default,
             device="gpu",
         ),
         Tool(
@@ -117,7 +122,7 @@ TOOLS = {
             "daliaug_tools:loader",
             ABC,
             "DALI num_threads",
-            _dali_default,
+            _dali_gpu_default,
             device="gpu",
         ),
         Tool(
@@ -231,7 +236,7 @@ TOOLS = {
             "policies:dali_pipeline",
             ("c",),
             "DALI num_threads",
-            _dali_default,
+            _dali_gpu_default,
             device="gpu",
             role="baseline",
         ),
@@ -250,7 +255,7 @@ TOOLS = {
             "daliaug_tools:decode_only",
             ("b",),
             "DALI num_threads",
-            _dali_default,
+            _dali_gpu_default,
             device="gpu",
             role="reference",
         ),
@@ -260,7 +265,7 @@ TOOLS = {
             "gpu_tools:decode_roi",
             ("b",),
             "DALI num_threads",
-            _dali_default,
+            _dali_gpu_default,
             device="gpu",
             role="reference",
         ),
@@ -270,7 +275,7 @@ TOOLS = {
             "gpu_tools:dali_fit",
             ("b",),
             "DALI num_threads",
-            _dali_default,
+            _dali_gpu_default,
             device="gpu",
         ),
     ]

@@ -92,9 +92,9 @@ def decode_only(workload: Workload, data: Data, threads: int | None, device: str
 
     @pipeline_def(
         batch_size=batch,
-        num_threads=config.dali_threads,
+        num_threads=config.dali_threads(device),
         device_id=0 if device == "gpu" else None,
-        prefetch_queue_depth=config.prefetch,
+        prefetch_queue_depth=config.prefetch_depth(device),
         seed=0,
     )
     def graph() -> Any:

@@ -97,16 +97,16 @@ def decode_roi(workload: Workload, data: Data, threads: int | None, device: str)
 
     @pipeline_def(
         batch_size=config.batch_size,
-        num_threads=config.dali_threads,
+        num_threads=config.dali_threads(device),
         device_id=config.device_id if device == "gpu" else None,
-        prefetch_queue_depth=config.prefetch,
+        prefetch_queue_depth=config.prefetch_depth(device),
         seed=0,
     )
     def graph() -> Any:
         paths, flat = fn.external_source(source=next_batch, num_outputs=2, batch=True)
         warp = feed.layout.unpack(flat, lambda node, shape: fn.reshape(node, shape=shape))
         encoded = fn.io.file.read(paths)
-        return decode(encoded, warp, config.channels, device, samples.size_hint)
+        return decode(encoded, warp, config, device, samples.size_hint)
 
     pipe = graph()
     pipe.build()

@@ -103,9 +103,9 @@ def dali_pipeline(workload: Workload, data: Data, threads: int | None, device: s
 
     @pipeline_def(
         batch_size=batch,
-        num_threads=config.dali_threads,
+        num_threads=config.dali_threads(device),
         device_id=0 if gpu else None,
-        prefetch_queue_depth=config.prefetch,
+        prefetch_queue_depth=config.prefetch_depth(device),
         seed=0,
         enable_conditionals=True,
     )

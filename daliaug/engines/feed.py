@@ -31,11 +31,12 @@ import numpy as np
 
 from daliaug.algebra import Canvas, Math, Scalar
 from daliaug.config import Config, target_column
-from daliaug.epoch import Epochs, columns
+from daliaug.epoch import Epochs, ParameterRows, columns
 from daliaug.plan import Plan
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.tfrecord import RecordSamples
+from daliaug.sources.watch import FileWatch
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,9 @@ class Arrays(Protocol):
     def columns(self, values: Sequence[Scalar], count: Any) -> Any:
         """Per-sample scalars (arrays or constants) as ``(count, len(values))`` float32."""
 
+    def differs(self, rows: Any, reference: Sequence[float]) -> Any:
+        """Per row of the float32 ``rows``, 1.0 where it differs from ``reference``, else 0.0."""
+
 
 class NumpyArrays:
     """:class:`Arrays` on NumPy arrays, for the host."""
@@ -91,6 +95,10 @@ class NumpyArrays:
 
     columns = staticmethod(columns)
 
+    @staticmethod
+    def differs(rows: np.ndarray, reference: Sequence[float]) -> np.ndarray:
+        return np.any(rows != np.asarray(reference, np.float32), axis=1).astype(np.float32)
+
 
 NUMPY = NumpyArrays()
 
@@ -103,7 +111,10 @@ class WarpLayout:
     window (``crop_start``, ``crop_shape``); ``masks``: masks come along and get their own
     resampling inputs (prefixed ``mask_``); ``resize``: the plan is axis-aligned and clamps at
     the border, so it is resampled as a resize of a source window (``resize_start``,
-    ``resize_end``) rather than warped (``matrix``). See :meth:`Plan.warp_inputs`.
+    ``resize_end``) rather than warped (``matrix``). See :meth:`Plan.warp_inputs`. With a
+    colour map comes ``recolour``, computed here: 1.0 where the map changes some value (its
+    float32 ``colour`` is not the identity, or ``colour_mean`` not zero), else 0.0, the
+    graph's predicate for recolouring a sample at all.
     """
 
     plan: Plan
@@ -137,6 +148,7 @@ class WarpLayout:
             names.append("colour")
             if self.plan.uses_mean:
                 names.append("colour_mean")
+            names.append("recolour")
         if self.plan.stage_keys:
             names.append("stages")
         return tuple(names)
@@ -144,6 +156,8 @@ class WarpLayout:
     def shape(self, name: str) -> tuple[int, ...]:
         """The per-sample shape of input ``name``."""
         c = self.plan.channels
+        if name == "recolour":
+            return ()
         if name == "colour":
             return (c, c + 1)
         if name == "colour_mean":
@@ -184,17 +198,37 @@ class WarpLayout:
         values = plan.warp_inputs(
             params, source, xp.math, fuse_roi=self.fuse_roi, masks=self.masks, resize=self.resize
         )
+        count = xp.length(sizes)
+        if "recolour" in self.names:
+            colour = xp.columns(values["colour"] + values.get("colour_mean", []), count)
+            values["recolour"] = [xp.differs(colour, self.unchanged_colour)]
         flat = [v for name in self.names for v in values[name]]
-        return xp.columns(flat, xp.length(sizes))
+        return xp.columns(flat, count)
+
+    @property
+    def unchanged_colour(self) -> list[float]:
+        """``colour`` (and ``colour_mean``) of a map that changes no value: ``[I | 0]`` and
+        ``N = 0``."""
+        c = self.plan.channels
+        identity = np.eye(c, c + 1, dtype=np.float32).ravel().tolist()
+        return identity + ([0.0] * c * c if self.plan.uses_mean else [])
 
     def unpack(
         self, warp: Any, reshape: Callable[[Any, list[int]], Any], batched: bool = False
     ) -> dict[str, Any]:
-        """One sample's ``warp`` vector (or a batch of them) cut into its named inputs, each
-        reshaped with the backend's ``reshape``."""
-        if batched:
-            return {name: reshape(warp[:, a:b], [-1, *shape]) for name, a, b, shape in self.slices}
-        return {name: reshape(warp[a:b], list(shape)) for name, a, b, shape in self.slices}
+        """One sample's ``warp`` vector (or a batch of them) cut into its named inputs: a
+        scalar indexed, a vector sliced, a matrix sliced and reshaped with the backend's
+        ``reshape`` (in a DALI graph, one CPU operator per input but the matrices)."""
+        out = {}
+        for name, a, b, shape in self.slices:
+            if not shape:
+                out[name] = warp[:, a] if batched else warp[a]
+                continue
+            part = warp[:, a:b] if batched else warp[a:b]
+            if len(shape) > 1:
+                part = reshape(part, [-1, *shape] if batched else list(shape))
+            out[name] = part
+        return out
 
 
 @dataclass(frozen=True)
@@ -277,26 +311,43 @@ class EpochFeed:
     ) -> Iterator[dict[str, np.ndarray]]:
         """Each batch of ``epoch`` as the arrays ``names`` asks for: inputs of :attr:`inputs`,
         ``index`` (the samples' indices) and ``params`` (their parameter rows). With
-        ``check_files``, a file that changed since the full check stops it with a
-        :class:`~daliaug.errors.DataError` naming the file (the feed that makes the batches
-        the graph reads its files from should ask for it)."""
+        ``check_files``, a file that changed since the full check stops it, before the first
+        batch that holds it, with a :class:`~daliaug.errors.DataError` naming the file (the
+        feed that makes the batches the graph reads its files from should ask for it); the
+        files are checked on a thread of their own (:class:`FileWatch`)."""
         drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
-        needs_params = "warp" in names or "params" in names
-        bounds = self.epochs.bounds
-        for (start, stop), index in zip(bounds, self.epochs.batches(epoch), strict=True):
-            if check_files:
-                self.samples.assert_unchanged(index)
-            out: dict[str, np.ndarray] = {"index": index}
-            valid = self.epochs.valid(start, stop)
-            if needs_params:
-                params = self.params[index] if drawn is None else drawn[start:stop]
-                out["params"] = params
-            if "warp" in names:
-                sizes = self.samples.sizes[index]
-                out["warp"] = self.layout.evaluate(params, sizes, NUMPY, valid)
-            if "weight" in names and self.weights is not None:
-                out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
-            for name in names:
-                if name in self.samples.columns:
-                    out[name] = self.samples.columns[name][index]
-            yield {name: out[name] for name in names}
+        batches = self.epochs.batches(epoch)
+        watch = FileWatch(self.samples, batches) if check_files and self.samples.checked else None
+        try:
+            for k, (bounds, index) in enumerate(zip(self.epochs.bounds, batches, strict=True)):
+                if watch is not None:
+                    watch.verify(k)
+                yield self._batch(names, index, bounds, drawn)
+        finally:
+            if watch is not None:
+                watch.close()
+
+    def _batch(
+        self,
+        names: Sequence[str],
+        index: np.ndarray,
+        bounds: tuple[int, int],
+        drawn: ParameterRows | None,
+    ) -> dict[str, np.ndarray]:
+        """The arrays ``names`` of the batch at positions ``bounds`` of the epoch, samples
+        ``index``; ``drawn``: the epoch's parameter rows (``None``: the explicit ``params``)."""
+        start, stop = bounds
+        out: dict[str, np.ndarray] = {"index": index}
+        valid = self.epochs.valid(start, stop)
+        if "warp" in names or "params" in names:
+            params = self.params[index] if drawn is None else drawn[start:stop]
+            out["params"] = params
+        if "warp" in names:
+            sizes = self.samples.sizes[index]
+            out["warp"] = self.layout.evaluate(params, sizes, NUMPY, valid)
+        if "weight" in names and self.weights is not None:
+            out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
+        for name in names:
+            if name in self.samples.columns:
+                out[name] = self.samples.columns[name][index]
+        return {name: out[name] for name in names}

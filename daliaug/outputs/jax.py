@@ -17,6 +17,7 @@ comes once per epoch over all processes and every process runs the same number o
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -49,9 +50,13 @@ def jax_dataset(
         axis = "batch"
         sharding = NamedSharding(Mesh(np.array(devices), (axis,)), PartitionSpec(axis))
     if device == "gpu":
-        if devices:
+        if devices:  # one GPU pipeline per local device, sharing this process's cores
             shards = [
-                (c.model_copy(update={"device_id": d.local_hardware_id}), s, o)
+                (
+                    c.model_copy(update={"device_id": d.local_hardware_id}),
+                    s,
+                    dataclasses.replace(o, gpus=len(devices)),
+                )
                 for (c, s, o), d in zip(shards, devices, strict=True)
             ]
         return local_batches(shards, _dali_jax(shards, sharding), initial_epoch, FitBatches)

@@ -74,7 +74,7 @@ def _pipeline(
     where DALI's own reader feeds it)."""
     if params is not None:
         samples.check_params("explicit")
-    reader = reader_pipeline(config, samples, device)
+    reader = reader_pipeline(config, samples, device, options.gpus)
     if reader is not None:
         return reader, None
     feed = EpochFeed(
@@ -85,7 +85,7 @@ def _pipeline(
         epochs=options.epochs(config, len(samples)),
         weights=options.per_sample(samples),
     )
-    source = _Source(feed, initial_epoch, depth=config.prefetch + 2)
+    source = _Source(feed, initial_epoch, depth=config.prefetch_depth(device) + 2)
     options = GraphOptions(
         device,
         samples.num_classes,
@@ -93,6 +93,7 @@ def _pipeline(
         feed=source,
         target_shape=samples.target_shape,
         size_hint=samples.size_hint,
+        gpus=options.gpus,
     )
     return define_pipeline(config, options), source
 

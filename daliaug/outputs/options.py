@@ -33,6 +33,9 @@ class DatasetOptions:
     CPU, or DALI's GPU for DALI on the GPU."""
     sample_weights: np.ndarray | None = None
     """One weight per sample (column sources), times its class weight if there are any."""
+    gpus: int = 1
+    """The GPU pipelines this process runs side by side (one per local GPU of a distribution
+    or strategy), which share its CPU cores (:meth:`~daliaug.config.Config.dali_threads`)."""
 
     @property
     def weighs(self) -> bool:

@@ -5,7 +5,7 @@ definition (:mod:`daliaug.engines.dali.pipeline`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from functools import cache, partial
 from math import floor
 
 import numpy as np
@@ -13,7 +13,7 @@ import nvidia.dali.math as dmath
 from nvidia.dali import fn, types
 from nvidia.dali.pipeline import DataNode
 
-from daliaug.config import Config
+from daliaug.config import HW_DECODER_LOAD, Config
 from daliaug.engines.dali import branches, pixels
 from daliaug.engines.select import Device
 from daliaug.sources.segmentation import SegmentationSource
@@ -21,24 +21,19 @@ from daliaug.transforms.base import CUT_TOLERANCE
 
 _DTYPES = {"float32": types.FLOAT, "float16": types.FLOAT16, "uint8": types.UINT8}
 
-HW_DECODER_LOAD = 0.99
-"""The share of the JPEG data the ``mixed`` decoder gives the GPU's hardware JPEG decoder
-(A100, H100; ignored elsewhere). DALI's default, 0.65, leaves a third to nvJPEG's CUDA decoder,
-whose Huffman decoding runs on the pipeline's CPU threads (at most 4 by default); MLPerf's H100
-ResNet-50 submission uses 0.99. Not measured by this project (no GPU): ``bench/gpu_suite.sh``
-sweeps it against ``num_threads`` on the host it runs on."""
-
 
 def decoder_args(
     device: Device,
     image_type: types.DALIImageType,
     size_hint: tuple[int, int] | None = None,
     roi: bool = False,
+    hw_decoder_load: float = HW_DECODER_LOAD,
 ) -> dict[str, object]:
     """The arguments of DALI's image decoders on ``device``. On the GPU (``mixed``): chroma
     upsampled as the CPU decoder does it (``jpeg_fancy_upsampling``) where the whole image is
-    decoded, :data:`HW_DECODER_LOAD`, and the hardware decoder's buffers allocated up front for
-    images of ``size_hint`` ``(height, width)`` where known. A decode window (``roi``) goes
+    decoded, the hardware decoder's share ``hw_decoder_load`` (:attr:`Config.hw_decoder_load`),
+    and its buffers allocated up front for images of ``size_hint`` ``(height, width)`` where
+    known. A decode window (``roi``) goes
     without fancy upsampling: nvJPEG before 13.2 cannot apply it to a window, and DALI then
     turns it off with a warning for every image (seen on an H200: 110,000 lines in one
     benchmark log)."""
@@ -48,7 +43,7 @@ def decoder_args(
         "adjust_orientation": False,
     }
     if device == "gpu":
-        args.update(device="mixed", hw_decoder_load=HW_DECODER_LOAD)
+        args.update(device="mixed", hw_decoder_load=hw_decoder_load)
         if not roi:
             args.update(jpeg_fancy_upsampling=True)
         if size_hint is not None:
@@ -59,17 +54,19 @@ def decoder_args(
 def decode(
     encoded: DataNode,
     warp: dict[str, object],
-    channels: int,
+    config: Config,
     device: Device,
     size_hint: tuple[int, int] | None = None,
 ) -> DataNode:
-    """Decode a batch of JPEG/PNG bytes (nvJPEG on the GPU): only the plan's decode window
-    (``crop_start`` x, y and ``crop_shape`` w, h) when ``warp`` has one; ``size_hint``: see
-    :func:`decoder_args`."""
-    image_type = types.RGB if channels == 3 else types.GRAY
+    """Decode a batch of JPEG/PNG bytes (nvJPEG on the GPU) to the config's channels: only the
+    plan's decode window (``crop_start`` x, y and ``crop_shape`` w, h) when ``warp`` has one;
+    ``size_hint``: see :func:`decoder_args`."""
+    image_type = types.RGB if config.channels == 3 else types.GRAY
+    load = config.hw_decoder_load
     if "crop_start" not in warp:
-        return fn.decoders.image(encoded, **decoder_args(device, image_type, size_hint))
-    args = decoder_args(device, image_type, size_hint, roi=True)
+        args = decoder_args(device, image_type, size_hint, hw_decoder_load=load)
+        return fn.decoders.image(encoded, **args)
+    args = decoder_args(device, image_type, size_hint, roi=True, hw_decoder_load=load)
     return fn.decoders.image_slice(
         encoded,
         warp["crop_start"],
@@ -139,8 +136,9 @@ def _fill_outside(
 
 
 def stage_column(warp: dict[str, object]) -> Callable[[int], DataNode]:
-    """The per-sample value of the plan's stage parameter ``k`` (see :meth:`Plan.pixels`)."""
-    return lambda k: warp["stages"][k]
+    """The per-sample value of the plan's stage parameter ``k`` (see :meth:`Plan.pixels`):
+    one CPU operator per parameter of the graph, however often it is read."""
+    return cache(lambda k: warp["stages"][k])
 
 
 def _mean_shift(image: DataNode, means: DataNode, channels: int) -> DataNode:
@@ -159,10 +157,12 @@ def _recolour(image: DataNode, warp: dict[str, object], channels: int) -> DataNo
     return moved
 
 
-def _recolours(warp: dict[str, object], channels: int) -> DataNode:
+def recolours(warp: dict[str, object], channels: int) -> DataNode:
     """Per sample, whether :func:`_recolour` changes any value: ``colour`` is not the
     identity or ``colour_mean`` is not zero (otherwise it gives back each value exactly:
-    products with 1 and 0 and sums with 0 round nothing)."""
+    products with 1 and 0 and sums with 0 round nothing). Computed in the graph where DALI's
+    reader reads the images; the host computes it for the graphs it feeds (``recolour``,
+    :class:`~daliaug.engines.feed.WarpLayout`)."""
     identity = types.Constant(np.eye(channels, channels + 1, dtype=np.float32))
     change = fn.reductions.max(dmath.abs(warp["colour"] - identity))
     if "colour_mean" in warp:
@@ -170,12 +170,18 @@ def _recolours(warp: dict[str, object], channels: int) -> DataNode:
     return change > 0.0
 
 
-def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode:
+def finish(
+    image: DataNode,
+    warp: dict[str, object],
+    config: Config,
+    column: Callable[[int], DataNode] | None = None,
+) -> DataNode:
     """A batch of resampled float images to the output: shifted and clipped to each image's
-    own range (the plan's ``offset``), recoloured (the plan's ``colour`` matrix, plus its
-    ``colour_mean`` matrix times the image's per-channel mean when given) and clipped to
-    0..255, through the pixel and batch stages, normalized (``uint8`` output: rounded half up)
-    in the output dtype and layout; nothing is rounded before that."""
+    own range (the plan's ``offset``), recoloured where ``recolour`` holds (the plan's
+    ``colour`` matrix, plus its ``colour_mean`` matrix times the image's per-channel mean when
+    given) and clipped to 0..255, through the pixel and batch stages, normalized (``uint8``
+    output: rounded half up) in the output dtype and layout; nothing is rounded before that.
+    ``column``: the graph's :func:`stage_column` (one is made without it)."""
     if "offset" in warp:  # an offset step always comes with a colour matrix (maybe identity)
         # the offset is a regular input of the arithmetic here, so on the image's device
         offset = warp["offset"].gpu() if image.device == "gpu" else warp["offset"]
@@ -183,10 +189,10 @@ def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode
         image = dmath.clamp(image + offset, low, high)
     if "colour" in warp:
         recolour = partial(_recolour, warp=warp, channels=config.channels)
-        image = branches.where(_recolours(warp, config.channels), recolour, image)
+        image = branches.where(warp["recolour"] > 0.5, recolour, image)
         image = dmath.clamp(image, 0.0, 255.0)
     if "stages" in warp:
-        column = stage_column(warp)
+        column = column or stage_column(warp)
         image = config.plan.pixels(image, column, pixels)
         image = config.plan.batch_images(image, column, pixels)
     mean, std = config.output.mean_std(config.channels)
@@ -225,7 +231,8 @@ def mask_target(
     if not isinstance(source, SegmentationSource):
         raise TypeError("masks need a segmentation source")
     image_type = types.RGB if source.colour_coded else types.GRAY
-    mask = fn.decoders.image(encoded, **decoder_args(device, image_type))
+    args = decoder_args(device, image_type, hw_decoder_load=config.hw_decoder_load)
+    mask = fn.decoders.image(encoded, **args)
     mask = resample(mask, warp, "mask_", config, nearest=True, fill=source.mask_fill, dtype=None)
     if stages is not None:
         mask = stages(mask)

@@ -35,6 +35,7 @@ from daliaug.engines.dali.image import (
     finish,
     label_target,
     mask_target,
+    recolours,
     resample,
     stage_column,
 )
@@ -99,6 +100,9 @@ class GraphOptions:
     size_hint: tuple[int, int] | None = None
     """The largest ``(height, width)`` of the images, where known: the hardware JPEG
     decoder's buffers are allocated for it up front."""
+    gpus: int = 1
+    """The GPU pipelines this process runs side by side, sharing its cores (see
+    :meth:`Config.dali_threads`)."""
 
 
 def _input_nodes(options: GraphOptions) -> dict[str, DataNode]:
@@ -160,7 +164,10 @@ def _warp_in_graph(encoded: DataNode, layout: WarpLayout) -> dict[str, object]:
         masks=layout.masks,
         resize=layout.resize,
     )
-    return {name: as_tensor_arg(values[name], layout.shape(name)) for name in layout.names}
+    warp = {name: as_tensor_arg(values[name], layout.shape(name)) for name in values}
+    if "recolour" in layout.names:
+        warp["recolour"] = recolours(warp, plan.channels)
+    return warp
 
 
 def _reshape(node: DataNode, shape: list[int]) -> DataNode:
@@ -214,18 +221,19 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             image = nodes["image"]
             image = image.gpu() if options.device == "gpu" else image
         else:
-            image = decode(encoded, warp, config.channels, options.device, options.size_hint)
+            image = decode(encoded, warp, config, options.device, options.size_hint)
         nearest = config.interpolation == "nearest"
         cut = config.fill_edge == "cut"
         image = resample(image, warp, "", config, nearest, config.fill, cut=cut)
-        image = finish(image, warp, config)
+        column = stage_column(warp)  # each stage parameter read once for the whole graph
+        image = finish(image, warp, config, column)
         outputs = [image]
         if "mask_path" in nodes:
             masks = fn.io.file.read(nodes["mask_path"])
             stages = None
             if plan.batch_stages or plan.moves_masks:
                 fill = float(config.source.mask_fill)
-                stages = partial(_mask_stages, plan, stage_column(warp), fill)
+                stages = partial(_mask_stages, plan, column, fill)
             outputs.append(
                 mask_target(masks, warp, config, options.num_classes, options.device, stages)
             )
@@ -234,7 +242,7 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         elif config.label_mode != "none":
             outputs.append(label_target(label, config, options.num_classes, options.device))
         if plan.batch_stages and "mask_path" not in nodes:  # soft labels (categorical, binary)
-            outputs[1] = plan.batch_targets(outputs[1], stage_column(warp), pixels, masks=False)
+            outputs[1] = plan.batch_targets(outputs[1], column, pixels, masks=False)
         if weight is not None:
             outputs.append(weight.gpu() if options.device == "gpu" else weight)
         return tuple(outputs)
@@ -242,23 +250,26 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
     pipe = conditional_pipeline(
         graph,
         batch_size=config.batch_size,
-        num_threads=config.dali_threads,
+        num_threads=config.dali_threads(options.device, options.gpus),
         device_id=config.device_id if options.device == "gpu" else None,
         seed=config.seed,
-        prefetch_queue_depth=config.prefetch,
+        prefetch_queue_depth=config.prefetch_depth(options.device),
     )
     # pipeline_def makes a plain Pipeline; DaliaugPipeline holds no state of its own
     pipe.__class__ = DaliaugPipeline
     return pipe
 
 
-def reader_pipeline(config: Config, samples: SampleSet, device: Device) -> Pipeline | None:
+def reader_pipeline(
+    config: Config, samples: SampleSet, device: Device, gpus: int = 1
+) -> Pipeline | None:
     """The pipeline (not built) where DALI's own reader reads ``samples`` (TFRecords, whose
     parameters are then drawn in the graph); ``None`` where the host feeds them. The one place
-    that picks DALI's reader for a kind of :class:`SampleSet`."""
+    that picks DALI's reader for a kind of :class:`SampleSet`. ``gpus``: see
+    :attr:`GraphOptions.gpus`."""
     if not isinstance(samples, RecordSamples):
         return None
-    options = GraphOptions(device, samples.num_classes, inputs=(), records=samples)
+    options = GraphOptions(device, samples.num_classes, inputs=(), records=samples, gpus=gpus)
     return define_pipeline(config, options)
 
 
@@ -268,10 +279,12 @@ def named_pipeline(
     device: Device,
     weighted: bool,
     gpu_inputs: bool = False,
+    gpus: int = 1,
 ) -> Pipeline:
     """The pipeline ``make_dataset`` feeds through ``DALIDatasetWithInputs``: one named
     placeholder per input (:func:`~daliaug.engines.feed.graph_inputs`); ``gpu_inputs``: the
-    inputs arrive on the GPU (see :data:`GPU_INPUTS`)."""
+    inputs arrive on the GPU (see :data:`GPU_INPUTS`); ``gpus``: see
+    :attr:`GraphOptions.gpus`."""
     inputs = graph_inputs(samples, weighted, config.label_mode)
     options = GraphOptions(
         device,
@@ -281,5 +294,6 @@ def named_pipeline(
         target_shape=samples.target_shape,
         gpu_inputs=gpu_inputs and device == "gpu",
         size_hint=samples.size_hint,
+        gpus=gpus,
     )
     return define_pipeline(config, options)

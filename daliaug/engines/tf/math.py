@@ -28,5 +28,10 @@ class TfArrays:
     def columns(values: Sequence[Scalar], count: Any) -> tf.Tensor:
         return tf.stack([tf.broadcast_to(tf.cast(v, tf.float32), [count]) for v in values], axis=1)
 
+    @staticmethod
+    def differs(rows: tf.Tensor, reference: Sequence[float]) -> tf.Tensor:
+        differ = tf.reduce_any(tf.not_equal(rows, tf.constant(reference, tf.float32)), axis=1)
+        return tf.cast(differ, tf.float32)
+
 
 TF_ARRAYS = TfArrays()

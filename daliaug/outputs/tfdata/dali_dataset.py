@@ -183,7 +183,7 @@ def dali_dataset(
     weighted = options.weighs
     specs = element_spec(config, samples.num_classes, weighted, samples.target_shape)
     # inputs copied to the GPU reach DALI there where only GPU operators read them
-    pipeline = named_pipeline(config, samples, device, weighted, gpu_inputs=on_gpu)
+    pipeline = named_pipeline(config, samples, device, weighted, on_gpu, options.gpus)
     with tf.device(place):
         ds = dali_tf.experimental.DALIDatasetWithInputs(
             pipeline=pipeline,
@@ -192,9 +192,9 @@ def dali_dataset(
                 for name, stream in inputs.items()
             },
             batch_size=config.batch_size,
-            num_threads=config.dali_threads,
+            num_threads=pipeline.num_threads,
             device_id=None if device == "cpu" else config.device_id,
-            prefetch_queue_depth=config.prefetch,
+            prefetch_queue_depth=config.prefetch_depth(device),
             output_shapes=tuple(s.shape for s in specs),
             output_dtypes=tuple(s.dtype for s in specs),
             # DALI on a GPU with the dataset on the host (a replica under a strategy that

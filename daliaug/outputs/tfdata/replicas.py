@@ -55,6 +55,8 @@ def distributed_dataset(
     shards = Shards.split(config, samples, options, replicas, "replica", "a strategy")
     options = shards.options
     devices = tuple(getattr(strategy.extended, "worker_devices", ("/cpu:0",)))
+    # this process's GPU pipelines (one per local replica GPU) share its cores
+    gpus = max(1, sum(dali_gpu(device, d) is not None for d in devices))
 
     def replica(shard: int, replica_device: str, on_device: bool) -> tf.data.Dataset:
         """Replica ``shard``'s dataset, for the replica on ``replica_device``: DALI on that
@@ -63,7 +65,7 @@ def distributed_dataset(
         update = {} if device_id is None else {"device_id": device_id}
         replica_config, replica_samples, replica_options = shards.shard(shard, **update)
         place = replica_device if on_device and device_id is not None else "/cpu:0"
-        replica_options = dataclasses.replace(replica_options, place=place)
+        replica_options = dataclasses.replace(replica_options, place=place, gpus=gpus)
         return engine_dataset(
             prepared.engine.name, replica_config, replica_samples, device, replica_options
         )

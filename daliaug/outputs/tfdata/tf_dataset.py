@@ -65,7 +65,7 @@ def _dataset(
 
     ds = (
         batches.map(shaped)
-        .prefetch(config.prefetch)  # bounded, as DALI's queue: batches are large
+        .prefetch(config.prefetch_depth("cpu"))  # bounded, as DALI's queue: batches are large
         .apply(tf.data.experimental.assert_cardinality(len(epochs)))
     )
     if config.num_threads is not None:
