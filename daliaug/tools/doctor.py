@@ -210,7 +210,7 @@ def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, np.nd
     return x, rng.integers(0, num_classes, y_shape).astype(targets.dtype.name)
 
 
-def _step_recorder() -> Any:
+def step_recorder() -> Any:
     """A Keras callback recording when each training step ends (in ``.times``)."""
     import keras
 
@@ -225,7 +225,7 @@ def _step_recorder() -> Any:
     return StepTimes()
 
 
-def _rate(times: list[float], warmup: int, steps: int, batch: int) -> float:
+def step_rate(times: list[float], warmup: int, steps: int, batch: int) -> float:
     """images/s over the ``steps`` after the first ``warmup`` (step end times)."""
     return steps * batch / (times[warmup + steps - 1] - times[warmup - 1])
 
@@ -259,7 +259,7 @@ def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int 
             result.phases.append(
                 Phase(
                     name,
-                    _rate(times, warmup, steps, config.batch_size),
+                    step_rate(times, warmup, steps, config.batch_size),
                     steps,
                     start,
                     end,
@@ -280,7 +280,7 @@ def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int 
 
         monitor.mark("model")
         x, y = synthetic_batch(config, samples.num_classes)
-        recorder = _step_recorder()
+        recorder = step_recorder()
         keras_model.fit(
             tf.data.Dataset.from_tensors((x, y)).repeat(),
             steps_per_epoch=total,
@@ -292,7 +292,7 @@ def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int 
         phase("model", recorder.times)
 
         monitor.mark("fit")
-        recorder = _step_recorder()
+        recorder = step_recorder()
         keras_model.fit(dataset, epochs=epochs, verbose=0, shuffle=False, callbacks=[recorder])
         phase("fit", recorder.times)
     if device == "gpu":
