@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -115,7 +116,9 @@ def table(result: dict[str, Any]) -> str:
         "# The GPU path's host side alone (µs per image, one thread)",
         "",
         f"- Machine: {described['cpu']}, {described['cores']} cores, GPU: {described['gpu']}; "
-        f"commit {described['commit']}; {result['repeats']} epochs per workload, medians.",
+        f"commit {described['commit']}; {result['repeats']} epochs per workload, medians; "
+        f"1-minute load average {result['loadavg_before'][0]:.1f} before, "
+        f"{result['loadavg_after'][0]:.1f} after (the machine is shared).",
         f"- Target: (b) total at most {TARGET_US:g} µs/image (issue 31).",
         "",
         "| part | "
@@ -136,11 +139,13 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--quick", action="store_true", help="tiny data (smoke test)")
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     args = parser.parse_args(argv)
-    result = {
+    result: dict[str, Any] = {
         "machine": machine.describe(),
         "repeats": args.repeats,
         "quick": args.quick,
+        "loadavg_before": os.getloadavg(),
         "workloads": {w: measure(w, args.repeats, args.quick) for w in args.workload},
+        "loadavg_after": os.getloadavg(),
     }
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
     base = args.out / f"host-cost-{'quick-' if args.quick else ''}{stamp}"
