@@ -104,3 +104,20 @@ def test_the_dry_run_runs_end_to_end(tmp_path: Path) -> None:
     assert result["fit"]["images_per_s"]["constant"] > 0
     assert done.stdout.rstrip().endswith("| DRY RUN |")  # the table comes last
     assert path.with_suffix(".md").read_text() in done.stdout
+
+
+def test_the_host_cost_tool_times_each_part_and_the_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench import host_cost
+
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    base = host_cost.main(["--quick", "--repeats", "2", "--out", str(tmp_path)])
+    result = json.loads(base.with_suffix(".json").read_text())
+    for workload in ("b", "c"):
+        run = result["workloads"][workload]
+        parts = run["us_per_image"]
+        assert set(parts) == {"order", "parameters", "plan", "file names", "checks", "total"}
+        assert all(len(v) == 2 and min(v) > 0 for v in run["samples"].values())
+        assert run["warp_width"] > 0
+    assert "| total |" in base.with_suffix(".md").read_text()
