@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The short GPU run, the most important numbers first (about five minutes on one GPU once the
-# kit is on the host):
+# The short GPU run, the most important numbers first (sized for about five minutes on one GPU
+# once the kit is on the host; not yet run on one):
 #   bash bench/gpu_suite.sh             # the GPU host
 #   bash bench/gpu_suite.sh --dry-run   # any machine: DALI's CPU operators, tiny sizes
 # (i) `daliaug selftest --require-gpu --json`, which also counts the decoder of every JPEG
