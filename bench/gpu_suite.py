@@ -9,7 +9,8 @@ run with ``KERAS_BACKEND=jax``):
    rn50-style pipeline on the same files for (b) and DALI's ``auto_aug`` pipeline for (c),
    and for (b) DALI's decoder alone with the pipeline's windows (the ceiling); before them,
    a few batches of each workload through ``DaliLoader`` with nvImageCodec's log read, to
-   count the images per decoder (a window on the CPU fails the run);
+   count the images per decoder (a window on the CPU fails the run); daliaug's runs at the
+   defaults judged host-bound or not as ``daliaug doctor`` judges (:func:`bound`);
 3. the fit overhead (:mod:`bench.fit_overhead`): ResNet-50 on Keras' JAX backend fed by
    ``make_dataset`` against one constant batch on the device.
 
@@ -38,6 +39,7 @@ from bench.run import GPU_EPOCH_SCALE, Timing, timing
 from bench.tools import TOOLS, Unavailable
 from bench.worker import measure
 from bench.workloads import WORKLOADS, Data, prepare
+from daliaug.config import Config
 
 ROWS = {
     "b": ("loader-gpu", "jax", "dali-rn50", "decode-gpu-roi"),
@@ -129,6 +131,7 @@ def throughput(args: argparse.Namespace, device: str) -> dict[str, Any]:
             if name in DALIAUG:
                 at = {"threads": None, "hw_decoder_load": image.HW_DECODER_LOAD}
                 row["defaults"] = point(name, workload, data, device, clock, **at)
+                row["bound"] = bound(row["defaults"])
             row["sweep"] = [
                 point(name, workload, data, device, clock, threads=t, hw_decoder_load=load)
                 for t in args.threads
@@ -138,6 +141,29 @@ def throughput(args: argparse.Namespace, device: str) -> dict[str, Any]:
             print(f"  ({workload}) {name}: {best_text(row)}", file=sys.stderr, flush=True)
         results[workload] = rows
     return results
+
+
+def bound(run: dict[str, Any]) -> str | None:
+    """``daliaug doctor``'s judgement of a run at the defaults: host-bound or not, and the knob
+    (no GPU utilisation here: the bench reads none)."""
+    from daliaug.engines.dali import image
+    from daliaug.tools.doctor import input_bound
+
+    if "images_per_s" not in run:
+        return None
+    cores = len(os.sched_getaffinity(0))
+    busy = 100 * run["cpu_seconds"] / (run["seconds"] * cores)
+    defaults = Config.model_validate({"source": {"type": "arrays"}, "image_size": 1})
+    judged = input_bound(
+        run["images_per_s"],
+        busy,
+        cores,
+        defaults.dali_threads,
+        None,
+        image.HW_DECODER_LOAD,
+        defaults.prefetch,
+    )
+    return judged.message
 
 
 def fit(args: argparse.Namespace, device: str) -> dict[str, Any]:
@@ -239,6 +265,9 @@ def table(result: dict[str, Any]) -> str:
     )
     for workload, rows in result["throughput"].items():
         lines.append(f"- ({workload}) decoders: {rows['decoders']['summary']}")
+        for name in DALIAUG:
+            if rows[name].get("bound"):
+                lines.append(f"- ({workload}) {TOOLS[name].label}: {rows[name]['bound']}")
     lines += ["", "| workload | pipeline | at defaults | best (threads, hw_decoder_load) |"]
     lines.append("| --- | --- | ---: | --- |")
     for workload, rows in result["throughput"].items():

@@ -121,3 +121,16 @@ def test_the_host_cost_tool_times_each_part_and_the_whole(
         assert all(len(v) == 2 and min(v) > 0 for v in run["samples"].values())
         assert run["warp_width"] > 0
     assert "| total |" in base.with_suffix(".md").read_text()
+
+
+def test_runs_at_the_defaults_are_judged_as_the_doctor_judges() -> None:
+    from bench.gpu_suite import bound
+
+    cores = len(os.sched_getaffinity(0))
+    # Every usable core busy for the whole window: host-bound.
+    busy = {"images_per_s": 3000.0, "cpu_seconds": 3.0 * cores, "seconds": 3.0}
+    assert bound(busy).startswith("host-bound")
+    assert bound({"error": "x"}) is None
+    result = made_up(12_000, 12_500, 0, 0.03)
+    result["throughput"]["b"]["jax"]["bound"] = bound(busy)
+    assert "- (b) daliaug JAX output (make_dataset, framework jax): host-bound" in table(result)
