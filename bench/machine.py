@@ -24,6 +24,12 @@ PACKAGES = (
     "scipy",
     "pillow",
     "nvidia-ml-py",
+    "nvidia-nvimgcodec-cu12",
+    "nvidia-nvimgcodec-cu13",
+    "nvidia-nvjpeg-cu12",
+    "nvidia-nvjpeg-cu13",
+    "jax",
+    "jaxlib",
     "daliaug",
 )
 ROOT = Path(__file__).parents[1]

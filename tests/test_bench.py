@@ -323,9 +323,9 @@ def test_the_training_step_tool_trains_on_each_batch() -> None:
 def test_the_gpu_suite_script_runs_what_users_run() -> None:
     script = (ROOT / "bench" / "gpu_suite.sh").read_text()
     assert subprocess.run(["bash", "-n", "-c", script]).returncode == 0
-    assert "selftest --require-gpu --json" in script
-    assert "suite=gpu-tf; else suite=gpu" in script
-    assert "-m bench.gpu_sweep" in script and "-m bench.replicas --backend gpu" in script
+    assert "-m bench.gpu_suite" in script and "KERAS_BACKEND=jax" in script
+    driver = (ROOT / "bench" / "gpu_suite.py").read_text()
+    assert '"selftest", "--require-gpu", "--json"' in driver
     from bench.run import SUITES
     from bench.tools import TOOLS
 

@@ -1,5 +1,6 @@
 """The GPU suite's own tools: ``make_dataset`` on the GPU feeding a ResNet-50 training step in
-mixed precision, and DALI decoding alone with the pipeline's own decode windows.
+mixed precision, DALI decoding alone with the pipeline's own decode windows, the JAX output,
+and DALI's own hand-written rn50-style pipeline.
 
 ``dali-gpu-fit``: ``make_dataset`` (``backend: gpu``, DALI through its TensorFlow plugin) and
 one ``train_on_batch`` of Keras' ResNet-50 (random weights, ``mixed_float16``) per batch: what a
@@ -9,6 +10,12 @@ waits for the GPU as ``model.fit``'s per-step logs do.
 builds (:func:`daliaug.engines.dali.image.decode`: its settings and, for a leading random
 resized crop, only the crop window), the windows those samples get in that epoch, and nothing
 after the decoder: the true ceiling of the full pipeline.
+``jax``: ``make_dataset(config, framework="jax")`` (Keras on JAX; on the GPU DALI's own JAX
+iterator), each batch's images waited for (``block_until_ready``).
+``dali-rn50``: DALI's ResNet-50 training pipeline as DALI's own examples write it
+(``readers.file``, ``decoders.image_random_crop`` on ``mixed``, ``resize``, then
+``crop_mirror_normalize`` with a random mirror), with (b)'s colour jitter as one
+``color_twist``: the same work as (b), by hand.
 """
 
 from __future__ import annotations
@@ -116,5 +123,100 @@ def decode_roi(workload: Workload, data: Data, threads: int | None, device: str)
         for _ in range(steps):
             (images,) = pipe.run()
             yield len(images)
+
+    return epoch
+
+
+def random_crop_front(paths: list[str], labels: Any, eq: Any, gpu: bool) -> tuple[Any, Any]:
+    """Inside a DALI pipeline: the files read in a random order, a random resized crop decoded
+    (``mixed`` with the sweep's :data:`~daliaug.engines.dali.image.HW_DECODER_LOAD` on the
+    GPU) and resized to the workload's size; ``(images, labels)``."""
+    from nvidia.dali import fn, types
+
+    from daliaug.engines.dali import image
+
+    encoded, label = fn.readers.file(
+        files=paths, labels=[int(v) for v in labels], random_shuffle=True, name="files"
+    )
+    images = fn.decoders.image_random_crop(
+        encoded,
+        output_type=types.RGB,
+        random_area=list(eq.crop_scale),
+        random_aspect_ratio=list(eq.crop_ratio),
+        **({"device": "mixed", "hw_decoder_load": image.HW_DECODER_LOAD} if gpu else {}),
+    )
+    return fn.resize(images, size=list(eq.size)), label
+
+
+def pipeline_epochs(pipe: Any, steps: int) -> Epoch:
+    """Epochs of ``steps`` runs of a built DALI pipeline, the batch size of each."""
+
+    def epoch() -> Iterator[int]:
+        for _ in range(steps):
+            yield len(pipe.run()[0])
+
+    return epoch
+
+
+def dali_rn50(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
+    """DALI's own rn50-style pipeline doing (b)'s work."""
+    _gpu_check(device)
+    from nvidia.dali import fn, pipeline_def, types
+
+    config = _config(workload, data, threads)
+    eq = workload.equivalent
+    paths, labels, _ = data.files()
+    gpu = device == "gpu"
+
+    def jitter(spread: float) -> Any:
+        return fn.random.uniform(range=[1.0 - spread, 1.0 + spread])
+
+    @pipeline_def(
+        batch_size=config.batch_size,
+        num_threads=config.dali_threads,
+        device_id=0 if gpu else None,
+        prefetch_queue_depth=config.prefetch,
+        seed=0,
+    )
+    def graph() -> Any:
+        images, label = random_crop_front(paths, labels, eq, gpu)
+        images = fn.color_twist(
+            images,
+            brightness=jitter(eq.brightness),
+            contrast=jitter(eq.contrast),
+            saturation=jitter(eq.saturation),
+        )
+        images = fn.crop_mirror_normalize(
+            images,
+            mean=list(eq.mean),
+            std=list(eq.std),
+            mirror=fn.random.coin_flip(),
+            dtype=types.FLOAT,
+            output_layout="HWC",
+        )
+        return images, label
+
+    pipe = graph()
+    pipe.build()
+    return pipeline_epochs(pipe, len(paths) // config.batch_size)
+
+
+def jax_output(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
+    """``make_dataset`` for Keras on JAX, DALI on ``device``."""
+    _gpu_check(device)
+    import keras
+
+    import daliaug
+
+    if keras.backend.backend() != "jax":
+        raise Unavailable("Keras runs on another backend: set KERAS_BACKEND=jax")
+    config = _config(workload, data, threads, backend=device)
+    dataset = daliaug.make_dataset(config, framework="jax", samples=data.samples())
+
+    def epoch() -> Iterator[int]:
+        while True:  # runs on across epochs, as DaliLoader's tool does
+            for images, _ in dataset:
+                images.block_until_ready()
+                yield int(images.shape[0])
 
     return epoch

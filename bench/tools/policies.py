@@ -21,7 +21,6 @@ the partner through a 0/1 mask, the labels weighed by the box's area; ``crop_mir
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from bench.tools import Epoch
@@ -95,6 +94,8 @@ def dali_pipeline(workload: Workload, data: Data, threads: int | None, device: s
     from nvidia.dali import fn, pipeline_def, types
     from nvidia.dali.auto_aug import rand_augment
 
+    from bench.tools.gpu_tools import pipeline_epochs, random_crop_front
+
     config = _config(workload, data, threads)
     eq = workload.equivalent
     paths, labels, names = data.files()
@@ -110,17 +111,7 @@ def dali_pipeline(workload: Workload, data: Data, threads: int | None, device: s
         enable_conditionals=True,
     )
     def graph() -> Any:
-        encoded, label = fn.readers.file(
-            files=paths, labels=[int(v) for v in labels], random_shuffle=True, name="files"
-        )
-        images = fn.decoders.image_random_crop(
-            encoded,
-            device="mixed" if gpu else "cpu",
-            output_type=types.RGB,
-            random_area=list(eq.crop_scale),
-            random_aspect_ratio=list(eq.crop_ratio),
-        )
-        images = fn.resize(images, size=list(eq.size))
+        images, label = random_crop_front(paths, labels, eq, gpu)
         images = fn.flip(images, horizontal=fn.random.coin_flip())
         images = rand_augment.rand_augment(
             images, n=NUM_OPS, m=MAGNITUDE, num_magnitude_bins=BINS, fill_value=0
@@ -146,11 +137,4 @@ def dali_pipeline(workload: Workload, data: Data, threads: int | None, device: s
 
     pipe = graph()
     pipe.build()
-    steps = len(paths) // batch
-
-    def epoch() -> Iterator[int]:
-        for _ in range(steps):
-            images, _ = pipe.run()
-            yield len(images)
-
-    return epoch
+    return pipeline_epochs(pipe, len(paths) // batch)

@@ -8,7 +8,8 @@ Each phase times ``steps`` batches after ``warmup`` untimed ones; partial last b
 dropped (``drop_remainder``) so every step holds ``batch_size`` images. Whichever of (i) and
 (ii) is slower bounds (iii). This process's CPU use (a share of all cores, other processes on the
 machine left out) and, where NVML works, GPU utilisation are sampled throughout, and can be
-drawn as a timeline.
+drawn as a timeline. With DALI on the GPU the pipeline phase is also judged host-bound or
+GPU-bound (:func:`input_bound`), with the knob to turn.
 """
 
 from __future__ import annotations
@@ -77,6 +78,88 @@ def verdict(pipeline: float, model: float, fit: float) -> str:
     )
 
 
+SATURATED = 0.85
+"""A share of a resource (cores, threads, the GPU) busy enough to call it the limit."""
+
+
+@dataclass(frozen=True)
+class InputBound:
+    """What limits a DALI pipeline on the GPU, and the knob to turn.
+
+    ``limit``: ``cores`` (the host's cores this process may use are all busy), ``threads``
+    (DALI's thread pool is, with cores to spare), ``gpu`` (the GPU is busy, the host is not)
+    or ``queue`` (neither is: batches wait on the pipeline's queue)."""
+
+    limit: str
+    busy_cores: float
+    cpu_ms_per_image: float
+    message: str
+
+
+def input_bound(
+    images_per_s: float,
+    cpu_percent: float,
+    cores: int,
+    threads: int,
+    gpu_percent: float | None,
+    hw_decoder_load: float,
+    prefetch: int,
+) -> InputBound:
+    """Whether a pipeline running at ``images_per_s`` is host-bound or GPU-bound.
+
+    ``cpu_percent``: this process's CPU use meanwhile as a share of the ``cores`` it may run
+    on (its affinity, as :class:`~daliaug.tools.monitor.Monitor` reports it); the cores it
+    keeps busy are that share of them, its CPU time per image those cores over the rate.
+    ``threads``, ``hw_decoder_load``, ``prefetch``: the pipeline's settings, named in the
+    advice."""
+    busy = cpu_percent / 100 * cores
+    per_image = 1000 * busy / images_per_s if images_per_s > 0 else float("inf")
+    use = (
+        f"{busy:.1f} of the {cores} cores this process may use busy "
+        f"({per_image:.2f} CPU ms/image x {images_per_s:,.0f} images/s)"
+    )
+    gpu = "GPU busy: unknown (no NVML)" if gpu_percent is None else f"GPU busy {gpu_percent:.0f}%"
+    if busy >= SATURATED * cores:
+        ceiling = 1000 * cores / per_image
+        knob = (
+            f"raise hw_decoder_load (now {hw_decoder_load:g}) towards 0.99, so the GPU's "
+            "hardware JPEG decoder takes the Huffman decoding off the cores"
+            if hw_decoder_load < 0.99
+            else "give the process more cores, or drop CPU-side work from the config"
+        )
+        return InputBound(
+            "cores",
+            busy,
+            per_image,
+            f"host-bound: the input pipeline keeps {use}, which caps it near {ceiling:,.0f} "
+            f"images/s; more threads cannot help: {knob} ({gpu})",
+        )
+    if threads < cores and busy >= SATURATED * threads:
+        return InputBound(
+            "threads",
+            busy,
+            per_image,
+            f"host-bound by DALI's {threads} threads: the input pipeline keeps {use}; raise "
+            f"num_threads towards {cores} ({gpu})",
+        )
+    if gpu_percent is not None and gpu_percent >= 100 * SATURATED:
+        return InputBound(
+            "gpu",
+            busy,
+            per_image,
+            f"GPU-bound: {gpu} while the input pipeline keeps {use}; no host knob helps "
+            f"(hw_decoder_load {hw_decoder_load:g} already spares the GPU's cores where "
+            "it is high); the augmentations themselves take the card",
+        )
+    return InputBound(
+        "queue",
+        busy,
+        per_image,
+        f"neither host nor GPU saturated: the input pipeline keeps {use}, {gpu}; batches "
+        f"wait in turn: raise prefetch (now {prefetch}) so more are made ahead",
+    )
+
+
 def build_model(spec: str, config: Config, num_classes: int) -> Any:
     """``small`` (the demo model), ``resnet50`` (random weights) or a saved Keras model file."""
     import keras
@@ -127,7 +210,7 @@ def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, np.nd
     return x, rng.integers(0, num_classes, y_shape).astype(targets.dtype.name)
 
 
-def _step_recorder() -> Any:
+def step_recorder() -> Any:
     """A Keras callback recording when each training step ends (in ``.times``)."""
     import keras
 
@@ -142,7 +225,7 @@ def _step_recorder() -> Any:
     return StepTimes()
 
 
-def _rate(times: list[float], warmup: int, steps: int, batch: int) -> float:
+def step_rate(times: list[float], warmup: int, steps: int, batch: int) -> float:
     """images/s over the ``steps`` after the first ``warmup`` (step end times)."""
     return steps * batch / (times[warmup + steps - 1] - times[warmup - 1])
 
@@ -176,7 +259,7 @@ def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int 
             result.phases.append(
                 Phase(
                     name,
-                    _rate(times, warmup, steps, config.batch_size),
+                    step_rate(times, warmup, steps, config.batch_size),
                     steps,
                     start,
                     end,
@@ -197,7 +280,7 @@ def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int 
 
         monitor.mark("model")
         x, y = synthetic_batch(config, samples.num_classes)
-        recorder = _step_recorder()
+        recorder = step_recorder()
         keras_model.fit(
             tf.data.Dataset.from_tensors((x, y)).repeat(),
             steps_per_epoch=total,
@@ -209,10 +292,12 @@ def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int 
         phase("model", recorder.times)
 
         monitor.mark("fit")
-        recorder = _step_recorder()
+        recorder = step_recorder()
         keras_model.fit(dataset, epochs=epochs, verbose=0, shuffle=False, callbacks=[recorder])
         phase("fit", recorder.times)
-    if device != "gpu":
+    if device == "gpu":
+        result.notes.append(_gpu_bound(config, result.phases[0]).message)
+    else:
         p, m = result.rate("pipeline"), result.rate("model")
         result.notes.append(
             f"the pipeline runs on the CPU here: it shares the cores with the model, so fit tends "
@@ -220,6 +305,23 @@ def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int 
             "cannot overlap"
         )
     return result
+
+
+def _gpu_bound(config: Config, pipeline: Phase) -> InputBound:
+    """:func:`input_bound` of the pipeline phase with the config's settings."""
+    from daliaug.engines.dali import image
+
+    # TODO(issue 31): hw_decoder_load becomes a config field; until then the module's default
+    load = getattr(config, "hw_decoder_load", image.HW_DECODER_LOAD)
+    return input_bound(
+        pipeline.images_per_s,
+        pipeline.cpu_percent or 0.0,
+        len(os.sched_getaffinity(0)),
+        config.dali_threads,
+        pipeline.gpu_percent,
+        load,
+        config.prefetch,
+    )
 
 
 def plot_timeline(result: Diagnosis, path: Path) -> None:

@@ -100,6 +100,17 @@ class Nvml:
             return None
         return float(self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
 
+    def jpeg_utilisation(self) -> float | None:
+        """The hardware JPEG decoders' busy percentage over NVML's last sample period;
+        ``None`` without NVML, or where this GPU or driver reports none."""
+        query = getattr(self.nvml, "nvmlDeviceGetJpgUtilization", None) if self.handle else None
+        if query is None:
+            return None
+        try:
+            return float(query(self.handle)[0])
+        except Exception:  # NVMLError_NotSupported: a GPU without JPEG engines
+            return None
+
     def memory_used(self, pids: list[int] | None = None) -> int | None:
         """Device memory used by ``pids`` (bytes), or by the whole device when NVML lists no
         processes (as in some containers)."""

@@ -7,7 +7,9 @@ another, each a row (and its numbers, for ``--json``):
 2. TensorFlow's GPU memory policy, in place before its runtime started (:mod:`daliaug.cuda`),
    and no ``BackendWarning`` while the GPU datasets are made;
 3. DALI's graph (on the GPU where DALI sees one) against the stored TensorFlow reference, with
-   the parity harness's tolerances;
+   the parity harness's tolerances; on a GPU, JPEG decode windows as the pipelines decode
+   them, counted by decoder (hardware, CUDA, CPU fallback) from nvImageCodec's log and NVML,
+   against DALI's CPU decoder (:func:`decoder_check`): any window on the CPU fails it;
 4. one seeded epoch of ``make_dataset`` on the GPU (DALI through the TensorFlow plugin) against
    the same epoch on the CPU path: the same samples in the same order, labels equal, pixels
    within the parity tolerances (:func:`compare_epochs`);
@@ -269,6 +271,57 @@ def _parity(report: Report) -> None:
     report.checks.append(Check(name, not failed, detail))
 
 
+def decoder_check(
+    paths: list[str], sizes: np.ndarray, device: Device = "gpu", device_id: int = 0
+) -> Check:
+    """JPEG decode windows of ``paths`` (images of ``sizes``) decoded on ``device`` as the
+    pipelines decode them, counted by decoder from nvImageCodec's log
+    (:mod:`daliaug.tools.decoders`), and compared with DALI's CPU decoder on the same windows
+    within the decoders' parity tolerance. Fails when any window went to a CPU decoder (on
+    ``device="cpu"`` every one does: the check's own test)."""
+    from daliaug.parity.measure import MAX_DECODE_MEAN_ERROR, Stats
+    from daliaug.tools.decoders import account, decode_windows, decoder_log, windows
+    from daliaug.tools.monitor import Nvml
+
+    starts, shapes = windows(sizes)
+    with decoder_log() as log:
+        gpu, jpeg_busy = decode_windows(
+            paths, starts, shapes, device, device_id=device_id, nvml=Nvml(device_id)
+        )
+    cpu, _ = decode_windows(paths, starts, shapes, "cpu")
+    counted = account(log[0], len(paths))
+    diffs = [Stats.of(a, b) for a, b in zip(gpu, cpu, strict=True)]
+    mean = float(np.average([d.mean_error for d in diffs], weights=[d.compared for d in diffs]))
+    largest = max(d.max_error for d in diffs)
+    engine = "n/a" if jpeg_busy is None else f"{jpeg_busy:.0f}%"
+    detail = (
+        f"{counted.summary()}; NVML JPEG engines busy (peak) {engine}; windows against the CPU "
+        f"decoder: mean difference {mean:.4f}, largest {largest:.0f}"
+    )
+    if counted.cpu_fallback:
+        detail = "decode windows fell back to the CPU: " + detail
+    values = {
+        "account": counted.as_dict(),
+        "jpeg_engine_percent": jpeg_busy,
+        "mean_difference": mean,
+        "largest_difference": largest,
+    }
+    passed = (
+        mean <= MAX_DECODE_MEAN_ERROR and not counted.cpu_fallback and counted.images == len(paths)
+    )
+    return Check("JPEG decode windows on the GPU", passed, detail, values)
+
+
+def _decoders(report: Report) -> None:
+    """:func:`decoder_check` on the demo's JPEGs (a GPU host only)."""
+    from daliaug.prepare import prepare_samples
+
+    samples = prepare_samples(_demo_config(32, split=1))
+    jpeg = [i for i, p in enumerate(samples.image_files) if p.lower().endswith((".jpg", ".jpeg"))]
+    paths = [samples.image_files[i] for i in jpeg]
+    report.checks.append(decoder_check(paths, samples.sizes[jpeg]))
+
+
 def _demo_config(batch_size: int, split: int = 0) -> Config:
     """The demo's config over its training (``split`` 0) or validation (1) images."""
     from daliaug.tools.demo_sources import demo_sources
@@ -513,6 +566,7 @@ def selftest(
     folder.mkdir(parents=True, exist_ok=True)
     for name, step, wanted in (
         ("checking DALI against the stored reference", _parity, True),
+        ("counting which decoder took each JPEG window", _decoders, report.device == "gpu"),
         (
             "running make_dataset: epochs, rates, model.fit",
             lambda r: _through_make_dataset(r, steps, folder),

@@ -1,0 +1,161 @@
+"""The GPU path's host side alone, per image: what Python does for each batch of a DALI
+pipeline fed by daliaug, measured without a GPU.
+
+    python -m bench.host_cost [--workload b c] [--repeats 7] [--quick] [--out bench/results]
+
+On the GPU the images never touch the host's cores, but every batch's inputs are made there,
+in the thread that feeds DALI's external source (``DaliLoader``, the JAX and PyTorch outputs):
+the epoch's order, the parameter rows, the plan evaluated into each sample's ``warp``, the file
+names gathered, the changed-file check. ``total`` runs exactly that callable
+(:class:`daliaug.outputs.numpy._Source`, fed by :class:`~daliaug.engines.feed.EpochFeed`) over
+whole epochs; the other rows time its parts one by one, so they add up to about the total.
+Each repeat is a fresh epoch (new order and draws); medians of the repeats, microseconds per
+image, one thread. Writes ``host-cost-<date>.json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from bench import machine
+from bench.workloads import WORKLOADS, prepare
+
+TARGET_US = 5.0
+"""Issue 31's target for (b): at most this many microseconds of host time per image."""
+
+
+def _feed(name: str, quick: bool) -> Any:
+    """Workload ``name``'s feed as ``DaliLoader`` builds it on the GPU (samples checked)."""
+    from daliaug.engines.dali.pipeline import RESIZES
+    from daliaug.engines.feed import EpochFeed
+    from daliaug.prepare import prepare as prepare_config
+
+    data = prepare(name, quick)
+    config = WORKLOADS[name].daliaug_config(data, backend="gpu")
+    prepared = prepare_config(config, samples=data.samples(), device="cpu")
+    return EpochFeed(config, prepared.samples, resizes=RESIZES)
+
+
+def _parts(feed: Any, epoch: int) -> dict[str, float]:
+    """Seconds per part of ``feed``'s work for one epoch, as :meth:`EpochFeed.batches` does it."""
+    from daliaug.engines.feed import NUMPY
+
+    spent = dict.fromkeys(("order", "parameters", "plan", "file names", "checks"), 0.0)
+
+    @contextmanager
+    def timed(part: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        yield
+        spent[part] += time.perf_counter() - t0
+
+    with timed("order"):
+        batches = feed.epochs.batches(epoch)
+    with timed("parameters"):
+        rows = feed.epochs.rows(feed.plan, epoch)
+    for (start, stop), index in zip(feed.epochs.bounds, batches, strict=True):
+        with timed("checks"):
+            feed.samples.assert_unchanged(index)
+        with timed("parameters"):
+            params = rows[start:stop]
+        with timed("plan"):
+            sizes = feed.samples.sizes[index]
+            feed.layout.evaluate(params, sizes, NUMPY, feed.epochs.valid(start, stop))
+        with timed("file names"):
+            feed.samples.columns["path"][index]
+    return spent
+
+
+def _total(feed: Any, epoch: int) -> float:
+    """Seconds of the real external source's calls over one whole epoch."""
+    from daliaug.outputs.numpy import _Source
+
+    source = _Source(feed, epoch, depth=4)
+    t0 = time.perf_counter()
+    try:
+        while True:
+            source()
+            source.params.popleft()  # the pipeline's output drains them
+    except StopIteration:
+        pass
+    return time.perf_counter() - t0
+
+
+def measure(name: str, repeats: int, quick: bool) -> dict[str, Any]:
+    """Microseconds per image of each part and of the total, every repeat kept."""
+    feed = _feed(name, quick)
+    images = feed.epochs.positions
+    _total(feed, 10**6)  # warm-up: imports, caches
+    samples: dict[str, list[float]] = {}
+    for repeat in range(repeats):
+        for part, seconds in _parts(feed, repeat).items():
+            samples.setdefault(part, []).append(1e6 * seconds / images)
+        samples.setdefault("total", []).append(1e6 * _total(feed, repeats + repeat) / images)
+    return {
+        "images_per_epoch": images,
+        "batch_size": feed.epochs.batch_size,
+        "warp_width": feed.layout.width,
+        "us_per_image": {part: median(values) for part, values in samples.items()},
+        "samples": samples,
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    """Markdown: parts down, workloads across (µs/image, medians)."""
+    described, runs = result["machine"], result["workloads"]
+    parts = list(next(iter(runs.values()))["us_per_image"])
+    lines = [
+        "# The GPU path's host side alone (µs per image, one thread)",
+        "",
+        f"- Machine: {described['cpu']}, {described['cores']} cores, GPU: {described['gpu']}; "
+        f"commit {described['commit']}; {result['repeats']} epochs per workload, medians; "
+        f"1-minute load average {result['loadavg_before'][0]:.1f} before, "
+        f"{result['loadavg_after'][0]:.1f} after (the machine is shared).",
+        f"- Target: (b) total at most {TARGET_US:g} µs/image (issue 31).",
+        "",
+        "| part | "
+        + " | ".join(f"({w}), {runs[w]['images_per_epoch']:,} images" for w in runs)
+        + " |",
+        "| --- |" + " ---: |" * len(runs),
+    ]
+    for part in parts:
+        cells = [f"{runs[w]['us_per_image'][part]:.2f}" for w in runs]
+        lines.append(f"| {part} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> Path:
+    parser = argparse.ArgumentParser(prog="python -m bench.host_cost")
+    parser.add_argument("--workload", nargs="+", choices=["b", "c"], default=["b", "c"])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="tiny data (smoke test)")
+    parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    args = parser.parse_args(argv)
+    result: dict[str, Any] = {
+        "machine": machine.describe(),
+        "repeats": args.repeats,
+        "quick": args.quick,
+        "loadavg_before": os.getloadavg(),
+        "workloads": {w: measure(w, args.repeats, args.quick) for w in args.workload},
+        "loadavg_after": os.getloadavg(),
+    }
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
+    base = args.out / f"host-cost-{'quick-' if args.quick else ''}{stamp}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    base.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    text = table(result)
+    base.with_suffix(".md").write_text(text)
+    print(text)
+    return base
+
+
+if __name__ == "__main__":
+    main()

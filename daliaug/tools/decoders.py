@@ -1,0 +1,231 @@
+"""Which decoder ran: DALI's ``mixed`` JPEG decoder accounted image by image.
+
+DALI decodes through nvImageCodec, which gives each image to the first of its decoders that
+accepts it: ``nvjpeg_hw_decoder`` (the GPU's hardware JPEG engine, A100/H100/H200, for the
+``hw_decoder_load`` share of a batch), ``nvjpeg_cuda_decoder`` (CUDA kernels, Huffman on the
+pipeline's CPU threads), then a CPU decoder (``libjpeg_turbo_decoder``) for what both refuse.
+Nothing reaches Python about that choice, but nvImageCodec logs it where DALI lets it:
+``DALI_NVIMGCODEC_LOG_LEVEL`` (read when a decoder is built; default 2, warnings) at 4 adds,
+in nvImageCodec 0.9 (DALI 2.4), an info line ``<thread>: <decoder> process #<sample>`` for
+each image a decoder takes one by one (the CPU decoders always do), ``Using HW batch-single
+decode path for batch of <n>`` for the hardware decoder's batches, and ``set failure #<sample>``
+for an image no decoder took. nvImageCodec writes to the process's standard error (file
+descriptor 2), so :func:`captured_stderr` reads it there and :func:`account` counts. The
+warnings that come with a refusal are counted too: ``ROI decode with fancy upsampling may
+produce wrong results ...`` (nvJPEG before 13.2 refuses a decode window with fancy upsampling,
+and the window goes on to the CPU decoder) and ``HW decoder not supported by this platform``
+(no hardware JPEG engine). Where ``pynvml`` imports, NVML's JPEG-engine utilisation is read
+while decoding (``Nvml.jpeg_utilisation``): the hardware decoder's own witness.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from daliaug.engines.select import Device
+from daliaug.tools.monitor import Nvml
+
+LOG_VARIABLE = "DALI_NVIMGCODEC_LOG_LEVEL"
+DEBUG_LEVEL = "4"
+"""nvImageCodec's debug messages: the one level that names each image's decoder."""
+
+KINDS = {
+    "nvjpeg_hw_decoder": "hardware",
+    "nvjpeg_cuda_decoder": "cuda",
+    "nvjpeg_lossless_decoder": "cuda",
+}
+"""nvImageCodec's GPU decoders by kind; any other decoder runs on the CPU."""
+KIND_ORDER = ("hardware", "cuda", "gpu", "cpu")
+
+PROCESSED = re.compile(r"\d+: (\w+) process #\d+")
+HW_BATCH = re.compile(r"Using HW batch-single decode path for batch of (\d+)")
+FAILED = re.compile(r"set failure #\d+")
+ROI_FANCY = "ROI decode with fancy upsampling may produce wrong results"
+NO_HARDWARE = "HW decoder not supported by this platform"
+UNNAMED = "gpu (batched, not named)"
+"""Images a GPU decoder took in a batch without a line naming it: the images decoded less
+those the log names (see :func:`account`)."""
+
+
+@dataclass(frozen=True)
+class DecoderAccount:
+    """Images per decoder kind (``hardware``, ``cuda``, ``cpu``), read from nvImageCodec's log."""
+
+    decoders: dict[str, int] = field(default_factory=dict)
+    """Images per nvImageCodec decoder name."""
+    roi_fancy_refusals: int = 0
+    """Decode windows nvJPEG refused because fancy upsampling was asked for."""
+    failed: int = 0
+    """Images no decoder accepted."""
+    no_hardware: bool = False
+    """nvImageCodec said this GPU has no hardware JPEG decoder."""
+
+    def count(self, kind: str) -> int:
+        return sum(n for name, n in self.decoders.items() if _kind(name) == kind)
+
+    @property
+    def images(self) -> int:
+        return sum(self.decoders.values())
+
+    @property
+    def cpu_fallback(self) -> bool:
+        """Whether any image of a GPU decode went to a CPU decoder or to none."""
+        return self.count("cpu") > 0 or self.failed > 0 or self.roi_fancy_refusals > 0
+
+    def summary(self) -> str:
+        """One line: the images per kind, then what went wrong."""
+        if not self.images and not self.failed:
+            return f"no decoder named in nvImageCodec's log (is {LOG_VARIABLE} read?)"
+        counts = {kind: self.count(kind) for kind in KIND_ORDER}
+        kinds = ", ".join(f"{kind} {n:,}" for kind, n in counts.items() if n)
+        parts = [f"{self.images:,} images: {kinds}"]
+        cpu = sorted(name for name in self.decoders if _kind(name) == "cpu")
+        if cpu:
+            parts.append(f"CPU fallback through {', '.join(cpu)}")
+        if self.roi_fancy_refusals:
+            parts.append(
+                f"{self.roi_fancy_refusals:,} decode windows refused by nvJPEG for fancy upsampling"
+            )
+        if self.failed:
+            parts.append(f"{self.failed:,} images no decoder accepted")
+        if self.no_hardware:
+            parts.append("no hardware JPEG decoder on this GPU")
+        return "; ".join(parts)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "decoders": dict(self.decoders),
+            **{kind: self.count(kind) for kind in KIND_ORDER},
+            "roi_fancy_refusals": self.roi_fancy_refusals,
+            "failed": self.failed,
+            "no_hardware": self.no_hardware,
+            "cpu_fallback": self.cpu_fallback,
+        }
+
+
+def _kind(name: str) -> str:
+    return "gpu" if name == UNNAMED else KINDS.get(name, "cpu")
+
+
+def account(log: str, images: int | None = None) -> DecoderAccount:
+    """Count, in nvImageCodec's log text, the images each decoder took and the refusals;
+    ``images``: how many were decoded, where known (the rest of them, beyond those the log
+    names or failed, went to a GPU decoder in a batch: :data:`UNNAMED`)."""
+    decoders = Counter(PROCESSED.findall(log))
+    if "nvjpeg_hw_decoder" not in decoders:
+        hardware = sum(int(n) for n in HW_BATCH.findall(log))
+        if hardware:
+            decoders["nvjpeg_hw_decoder"] = hardware
+    failed = len(FAILED.findall(log))
+    if images is not None and images > sum(decoders.values()) + failed:
+        decoders[UNNAMED] = images - sum(decoders.values()) - failed
+    return DecoderAccount(
+        decoders=dict(decoders),
+        roi_fancy_refusals=log.count(ROI_FANCY),
+        failed=failed,
+        no_hardware=NO_HARDWARE in log,
+    )
+
+
+@contextmanager
+def captured_stderr() -> Iterator[list[str]]:
+    """File descriptor 2 sent to a temporary file while inside; the list yielded receives its
+    text on exit (what C++ libraries such as nvImageCodec print there included)."""
+    text: list[str] = []
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        saved = os.dup(2)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield text
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text.append(sink.read().decode(errors="replace"))
+
+
+@contextmanager
+def decoder_log() -> Iterator[list[str]]:
+    """nvImageCodec's debug log of the decoders built inside (see :func:`captured_stderr`)."""
+    before = os.environ.get(LOG_VARIABLE)
+    os.environ[LOG_VARIABLE] = DEBUG_LEVEL
+    try:
+        with captured_stderr() as text:
+            yield text
+    finally:
+        if before is None:
+            del os.environ[LOG_VARIABLE]
+        else:
+            os.environ[LOG_VARIABLE] = before
+
+
+def windows(sizes: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A decode window per image of ``sizes`` ((height, width) rows): 30 to 90 % of each
+    side, anywhere inside; ``(starts, shapes)`` as ``(x, y)`` and ``(w, h)`` float32 rows."""
+    rng = np.random.default_rng(seed)
+    hw = np.asarray(sizes, dtype=np.float32)[:, ::-1]  # (w, h)
+    shapes = np.maximum(1, np.floor(hw * rng.uniform(0.3, 0.9, hw.shape)))
+    starts = np.floor((hw - shapes) * rng.uniform(0, 1, hw.shape))
+    return starts.astype(np.float32), shapes.astype(np.float32)
+
+
+def decode_windows(
+    paths: list[str],
+    starts: np.ndarray,
+    shapes: np.ndarray,
+    device: Device,
+    batch_size: int = 32,
+    device_id: int = 0,
+    nvml: Nvml | None = None,
+) -> tuple[list[np.ndarray], float | None]:
+    """Each file's window decoded as the pipelines decode windows
+    (:func:`daliaug.engines.dali.image.decode`) on ``device``, as RGB arrays on the host; and
+    the hardware JPEG decoders' peak utilisation read meanwhile from ``nvml`` (``None``
+    without a reading)."""
+    from nvidia.dali import fn, pipeline_def
+
+    from daliaug.engines.dali.image import decode
+
+    batches = [
+        (paths[i : i + batch_size], starts[i : i + batch_size], shapes[i : i + batch_size])
+        for i in range(0, len(paths), batch_size)
+    ]
+    feed = iter(batches)
+
+    def next_batch() -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        names, start, shape = next(feed)
+        return [np.frombuffer(n.encode(), np.uint8) for n in names], start, shape
+
+    @pipeline_def(
+        batch_size=batch_size,
+        num_threads=max(1, min(4, os.cpu_count() or 1)),
+        device_id=device_id if device == "gpu" else None,
+        prefetch_queue_depth=1,
+        exec_dynamic=True,
+    )
+    def graph() -> Any:
+        names, start, shape = fn.external_source(source=next_batch, num_outputs=3, batch=True)
+        encoded = fn.io.file.read(names)
+        return decode(encoded, {"crop_start": start, "crop_shape": shape}, 3, device)
+
+    pipe = graph()
+    pipe.build()
+    images: list[np.ndarray] = []
+    busy: list[float] = []
+    for _ in batches:
+        (out,) = pipe.run()
+        out = out.as_cpu() if device == "gpu" else out
+        images += [np.asarray(out[i]) for i in range(len(out))]
+        reading = nvml.jpeg_utilisation() if nvml is not None else None
+        if reading is not None:
+            busy.append(reading)
+    return images, max(busy, default=None)

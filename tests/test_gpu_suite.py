@@ -1,0 +1,136 @@
+"""``bash bench/gpu_suite.sh``: its dry run end to end on this machine (DALI's CPU operators
+standing in for the GPU, tiny sizes), and its verdicts and table on a result made up here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.gpu_suite import ROWS, table, verdicts
+
+ROOT = Path(__file__).parents[1]
+
+
+def run(rate: float, **extra: object) -> dict:
+    return {"images_per_s": rate, "threads": 16, "hw_decoder_load": 0.99, **extra}
+
+
+def made_up(jax_b: float, rn50: float, cpu_windows: int, overhead: float) -> dict:
+    """A GPU result with these figures (test input, not a measurement)."""
+    decoders = {"cpu": cpu_windows, "failed": 0, "cpu_fallback": cpu_windows > 0, "summary": "s"}
+    row = {"defaults": run(1000.0), "sweep": [run(900.0)]}
+    return {
+        "dry_run": False,
+        "seconds": 300.0,
+        "machine": {
+            "date": "d",
+            "gpu": "NVIDIA H100",
+            "cpu": "Xeon",
+            "cores_usable": 16,
+            "commit": "c",
+        },
+        "selftest": {"exit": 0, "report": {"checks": [{"name": "x", "passed": True}]}},
+        "throughput": {
+            "b": {
+                "decoders": decoders,
+                "loader-gpu": row,
+                "jax": {"defaults": run(jax_b), "sweep": [run(jax_b * 0.9)]},
+                "dali-rn50": {"sweep": [run(rn50), run(rn50 / 2)]},
+                "decode-gpu-roi": {"sweep": [run(2 * rn50)]},
+            },
+        },
+        "fit": {
+            "model": "ResNet-50",
+            "batch_size": 256,
+            "images_per_s": {"constant": 3000.0, "make_dataset": 3000.0 * (1 - overhead)},
+            "overhead": overhead,
+        },
+    }
+
+
+def test_the_targets_are_judged_from_the_best_points() -> None:
+    rows = {t: s for t, _, s in verdicts(made_up(12_000, 12_500, 0, 0.03))}
+    assert rows["(b) JAX output at defaults >= 10,000/s"] == "PASS"
+    (ratio,) = [t for t in rows if t.startswith("(b) JAX output best")]
+    assert rows[ratio] == "PASS"  # 12,000 / 12,500 = 0.96
+    assert rows["decode windows on the CPU fallback: 0"] == "PASS"
+    assert rows["fit overhead <= 5%"] == "PASS"
+    missed = {t: s for t, _, s in verdicts(made_up(8_000, 12_500, 5, 0.2))}
+    assert set(missed.values()) == {"MISS"}
+
+
+def test_the_table_ends_with_the_targets() -> None:
+    text = table(made_up(12_000, 12_500, 0, 0.03))
+    assert text.index("| workload | pipeline |") < text.index("| target | measured | status |")
+    assert "| (b) | hand-written DALI, rn50-style" in text and "12,500 images/s" in text
+    assert text.rstrip().endswith("| PASS |")
+    assert "overhead 3.0%" in text
+
+
+@pytest.mark.slow
+def test_the_dry_run_runs_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = {
+        **os.environ,
+        "OUT": str(out),
+        "PYTHON": sys.executable,
+        "DALIAUG_CACHE": str(tmp_path / "cache"),
+    }
+    done = subprocess.run(
+        ["bash", "bench/gpu_suite.sh", "--dry-run", "--threads", "1", "--loads", "0.99"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = out.glob("gpu-suite-dry-*.json")
+    result = json.loads(path.read_text())
+    assert result["dry_run"] and result["machine"]["cores_usable"] >= 1
+    assert {"keras", "jax", "nvidia-dali-cuda120"} <= set(result["machine"]["versions"])
+    assert result["selftest"]["exit"] == 0 and result["selftest"]["report"]["checks"]
+    for workload, names in ROWS.items():
+        rows = result["throughput"][workload]
+        assert rows["decoders"]["cpu"] > 0  # DALI's CPU decoder, counted from its log
+        for name in names:
+            runs = [rows[name].get("defaults"), *rows[name]["sweep"]]
+            assert all(r is None or r["images_per_s"] > 0 for r in runs), (workload, name)
+    assert result["fit"]["images_per_s"]["constant"] > 0
+    assert done.stdout.rstrip().endswith("| DRY RUN |")  # the table comes last
+    assert path.with_suffix(".md").read_text() in done.stdout
+
+
+def test_the_host_cost_tool_times_each_part_and_the_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench import host_cost
+
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    base = host_cost.main(["--quick", "--repeats", "2", "--out", str(tmp_path)])
+    result = json.loads(base.with_suffix(".json").read_text())
+    for workload in ("b", "c"):
+        run = result["workloads"][workload]
+        parts = run["us_per_image"]
+        assert set(parts) == {"order", "parameters", "plan", "file names", "checks", "total"}
+        assert all(len(v) == 2 and min(v) > 0 for v in run["samples"].values())
+        assert run["warp_width"] > 0
+    assert "| total |" in base.with_suffix(".md").read_text()
+
+
+def test_runs_at_the_defaults_are_judged_as_the_doctor_judges() -> None:
+    from bench.gpu_suite import bound
+
+    cores = len(os.sched_getaffinity(0))
+    # Every usable core busy for the whole window: host-bound.
+    busy = {"images_per_s": 3000.0, "cpu_seconds": 3.0 * cores, "seconds": 3.0}
+    assert bound(busy).startswith("host-bound")
+    assert bound({"error": "x"}) is None
+    result = made_up(12_000, 12_500, 0, 0.03)
+    result["throughput"]["b"]["jax"]["bound"] = bound(busy)
+    assert "- (b) daliaug JAX output (make_dataset, framework jax): host-bound" in table(result)
