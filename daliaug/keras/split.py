@@ -24,13 +24,13 @@ from typing import Any
 from daliaug.keras.compile import (
     Compiled,
     UnsupportedPolicy,
+    augmentation,
     compile_layers,
-    flatten,
-    leading_preprocessing,
     lookup,
     resolve_input,
 )
 from daliaug.keras.converters import label
+from daliaug.keras.stacks import flatten
 
 KEPT_COST = (
     "Keras runs them in the model on every batch after daliaug's pipeline (one layer at a time, "
@@ -46,7 +46,7 @@ def _size_of(layer: Any) -> tuple[int, int] | None:
 
 def _staying(compiled: Compiled) -> set[int]:
     """``id``s of the compiled layers that stay in the model (see the module's docstring)."""
-    deterministic = [x for x in compiled.compiled if lookup(x).deterministic]  # type: ignore[union-attr]
+    deterministic = [x for x in compiled.compiled if lookup(x).deterministic]
     sized = [x for x in deterministic if _size_of(x) is not None]
     output = compiled.trace.size
     together = all(_size_of(x) == output for x in sized)
@@ -127,12 +127,10 @@ def split_model(
     warning (for a stack without a model, ``trimmed`` holds them: map it over the dataset,
     ``dataset.map(lambda x, y: (trimmed(x, training=True), y))``).
     """
-    import keras
-
-    size, channels = resolve_input(model, image_size, channels)
-    leading = leading_preprocessing(model) if isinstance(model, keras.Model) else flatten(model)
+    stack = augmentation(model)
+    size, channels = resolve_input(model, stack, image_size, channels)
     compiled = compile_layers(
-        flatten(leading),
+        stack,
         input_size=size,
         channels=channels,
         unsupported=unsupported,
@@ -148,8 +146,8 @@ def split_model(
         others = len(compiled.kept) - 1
         after = f" and the {others} layer{'s' * (others > 1)} after it" if others else ""
         warnings.warn(
-            f"{label(compiled.kept[0])}{after} stay in the model: {KEPT_COST}",
+            f"{label(compiled.kept[0])}{after} stay{'s' * (not others)} in the model: {KEPT_COST}",
             UserWarning,
             stacklevel=2,
         )
-    return fields, _trimmed(model, leading, compiled, _staying(compiled))
+    return fields, _trimmed(model, stack.layers, compiled, _staying(compiled))

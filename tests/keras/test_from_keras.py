@@ -440,7 +440,6 @@ class MyFlip(keras.layers.RandomFlip):
 @pytest.mark.parametrize(
     ("layers", "named"),
     [
-        ([MyFlip(name="mine")], "MyFlip 'mine'"),
         ([L.Resizing(8, 8, interpolation="bicubic", name="r")], "interpolation='bicubic'"),
         ([L.Resizing(8, 8, antialias=True)], "antialias=True"),
         (

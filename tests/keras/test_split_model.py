@@ -113,7 +113,7 @@ def test_auto_contrast_which_keras_runs_at_inference_stays_in_the_model() -> Non
 
 
 def test_a_kept_stack_maps_over_the_dataset() -> None:
-    with pytest.warns(UserWarning, match="stay in the model"):
+    with pytest.warns(UserWarning, match="stays? in the model"):
         stack = [L.RandomFlip(), L.RandomHue(0.3, value_range=(0, 1))]  # refused: 0..255 images
         fields, rest = daliaug.split_model(stack, image_size=(48, 64), unsupported="keep")
     config = {**fields, "source": {"type": "arrays"}, "batch_size": 4, "label_mode": "none"}
