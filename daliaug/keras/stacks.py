@@ -173,16 +173,17 @@ def _functional(model: Any) -> Leading:
     if later is None:
         return Leading(run)
     users = uses.get(id(tensor), [])
-    if len(users) == 1 and not is_augmentation(users[0]):
-        return Leading(run, (later, _after_own(later, users[0])))
-    if len(users) == 1:
-        why = f"{label(users[0])}: the model calls it more than once"
-    else:
-        others = [label(op) for op in users if op is not later] or ["the model's output"]
+    if len(users) > 1 or id(tensor) in outputs:
+        others = [label(op) for op in users if op is not later]
+        others += ["the model's output"] * (id(tensor) in outputs)
         why = (
             f"{label(later)}: the images reach it on one path through the model, and "
             f"{' and '.join(others)} on another"
         )
+    elif not is_augmentation(users[0]):
+        return Leading(run, (later, _after_own(later, users[0])))
+    else:
+        why = f"{label(users[0])}: the model calls it more than once"
     why += "; split_model moves only the layers every use of the input passes, each called once"
     return Leading(run, (later, why))
 
