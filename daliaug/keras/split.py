@@ -21,6 +21,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from daliaug.errors import ConfigError, first_line
 from daliaug.keras.compile import (
     Compiled,
     UnsupportedPolicy,
@@ -30,7 +31,7 @@ from daliaug.keras.compile import (
     resolve_input,
 )
 from daliaug.keras.converters import label
-from daliaug.keras.stacks import flatten
+from daliaug.keras.stacks import flatten, is_augmentation
 
 KEPT_COST = (
     "Keras runs them in the model on every batch after daliaug's pipeline (one layer at a time, "
@@ -64,9 +65,10 @@ def _staying(compiled: Compiled) -> set[int]:
 def _input_shape(model: Any, compiled: Compiled) -> tuple[Any, ...]:
     """The trimmed model's input: the original's where its size is open, else the pipeline's
     output size."""
-    import keras
-
-    shape = tuple(model.inputs[0].shape[1:]) if isinstance(model, keras.Model) else ()
+    try:
+        shape = tuple(model.inputs[0].shape[1:])
+    except (AttributeError, ValueError, IndexError):  # a Sequential without an input yet
+        shape = ()
     size = compiled.trace.size
     assert size is not None  # Compiled.fields checked it
     channels = compiled.trace.channels
@@ -78,16 +80,31 @@ def _input_shape(model: Any, compiled: Compiled) -> tuple[Any, ...]:
 
 
 def _trimmed(model: Any, leading: list[Any], compiled: Compiled, stay: set[int]) -> Any:
-    """``model`` with the compiled layers that do not stay taken out of its leading layers."""
+    """``model`` with the compiled layers that do not stay taken out of its leading layers; for
+    a stack without a model, the layers that stay as a ``keras.layers.Pipeline``."""
     import keras
 
     removed = {id(x) for x in compiled.compiled} - stay
-    inputs = keras.Input(shape=_input_shape(model, compiled))
-    if not isinstance(model, keras.Model) or isinstance(model, keras.Sequential):
-        rest = list(model.layers[len(leading) :]) if isinstance(model, keras.Model) else []
-        kept = [x for x in flatten(leading) if id(x) not in removed]
-        return keras.Sequential([inputs, *kept, *rest], name=getattr(model, "name", None))
+    kept = [x for x in flatten(leading) if id(x) not in removed]
+    name = getattr(model, "name", None)
+    if not isinstance(model, keras.Model) or is_augmentation(model):
+        return keras.layers.Pipeline(kept or [keras.layers.Identity()], name=name)
+    try:
+        return _rebuilt(model, leading, removed, keras.Input(shape=_input_shape(model, compiled)))
+    except (ValueError, TypeError) as error:
+        raise ConfigError(
+            f"{label(model)}: Keras cannot rebuild it without the layers daliaug's pipeline "
+            f"runs ({first_line(error)})"
+        ) from None
 
+
+def _rebuilt(model: Any, leading: list[Any], removed: set[int], inputs: Any) -> Any:
+    import keras
+
+    if isinstance(model, keras.Sequential):
+        kept = [x for x in flatten(leading) if id(x) not in removed]
+        rest = list(model.layers[len(leading) :])
+        return keras.Sequential([inputs, *kept, *rest], name=model.name)
     leading_ids = {id(x) for x in leading}
 
     def call(layer: Any, *args: Any, **kwargs: Any) -> Any:
@@ -124,8 +141,8 @@ def split_model(
 
     A layer daliaug cannot run raises a :class:`ConfigError` naming it; with
     ``unsupported="keep"`` it and the layers after it stay in the model, in order, with one
-    warning (for a stack without a model, ``trimmed`` holds them: map it over the dataset,
-    ``dataset.map(lambda x, y: (trimmed(x, training=True), y))``).
+    warning (for a stack without a model, ``trimmed`` is a ``keras.layers.Pipeline`` of them:
+    map it over the dataset, ``dataset.map(lambda x, y: (trimmed(x, training=True), y))``).
     """
     stack = augmentation(model)
     size, channels = resolve_input(model, stack, image_size, channels)

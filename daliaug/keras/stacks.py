@@ -67,14 +67,13 @@ def _own(layer: Any) -> bool:
 
 
 def is_augmentation(layer: Any) -> bool:
-    """A preprocessing layer, or a ``Sequential`` or ``Pipeline`` holding at least one and
-    otherwise only such layers and layers of the user's own (to be refused by name)."""
+    """A preprocessing layer, or a ``Sequential`` or ``Pipeline`` holding (nested or not) at
+    least one and otherwise only such layers and layers of the user's own (to be refused by
+    name)."""
     if not is_container(layer):
         return is_preprocessing(layer)
-    inner = list(layer.layers)
-    return any(is_augmentation(x) for x in inner) and all(
-        is_augmentation(x) or _own(x) for x in inner
-    )
+    inner = flatten(layer)
+    return any(map(is_preprocessing, inner)) and all(is_preprocessing(x) or _own(x) for x in inner)
 
 
 def flatten(layers: Any) -> list[Any]:

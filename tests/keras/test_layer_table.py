@@ -4,29 +4,13 @@ refused with the reason."""
 
 from __future__ import annotations
 
-import inspect
 import re
 from pathlib import Path
 
-import keras
-
 from daliaug.keras.converters import CONVERTERS
+from tests.keras.conftest import keras_image_layers
 
 README = (Path(__file__).parents[2] / "README.md").read_text()
-IMAGE_MODULE = "keras.src.layers.preprocessing.image_preprocessing."
-OTHER_IMAGE_LAYERS = ("Rescaling", "Normalization", "Pipeline")
-"""Image preprocessing layers of ``keras.layers`` outside its image_preprocessing package: the
-value layers and the container Keras recommends for augmentation."""
-
-
-def keras_image_layers() -> list[str]:
-    """Every image preprocessing layer class ``keras.layers`` exports."""
-    names = [
-        name
-        for name, cls in vars(keras.layers).items()
-        if inspect.isclass(cls) and cls.__module__.startswith(IMAGE_MODULE)
-    ]
-    return sorted({*names, *OTHER_IMAGE_LAYERS})
 
 
 def table() -> dict[str, str]:
