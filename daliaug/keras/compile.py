@@ -273,9 +273,11 @@ def from_keras(
 ) -> Config:
     """The daliaug config that does what Keras' preprocessing ``layers`` do in training.
 
-    ``layers``: a ``keras.Sequential``, a ``keras.layers.Pipeline``, a list of layers, or a
-    model whose leading layers are preprocessing layers (only those are compiled; train such
-    a model through :func:`daliaug.split_model`, which also takes them out of it).
+    ``layers``: a ``keras.Sequential``, a ``keras.layers.Pipeline`` or a list of layers (nested
+    or not: all of them are compiled, or the first that cannot be is named), or a model with
+    one input whose augmentation every use of that input passes through (only that is
+    compiled; train such a model through :func:`daliaug.split_model`, which also takes it
+    out); see :mod:`daliaug.keras.stacks`.
     ``image_size``: ``[height, width]`` (or one number) of the images as they enter the
     layers; each decoded image is first resized to it (default: the model's input size). The
     config's own ``image_size`` is what the layers put out. ``config_fields`` are any other

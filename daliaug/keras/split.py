@@ -131,15 +131,18 @@ def split_model(
     """``(fields, trimmed)``: the config fields of ``model``'s leading augmentation layers and
     the model without them, to train on ``make_dataset({**fields, "source": ...})``.
 
-    ``model``: a Sequential or functional ``keras.Model`` whose first layers are Keras
-    preprocessing layers (directly or in a nested ``Sequential``), or a ``Sequential``,
+    ``model``: a Sequential or functional ``keras.Model`` with one image input whose first
+    layers are Keras preprocessing layers (directly or in nested ``Sequential``s and
+    ``Pipeline``s) that every use of the input passes through, or a ``Sequential``,
     ``Pipeline`` or list of only such layers. ``image_size`` / ``channels``: as the images enter
     the layers (default: the model's input). ``fields`` holds ``image_size`` (the pipeline's
     output size), ``channels``, ``transforms``, ``interpolation``, the output layout and, where
     a layer's ``fill_mode`` needs it, ``backend: tf``. See the module's docstring for which
     deterministic layers stay in the model.
 
-    A layer daliaug cannot run raises a :class:`ConfigError` naming it; with
+    A layer daliaug cannot run, or a random layer elsewhere in the model (after a layer of the
+    user's own, or on a branch the raw input also reaches), raises a :class:`ConfigError`
+    naming it; with
     ``unsupported="keep"`` it and the layers after it stay in the model, in order, with one
     warning (for a stack without a model, ``trimmed`` is a ``keras.layers.Pipeline`` of them:
     map it over the dataset, ``dataset.map(lambda x, y: (trimmed(x, training=True), y))``).
