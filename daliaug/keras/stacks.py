@@ -2,7 +2,9 @@
 augmentation a model starts with, and the Keras class each layer is converted as.
 
 A ``Sequential`` or ``Pipeline`` counts as augmentation when it holds preprocessing layers and
-nothing but them and layers of the user's own (which are then refused by name, never dropped).
+nothing but them, layers of the user's own and Keras layers a stack of augmentation may hold
+as well as a model (``GaussianNoise``, ``Lambda``...), which are then refused by name, never
+dropped.
 A model's augmentation is the chain of such layers that every use of its one input passes
 through (``Input -> augment -> backbone``); a layer that augments in training elsewhere in the
 model (after a layer of the user's own, or on a branch the raw input also reaches) is
@@ -59,21 +61,36 @@ def is_preprocessing(layer: Any) -> bool:
     )
 
 
-def _own(layer: Any) -> bool:
-    """A layer of the user's own: not a Keras class (nor a model, which is a backbone)."""
+EITHER = tuple(
+    f"keras.src.layers.{package}."
+    for package in ("regularization", "core.lambda_layer", "core.identity", "activations")
+)
+"""Keras layers without weights that an augmentation stack may hold as well as a model
+(``GaussianNoise``, ``Dropout``, ``Lambda``...): inside a ``Sequential`` or ``Pipeline`` of
+augmentation they are refused by name; a layer with weights (or of shape, like ``Flatten``)
+makes a container a model."""
+
+
+def _foreign(layer: Any) -> bool:
+    """A layer an augmentation container may hold, to be refused by name: the user's own (or
+    another library's), or one of :data:`EITHER` (not a model, which is a backbone)."""
     import keras
 
-    return not isinstance(layer, keras.Model) and not type(layer).__module__.startswith("keras")
+    module = type(layer).__module__
+    own = module.split(".")[0] != "keras"
+    return not isinstance(layer, keras.Model) and (own or f"{module}.".startswith(EITHER))
 
 
 def is_augmentation(layer: Any) -> bool:
     """A preprocessing layer, or a ``Sequential`` or ``Pipeline`` holding (nested or not) at
-    least one and otherwise only such layers and layers of the user's own (to be refused by
+    least one and otherwise only such layers and :func:`_foreign` ones (to be refused by
     name)."""
     if not is_container(layer):
         return is_preprocessing(layer)
     inner = flatten(layer)
-    return any(map(is_preprocessing, inner)) and all(is_preprocessing(x) or _own(x) for x in inner)
+    return any(map(is_preprocessing, inner)) and all(
+        is_preprocessing(x) or _foreign(x) for x in inner
+    )
 
 
 def flatten(layers: Any) -> list[Any]:
@@ -133,11 +150,11 @@ def leading(model: Any) -> Leading:
         later = next(augmenting(rest), None)
         if later is None:
             return Leading(run)
-        return Leading(run, (later, _after_own(later, rest[0])))
+        return Leading(run, (later, _after_stop(later, rest[0])))
     return _functional(model)
 
 
-def _after_own(layer: Any, stop: Any) -> str:
+def _after_stop(layer: Any, stop: Any) -> str:
     return (
         f"{label(layer)}: it comes after {label(stop)}, which is not a Keras preprocessing "
         "layer, so daliaug's pipeline (which runs before the model) cannot take its place"
@@ -172,7 +189,7 @@ def _functional(model: Any) -> Leading:
     if later is None:
         return Leading(run)
     users = uses.get(id(tensor), [])
-    if len(users) > 1 or id(tensor) in outputs:
+    if len(users) != 1 or id(tensor) in outputs:
         others = [label(op) for op in users if op is not later]
         others += ["the model's output"] * (id(tensor) in outputs)
         why = (
@@ -180,7 +197,7 @@ def _functional(model: Any) -> Leading:
             f"{' and '.join(others)} on another"
         )
     elif not is_augmentation(users[0]):
-        return Leading(run, (later, _after_own(later, users[0])))
+        return Leading(run, (later, _after_stop(later, users[0])))
     else:
         why = f"{label(users[0])}: the model calls it more than once"
     why += "; split_model moves only the layers every use of the input passes, each called once"

@@ -84,6 +84,37 @@ def test_an_unknown_layer_last_in_a_sequential_is_named() -> None:
         types(keras.Sequential([L.RandomFlip(), MyAug(name="mine")]))
 
 
+class OtherLibraryLayer(L.Layer):
+    """A layer of another library built on Keras (keras_cv's, say)."""
+
+    __module__ = "keras_cv.layers"
+
+    def call(self, x: Any) -> Any:
+        return x
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [
+        L.GaussianNoise(0.1, name="noise"),
+        L.Lambda(lambda x: x / 255, name="scale"),
+        OtherLibraryLayer(name="cutout"),
+    ],
+)
+def test_a_keras_layer_without_weights_in_an_augmentation_stack_is_named(layer: Any) -> None:
+    """``GaussianNoise``, ``Lambda``, ``Dropout`` or another library's layer beside Keras'
+    augmentation: the stack is augmentation, and the layer is named."""
+    with pytest.raises(ConfigError, match=f"{type(layer).__name__} '{layer.name}'"):
+        types(keras.Sequential([L.RandomFlip(), layer]))
+
+
+def test_a_random_layer_after_a_shaping_layer_is_named() -> None:
+    """CIFAR's ``ZeroPadding2D -> RandomCrop``: the padding is not Keras preprocessing."""
+    stack = keras.Sequential([L.ZeroPadding2D(4, name="pad"), L.RandomCrop(32, 32, name="crop")])
+    with pytest.raises(ConfigError, match="RandomCrop 'crop': it comes after ZeroPadding2D 'pad'"):
+        types(stack)
+
+
 def test_a_plain_subclass_converts_as_its_base() -> None:
     assert (
         types(keras.Sequential([MyFlip()])) == types([L.RandomFlip()]) == ["resize", "keras_flip"]
