@@ -91,7 +91,7 @@ def _trimmed(model: Any, leading: list[Any], compiled: Compiled, stay: set[int])
         return keras.layers.Pipeline(kept or [keras.layers.Identity()], name=name)
     try:
         return _rebuilt(model, leading, removed, keras.Input(shape=_input_shape(model, compiled)))
-    except (ValueError, TypeError) as error:
+    except Exception as error:  # Keras rebuilding the user's model: any of its errors
         raise ConfigError(
             f"{label(model)}: Keras cannot rebuild it without the layers daliaug's pipeline "
             f"runs ({first_line(error)})"
