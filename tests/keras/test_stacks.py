@@ -15,7 +15,9 @@ import pytest
 
 import daliaug
 from daliaug.errors import ConfigError
-from tests.keras.conftest import photos
+from daliaug.keras.stacks import augments
+from tests.keras.conftest import keras_image_layers, photos
+from tests.keras.test_stack_properties import ARGUMENTS
 
 L = keras.layers
 SOURCE = {"type": "arrays"}
@@ -298,3 +300,19 @@ def test_a_channels_first_model_takes_its_size_from_the_nested_augmentation() ->
     assert tuple(trimmed.inputs[0].shape) == (None, 3, 24, 40)  # the pipeline's images
     cropped = x[:, :, 4:28, 4:44]
     assert np.allclose(trimmed(cropped), model(x, training=False), atol=1e-5)
+
+
+IMAGE_LAYERS = [n for n in keras_image_layers() if n != "Pipeline"]
+
+
+@pytest.mark.parametrize("name", IMAGE_LAYERS)
+def test_what_augments_is_what_keras_runs_in_training_only(name: str) -> None:
+    """daliaug's split of Keras' image layers (those that augment leave a model, or are named
+    where they cannot; the others belong to it) is Keras' own: a layer augments exactly when
+    Keras leaves images as they are at inference (``MaxNumBoundingBoxes`` leaves them as they
+    are always: it pads boxes)."""
+    layer = getattr(L, name)(**ARGUMENTS.get(name, [{}])[0])
+    x = photos(24, 32).astype(np.float32)
+    y = np.asarray(layer(x, training=False))
+    at_inference = y.shape != x.shape or not np.allclose(y, x)
+    assert augments(layer) == (not at_inference and name != "MaxNumBoundingBoxes")
