@@ -28,67 +28,20 @@ from daliaug.keras.converters import (
     refusal,
     supported,
 )
+from daliaug.keras.stacks import Leading, converted_as, flatten, is_augmentation, leading
 from daliaug.transforms.base import TF_ONLY_FILLS
 
 UnsupportedPolicy = Literal["error", "keep"]
 
 
-def lookup(layer: Any) -> Entry | None:
-    """The table's entry for ``layer``: Keras' own class only (a subclass may change what the
-    layer does, so it is not taken for its parent)."""
-    import keras
-
-    entry = CONVERTERS.get(type(layer).__name__)
-    if entry is None or type(layer) is not getattr(keras.layers, type(layer).__name__, None):
-        return None
+def lookup(layer: Any) -> Entry:
+    """The table's entry for ``layer`` (a subclass's is its base's where it provably does what
+    its base does), or :class:`Unsupported` naming it."""
+    name = converted_as(layer)
+    entry = CONVERTERS.get(name)
+    if entry is None:
+        raise Unsupported(refusal(layer, name))
     return entry
-
-
-def is_preprocessing(layer: Any) -> bool:
-    """Whether ``layer`` is one of Keras' preprocessing layers, or a ``Sequential`` or
-    ``Pipeline`` of them."""
-    import keras
-
-    if isinstance(layer, (keras.Sequential, keras.layers.Pipeline)):
-        return bool(layer.layers) and all(is_preprocessing(inner) for inner in layer.layers)
-    return type(layer).__module__.startswith("keras.src.layers.preprocessing.")
-
-
-def leading_preprocessing(model: Any) -> list[Any]:
-    """The model's leading preprocessing layers (top level: a ``Sequential`` of them counts as
-    one): for a functional model, the chain from its one input that feeds each into the next."""
-    import keras
-
-    layers = [x for x in model.layers if not isinstance(x, keras.layers.InputLayer)]
-    if isinstance(model, keras.Sequential):
-        run = []
-        for layer in layers:
-            if not is_preprocessing(layer):
-                break
-            run.append(layer)
-        return run
-    if len(model.inputs) != 1:
-        return []
-    tensor, run = model.inputs[0], []
-    for layer in layers:
-        if not is_preprocessing(layer) or len(layer._inbound_nodes) != 1:
-            break
-        if layer.input is not tensor:
-            break
-        run.append(layer)
-        tensor = layer.output
-    return run
-
-
-def flatten(layers: Any) -> list[Any]:
-    """A ``Sequential``, a ``Pipeline``, a layer or a list of them as a flat list of layers."""
-    import keras
-
-    if isinstance(layers, (list, tuple)):
-        return [inner for layer in layers for inner in flatten(layer)]
-    if isinstance(layers, (keras.Sequential, keras.layers.Pipeline)):
-        return flatten(list(layers.layers))
-    return [layers]
 
 
 def unsupported_message(layer: Any, reason: str) -> str:
@@ -101,11 +54,13 @@ def unsupported_message(layer: Any, reason: str) -> str:
 
 @dataclass
 class Compiled:
-    """Layers compiled: what they do (``trace``), the layers compiled and those left to Keras
-    (from the first one daliaug cannot run on, in order)."""
+    """Layers compiled: what they do (``trace``), the layers compiled, the number of transforms
+    each became (``made``) and those left to Keras (from the first one daliaug cannot run on,
+    in order)."""
 
     trace: Trace
     compiled: list[Any]
+    made: list[int]
     kept: list[Any]
     input_size: tuple[int, int] | None
 
@@ -188,38 +143,47 @@ def _check_shared(layer: Any, trace: Trace) -> None:
 
 
 def compile_layers(
-    layers: Sequence[Any],
+    stack: Leading,
     *,
     input_size: tuple[int, int] | None,
     channels: int,
     unsupported: UnsupportedPolicy = "error",
     for_model: bool = False,
 ) -> Compiled:
-    """Walk ``layers`` through the converter table. A layer daliaug cannot run raises a
-    :class:`ConfigError` naming it and the supported layers; with ``unsupported="keep"`` it and
-    every layer after it are left out (in ``kept``) instead."""
+    """Walk the ``stack``'s layers (flattened) through the converter table. A layer daliaug
+    cannot run, or the stack's ``blocked`` one, raises a :class:`ConfigError` naming it and the
+    supported layers; with ``unsupported="keep"`` it and every layer after it are left out (in
+    ``kept``) instead."""
     if unsupported not in ("error", "keep"):
         raise ConfigError(f"unsupported: {unsupported!r} is not 'error' or 'keep'")
-    trace = Trace(channels, input_size)
-    for i, layer in enumerate(layers):
-        entry = lookup(layer)
+    layers = flatten(stack.layers)
+    trace, made = Trace(channels, input_size), []
+    walked = [*layers, *([stack.blocked[0]] if stack.blocked else [])]
+    for i, layer in enumerate(walked):
         before = copy.deepcopy(trace)
         try:
-            if entry is None:
-                raise Unsupported(refusal(layer))
-            if for_model and entry.at_inference:
-                raise Unsupported(
-                    f"{label(layer)}: Keras applies it at inference too, so the model cannot "
-                    "lose it, and in the model it would redo its work on the pipeline's "
-                    "output; from_keras compiles it for a dataset alone"
-                )
-            entry.convert(layer, trace)
-            _check_shared(layer, trace)
+            _convert(layer, trace, for_model, stack.blocked if i == len(layers) else None)
         except Unsupported as e:
             if unsupported == "error":
                 raise ConfigError(unsupported_message(layer, str(e))) from None
-            return Compiled(before, list(layers[:i]), list(layers[i:]), input_size)
-    return Compiled(trace, list(layers), [], input_size)
+            return Compiled(before, layers[:i], made, walked[i:], input_size)
+        made.append(len(trace.transforms) - len(before.transforms))
+    return Compiled(trace, layers, made, [], input_size)
+
+
+def _convert(layer: Any, trace: Trace, for_model: bool, blocked: tuple[Any, str] | None) -> None:
+    """Write ``layer`` into ``trace``, or :class:`Unsupported` (``blocked``: why it cannot)."""
+    if blocked is not None:
+        raise Unsupported(blocked[1])
+    entry = lookup(layer)
+    if for_model and entry.at_inference:
+        raise Unsupported(
+            f"{label(layer)}: Keras applies it at inference too, so the model cannot lose it, "
+            "and in the model it would redo its work on the pipeline's output; from_keras "
+            "compiles it for a dataset alone"
+        )
+    entry.convert(layer, trace)
+    _check_shared(layer, trace)
 
 
 def seed_notes(layers: Sequence[Any]) -> list[str]:
@@ -234,37 +198,61 @@ def seed_notes(layers: Sequence[Any]) -> list[str]:
     return notes
 
 
-def model_input(layers: Any) -> tuple[tuple[int, int] | None, int | None]:
-    """``(height, width)`` and channels of a built model's (or Sequential's) input, where
-    known (``None`` for unknown)."""
+def augmentation(layers: Any) -> Leading:
+    """The layers to compile: all of a list, a layer, or a ``Sequential`` or ``Pipeline`` of
+    augmentation (see :mod:`daliaug.keras.stacks`); the leading augmentation of a model with
+    other layers after it, which takes one input."""
     import keras
 
-    if not isinstance(layers, keras.Model):
+    if not isinstance(layers, keras.Model) or is_augmentation(layers):
+        return Leading(flatten(layers))
+    inputs = list(getattr(layers, "inputs", None) or [])
+    if len(inputs) > 1:
+        raise ConfigError(
+            f"{label(layers)}: the model takes {len(inputs)} inputs; daliaug feeds a model one "
+            "image input: give split_model or from_keras a model with one input, or pass the "
+            "augmentation layers alone (a list, Sequential or Pipeline) to from_keras"
+        )
+    return leading(layers)
+
+
+def model_input(model: Any, layers: list[Any]) -> tuple[tuple[int, int] | None, int | None]:
+    """``(height, width)`` and channels of a built model's (or Sequential's) input, where
+    known (``None`` for unknown), in the ``data_format`` of its augmentation ``layers``."""
+    import keras
+
+    if not isinstance(model, keras.Model):
         return None, None
     try:
-        shape = tuple(layers.inputs[0].shape)
+        shape = tuple(model.inputs[0].shape)
     except (AttributeError, ValueError, IndexError, TypeError):
         return None, None
-    first = _channels_first(layers)
+    if len(shape) != 4:
+        raise ConfigError(
+            f"{label(model)}: its input has shape {list(shape[1:])}, not an image's (height, "
+            "width and channels)"
+        )
+    first = any(getattr(x, "data_format", None) == "channels_first" for x in layers)
     height, width, channels = (shape[2], shape[3], shape[1]) if first else shape[1:4]
     size = (int(height), int(width)) if height and width else None
     return size, int(channels) if channels else None
 
 
-def _channels_first(model: Any) -> bool:
-    return any(getattr(layer, "data_format", None) == "channels_first" for layer in model.layers)
-
-
 def resolve_input(
-    layers: Any, image_size: Any, channels: int | None
+    layers: Any, stack: Leading, image_size: Any, channels: int | None
 ) -> tuple[tuple[int, int] | None, int]:
     """The size and channels the images enter the layers with: the arguments, else the model's
     input; a fixed model input that disagrees with ``image_size`` is an error."""
-    known_size, known_channels = model_input(layers)
+    known_size, known_channels = model_input(layers, flatten(stack.layers))
     size = None
     if image_size is not None:
-        size = (int(image_size), int(image_size)) if np.isscalar(image_size) else image_size
-        size = (int(size[0]), int(size[1]))
+        try:
+            size = (int(image_size), int(image_size)) if np.isscalar(image_size) else image_size
+            size = (int(size[0]), int(size[1]))
+        except (TypeError, ValueError, IndexError):
+            raise ConfigError(
+                f"image_size: {image_size!r} is not one number or [height, width]"
+            ) from None
         if known_size is not None and known_size != size:
             raise ConfigError(
                 f"image_size: {list(size)}, but the model takes {list(known_size)} images"
@@ -273,16 +261,6 @@ def resolve_input(
     if channels is not None and known_channels is not None and channels != known_channels:
         raise ConfigError(f"channels: {channels}, but the model takes {known_channels} channels")
     return size, channels or known_channels or 3
-
-
-def augmentation_layers(layers: Any) -> list[Any]:
-    """The layers to compile: all of a list, ``Sequential`` or ``Pipeline``; the leading
-    preprocessing layers of a model with other layers after them."""
-    import keras
-
-    if isinstance(layers, keras.Model):
-        return flatten(leading_preprocessing(layers))
-    return flatten(layers)
 
 
 def from_keras(
@@ -295,9 +273,11 @@ def from_keras(
 ) -> Config:
     """The daliaug config that does what Keras' preprocessing ``layers`` do in training.
 
-    ``layers``: a ``keras.Sequential``, a ``keras.layers.Pipeline``, a list of layers, or a
-    model whose leading layers are preprocessing layers (only those are compiled; train such
-    a model through :func:`daliaug.split_model`, which also takes them out of it).
+    ``layers``: a ``keras.Sequential``, a ``keras.layers.Pipeline`` or a list of layers (nested
+    or not: all of them are compiled, or the first that cannot be is named), or a model with
+    one input whose augmentation every use of that input passes through (only that is
+    compiled; train such a model through :func:`daliaug.split_model`, which also takes it
+    out); see :mod:`daliaug.keras.stacks`.
     ``image_size``: ``[height, width]`` (or one number) of the images as they enter the
     layers; each decoded image is first resized to it (default: the model's input size). The
     config's own ``image_size`` is what the layers put out. ``config_fields`` are any other
@@ -312,8 +292,8 @@ def from_keras(
     for reserved in ("transforms", "image_size"):
         if reserved in config_fields:
             raise ConfigError(f"{reserved}: from_keras takes it from the layers")
-    size, channels = resolve_input(layers, image_size, config_fields.pop("channels", None))
-    stack = augmentation_layers(layers)
+    stack = augmentation(layers)
+    size, channels = resolve_input(layers, stack, image_size, config_fields.pop("channels", None))
     compiled = compile_layers(stack, input_size=size, channels=channels)
     for note in compiled.notes():
         warnings.warn(note, UserWarning, stacklevel=2)

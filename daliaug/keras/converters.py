@@ -29,8 +29,10 @@ class Unsupported(ConfigError):
 
 
 def label(layer: Any) -> str:
-    """How messages name a layer: its class and name, ``RandomFlip 'random_flip'``."""
-    return f"{type(layer).__name__} {layer.name!r}"
+    """How messages name a layer: its class and name, ``RandomFlip 'random_flip'`` (the class
+    alone for what is not a layer)."""
+    name = getattr(layer, "name", None)
+    return f"{type(layer).__name__} {name!r}" if isinstance(name, str) else type(layer).__name__
 
 
 @dataclass
@@ -630,9 +632,9 @@ REFUSED = {
 """Why a Keras layer that has no converter is refused, where there is more to say."""
 
 
-def refusal(layer: Any) -> str:
-    """Why ``layer``, which has no converter, is refused."""
-    why = REFUSED.get(type(layer).__name__, "daliaug has no equivalent of this layer")
+def refusal(layer: Any, name: str) -> str:
+    """Why ``layer``, converted as Keras' class ``name``, which has no converter, is refused."""
+    why = REFUSED.get(name, "daliaug has no equivalent of this layer")
     return f"{label(layer)}: {why}"
 
 

@@ -21,16 +21,17 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from daliaug.errors import ConfigError, first_line
 from daliaug.keras.compile import (
     Compiled,
     UnsupportedPolicy,
+    augmentation,
     compile_layers,
-    flatten,
-    leading_preprocessing,
     lookup,
     resolve_input,
 )
 from daliaug.keras.converters import label
+from daliaug.keras.stacks import flatten, is_augmentation
 
 KEPT_COST = (
     "Keras runs them in the model on every batch after daliaug's pipeline (one layer at a time, "
@@ -46,7 +47,7 @@ def _size_of(layer: Any) -> tuple[int, int] | None:
 
 def _staying(compiled: Compiled) -> set[int]:
     """``id``s of the compiled layers that stay in the model (see the module's docstring)."""
-    deterministic = [x for x in compiled.compiled if lookup(x).deterministic]  # type: ignore[union-attr]
+    deterministic = [x for x in compiled.compiled if lookup(x).deterministic]
     sized = [x for x in deterministic if _size_of(x) is not None]
     output = compiled.trace.size
     together = all(_size_of(x) == output for x in sized)
@@ -64,9 +65,10 @@ def _staying(compiled: Compiled) -> set[int]:
 def _input_shape(model: Any, compiled: Compiled) -> tuple[Any, ...]:
     """The trimmed model's input: the original's where its size is open, else the pipeline's
     output size."""
-    import keras
-
-    shape = tuple(model.inputs[0].shape[1:]) if isinstance(model, keras.Model) else ()
+    try:
+        shape = tuple(model.inputs[0].shape[1:])
+    except (AttributeError, ValueError, IndexError):  # a Sequential without an input yet
+        shape = ()
     size = compiled.trace.size
     assert size is not None  # Compiled.fields checked it
     channels = compiled.trace.channels
@@ -78,16 +80,31 @@ def _input_shape(model: Any, compiled: Compiled) -> tuple[Any, ...]:
 
 
 def _trimmed(model: Any, leading: list[Any], compiled: Compiled, stay: set[int]) -> Any:
-    """``model`` with the compiled layers that do not stay taken out of its leading layers."""
+    """``model`` with the compiled layers that do not stay taken out of its leading layers; for
+    a stack without a model, the layers that stay as a ``keras.layers.Pipeline``."""
     import keras
 
     removed = {id(x) for x in compiled.compiled} - stay
-    inputs = keras.Input(shape=_input_shape(model, compiled))
-    if not isinstance(model, keras.Model) or isinstance(model, keras.Sequential):
-        rest = list(model.layers[len(leading) :]) if isinstance(model, keras.Model) else []
-        kept = [x for x in flatten(leading) if id(x) not in removed]
-        return keras.Sequential([inputs, *kept, *rest], name=getattr(model, "name", None))
+    kept = [x for x in flatten(leading) if id(x) not in removed]
+    name = getattr(model, "name", None)
+    if not isinstance(model, keras.Model) or is_augmentation(model):
+        return keras.layers.Pipeline(kept or [keras.layers.Identity()], name=name)
+    try:
+        return _rebuilt(model, leading, removed, keras.Input(shape=_input_shape(model, compiled)))
+    except Exception as error:  # Keras rebuilding the user's model: any of its errors
+        raise ConfigError(
+            f"{label(model)}: Keras cannot rebuild it without the layers daliaug's pipeline "
+            f"runs ({first_line(error)})"
+        ) from None
 
+
+def _rebuilt(model: Any, leading: list[Any], removed: set[int], inputs: Any) -> Any:
+    import keras
+
+    if isinstance(model, keras.Sequential):
+        kept = [x for x in flatten(leading) if id(x) not in removed]
+        rest = list(model.layers[len(leading) :])
+        return keras.Sequential([inputs, *kept, *rest], name=model.name)
     leading_ids = {id(x) for x in leading}
 
     def call(layer: Any, *args: Any, **kwargs: Any) -> Any:
@@ -114,25 +131,26 @@ def split_model(
     """``(fields, trimmed)``: the config fields of ``model``'s leading augmentation layers and
     the model without them, to train on ``make_dataset({**fields, "source": ...})``.
 
-    ``model``: a Sequential or functional ``keras.Model`` whose first layers are Keras
-    preprocessing layers (directly or in a nested ``Sequential``), or a ``Sequential``,
+    ``model``: a Sequential or functional ``keras.Model`` with one image input whose first
+    layers are Keras preprocessing layers (directly or in nested ``Sequential``s and
+    ``Pipeline``s) that every use of the input passes through, or a ``Sequential``,
     ``Pipeline`` or list of only such layers. ``image_size`` / ``channels``: as the images enter
     the layers (default: the model's input). ``fields`` holds ``image_size`` (the pipeline's
     output size), ``channels``, ``transforms``, ``interpolation``, the output layout and, where
     a layer's ``fill_mode`` needs it, ``backend: tf``. See the module's docstring for which
     deterministic layers stay in the model.
 
-    A layer daliaug cannot run raises a :class:`ConfigError` naming it; with
+    A layer daliaug cannot run, or a random layer elsewhere in the model (after a layer of the
+    user's own, or on a branch the raw input also reaches), raises a :class:`ConfigError`
+    naming it; with
     ``unsupported="keep"`` it and the layers after it stay in the model, in order, with one
-    warning (for a stack without a model, ``trimmed`` holds them: map it over the dataset,
-    ``dataset.map(lambda x, y: (trimmed(x, training=True), y))``).
+    warning (for a stack without a model, ``trimmed`` is a ``keras.layers.Pipeline`` of them:
+    map it over the dataset, ``dataset.map(lambda x, y: (trimmed(x, training=True), y))``).
     """
-    import keras
-
-    size, channels = resolve_input(model, image_size, channels)
-    leading = leading_preprocessing(model) if isinstance(model, keras.Model) else flatten(model)
+    stack = augmentation(model)
+    size, channels = resolve_input(model, stack, image_size, channels)
     compiled = compile_layers(
-        flatten(leading),
+        stack,
         input_size=size,
         channels=channels,
         unsupported=unsupported,
@@ -148,8 +166,8 @@ def split_model(
         others = len(compiled.kept) - 1
         after = f" and the {others} layer{'s' * (others > 1)} after it" if others else ""
         warnings.warn(
-            f"{label(compiled.kept[0])}{after} stay in the model: {KEPT_COST}",
+            f"{label(compiled.kept[0])}{after} stay{'s' * (not others)} in the model: {KEPT_COST}",
             UserWarning,
             stacklevel=2,
         )
-    return fields, _trimmed(model, leading, compiled, _staying(compiled))
+    return fields, _trimmed(model, stack.layers, compiled, _staying(compiled))

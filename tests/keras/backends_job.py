@@ -43,6 +43,22 @@ def small_cnn(classes: int) -> Any:
     return model
 
 
+def keras_io_model(backbone: Any) -> Any:
+    """keras.io's functional pattern: ``inputs -> data_augmentation (a Sequential) -> the
+    backbone's layers``."""
+    import keras
+
+    data_augmentation = keras.Sequential(
+        [keras.layers.RandomFlip("horizontal"), keras.layers.RandomZoom(0.1, fill_mode="nearest")],
+        name="data_augmentation",
+    )
+    inputs = keras.Input((24, 24, 3))
+    x = data_augmentation(inputs)
+    for layer in backbone.layers:
+        x = layer(x)
+    return keras.Model(inputs, x)
+
+
 def refused(make: Any) -> str:
     """The message of the error ``make()`` raises (empty when it raises none)."""
     try:
@@ -70,14 +86,7 @@ def main(spec: dict) -> None:
     )
     x = np.stack([np.full((24, 24, 3), 9 * i, np.uint8) for i in range(13)])
     y = np.arange(13)
-    augmented = keras.Sequential(
-        [
-            keras.Input((24, 24, 3)),
-            keras.layers.RandomFlip("horizontal"),
-            keras.layers.RandomZoom(0.1, fill_mode="nearest"),
-            *small_cnn(13).layers,
-        ]
-    )
+    augmented = keras_io_model(small_cnn(13))
     fields, trimmed = daliaug.split_model(augmented)
     trimmed.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     directory = {"type": "directory", "path": spec["root"]}
@@ -124,6 +133,15 @@ def main(spec: dict) -> None:
         model = trimmed if name == "split_model" else small_cnn(13)
         history = model.fit(flow, epochs=2, verbose=0)
         report["fit"][name] = [float(v) for v in history.history["loss"]]
+    if spec["fit"]:
+        # the trained, trimmed model shares the model's layers, so the model predicts as it at
+        # inference, where its augmentation passes images through (not called here: Keras'
+        # augmentation layers need TensorFlow even then, on these backends)
+        images = theirs = x.astype(np.float32)
+        for layer in augmented.layers[2:]:  # after the Input and the data_augmentation
+            theirs = layer(theirs)
+        ours = host(trimmed(images))
+        report["split_predicts_as_trained"] = bool(np.allclose(host(theirs), ours, atol=1e-5))
     report["empty"] = [list(a.shape) for a in next(gen.flow(x[:0], y[:0], batch_size=4))]
     report["refused"] = {
         "save_to_dir": refused(lambda: gen.flow(x, y, save_to_dir=spec["out"] + ".d")),

@@ -3,6 +3,7 @@ images in memory and in class folders."""
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from pathlib import Path
 from typing import Any
@@ -84,3 +85,21 @@ def photos(h: int = 48, w: int = 64) -> np.ndarray:
             small = Image.fromarray(part).resize((w, h), Image.Resampling.BILINEAR)
             out.append(np.asarray(small))
     return np.stack(out)
+
+
+IMAGE_MODULE = "keras.src.layers.preprocessing.image_preprocessing."
+OTHER_IMAGE_LAYERS = ("Rescaling", "Normalization", "Pipeline")
+"""Image preprocessing layers of ``keras.layers`` outside its image_preprocessing package: the
+value layers and the container Keras recommends for augmentation."""
+
+
+def keras_image_layers() -> list[str]:
+    """Every image preprocessing layer class the installed ``keras.layers`` exports."""
+    import keras
+
+    names = [
+        name
+        for name, cls in vars(keras.layers).items()
+        if inspect.isclass(cls) and cls.__module__.startswith(IMAGE_MODULE)
+    ]
+    return sorted({*names, *OTHER_IMAGE_LAYERS})

@@ -67,6 +67,7 @@ def test_fit_trains_two_epochs_on_each_flow(run: tuple) -> None:
     for flow in FLOWS:
         losses = report["fit"][flow]
         assert len(losses) == 2 and np.all(np.isfinite(losses)), (flow, losses)
+    assert report["split_predicts_as_trained"]  # keras.io's functional model, split
 
 
 def test_an_epoch_yields_every_sample_once(run: tuple) -> None:

@@ -238,6 +238,24 @@ CASES = [
     Case("erasing-never", lambda: L.RandomErasing(0.0)),
     Case("perspective-never", lambda: L.RandomPerspective(0.0)),
     Case("perspective-scale-0", lambda: L.RandomPerspective((1.0, 1.0), scale=0.0)),
+    # value ranges other than 0..255 (the layers after a Rescaling), and seeds (ignored, noted)
+    Case(
+        "brightness-minus-one-to-one",
+        lambda: keras.Sequential(
+            [L.Rescaling(1 / 127.5, offset=-1), L.RandomBrightness((0.1, 0.1), value_range=(-1, 1))]
+        ),
+    ),
+    Case(
+        "invert-unit-range",
+        lambda: keras.Sequential([L.Rescaling(1 / 255), L.RandomInvert((1.0, 1.0), (0, 1))]),
+    ),
+    Case(
+        "degeneration-unit-range",
+        lambda: keras.Sequential(
+            [L.Rescaling(1 / 255), L.RandomColorDegeneration((0.4, 0.4), value_range=(0, 1))]
+        ),
+    ),
+    Case("rotation-seeded", lambda: L.RandomRotation((0.05, 0.05), "constant", seed=3)),
 ]
 
 
@@ -440,7 +458,6 @@ class MyFlip(keras.layers.RandomFlip):
 @pytest.mark.parametrize(
     ("layers", "named"),
     [
-        ([MyFlip(name="mine")], "MyFlip 'mine'"),
         ([L.Resizing(8, 8, interpolation="bicubic", name="r")], "interpolation='bicubic'"),
         ([L.Resizing(8, 8, antialias=True)], "antialias=True"),
         (
@@ -613,3 +630,21 @@ def test_mixup_draws_keras_beta() -> None:
     )
     ours = draw_rows(config.plan, np.random.default_rng(4), n)[:, 1]
     assert stats.ks_2samp(np.asarray(theirs), ours).pvalue > 1e-3
+
+
+def test_channels_first_layers_match_keras_on_nchw_photos(backend: str) -> None:
+    """``data_format="channels_first"`` layers take and give NCHW images, as Keras'."""
+    x = photos(*SIZE)
+    first = {"data_format": "channels_first"}
+    rotate = L.RandomRotation((0.07, 0.07), fill_mode="constant", fill_value=40, **first)
+    stack = [L.RandomFlip("horizontal", **first), rotate, L.CenterCrop(33, 47, **first)]
+    config = compile_for(stack, backend)
+    assert config.output.layout == "NCHW"
+    flips = np.zeros((N, 1), np.float32)  # the flip pinned off: rotation and crop compared
+    rows = np.concatenate([flips, np.full((N, 1), 0.07 * 360, np.float32)], 1)
+    ours = run(config, x, rows)
+    assert ours.shape == (N, 3, 33, 47)
+    nchw = x.astype(np.float32).transpose(0, 3, 1, 2)
+    theirs = np.asarray(stack[2](rotate(nchw, training=True)), np.float64)
+    to_nhwc = (0, 2, 3, 1)
+    assert_matches(config, ours.transpose(to_nhwc), theirs.transpose(to_nhwc), rows)

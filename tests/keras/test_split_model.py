@@ -113,7 +113,7 @@ def test_auto_contrast_which_keras_runs_at_inference_stays_in_the_model() -> Non
 
 
 def test_a_kept_stack_maps_over_the_dataset() -> None:
-    with pytest.warns(UserWarning, match="stay in the model"):
+    with pytest.warns(UserWarning, match="stays? in the model"):
         stack = [L.RandomFlip(), L.RandomHue(0.3, value_range=(0, 1))]  # refused: 0..255 images
         fields, rest = daliaug.split_model(stack, image_size=(48, 64), unsupported="keep")
     config = {**fields, "source": {"type": "arrays"}, "batch_size": 4, "label_mode": "none"}
@@ -232,3 +232,44 @@ def test_channels_first_layers_give_nchw_batches(backend: str) -> None:
     batch = next(iter(daliaug.make_dataset(config, x=x)))
     expected = crop(x.transpose(0, 3, 1, 2).astype(np.float32))
     assert np.abs(np.asarray(batch[0]) - np.asarray(expected)).max() < 1e-3
+
+
+def _keras_io_model(fill_mode: str) -> keras.Model:
+    """keras.io's "image classification from scratch" shape: ``inputs -> data_augmentation (a
+    Sequential) -> Rescaling -> convolutions with a residual add -> Dense``."""
+    data_augmentation = keras.Sequential(
+        [L.RandomFlip("horizontal"), L.RandomRotation(0.1, fill_mode=fill_mode)],
+        name="data_augmentation",
+    )
+    inputs = keras.Input((32, 32, 3))
+    x = L.Rescaling(1.0 / 255)(data_augmentation(inputs))
+    x = L.Conv2D(8, 3, strides=2, padding="same", activation="relu")(x)
+    residual = x
+    x = L.SeparableConv2D(8, 3, padding="same", activation="relu")(x)
+    x = L.add([x, residual])
+    outputs = L.Dense(3)(L.GlobalAveragePooling2D()(x))
+    return keras.Model(inputs, outputs)
+
+
+def test_a_keras_io_functional_model_trains_and_predicts_as_before() -> None:
+    """Its augmentation leaves it (Rescaling stays), the trimmed model shares its layers (so the
+    model itself predicts as the trained one, at inference as before) and trains on the
+    pipeline's batches (Keras' default ``reflect`` fill: the TensorFlow engine)."""
+    keras.utils.set_random_seed(0)
+    model = _keras_io_model("reflect")
+    with pytest.warns(daliaug.BackendWarning, match="RandomRotation"):
+        fields, trimmed = daliaug.split_model(model)
+    assert [t["type"] for t in fields["transforms"]] == ["resize", "keras_flip", "rotation"]
+    assert fields["backend"] == "tf" and fields["transforms"][2]["fill"] == "reflect"
+    assert "data_augmentation" not in [x.name for x in trimmed.layers]
+    x = np.concatenate([photos(32, 32)] * 4)
+    y = np.arange(len(x), dtype=np.int32) % 3
+    assert np.allclose(trimmed(x.astype(np.float32)), model(x, training=False), atol=1e-5)
+    config = {**fields, "source": {"type": "arrays"}, "batch_size": 8, "seed": 0}
+    trimmed.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    history = trimmed.fit(daliaug.make_dataset(config, x=x, y=y), epochs=3, verbose=0)
+    losses = history.history["loss"]
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0], losses
+    after = np.asarray(model(x, training=False))
+    assert np.allclose(np.asarray(trimmed(x.astype(np.float32))), after, atol=1e-5)
+    assert np.allclose(np.asarray(trimmed.predict(x, verbose=0)), after, atol=1e-4)
