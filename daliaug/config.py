@@ -182,6 +182,11 @@ class Config(BaseModel):
                 yield f"transforms.{i}.{problem}"
             if t.needs_rgb and self.channels != 3:
                 yield f"transforms.{i}: '{t.type}' needs channels: 3"
+            if t.dali_gpu_only and self.backend == "cpu":
+                yield (
+                    f"transforms.{i}: '{t.type}' runs on DALI's {t.dali_gpu_only}, which DALI has "
+                    "on the GPU only; use backend: gpu, tf or auto"
+                )
             if isinstance(t, OffsetTransform) and colour is not None:
                 yield (
                     f"transforms.{i}: '{t.type}' must come before the colour transforms (it "

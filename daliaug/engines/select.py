@@ -8,11 +8,12 @@ source kind and plan (:func:`cpu_placement`).
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from typing import Literal
 
 from daliaug.config import Config
 from daliaug.cuda import cuda_driver
-from daliaug.errors import BackendError
+from daliaug.errors import BackendError, BackendWarning
 from daliaug.transforms.policy import PolicyTransform
 
 Device = Literal["cpu", "gpu"]
@@ -51,9 +52,26 @@ def dali_device(requested: str, device_id: int = 0) -> Device:
     return "gpu" if count > device_id else "cpu"
 
 
+def gpu_only(config: Config) -> list[str]:
+    """The config's transforms that DALI runs on the GPU only, ``transforms.<i> (<type>: <DALI
+    operator>)``."""
+    return [
+        f"transforms.{i} ({t.type}: {t.dali_gpu_only})"
+        for i, t in enumerate(config.transforms)
+        if t.dali_gpu_only
+    ]
+
+
 def resolve_device(config: Config) -> Device:
     """``gpu`` or ``cpu`` for DALI as the config asks (see :func:`dali_device`)."""
-    return dali_device(config.backend, config.device_id)
+    device = dali_device(config.backend, config.device_id)
+    needs_gpu = gpu_only(config)
+    if device == "cpu" and needs_gpu:
+        raise BackendError(
+            f"{', '.join(needs_gpu)} needs DALI on a GPU, and DALI sees none here; without "
+            "one, make_dataset runs it on the TensorFlow engine"
+        )
+    return device
 
 
 def cpu_placement(config: Config) -> Placement:
@@ -63,9 +81,19 @@ def cpu_placement(config: Config) -> Placement:
     ``trivial_augment``, ``keras_rand_augment``, ...: DALI runs each operation only for the
     images that drew it, the TensorFlow engine runs every operation on every image and keeps
     the drawn one), the TensorFlow backend otherwise (arrays, directory, file_list, PNGs,
-    TFRecords; other pixel stages too)."""
+    TFRecords; other pixel stages too), and always for a transform DALI runs on the GPU only
+    (with a ``BackendWarning`` where DALI's CPU operators would have been chosen)."""
     policy = any(isinstance(t, PolicyTransform) for t in config.plan.transforms)
-    return "cpu" if config.source.type == "segmentation" or policy else "tf"
+    dali_cpu = config.source.type == "segmentation" or policy
+    needs_gpu = gpu_only(config)
+    if dali_cpu and needs_gpu:
+        warnings.warn(
+            f"{', '.join(needs_gpu)} needs DALI on a GPU: without one the pipeline runs on "
+            "daliaug's TensorFlow engine (CPU) instead of DALI's CPU operators",
+            BackendWarning,
+            stacklevel=3,
+        )
+    return "cpu" if dali_cpu and not needs_gpu else "tf"
 
 
 def resolve_backend(config: Config) -> Placement:

@@ -182,18 +182,31 @@ def perspective(
 ) -> tf.Tensor:
     """Projective resampling onto the same size: output pixel ``(x, y)`` (index coordinates,
     pixel centres at whole numbers) takes the input at ``((m0 x + m1 y + m2) / k, (m3 x + m4 y
-    + m5) / k)``, ``k = m6 x + m7 y + 1``: its nearest pixel (half up) or the four around it
-    (bilinear), those outside the image taking ``fill``. ``matrix``: 8 per-sample values; any
-    batch ``(N, H, W, C)`` (images, masks); the result is ``float32``. Gathers and arithmetic,
-    as XLA compiles them (it has no ``ImageProjectiveTransformV3``)."""
-    shape = tf.shape(images)
-    n, h, w, c = shape[0], shape[1], shape[2], images.shape[3]
+    + m5) / k)``, ``k = m6 x + m7 y + 1`` (:func:`_sample`). ``matrix``: 8 per-sample values;
+    any batch ``(N, H, W, C)`` (images, masks); the result is ``float32``. Gathers and
+    arithmetic, as XLA compiles them (it has no ``ImageProjectiveTransformV3``)."""
+    rows, cols = _grid(images)
     m = [_per_sample(v, 3) for v in matrix]
-    rows = tf.cast(tf.range(h), tf.float32)[None, :, None]
-    cols = tf.cast(tf.range(w), tf.float32)[None, None, :]
     k = m[6] * cols + m[7] * rows + 1.0
     x = (m[0] * cols + m[1] * rows + m[2]) / k
     y = (m[3] * cols + m[4] * rows + m[5]) / k
+    return _sample(images, x, y, fill, nearest)
+
+
+def _grid(images: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """The row and column index of each pixel, ``(1, H, 1)`` and ``(1, 1, W)``."""
+    shape = tf.shape(images)
+    rows = tf.cast(tf.range(shape[1]), tf.float32)[None, :, None]
+    cols = tf.cast(tf.range(shape[2]), tf.float32)[None, None, :]
+    return rows, cols
+
+
+def _sample(images: tf.Tensor, x: tf.Tensor, y: tf.Tensor, fill: float, nearest: bool) -> tf.Tensor:
+    """Each sample of ``images`` at the points ``(x, y)`` (``(N, H', W')``, index coordinates):
+    its nearest pixel (half up) or the four around it (bilinear), those outside the image
+    taking ``fill``; ``float32`` ``(N, H', W', C)``."""
+    shape = tf.shape(images)
+    n, h, w, c = shape[0], shape[1], shape[2], images.shape[3]
     flat = tf.reshape(images, [-1, c])
     base = (tf.range(n) * (h * w))[:, None, None]
 
@@ -216,6 +229,48 @@ def perspective(
     top = pixel(row, col) * (1 - fx) + pixel(row, col + 1) * fx
     bottom = pixel(row + 1, col) * (1 - fx) + pixel(row + 1, col + 1) * fx
     return top * (1 - fy) + bottom * fy
+
+
+def _wrapped(v: tf.Tensor, period: float) -> tf.Tensor:
+    return v - period * tf.floor(v / period)
+
+
+def _folded(v: tf.Tensor, size: tf.Tensor, fill: float | str) -> tf.Tensor:
+    """Source coordinates ``v`` on an axis of ``size`` pixels brought inside for a ``fill``
+    mode: ``nearest`` clamps; ``reflect`` mirrors below 0 about the first pixel centre and
+    above the last about the image's edge (Keras' ``map_coordinates``: ``... c b | a b c d | d
+    c ...``), then clamps; a constant leaves them."""
+    if not isinstance(fill, str):
+        return v
+    if fill == "reflect":
+        t = _wrapped(tf.abs(v), 2.0 * size)
+        v = tf.where(t < size, t, 2.0 * size - t - 1.0)
+    return tf.clip_by_value(v, 0.0, size - 1.0)
+
+
+def elastic(
+    images: tf.Tensor, values: tf.Tensor, grid: int, fill: float | str, nearest: bool
+) -> tf.Tensor:
+    """An elastic distortion. ``values`` ``(N, 3 + G * G)``, ``G = grid``: per sample the node
+    spacing in pixels, the images' height and width, then a periodic ``G x G`` grid of shifts,
+    row by row. The shift ``s(x, y)`` of
+    output pixel ``(x, y)`` is the grid interpolated bilinearly at ``(x / spacing, y /
+    spacing)`` modulo ``G``; the output takes the input at ``(x + s, y + s)`` (:func:`_sample`;
+    both axes move by the one shift, as in Keras' ``RandomElasticTransform``), outside the
+    image by ``fill``: a constant, or the ``nearest`` or ``reflect`` pixel (:func:`_folded`).
+    Any batch ``(N, H, W, C)``; ``float32``."""
+    nodes = tf.reshape(values[:, 3:], [-1, grid, grid])
+    nodes = tf.concat([nodes, nodes[:, :1]], 1)
+    nodes = tf.concat([nodes, nodes[:, :, :1]], 2)[..., None]
+    rows, cols = _grid(images)
+    spacing = _per_sample(values[:, 0], 3)
+    u = _wrapped(cols / spacing, float(grid)) + 0.0 * rows
+    v = _wrapped(rows / spacing, float(grid)) + 0.0 * cols
+    shift = _sample(nodes, u, v, 0.0, False)[..., 0]
+    shape = tf.cast(tf.shape(images), tf.float32)
+    x = _folded(cols + shift, shape[2], fill)
+    y = _folded(rows + shift, shape[1], fill)
+    return _sample(images, x, y, 0.0 if isinstance(fill, str) else fill, nearest)
 
 
 def keras_saturation(images: tf.Tensor, factor: Value, low: float, high: float) -> tf.Tensor:
