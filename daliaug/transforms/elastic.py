@@ -23,6 +23,11 @@ WEIGHTS = tuple(w / math.sqrt(sum(v * v for v in TAPS)) for w in TAPS)
 ALPHA, SIGMA = 0.1, 0.05
 """Keras' amplitude ``alpha = 0.1 * scale * max(H, W)`` and blur ``sigma = 0.05 * scale *
 min(H, W)`` (pixels)."""
+NODE_STD = 1.0 / (2.0 * math.sqrt(math.pi) * (2.0 + math.exp(-0.25)) / 3.0)
+"""The nodes' standard deviation in units of ``alpha``: Keras' field's, ``1 / (2 sqrt(pi))``
+(white noise of standard deviation ``sigma`` blurred by a Gaussian of ``sigma``), over the
+mean standard deviation of bilinear interpolation between nodes correlated ``exp(-1/4)``
+(``(2 + exp(-1/4)) / 3`` per axis), so that the interpolated field has Keras' on average."""
 
 
 def _from_zero(v: Any) -> Any:
@@ -49,14 +54,16 @@ class Elastic(PixelTransform):
     them with one seed). Here the field is drawn on the host at low resolution: a periodic
     ``24 x 24`` grid of nodes, one every ``sigma`` pixels (at least 1), of white noise blurred
     by a Gaussian of one node (so neighbouring nodes correlate as Keras' field does at
-    ``sigma``), scaled to Keras' standard deviation ``alpha / (2 sqrt(pi))`` and interpolated
-    bilinearly between nodes; it repeats every ``24 sigma`` pixels (``1.2 s min(H, W)``).
-    Keras' own field fades near the border (its blur pads with zeros), and where ``sigma <
-    1`` it is unblurred per-pixel noise. The image is resampled once (``interpolation``),
-    outside the image ``fill``: a constant on the 0..255 scale, ``"nearest"`` or Keras'
-    default ``"reflect"``. Segmentation masks follow (nearest; a constant fill is the
-    source's ``mask_fill``). DALI's ``remap`` runs it on the GPU only: without one, ``backend:
-    auto`` runs the TensorFlow engine, with a ``BackendWarning``.
+    ``sigma``), interpolated bilinearly between nodes and scaled so that its mean standard
+    deviation is Keras' ``alpha / (2 sqrt(pi))`` (:data:`NODE_STD`); it repeats every ``24
+    sigma`` pixels (``1.2 s min(H, W)``). Keras' own field fades near the border (its blur
+    pads with zeros), is some 5% stronger where ``sigma`` is a few pixels (its kernel, cut at
+    ``3 int(sigma)``), and where ``sigma < 1`` is unblurred per-pixel noise. The image is
+    resampled once (``interpolation``), outside the image ``fill``: a constant on the 0..255
+    scale, ``"nearest"`` or Keras' default ``"reflect"``. Segmentation masks follow (nearest;
+    a constant fill is the source's ``mask_fill``). DALI's ``remap`` runs it on the GPU only:
+    without one, ``backend: auto`` runs the TensorFlow engine (with a ``BackendWarning`` where
+    DALI's CPU operators would have been chosen).
 
     Example: ``{"type": "elastic", "scale": 0.5, "probability": 1.0}``."""
 
@@ -83,7 +90,7 @@ class Elastic(PixelTransform):
     def stage(self, p: Params, size: tuple[int, int], m: Math) -> Params:
         """The node spacing in pixels, the output's size (DALI's kernel takes it from here) and
         the nodes' shifts in pixels (0 where not drawn)."""
-        amplitude = ALPHA * max(size) / (2.0 * math.sqrt(math.pi))
+        amplitude = ALPHA * max(size) * NODE_STD
         shift = mul(p["elastic"], mul(p["scale"], amplitude))
         spacing = m.maximum(mul(p["scale"], SIGMA * min(size)), 1.0)
         nodes = {name: mul(shift, p[name]) for name in NODES}
