@@ -182,10 +182,10 @@ class Config(BaseModel):
                 yield f"transforms.{i}.{problem}"
             if t.needs_rgb and self.channels != 3:
                 yield f"transforms.{i}: '{t.type}' needs channels: 3"
-            if t.dali_gpu_only and self.backend == "cpu":
+            if self.backend in t.dali_lacks:
                 yield (
-                    f"transforms.{i}: '{t.type}' runs on DALI's {t.dali_gpu_only}, which DALI has "
-                    "on the GPU only; use backend: gpu, tf or auto"
+                    f"transforms.{i}: '{t.type}' cannot run on DALI's {self.backend} "
+                    f"({t.dali_lacks[self.backend]}); use backend: tf or auto"
                 )
             if isinstance(t, OffsetTransform) and colour is not None:
                 yield (

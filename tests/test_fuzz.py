@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from PIL import Image
 from pydantic import BaseModel
 
-from daliaug.engines.select import gpu_only
+from daliaug.engines.select import dali_lacks
 from daliaug.parity.examples import TRANSFORM_EXAMPLES
 from tests.helpers import structured_image
 from tests.test_config import _transform
@@ -300,8 +300,8 @@ def trains_or_is_refused(path: str, value: object) -> None:
     except daliaug.ConfigError as e:
         assert named(path, str(e)), str(e)
         return
-    gpu = gpu_only(daliaug.load_config(config_with(path, value)))  # none in this process
-    for backend in ("tf",) if gpu else ("cpu", "tf"):
+    lacking = dali_lacks(daliaug.load_config(config_with(path, value)), "cpu")
+    for backend in ("tf",) if lacking else ("cpu", "tf"):
         config = daliaug.load_config({**config_with(path, value), "backend": backend})
         x = TINY[..., : config.channels]
         try:

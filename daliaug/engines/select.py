@@ -52,26 +52,38 @@ def dali_device(requested: str, device_id: int = 0) -> Device:
     return "gpu" if count > device_id else "cpu"
 
 
-def gpu_only(config: Config) -> list[str]:
-    """The config's transforms that DALI runs on the GPU only, ``transforms.<i> (<type>: <DALI
-    operator>)``."""
+def dali_lacks(config: Config, device: Device) -> list[str]:
+    """The config's transforms that DALI cannot run on ``device``, ``transforms.<i> (<type>:
+    why)``."""
     return [
-        f"transforms.{i} ({t.type}: {t.dali_gpu_only})"
+        f"transforms.{i} ({t.type}: {t.dali_lacks[device]})"
         for i, t in enumerate(config.transforms)
-        if t.dali_gpu_only
+        if device in t.dali_lacks
     ]
 
 
 def resolve_device(config: Config) -> Device:
-    """``gpu`` or ``cpu`` for DALI as the config asks (see :func:`dali_device`)."""
+    """``gpu`` or ``cpu`` for DALI as the config asks (see :func:`dali_device`); a transform
+    DALI cannot run there is an error."""
     device = dali_device(config.backend, config.device_id)
-    needs_gpu = gpu_only(config)
-    if device == "cpu" and needs_gpu:
+    lacking = dali_lacks(config, device)
+    if lacking:
         raise BackendError(
-            f"{', '.join(needs_gpu)} needs DALI on a GPU, and DALI sees none here; without "
-            "one, make_dataset runs it on the TensorFlow engine"
+            f"{', '.join(lacking)}: DALI cannot run it on its {device}; make_dataset runs it on "
+            "the TensorFlow engine (backend: tf or auto)"
         )
     return device
+
+
+def _instead(lacking: list[str], device: Device) -> Placement:
+    """The TensorFlow engine, with a warning, where DALI on ``device`` lacks a transform."""
+    warnings.warn(
+        f"{', '.join(lacking)}: the pipeline runs on daliaug's TensorFlow engine (CPU) instead "
+        f"of DALI's {device}",
+        BackendWarning,
+        stacklevel=4,
+    )
+    return "tf"
 
 
 def cpu_placement(config: Config) -> Placement:
@@ -81,19 +93,13 @@ def cpu_placement(config: Config) -> Placement:
     ``trivial_augment``, ``keras_rand_augment``, ...: DALI runs each operation only for the
     images that drew it, the TensorFlow engine runs every operation on every image and keeps
     the drawn one), the TensorFlow backend otherwise (arrays, directory, file_list, PNGs,
-    TFRecords; other pixel stages too), and always for a transform DALI runs on the GPU only
-    (with a ``BackendWarning`` where DALI's CPU operators would have been chosen)."""
+    TFRecords; other pixel stages too), and always for a transform DALI's CPU lacks (with a
+    ``BackendWarning`` where DALI's CPU operators would have been chosen)."""
     policy = any(isinstance(t, PolicyTransform) for t in config.plan.transforms)
-    dali_cpu = config.source.type == "segmentation" or policy
-    needs_gpu = gpu_only(config)
-    if dali_cpu and needs_gpu:
-        warnings.warn(
-            f"{', '.join(needs_gpu)} needs DALI on a GPU: without one the pipeline runs on "
-            "daliaug's TensorFlow engine (CPU) instead of DALI's CPU operators",
-            BackendWarning,
-            stacklevel=3,
-        )
-    return "cpu" if dali_cpu and not needs_gpu else "tf"
+    if not (config.source.type == "segmentation" or policy):
+        return "tf"
+    lacking = dali_lacks(config, "cpu")
+    return _instead(lacking, "cpu") if lacking else "cpu"
 
 
 def resolve_backend(config: Config) -> Placement:
@@ -108,7 +114,8 @@ def resolve_backend(config: Config) -> Placement:
         if not dali_installed():
             return "tf"
         if cuda_driver() and dali_gpu_count() > config.device_id:
-            return "gpu"
+            lacking = dali_lacks(config, "gpu")
+            return _instead(lacking, "gpu") if lacking else "gpu"
         return cpu_placement(config)
     return resolve_device(config)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from daliaug.config import Config
-from daliaug.engines.select import Device, gpu_only
+from daliaug.engines.select import Device, dali_lacks
 from daliaug.errors import BackendError
 from daliaug.parity.inputs import ParityInputs, with_masks
 from daliaug.parity.measure import Stats, compared_pixels, differences, seeded_rows
@@ -117,12 +117,12 @@ def run_parity(config: Config, inputs: ParityInputs, seed: int, device: Device) 
     """Compare DALI on ``device`` with the TensorFlow backend on ``inputs`` (needs both).
 
     On JPEG inputs the decoders are compared alone, and the whole pipeline once more (with
-    the decoders' tolerance) to cover decoding only a crop window. A transform DALI runs on
-    the GPU only (``elastic``) has no parity on DALI's CPU: a ``BackendError`` there.
+    the decoders' tolerance) to cover decoding only a crop window. A transform DALI cannot
+    run on ``device`` (``elastic`` on the CPU) is a ``BackendError``.
     """
-    needs_gpu = gpu_only(config)
-    if device == "cpu" and needs_gpu:
-        raise BackendError(f"{', '.join(needs_gpu)} runs on DALI's GPU only: no parity on its CPU")
+    lacking = dali_lacks(config, device)
+    if lacking:
+        raise BackendError(f"{', '.join(lacking)}: DALI cannot run it on its {device}: no parity")
     samples = inputs.lossless
     results = [
         Result(name, kind, Stats.of_differences(_case(case, samples, seed, device)))

@@ -114,10 +114,9 @@ class Transform(Tagged):
     """Names of the per-sample parameters that :meth:`draw` returns."""
     needs_rgb: ClassVar[bool] = False
     """Whether it works on the three channels of RGB images only."""
-    dali_gpu_only: ClassVar[str | None] = None
-    """The DALI operator it runs on that DALI has on the GPU only (``None``: DALI runs it on
-    both devices): ``backend: cpu`` refuses it, ``auto`` without a GPU picks the TensorFlow
-    engine."""
+    dali_lacks: ClassVar[dict[str, str]] = {}
+    """The DALI devices (``cpu``, ``gpu``) that cannot run it, each with why: ``backend`` set
+    to one refuses it, ``auto`` picks the TensorFlow engine instead."""
 
     def draw(self, rng: Random) -> Params:
         """Draw this transform's parameters for one sample (all of :attr:`params`)."""

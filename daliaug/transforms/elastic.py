@@ -77,7 +77,9 @@ class Elastic(PixelTransform):
     stage_params: ClassVar[tuple[str, ...] | None] = ("spacing", "height", "width", *NODES)
     vector_stage: ClassVar[bool] = True
     moves_masks: ClassVar[bool] = True
-    dali_gpu_only: ClassVar[str | None] = "fn.experimental.remap"
+    dali_lacks: ClassVar[dict[str, str]] = {
+        "cpu": "DALI's fn.experimental.remap runs on the GPU only"
+    }
 
     def draw(self, rng: Random) -> Params:
         nodes = _smoothed(_smoothed([rng.normal() for _ in NODES]))

@@ -7,7 +7,7 @@ Functions of ``DataNode``s, used inside a graph definition. Images are batches o
 is a scalar ``DataNode`` (``float32``, shape ``()``) on the CPU, or a Python number. Parameters
 that enter the arithmetic move to the image's device here; those given to operators as named
 arguments stay on the CPU. Every operator used has a CPU and a GPU implementation, except
-``fn.experimental.remap`` (GPU only; the transforms using it say so: ``dali_gpu_only``).
+``fn.experimental.remap`` (GPU only; the transforms using it say so: ``dali_lacks``).
 """
 
 from __future__ import annotations
