@@ -531,7 +531,7 @@ def _equalization(layer: Any, trace: Trace) -> None:
 
 @converts("AutoContrast", at_inference=True)
 def _auto_contrast(layer: Any, trace: Trace) -> None:
-    """Keras stretches each channel at inference as well (its only such image layer here)."""
+    """Keras stretches each channel at inference as well."""
     transform = {"type": "auto_contrast", "probability": 1.0}
     trace.pixels(layer, [transform], layer.value_range, whole_image=True)
 
@@ -723,3 +723,16 @@ def _random_elastic_transform(layer: Any, trace: Trace) -> None:
         "(one every sigma pixels) and interpolated, with Keras' standard deviation and "
         "correlation, rather than blurred at full resolution; the scale is drawn per image"
     )
+
+
+@converts("ContrastLimitedAdaptiveHistogramEqualization", at_inference=True)
+def _clahe(layer: Any, trace: Trace) -> None:
+    """Keras equalizes at inference as well; the TensorFlow engine runs it (``clahe``)."""
+    rows, cols = (int(v) for v in layer.tile_grid_size)
+    transform = {
+        "type": "clahe",
+        "tile_grid_size": [rows, cols],
+        "clip_limit": float(layer.clip_limit),
+        "probability": 1.0,
+    }
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 Value = tf.Tensor | float
@@ -271,6 +272,59 @@ def elastic(
     x = _folded(cols + shift, shape[2], fill)
     y = _folded(rows + shift, shape[1], fill)
     return _sample(images, x, y, 0.0 if isinstance(fill, str) else fill, nearest)
+
+
+def clahe(images: tf.Tensor, tiles: tuple[int, int], clip_limit: float) -> tf.Tensor:
+    """Keras' ``ContrastLimitedAdaptiveHistogramEqualization``, per channel: the image (static
+    ``H x W``) padded at the bottom and right by mirroring (edge included) to whole tiles of
+    ``ceil(H / rows) x ceil(W / cols)`` pixels (``tiles`` = rows, cols); per tile a 256-bin
+    histogram of the values truncated to whole numbers, each bin cut at ``clip_limit * area /
+    256`` (when ``clip_limit > 0``) and the cut counts spread evenly over the 256 bins; the
+    table ``(cdf - cdf[0]) * 255 / (area - cdf[0])`` (clipped to 0..255); each pixel's value
+    looked up in the tables of the four tiles whose centres surround it (the outer tiles' own
+    beyond them) and blended bilinearly. ``float32``, not rounded."""
+    rows, cols = tiles
+    n, h, w, c = tf.shape(images)[0], images.shape[1], images.shape[2], images.shape[3]
+    th, tw = -(-h // rows), -(-w // cols)
+    padded = tf.pad(images, [[0, 0], [0, th * rows - h], [0, tw * cols - w], [0, 0]], "SYMMETRIC")
+    values = tf.clip_by_value(tf.cast(padded, tf.int32), 0, 255)
+    tiled = tf.reshape(values, [-1, rows, th, cols, tw, c])
+    tiled = tf.reshape(tf.transpose(tiled, [0, 1, 3, 5, 2, 4]), [-1, th * tw])
+    count = tf.shape(tiled)[0]
+    ids = tiled + 256 * tf.range(count)[:, None]
+    hist = tf.math.unsorted_segment_sum(tf.ones_like(ids, tf.float32), ids, count * 256)
+    hist = tf.reshape(hist, [count, 256])
+    area = float(th * tw)
+    if clip_limit > 0:
+        cut = tf.minimum(hist, clip_limit * area / 256.0)
+        hist = cut + tf.reduce_sum(hist - cut, axis=1, keepdims=True) / 256.0
+    cdf = tf.cumsum(hist, axis=1)
+    span = area - cdf[:, :1]
+    lut = (cdf - cdf[:, :1]) * 255.0 / tf.where(span == 0.0, 1.0, span)
+    lut = tf.reshape(tf.clip_by_value(lut, 0.0, 255.0), [-1, rows, cols, c, 256])
+    lut = tf.concat([lut[:, :1], lut, lut[:, -1:]], 1)
+    lut = tf.reshape(tf.concat([lut[:, :, :1], lut, lut[:, :, -1:]], 2), [-1])
+
+    def between(size: int, tile: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each padded row (or column): the two surrounding tables' indices and the weight of
+        the second (tile centres at ``(k + 1/2) tile``, tables offset by the border's one)."""
+        at = (np.arange(size, dtype=np.float32) - tile / 2.0) / tile + 1.0
+        low = np.floor(at)
+        first = np.clip(low, 0, count + 1).astype(np.int32)
+        second = np.clip(low + 1, 0, count + 1).astype(np.int32)
+        return first, second, (at - low).astype(np.float32)
+
+    y0, y1, wy = (v[None, :, None, None] for v in between(th * rows, th, rows))
+    x0, x1, wx = (v[None, None, :, None] for v in between(tw * cols, tw, cols))
+    base = (tf.range(n)[:, None, None, None] * (rows + 2) * (cols + 2) * c) * 256
+    base = base + tf.range(c)[None, None, None, :] * 256 + values
+
+    def table(y: np.ndarray, x: np.ndarray) -> tf.Tensor:
+        return tf.gather(lut, base + (y * (cols + 2) * c + x * c) * 256)
+
+    top = table(y0, x0) * (1.0 - wx) + table(y0, x1) * wx
+    bottom = table(y1, x0) * (1.0 - wx) + table(y1, x1) * wx
+    return (top * (1.0 - wy) + bottom * wy)[:, :h, :w, :]
 
 
 def keras_saturation(images: tf.Tensor, factor: Value, low: float, high: float) -> tf.Tensor:
