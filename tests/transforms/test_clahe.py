@@ -101,3 +101,16 @@ def test_a_grid_larger_than_the_output_is_refused() -> None:
                 "transforms": [{"type": "clahe", "tile_grid_size": [8, 8]}],
             }
         )
+
+
+def test_after_rescaling_on_keras_value_range() -> None:
+    """On ``value_range=(0, 1)`` after ``Rescaling(1/255)``: the same tables (Keras scales the
+    values to 0..255 and back)."""
+    import keras
+
+    x = photos()
+    layers = [keras.layers.Rescaling(1 / 255), keras_clahe(value_range=(0, 1), clip_limit=3.0)]
+    config = from_keras_for(layers, "tf", (48, 64), len(x), output={"dtype": "float32"})
+    ours = np.asarray(run_config(config, "tf", x, rows_of(config, {"clahe": 1.0}, len(x)))[0])
+    theirs = np.asarray(keras.Sequential(layers)(x.astype(np.float32)))
+    np.testing.assert_allclose(ours, theirs, atol=1e-4)

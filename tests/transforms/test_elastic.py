@@ -255,3 +255,33 @@ def test_dali_on_the_cpu_is_refused_or_replaced(tmp_path: Path) -> None:
 def test_other_keras_fill_modes_are_refused() -> None:
     with pytest.raises(ConfigError, match="fill_mode='wrap'"):
         from_keras_for(elastic_layer(fill_mode="wrap"), "tf", SIZE, N)
+
+
+@pytest.mark.parametrize("fill", ["reflect", "nearest", 30.0])
+def test_dalis_coordinates_are_tfs(fill: object) -> None:
+    """The arithmetic around DALI's remaps (each pixel's index, the fill modes' folding) runs
+    on DALI's CPU as well: the same coordinates as the TF engine's."""
+    import tensorflow as tf
+    from nvidia.dali import fn, pipeline_def, types
+
+    from daliaug.engines.dali import pixels as dali_pixels
+    from daliaug.engines.tf import pixels as tf_pixels
+
+    h, w = 7, 9
+    points = np.random.default_rng(0).uniform(-40, 50, (2, h, w, 1)).astype(np.float32)
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def coordinates() -> Any:
+        v = fn.external_source(source=lambda: list(points), batch=True, layout="HWC")
+        size = types.Constant(np.array([h, w], np.float32), device="cpu")
+        x, y = dali_pixels._grid(v, size)
+        return x, y, dali_pixels._folded(v, float(w), fill)
+
+    pipe = coordinates()
+    pipe.build()
+    x, y, folded = (np.stack([np.asarray(o[i]) for i in range(2)]) for o in pipe.run())
+    rows, cols = np.mgrid[0:h, 0:w].astype(np.float32)
+    np.testing.assert_allclose(x[..., 0], np.broadcast_to(cols, (2, h, w)), atol=1e-4)
+    np.testing.assert_allclose(y[..., 0], np.broadcast_to(rows, (2, h, w)), atol=1e-4)
+    theirs = tf_pixels._folded(tf.constant(points), tf.constant(float(w)), fill)
+    np.testing.assert_allclose(folded, np.asarray(theirs), atol=1e-4)
