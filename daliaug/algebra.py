@@ -88,6 +88,9 @@ class Random(Protocol):
     def beta(self, a: Scalar, b: Scalar) -> Scalar:
         """A value from Beta(a, b) (``a``, ``b`` numbers or per-sample values)."""
 
+    def normal(self) -> Scalar:
+        """A value from the standard normal distribution N(0, 1)."""
+
 
 def _folded(on_constants: Callable[..., float], name: str) -> Callable[..., Scalar]:
     """A :class:`Math` method: ``on_constants`` for Python numbers, else the backend's ``name``."""

@@ -239,6 +239,11 @@ class Config(BaseModel):
                 yield f"transforms.{i}.{problem}"
             if t.needs_rgb and self.channels != 3:
                 yield f"transforms.{i}: '{t.type}' needs channels: 3"
+            if self.backend in t.dali_lacks:
+                yield (
+                    f"transforms.{i}: '{t.type}' cannot run on DALI's {self.backend} "
+                    f"({t.dali_lacks[self.backend]}); use backend: tf or auto"
+                )
             if isinstance(t, OffsetTransform) and colour is not None:
                 yield (
                     f"transforms.{i}: '{t.type}' must come before the colour transforms (it "

@@ -109,6 +109,9 @@ class NumpyRandom:
     def beta(self, a: Scalar, b: Scalar) -> Scalar:
         return self.rng.beta(a, b, self.size).astype(np.float32)
 
+    def normal(self) -> Scalar:
+        return self.rng.standard_normal(self.size).astype(np.float32)
+
 
 def columns(values: Sequence[Scalar], count: int) -> np.ndarray:
     """Per-sample scalars (arrays or constants) as a ``(count, len(values))`` float32 array."""

@@ -114,14 +114,18 @@ class Plan:
     def batch_stages(self) -> list[tuple[int, BatchTransform]]:
         return [(i, t) for i, t in enumerate(self.transforms) if isinstance(t, BatchTransform)]
 
-    def _stage_params(self, index: int, column: Callable[[int], Any]) -> Params:
-        keys = self.stage_keys
-        names = self.transforms[index].stage_names()  # type: ignore[attr-defined]
-        return {name: column(keys.index(f"{index}.{name}")) for name in names}
+    def _stage_params(self, index: int, column: Callable[[int | slice], Any]) -> Params:
+        t: StageTransform = self.transforms[index]  # type: ignore[assignment]
+        names = t.stage_names()
+        start = self.stage_keys.index(f"{index}.{names[0]}")
+        if t.vector_stage:
+            return {"values": column(slice(start, start + len(names)))}
+        return {name: column(start + k) for k, name in enumerate(names)}
 
-    def pixels(self, images: Any, column: Callable[[int], Any], ops: Any) -> Any:
+    def pixels(self, images: Any, column: Callable[[int | slice], Any], ops: Any) -> Any:
         """``images`` through the pixel stages, with the engine's pixel operations ``ops``;
-        ``column(k)`` is the per-sample value of ``stage_keys[k]`` in the engine's form."""
+        ``column(k)`` is the per-sample value of ``stage_keys[k]`` in the engine's form
+        (``column(slice)``: those of a range, one per-sample vector)."""
         for i, t in enumerate(self.transforms):
             if isinstance(t, PixelTransform):
                 images = t.pixels(images, self._stage_params(i, column), ops)
@@ -132,21 +136,23 @@ class Plan:
         """Whether a pixel stage moves pixels, so that masks follow it (:meth:`mask_pixels`)."""
         return any(isinstance(t, PixelTransform) and t.moves_masks for t in self.transforms)
 
-    def mask_pixels(self, masks: Any, column: Callable[[int], Any], ops: Any, fill: float) -> Any:
+    def mask_pixels(
+        self, masks: Any, column: Callable[[int | slice], Any], ops: Any, fill: float
+    ) -> Any:
         """Masks (HWC) through the pixel stages that move pixels (see :meth:`pixels`)."""
         for i, t in enumerate(self.transforms):
             if isinstance(t, PixelTransform) and t.moves_masks:
                 masks = t.masks(masks, self._stage_params(i, column), ops, fill)
         return masks
 
-    def batch_images(self, images: Any, column: Callable[[int], Any], ops: Any) -> Any:
+    def batch_images(self, images: Any, column: Callable[[int | slice], Any], ops: Any) -> Any:
         """``images`` through the batch stages (see :meth:`pixels`)."""
         for i, t in self.batch_stages:
             images = t.images(images, self._stage_params(i, column), ops)
         return images
 
     def batch_targets(
-        self, targets: Any, column: Callable[[int], Any], ops: Any, masks: bool
+        self, targets: Any, column: Callable[[int | slice], Any], ops: Any, masks: bool
     ) -> Any:
         """The batch's targets (one-hot labels, or masks) through the batch stages."""
         for i, t in self.batch_stages:

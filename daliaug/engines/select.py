@@ -8,11 +8,12 @@ source kind and plan (:func:`cpu_placement`).
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from typing import Literal
 
 from daliaug.config import Config
 from daliaug.cuda import cuda_driver
-from daliaug.errors import BackendError
+from daliaug.errors import BackendError, BackendWarning
 from daliaug.transforms.policy import PolicyTransform
 
 Device = Literal["cpu", "gpu"]
@@ -51,9 +52,38 @@ def dali_device(requested: str, device_id: int = 0) -> Device:
     return "gpu" if count > device_id else "cpu"
 
 
+def dali_lacks(config: Config, device: Device) -> list[str]:
+    """The config's transforms that DALI cannot run on ``device``, ``transforms.<i> (<type>:
+    why)``."""
+    return [
+        f"transforms.{i} ({t.type}: {t.dali_lacks[device]})"
+        for i, t in enumerate(config.transforms)
+        if device in t.dali_lacks
+    ]
+
+
 def resolve_device(config: Config) -> Device:
-    """``gpu`` or ``cpu`` for DALI as the config asks (see :func:`dali_device`)."""
-    return dali_device(config.backend, config.device_id)
+    """``gpu`` or ``cpu`` for DALI as the config asks (see :func:`dali_device`); a transform
+    DALI cannot run there is an error."""
+    device = dali_device(config.backend, config.device_id)
+    lacking = dali_lacks(config, device)
+    if lacking:
+        raise BackendError(
+            f"{', '.join(lacking)}: DALI cannot run it on its {device}; make_dataset runs it on "
+            "the TensorFlow engine (backend: tf or auto)"
+        )
+    return device
+
+
+def _instead(lacking: list[str], device: Device) -> Placement:
+    """The TensorFlow engine, with a warning, where DALI on ``device`` lacks a transform."""
+    warnings.warn(
+        f"{', '.join(lacking)}: the pipeline runs on daliaug's TensorFlow engine (CPU) instead "
+        f"of DALI's {device}",
+        BackendWarning,
+        stacklevel=4,
+    )
+    return "tf"
 
 
 def cpu_placement(config: Config) -> Placement:
@@ -63,9 +93,13 @@ def cpu_placement(config: Config) -> Placement:
     ``trivial_augment``, ``keras_rand_augment``, ...: DALI runs each operation only for the
     images that drew it, the TensorFlow engine runs every operation on every image and keeps
     the drawn one), the TensorFlow backend otherwise (arrays, directory, file_list, PNGs,
-    TFRecords; other pixel stages too)."""
+    TFRecords; other pixel stages too), and always for a transform DALI's CPU lacks (with a
+    ``BackendWarning`` where DALI's CPU operators would have been chosen)."""
     policy = any(isinstance(t, PolicyTransform) for t in config.plan.transforms)
-    return "cpu" if config.source.type == "segmentation" or policy else "tf"
+    if not (config.source.type == "segmentation" or policy):
+        return "tf"
+    lacking = dali_lacks(config, "cpu")
+    return _instead(lacking, "cpu") if lacking else "cpu"
 
 
 def resolve_backend(config: Config) -> Placement:
@@ -80,7 +114,8 @@ def resolve_backend(config: Config) -> Placement:
         if not dali_installed():
             return "tf"
         if cuda_driver() and dali_gpu_count() > config.device_id:
-            return "gpu"
+            lacking = dali_lacks(config, "gpu")
+            return _instead(lacking, "gpu") if lacking else "gpu"
         return cpu_placement(config)
     return resolve_device(config)
 

@@ -533,7 +533,7 @@ def _equalization(layer: Any, trace: Trace) -> None:
 
 @converts("AutoContrast", at_inference=True)
 def _auto_contrast(layer: Any, trace: Trace) -> None:
-    """Keras stretches each channel at inference as well (its only such image layer here)."""
+    """Keras stretches each channel at inference as well."""
     transform = {"type": "auto_contrast", "probability": 1.0}
     trace.pixels(layer, [transform], layer.value_range, whole_image=True)
 
@@ -690,3 +690,51 @@ def _normalization(layer: Any, trace: Trace) -> None:
 def supported() -> list[str]:
     """The Keras layer classes daliaug compiles."""
     return sorted(CONVERTERS)
+
+
+@converts("RandomElasticTransform")
+def _random_elastic_transform(layer: Any, trace: Trace) -> None:
+    """Keras applies it with probability ``p ~ U(factor)`` (a Bernoulli of the mean of
+    ``factor``) and draws its ``scale`` once per batch (per image here); its field is drawn at
+    low resolution (``elastic``), with a note. ``fill_mode`` ``constant`` (its ``fill_value``
+    read through the value frame), ``nearest`` or ``reflect``."""
+    modes = {"reflect": "reflect", "nearest": "nearest"}
+    if layer.fill_mode not in (*modes, "constant"):
+        raise Unsupported(
+            f"{label(layer)}: fill_mode={layer.fill_mode!r}; daliaug's elastic fills by "
+            "'constant', 'nearest' or 'reflect'"
+        )
+    fill: Fill = modes.get(layer.fill_mode) or trace.uniform(
+        layer, "fill_value", trace.to_pipeline(layer.fill_value)
+    )
+    if not isinstance(fill, str) and not PIPELINE_RANGE[0] <= fill <= PIPELINE_RANGE[1]:
+        raise Unsupported(
+            f"{label(layer)}: fill_value={layer.fill_value} is {fill:g} on the pipeline's 0..255 "
+            "values; daliaug fills within them"
+        )
+    transform = {
+        "type": "elastic",
+        "probability": sum(_pair(layer.factor)) / 2,
+        "scale": _pair(layer.scale),
+        "fill": fill,
+        "interpolation": layer.interpolation,
+    }
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)
+    trace.notes.append(
+        f"{label(layer)}: its displacement field is drawn on a periodic 24 x 24 grid of nodes "
+        "(one every sigma pixels) and interpolated, with Keras' standard deviation and "
+        "correlation, rather than blurred at full resolution; the scale is drawn per image"
+    )
+
+
+@converts("ContrastLimitedAdaptiveHistogramEqualization", at_inference=True)
+def _clahe(layer: Any, trace: Trace) -> None:
+    """Keras equalizes at inference as well; the TensorFlow engine runs it (``clahe``)."""
+    rows, cols = (int(v) for v in layer.tile_grid_size)
+    transform = {
+        "type": "clahe",
+        "tile_grid_size": [rows, cols],
+        "clip_limit": float(layer.clip_limit),
+        "probability": 1.0,
+    }
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)

@@ -66,6 +66,9 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "keras_cutmix", "factor": [0.0, 1.0]},
     {"type": "keras_perspective", "scale": 0.8, "probability": 0.8},
     {"type": "keras_perspective", "scale": 0.6, "probability": 1.0, "interpolation": "nearest"},
+    {"type": "elastic", "scale": [0.5, 1.0], "probability": 0.8},
+    {"type": "elastic", "scale": 1.0, "probability": 1.0, "fill": 40, "interpolation": "nearest"},
+    {"type": "clahe", "tile_grid_size": [4, 6], "clip_limit": 2.0, "probability": 0.8},
     # Keras' RandAugment
     {"type": "keras_rand_augment", "num_ops": 3, "factor": [0.1, 0.6], "fill": 30},
 )

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from daliaug.config import Config
-from daliaug.engines.select import Device
+from daliaug.engines.select import Device, dali_lacks
+from daliaug.errors import BackendError
 from daliaug.parity.inputs import ParityInputs, with_masks
 from daliaug.parity.measure import Stats, compared_pixels, differences, seeded_rows
 from daliaug.parity.report import Kind, Report, Result
@@ -116,8 +117,12 @@ def run_parity(config: Config, inputs: ParityInputs, seed: int, device: Device) 
     """Compare DALI on ``device`` with the TensorFlow backend on ``inputs`` (needs both).
 
     On JPEG inputs the decoders are compared alone, and the whole pipeline once more (with
-    the decoders' tolerance) to cover decoding only a crop window.
+    the decoders' tolerance) to cover decoding only a crop window. A transform DALI cannot
+    run on ``device`` (``elastic`` on the CPU) is a ``BackendError``.
     """
+    lacking = dali_lacks(config, device)
+    if lacking:
+        raise BackendError(f"{', '.join(lacking)}: DALI cannot run it on its {device}: no parity")
     samples = inputs.lossless
     results = [
         Result(name, kind, Stats.of_differences(_case(case, samples, seed, device)))

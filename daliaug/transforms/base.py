@@ -114,6 +114,9 @@ class Transform(Tagged):
     """Names of the per-sample parameters that :meth:`draw` returns."""
     needs_rgb: ClassVar[bool] = False
     """Whether it works on the three channels of RGB images only."""
+    dali_lacks: ClassVar[dict[str, str]] = {}
+    """The DALI devices (``cpu``, ``gpu``) that cannot run it, each with why: ``backend`` set
+    to one refuses it, ``auto`` picks the TensorFlow engine instead."""
 
     def draw(self, rng: Random) -> Params:
         """Draw this transform's parameters for one sample (all of :attr:`params`)."""
@@ -132,6 +135,10 @@ class StageTransform(Transform):
     streamed records)."""
 
     stage_params: ClassVar[tuple[str, ...] | None] = None
+    vector_stage: ClassVar[bool] = False
+    """Whether the engine hands the stage its values as one per-sample vector, ``p["values"]``
+    in :meth:`stage_names` order (a ``(N, S)`` tensor in TensorFlow, a vector per sample in
+    DALI), rather than one scalar per name: for a stage with many values."""
 
     def stage_names(self) -> tuple[str, ...]:
         """The names of the stage's values (its parameters, unless :attr:`stage_params`)."""

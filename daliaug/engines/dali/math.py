@@ -35,6 +35,9 @@ class DaliRandom:
         alpha, beta = (float(v) if is_const(v) else v for v in (a, b))
         return fn.random.beta(alpha=alpha, beta=beta, dtype=types.FLOAT)
 
+    def normal(self) -> Scalar:
+        return fn.random.normal(dtype=types.FLOAT)
+
 
 def as_tensor_arg(values: Sequence[Scalar], shape: Sequence[int]) -> object:
     """Pack per-sample scalars into one argument of ``shape`` (a plain list if all constant)."""

@@ -6,7 +6,8 @@ Functions of ``DataNode``s, used inside a graph definition. Images are batches o
 ``float32`` samples on the 0..255 scale, on ``"cpu"`` or ``"gpu"``; every per-sample parameter
 is a scalar ``DataNode`` (``float32``, shape ``()``) on the CPU, or a Python number. Parameters
 that enter the arithmetic move to the image's device here; those given to operators as named
-arguments stay on the CPU. Every operator used has a CPU and a GPU implementation.
+arguments stay on the CPU. Every operator used has a CPU and a GPU implementation, except
+``fn.experimental.remap`` (GPU only; the transforms using it say so: ``dali_lacks``).
 """
 
 from __future__ import annotations
@@ -170,6 +171,74 @@ def perspective(images: DataNode, matrix: Sequence[Value], fill: float, nearest:
         pixel_origin="center",
         interp_type=types.INTERP_NN if nearest else types.INTERP_LINEAR,
     )
+
+
+def _grid(images: DataNode, size: DataNode) -> tuple[DataNode, DataNode]:
+    """The column and row index of each pixel of each sample of ``size`` (height, width; a
+    vector per sample on the CPU), ``(H, W, 1)`` on the images' device: two-pixel ramps
+    resized, from their pixel centres, to that size."""
+    out = []
+    for ramp, side in (([[0.0, 1.0], [0.0, 1.0]], size[1]), ([[0.0, 0.0], [1.0, 1.0]], size[0])):
+        source = types.Constant(np.array(ramp, np.float32).reshape(2, 2, 1), device="cpu")
+        unit = fn.resize(
+            source,
+            size=size,
+            roi_start=[0.5, 0.5],
+            roi_end=[1.5, 1.5],
+            roi_relative=False,
+            interp_type=types.INTERP_LINEAR,
+            antialias=False,
+        )
+        out.append(_on(unit, images) * _on(side, images) - 0.5)
+    return out[0], out[1]
+
+
+def _wrapped(v: DataNode, period: Value) -> DataNode:
+    return v - period * dmath.floor(v / period)
+
+
+def _folded(v: DataNode, size: Value, fill: float | str) -> DataNode:
+    """See :func:`daliaug.engines.tf.pixels._folded`."""
+    if not isinstance(fill, str):
+        return v
+    if fill == "reflect":
+        t = _wrapped(dmath.abs(v), 2.0 * size)
+        below = t < size
+        v = below * t + (1.0 - below) * (2.0 * size - t - 1.0)
+    return dmath.clamp(v, 0.0, size - 1.0)
+
+
+def elastic(
+    images: DataNode, values: DataNode, grid: int, fill: float | str, nearest: bool
+) -> DataNode:
+    """Two ``fn.experimental.remap`` (GPU only; constant border 0, pixel centres at whole
+    numbers): the node grid to each pixel's shift, then the image to its shifted points,
+    brought inside for a ``fill`` mode first, or shifted by a constant ``fill`` around the
+    remap's 0. ``values``: a vector per sample (the spacing, the height and width, the grid)."""
+    nodes = fn.reshape(values[3:], shape=[grid, grid, 1])
+    nodes = fn.cat(nodes, nodes[0:1], axis=0)
+    nodes = _on(fn.cat(nodes, nodes[:, 0:1], axis=1), images)
+    size = values[1:3]
+    x, y = _grid(images, size)
+    spacing = _on(values[0], images)
+    shift = fn.experimental.remap(
+        nodes,
+        _wrapped(x / spacing, float(grid)),
+        _wrapped(y / spacing, float(grid)),
+        pixel_origin="center",
+        interp=types.INTERP_LINEAR,
+    )
+    x = _folded(x + shift, _on(size[1], images), fill)
+    y = _folded(y + shift, _on(size[0], images), fill)
+    offset = 0.0 if isinstance(fill, str) else float(fill)
+    moved = fn.experimental.remap(
+        images - offset,
+        x,
+        y,
+        pixel_origin="center",
+        interp=types.INTERP_NN if nearest else types.INTERP_LINEAR,
+    )
+    return moved + offset
 
 
 def _rgb_to_hsv(images: DataNode) -> tuple[DataNode, DataNode, DataNode]:

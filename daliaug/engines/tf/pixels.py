@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 Value = tf.Tensor | float
@@ -182,18 +183,31 @@ def perspective(
 ) -> tf.Tensor:
     """Projective resampling onto the same size: output pixel ``(x, y)`` (index coordinates,
     pixel centres at whole numbers) takes the input at ``((m0 x + m1 y + m2) / k, (m3 x + m4 y
-    + m5) / k)``, ``k = m6 x + m7 y + 1``: its nearest pixel (half up) or the four around it
-    (bilinear), those outside the image taking ``fill``. ``matrix``: 8 per-sample values; any
-    batch ``(N, H, W, C)`` (images, masks); the result is ``float32``. Gathers and arithmetic,
-    as XLA compiles them (it has no ``ImageProjectiveTransformV3``)."""
-    shape = tf.shape(images)
-    n, h, w, c = shape[0], shape[1], shape[2], images.shape[3]
+    + m5) / k)``, ``k = m6 x + m7 y + 1`` (:func:`_sample`). ``matrix``: 8 per-sample values;
+    any batch ``(N, H, W, C)`` (images, masks); the result is ``float32``. Gathers and
+    arithmetic, as XLA compiles them (it has no ``ImageProjectiveTransformV3``)."""
+    rows, cols = _grid(images)
     m = [_per_sample(v, 3) for v in matrix]
-    rows = tf.cast(tf.range(h), tf.float32)[None, :, None]
-    cols = tf.cast(tf.range(w), tf.float32)[None, None, :]
     k = m[6] * cols + m[7] * rows + 1.0
     x = (m[0] * cols + m[1] * rows + m[2]) / k
     y = (m[3] * cols + m[4] * rows + m[5]) / k
+    return _sample(images, x, y, fill, nearest)
+
+
+def _grid(images: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """The row and column index of each pixel, ``(1, H, 1)`` and ``(1, 1, W)``."""
+    shape = tf.shape(images)
+    rows = tf.cast(tf.range(shape[1]), tf.float32)[None, :, None]
+    cols = tf.cast(tf.range(shape[2]), tf.float32)[None, None, :]
+    return rows, cols
+
+
+def _sample(images: tf.Tensor, x: tf.Tensor, y: tf.Tensor, fill: float, nearest: bool) -> tf.Tensor:
+    """Each sample of ``images`` at the points ``(x, y)`` (``(N, H', W')``, index coordinates):
+    its nearest pixel (half up) or the four around it (bilinear), those outside the image
+    taking ``fill``; ``float32`` ``(N, H', W', C)``."""
+    shape = tf.shape(images)
+    n, h, w, c = shape[0], shape[1], shape[2], images.shape[3]
     flat = tf.reshape(images, [-1, c])
     base = (tf.range(n) * (h * w))[:, None, None]
 
@@ -216,6 +230,101 @@ def perspective(
     top = pixel(row, col) * (1 - fx) + pixel(row, col + 1) * fx
     bottom = pixel(row + 1, col) * (1 - fx) + pixel(row + 1, col + 1) * fx
     return top * (1 - fy) + bottom * fy
+
+
+def _wrapped(v: tf.Tensor, period: float) -> tf.Tensor:
+    return v - period * tf.floor(v / period)
+
+
+def _folded(v: tf.Tensor, size: tf.Tensor, fill: float | str) -> tf.Tensor:
+    """Source coordinates ``v`` on an axis of ``size`` pixels brought inside for a ``fill``
+    mode: ``nearest`` clamps; ``reflect`` mirrors below 0 about the first pixel centre and
+    above the last about the image's edge (Keras' ``map_coordinates``: ``... c b | a b c d | d
+    c ...``), then clamps; a constant leaves them."""
+    if not isinstance(fill, str):
+        return v
+    if fill == "reflect":
+        t = _wrapped(tf.abs(v), 2.0 * size)
+        v = tf.where(t < size, t, 2.0 * size - t - 1.0)
+    return tf.clip_by_value(v, 0.0, size - 1.0)
+
+
+def elastic(
+    images: tf.Tensor, values: tf.Tensor, grid: int, fill: float | str, nearest: bool
+) -> tf.Tensor:
+    """An elastic distortion. ``values`` ``(N, 3 + G * G)``, ``G = grid``: per sample the node
+    spacing in pixels, the images' height and width, then a periodic ``G x G`` grid of shifts,
+    row by row. The shift ``s(x, y)`` of
+    output pixel ``(x, y)`` is the grid interpolated bilinearly at ``(x / spacing, y /
+    spacing)`` modulo ``G``; the output takes the input at ``(x + s, y + s)`` (:func:`_sample`;
+    both axes move by the one shift, as in Keras' ``RandomElasticTransform``), outside the
+    image by ``fill``: a constant, or the ``nearest`` or ``reflect`` pixel (:func:`_folded`).
+    Any batch ``(N, H, W, C)``; ``float32``."""
+    nodes = tf.reshape(values[:, 3:], [-1, grid, grid])
+    nodes = tf.concat([nodes, nodes[:, :1]], 1)
+    nodes = tf.concat([nodes, nodes[:, :, :1]], 2)[..., None]
+    rows, cols = _grid(images)
+    spacing = _per_sample(values[:, 0], 3)
+    u = _wrapped(cols / spacing, float(grid)) + 0.0 * rows
+    v = _wrapped(rows / spacing, float(grid)) + 0.0 * cols
+    shift = _sample(nodes, u, v, 0.0, False)[..., 0]
+    shape = tf.cast(tf.shape(images), tf.float32)
+    x = _folded(cols + shift, shape[2], fill)
+    y = _folded(rows + shift, shape[1], fill)
+    return _sample(images, x, y, 0.0 if isinstance(fill, str) else fill, nearest)
+
+
+def clahe(images: tf.Tensor, tiles: tuple[int, int], clip_limit: float) -> tf.Tensor:
+    """Keras' ``ContrastLimitedAdaptiveHistogramEqualization``, per channel: the image (static
+    ``H x W``) padded at the bottom and right by mirroring (edge included) to whole tiles of
+    ``ceil(H / rows) x ceil(W / cols)`` pixels (``tiles`` = rows, cols); per tile a 256-bin
+    histogram of the values truncated to whole numbers, each bin cut at ``clip_limit * area /
+    256`` (when ``clip_limit > 0``) and the cut counts spread evenly over the 256 bins; the
+    table ``(cdf - cdf[0]) * 255 / (area - cdf[0])`` (clipped to 0..255); each pixel's value
+    looked up in the tables of the four tiles whose centres surround it (the outer tiles' own
+    beyond them) and blended bilinearly. ``float32``, not rounded."""
+    rows, cols = tiles
+    n, h, w, c = tf.shape(images)[0], images.shape[1], images.shape[2], images.shape[3]
+    th, tw = -(-h // rows), -(-w // cols)
+    padded = tf.pad(images, [[0, 0], [0, th * rows - h], [0, tw * cols - w], [0, 0]], "SYMMETRIC")
+    values = tf.clip_by_value(tf.cast(padded, tf.int32), 0, 255)
+    tiled = tf.reshape(values, [-1, rows, th, cols, tw, c])
+    tiled = tf.reshape(tf.transpose(tiled, [0, 1, 3, 5, 2, 4]), [-1, th * tw])
+    count = tf.shape(tiled)[0]
+    ids = tiled + 256 * tf.range(count)[:, None]
+    hist = tf.math.unsorted_segment_sum(tf.ones_like(ids, tf.float32), ids, count * 256)
+    hist = tf.reshape(hist, [count, 256])
+    area = float(th * tw)
+    if clip_limit > 0:
+        cut = tf.minimum(hist, clip_limit * area / 256.0)
+        hist = cut + tf.reduce_sum(hist - cut, axis=1, keepdims=True) / 256.0
+    cdf = tf.cumsum(hist, axis=1)
+    span = area - cdf[:, :1]
+    lut = (cdf - cdf[:, :1]) * 255.0 / tf.where(span == 0.0, 1.0, span)
+    lut = tf.reshape(tf.clip_by_value(lut, 0.0, 255.0), [-1, rows, cols, c, 256])
+    lut = tf.concat([lut[:, :1], lut, lut[:, -1:]], 1)
+    lut = tf.reshape(tf.concat([lut[:, :, :1], lut, lut[:, :, -1:]], 2), [-1])
+
+    def between(size: int, tile: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each padded row (or column): the two surrounding tables' indices and the weight of
+        the second (tile centres at ``(k + 1/2) tile``, tables offset by the border's one)."""
+        at = (np.arange(size, dtype=np.float32) - tile / 2.0) / tile + 1.0
+        low = np.floor(at)
+        first = np.clip(low, 0, count + 1).astype(np.int32)
+        second = np.clip(low + 1, 0, count + 1).astype(np.int32)
+        return first, second, (at - low).astype(np.float32)
+
+    y0, y1, wy = (v[None, :, None, None] for v in between(th * rows, th, rows))
+    x0, x1, wx = (v[None, None, :, None] for v in between(tw * cols, tw, cols))
+    base = (tf.range(n)[:, None, None, None] * (rows + 2) * (cols + 2) * c) * 256
+    base = base + tf.range(c)[None, None, None, :] * 256 + values
+
+    def table(y: np.ndarray, x: np.ndarray) -> tf.Tensor:
+        return tf.gather(lut, base + (y * (cols + 2) * c + x * c) * 256)
+
+    top = table(y0, x0) * (1.0 - wx) + table(y0, x1) * wx
+    bottom = table(y1, x0) * (1.0 - wx) + table(y1, x1) * wx
+    return (top * (1.0 - wy) + bottom * wy)[:, :h, :w, :]
 
 
 def keras_saturation(images: tf.Tensor, factor: Value, low: float, high: float) -> tf.Tensor:
