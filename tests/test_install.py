@@ -273,6 +273,26 @@ def test_dockerfile_compiles_dalis_plugin_against_cuda_headers_the_image_has() -
     assert positions == sorted(positions), package
 
 
+def test_build_here_uses_stand_in_bases_and_mounts_the_ca_bundle_read_only() -> None:
+    """docker/build-here.sh builds with buildah (vfs, chroot isolation) from local bases only,
+    passed as the Dockerfile's ARGs (whose defaults are the real bases); the CA bundle is a
+    read-only mount of the build, never a file of the image; its record is committed."""
+    script = (ROOT / "docker" / "build-here.sh").read_text()
+    assert "buildah --storage-driver vfs" in script
+    assert script.count("--isolation chroot") >= 2  # the build and the runs
+    assert "--pull=never" in script
+    assert '--volume "$CA:$CA:ro"' in script
+    assert re.findall(r"^ARG (\w+)=(\S+)$", DOCKERFILE, re.M) == [
+        ("BASE", "python:3.11-bookworm"),
+        ("RUNTIME", "python:3.11-slim-bookworm"),
+    ]
+    for name in ("BASE", "RUNTIME"):
+        assert f'--build-arg {name}="${name}"' in script
+    assert "ca-certificates.crt" not in DOCKERFILE
+    record = (ROOT / "docker" / "record" / "build-here.log").read_text()
+    assert "selftest --require-gpu exit code: 4" in record
+
+
 def test_gpu_extra_and_dockerfile_bring_npp_with_the_same_pin() -> None:
     """DALI looks for NPP at every pipeline build and warns without it; TensorFlow's CUDA
     wheels leave it out. The gpu extra is NPP alone (any framework); TensorFlow's CUDA build
