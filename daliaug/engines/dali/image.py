@@ -33,10 +33,9 @@ def decoder_args(
     upsampled as the CPU decoder does it (``jpeg_fancy_upsampling``) where the whole image is
     decoded, the hardware decoder's share ``hw_decoder_load`` (:attr:`Config.hw_decoder_load`),
     and its buffers allocated up front for images of ``size_hint`` ``(height, width)`` where
-    known. A decode window (``roi``) goes
-    without fancy upsampling: nvJPEG before 13.2 cannot apply it to a window, and DALI then
-    turns it off with a warning for every image (seen on an H200: 110,000 lines in one
-    benchmark log)."""
+    known. A decode window (``roi``) goes without fancy upsampling: nvJPEG before 13.2 cannot
+    apply it to a window, and DALI then turns it off with a warning for every image (seen on
+    an H200: 110,000 lines in one benchmark log)."""
     args: dict[str, object] = {
         "device": "cpu",
         "output_type": image_type,
@@ -189,6 +188,7 @@ def finish(
         image = dmath.clamp(image + offset, low, high)
     if "colour" in warp:
         recolour = partial(_recolour, warp=warp, channels=config.channels)
+        # recolour: 1.0 or 0.0 from the host, or recolours' predicate where DALI reads
         image = branches.where(warp["recolour"] > 0.5, recolour, image)
         image = dmath.clamp(image, 0.0, 255.0)
     if "stages" in warp:
