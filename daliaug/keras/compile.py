@@ -54,13 +54,11 @@ def unsupported_message(layer: Any, reason: str) -> str:
 
 @dataclass
 class Compiled:
-    """Layers compiled: what they do (``trace``), the layers compiled, the number of transforms
-    each became (``made``) and those left to Keras (from the first one daliaug cannot run on,
-    in order)."""
+    """Layers compiled: what they do (``trace``), the layers compiled and those left to Keras
+    (from the first one daliaug cannot run on, in order)."""
 
     trace: Trace
     compiled: list[Any]
-    made: list[int]
     kept: list[Any]
     input_size: tuple[int, int] | None
 
@@ -157,7 +155,7 @@ def compile_layers(
     if unsupported not in ("error", "keep"):
         raise ConfigError(f"unsupported: {unsupported!r} is not 'error' or 'keep'")
     layers = flatten(stack.layers)
-    trace, made = Trace(channels, input_size), []
+    trace = Trace(channels, input_size)
     walked = [*layers, *([stack.blocked[0]] if stack.blocked else [])]
     for i, layer in enumerate(walked):
         before = copy.deepcopy(trace)
@@ -166,9 +164,8 @@ def compile_layers(
         except Unsupported as e:
             if unsupported == "error":
                 raise ConfigError(unsupported_message(layer, str(e))) from None
-            return Compiled(before, layers[:i], made, walked[i:], input_size)
-        made.append(len(trace.transforms) - len(before.transforms))
-    return Compiled(trace, layers, made, [], input_size)
+            return Compiled(before, layers[:i], walked[i:], input_size)
+    return Compiled(trace, layers, [], input_size)
 
 
 def _convert(layer: Any, trace: Trace, for_model: bool, blocked: tuple[Any, str] | None) -> None:
