@@ -9,6 +9,7 @@ model's ``Input`` gives them): every decoded image is first resized to it, in th
 from __future__ import annotations
 
 import copy
+import numbers
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -243,21 +244,27 @@ def resolve_input(
     known_size, known_channels = model_input(layers, flatten(stack.layers))
     size = None
     if image_size is not None:
-        try:
-            size = (int(image_size), int(image_size)) if np.isscalar(image_size) else image_size
-            size = (int(size[0]), int(size[1]))
-        except (TypeError, ValueError, IndexError):
-            raise ConfigError(
-                f"image_size: {image_size!r} is not one number or [height, width]"
-            ) from None
+        pair = [image_size] * 2 if isinstance(image_size, numbers.Number) else image_size
+        if not isinstance(pair, (list, tuple, np.ndarray)) or len(pair) != 2:
+            raise ConfigError(f"image_size: {image_size!r} is not one number or [height, width]")
+        size = (_whole("image_size", pair[0]), _whole("image_size", pair[1]))
         if known_size is not None and known_size != size:
             raise ConfigError(
                 f"image_size: {list(size)}, but the model takes {list(known_size)} images"
             )
     size = size or known_size
+    if channels is not None:
+        channels = _whole("channels", channels)
     if channels is not None and known_channels is not None and channels != known_channels:
         raise ConfigError(f"channels: {channels}, but the model takes {known_channels} channels")
     return size, channels or known_channels or 3
+
+
+def _whole(field: str, value: Any) -> int:
+    """``value`` as a whole number of at least 1, or a :class:`ConfigError` naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ConfigError(f"{field}: {value!r} is not a whole number of at least 1")
+    return int(value)
 
 
 def from_keras(
