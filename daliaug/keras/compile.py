@@ -9,6 +9,7 @@ model's ``Input`` gives them): every decoded image is first resized to it, in th
 from __future__ import annotations
 
 import copy
+import numbers
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,13 +55,11 @@ def unsupported_message(layer: Any, reason: str) -> str:
 
 @dataclass
 class Compiled:
-    """Layers compiled: what they do (``trace``), the layers compiled, the number of transforms
-    each became (``made``) and those left to Keras (from the first one daliaug cannot run on,
-    in order)."""
+    """Layers compiled: what they do (``trace``), the layers compiled and those left to Keras
+    (from the first one daliaug cannot run on, in order)."""
 
     trace: Trace
     compiled: list[Any]
-    made: list[int]
     kept: list[Any]
     input_size: tuple[int, int] | None
 
@@ -157,7 +156,7 @@ def compile_layers(
     if unsupported not in ("error", "keep"):
         raise ConfigError(f"unsupported: {unsupported!r} is not 'error' or 'keep'")
     layers = flatten(stack.layers)
-    trace, made = Trace(channels, input_size), []
+    trace = Trace(channels, input_size)
     walked = [*layers, *([stack.blocked[0]] if stack.blocked else [])]
     for i, layer in enumerate(walked):
         before = copy.deepcopy(trace)
@@ -166,9 +165,8 @@ def compile_layers(
         except Unsupported as e:
             if unsupported == "error":
                 raise ConfigError(unsupported_message(layer, str(e))) from None
-            return Compiled(before, layers[:i], made, walked[i:], input_size)
-        made.append(len(trace.transforms) - len(before.transforms))
-    return Compiled(trace, layers, made, [], input_size)
+            return Compiled(before, layers[:i], walked[i:], input_size)
+    return Compiled(trace, layers, [], input_size)
 
 
 def _convert(layer: Any, trace: Trace, for_model: bool, blocked: tuple[Any, str] | None) -> None:
@@ -246,21 +244,27 @@ def resolve_input(
     known_size, known_channels = model_input(layers, flatten(stack.layers))
     size = None
     if image_size is not None:
-        try:
-            size = (int(image_size), int(image_size)) if np.isscalar(image_size) else image_size
-            size = (int(size[0]), int(size[1]))
-        except (TypeError, ValueError, IndexError):
-            raise ConfigError(
-                f"image_size: {image_size!r} is not one number or [height, width]"
-            ) from None
+        pair = [image_size] * 2 if isinstance(image_size, numbers.Number) else image_size
+        if not isinstance(pair, (list, tuple, np.ndarray)) or len(pair) != 2:
+            raise ConfigError(f"image_size: {image_size!r} is not one number or [height, width]")
+        size = (_whole("image_size", pair[0]), _whole("image_size", pair[1]))
         if known_size is not None and known_size != size:
             raise ConfigError(
                 f"image_size: {list(size)}, but the model takes {list(known_size)} images"
             )
     size = size or known_size
+    if channels is not None:
+        channels = _whole("channels", channels)
     if channels is not None and known_channels is not None and channels != known_channels:
         raise ConfigError(f"channels: {channels}, but the model takes {known_channels} channels")
     return size, channels or known_channels or 3
+
+
+def _whole(field: str, value: Any) -> int:
+    """``value`` as a whole number of at least 1, or a :class:`ConfigError` naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ConfigError(f"{field}: {value!r} is not a whole number of at least 1")
+    return int(value)
 
 
 def from_keras(

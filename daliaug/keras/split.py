@@ -90,7 +90,8 @@ def _trimmed(model: Any, leading: list[Any], compiled: Compiled, stay: set[int])
     if not isinstance(model, keras.Model) or is_augmentation(model):
         return keras.layers.Pipeline(kept or [keras.layers.Identity()], name=name)
     try:
-        return _rebuilt(model, leading, removed, keras.Input(shape=_input_shape(model, compiled)))
+        inputs = keras.Input(shape=_input_shape(model, compiled))
+        return _rebuilt(model, leading, kept, removed, inputs)
     except Exception as error:  # Keras rebuilding the user's model: any of its errors
         raise ConfigError(
             f"{label(model)}: Keras cannot rebuild it without the layers daliaug's pipeline "
@@ -98,11 +99,13 @@ def _trimmed(model: Any, leading: list[Any], compiled: Compiled, stay: set[int])
         ) from None
 
 
-def _rebuilt(model: Any, leading: list[Any], removed: set[int], inputs: Any) -> Any:
+def _rebuilt(
+    model: Any, leading: list[Any], kept: list[Any], removed: set[int], inputs: Any
+) -> Any:
+    """``model`` on ``inputs`` with its ``leading`` layers reduced to those ``kept``."""
     import keras
 
     if isinstance(model, keras.Sequential):
-        kept = [x for x in flatten(leading) if id(x) not in removed]
         rest = list(model.layers[len(leading) :])
         return keras.Sequential([inputs, *kept, *rest], name=model.name)
     leading_ids = {id(x) for x in leading}

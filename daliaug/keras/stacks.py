@@ -155,9 +155,16 @@ def leading(model: Any) -> Leading:
 
 
 def _after_stop(layer: Any, stop: Any) -> str:
+    """Why ``layer``, which augments, cannot leave a model whose augmentation ends at
+    ``stop``."""
+    where = (
+        f"it sits in {label(stop)} among layers that are not Keras preprocessing layers"
+        if any(x is layer for x in augmenting([stop]))
+        else f"it comes after {label(stop)}, which is not a Keras preprocessing layer"
+    )
     return (
-        f"{label(layer)}: it comes after {label(stop)}, which is not a Keras preprocessing "
-        "layer, so daliaug's pipeline (which runs before the model) cannot take its place"
+        f"{label(layer)}: {where}, so daliaug's pipeline (which runs before the model) cannot "
+        "take its place"
     )
 
 

@@ -232,20 +232,26 @@ PROPERTY = settings(
 )
 
 
+ODD = [{}, {}, {}, {"image_size": (0, 5)}, {"image_size": "x"}, {"image_size": 2.5}]
+ODD += [{"image_size": (24,)}, {"channels": 0}, {"channels": "3"}, {"channels": 1}]
+"""Input arguments, mostly none (the model's input, else ``SIZE``), some odd."""
+
+
+def inputs(passed: Any, odd: dict[str, Any]) -> dict[str, Any]:
+    return {"image_size": None if is_model(passed) else SIZE, **odd}
+
+
 @PROPERTY
-@given(stack=stacks(), label_mode=st.sampled_from(["int", "categorical"]))
+@given(stack=stacks(), label_mode=st.sampled_from(["int", "categorical"]), odd=st.sampled_from(ODD))
 def test_from_keras_raises_only_daliaug_errors_and_drops_nothing(
-    stack: tuple[Any, list[Any]], label_mode: str
+    stack: tuple[Any, list[Any]], label_mode: str, odd: dict[str, Any]
 ) -> None:
     passed, top = stack
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             config = daliaug.from_keras(
-                passed,
-                source={"type": "arrays"},
-                image_size=None if is_model(passed) else SIZE,
-                label_mode=label_mode,
+                passed, source={"type": "arrays"}, label_mode=label_mode, **inputs(passed, odd)
             )
     except DaliaugError:
         event("refused")
@@ -256,17 +262,15 @@ def test_from_keras_raises_only_daliaug_errors_and_drops_nothing(
 
 
 @PROPERTY
-@given(stack=stacks(), unsupported=st.sampled_from(["error", "keep"]))
+@given(stack=stacks(), unsupported=st.sampled_from(["error", "keep"]), odd=st.sampled_from(ODD))
 def test_split_model_raises_only_daliaug_errors_and_drops_nothing(
-    stack: tuple[Any, list[Any]], unsupported: str
+    stack: tuple[Any, list[Any]], unsupported: str, odd: dict[str, Any]
 ) -> None:
     passed, top = stack
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            fields, _ = daliaug.split_model(
-                passed, image_size=None if is_model(passed) else SIZE, unsupported=unsupported
-            )
+            fields, _ = daliaug.split_model(passed, unsupported=unsupported, **inputs(passed, odd))
     except DaliaugError:
         event("refused")
         return

@@ -316,3 +316,24 @@ def test_what_augments_is_what_keras_runs_in_training_only(name: str) -> None:
     y = np.asarray(layer(x, training=False))
     at_inference = y.shape != x.shape or not np.allclose(y, x)
     assert augments(layer) == (not at_inference and name != "MaxNumBoundingBoxes")
+
+
+def test_a_random_layer_inside_a_block_with_a_backbone_layer_is_named() -> None:
+    block = keras.Sequential([L.RandomFlip(name="flip"), L.Conv2D(2, 3)], name="block")
+    model = keras.Sequential([keras.Input((32, 32, 3)), block, L.Flatten(), L.Dense(2)])
+    with pytest.raises(ConfigError, match="RandomFlip 'flip': it sits in Sequential 'block'"):
+        daliaug.split_model(model)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "named"),
+    [
+        ({"image_size": (0, 5)}, "image_size: 0 is not a whole number"),
+        ({"image_size": 2.5}, "image_size: 2.5 is not a whole number"),
+        ({"image_size": (24,)}, r"image_size: \(24,\) is not one number or \[height, width\]"),
+        ({"image_size": 32, "channels": "3"}, "channels: '3' is not a whole number"),
+    ],
+)
+def test_odd_input_arguments_are_named(inputs: dict, named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        daliaug.split_model([L.RandomFlip()], **inputs)
