@@ -117,6 +117,8 @@ class Plan:
     def _stage_params(self, index: int, column: Callable[[int | slice], Any]) -> Params:
         t: StageTransform = self.transforms[index]  # type: ignore[assignment]
         names = t.stage_names()
+        if not names:
+            return {}
         start = self.stage_keys.index(f"{index}.{names[0]}")
         if t.vector_stage:
             return {"values": column(slice(start, start + len(names)))}
