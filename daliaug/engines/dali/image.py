@@ -174,8 +174,9 @@ def finish(image: DataNode, warp: dict[str, object], config: Config) -> DataNode
     """A batch of resampled float images to the output: shifted and clipped to each image's
     own range (the plan's ``offset``), recoloured (the plan's ``colour`` matrix, plus its
     ``colour_mean`` matrix times the image's per-channel mean when given) and clipped to
-    0..255, through the pixel and batch stages (clipped to 0..255 again), normalized (``uint8`` output: rounded half up)
-    in the output dtype and layout; nothing is rounded before that."""
+    0..255, through the pixel and batch stages (clipped to 0..255 again), normalized
+    (``uint8`` output: rounded half up) in the output dtype and layout; nothing is rounded
+    before that."""
     if "offset" in warp:  # an offset step always comes with a colour matrix (maybe identity)
         # the offset is a regular input of the arithmetic here, so on the image's device
         offset = warp["offset"].gpu() if image.device == "gpu" else warp["offset"]
