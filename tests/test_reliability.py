@@ -94,7 +94,7 @@ def test_headers_declaring_absurd_sizes_are_named(tmp_path: Path, cache: Path) -
     sof = raw.find(b"\xff\xc0")
     raw[sof + 5 : sof + 9] = b"\xff\xf0\xff\xf0"  # 65520 x 65520
     bomb.write_bytes(bytes(raw))
-    with pytest.raises(DataError, match=f"{bomb} has a broken JPEG header: DecompressionBomb"):
+    with pytest.raises(DataError, match=f"{bomb} declares 65520x65520 pixels .*268,435,456"):
         daliaug.make_dataset(config_for(data))
 
 

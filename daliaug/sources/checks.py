@@ -40,8 +40,10 @@ taken for a decompression bomb or a broken file, as decoding it would need gigab
 def image_header(path: str) -> tuple[str, int, int]:
     """``('JPEG' | 'PNG', height, width)`` from the file's header; :class:`DataError` naming the
     file if it is missing, empty, not a JPEG or PNG, has a broken header or declares more than
-    :data:`MAX_PIXELS` pixels."""
-    from PIL import Image
+    :data:`MAX_PIXELS` pixels (read by the format's own Pillow plugin: ``Image.open`` refuses
+    large sizes with its own limit before saying the size)."""
+    from PIL.JpegImagePlugin import JpegImageFile
+    from PIL.PngImagePlugin import PngImageFile
 
     kind = "image"
     try:
@@ -55,7 +57,8 @@ def image_header(path: str) -> tuple[str, int, int]:
                     f"{path} is not a JPEG or PNG image (its first bytes are {head[:4]!r})"
                 )
             f.seek(0)
-            with Image.open(f) as im:  # (no catch_warnings: this runs in threads)
+            plugin = JpegImageFile if kind == "JPEG" else PngImageFile
+            with plugin(f) as im:  # (no catch_warnings: this runs in threads)
                 width, height = im.size
     except DataError:
         raise
@@ -67,8 +70,9 @@ def image_header(path: str) -> tuple[str, int, int]:
         raise DataError(f"{path} has a broken {kind} header: {type(e).__name__}: {e}") from e
     if width * height > MAX_PIXELS or min(width, height) < 1:
         raise DataError(
-            f"{path} declares {width}x{height} pixels, beyond what daliaug decodes "
-            f"({MAX_PIXELS:,} pixels at most): a broken header or a decompression bomb"
+            f"{path} declares {width}x{height} pixels ({width * height:,}), beyond what "
+            f"daliaug decodes ({MAX_PIXELS:,} pixels at most): a broken header or a "
+            "decompression bomb"
         )
     return kind, height, width
 
