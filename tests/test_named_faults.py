@@ -5,10 +5,17 @@ time limit, as a user meets it."""
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from daliaug.config import load_config
+from daliaug.errors import ConfigError
 from tests.helpers import structured_image, write_image_dir
 
 ROOT = Path(__file__).parents[1]
@@ -58,3 +65,93 @@ def test_a_jpeg_declaring_a_huge_size_is_told_the_size_and_the_limit(tmp_path: P
     assert code == 3, out
     assert f"{bomb} declares 20000x20000 pixels (400,000,000)" in out
     assert "268,435,456 pixels at most" in out and "broken JPEG header" not in out
+
+
+def unwritable_cache(kind: str, tmp_path: Path) -> tuple[Path, Callable[[], None] | None]:
+    """A ``DALIAUG_CACHE`` that cannot take files, and what the process must run first. The
+    tests run as root, which ignores file modes: a regular file where the folder's parent
+    should be, a folder under ``/sys`` (read-only even for root), or a file size limit that
+    makes every write fail as on a full disk."""
+    if kind == "file":
+        (tmp_path / "file").write_text("not a folder")
+        return tmp_path / "file" / "cache", None
+    if kind == "read-only":
+        return Path("/sys/daliaug-cache"), None
+    return tmp_path / "cache", full_disk
+
+
+def full_disk() -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes then fail with EFBIG instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1, 1))
+
+
+def run_in(cache: Path, before: Callable[[], None] | None, args: list[str]) -> tuple[int, str]:
+    result = subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        preexec_fn=before,
+        env={**os.environ, **QUIET, "DALIAUG_CACHE": str(cache)},
+    )
+    return result.returncode, result.stdout + result.stderr
+
+
+MAKE = """
+import sys, warnings
+import daliaug
+source = {"type": sys.argv[2], "path": sys.argv[1]}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    ds = daliaug.make_dataset({"source": source, "image_size": 32, "batch_size": 2,
+                               "backend": "cpu"})
+    print("samples", sum(int(b[0].shape[0]) for b in ds))
+cache = [str(w.message) for w in caught if w.category is daliaug.CacheWarning]
+print("cache warnings", len(cache), *cache)
+"""
+
+
+def fix_named(out: str, cache: Path) -> bool:
+    return f"DALIAUG_CACHE={cache}" in out and "set DALIAUG_CACHE to a folder you can write" in out
+
+
+@pytest.mark.parametrize("kind", ["file", "read-only", "full"])
+def test_make_dataset_goes_on_without_a_cache_it_cannot_write(kind: str, tmp_path: Path) -> None:
+    data = folders(tmp_path / "data")
+    cache, before = unwritable_cache(kind, tmp_path)
+    code, out = run_in(cache, before, ["-c", MAKE, str(data), "directory"])
+    assert code == 0, out
+    assert "samples 8" in out and "cache warnings 1 " in out and fix_named(out, cache), out
+
+
+def test_tfrecord_indexes_go_elsewhere_or_name_index_dir(tmp_path: Path) -> None:
+    from daliaug.sources.directory import DirectorySource
+    from daliaug.tools.convert import write_tfrecords
+
+    records = tmp_path / "records"
+    write_tfrecords(DirectorySource(path=folders(tmp_path / "data")).samples(), records, 2)
+    cache, before = unwritable_cache("file", tmp_path)
+    code, out = run_in(cache, before, ["-c", MAKE, str(records), "tfrecord"])
+    assert code == 0 and "samples 8" in out and "cache warnings 1 " in out, out
+    config = {"type": "tfrecord", "path": str(records), "index_dir": str(cache)}
+    with pytest.raises(ConfigError, match=f"source.index_dir: cannot write .*{cache}"):
+        load_config({"source": config, "image_size": 32}).source.samples()
+
+
+def test_check_lists_bad_files_without_a_cache(tmp_path: Path) -> None:
+    data = folders(tmp_path / "data")
+    (data / "b" / "0001.jpg").write_bytes(b"\xff\xd8\xff broken")
+    cache, before = unwritable_cache("read-only", tmp_path)
+    code, out = run_in(cache, before, ["-m", "daliaug.cli", "check", str(data)])
+    assert code == 3 and "0001.jpg" in out and "CacheWarning" in out and fix_named(out, cache)
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize("kind", ["file", "full"])
+def test_the_demo_names_a_cache_it_cannot_write(kind: str, tmp_path: Path) -> None:
+    cache, before = unwritable_cache(kind, tmp_path)
+    code, out = run_in(cache, before, ["-m", "daliaug.cli", "demo", "--epochs", "1"])
+    assert code == 2, out
+    assert f"cannot write the demo data to {cache}" in out and fix_named(out, cache), out
+    assert "Traceback" not in out
