@@ -155,3 +155,57 @@ def test_the_demo_names_a_cache_it_cannot_write(kind: str, tmp_path: Path) -> No
     assert code == 2, out
     assert f"cannot write the demo data to {cache}" in out and fix_named(out, cache), out
     assert "Traceback" not in out
+
+
+FIT = """
+import os, shutil, sys
+from pathlib import Path
+import keras
+import daliaug
+from tests.helpers import config_for
+
+data, backend, fault = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+victim = data / "b" / "0003.jpg"
+
+def inject():
+    stat = victim.stat()
+    if fault == "garbage":  # same size and modification time: only decoding can tell
+        victim.write_bytes(os.urandom(stat.st_size))
+        os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    elif fault == "truncated":
+        victim.write_bytes(victim.read_bytes()[:200])
+    elif fault == "deleted":
+        victim.unlink()
+    else:
+        shutil.rmtree(victim.parent)
+
+class Fault(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        inject()
+
+ds = daliaug.make_dataset(config_for(data, backend=backend, image_size=32, label_mode="int"))
+model = keras.Sequential([keras.Input((32, 32, 3)), keras.layers.GlobalAveragePooling2D(),
+                          keras.layers.Dense(2)])
+model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+try:
+    model.fit(ds, epochs=3, verbose=0, callbacks=[Fault()])
+except daliaug.DataError as e:
+    print("DataError:", e)
+"""
+
+
+@pytest.mark.parametrize("backend", ["cpu", "tf"])
+@pytest.mark.parametrize("fault", ["garbage", "truncated", "deleted", "folder"])
+def test_a_file_broken_mid_training_leaves_fit_as_a_data_error_naming_it(
+    fault: str, backend: str, tmp_path: Path
+) -> None:
+    """The file broken after the first epoch (after the check): ``fit`` on the ``tf.data``
+    output raises daliaug's DataError naming it, on both engines, not TensorFlow's error."""
+    data = folders(tmp_path / "data")
+    cache = tmp_path / "cache"
+    code, out = run_in(cache, None, ["-c", FIT, str(data), backend, fault])
+    assert code == 0, out
+    victim = data / "b" / ("0001.jpg" if fault == "folder" else "0003.jpg")
+    said = next(line for line in out.splitlines() if line.startswith("DataError: "))
+    assert str(victim.parent if fault == "folder" else victim) in said, said
+    assert "Traceback" not in out  # (DALI's plugin prints its own error on stderr)

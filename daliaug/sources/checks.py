@@ -146,12 +146,15 @@ def pillow_reason(path: str) -> str | None:
     return None
 
 
-def find_undecodable(paths: Iterable[str]) -> tuple[str, str] | None:
-    """The first file that PIL cannot fully decode, with the reason; ``None`` if all decode."""
-    for path in paths:
-        reason = pillow_reason(path)
-        if reason is not None:
-            return path, reason
+def find_undecodable(paths: Iterable[str], chunk: int = 256) -> tuple[str, str] | None:
+    """The first file that PIL cannot fully decode, with the reason; ``None`` if all decode
+    (decoded ``chunk`` files at a time, in parallel)."""
+    listed = list(paths)
+    for start in range(0, len(listed), chunk):
+        part = listed[start : start + chunk]
+        for path, reason in zip(part, parallel_check(pillow_reason, part), strict=True):
+            if reason is not None:
+                return path, reason
     return None
 
 
