@@ -209,3 +209,33 @@ def test_a_file_broken_mid_training_leaves_fit_as_a_data_error_naming_it(
     said = next(line for line in out.splitlines() if line.startswith("DataError: "))
     assert str(victim.parent if fault == "folder" else victim) in said, said
     assert "Traceback" not in out  # (DALI's plugin prints its own error on stderr)
+
+
+ITERATE = """
+import os, sys
+from pathlib import Path
+import daliaug
+from tests.helpers import config_for
+
+data, framework = Path(sys.argv[1]), sys.argv[2]
+batches = daliaug.make_dataset(config_for(data, image_size=32), framework=framework)
+victim = data / "b" / "0003.jpg"
+stat = victim.stat()
+victim.write_bytes(os.urandom(stat.st_size))  # the same size and modification time
+os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+try:
+    for _ in batches:
+        pass
+except daliaug.DataError as e:
+    print("DataError:", e)
+"""
+
+
+@pytest.mark.parametrize("framework", ["jax", "torch"])
+def test_a_file_replaced_unseen_is_named_on_jax_and_pytorch(framework: str, tmp_path: Path) -> None:
+    """The JAX and PyTorch outputs name the file from the same recent batches of the feed as
+    the ``tf.data`` output (``EpochFeed.explain``)."""
+    data = folders(tmp_path / "data")
+    code, out = run_in(tmp_path / "cache", None, ["-c", ITERATE, str(data), framework])
+    assert code == 0, out
+    assert f"DataError: cannot decode image {data / 'b' / '0003.jpg'}" in out, out
