@@ -51,8 +51,8 @@ def go_on_without(error: CacheError) -> None:
     if not _WARNED:
         _WARNED.add(str(error))
         warnings.warn(
-            f"{error}. daliaug goes on without its cache: files are checked and TFRecords "
-            f"indexed anew in each process (into {fallback_dir()})",
+            f"{error}. daliaug goes on without its cache: the decode check runs again in each "
+            f"process; skip lists and TFRecord indexes go to {fallback_dir()}",
             CacheWarning,
             stacklevel=4,
         )
