@@ -15,6 +15,8 @@ from daliaug.config import Config, load_config
 from daliaug.errors import (
     BackendError,
     BackendWarning,
+    CacheError,
+    CacheWarning,
     ConfigError,
     DaliaugError,
     DataError,
@@ -88,6 +90,8 @@ def split_model(model: Any, **kwargs: Any) -> tuple[dict[str, Any], Any]:
 __all__ = [
     "BackendError",
     "BackendWarning",
+    "CacheError",
+    "CacheWarning",
     "Config",
     "ConfigError",
     "DaliLoader",

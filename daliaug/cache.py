@@ -3,16 +3,80 @@ results), and how it writes them so that processes sharing the cache never see h
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import sqlite3
 import tempfile
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from daliaug.errors import CacheError, CacheWarning
+
+FIX = "set DALIAUG_CACHE to a folder you can write to, on a disk with free space"
 
 
 def default_cache_dir() -> Path:
-    """``$DALIAUG_CACHE`` if set, else ``~/.cache/daliaug``."""
-    return Path(os.environ.get("DALIAUG_CACHE") or "~/.cache/daliaug").expanduser()
+    """``$DALIAUG_CACHE`` if set, else ``~/.cache/daliaug``; a :class:`CacheError` if ``~``
+    cannot be expanded (an unknown ``~user``, no home folder)."""
+    value = os.environ.get("DALIAUG_CACHE") or "~/.cache/daliaug"
+    try:
+        return Path(value).expanduser()
+    except RuntimeError as e:
+        raise CacheError(f"DALIAUG_CACHE: cannot find the folder {value}: {e}; {FIX}") from e
+
+
+@contextmanager
+def writing_cache(path: Path, what: str) -> Iterator[None]:
+    """The file system's and SQLite's errors inside (a read-only or full disk, a file where a
+    folder should be) as a :class:`CacheError` naming ``DALIAUG_CACHE``, ``path`` and the fix."""
+    try:
+        yield
+    except (OSError, sqlite3.Error) as e:
+        setting = os.environ.get("DALIAUG_CACHE")
+        where = f"DALIAUG_CACHE={setting}" if setting else "DALIAUG_CACHE unset: ~/.cache/daliaug"
+        reason = getattr(e, "strerror", None) or str(e)
+        raise CacheError(
+            f"DALIAUG_CACHE: cannot write {what} to {path} ({where}): {reason}; {FIX}"
+        ) from e
+
+
+_WARNED: set[str] = set()
+
+
+def go_on_without(error: CacheError) -> None:
+    """Warn, once per process, that daliaug goes on without its cache, and why."""
+    if not _WARNED:
+        _WARNED.add(str(error))
+        warnings.warn(
+            f"{error}. daliaug goes on without its cache: the decode check runs again in each "
+            f"process; skip lists and TFRecord indexes go to {fallback_dir()}",
+            CacheWarning,
+            stacklevel=4,
+        )
+
+
+@functools.cache
+def fallback_dir() -> Path:
+    """A folder of this process's own in the system's temporary folder, for what the cache
+    cannot take."""
+    return Path(tempfile.mkdtemp(prefix="daliaug-"))
+
+
+def write_cached(relative: str, data: str | bytes, what: str) -> Path:
+    """Write ``data`` to ``relative`` in the cache, atomically; where the cache cannot take it,
+    into :func:`fallback_dir` (with one :class:`CacheWarning`). The path written."""
+    try:
+        path = default_cache_dir() / relative
+        with writing_cache(path, what):
+            return write_atomically(path, data)
+    except CacheError as e:
+        go_on_without(e)
+    path = fallback_dir() / relative
+    with writing_cache(path, what):
+        return write_atomically(path, data)
 
 
 def write_atomically(path: Path, data: str | bytes) -> Path:

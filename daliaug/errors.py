@@ -17,6 +17,11 @@ class ConfigError(DaliaugError, ValueError):
     exit_code = 2
 
 
+class CacheError(ConfigError):
+    """The folder daliaug keeps its files in (``DALIAUG_CACHE``) cannot take them: the message
+    names the variable, the path and the fix."""
+
+
 class DataError(DaliaugError, ValueError):
     """The data is missing, empty, unreadable or corrupt; the message names the path."""
 
@@ -32,6 +37,11 @@ class BackendError(DaliaugError, RuntimeError):
 class BackendWarning(UserWarning):
     """The backend runs somewhere other than it could (for example DALI on the CPU although a
     GPU is present); the message names the fix."""
+
+
+class CacheWarning(UserWarning):
+    """daliaug goes on without its cache (``DALIAUG_CACHE`` cannot take a file it only keeps to
+    save time); the message names the variable, the path and the fix."""
 
 
 class DataWarning(UserWarning):

@@ -21,6 +21,7 @@ the plan inside the DALI graph (:mod:`daliaug.engines.dali.pipeline`).
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -32,8 +33,10 @@ import numpy as np
 from daliaug.algebra import Canvas, Math, Scalar
 from daliaug.config import Config, target_column
 from daliaug.epoch import Epochs, ParameterRows, columns
+from daliaug.errors import DataError, carried_error
 from daliaug.plan import Plan
 from daliaug.sources.base import Samples
+from daliaug.sources.checks import explain_failure
 from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.tfrecord import RecordSamples
 from daliaug.sources.watch import FileWatch
@@ -269,7 +272,9 @@ class EpochFeed:
     explicit ``params``, one row per sample), the columns are gathered and the plan evaluated
     with NumPy, vectorized over the batch. ``resizes``: see :meth:`WarpLayout.of`. With
     ``weights`` (one per sample) the feed also gives each sample's ``weight``, 0 where the
-    epoch pads."""
+    epoch pads. It keeps the sample indices of the ``recent`` batches it gave with
+    ``check_files`` (the ones a graph may be reading), to name the file when the graph fails
+    (:meth:`explain`)."""
 
     def __init__(
         self,
@@ -280,8 +285,10 @@ class EpochFeed:
         params: np.ndarray | None = None,
         epochs: Epochs | None = None,
         weights: np.ndarray | None = None,
+        recent: int = 2,
     ) -> None:
         self.samples = samples
+        self.recent: deque[np.ndarray] = deque(maxlen=recent)
         self.label_mode = config.label_mode
         self.plan = config.plan
         self.epochs = epochs or Epochs.of(config, len(samples))
@@ -291,6 +298,22 @@ class EpochFeed:
         expected = (len(samples), len(self.plan.param_keys))
         if self.params is not None and self.params.shape != expected:
             raise ValueError(f"params has shape {self.params.shape}, expected {expected}")
+
+    def explain(self, error: Exception, what: str) -> DataError:
+        """The :class:`DataError` for a graph that failed reading this feed's recent batches:
+        the one it carries, else the first of their files that changed, went missing or does
+        not decode, else ``what`` with the error's informative line (see
+        :func:`~daliaug.sources.checks.explain_failure`)."""
+        carried = carried_error(error)
+        if isinstance(carried, DataError):
+            return carried
+        recent = np.concatenate([np.zeros(0, np.int64), *self.recent])
+        try:
+            self.samples.assert_unchanged(recent)
+        except DataError as changed:
+            return changed
+        files = [paths[i] for paths in self.samples.files.values() for i in recent.tolist()]
+        return explain_failure(error, files, f"{what} ({len(recent)} recent samples)")
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -322,6 +345,8 @@ class EpochFeed:
             for k, (bounds, index) in enumerate(zip(self.epochs.bounds, batches, strict=True)):
                 if watch is not None:
                     watch.verify(k)
+                if check_files:
+                    self.recent.append(index)
                 yield self._batch(names, index, bounds, drawn)
         finally:
             if watch is not None:

@@ -29,7 +29,6 @@ from daliaug.errors import DataError, first_line
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.prepare import prepare
 from daliaug.sources.base import Samples
-from daliaug.sources.checks import explain_failure
 from daliaug.sources.sample_set import SampleSet
 
 
@@ -37,15 +36,14 @@ class _Source:
     """The pipeline's one external source: every input of a batch per call, epoch by epoch.
 
     Raising ``StopIteration`` ends an epoch; the next call (after the pipeline's reset) starts
-    the next epoch. Keeps the recent batches' sample indices (to name a file that fails) and
-    each batch's parameter rows until the batch comes out.
+    the next epoch. Keeps each batch's parameter rows until the batch comes out (the feed keeps
+    the recent batches' sample indices, to name a file that fails).
     """
 
-    def __init__(self, feed: EpochFeed, epoch: int, depth: int) -> None:
+    def __init__(self, feed: EpochFeed, epoch: int) -> None:
         self.feed = feed
         self.epoch = epoch
         self.pending: Iterator[dict[str, np.ndarray]] | None = None
-        self.recent: deque[np.ndarray] = deque(maxlen=depth)
         self.params: deque[np.ndarray] = deque()
 
     def __call__(self) -> tuple[np.ndarray, ...]:
@@ -57,7 +55,6 @@ class _Source:
             self.pending = None
             self.epoch += 1
             raise StopIteration
-        self.recent.append(batch["index"])
         self.params.append(batch["params"])
         return tuple(batch[name] for name in names)
 
@@ -84,6 +81,7 @@ def _pipeline(
         params=params,
         epochs=options.epochs(config, len(samples)),
         weights=options.per_sample(samples),
+        recent=config.prefetch_depth(device) + 2,
     )
     source = _Source(feed, initial_epoch, depth=config.prefetch_depth(device) + 2)
     options = GraphOptions(
@@ -210,12 +208,8 @@ class DaliLoader:
             yield batch
 
     def _explain(self, error: RuntimeError) -> DataError:
-        assert self._source is not None and isinstance(self.samples, Samples)
-        recent = [int(i) for idx in self._source.recent for i in idx]
-        files = [paths[i] for paths in self.samples.files.values() for i in recent]
-        return explain_failure(
-            error, files, f"DALI failed on a batch of {len(recent)} recent samples"
-        )
+        assert self._source is not None
+        return self._source.feed.explain(error, "DALI failed on a batch")
 
 
 class _Trimmed:

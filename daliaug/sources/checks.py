@@ -21,13 +21,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from daliaug.cache import default_cache_dir, write_atomically
-from daliaug.errors import DataError, carried_error, first_line, readable
+from daliaug.cache import default_cache_dir, go_on_without, write_cached, writing_cache
+from daliaug.errors import CacheError, DataError, carried_error, first_line, readable
+
+T = TypeVar("T")
 
 _MAGIC = {b"\xff\xd8\xff": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG"}
 
@@ -40,8 +43,10 @@ taken for a decompression bomb or a broken file, as decoding it would need gigab
 def image_header(path: str) -> tuple[str, int, int]:
     """``('JPEG' | 'PNG', height, width)`` from the file's header; :class:`DataError` naming the
     file if it is missing, empty, not a JPEG or PNG, has a broken header or declares more than
-    :data:`MAX_PIXELS` pixels."""
-    from PIL import Image
+    :data:`MAX_PIXELS` pixels (read by the format's own Pillow plugin: ``Image.open`` refuses
+    large sizes with its own limit before saying the size)."""
+    from PIL.JpegImagePlugin import JpegImageFile
+    from PIL.PngImagePlugin import PngImageFile
 
     kind = "image"
     try:
@@ -55,7 +60,8 @@ def image_header(path: str) -> tuple[str, int, int]:
                     f"{path} is not a JPEG or PNG image (its first bytes are {head[:4]!r})"
                 )
             f.seek(0)
-            with Image.open(f) as im:  # (no catch_warnings: this runs in threads)
+            plugin = JpegImageFile if kind == "JPEG" else PngImageFile
+            with plugin(f) as im:  # (no catch_warnings: this runs in threads)
                 width, height = im.size
     except DataError:
         raise
@@ -67,8 +73,9 @@ def image_header(path: str) -> tuple[str, int, int]:
         raise DataError(f"{path} has a broken {kind} header: {type(e).__name__}: {e}") from e
     if width * height > MAX_PIXELS or min(width, height) < 1:
         raise DataError(
-            f"{path} declares {width}x{height} pixels, beyond what daliaug decodes "
-            f"({MAX_PIXELS:,} pixels at most): a broken header or a decompression bomb"
+            f"{path} declares {width}x{height} pixels ({width * height:,}), beyond what "
+            f"daliaug decodes ({MAX_PIXELS:,} pixels at most): a broken header or a "
+            "decompression bomb"
         )
     return kind, height, width
 
@@ -139,12 +146,15 @@ def pillow_reason(path: str) -> str | None:
     return None
 
 
-def find_undecodable(paths: Iterable[str]) -> tuple[str, str] | None:
-    """The first file that PIL cannot fully decode, with the reason; ``None`` if all decode."""
-    for path in paths:
-        reason = pillow_reason(path)
-        if reason is not None:
-            return path, reason
+def find_undecodable(paths: Iterable[str], chunk: int = 256) -> tuple[str, str] | None:
+    """The first file that PIL cannot fully decode, with the reason; ``None`` if all decode
+    (decoded ``chunk`` files at a time, in parallel)."""
+    listed = list(paths)
+    for start in range(0, len(listed), chunk):
+        part = listed[start : start + chunk]
+        for path, reason in zip(part, parallel_check(pillow_reason, part), strict=True):
+            if reason is not None:
+                return path, reason
     return None
 
 
@@ -192,37 +202,55 @@ def _stored(path: str) -> str | bytes:
 
 
 class CheckCache:
-    """Decode results by path, valid while the file's size and modification time hold."""
+    """Decode results by path, valid while the file's size and modification time hold. Where
+    the cache cannot be read or written, it answers nothing and keeps nothing (with one
+    :class:`~daliaug.errors.CacheWarning`): the files are decoded again."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or default_cache_dir() / "check.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
+        self.usable = True
 
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=60)
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS files (decoder TEXT, path TEXT, size INTEGER, "
-            "mtime_ns INTEGER, reason TEXT, PRIMARY KEY (decoder, path))"
-        )
-        return db
+    def _use(self, work: Callable[[sqlite3.Connection], T], default: T) -> T:
+        """``work`` on the database, or ``default`` where the cache cannot be used."""
+        if self.usable:
+            try:
+                path = self._path or default_cache_dir() / "check.sqlite"
+                with writing_cache(path, "the decode check's results"):
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    with closing(sqlite3.connect(path, timeout=60)) as db:
+                        db.execute(
+                            "CREATE TABLE IF NOT EXISTS files (decoder TEXT, path TEXT, "
+                            "size INTEGER, mtime_ns INTEGER, reason TEXT, "
+                            "PRIMARY KEY (decoder, path))"
+                        )
+                        return work(db)
+            except CacheError as e:
+                self.usable = False
+                go_on_without(e)
+        return default
 
     def lookup(self, decoder: str, keys: dict[str, tuple[int, int]]) -> dict[str, str | None]:
         """The cached result (``None``: decodes) of each file whose key still matches."""
+        return self._use(partial(self._lookup, decoder=decoder, keys=keys), {})
+
+    @staticmethod
+    def _lookup(
+        db: sqlite3.Connection, decoder: str, keys: dict[str, tuple[int, int]]
+    ) -> dict[str, str | None]:
         found: dict[str, str | None] = {}
-        with closing(self._connect()) as db:
-            stored = {_stored(p): p for p in keys}
-            paths = list(stored)
-            for i in range(0, len(paths), 900):  # SQLite's limit on bound parameters
-                chunk = paths[i : i + 900]
-                marks = ",".join("?" * len(chunk))
-                rows = db.execute(
-                    "SELECT path, size, mtime_ns, reason FROM files "
-                    f"WHERE decoder = ? AND path IN ({marks})",
-                    [decoder, *chunk],
-                )
-                for path, size, mtime_ns, reason in rows:
-                    if keys[stored[path]] == (size, mtime_ns):
-                        found[stored[path]] = reason
+        stored = {_stored(p): p for p in keys}
+        paths = list(stored)
+        for i in range(0, len(paths), 900):  # SQLite's limit on bound parameters
+            chunk = paths[i : i + 900]
+            marks = ",".join("?" * len(chunk))
+            rows = db.execute(
+                "SELECT path, size, mtime_ns, reason FROM files "
+                f"WHERE decoder = ? AND path IN ({marks})",
+                [decoder, *chunk],
+            )
+            for path, size, mtime_ns, reason in rows:
+                if keys[stored[path]] == (size, mtime_ns):
+                    found[stored[path]] = reason
         return found
 
     def store(
@@ -232,8 +260,12 @@ class CheckCache:
             (decoder, _stored(p), *keys[p], reason and readable(reason))
             for p, reason in results.items()
         ]
-        with closing(self._connect()) as db, db:
-            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
+
+        def insert(db: sqlite3.Connection) -> None:
+            with db:
+                db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
+
+        self._use(insert, None)
 
 
 @dataclass(frozen=True)
@@ -280,6 +312,6 @@ def check_files(
 def skip_list(bad: dict[str, str], source_files: Iterable[str]) -> Path:
     """Write the bad files of a source, with reasons, next to the cache; its path."""
     names = "\n".join(sorted(source_files)).encode("utf-8", "surrogateescape")
-    path = default_cache_dir() / "check" / f"skipped-{hashlib.sha1(names).hexdigest()[:16]}.txt"
+    name = f"check/skipped-{hashlib.sha1(names).hexdigest()[:16]}.txt"
     lines = [readable(f"{p}\t{reason}\n") for p, reason in sorted(bad.items())]
-    return write_atomically(path, "".join(lines))
+    return write_cached(name, "".join(lines), "the list of bad files")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar, Literal, NoReturn
 
-from daliaug.cache import default_cache_dir, write_atomically
+from daliaug.cache import default_cache_dir, write_atomically, write_cached
 from daliaug.errors import ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath
 from daliaug.sources.base import SourceConfig, read_text
@@ -97,6 +97,13 @@ def _unsplit(field: str, folder: Path) -> DataError:
 
 def write_index(record_file: str, index_file: Path) -> int:
     """Write DALI's index (``offset size`` per record) of one TFRecord file; returns the count."""
+    text, count = index_text(record_file)
+    write_atomically(index_file, text)
+    return count
+
+
+def index_text(record_file: str) -> tuple[str, int]:
+    """DALI's index of one TFRecord file (``offset size`` per record), and the record count."""
     size = os.path.getsize(record_file)
     lines, offset = [], 0
     with open(record_file, "rb") as f:
@@ -111,8 +118,7 @@ def write_index(record_file: str, index_file: Path) -> int:
             lines.append(f"{offset} {end - offset}\n")
             f.seek(end)
             offset = end
-    write_atomically(index_file, "".join(lines))
-    return len(lines)
+    return "".join(lines), len(lines)
 
 
 SAMPLED = 1 << 16
@@ -198,18 +204,29 @@ class TFRecordSource(SourceConfig):
 
     def _index(self, record_file: str) -> tuple[str, int]:
         """The index file of ``record_file`` and its record count: the one written for these
-        contents if it still spans the whole file, else a new one (old ones removed)."""
+        contents if it still spans the whole file, else a new one (old ones removed). Where the
+        default folder (in the cache) cannot take it, it goes to a temporary folder, with one
+        warning; where ``index_dir`` cannot, a :class:`ConfigError` names it."""
         folder = (self.index_dir or default_cache_dir() / "tfrecord-index").expanduser()
-        folder.mkdir(parents=True, exist_ok=True)
         place = hashlib.sha1(os.fsencode(os.path.abspath(record_file))).hexdigest()[:16]
         stem = f"{Path(record_file).name}.{place}"
-        index = folder / f"{stem}.{contents_key(record_file)}.idx"
-        count = indexed_count(index, os.path.getsize(record_file))
+        name = f"{stem}.{contents_key(record_file)}.idx"
+        count = indexed_count(folder / name, os.path.getsize(record_file))
         if count is not None:
-            return str(index), count
-        for old in folder.glob(f"{glob.escape(stem)}*.idx"):
-            old.unlink(missing_ok=True)
-        return str(index), write_index(record_file, index)
+            return str(folder / name), count
+        text, count = index_text(record_file)
+        try:
+            for old in folder.glob(f"{glob.escape(stem)}*.idx"):
+                old.unlink(missing_ok=True)
+            if self.index_dir is not None:
+                return str(write_atomically(folder / name, text)), count
+        except OSError as e:
+            if self.index_dir is not None:
+                raise ConfigError(
+                    f"source.index_dir: cannot write the TFRecord index {folder / name}: "
+                    f"{e.strerror or e}; give a folder you can write to"
+                ) from e
+        return str(write_cached(f"tfrecord-index/{name}", text, "a TFRecord index")), count
 
     def samples(self) -> RecordSamples:  # type: ignore[override]
         files = self.record_files()

@@ -4,6 +4,7 @@ saved Keras model's preprocessing layers into a daliaug config."""
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -79,6 +80,14 @@ def keras_config(model: Path, source: Path, image_size: Sequence[int] | None = N
 
     if not model.is_file():
         raise ConfigError(f"--from-keras: no model file {model}")
+    if model.suffix == ".keras" and not zipfile.is_zipfile(model):
+        with open(model, "rb") as f:
+            head = f.read(4)
+        raise ConfigError(
+            f"--from-keras: {model} is not a saved Keras model: a .keras file is a zip archive "
+            f"and this one is not (its first bytes are {head!r}); save the model again with "
+            "model.save('name.keras')"
+        )
     try:
         loaded = keras.saving.load_model(model, compile=False)
     except Exception as e:  # Keras raises many kinds for a file it cannot read

@@ -8,7 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from daliaug.cache import build_folder_atomically, default_cache_dir, write_atomically
+from daliaug.cache import (
+    build_folder_atomically,
+    default_cache_dir,
+    write_atomically,
+    writing_cache,
+)
 from daliaug.sources import SourceConfig
 from daliaug.sources.directory import DirectorySource
 from daliaug.tools.demo_data import (
@@ -55,8 +60,17 @@ def _tfrecords(folder: Path, out: Path) -> Path:
 
 
 def demo_sources(source: SourceConfig) -> tuple[SourceConfig, SourceConfig]:
-    """Training and validation sources like ``source``, over the procedural demo data."""
+    """Training and validation sources like ``source``, over the procedural demo data (a
+    :class:`~daliaug.errors.CacheError` where the cache cannot take it)."""
     cache = default_cache_dir()
+    with writing_cache(cache, "the demo data"):
+        updates = _written(source, cache)
+    train, val = (source.model_validate({**source.model_dump(), **u}) for u in updates)
+    return train, val
+
+
+def _written(source: SourceConfig, cache: Path) -> list[dict[str, Any]]:
+    """The demo data of each split written into ``cache``: the fields of its source."""
     updates: list[dict[str, Any]] = []
     for split, (per_class, seed) in SPLITS.items():
         if source.segmentation:
@@ -85,5 +99,4 @@ def demo_sources(source: SourceConfig) -> tuple[SourceConfig, SourceConfig]:
             "tfrecord": lambda f, s: _tfrecords(f, cache / "demo-tfrecord" / s),
         }
         updates.append({"path": writers[source.type](folder, split)})
-    train, val = (source.model_validate({**source.model_dump(), **u}) for u in updates)
-    return train, val
+    return updates

@@ -308,19 +308,15 @@ def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int 
 
 
 def _gpu_bound(config: Config, pipeline: Phase) -> InputBound:
-    """:func:`input_bound` of the pipeline phase with the config's settings."""
-    from daliaug.engines.dali import image
-
-    # TODO(issue 31): hw_decoder_load becomes a config field; until then the module's default
-    load = getattr(config, "hw_decoder_load", image.HW_DECODER_LOAD)
+    """:func:`input_bound` of the pipeline phase with the config's settings on the GPU."""
     return input_bound(
         pipeline.images_per_s,
         pipeline.cpu_percent or 0.0,
         len(os.sched_getaffinity(0)),
-        config.dali_threads,
+        config.dali_threads("gpu"),
         pipeline.gpu_percent,
-        load,
-        config.prefetch,
+        config.hw_decoder_load,
+        config.prefetch_depth("gpu"),
     )
 
 

@@ -554,7 +554,7 @@ def selftest(
 ) -> Report:
     """Run the checks; ``progress`` hears which one starts; ``folder`` takes the file list of
     the epoch comparison (default: the cache)."""
-    from daliaug.cache import default_cache_dir
+    from daliaug.cache import default_cache_dir, writing_cache
 
     progress("looking at the driver, the GPU, DALI, TensorFlow and the plugin")
     host = probe_host()
@@ -563,7 +563,8 @@ def selftest(
     if report.device == "cpu":
         report.checks.append(Check("GPU path", None, "skipped: DALI sees no GPU; ran on the CPU"))
     folder = folder or default_cache_dir() / "selftest"
-    folder.mkdir(parents=True, exist_ok=True)
+    with writing_cache(folder, "the self-test's files"):
+        folder.mkdir(parents=True, exist_ok=True)
     for name, step, wanted in (
         ("checking DALI against the stored reference", _parity, True),
         ("counting which decoder took each JPEG window", _decoders, report.device == "gpu"),

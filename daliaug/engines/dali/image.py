@@ -178,9 +178,10 @@ def finish(
     """A batch of resampled float images to the output: shifted and clipped to each image's
     own range (the plan's ``offset``), recoloured where ``recolour`` holds (the plan's
     ``colour`` matrix, plus its ``colour_mean`` matrix times the image's per-channel mean when
-    given) and clipped to 0..255, through the pixel and batch stages, normalized (``uint8``
-    output: rounded half up) in the output dtype and layout; nothing is rounded before that.
-    ``column``: the graph's :func:`stage_column` (one is made without it)."""
+    given) and clipped to 0..255, through the pixel and batch stages (clipped to 0..255
+    again), normalized (``uint8`` output: rounded half up) in the output dtype and layout;
+    nothing is rounded before that. ``column``: the graph's :func:`stage_column` (one is made
+    without it)."""
     if "offset" in warp:  # an offset step always comes with a colour matrix (maybe identity)
         # the offset is a regular input of the arithmetic here, so on the image's device
         offset = warp["offset"].gpu() if image.device == "gpu" else warp["offset"]
@@ -195,6 +196,8 @@ def finish(
         column = column or stage_column(warp)
         image = config.plan.pixels(image, column, pixels)
         image = config.plan.batch_images(image, column, pixels)
+        # the stages' float arithmetic can leave 0..255 by a rounding step (255.00002)
+        image = dmath.clamp(image, 0.0, 255.0)
     mean, std = config.output.mean_std(config.channels)
     return fn.crop_mirror_normalize(
         image,

@@ -321,7 +321,8 @@ def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
     """A batch of resampled float32 images to the output: shifted within each image's range
     (``inputs["offset"]``), recoloured (``out = M @ rgb + N @ mean + t`` with
     ``inputs["colour"]`` = ``[M | t]`` per image, ``inputs["colour_mean"]`` = ``N`` if given)
-    and clipped to 0..255, then ``(x - mean) * (1 / std)`` like DALI in the output dtype, or for
+    and clipped to 0..255, through the pixel and batch stages (clipped to 0..255 again), then
+    ``(x - mean) * (1 / std)`` like DALI in the output dtype, or for
     ``uint8`` output rounded half up, in the output layout. Nothing is rounded before that (one
     expression: XLA fuses it into one pass)."""
     if "offset" in inputs:
@@ -335,6 +336,8 @@ def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
         column = stage_column(inputs)
         images = config.plan.pixels(images, column, pixels)
         images = config.plan.batch_images(images, column, pixels)
+        # the stages' float arithmetic can leave 0..255 by a rounding step (255.00002)
+        images = tf.clip_by_value(images, 0.0, 255.0)
     if config.output.dtype == "uint8":
         out = tf.cast(tf.floor(images + 0.5), tf.uint8)
     else:

@@ -25,7 +25,14 @@ from daliaug.engines.tf.records import packed, read_records
 from daliaug.epoch import EpochClock, Epochs
 from daliaug.errors import BackendError, BackendWarning
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
-from daliaug.outputs.tfdata.streams import column_stream, counted, element_spec, feed_stream
+from daliaug.outputs.tfdata.faults import named_faults
+from daliaug.outputs.tfdata.streams import (
+    column_stream,
+    counted,
+    element_spec,
+    feed_stream,
+    in_flight,
+)
 from daliaug.sources.sample_set import SampleSet
 
 TF_CUDA_FIX = "install TensorFlow's CUDA build: pip install 'tensorflow[and-cuda]==2.21.*'"
@@ -135,24 +142,37 @@ def on_first_batch(dataset: tf.data.Dataset) -> tf.data.Dataset:
 
 
 def _inputs(
-    config: Config, samples: SampleSet, options: DatasetOptions, clock: EpochClock
-) -> tuple[dict[str, tf.data.Dataset], Epochs]:
-    """One CPU stream per graph input, their epochs numbered by ``clock``."""
+    config: Config,
+    samples: SampleSet,
+    options: DatasetOptions,
+    clock: EpochClock,
+    device: Device,
+) -> tuple[dict[str, tf.data.Dataset], Epochs, EpochFeed | None]:
+    """One CPU stream per graph input of DALI's graph on ``device``, their epochs numbered by
+    ``clock``, and the feed that makes them (None for TFRecords, which ``tf.data`` reads)."""
     epochs = options.epochs(config, len(samples))
     weights = options.weights(samples.num_classes)
 
     read = read_records(config, samples, epochs, RESIZES, partial(counted, clock=clock), weights)
     if read is not None:
         stream, layout = read
-        return {"record": packed(stream, RecordLayout(layout))}, epochs
+        return {"record": packed(stream, RecordLayout(layout))}, epochs, None
     per_sample = options.per_sample(samples)
-    feed = EpochFeed(config, samples, resizes=RESIZES, epochs=epochs, weights=per_sample)
-    return {
+    feed = EpochFeed(
+        config,
+        samples,
+        resizes=RESIZES,
+        epochs=epochs,
+        weights=per_sample,
+        recent=in_flight(config, device),
+    )
+    streams = {
         name: column_stream(feed, name, clock)
         if name in samples.columns
         else feed_stream(feed, name, clock)
         for name in feed.inputs
-    }, epochs
+    }
+    return streams, epochs, feed
 
 
 def dali_dataset(
@@ -175,7 +195,7 @@ def dali_dataset(
     on_gpu = tf.DeviceSpec.from_string(place).device_type == "GPU"
     clock = options.epoch_clock()
     with tf.device("/cpu:0" if on_gpu else place):
-        inputs, epochs = _inputs(config, samples, options, clock)
+        inputs, epochs, feed = _inputs(config, samples, options, clock, device)
         inputs = {name: stream.prefetch(2) for name, stream in inputs.items()}
     if on_gpu:
         copy = tf.data.experimental.copy_to_device(place)
@@ -208,7 +228,7 @@ def dali_dataset(
         ds = on_first_batch(ds).apply(tf.data.experimental.assert_cardinality(len(epochs)))
     ds.batches_per_epoch = len(epochs)
     ds.epoch_clock = clock
-    return ds
+    return named_faults(ds, feed)
 
 
 def report_length(dataset: tf.data.Dataset, batches: int) -> None:

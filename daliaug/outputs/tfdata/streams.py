@@ -28,6 +28,13 @@ from daliaug.sources.segmentation import SegmentationSource
 CHUNK = 8192
 """Samples per Python call of a feed stream (index arrays and per-sample numbers are small)."""
 
+
+def in_flight(config: Config, device: str) -> int:
+    """The batches a feed stream's graph on ``device`` may be reading at once: the chunk being
+    cut into batches and the next one, and the queues after them."""
+    return 2 * max(1, CHUNK // config.batch_size) + config.prefetch_depth(device) + 4
+
+
 _TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "uint8": tf.uint8}
 
 

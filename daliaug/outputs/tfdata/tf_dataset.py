@@ -14,7 +14,8 @@ from daliaug.engines.feed import EpochFeed
 from daliaug.engines.tf.pipeline import RESIZES, array_batches, file_batches, record_batches
 from daliaug.engines.tf.records import read_records
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
-from daliaug.outputs.tfdata.streams import counted, element_spec, feed_stream
+from daliaug.outputs.tfdata.faults import named_faults
+from daliaug.outputs.tfdata.streams import counted, element_spec, feed_stream, in_flight
 from daliaug.sources.sample_set import SampleSet
 
 
@@ -40,6 +41,7 @@ def _dataset(
     if params is not None:
         samples.check_params("explicit")
     read = read_records(config, samples, epochs, RESIZES, partial(counted, clock=clock), weights)
+    feed = None
     if read is not None:
         stream, layout = read
         batches = record_batches(config, samples.num_classes, layout, stream, weights is not None)
@@ -51,6 +53,7 @@ def _dataset(
             params=params,
             epochs=epochs,
             weights=options.per_sample(samples),
+            recent=in_flight(config, "cpu"),
         )
         weight = ("weight",) if weights is not None else ()
         stream = feed_stream(feed, ("index", "warp", *weight), clock, check_files=True)
@@ -74,4 +77,4 @@ def _dataset(
         ds = ds.with_options(threads)
     ds.batches_per_epoch = len(epochs)
     ds.epoch_clock = clock
-    return ds
+    return named_faults(ds, feed)
