@@ -83,7 +83,7 @@ def _pipeline(
         weights=options.per_sample(samples),
         recent=config.prefetch_depth(device) + 2,
     )
-    source = _Source(feed, initial_epoch, depth=config.prefetch_depth(device) + 2)
+    source = _Source(feed, initial_epoch)
     options = GraphOptions(
         device,
         samples.num_classes,

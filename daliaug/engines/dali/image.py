@@ -134,10 +134,16 @@ def _fill_outside(
     return warped * inside + fill * (1 - inside)
 
 
-def stage_column(warp: dict[str, object]) -> Callable[[int], DataNode]:
-    """The per-sample value of the plan's stage parameter ``k`` (see :meth:`Plan.pixels`):
-    one CPU operator per parameter of the graph, however often it is read."""
-    return cache(lambda k: warp["stages"][k])
+def stage_column(warp: dict[str, object]) -> Callable[[int | slice], DataNode]:
+    """The per-sample value of the plan's stage parameter ``k``, or the per-sample vector of a
+    range of them (see :meth:`Plan.pixels`): one CPU operator per parameter or range of the
+    graph, however often it is read."""
+
+    @cache
+    def read(key: int | tuple[int, int, int | None]) -> DataNode:
+        return warp["stages"][slice(*key) if isinstance(key, tuple) else key]
+
+    return lambda k: read((k.start, k.stop, k.step) if isinstance(k, slice) else k)
 
 
 def _mean_shift(image: DataNode, means: DataNode, channels: int) -> DataNode:
@@ -173,7 +179,7 @@ def finish(
     image: DataNode,
     warp: dict[str, object],
     config: Config,
-    column: Callable[[int], DataNode] | None = None,
+    column: Callable[[int | slice], DataNode] | None = None,
 ) -> DataNode:
     """A batch of resampled float images to the output: shifted and clipped to each image's
     own range (the plan's ``offset``), recoloured where ``recolour`` holds (the plan's

@@ -191,7 +191,7 @@ def _unpack_record(
 
 
 def _mask_stages(
-    plan: Plan, column: Callable[[int], DataNode], fill: float, masks: DataNode
+    plan: Plan, column: Callable[[int | slice], DataNode], fill: float, masks: DataNode
 ) -> DataNode:
     """Masks (HWC) through the plan's pixel stages that move pixels, then its batch stages
     (cuts only: the config refuses blends)."""
