@@ -338,6 +338,7 @@ EXAMPLE_CPU_OPERATORS = {
     "perspective": 18,
     "keras_perspective": 18,
     "keras_contrast": 13,
+    "elastic": 19,
 }
 """The same bound for the parity harness's one-transform configs (on JPEG files) that need
 more than :data:`EXAMPLE_CPU_BOUND`."""

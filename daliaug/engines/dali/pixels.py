@@ -176,10 +176,11 @@ def perspective(images: DataNode, matrix: Sequence[Value], fill: float, nearest:
 def _grid(images: DataNode, size: DataNode) -> tuple[DataNode, DataNode]:
     """The column and row index of each pixel of each sample of ``size`` (height, width; a
     vector per sample on the CPU), ``(H, W, 1)`` on the images' device: two-pixel ramps
-    resized, from their pixel centres, to that size."""
+    resized there, from their pixel centres, to that size."""
     out = []
     for ramp, side in (([[0.0, 1.0], [0.0, 1.0]], size[1]), ([[0.0, 0.0], [1.0, 1.0]], size[0])):
-        source = types.Constant(np.array(ramp, np.float32).reshape(2, 2, 1), device="cpu")
+        ramp = np.array(ramp, np.float32).reshape(2, 2, 1)
+        source = types.Constant(ramp, device=images.device)
         unit = fn.resize(
             source,
             size=size,
