@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
+from daliaug.config import load_config
 from daliaug.config_files import shipped_configs
 from tests.helpers import structured_image, write_image_dir
 
@@ -51,18 +52,19 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"directory": folders, "arrays": arrays, "segmentation": segmentation}
 
 
-def small(config: dict, out: Path) -> Path:
-    """``config`` in batches of 4, written to ``out``."""
-    out.write_text(yaml.safe_dump({**config, "batch_size": 4}))
+def small(config: dict, out: Path, data: Path | None = None) -> Path:
+    """``config`` in batches of 4 (reading ``data`` where given), written to ``out``."""
+    loaded = load_config({**config, "batch_size": 4})
+    if data is not None:
+        loaded = loaded.model_copy(update={"source": loaded.source.with_path(data)})
+    out.write_text(loaded.to_yaml())
     return out
 
 
-def run(command: str, config: Path, data: Path | None, tmp_path: Path) -> None:
+def run(command: str, config: Path, tmp_path: Path) -> None:
     args: list[object] = [command, config, *COMMANDS[command]]
     if command == "preview":
         args += ["--out", tmp_path / "grid.png"]
-    if data is not None and command != "parity":
-        args += ["--data", data]
     result = daliaug(*args, cache=tmp_path / "cache")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
@@ -74,7 +76,8 @@ def test_every_command_runs_every_shipped_config(
     name: str, command: str, data: dict[str, Path], tmp_path: Path
 ) -> None:
     config = yaml.safe_load(shipped_configs()[name].read_text())
-    run(command, small(config, tmp_path / f"{name}.yaml"), data[config["source"]["type"]], tmp_path)
+    written = small(config, tmp_path / f"{name}.yaml", data[config["source"]["type"]])
+    run(command, written, tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -113,4 +116,4 @@ def test_every_command_runs_the_config_from_keras_default_layers(
 ) -> None:
     config = yaml.safe_load(from_keras.read_text())
     assert config["backend"] == "tf" and config["transforms"][2]["fill"] == "reflect"
-    run(command, from_keras, None, tmp_path)
+    run(command, from_keras, tmp_path)

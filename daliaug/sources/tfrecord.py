@@ -212,7 +212,7 @@ class TFRecordSource(SourceConfig):
             old.unlink(missing_ok=True)
         return str(index), write_index(record_file, index)
 
-    def samples(self) -> RecordSamples:  # type: ignore[override]
+    def samples(self, seed: int | None = None) -> RecordSamples:  # type: ignore[override]
         files = self.record_files()
         indexed = [self._index(f) for f in files]
         return RecordSamples(
