@@ -72,11 +72,11 @@ def prepare_samples(
                 f"source.type: x/y arrays were given, so the source must be of type 'arrays', "
                 f"not {config.source.type!r}"
             )
-        check_arrays(config, x, y)
         raw = config.label_mode == "raw"
         samples = array_samples(x, y, config.source.classes, raw).shard(
             config.source.shard_id, config.source.num_shards
         )
+        check_arrays(config, x, y)
     elif samples is None:
         samples = config.source.samples(config.seed)
     if len(samples) == 0:
@@ -112,9 +112,9 @@ def check_arrays(config: Config, x: object, y: object) -> None:
     ``rescale`` that brings them back to [0, 1])."""
     if np.ndim(y) == 2 and np.shape(y)[1] > 1 and config.label_mode in ("int", "float", "binary"):
         raise DataError(
-            f"y holds one-hot rows {np.shape(y)}, but label_mode: {config.label_mode} yields "
-            "class indices; set label_mode: categorical (the same one-hot rows), or pass "
-            "y.argmax(1)"
+            f"y holds a row per sample {np.shape(y)}, but label_mode: {config.label_mode} "
+            "yields class indices; set label_mode: categorical for one-hot rows (raw for soft "
+            "targets), or pass y.argmax(1)"
         )
     if getattr(x, "dtype", np.dtype(np.uint8)).kind == "f" and not config.output.normalizes:
         warnings.warn(
