@@ -117,3 +117,31 @@ def test_every_command_runs_the_config_from_keras_default_layers(
     config = yaml.safe_load(from_keras.read_text())
     assert config["backend"] == "tf" and config["transforms"][2]["fill"] == "reflect"
     run(command, from_keras, tmp_path)
+
+
+def test_doctor_compiles_a_model_saved_before_compile_and_names_its_augmentation(
+    data: dict[str, Path], tmp_path: Path
+) -> None:
+    import keras
+
+    L = keras.layers
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            L.RandomFlip("horizontal"),
+            L.Conv2D(4, 3),
+            L.GlobalAveragePooling2D(),
+            L.Dense(2, activation="softmax"),
+        ]
+    )
+    model.save(tmp_path / "uncompiled.keras")
+    source = {"type": "directory", "path": str(data["directory"])}
+    config = small({"source": source, "image_size": 32}, tmp_path / "c.yaml")
+    result = daliaug(
+        "doctor", config, "--model", tmp_path / "uncompiled.keras", "--steps", "1", "--warmup", "1",
+        cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = " ".join(result.stderr.split())
+    assert "saved before compile(): compiled here for the measurement only" in text
+    assert "random augmentation layers (RandomFlip)" in text and "split_model" in text
