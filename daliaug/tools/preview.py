@@ -85,16 +85,16 @@ class Versions:
     class_names: list[str]
 
 
-def augmented_versions(config: Config, count: int, versions: int) -> Versions | None:
+def augmented_versions(config: Config, count: int, versions: int) -> Versions:
     """``count`` samples spread over the source (evenly through its listing, so that a
     class-folder source shows its classes), each as it is and in ``versions`` augmented
-    versions, drawn as the pipeline draws them; ``None`` for a streamed source (TFRecords),
-    whose samples the host does not hold."""
-    preview_config = _preview_config(config, count * versions, shuffle=False)
-    prepared = _prepare(preview_config)
+    versions, drawn as the pipeline draws them. A streamed source (TFRecords), whose samples
+    the host does not hold, gives the first ``count * versions`` samples augmented, without
+    originals."""
+    prepared = _prepare(_preview_config(config, count * versions, shuffle=False))
     samples = prepared.samples
     if not isinstance(samples, Samples):
-        return None
+        return Versions([], [], *_first_batch(prepared, samples), samples.class_names)
     picks = np.unique(np.linspace(0, len(samples) - 1, min(count, len(samples))).astype(int))
     images, targets = _first_batch(prepared, samples.subset(np.repeat(picks, versions)))
     chosen = samples.subset(picks)
@@ -156,12 +156,11 @@ def preview(config: Config, count: int, path: Path, versions: int = 3) -> Path:
     """Write a grid of ``count`` samples, one per row: the sample as it is (titled with its
     file name) beside ``versions`` augmented versions (captioned by class, or with masks
     overlaid). A streamed source (TFRecords) shows ``count * versions`` augmented samples
-    of its first batch instead."""
+    instead."""
     shown = augmented_versions(config, count, versions)
-    if shown is None:
-        images, targets, names = augmented_samples(config, count * versions)
-        return save_grid(*_tiles(config, images, targets, names), path)
     tiles, titles = _tiles(config, shown.augmented, shown.targets, shown.class_names)
+    if not shown.originals:
+        return save_grid(tiles, titles, path)
     rows = len(shown.originals)
     grid: list[np.ndarray] = []
     captions: list[str] = []
