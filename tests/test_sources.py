@@ -110,6 +110,24 @@ def test_arrays_flow_through_the_same_transforms(arrays) -> None:
     assert np.array_equal(out, x[:4, 8:24, 8:24])
 
 
+def test_arrays_no_transform_moves_come_through_unresampled_on_both_engines(arrays) -> None:
+    """Without a geometric transform the TF engine skips the (identity) warp: the same
+    batches as DALI's, the pixels themselves where nothing else changes them."""
+    x, y = arrays
+    contrast = [{"type": "contrast", "factor": 0.3}]
+    for transforms, same in (([], True), (contrast, False)):
+        out = {
+            backend: np.concatenate(
+                [b[0].numpy() for b in make_dataset(
+                    arrays_config(backend=backend, transforms=transforms, seed=1), x=x, y=y
+                )]
+            )
+            for backend in ("tf", "cpu")
+        }  # fmt: skip
+        assert np.array_equal(out["tf"], x.astype(np.float32)) == same
+        assert np.abs(out["tf"] - out["cpu"]).max() <= 1.0
+
+
 def test_arrays_from_an_npz_file(arrays, tmp_path: Path) -> None:
     x, y = arrays
     np.savez(tmp_path / "data.npz", images=x, labels=y)
