@@ -61,30 +61,28 @@ def build_pipeline(config: Any, device: str | None = None, **kwargs: Any) -> Pip
     return _build_pipeline(config, device, **kwargs)
 
 
+_LAZY = {
+    "DaliLoader": "daliaug.outputs.numpy",
+    "from_keras": "daliaug.keras.compile",
+    "split_model": "daliaug.keras.split",
+}
+"""Public names imported on first use, the callable itself (no wrapper of daliaug's in between,
+so that a warning it raises points at the user's line)."""
+
+
 def __getattr__(name: str) -> Any:
-    """``daliaug.DaliLoader``: a config's epochs as NumPy batches with DALI alone (no
-    TensorFlow), imported on first use; see :class:`daliaug.outputs.numpy.DaliLoader`."""
-    if name == "DaliLoader":
-        from daliaug.outputs.numpy import DaliLoader
+    """The names of :data:`_LAZY`, imported on first use: ``daliaug.DaliLoader``, a config's
+    epochs as NumPy batches with DALI alone (no TensorFlow; see
+    :class:`daliaug.outputs.numpy.DaliLoader`); ``daliaug.from_keras(layers, source=...)``, the
+    config that does what Keras' preprocessing layers do (imports Keras; see
+    :func:`daliaug.keras.compile.from_keras`); ``daliaug.split_model(model)``, a model's
+    leading augmentation layers as config fields and the model without them (see
+    :func:`daliaug.keras.split.split_model`)."""
+    if name in _LAZY:
+        import importlib
 
-        return DaliLoader
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'daliaug' has no attribute {name!r}")
-
-
-def from_keras(layers: Any, **kwargs: Any) -> Config:
-    """The config that does what Keras' preprocessing ``layers`` do in training (imports
-    Keras). See :func:`daliaug.keras.compile.from_keras` for the arguments."""
-    from daliaug.keras.compile import from_keras as _from_keras
-
-    return _from_keras(layers, **kwargs)
-
-
-def split_model(model: Any, **kwargs: Any) -> tuple[dict[str, Any], Any]:
-    """``(config fields, model)``: ``model``'s leading augmentation layers as config fields and
-    the model without them (imports Keras). See :func:`daliaug.keras.split.split_model`."""
-    from daliaug.keras.split import split_model as _split_model
-
-    return _split_model(model, **kwargs)
 
 
 __all__ = [

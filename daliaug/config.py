@@ -327,6 +327,18 @@ class Config(BaseModel):
             return "nearest"
         return next((t.fill for t in revealing if "fill" in t.model_fields_set), 0.0)
 
+    def subsets(self) -> tuple[Config, Config]:
+        """For ``source.subset: both``: the training config (``subset: training``) and the
+        validation config (``subset: validation``, its :meth:`evaluation_twin`: random
+        augmentation and batch stages are for training, as Keras' random layers pass images
+        through at inference)."""
+
+        def part(config: Config, subset: str) -> Config:
+            source = config.source.model_copy(update={"subset": subset})
+            return config.model_copy(update={"source": source})
+
+        return part(self, "training"), part(self.evaluation_twin(), "validation")
+
     @property
     def plan(self) -> Plan:
         """The fused per-sample computation of this config's transforms (built once for each

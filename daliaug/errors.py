@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+from pathlib import Path
+
+_PACKAGE = str(Path(__file__).parent) + os.sep
 
 
 class DaliaugError(Exception):
@@ -47,6 +52,16 @@ class CacheWarning(UserWarning):
 class DataWarning(UserWarning):
     """Some data was left out (``source.on_error: skip``); the message says how much and where
     the list is."""
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` in the calling function that points the
+    warning at the first line outside daliaug: the user's call (``make_dataset``,
+    ``from_keras``, ...), however deep inside daliaug the warning is raised."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def readable(text: str) -> str:

@@ -179,6 +179,12 @@ class Plan:
         return any(isinstance(t, ColourTransform) and t.uses_mean for t in self.transforms)
 
     @property
+    def warps(self) -> bool:
+        """Whether a transform moves pixels (a geometric one); without one, an image of the
+        output size comes through the warp unchanged."""
+        return any(isinstance(t, GeometricTransform) for t in self.transforms)
+
+    @property
     def resizes(self) -> bool:
         """Whether the fused warp is an axis-aligned scale and shift (flips included) that clamps
         at the border and samples bilinearly: then a resize of a source window computes it

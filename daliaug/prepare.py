@@ -19,7 +19,7 @@ import numpy as np
 from daliaug.config import Config, load_config, target_column
 from daliaug.engines import Engine, engine, select_engine
 from daliaug.engines.select import Device, Placement
-from daliaug.errors import ConfigError, DataError, DataWarning
+from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
 from daliaug.memory import check_memory
 from daliaug.sources.arrays import array_samples
 from daliaug.sources.base import Samples
@@ -76,8 +76,9 @@ def prepare_samples(
         samples = array_samples(x, y, config.source.classes, raw).shard(
             config.source.shard_id, config.source.num_shards
         )
+        check_arrays(config, x, y)
     elif samples is None:
-        samples = config.source.samples()
+        samples = config.source.samples(config.seed)
     if len(samples) == 0:
         raise DataError(
             f"source: shard {config.source.shard_id} of {config.source.num_shards} is empty"
@@ -104,6 +105,27 @@ def prepare_samples(
     return samples
 
 
+def check_arrays(config: Config, x: object, y: object) -> None:
+    """What in-memory arrays ask of the config: one-hot ``y`` comes back as it is with
+    ``label_mode: categorical`` (a ``DataError`` naming the fix otherwise); images of floats
+    in [0, 1] leave on the 0..255 scale unless the output normalizes (a warning giving the
+    ``rescale`` that brings them back to [0, 1])."""
+    if np.ndim(y) == 2 and np.shape(y)[1] > 1 and config.label_mode in ("int", "float", "binary"):
+        raise DataError(
+            f"y holds a row per sample {np.shape(y)}, but label_mode: {config.label_mode} "
+            "yields class indices; set label_mode: categorical for one-hot rows (raw for soft "
+            "targets), or pass y.argmax(1)"
+        )
+    if getattr(x, "dtype", np.dtype(np.uint8)).kind == "f" and not config.output.normalizes:
+        warnings.warn(
+            "x holds floats, read as images / 255 (daliaug computes on 0..255), and the config's "
+            "output has no normalization, so the batches come out 0..255; set output: "
+            "{rescale: 0.00392156862745098} (1/255) for [0, 1] as x holds",
+            DataWarning,
+            stacklevel=user_stacklevel(),
+        )
+
+
 def checked(samples: Samples, decoder: str, undecodable: Undecodable, on_error: str) -> Samples:
     """``samples`` after the full check: unchanged when every file decodes; else a
     :class:`DataError` naming the bad files (``on_error: raise``), or the samples without them
@@ -127,7 +149,7 @@ def checked(samples: Samples, decoder: str, undecodable: Undecodable, on_error: 
         f"left out {len(bad)} unusable files and their samples (source.on_error: skip); "
         f"{len(kept)} samples remain; the files are listed, with the reasons, in {listed}",
         DataWarning,
-        stacklevel=3,
+        stacklevel=user_stacklevel(),
     )
     if len(kept) == 0:
         raise DataError(f"source: every sample was left out; see {listed}")

@@ -359,3 +359,27 @@ def test_workload_c_runs_every_cpu_tool(tmp_path: Path) -> None:
     verdicts = {row["target"]: row["status"] for row in evaluate(result)}
     assert verdicts["default vs tf.data + Keras 3 layers"] == QUICK
     assert verdicts["daliaug DALI-CPU vs hand-written DALI auto_aug"] == QUICK
+
+
+def test_keras_io_mixup_row_runs_both_pipelines_on_the_same_arrays(tmp_path: Path) -> None:
+    """keras-io's own tf.data MixUp and daliaug's default path: the same batches' shapes and
+    soft labels, and one interleaved run written as Markdown and JSON."""
+    from bench.keras_io_mixup import BATCH, arrays, daliaug_default, keras_io
+
+    x, y = arrays()
+    for dataset in (keras_io(x, y), daliaug_default(x, y)):
+        images, labels = next(iter(dataset))
+        assert images.shape == (BATCH, 28, 28, 1) and labels.shape == (BATCH, 10)
+        assert abs(float(images.numpy().max()) - 1.0) < 0.05  # [0, 1], as keras-io's
+        assert abs(float(labels.numpy().sum(1).mean()) - 1.0) < 1e-5
+    args = ["--repeats", "1", "--seconds", "0.2", "--out", str(tmp_path)]
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.keras_io_mixup", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (report,) = tmp_path.glob("keras-io-mixup-*.md")
+    assert "keras-io tf.data MixUp" in report.read_text()

@@ -25,3 +25,29 @@ def test_mixed_batches_show_their_label_weights(demo_dir: Path, stage: dict) -> 
     np.testing.assert_allclose(labels.sum(axis=1), 1.0, atol=1e-5)
     mixed = [caption(t, names) for t in labels if np.count_nonzero(t > 0.005) == 2]
     assert mixed and all(" / " in c for c in mixed)
+
+
+def test_each_sample_is_shown_as_it_is_beside_its_augmented_versions(tmp_path: Path) -> None:
+    """Originals are the files as Pillow decodes them, named by file, and every version is
+    that file through the pipeline: here a certain horizontal flip at the file's own size."""
+    from PIL import Image
+
+    from daliaug.tools.preview import augmented_versions, preview
+    from tests.helpers import structured_image, write_image_dir
+
+    images = [structured_image(24, 32, seed=i) for i in range(6)]
+    folder = write_image_dir(tmp_path / "data", {"a": images[:3], "b": images[3:]})
+    flip = [{"type": "flip", "horizontal": 1.0}]
+    config = config_for(folder, image_size=[24, 32], transforms=flip, shuffle=True)
+    shown = augmented_versions(config, 2, 3)
+    assert shown.names == ["0000.png", "0002.png"]  # the first and the last sample listed
+    assert shown.class_names == ["a", "b"]
+    assert np.array_equal(shown.originals[0], images[0])
+    assert np.array_equal(shown.originals[1], images[5])
+    assert shown.augmented.shape == (6, 24, 32, 3) and shown.targets.tolist() == [0] * 3 + [1] * 3
+    for row, original in enumerate(shown.originals):
+        for version in shown.augmented[3 * row : 3 * row + 3]:
+            assert np.array_equal(version, original[:, ::-1])
+    grid = preview(config, 2, tmp_path / "grid.png", versions=3)
+    with Image.open(grid) as png:
+        assert png.size[0] > png.size[1]  # rows of 1 + 3 tiles

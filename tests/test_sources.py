@@ -110,6 +110,24 @@ def test_arrays_flow_through_the_same_transforms(arrays) -> None:
     assert np.array_equal(out, x[:4, 8:24, 8:24])
 
 
+def test_arrays_no_transform_moves_come_through_unresampled_on_both_engines(arrays) -> None:
+    """Without a geometric transform the TF engine skips the (identity) warp: the same
+    batches as DALI's, the pixels themselves where nothing else changes them."""
+    x, y = arrays
+    contrast = [{"type": "contrast", "factor": 0.3}]
+    for transforms, same in (([], True), (contrast, False)):
+        out = {
+            backend: np.concatenate(
+                [b[0].numpy() for b in make_dataset(
+                    arrays_config(backend=backend, transforms=transforms, seed=1), x=x, y=y
+                )]
+            )
+            for backend in ("tf", "cpu")
+        }  # fmt: skip
+        assert np.array_equal(out["tf"], x.astype(np.float32)) == same
+        assert np.abs(out["tf"] - out["cpu"]).max() <= 1.0
+
+
 def test_arrays_from_an_npz_file(arrays, tmp_path: Path) -> None:
     x, y = arrays
     np.savez(tmp_path / "data.npz", images=x, labels=y)
@@ -127,16 +145,49 @@ def test_arrays_from_an_npz_file(arrays, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("x", "y", "message"),
     [
-        (np.zeros((4, 8, 8, 3), np.float32), np.zeros(4, int), "must be a uint8 NumPy array"),
+        (np.full((4, 8, 8, 3), -1, np.float32), np.zeros(4, int), "float32 values -1..-1; daliaug"),
+        (np.zeros((4, 8, 8, 3), object), np.zeros(4, int), "must be a NumPy array of numbers"),
         (np.zeros((4, 8, 8, 5), np.uint8), np.zeros(4, int), "arrays have 5 channel(s)"),
         (np.zeros((4, 8, 8, 3), np.uint8), np.zeros(3, int), "4 images but 3 labels"),
-        (np.zeros((4, 8, 8, 3), np.uint8), np.eye(4), "labels must be integers of shape (N,)"),
+        (
+            np.zeros((4, 8, 8, 3), np.uint8),
+            np.eye(4),
+            "y holds a row per sample (4, 4)",
+        ),
         (np.zeros((4, 8, 8, 3), np.uint8), np.array([0, 1, -1, 0]), "label -1 of sample 2"),
     ],
 )
 def test_bad_arrays_are_named(x, y, message: str) -> None:
     with pytest.raises(DataError, match=message.replace("(", r"\(").replace(")", r"\)")):
         make_dataset(arrays_config(), x=x, y=y)
+
+
+def test_arrays_take_keras_programs_floats_and_one_hot_labels(arrays) -> None:
+    """keras-io's ``x.astype("float32") / 255`` and ``keras.utils.to_categorical(y)`` give the
+    batches the uint8 images and integer labels give, scaled back to [0, 1] by the output."""
+    import keras
+
+    x, y = arrays
+    fields = {
+        "label_mode": "categorical",
+        "output": {"rescale": 1 / 255},
+        "transforms": [{"type": "flip", "horizontal": 0.5}, {"type": "mixup", "alpha": 0.2}],
+        "seed": 3,
+    }
+    theirs = make_dataset(
+        arrays_config(**fields), x=x.astype("float32") / 255, y=keras.utils.to_categorical(y)
+    )
+    ours = make_dataset(arrays_config(**fields), x=x, y=y)
+    for a, b in zip(theirs, ours, strict=True):
+        assert np.array_equal(a[0].numpy(), b[0].numpy())
+        assert np.array_equal(a[1].numpy(), b[1].numpy())
+    with pytest.warns(DataWarning, match=r"rescale: 0.00392156862745098") as heard:
+        make_dataset(arrays_config(), x=x / 255.0, y=y)
+    assert [Path(w.filename).name for w in heard] == [Path(__file__).name]  # the user's call
+    with pytest.raises(DataError, match="are not one-hot rows"):
+        make_dataset(arrays_config(**fields), x=x, y=np.full((21, 3), 1 / 3))
+    with pytest.warns(DataWarning, match="a change of at most 0.00"):
+        prepare_samples(arrays_config(output={"rescale": 1.0}), x=x / 255.0 * 0.998, y=y)
 
 
 def test_arrays_need_an_arrays_source(arrays, demo_dir: Path) -> None:

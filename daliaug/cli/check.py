@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         f"{report.files:,}", f"{report.cached:,}", f"{len(report.bad):,}", f"{report.seconds:.1f}"
     )
     console.print(summary)
+    if report.note:
+        console.print(report.note)
     if report.ignored:
         console.print(f"not checked: {len(report.ignored)} entries that are not images")
         _print_files(report.ignored)

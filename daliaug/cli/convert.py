@@ -7,8 +7,8 @@ import argparse
 import warnings
 from pathlib import Path
 
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.text import Text
 
 from daliaug.cli.common import console, plain, positive_int
 from daliaug.errors import ConfigError
@@ -74,7 +74,7 @@ def _from_keras(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         config = keras_config(args.from_keras, source, args.image_size)
     for warning in caught:
-        console.print(f"[yellow]note:[/] {escape(str(warning.message))}", soft_wrap=True)
+        console.print(Text.assemble(("note:", "yellow"), " ", plain(str(warning.message))))
     args.output.write_text(config.to_yaml())
     console.print(
         f"wrote {args.output}: {len(config.transforms)} transforms, {config.backend} backend, "

@@ -1,4 +1,5 @@
-"""Write a PNG grid of augmented samples (masks overlaid for segmentation); DALI only, no TF."""
+"""Write a PNG grid of samples as they are beside their augmented versions (masks overlaid for
+segmentation); DALI without TensorFlow, or TensorFlow for backend: tf."""
 
 from __future__ import annotations
 
@@ -19,7 +20,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_config_argument(parser)
     parser.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG to write")
     parser.add_argument(
-        "--count", type=positive_int, default=16, help="number of samples (default 16)"
+        "--count", type=positive_int, default=4, help="number of samples, one per row (default 4)"
+    )
+    parser.add_argument(
+        "--versions",
+        type=positive_int,
+        default=3,
+        help="augmented versions of each sample, beside it (default 3)",
     )
     add_data_argument(parser)
 
@@ -27,6 +34,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     with console.status("decoding and augmenting samples"):
-        preview(config, args.count, args.out)
-    console.print(f"wrote {args.count} augmented samples to {args.out}")
+        preview(config, args.count, args.out, args.versions)
+    console.print(
+        f"wrote {args.count} samples, each beside {args.versions} augmented versions, to {args.out}"
+    )
     return 0

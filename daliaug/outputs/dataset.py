@@ -81,7 +81,7 @@ def make_dataset(
     sample_weight: Any = None,
     strategy: Any = None,
     framework: str | None = None,
-) -> tf.data.Dataset | tf.distribute.DistributedDataset | Batches:
+) -> tf.data.Dataset | tf.distribute.DistributedDataset | Batches | tuple[Any, Any]:
     """A dataset of ``(images, labels or masks)`` batches, augmented as the config says.
 
     ``config`` is anything :func:`~daliaug.config.load_config` takes. For an ``arrays``
@@ -100,6 +100,10 @@ def make_dataset(
     come out of DALI on the GPU with ``backend`` gpu (or auto on a GPU machine), else from DALI
     on the CPU, or from TensorFlow ops with ``backend: tf`` (or auto without DALI), with the
     same element spec.
+
+    A directory source with ``subset: both`` gives ``(training, validation)``, as Keras'
+    ``image_dataset_from_directory`` does: the validation dataset from the config's
+    :meth:`~daliaug.config.Config.subsets` (no shuffling, no random augmentation).
 
     With a ``tf.distribute`` ``strategy`` the result is a distributed dataset for ``model.fit``
     under that strategy: one pipeline per replica on the replica's device, ``batch_size`` the
@@ -120,6 +124,15 @@ def make_dataset(
             " (for JAX, use keras.distribution.DataParallel)"
         )
     config = load_config(config)
+    if config.source.both:
+        if samples is not None or x is not None or sample_weight is not None:
+            raise ConfigError("source.subset: both reads the folder; give no samples, x or weights")
+        training, validation = config.subsets()
+        kwargs = dict(class_weight=class_weight, strategy=strategy, framework=framework)
+        return (
+            make_dataset(training, initial_epoch=initial_epoch, **kwargs),
+            make_dataset(validation, **kwargs),
+        )
     device = None if framework == "tensorflow" else framework_device(config, framework)
     prepared = prepare(config, samples=samples, x=x, y=y, device=device, placement=tf_placement)
     config, samples = prepared.config, prepared.samples

@@ -42,6 +42,8 @@ class Report:
     backends: str
     seed: int
     results: list[Result] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Comparisons not made, each with the reason (an operation only one engine has)."""
 
     @property
     def passed(self) -> bool:
@@ -53,6 +55,7 @@ class Report:
             "seed": self.seed,
             "passed": self.passed,
             "results": [r.as_dict() for r in self.results],
+            "skipped": self.skipped,
         }
 
 
@@ -67,6 +70,8 @@ def table(report: Report) -> Table:
         out.add_row(
             r.name, f"{s.max_error:.0f}", f"{s.mean_error:.4f}", f"{s.share_over:.3%}", verdict
         )
+    for name, reason in report.skipped.items():
+        out.add_row(name, "-", "-", "-", Text(f"not compared: {reason}", "yellow"))
     out.caption = (
         f"uint8 scale; tolerance: mean <= {MAX_MEAN_ERROR} and share > {OVER} <= "
         f"{MAX_SHARE_OVER:.1%} (decoders: mean <= {MAX_DECODE_MEAN_ERROR}; masks: at most "

@@ -1,13 +1,15 @@
-"""In-memory uint8 image arrays with integer labels (what ``ImageDataGenerator.flow`` took)."""
+"""In-memory image arrays (uint8, or floats in [0, 1]) with integer or one-hot labels (what
+``ImageDataGenerator.flow`` and keras-io's programs take)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Literal
 
 import numpy as np
 from pydantic import model_validator
 
-from daliaug.errors import DataError
+from daliaug.errors import DataError, DataWarning, user_stacklevel
 from daliaug.fields import ClassCount, ClassNames, FilePath
 from daliaug.sources.base import Samples, SourceConfig
 
@@ -15,30 +17,22 @@ from daliaug.sources.base import Samples, SourceConfig
 def array_samples(
     x: object, y: object, class_names: list[str] | None = None, raw: bool = False
 ) -> Samples:
-    """Check ``x`` (N, H, W, C) or (N, H, W) uint8 and ``y``: (N,) or (N, 1) integer labels;
-    with ``raw``, any numbers (N, ...), passed through as float32 targets; or ``None``."""
-    if not isinstance(x, np.ndarray) or x.dtype != np.uint8 or x.ndim not in (3, 4):
-        shape = getattr(x, "shape", None)
-        raise DataError(
-            f"source arrays: images must be a uint8 NumPy array of shape (N, H, W, C) or "
-            f"(N, H, W); got {type(x).__name__} {getattr(x, 'dtype', '')} {shape}"
-        )
-    images = np.ascontiguousarray(x if x.ndim == 4 else x[..., None])
-    if len(images) == 0:
-        raise DataError("source arrays: the arrays hold no samples")
+    """Check ``x`` (N, H, W, C) or (N, H, W) images (see :func:`image_levels`) and ``y``:
+    (N,) or (N, 1) integer labels, or (N, K) one-hot rows (the class of each row's 1, of K
+    classes); with ``raw``, any numbers (N, ...), passed through as float32 targets; or
+    ``None``."""
+    images = image_levels(x)
     sizes = np.tile(np.array(images.shape[1:3], dtype=np.int32), (len(images), 1))
     if y is None or raw:
         return Samples({"image": images, **_targets(y, len(images))}, class_names or [], sizes)
-    labels = np.asarray(y)
-    if labels.ndim == 2 and labels.shape[1] == 1:
-        labels = labels[:, 0]
-    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
-        raise DataError(
-            f"source arrays: labels must be integers of shape (N,) or (N, 1); got "
-            f"{labels.dtype} {labels.shape} (one-hot labels: pass labels.argmax(1))"
-        )
+    labels, width = class_indices(y)
     if len(labels) != len(images):
         raise DataError(f"source arrays: {len(images)} images but {len(labels)} labels")
+    if width is not None and class_names and len(class_names) != width:
+        raise DataError(
+            f"source arrays: one-hot labels of {width} classes, but the config names "
+            f"{len(class_names)} classes"
+        )
     limit = len(class_names) if class_names else np.iinfo(np.int64).max
     bad = np.flatnonzero((labels < 0) | (labels >= limit))
     if bad.size:
@@ -46,8 +40,70 @@ def array_samples(
             f"source arrays: label {labels[bad[0]]} of sample {bad[0]} is out of range"
             + (f" for {len(class_names)} classes" if class_names else "")
         )
-    names = class_names or [str(i) for i in range(int(labels.max()) + 1)]
+    count = width or int(labels.max()) + 1
+    names = class_names or [str(i) for i in range(count)]
     return Samples({"image": images, "label": labels.astype(np.int32)}, names, sizes)
+
+
+def image_levels(x: object) -> np.ndarray:
+    """``x`` as ``(N, H, W, C)`` uint8, the pipelines' 256 levels: uint8 as it is, whole
+    numbers 0..255 of any dtype as they are, and floats within [0, 1] (images divided by 255,
+    as Keras programs hold them) times 255, rounded (exact for ``uint8 / 255``; a warning gives
+    the largest change where a value lies between two levels). Anything else is refused,
+    naming the range found and the fix."""
+    if not isinstance(x, np.ndarray) or x.ndim not in (3, 4) or x.dtype.kind not in "uif":
+        shape = getattr(x, "shape", None)
+        raise DataError(
+            f"source arrays: images must be a NumPy array of numbers of shape (N, H, W, C) or "
+            f"(N, H, W); got {type(x).__name__} {getattr(x, 'dtype', '')} {shape}"
+        )
+    if len(x) == 0:
+        raise DataError("source arrays: the arrays hold no samples")
+    images = x if x.ndim == 4 else x[..., None]
+    if x.dtype == np.uint8:
+        return np.ascontiguousarray(images)
+    low, high = float(x.min()), float(x.max())
+    whole = low >= 0 and high <= 255 and np.array_equal(x, np.rint(x))
+    if whole and not (x.dtype.kind == "f" and high <= 1):
+        return np.ascontiguousarray(images, dtype=np.uint8)
+    if not (x.dtype.kind == "f" and low >= 0 and high <= 1):
+        raise DataError(
+            f"source arrays: images hold {x.dtype} values {low:g}..{high:g}; daliaug takes uint8 "
+            "(0..255) or floats in [0, 1] (images / 255): for -1..1 pass "
+            "((x + 1) * 127.5).round().astype('uint8')"
+        )
+    scaled = images.astype(np.float64) * 255
+    levels = np.rint(scaled)
+    change = float(np.abs(levels - scaled).max()) / 255
+    if change > 1e-6:
+        warnings.warn(
+            f"source arrays: image values fall between the 256 levels daliaug computes on; each "
+            f"is rounded to the nearest level of 1/255, a change of at most {change:.3g}",
+            DataWarning,
+            stacklevel=user_stacklevel(),
+        )
+    return np.ascontiguousarray(levels, dtype=np.uint8)
+
+
+def class_indices(y: object) -> tuple[np.ndarray, int | None]:
+    """``y``'s class indices, and the number of classes where ``y`` is one-hot ``(N, K)``."""
+    labels = np.asarray(y)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim == 2 and np.issubdtype(labels.dtype, np.number):
+        hot = labels == 1
+        if np.all(hot | (labels == 0)) and np.all(hot.sum(1) == 1):
+            return hot.argmax(1), labels.shape[1]
+        raise DataError(
+            f"source arrays: labels of shape {labels.shape} are not one-hot rows (one 1, the "
+            "rest 0); soft targets go through label_mode: raw"
+        )
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        raise DataError(
+            f"source arrays: labels must be integers of shape (N,) or (N, 1), or one-hot rows "
+            f"(N, K); got {labels.dtype} {labels.shape}"
+        )
+    return labels, None
 
 
 def _targets(y: object, count: int) -> dict[str, np.ndarray]:
@@ -66,7 +122,9 @@ def _targets(y: object, count: int) -> dict[str, np.ndarray]:
 
 
 class ArraysSource(SourceConfig):
-    """uint8 images ``(N, H, W, C)`` and integer labels held in memory.
+    """Images ``(N, H, W, C)`` held in memory, uint8 or floats in [0, 1] (the pipelines
+    compute on 0..255 either way: the output's normalization, such as ``rescale: 1/255``, gives
+    what leaves), and integer labels or one-hot rows.
 
     From Python: ``make_dataset(config, x=images, y=labels)`` (or ``DaliLoader``); in a config
     file: ``path`` to an ``.npz`` holding them under ``images_key`` and ``labels_key`` (and,

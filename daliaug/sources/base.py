@@ -156,6 +156,23 @@ class Samples(SampleSet):
     def shard(self, shard_id: int, num_shards: int) -> Samples:
         return self.subset(np.arange(*shard_range(len(self), shard_id, num_shards)))
 
+    def holdout(self, fraction: float, seed: int) -> tuple[Samples, Samples]:
+        """``(training, validation)`` as Keras' ``image_dataset_from_directory`` splits its
+        files (``validation_split``, ``subset``, ``seed``): the listing shuffled by NumPy's
+        ``RandomState(seed)``, its last ``int(fraction * n)`` samples for validation, the rest
+        for training (over the whole listing, not class by class); each part in listing
+        order. Either part empty is a :class:`DataError`."""
+        order = np.arange(len(self))
+        np.random.RandomState(seed).shuffle(order)
+        held = int(fraction * len(self))
+        if not 0 < held < len(self):
+            raise DataError(
+                f"source.validation_split: {fraction:g} of {len(self)} samples leaves "
+                f"{held} for validation and {len(self) - held} for training; both need some"
+            )
+        cut = len(self) - held
+        return self.subset(np.sort(order[:cut])), self.subset(np.sort(order[cut:]))
+
     def split(self, fraction: float, seed: int = 0) -> tuple[Samples, Samples]:
         order = np.random.default_rng(seed).permutation(len(self))
         cut = len(self) - max(1, round(fraction * len(self)))
@@ -196,11 +213,17 @@ class SourceConfig(Tagged):
         """Whether samples carry masks (targets are masks, not labels)."""
         return False
 
-    def samples(self) -> Samples:
-        """List and check this shard's samples. Files that fail the checks are a
-        :class:`DataError` naming them (``on_error: raise``), or left out and recorded in
-        ``Samples.rejected`` (``skip``)."""
-        samples = self.list_samples()
+    @property
+    def both(self) -> bool:
+        """Whether the source reads both parts of a split (``make_dataset`` then returns two
+        datasets)."""
+        return False
+
+    def samples(self, seed: int | None = None) -> Samples:
+        """List and check this shard's samples (of the source's part, see :meth:`part`).
+        Files that fail the checks are a :class:`DataError` naming them (``on_error:
+        raise``), or left out and recorded in ``Samples.rejected`` (``skip``)."""
+        samples = self.part(self.list_samples(), seed)
         if samples.rejected and self.on_error == "raise":
             raise DataError(
                 describe_rejected(samples.rejected, len(samples) + len(samples.rejected))
@@ -210,6 +233,11 @@ class SourceConfig(Tagged):
     def list_samples(self) -> Samples:
         """All samples of the source, before sharding."""
         raise NotImplementedError
+
+    def part(self, samples: Samples, seed: int | None) -> Samples:
+        """The part of the listed ``samples`` this source reads (split by the config's
+        ``seed`` where the source holds some out): all of them here."""
+        return samples
 
     def with_path(self, path: Path) -> SourceConfig:
         """The same source reading from ``path`` (the CLI's ``--data``)."""

@@ -6,9 +6,9 @@ import warnings
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field, model_validator
 
-from daliaug.errors import DataError, DataWarning
+from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
 from daliaug.fields import ClassNames, FilePath
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.checks import check_image_files
@@ -25,7 +25,10 @@ def _folder_names(names: list[str]) -> list[str]:
 class DirectorySource(SourceConfig):
     """``path/<class>/**/*.{jpg,jpeg,png}``; class index = position in the sorted folder names.
 
-    ``class_names`` restricts and orders the classes explicitly instead. Links to files are
+    ``class_names`` restricts and orders the classes explicitly instead. ``validation_split``
+    and ``subset`` (``training``, ``validation``, or ``both``: ``make_dataset`` then returns
+    the two datasets) hold a part of the folder out, as Keras' ``image_dataset_from_directory``
+    does (see :meth:`Samples.holdout`), split by the config's ``seed``. Links to files are
     followed; a link to a folder only when it leads out of ``path`` (one that leads back into
     it would list images twice, or under another class) and to a folder not listed already:
     each skipped link is named in a :class:`~daliaug.errors.DataWarning`.
@@ -34,6 +37,37 @@ class DirectorySource(SourceConfig):
     type: Literal["directory"] = "directory"
     path: FilePath
     class_names: Annotated[ClassNames, AfterValidator(_folder_names)] | None = None
+    validation_split: Annotated[float, Field(gt=0.0, lt=1.0)] | None = None
+    subset: Literal["training", "validation", "both"] | None = None
+
+    @model_validator(mode="after")
+    def _split_and_subset(self) -> DirectorySource:
+        if (self.validation_split is None) != (self.subset is None):
+            raise ValueError(
+                "validation_split and subset go together: the fraction held out for validation "
+                "and which part this source reads (training, validation or both)"
+            )
+        return self
+
+    @property
+    def both(self) -> bool:
+        return self.subset == "both"
+
+    def part(self, samples: Samples, seed: int | None) -> Samples:
+        if self.validation_split is None:
+            return samples
+        if self.subset == "both":
+            raise ConfigError(
+                "source.subset: both makes two datasets, which make_dataset returns as "
+                "(training, validation); elsewhere give subset: training or validation"
+            )
+        if seed is None:
+            raise ConfigError(
+                "seed: source.validation_split splits the folder at random, so it needs the "
+                "config's seed (the same in the training and the validation config)"
+            )
+        training, validation = samples.holdout(self.validation_split, seed)
+        return training if self.subset == "training" else validation
 
     def listing(self) -> tuple[list[str], Listing]:
         """The class names and what listing their folders found (skipped links warned of)."""
@@ -55,7 +89,7 @@ class DirectorySource(SourceConfig):
                 f"source.path: skipped {len(listing.skipped)} folder links under {root} (they "
                 f"would list images twice): {shown}",
                 DataWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
         return names, listing
 

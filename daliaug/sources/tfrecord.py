@@ -228,7 +228,7 @@ class TFRecordSource(SourceConfig):
                 ) from e
         return str(write_cached(f"tfrecord-index/{name}", text, "a TFRecord index")), count
 
-    def samples(self) -> RecordSamples:  # type: ignore[override]
+    def samples(self, seed: int | None = None) -> RecordSamples:  # type: ignore[override]
         files = self.record_files()
         indexed = [self._index(f) for f in files]
         return RecordSamples(

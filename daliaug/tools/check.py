@@ -17,6 +17,7 @@ from daliaug.outputs.tfdata.dataset import tf_placement
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import check_files, check_image_files, skip_list
 from daliaug.sources.listing import IMAGE_EXTENSIONS, list_images
+from daliaug.sources.sample_set import SampleSet
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class CheckReport:
     listed: Path | None
     ignored: dict[str, str]
     """What the folders hold besides images (other files, links not followed), with why."""
+    note: str | None = None
+    """For a source without image files (arrays, TFRecords): what was checked instead."""
 
 
 def folder_samples(folder: Path) -> Samples:
@@ -44,20 +47,14 @@ def folder_samples(folder: Path) -> Samples:
     return Samples.of_files({"path": paths}, ["images"], sizes, rejected, ignored, label=labels)
 
 
-def config_and_samples(target: str | Config) -> tuple[Config, Samples]:
-    """A folder of images (checked as they are), or a config (its source's files)."""
+def config_and_samples(target: str | Config) -> tuple[Config, SampleSet]:
+    """A folder of images (checked as they are), or a config (its source's samples)."""
     if not isinstance(target, Config) and Path(target).is_dir():
         source = {"type": "directory", "path": target}
         return load_config({"source": source, "image_size": 1}), folder_samples(Path(target))
     config = load_config(target)
     listing = config.source.model_copy(update={"on_error": "skip"})
-    samples = listing.samples()
-    if not isinstance(samples, Samples) or not samples.files:
-        raise DataError(
-            f"source.type: a {config.source.type} source has no image files to check (daliaug "
-            "checks files: directory, file_list and segmentation sources)"
-        )
-    return config, samples
+    return config, listing.samples()
 
 
 def check(target: str | Config, progress: Callable[[int], None] | None = None) -> CheckReport:
@@ -65,6 +62,13 @@ def check(target: str | Config, progress: Callable[[int], None] | None = None) -
     covered (the total is the number of files listed, header failures included)."""
     config, samples = config_and_samples(target)
     engine, device = select_engine(config, tf_placement)
+    if not isinstance(samples, Samples) or not samples.files:
+        samples.check_readable()
+        note = (
+            f"a {config.source.type} source holds no image files to decode: its "
+            f"{len(samples):,} samples were read and checked as the pipeline reads them"
+        )
+        return CheckReport(0, 0, {}, 0.0, f"{engine.name}-{device}", None, {}, note)
     files = samples.image_files
     if progress is not None and samples.rejected:
         progress(len(samples.rejected))
@@ -80,4 +84,6 @@ def check(target: str | Config, progress: Callable[[int], None] | None = None) -
 def files_to_check(target: str | Config) -> int:
     """How many files :func:`check` will report on (for a progress bar)."""
     _, samples = config_and_samples(target)
+    if not isinstance(samples, Samples):
+        return 0
     return sum(len(paths) for paths in samples.files.values()) + len(samples.rejected)

@@ -160,14 +160,15 @@ def input_bound(
     )
 
 
-def build_model(spec: str, config: Config, num_classes: int) -> Any:
-    """``small`` (the demo model), ``resnet50`` (random weights) or a saved Keras model file."""
+def build_model(spec: str, config: Config, num_classes: int) -> tuple[Any, list[str]]:
+    """``small`` (the demo model), ``resnet50`` (random weights) or a saved Keras model file,
+    compiled, with notes on it (see :func:`saved_model`)."""
     import keras
 
     from daliaug.tools.models import compile_classifier, model_for
 
     if spec == "small":
-        return model_for(config, num_classes)
+        return model_for(config, num_classes), []
     if spec == "resnet50":
         if config.source.segmentation:
             raise ConfigError("--model resnet50 is a classifier; use small for segmentation")
@@ -185,11 +186,47 @@ def build_model(spec: str, config: Config, num_classes: int) -> Any:
             )
         finally:
             keras.config.set_image_data_format(previous)
-        return compile_classifier(model, config)
+        return compile_classifier(model, config), []
     path = Path(spec)
     if not path.is_file():
         raise DataError(f"--model: {spec} is neither {' nor '.join(MODELS)} nor a model file")
-    return keras.models.load_model(path)
+    return saved_model(path, config)
+
+
+def saved_model(path: Path, config: Config) -> tuple[Any, list[str]]:
+    """The Keras model saved at ``path``, with notes: compiled here for the measurement (Adam,
+    the config's cross-entropy) when it was saved before ``compile()``; its random
+    augmentation layers named, which run in every training step on the accelerator."""
+    import keras
+
+    from daliaug.tools.models import compile_classifier
+
+    try:
+        model = keras.models.load_model(path)
+    except Exception as e:  # Keras raises many kinds for a file it cannot read
+        raise DataError(f"--model: cannot load the Keras model {path}: {e}") from e
+    notes = []
+    if not model.compiled:
+        compile_classifier(model, config)
+        notes.append(
+            f"{path.name} was saved before compile(): compiled here for the measurement only "
+            f"({model.optimizer.__class__.__name__}, {model.loss})"
+        )
+    augmenting = [type(x).__name__ for x in model._flatten_layers(include_self=False) if _random(x)]
+    if augmenting:
+        notes.append(
+            f"the model holds random augmentation layers ({', '.join(augmenting)}): they run in "
+            "every training step, on the accelerator's critical path; daliaug.split_model(model) "
+            "moves them into the input pipeline"
+        )
+    return model, notes
+
+
+def _random(layer: Any) -> bool:
+    """Whether ``layer`` is one of Keras' random preprocessing layers (they take a seed)."""
+    return type(layer).__module__.startswith("keras.src.layers.preprocessing.") and hasattr(
+        layer, "seed"
+    )
 
 
 def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -250,7 +287,8 @@ def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int 
         result.notes.append(nvml.note)
     total = warmup + steps
     epochs = math.ceil(total / batches)
-    keras_model = build_model(model, config, samples.num_classes)
+    keras_model, model_notes = build_model(model, config, samples.num_classes)
+    result.notes.extend(model_notes)
     with Monitor(interval=0.1, gpu=nvml if nvml.available else None) as monitor:
         result.monitor = monitor
 

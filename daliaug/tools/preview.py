@@ -1,13 +1,20 @@
-"""A grid of augmented samples, to see what a config does before training on it."""
+"""A grid of samples as they are beside their augmented versions, to see what a config does
+before training on it."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from daliaug.config import Config, Output
+from daliaug.engines.select import resolve_device
+from daliaug.prepare import Prepared, prepare
+from daliaug.sources.base import Samples
+from daliaug.sources.sample_set import SampleSet
 
 _PALETTE = np.array(
     [
@@ -26,24 +33,86 @@ _PALETTE = np.array(
 )
 
 
-def augmented_samples(config: Config, count: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """``count`` augmented images (uint8, NHWC, before normalization) with their labels or
-    masks (class indices), and the class names; labels stay soft (weights) where a batch stage
-    mixes them."""
-    from daliaug.outputs.numpy import DaliLoader
-
-    update = {
+def _preview_config(config: Config, batch_size: int, **update: object) -> Config:
+    """``config`` giving uint8 images before normalization in batches of ``batch_size``, its
+    labels as class indices unless a batch stage mixes them (then soft: weights), masks as
+    class indices."""
+    fields: dict[str, object] = {
         "output": Output(dtype="uint8"),
-        "batch_size": count,
+        "batch_size": batch_size,
         "drop_remainder": False,
+        **update,
     }
     if not config.plan.batch_stages:  # a batch stage mixes labels: keep them soft
-        update["label_mode"] = "int"
+        fields["label_mode"] = "int"
     if config.source.segmentation:
-        update["source"] = config.source.model_copy(update={"mask_output": "index"})
-    loader = DaliLoader(config.model_copy(update=update))
-    images, targets = next(iter(loader))[:2]
-    return images, targets, loader.samples.class_names
+        fields["source"] = config.source.model_copy(update={"mask_output": "index"})
+    return config.model_copy(update=fields)
+
+
+def _prepare(config: Config) -> Prepared:
+    """The config's samples, engine and device for a preview: DALI (without TensorFlow) on
+    the device ``backend`` names here, or the TensorFlow engine for ``backend: tf`` (the
+    configs whose transforms DALI lacks, such as ``fill: reflect``)."""
+    return prepare(config, device=None if config.backend == "tf" else resolve_device(config))
+
+
+def augmented_samples(config: Config, count: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The first ``count`` augmented images of the first epoch (uint8, NHWC, before
+    normalization) with their labels or masks (class indices), and the class names; labels
+    stay soft (weights) where a batch stage mixes them."""
+    prepared = _prepare(_preview_config(config, count))
+    return (*_first_batch(prepared, prepared.samples), prepared.samples.class_names)
+
+
+def _first_batch(prepared: Prepared, samples: SampleSet) -> tuple[np.ndarray, np.ndarray]:
+    from daliaug.outputs.numpy import batches
+
+    batch = next(batches(prepared.engine.name, prepared.config, samples, prepared.device))
+    return batch[0], batch[1]
+
+
+@dataclass(frozen=True)
+class Versions:
+    """Samples as they are (``originals``, named by ``names``: file names, or array rows)
+    and ``versions`` augmented versions of each (``augmented``: ``count * versions`` images,
+    sample by sample, with their ``targets``)."""
+
+    originals: list[np.ndarray]
+    names: list[str]
+    augmented: np.ndarray
+    targets: np.ndarray
+    class_names: list[str]
+
+
+def augmented_versions(config: Config, count: int, versions: int) -> Versions:
+    """``count`` samples spread over the source (evenly through its listing, so that a
+    class-folder source shows its classes), each as it is and in ``versions`` augmented
+    versions, drawn as the pipeline draws them. A streamed source (TFRecords), whose samples
+    the host does not hold, gives the first ``count * versions`` samples augmented, without
+    originals."""
+    prepared = _prepare(_preview_config(config, count * versions, shuffle=False))
+    samples = prepared.samples
+    if not isinstance(samples, Samples):
+        return Versions([], [], *_first_batch(prepared, samples), samples.class_names)
+    picks = np.unique(np.linspace(0, len(samples) - 1, min(count, len(samples))).astype(int))
+    images, targets = _first_batch(prepared, samples.subset(np.repeat(picks, versions)))
+    chosen = samples.subset(picks)
+    if chosen.paths:
+        originals = [_decoded(p, config.channels) for p in chosen.paths]
+        names = [Path(p).name for p in chosen.paths]
+    else:
+        originals = list(chosen.columns["image"])
+        names = [f"x[{i}]" for i in picks]
+    return Versions(originals, names, images, targets, samples.class_names)
+
+
+def _decoded(path: str, channels: int) -> np.ndarray:
+    """The image file as Pillow decodes it, RGB or grey as ``channels`` says."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGB" if channels == 3 else "L"))
 
 
 def overlay(image: np.ndarray, mask: np.ndarray, num_classes: int) -> np.ndarray:
@@ -59,14 +128,16 @@ def overlay(image: np.ndarray, mask: np.ndarray, num_classes: int) -> np.ndarray
     return out.astype(np.uint8)
 
 
-def save_grid(images: np.ndarray, titles: list[str], path: Path) -> Path:
-    """Write the images as a captioned grid PNG."""
+def save_grid(
+    images: Sequence[np.ndarray], titles: list[str], path: Path, cols: int | None = None
+) -> Path:
+    """Write the images as a captioned grid PNG, ``cols`` to a row (default: a square)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cols = math.ceil(math.sqrt(len(images)))
+    cols = cols or math.ceil(math.sqrt(len(images)))
     rows = math.ceil(len(images) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(2 * cols, 2.2 * rows), squeeze=False)
     for ax in axes.flat:
@@ -81,16 +152,46 @@ def save_grid(images: np.ndarray, titles: list[str], path: Path) -> Path:
     return path
 
 
-def preview(config: Config, count: int, path: Path) -> Path:
-    """Write a grid of ``count`` augmented samples: captioned by class, or with masks overlaid."""
-    images, targets, names = augmented_samples(config, count)
-    if config.source.segmentation:
-        shown = np.stack([overlay(i, m, len(names)) for i, m in zip(images, targets, strict=True)])
-        titles = [
-            ", ".join(names[c] for c in np.unique(m) if 0 < c < len(names)) or "-" for m in targets
-        ]
-        return save_grid(shown, titles, path)
-    return save_grid(images, [caption(t, names) for t in targets], path)
+def preview(config: Config, count: int, path: Path, versions: int = 3) -> Path:
+    """Write a grid of ``count`` samples, one per row: the sample as it is (titled with its
+    file name) beside ``versions`` augmented versions (captioned by class, or with masks
+    overlaid). A streamed source (TFRecords) shows ``count * versions`` augmented samples
+    instead."""
+    shown = augmented_versions(config, count, versions)
+    tiles, titles = _tiles(config, shown.augmented, shown.targets, shown.class_names)
+    if not shown.originals:
+        return save_grid(tiles, titles, path)
+    rows = len(shown.originals)
+    grid: list[np.ndarray] = []
+    captions: list[str] = []
+    for row in range(rows):
+        grid.append(shown.originals[row])
+        captions.append(_short(shown.names[row]))
+        grid.extend(tiles[row * versions : (row + 1) * versions])
+        captions.extend(titles[row * versions : (row + 1) * versions])
+    return save_grid(grid, captions, path, cols=1 + versions)
+
+
+def _tiles(
+    config: Config, images: np.ndarray, targets: np.ndarray, names: list[str]
+) -> tuple[list[np.ndarray], list[str]]:
+    """Augmented images as tiles with their captions: the class (or mixed weights), or the
+    mask overlaid and its classes named."""
+    if not config.source.segmentation:
+        return list(images), [caption(t, names) for t in targets]
+    shown = [overlay(i, m, len(names)) for i, m in zip(images, targets, strict=True)]
+    titles = [
+        ", ".join(names[c] for c in np.unique(m) if 0 < c < len(names)) or "-" for m in targets
+    ]
+    return shown, titles
+
+
+def _short(name: str, width: int = 24) -> str:
+    """``name`` cut in the middle to ``width`` characters."""
+    if len(name) <= width:
+        return name
+    half = (width - 1) // 2
+    return f"{name[:half]}~{name[-(width - 1 - half) :]}"
 
 
 def caption(target: np.ndarray, names: list[str]) -> str:

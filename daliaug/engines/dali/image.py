@@ -16,8 +16,9 @@ from nvidia.dali.pipeline import DataNode
 from daliaug.config import HW_DECODER_LOAD, Config
 from daliaug.engines.dali import branches, pixels
 from daliaug.engines.select import Device
+from daliaug.errors import BackendError
 from daliaug.sources.segmentation import SegmentationSource
-from daliaug.transforms.base import CUT_TOLERANCE
+from daliaug.transforms.base import CUT_TOLERANCE, TF_ONLY_FILLS
 
 _DTYPES = {"float32": types.FLOAT, "float16": types.FLOAT16, "uint8": types.UINT8}
 
@@ -105,6 +106,11 @@ def resample(
             interp_type=interp,
             antialias=False,
             **out,
+        )
+    if fill in TF_ONLY_FILLS:
+        raise BackendError(
+            f"fill {fill!r}: DALI's warp has no such border; this config runs on the TensorFlow "
+            "backend (backend: tf), or give the transforms a constant fill or 'nearest'"
         )
     constant = None if fill == "nearest" else float(min(max(floor(fill + 0.5), 0), 255))
     border = {} if constant is None or cut else {"fill_value": constant}

@@ -119,17 +119,21 @@ def array_batches(
     config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
     """Finished batches for in-memory arrays from ``(index, warp[, weight])`` batches: a whole
-    batch is gathered, then resampled and finished by one XLA function (the arrays share one
-    size)."""
+    batch is gathered, then resampled (not where no transform moves pixels and the arrays have
+    the output's size) and finished by one XLA function (the arrays share one size)."""
     images = tf.constant(samples.columns["image"])
     column = target_column(config.label_mode)
     targets = tf.constant(samples.columns[column]) if column in samples.columns else None
     nearest = config.interpolation == "nearest"
     fill, cut = fill_value(config.fill), config.fill_edge == "cut"
+    unmoved = not config.plan.warps and images.shape[1:3] == tuple(config.image_size)
 
     def resampled_and_finished(pixels: tf.Tensor, flat: tf.Tensor) -> tf.Tensor:
         inputs = layout.unpack(flat, tf.reshape, batched=True)
-        warped = sample(pixels, inputs["matrix"], config.image_size, fill, nearest, cut)
+        if unmoved:  # the identity warp: its samples are the pixels themselves
+            warped = tf.cast(pixels, tf.float32)
+        else:
+            warped = sample(pixels, inputs["matrix"], config.image_size, fill, nearest, cut)
         return finish(warped, inputs, config)
 
     compiled = tf.function(resampled_and_finished, jit_compile=True, reduce_retracing=True)

@@ -23,7 +23,7 @@ from daliaug.engines.feed import EpochFeed, RecordLayout
 from daliaug.engines.select import Device, Placement, cpu_placement
 from daliaug.engines.tf.records import packed, read_records
 from daliaug.epoch import EpochClock, Epochs
-from daliaug.errors import BackendError, BackendWarning
+from daliaug.errors import BackendError, BackendWarning, user_stacklevel
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.outputs.tfdata.faults import named_faults
 from daliaug.outputs.tfdata.streams import (
@@ -59,7 +59,7 @@ def placement(device: Device, config: Config) -> Placement:
         f"DALI sees a GPU but TensorFlow does not, so the pipeline runs on the CPU with {ops}; "
         f"{TF_CUDA_FIX}",
         BackendWarning,
-        stacklevel=4,
+        stacklevel=user_stacklevel(),
     )
     return fallback
 
@@ -120,7 +120,7 @@ def memory_policy() -> None:
                 "import daliaug before anything starts TensorFlow (a model, a tf.distribute "
                 f"strategy, a tf op), or set {GROWTH_VARIABLE}=true before Python starts",
                 BackendWarning,
-                stacklevel=5,
+                stacklevel=user_stacklevel(),
             )
             return
 

@@ -1,0 +1,147 @@
+"""Every command works on every valid config: ``daliaug preview``, ``check``, ``doctor`` and
+``parity`` on each shipped config and on the config ``convert --from-keras`` writes from Keras'
+default layers (``fill_mode: reflect``, which only the TensorFlow engine runs), each a CLI run
+in its own process, on a few small images in batches of 4."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from daliaug.config import load_config
+from daliaug.config_files import shipped_configs
+from tests.helpers import structured_image, write_image_dir
+
+ROOT = Path(__file__).parents[1]
+COMMANDS = {
+    "preview": ["--count", "2", "--versions", "2"],
+    "check": [],
+    "doctor": ["--steps", "1", "--warmup", "1"],
+    "parity": ["--seed", "1"],
+}
+
+
+def daliaug(*args: object, cache: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "daliaug.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env={**os.environ, "DALIAUG_CACHE": str(cache), "COLUMNS": "200"},
+    )
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Small data for each kind of shipped source: class folders, arrays, segmentation."""
+    from daliaug.tools.demo_data import write_segmentation_dataset
+
+    root = tmp_path_factory.mktemp("every_command")
+    images = [structured_image(40, 48, seed=i) for i in range(8)]
+    folders = write_image_dir(root / "folders", {"cat": images[:4], "dog": images[4:]})
+    arrays = root / "arrays.npz"
+    np.savez(arrays, x=np.stack([structured_image(32, 32, seed=i) for i in range(8)]), y=[0, 1] * 4)
+    segmentation = write_segmentation_dataset(root / "seg", count=8, size=(48, 48))
+    return {"directory": folders, "arrays": arrays, "segmentation": segmentation}
+
+
+def small(config: dict, out: Path, data: Path | None = None) -> Path:
+    """``config`` in batches of 4 (reading ``data`` where given), written to ``out``."""
+    loaded = load_config({**config, "batch_size": 4})
+    if data is not None:
+        loaded = loaded.model_copy(update={"source": loaded.source.with_path(data)})
+    out.write_text(loaded.to_yaml())
+    return out
+
+
+def run(command: str, config: Path, tmp_path: Path) -> None:
+    args: list[object] = [command, config, *COMMANDS[command]]
+    if command == "preview":
+        args += ["--out", tmp_path / "grid.png"]
+    result = daliaug(*args, cache=tmp_path / "cache")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("name", sorted(shipped_configs()))
+def test_every_command_runs_every_shipped_config(
+    name: str, command: str, data: dict[str, Path], tmp_path: Path
+) -> None:
+    config = yaml.safe_load(shipped_configs()[name].read_text())
+    written = small(config, tmp_path / f"{name}.yaml", data[config["source"]["type"]])
+    run(command, written, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def from_keras(data: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The config ``convert --from-keras`` writes for a model with Keras' default affine
+    layers (``fill_mode="reflect"``): the TensorFlow backend's only."""
+    import keras
+
+    root = tmp_path_factory.mktemp("from_keras")
+    L = keras.layers
+    model = keras.Sequential(
+        [
+            keras.Input((40, 48, 3)),
+            L.RandomFlip(),
+            L.RandomRotation(0.1),
+            L.RandomTranslation(0.1, 0.1),
+            L.RandomZoom(0.1),
+            L.Rescaling(1 / 255),
+            L.GlobalAveragePooling2D(),
+            L.Dense(2, activation="softmax"),
+        ]
+    )
+    model.save(root / "model.keras")
+    out = root / "written.yaml"
+    result = daliaug(
+        "convert", data["directory"], "--from-keras", root / "model.keras", "-o", out, cache=root
+    )
+    assert result.returncode == 0, result.stderr
+    assert "[yellow]" not in result.stderr and "note: RandomRotation" in result.stderr
+    return small(yaml.safe_load(out.read_text()), out)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_runs_the_config_from_keras_default_layers(
+    command: str, from_keras: Path, tmp_path: Path
+) -> None:
+    config = yaml.safe_load(from_keras.read_text())
+    assert config["backend"] == "tf" and config["transforms"][2]["fill"] == "reflect"
+    run(command, from_keras, tmp_path)
+
+
+def test_doctor_compiles_a_model_saved_before_compile_and_names_its_augmentation(
+    data: dict[str, Path], tmp_path: Path
+) -> None:
+    import keras
+
+    L = keras.layers
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            L.RandomFlip("horizontal"),
+            L.Conv2D(4, 3),
+            L.GlobalAveragePooling2D(),
+            L.Dense(2, activation="softmax"),
+        ]
+    )
+    model.save(tmp_path / "uncompiled.keras")
+    source = {"type": "directory", "path": str(data["directory"])}
+    config = small({"source": source, "image_size": 32}, tmp_path / "c.yaml")
+    result = daliaug(
+        "doctor", config, "--model", tmp_path / "uncompiled.keras", "--steps", "1", "--warmup", "1",
+        cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = " ".join(result.stderr.split())
+    assert "saved before compile(): compiled here for the measurement only" in text
+    assert "random augmentation layers (RandomFlip)" in text and "split_model" in text
