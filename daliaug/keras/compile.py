@@ -18,7 +18,9 @@ from typing import Any, Literal
 import numpy as np
 
 from daliaug.config import Config, load_config
-from daliaug.errors import BackendWarning, ConfigError
+from daliaug.cuda import cuda_driver
+from daliaug.engines.select import dali_gpu_count
+from daliaug.errors import BackendWarning, ConfigError, user_stacklevel
 from daliaug.keras.backends import keras_backend
 from daliaug.keras.converters import (
     CONVERTERS,
@@ -119,11 +121,23 @@ class Compiled:
             )
         warnings.warn(
             f"{why}: the pipeline runs on daliaug's TensorFlow backend (CPU) instead of DALI; "
-            "fill_mode='constant' or 'nearest' keeps it on DALI",
+            f"with fill_mode='constant' or 'nearest', backend 'auto' {_auto_here()}",
             BackendWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
         return "tf"
+
+
+def _auto_here() -> str:
+    """What ``backend: auto`` does on this host with a fill DALI has (see
+    :func:`~daliaug.engines.select.resolve_backend`)."""
+    if cuda_driver() and dali_gpu_count() > 0:
+        return "runs it on DALI on this host's GPU"
+    return (
+        "on this host (no GPU for DALI) takes the CPU path measured faster for the config: "
+        "DALI's CPU operators for a policy or masks, else this same TensorFlow backend; "
+        "backend 'cpu' forces DALI"
+    )
 
 
 def _check_shared(layer: Any, trace: Trace) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import daliaug
+from daliaug.engines.select import resolve_backend
 from daliaug.errors import BackendWarning, DataWarning
 
 HERE = Path(__file__).name
@@ -43,3 +44,20 @@ def test_make_dataset_warns_at_the_callers_line() -> None:
     assert found == [HERE, HERE]  # the values rounded to levels; the output's scale
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         daliaug.nothing  # noqa: B018
+
+
+def test_the_fill_warning_says_what_auto_does_on_this_host() -> None:
+    """No GPU for DALI here: ``auto`` with a constant fill takes the measured CPU path, which
+    for a plain classification stack is the TensorFlow backend too, so the warning says so
+    rather than promising DALI."""
+    layers = [keras.layers.RandomRotation(0.1)]
+    with pytest.warns(BackendWarning) as caught:
+        daliaug.from_keras(layers, source={"type": "directory", "path": "data"}, image_size=32)
+    message = str(caught[0].message)
+    assert "no GPU for DALI" in message and "backend 'cpu' forces DALI" in message, message
+    constant = [keras.layers.RandomRotation(0.1, fill_mode="constant")]
+    config = daliaug.from_keras(
+        constant, source={"type": "directory", "path": "data"}, image_size=32
+    )
+    assert config.backend == "auto"
+    assert resolve_backend(config) == "tf"  # what the warning told
