@@ -39,7 +39,7 @@ from bench.run import GPU_EPOCH_SCALE, Timing, timing
 from bench.tools import TOOLS, Unavailable
 from bench.worker import measure
 from bench.workloads import WORKLOADS, Data, prepare
-from daliaug.config import Config
+from daliaug.config import HW_DECODER_LOAD, Config
 
 ROWS = {
     "b": ("loader-gpu", "jax", "dali-rn50", "decode-gpu-roi"),
@@ -97,29 +97,23 @@ def decoders(name: str, data: Data, device: str, batches: int = 3) -> dict[str, 
 def point(name: str, workload: str, data: Data, device: str, clock: Timing, **at: Any) -> dict:
     """One measurement of tool ``name`` at ``threads`` (``None``: the default) and
     ``hw_decoder_load``."""
-    from daliaug.engines.dali import image
-
     tool = dataclasses.replace(TOOLS[name], device=device)
-    default_load = image.HW_DECODER_LOAD
-    image.HW_DECODER_LOAD = at["hw_decoder_load"]
+    loaded = {**WORKLOADS[workload].config, "hw_decoder_load": at["hw_decoder_load"]}
+    chosen = dataclasses.replace(WORKLOADS[workload], config=loaded)
     run: dict[str, Any] = {"tool": name, **at}
     try:
-        epoch = tool.build(WORKLOADS[workload], data, at["threads"])
+        epoch = tool.build(chosen, data, at["threads"])
         settings = (clock.warmup, clock.warmup_seconds, clock.seconds, clock.max_images)
         run.update(measure(epoch, *settings, device=device))
     except Unavailable as e:
         run["unavailable"] = str(e)
     except Exception as e:  # one failing row must not cost the others
         run["error"] = f"{type(e).__name__}: {e}"
-    finally:
-        image.HW_DECODER_LOAD = default_load
     return run
 
 
 def throughput(args: argparse.Namespace, device: str) -> dict[str, Any]:
     """Per workload and row: the run at the defaults (daliaug's rows) and the sweep's runs."""
-    from daliaug.engines.dali import image
-
     results: dict[str, Any] = {}
     for workload in args.workload:
         scale = 1 if args.dry_run else GPU_EPOCH_SCALE
@@ -129,7 +123,7 @@ def throughput(args: argparse.Namespace, device: str) -> dict[str, Any]:
         for name in ROWS[workload]:
             row: dict[str, Any] = {}
             if name in DALIAUG:
-                at = {"threads": None, "hw_decoder_load": image.HW_DECODER_LOAD}
+                at = {"threads": None, "hw_decoder_load": HW_DECODER_LOAD}
                 row["defaults"] = point(name, workload, data, device, clock, **at)
                 row["bound"] = bound(row["defaults"])
             row["sweep"] = [
@@ -146,7 +140,6 @@ def throughput(args: argparse.Namespace, device: str) -> dict[str, Any]:
 def bound(run: dict[str, Any]) -> str | None:
     """``daliaug doctor``'s judgement of a run at the defaults: host-bound or not, and the knob
     (no GPU utilisation here: the bench reads none)."""
-    from daliaug.engines.dali import image
     from daliaug.tools.doctor import input_bound
 
     if "images_per_s" not in run:
@@ -158,10 +151,10 @@ def bound(run: dict[str, Any]) -> str | None:
         run["images_per_s"],
         busy,
         cores,
-        defaults.dali_threads,
+        defaults.dali_threads("gpu"),
         None,
-        image.HW_DECODER_LOAD,
-        defaults.prefetch,
+        defaults.hw_decoder_load,
+        defaults.prefetch_depth("gpu"),
     )
     return judged.message
 

@@ -78,7 +78,7 @@ def _total(feed: Any, epoch: int) -> float:
     """Seconds of the real external source's calls over one whole epoch."""
     from daliaug.outputs.numpy import _Source
 
-    source = _Source(feed, epoch, depth=4)
+    source = _Source(feed, epoch)
     t0 = time.perf_counter()
     try:
         while True:

@@ -127,13 +127,13 @@ def decode_roi(workload: Workload, data: Data, threads: int | None, device: str)
     return epoch
 
 
-def random_crop_front(paths: list[str], labels: Any, eq: Any, gpu: bool) -> tuple[Any, Any]:
+def random_crop_front(
+    paths: list[str], labels: Any, eq: Any, gpu: bool, hw_decoder_load: float
+) -> tuple[Any, Any]:
     """Inside a DALI pipeline: the files read in a random order, a random resized crop decoded
-    (``mixed`` with the sweep's :data:`~daliaug.engines.dali.image.HW_DECODER_LOAD` on the
-    GPU) and resized to the workload's size; ``(images, labels)``."""
+    (``mixed`` with ``hw_decoder_load`` on the GPU) and resized to the workload's size;
+    ``(images, labels)``."""
     from nvidia.dali import fn, types
-
-    from daliaug.engines.dali import image
 
     encoded, label = fn.readers.file(
         files=paths, labels=[int(v) for v in labels], random_shuffle=True, name="files"
@@ -143,7 +143,7 @@ def random_crop_front(paths: list[str], labels: Any, eq: Any, gpu: bool) -> tupl
         output_type=types.RGB,
         random_area=list(eq.crop_scale),
         random_aspect_ratio=list(eq.crop_ratio),
-        **({"device": "mixed", "hw_decoder_load": image.HW_DECODER_LOAD} if gpu else {}),
+        **({"device": "mixed", "hw_decoder_load": hw_decoder_load} if gpu else {}),
     )
     return fn.resize(images, size=list(eq.size)), label
 
@@ -173,13 +173,13 @@ def dali_rn50(workload: Workload, data: Data, threads: int | None, device: str) 
 
     @pipeline_def(
         batch_size=config.batch_size,
-        num_threads=config.dali_threads,
+        num_threads=config.dali_threads(device),
         device_id=0 if gpu else None,
-        prefetch_queue_depth=config.prefetch,
+        prefetch_queue_depth=config.prefetch_depth(device),
         seed=0,
     )
     def graph() -> Any:
-        images, label = random_crop_front(paths, labels, eq, gpu)
+        images, label = random_crop_front(paths, labels, eq, gpu, config.hw_decoder_load)
         images = fn.color_twist(
             images,
             brightness=jitter(eq.brightness),

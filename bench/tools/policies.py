@@ -111,7 +111,7 @@ def dali_pipeline(workload: Workload, data: Data, threads: int | None, device: s
         enable_conditionals=True,
     )
     def graph() -> Any:
-        images, label = random_crop_front(paths, labels, eq, gpu)
+        images, label = random_crop_front(paths, labels, eq, gpu, config.hw_decoder_load)
         images = fn.flip(images, horizontal=fn.random.coin_flip())
         images = rand_augment.rand_augment(
             images, n=NUM_OPS, m=MAGNITUDE, num_magnitude_bins=BINS, fill_value=0
