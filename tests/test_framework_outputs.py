@@ -135,26 +135,36 @@ def test_keras_on_a_backend_that_is_not_installed_is_named_with_the_fix(
     """On a GPU host with JAX and PyTorch but no TensorFlow, Keras' default backend cannot
     start: make_dataset names the backend and the variable to set, not Keras' ImportError
     (following that backend, framework=None, is tests/test_extras.py's)."""
-    code = (
-        "import sys; sys.modules['tensorflow'] = None\n"
-        "import daliaug\n"
-        f"source = {{'type': 'directory', 'path': {str(demo_dir)!r}}}\n"
-        "config = daliaug.load_config({'source': source, 'image_size': 32, 'batch_size': 4})\n"
-        "try:\n"
-        f"    daliaug.make_dataset(config, framework={framework!r})\n"
-        "except daliaug.ConfigError as e:\n"
-        "    print(e)\n"
-        "    sys.exit(2)\n"
-    )
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert result.returncode == 2, result.stdout + result.stderr[-2000:]
-    message = result.stdout
+    message = refusal(demo_dir, "tensorflow", framework, "", "ConfigError", 2)
     assert "Keras cannot start on its backend (tensorflow)" in message
     assert "tensorflow is not installed" in message
     assert f"KERAS_BACKEND={framework}" in message
+
+
+def refusal(
+    demo_dir: Path, missing: str, framework: str | None, fields: str, error: str, code: int
+) -> str:
+    """What ``make_dataset(config, framework=framework)`` says, in a process of its own with
+    the module ``missing`` unimportable and Keras on TensorFlow, where it raises ``error``
+    (exit ``code``): the message."""
+    program = (
+        f"import sys; sys.modules[{missing!r}] = None\n"
+        "import daliaug\n"
+        f"source = {{'type': 'directory', 'path': {str(demo_dir)!r}}}\n"
+        "config = daliaug.load_config("
+        f"{{'source': source, 'image_size': 32, 'batch_size': 4{fields}}})\n"
+        "try:\n"
+        f"    daliaug.make_dataset(config, framework={framework!r})\n"
+        f"except daliaug.{error} as e:\n"
+        "    print(e)\n"
+        f"    sys.exit({code})\n"
+    )
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == code, result.stdout + result.stderr[-2000:]
+    return result.stdout
 
 
 @pytest.mark.parametrize(
@@ -171,24 +181,7 @@ def test_tf_data_without_the_tensorflow_extra_names_the_extra_and_its_command(
     """A JAX or PyTorch user's install (no ``tensorflow`` extra) asked for a ``tf.data``
     dataset: a BackendError naming what is missing, the extra and the command that installs
     it, TensorFlow first."""
-    code = (
-        f"import sys; sys.modules[{missing!r}] = None\n"
-        "import daliaug\n"
-        f"source = {{'type': 'directory', 'path': {str(demo_dir)!r}}}\n"
-        "config = daliaug.load_config({'source': source, 'image_size': 32, 'batch_size': 4,"
-        " 'backend': 'cpu'})\n"
-        "try:\n"
-        f"    daliaug.make_dataset(config, framework={framework!r})\n"
-        "except daliaug.BackendError as e:\n"
-        "    print(e)\n"
-        "    sys.exit(e.exit_code)\n"
-    )
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert result.returncode == 4, result.stdout + result.stderr[-2000:]
-    message = result.stdout
+    message = refusal(demo_dir, missing, framework, ", 'backend': 'cpu'", "BackendError", 4)
     assert f"{named}, which is not installed" in message
     assert "daliaug's tensorflow extra" in message
     first, second = message.split("pip install ")[1:3]

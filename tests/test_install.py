@@ -62,11 +62,8 @@ def test_wheel_holds_every_package_config_and_marker(wheel: Path) -> None:
     assert "daliaug/parity/reference.npz" in names
 
 
-def test_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path: Path) -> None:
-    """Installed next to this environment's dependencies (a ``.pth`` line reuses its
-    site-packages without running its editable-install hook), from a folder outside the
-    checkout."""
-    venv = tmp_path / "venv"
+def fresh_venv(venv: Path) -> tuple[Path, Path]:
+    """A new venv at ``venv``: its python and its site-packages folder."""
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     site = subprocess.run(
@@ -75,7 +72,15 @@ def test_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path: Pa
         capture_output=True,
         text=True,
     ).stdout.strip()
-    (Path(site) / "reuse-test-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python, Path(site)
+
+
+def test_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path: Path) -> None:
+    """Installed next to this environment's dependencies (a ``.pth`` line reuses its
+    site-packages without running its editable-install hook), from a folder outside the
+    checkout."""
+    python, site = fresh_venv(tmp_path / "venv")
+    (site / "reuse-test-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     # without PYTHONPATH: a checkout on it, with the egg-info the wheel's build leaves, would
     # pass for daliaug installed already
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -97,9 +102,9 @@ def test_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path: Pa
         python, "-c", "import daliaug, daliaug.sources, daliaug.parity; print(daliaug.__file__)"
     )
     assert imports.returncode == 0, imports.stderr
-    assert imports.stdout.strip().startswith(site), imports.stdout
+    assert imports.stdout.strip().startswith(str(site)), imports.stdout
     config = Path(site) / "daliaug" / "pipelines" / "imagenet_train.yaml"
-    validate = run(venv / "bin" / "daliaug", "validate", config)
+    validate = run(python.parent / "daliaug", "validate", config)
     assert validate.returncode == 0, validate.stderr
     assert "random_resized_crop" in validate.stdout
 
@@ -136,17 +141,9 @@ def test_wheel_with_the_jax_extra_runs_the_readme_jax_block_without_tensorflow(
     from daliaug.tools.demo_data import write_classification_dataset
     from tests.test_readme import RUN
 
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
-    site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    python, site = fresh_venv(tmp_path / "venv")
     packages = jax_site(Path(tmp_path / "jax-site"))
-    (Path(site) / "jax-user.pth").write_text(f"{packages}\n")
+    (site / "jax-user.pth").write_text(f"{packages}\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
     pip = [python, "-m", "pip", "install", "--no-index", "-q", f"daliaug[jax] @ {wheel.as_uri()}"]
     install = subprocess.run(pip, env=env, capture_output=True, text=True, timeout=300)

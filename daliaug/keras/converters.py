@@ -476,16 +476,23 @@ def _random_erasing(layer: Any, trace: Trace) -> None:
     trace.pixels(layer, [transform], whole_image=True)
 
 
-@converts("RandomPerspective")
-def _random_perspective(layer: Any, trace: Trace) -> None:
-    """Keras applies it with probability ``p ~ U(factor)`` (a Bernoulli of the mean of
-    ``factor``); its ``fill_value`` is read through the value frame."""
+def _fill_value(layer: Any, trace: Trace) -> float:
+    """The layer's ``fill_value`` on the pipeline's 0..255 values (read through the value
+    frame), refused outside them."""
     fill = trace.uniform(layer, "fill_value", trace.to_pipeline(layer.fill_value))
     if not PIPELINE_RANGE[0] <= fill <= PIPELINE_RANGE[1]:
         raise Unsupported(
             f"{label(layer)}: fill_value={layer.fill_value} is {fill:g} on the pipeline's 0..255 "
             "values; daliaug fills within them"
         )
+    return fill
+
+
+@converts("RandomPerspective")
+def _random_perspective(layer: Any, trace: Trace) -> None:
+    """Keras applies it with probability ``p ~ U(factor)`` (a Bernoulli of the mean of
+    ``factor``); its ``fill_value`` is read through the value frame."""
+    fill = _fill_value(layer, trace)
     transform = {
         "type": "keras_perspective",
         "probability": sum(_pair(layer.factor)) / 2,
@@ -704,14 +711,7 @@ def _random_elastic_transform(layer: Any, trace: Trace) -> None:
             f"{label(layer)}: fill_mode={layer.fill_mode!r}; daliaug's elastic fills by "
             "'constant', 'nearest' or 'reflect'"
         )
-    fill: Fill = modes.get(layer.fill_mode) or trace.uniform(
-        layer, "fill_value", trace.to_pipeline(layer.fill_value)
-    )
-    if not isinstance(fill, str) and not PIPELINE_RANGE[0] <= fill <= PIPELINE_RANGE[1]:
-        raise Unsupported(
-            f"{label(layer)}: fill_value={layer.fill_value} is {fill:g} on the pipeline's 0..255 "
-            "values; daliaug fills within them"
-        )
+    fill: Fill = modes.get(layer.fill_mode) or _fill_value(layer, trace)
     transform = {
         "type": "elastic",
         "probability": sum(_pair(layer.factor)) / 2,
