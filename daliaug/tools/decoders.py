@@ -193,8 +193,10 @@ def decode_windows(
     without a reading)."""
     from nvidia.dali import fn, pipeline_def
 
+    from daliaug.config import Config
     from daliaug.engines.dali.image import decode
 
+    rgb = Config.model_validate({"source": {"type": "arrays"}, "image_size": 1})  # defaults
     batches = [
         (paths[i : i + batch_size], starts[i : i + batch_size], shapes[i : i + batch_size])
         for i in range(0, len(paths), batch_size)
@@ -215,7 +217,7 @@ def decode_windows(
     def graph() -> Any:
         names, start, shape = fn.external_source(source=next_batch, num_outputs=3, batch=True)
         encoded = fn.io.file.read(names)
-        return decode(encoded, {"crop_start": start, "crop_shape": shape}, 3, device)
+        return decode(encoded, {"crop_start": start, "crop_shape": shape}, rgb, device)
 
     pipe = graph()
     pipe.build()
