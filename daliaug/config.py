@@ -14,12 +14,15 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
+from daliaug.boxes import BoxFormat
 from daliaug.config_files import check_size, config_path, read_config_file
 from daliaug.errors import ConfigError
 from daliaug.fields import (
     STRICT,
     BatchSize,
+    BoxCount,
     DeviceId,
+    Pixels,
     Prefetch,
     Seed,
     Share,
@@ -30,7 +33,13 @@ from daliaug.fields import (
 from daliaug.plan import Plan
 from daliaug.sources import AnySource
 from daliaug.transforms import AnyTransform, ColourTransform, GeometricTransform
-from daliaug.transforms.base import TF_ONLY_FILLS, BatchTransform, Fill, OffsetTransform
+from daliaug.transforms.base import (
+    TF_ONLY_FILLS,
+    BatchTransform,
+    Fill,
+    OffsetTransform,
+    PixelTransform,
+)
 from daliaug.transforms.normalize import Channels, Normalization, Normalize
 from daliaug.transforms.random_resized_crop import RandomResizedCrop
 
@@ -168,6 +177,21 @@ class Config(BaseModel):
     """The share of the JPEG data DALI's GPU decoder (``mixed``) gives the GPU's hardware
     JPEG decoder (A100, H100, H200; ignored elsewhere); the rest goes to nvJPEG's CUDA decoder,
     whose Huffman stage runs on DALI's CPU threads. Default: :data:`HW_DECODER_LOAD`."""
+    bounding_box_format: BoxFormat = "xyxy"
+    """Detection: the format of the boxes given (``y`` in memory) and of the boxes in the
+    batches, one of Keras' (:data:`daliaug.boxes.FORMATS`; ``rel_`` ones relative to the
+    image)."""
+    max_boxes: BoxCount = 100
+    """Detection: boxes per image in a batch, padded with -1 (Keras' ``MaxNumBoundingBoxes``);
+    an image with more after augmentation keeps its first ``max_boxes`` with a ``DataWarning``."""
+    min_area: Pixels = 0.0
+    """Detection: a moved box whose visible part covers fewer output pixels goes (one with none
+    always does)."""
+    min_visibility: Share = 0.0
+    """Detection: a moved box whose visible part is a smaller share of its whole goes."""
+    flip_indices: list[Annotated[int, Field(ge=0)]] | None = None
+    """Detection with keypoints: keypoint ``k`` becomes ``flip_indices[k]`` in a mirrored
+    image (left and right swap), e.g. COCO's 17 person keypoints ``[0, 2, 1, 4, 3, ...]``."""
 
     def dali_threads(self, device: str, gpus: int = 1) -> int:
         """DALI's CPU threads for a pipeline on ``device`` in a process running ``gpus`` GPU
@@ -276,6 +300,8 @@ class Config(BaseModel):
                     f"{field}: '{t.type}' blends images, which segmentation masks cannot follow "
                     "(a pixel has one class); use cutmix, which pastes the same box in the mask"
                 )
+        elif self.source.detection:
+            pass  # boxes: detection_problems names the stages that cannot keep them
         elif self.label_mode not in ("categorical", "binary"):
             yield (
                 f"{field}: '{t.type}' mixes labels, which needs soft labels: set label_mode: "
@@ -293,7 +319,25 @@ class Config(BaseModel):
             )
         return self
 
+    def detection_problems(self) -> Iterator[str]:
+        """Why this config cannot move boxes and keypoints (checked for detection sources,
+        and by ``make_dataset`` for boxes given in memory): a pixel stage that moves pixels
+        without a map of points, a batch stage that cannot keep boxes right."""
+        for t in self.transforms:
+            if isinstance(t, PixelTransform) and not t.moves_points():
+                yield (
+                    f"transforms: type: {t.type} moves pixels in a way boxes cannot follow; "
+                    "leave it out of a detection config"
+                )
+            if isinstance(t, BatchTransform) and not t.moves_boxes():
+                yield (
+                    f"transforms: type: {t.type} cannot keep boxes right (Keras refuses it with "
+                    "bounding boxes too); mixup and mosaic can"
+                )
+
     def _target_problems(self) -> Iterator[str]:
+        if self.source.detection:
+            yield from self.detection_problems()
         if self.source.segmentation and self.label_mode not in ("int", "categorical", "binary"):
             yield (
                 f"label_mode: {self.label_mode!r} is for classification sources; segmentation "

@@ -28,6 +28,7 @@ MAX_DEVICE = 255
 MAX_SHARDS = 65536
 MAX_CLASSES = 2**24
 MAX_SEED = 2**63 - 1
+MAX_BOXES = 65536
 """DALI's seeds are 64-bit signed integers; TensorFlow's stateless seeds take any of them."""
 
 
@@ -89,6 +90,9 @@ MaskClassCount = whole(1, 255)
 """Classes of 8-bit index masks."""
 MaskValue = whole(0, 255)
 Side = whole(1, MAX_SIDE)
+BoxCount = whole(1, MAX_BOXES)
+Pixels = Annotated[float, BeforeValidator(real_number), Field(ge=0.0, le=float(MAX_SIDE) ** 2)]
+"""An area in pixels."""
 Size = Annotated[tuple[Side, Side], BeforeValidator(_square)]
 """``[height, width]`` in pixels (each 1 to :data:`MAX_SIDE`); a single integer means a
 square."""

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
 from daliaug.algebra import (
     Affine,
     Box,
@@ -215,6 +217,33 @@ class Plan:
         out_h, out_w = (float(s) for s in self.image_size)
         final = Affine.scale(div(out_w, canvas.w), div(out_h, canvas.h))
         return Geometry(roi, final.then_after(forward))
+
+    def point_map(
+        self, params: dict[str, Any], source: Canvas, fuse_roi: bool
+    ) -> tuple[Callable[[np.ndarray], np.ndarray], np.ndarray]:
+        """Where a batch's source points land in its outputs (boxes and keypoints), from the
+        same per-sample parameters (NumPy) as its pixels: a function of ``(B, N, 2)``
+        pixel-corner ``(x, y)`` through the fused warp and every pixel stage that moves pixels
+        (:meth:`PixelTransform.points`), and per sample whether the warp mirrors the image."""
+        m = Math.of(np)
+        forward = self.geometry(params, source, m, fuse_roi=fuse_roi).source_forward
+        count = np.shape(source.w)
+        a, b, c, d, e, f = (np.broadcast_to(np.asarray(v, np.float64), count) for v in forward)
+        stages = [
+            (t, t.stage(self._params_of(params, i), self.image_size, m))
+            for i, t in enumerate(self.transforms)
+            if isinstance(t, PixelTransform) and t.moves_masks
+        ]
+
+        def points(xy: np.ndarray) -> np.ndarray:
+            x, y = xy[..., 0], xy[..., 1]
+            rows = [(a, b, c), (d, e, f)]
+            moved = np.stack([x * u[:, None] + y * v[:, None] + w[:, None] for u, v, w in rows], -1)
+            for t, p in stages:
+                moved = t.points(moved, p)
+            return moved.astype(np.float32)
+
+        return points, a * e - b * d < 0
 
     def warp_inputs(
         self,

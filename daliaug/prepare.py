@@ -73,7 +73,8 @@ def prepare_samples(
                 f"not {config.source.type!r}"
             )
         raw = config.label_mode == "raw"
-        samples = array_samples(x, y, config.source.classes, raw).shard(
+        fmt = config.bounding_box_format
+        samples = array_samples(x, y, config.source.classes, raw, fmt).shard(
             config.source.shard_id, config.source.num_shards
         )
         check_arrays(config, x, y)
@@ -90,7 +91,10 @@ def prepare_samples(
             f"{config.channels}"
         )
     available = samples.column_names
-    column = None if "mask_path" in available else target_column(config.label_mode)
+    if "boxes" in available and (problems := list(config.detection_problems())):
+        raise ConfigError("; ".join(problems))
+    targets_given = "mask_path" in available or "boxes" in available
+    column = None if targets_given else target_column(config.label_mode)
     if column is not None and column not in available:
         what = "targets y" if column == "target" else "labels"
         raise DataError(

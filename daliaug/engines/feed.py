@@ -32,6 +32,7 @@ import numpy as np
 
 from daliaug.algebra import Canvas, Math, Scalar
 from daliaug.config import Config, target_column
+from daliaug.detection import BoxTargets
 from daliaug.epoch import Epochs, ParameterRows, columns
 from daliaug.errors import DataError, carried_error
 from daliaug.plan import Plan
@@ -61,6 +62,9 @@ INPUTS: dict[str, Input] = {
     "record": Input("uint8", 1),
     "warp": Input("float32", 1),
     "weight": Input("float32", 0),
+    "boxes": Input("float32", 2),
+    "box_labels": Input("int32", 1),
+    "keypoints": Input("float32", 3),
 }
 """Every input a graph can take, by name."""
 
@@ -294,6 +298,11 @@ class EpochFeed:
         self.epochs = epochs or Epochs.of(config, len(samples))
         self.layout = WarpLayout.of(self.plan, tuple(samples.columns), resizes)
         self.weights = weights
+        self.boxes = (
+            BoxTargets(config, samples, self.layout.fuse_roi)
+            if "boxes" in samples.columns
+            else None
+        )
         self.params = None if params is None else np.asarray(params, dtype=np.float32)
         expected = (len(samples), len(self.plan.param_keys))
         if self.params is not None and self.params.shape != expected:
@@ -318,6 +327,12 @@ class EpochFeed:
     @property
     def inputs(self) -> tuple[str, ...]:
         return graph_inputs(self.samples, self.weights is not None, self.label_mode)
+
+    def gathers(self, name: str) -> bool:
+        """Whether input ``name`` is a source column as it is (a graph may gather it from the
+        batch's indices), not made per batch here (``warp``, ``weight``, the moved boxes)."""
+        made = () if self.boxes is None else self.boxes.shapes
+        return name in self.samples.columns and name not in made
 
     def chunks(
         self, epoch: int, names: Sequence[str], size: int, check_files: bool = False
@@ -364,15 +379,19 @@ class EpochFeed:
         start, stop = bounds
         out: dict[str, np.ndarray] = {"index": index}
         valid = self.epochs.valid(start, stop)
-        if "warp" in names or "params" in names:
+        moves_boxes = self.boxes is not None and not self.boxes.shapes.keys().isdisjoint(names)
+        if "warp" in names or "params" in names or moves_boxes:
             params = self.params[index] if drawn is None else drawn[start:stop]
             out["params"] = params
         if "warp" in names:
             sizes = self.samples.sizes[index]
             out["warp"] = self.layout.evaluate(params, sizes, NUMPY, valid)
+        if moves_boxes:
+            sizes = self.samples.sizes[index]
+            out.update(self.boxes.batch(index, out["params"], sizes, valid))
         if "weight" in names and self.weights is not None:
             out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
         for name in names:
-            if name in self.samples.columns:
+            if name in self.samples.columns and name not in out:
                 out[name] = self.samples.columns[name][index]
         return {name: out[name] for name in names}

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from daliaug.detection import box_names, nest
+
 if TYPE_CHECKING:
     from daliaug.config import Config
     from daliaug.outputs.options import DatasetOptions
@@ -86,18 +88,25 @@ class Batches:
 class Joined:
     """Several shards' epochs side by side: every ``iter()`` runs the next epoch of each, and
     each batch is theirs joined along the batch axis, in order (they run equal batch counts),
-    passed through ``convert``."""
+    passed through ``convert``; detection inputs ``boxes`` become Keras' dict
+    (:func:`~daliaug.detection.nest`)."""
 
-    def __init__(self, shards: list[Iterable[Batch]], convert: Callable[[Batch], Batch]) -> None:
-        self.shards, self.convert = shards, convert
+    def __init__(
+        self,
+        shards: list[Iterable[Batch]],
+        convert: Callable[[Batch], Batch],
+        boxes: tuple[str, ...] = (),
+    ) -> None:
+        self.shards, self.convert, self.boxes = shards, convert, boxes
 
     def __iter__(self) -> Iterator[Batch]:
         if len(self.shards) == 1:
             for batch in self.shards[0]:
-                yield self.convert(batch)
+                yield nest(self.convert(batch), self.boxes)
             return
         for parts in zip(*self.shards, strict=True):
-            yield self.convert(tuple(np.concatenate(a) for a in zip(*parts, strict=True)))
+            joined = tuple(np.concatenate(a) for a in zip(*parts, strict=True))
+            yield nest(self.convert(joined), self.boxes)
 
 
 Shard = tuple["Config", "SampleSet", "DatasetOptions"]
@@ -132,6 +141,6 @@ def dali_loaders(
             DaliLoader(c, samples=s, device=device, options=o, initial_epoch=epoch)
             for c, s, o in shards
         ]
-        return Joined(loaders, convert)
+        return Joined(loaders, convert, box_names(shards[0][1]))
 
     return open_at

@@ -70,6 +70,17 @@ def describe(dataset: Any) -> DatasetEngine:
     return engine
 
 
+def _with_targets(config: Any, y: object) -> Config:
+    """``config`` loaded; given Keras' ``bounding_boxes`` dict as ``y``, an arrays source's
+    targets are boxes (``source.boxes``)."""
+    if isinstance(y, Mapping):
+        try:
+            return load_config(config, {"source": {"boxes": True}})
+        except ConfigError:
+            pass  # the config's own errors, or a source of files (prepare names it)
+    return load_config(config)
+
+
 def make_dataset(
     config: Any,
     *,
@@ -123,7 +134,7 @@ def make_dataset(
             f"strategy: a tf.distribute strategy needs framework='tensorflow', not {framework!r}"
             " (for JAX, use keras.distribution.DataParallel)"
         )
-    config = load_config(config)
+    config = _with_targets(config, y)
     if config.source.both:
         if samples is not None or x is not None or sample_weight is not None:
             raise ConfigError("source.subset: both reads the folder; give no samples, x or weights")

@@ -96,7 +96,7 @@ def _dali_jax(shards: list[Shard], sharding: Any) -> Callable[[int], IteratorEpo
     from nvidia.dali.plugin.jax import DALIGenericIterator
 
     config, samples, options = shards[0]
-    names = output_names(config, options)
+    names = output_names(config, samples, options)
     # DALI's iterator takes the epoch's size only with several pipelines (all full batches).
     size = -1 if len(shards) == 1 else len(shards) * options.epochs(config, len(samples)).positions
 

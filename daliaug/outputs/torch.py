@@ -67,7 +67,7 @@ def _dali_torch(shard: Shard) -> Callable[[int], IteratorEpochs]:
     """``open_at`` for ``shard`` on its GPU: DALI's PyTorch iterator over its pipeline."""
     from nvidia.dali.plugin.pytorch import DALIGenericIterator
 
-    names = output_names(shard[0], shard[2])
+    names = output_names(*shard)
 
     def open_at(epoch: int) -> IteratorEpochs:
         pipelines = dali_gpu_pipelines([shard], epoch)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from typing import Literal
 
 import numpy as np
@@ -12,17 +13,26 @@ from pydantic import model_validator
 from daliaug.errors import DataError, DataWarning, user_stacklevel
 from daliaug.fields import ClassCount, ClassNames, FilePath
 from daliaug.sources.base import Samples, SourceConfig
+from daliaug.sources.box_columns import box_columns
 
 
 def array_samples(
-    x: object, y: object, class_names: list[str] | None = None, raw: bool = False
+    x: object,
+    y: object,
+    class_names: list[str] | None = None,
+    raw: bool = False,
+    box_format: str = "xyxy",
 ) -> Samples:
     """Check ``x`` (N, H, W, C) or (N, H, W) images (see :func:`image_levels`) and ``y``:
     (N,) or (N, 1) integer labels, or (N, K) one-hot rows (the class of each row's 1, of K
-    classes); with ``raw``, any numbers (N, ...), passed through as float32 targets; or
-    ``None``."""
+    classes); with ``raw``, any numbers (N, ...), passed through as float32 targets; a dict of
+    ``boxes`` (in ``box_format``) and ``labels`` per image (detection, see
+    :func:`~daliaug.sources.box_columns.box_columns`); or ``None``."""
     images = image_levels(x)
     sizes = np.tile(np.array(images.shape[1:3], dtype=np.int32), (len(images), 1))
+    if isinstance(y, Mapping):
+        columns, names = box_columns(y, sizes, box_format, class_names)
+        return Samples({"image": images, **columns}, names, sizes)
     if y is None or raw:
         return Samples({"image": images, **_targets(y, len(images))}, class_names or [], sizes)
     labels, width = class_indices(y)
@@ -144,6 +154,13 @@ class ArraysSource(SourceConfig):
     labels_key: str = "y"
     class_names: ClassNames | None = None
     num_classes: ClassCount | None = None
+    boxes: bool = False
+    """The targets are boxes: ``y`` is Keras' ``{"boxes", "labels"}`` dict (set by
+    ``make_dataset`` when given one)."""
+
+    @property
+    def detection(self) -> bool:
+        return self.boxes
 
     @model_validator(mode="after")
     def _names_fit_count(self) -> ArraysSource:

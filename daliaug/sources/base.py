@@ -214,6 +214,11 @@ class SourceConfig(Tagged):
         return False
 
     @property
+    def detection(self) -> bool:
+        """Whether samples carry boxes (targets are boxes and their classes, not labels)."""
+        return False
+
+    @property
     def both(self) -> bool:
         """Whether the source reads both parts of a split (``make_dataset`` then returns two
         datasets)."""

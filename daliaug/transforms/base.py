@@ -27,7 +27,7 @@ colour pass and the pixel stages for images only, then the batch stages for imag
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import AfterValidator, BeforeValidator, Field
@@ -35,6 +35,9 @@ from pydantic import AfterValidator, BeforeValidator, Field
 from daliaug.algebra import Affine, Box, Canvas, ColourMatrix, Math, Random, Scalar, div, mul, neg
 from daliaug.fields import as_float, bounded, is_number
 from daliaug.tagged import Tagged
+
+if TYPE_CHECKING:
+    from daliaug.boxes import Targets
 
 Params = dict[str, Scalar]
 
@@ -261,6 +264,18 @@ class PixelTransform(StageTransform):
         """Masks (HWC samples of class values) after this stage, ``fill`` where none lands."""
         raise NotImplementedError
 
+    def points(self, xy: np.ndarray, p: Params) -> np.ndarray:
+        """Where points ``xy`` (``(B, N, 2)``, pixel-corner ``(x, y)`` before this stage) land
+        after it (boxes and keypoints follow it), from its stage parameters ``p`` (per-sample
+        NumPy values of :meth:`stage`). A stage that moves pixels without this refuses boxes."""
+        raise NotImplementedError
+
+    @classmethod
+    def moves_points(cls) -> bool:
+        """Whether boxes and keypoints can follow this stage (it leaves pixels where they are,
+        or it has :meth:`points`)."""
+        return not cls.moves_masks or cls.points is not PixelTransform.points
+
 
 def random_partners(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Each position's partner (float32 indices into the batch): the real samples (``valid``)
@@ -296,6 +311,18 @@ class BatchTransform(StageTransform):
 
     def images(self, images: Any, p: Params, ops: Any) -> Any:
         raise NotImplementedError
+
+    def boxes(self, targets: Targets, p: Params, partner: np.ndarray) -> Targets:
+        """The batch's detection targets after this stage, on the host: ``p`` this stage's
+        parameters per position (NumPy), ``partner`` each position's partner (int indices,
+        :meth:`partners`). A stage that cannot keep boxes right leaves this out, and detection
+        configs refuse it (Keras refuses ``CutMix`` with boxes)."""
+        raise NotImplementedError
+
+    @classmethod
+    def moves_boxes(cls) -> bool:
+        """Whether detection targets can follow this stage (it has :meth:`boxes`)."""
+        return cls.boxes is not BatchTransform.boxes
 
     def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
         """The targets of the batch: one-hot labels (``masks`` False) or masks."""

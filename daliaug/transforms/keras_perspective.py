@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
+import numpy as np
 from pydantic import Field
 
 from daliaug.algebra import Math, Random, Scalar, add, mul
 from daliaug.transforms.base import Params, PixelTransform, Probability
-from daliaug.transforms.perspective import MATRIX, corners_map
+from daliaug.transforms.perspective import MATRIX, corners_map, projected
 
 MOVES = ("tr_x", "br_x", "br_y", "bl_y")
 """The corner coordinates that move: the others are 0 (top-left corner, top row, left
@@ -70,3 +71,6 @@ class KerasPerspective(PixelTransform):
 
     def masks(self, masks: Any, p: Params, ops: Any, fill: float) -> Any:
         return ops.perspective(masks, [p[k] for k in MATRIX], fill, True)
+
+    def points(self, xy: np.ndarray, p: Params) -> np.ndarray:
+        return projected(xy, p)

@@ -1,13 +1,18 @@
-"""MixUp: each sample blended with a partner from its batch, its label blended alike."""
+"""MixUp: each sample blended with a partner from its batch, its label blended alike (its
+boxes joined with the partner's)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
+import numpy as np
 from pydantic import Field
 
 from daliaug.algebra import Random
 from daliaug.transforms.base import BatchTransform, Params
+
+if TYPE_CHECKING:
+    from daliaug.boxes import Targets
 
 
 class MixUp(BatchTransform):
@@ -31,3 +36,7 @@ class MixUp(BatchTransform):
 
     def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
         return ops.mix(targets, p["partner"], p["lam"])
+
+    def boxes(self, targets: Targets, p: Params, partner: np.ndarray) -> Targets:
+        """Each image keeps its boxes and gets its partner's (Keras' ``MixUp``)."""
+        return targets.joined(targets.gather(partner))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
+import numpy as np
 from pydantic import Field
 
 from daliaug.algebra import Math, Random, Scalar, add, div, mul, sub
@@ -72,6 +73,19 @@ class Perspective(PixelTransform):
 
     def masks(self, masks: Any, p: Params, ops: Any, fill: float) -> Any:
         return ops.perspective(masks, [p[k] for k in MATRIX], fill, True)
+
+    def points(self, xy: np.ndarray, p: Params) -> np.ndarray:
+        return projected(xy, p)
+
+
+def projected(xy: np.ndarray, p: Params) -> np.ndarray:
+    """Points ``xy`` (``(B, N, 2)``, pixel corners) through the inverse of the per-sample
+    destination-to-source map ``p`` (:data:`MATRIX`, pixel indices): where they land."""
+    m = np.stack([np.broadcast_to(np.asarray(p[k], np.float64), (len(xy),)) for k in MATRIX], 1)
+    forward = np.linalg.inv(np.concatenate([m, np.ones((len(xy), 1))], 1).reshape(-1, 3, 3))
+    index = np.concatenate([xy - 0.5, np.ones((*xy.shape[:2], 1))], axis=-1)
+    out = np.einsum("bij,bnj->bni", forward, index)
+    return (out[..., :2] / out[..., 2:] + 0.5).astype(np.float32)
 
 
 def corners_map(x: list[Scalar], y: list[Scalar], size: tuple[int, int], on: Scalar) -> Params:

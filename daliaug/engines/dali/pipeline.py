@@ -28,6 +28,7 @@ from nvidia.dali.pipeline import DataNode, Pipeline
 
 from daliaug.algebra import Canvas
 from daliaug.config import Config
+from daliaug.detection import COLUMNS as BOX_INPUTS
 from daliaug.engines.dali import pixels
 from daliaug.engines.dali.branches import conditional_pipeline
 from daliaug.engines.dali.image import (
@@ -228,7 +229,10 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         column = stage_column(warp)  # each stage parameter read once for the whole graph
         image = finish(image, warp, config, column)
         outputs = [image]
-        if "mask_path" in nodes:
+        boxes = [nodes[name] for name in BOX_INPUTS if name in nodes]
+        if boxes:  # moved on the host (daliaug.detection): passed through
+            outputs += [b.gpu() if options.device == "gpu" else b for b in boxes]
+        elif "mask_path" in nodes:
             masks = fn.io.file.read(nodes["mask_path"])
             stages = None
             if plan.batch_stages or plan.moves_masks:
@@ -241,7 +245,7 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             outputs.append(image)
         elif config.label_mode != "none":
             outputs.append(label_target(label, config, options.num_classes, options.device))
-        if plan.batch_stages and "mask_path" not in nodes:  # soft labels (categorical, binary)
+        if plan.batch_stages and not boxes and "mask_path" not in nodes:  # soft labels
             outputs[1] = plan.batch_targets(outputs[1], column, pixels, masks=False)
         if weight is not None:
             outputs.append(weight.gpu() if options.device == "gpu" else weight)

@@ -70,18 +70,25 @@ def cut_masks(masks: tf.Tensor, flat: tf.Tensor, config: Config, layout: WarpLay
 
 
 def _per_sample(
-    config: Config, layout: WarpLayout, per_sample: tf.data.Dataset, num_classes: int
+    config: Config,
+    layout: WarpLayout,
+    per_sample: tf.data.Dataset,
+    num_classes: int,
+    boxes: bool = False,
 ) -> tf.data.Dataset:
-    """Batches of ``(image, warp, target[, weight])`` samples finished: the images by
-    :func:`finisher`, the targets as ``label_mode`` says."""
+    """Batches of ``(image, warp, target, *rest)`` samples finished: the images by
+    :func:`finisher`, the targets as ``label_mode`` says, then ``rest`` (the weight); with
+    ``boxes``, ``rest`` holds the moved detection targets first, which replace ``target``."""
     finished = finisher(config, layout)
     masks = config.source.type == "segmentation"
 
-    def batch(images: tf.Tensor, flat: tf.Tensor, target: tf.Tensor, *weight: tf.Tensor) -> tuple:
+    def batch(images: tf.Tensor, flat: tf.Tensor, target: tf.Tensor, *rest: tf.Tensor) -> tuple:
         images = finished(images, flat)
+        if boxes:
+            return images, *rest
         if masks:
-            return images, cut_masks(target, flat, config, layout), *weight
-        return (*mixed(outputs(images, target, config, num_classes), flat, config, layout), *weight)
+            return images, cut_masks(target, flat, config, layout), *rest
+        return (*mixed(outputs(images, target, config, num_classes), flat, config, layout), *rest)
 
     batches = per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
     return batches.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
@@ -90,13 +97,14 @@ def _per_sample(
 def file_batches(
     config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
-    """Finished batches for file sources from ``(index, warp[, weight])`` batches: each file
-    is read, decoded and resampled on its own (its size is its own), in parallel."""
+    """Finished batches for file sources from ``(index, warp, *rest)`` batches (``rest``:
+    the moved boxes, the weight, passed through): each file is read, decoded and resampled on
+    its own (its size is its own), in parallel."""
     paths = {name: tf.constant(list(map(os.fsencode, p))) for name, p in samples.files.items()}
     column = target_column(config.label_mode)
     targets = tf.constant(samples.columns[column]) if column in samples.columns else None
 
-    def one(index: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
+    def one(index: tf.Tensor, flat: tf.Tensor, *rest: tf.Tensor) -> tuple:
         inputs = layout.unpack(flat, tf.reshape)
         image = _resampled(tf.io.read_file(tf.gather(paths["path"], index)), inputs, config)
         if "mask_path" in paths:
@@ -104,10 +112,11 @@ def file_batches(
             target = mask_target(mask, inputs["mask_matrix"], config, inputs.get("stages"))
         else:
             target = tf.zeros([], tf.int32) if targets is None else tf.gather(targets, index)
-        return image, flat, target, *weight
+        return image, flat, target, *rest
 
     per_sample = stream.unbatch().map(one, num_parallel_calls=tf.data.AUTOTUNE)
-    return _per_sample(config, layout, per_sample, samples.num_classes)
+    boxes = "boxes" in samples.columns
+    return _per_sample(config, layout, per_sample, samples.num_classes, boxes)
 
 
 def _resampled(encoded: tf.Tensor, inputs: dict[str, tf.Tensor], config: Config) -> tf.Tensor:
@@ -118,7 +127,7 @@ def _resampled(encoded: tf.Tensor, inputs: dict[str, tf.Tensor], config: Config)
 def array_batches(
     config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
-    """Finished batches for in-memory arrays from ``(index, warp[, weight])`` batches: a whole
+    """Finished batches for in-memory arrays from ``(index, warp, *rest)`` batches: a whole
     batch is gathered, then resampled (not where no transform moves pixels and the arrays have
     the output's size) and finished by one XLA function (the arrays share one size)."""
     images = tf.constant(samples.columns["image"])
@@ -127,6 +136,7 @@ def array_batches(
     nearest = config.interpolation == "nearest"
     fill, cut = fill_value(config.fill), config.fill_edge == "cut"
     unmoved = not config.plan.warps and images.shape[1:3] == tuple(config.image_size)
+    boxes = "boxes" in samples.columns
 
     def resampled_and_finished(pixels: tf.Tensor, flat: tf.Tensor) -> tf.Tensor:
         inputs = layout.unpack(flat, tf.reshape, batched=True)
@@ -138,11 +148,13 @@ def array_batches(
 
     compiled = tf.function(resampled_and_finished, jit_compile=True, reduce_retracing=True)
 
-    def batch(index: tf.Tensor, flat: tf.Tensor, *weight: tf.Tensor) -> tuple:
-        label = None if targets is None else tf.gather(targets, index)
+    def batch(index: tf.Tensor, flat: tf.Tensor, *rest: tf.Tensor) -> tuple:
         finished = compiled(tf.gather(images, index), flat)
+        if boxes:
+            return finished, *rest
+        label = None if targets is None else tf.gather(targets, index)
         batch = outputs(finished, label, config, samples.num_classes)
-        return (*mixed(batch, flat, config, layout), *weight)
+        return (*mixed(batch, flat, config, layout), *rest)
 
     return stream.map(batch, num_parallel_calls=tf.data.AUTOTUNE)
 

@@ -18,6 +18,7 @@ from nvidia.dali.plugin import tf as dali_tf
 
 from daliaug.config import Config
 from daliaug.cuda import GROWTH_VARIABLE
+from daliaug.detection import box_shapes
 from daliaug.engines.dali.pipeline import RESIZES, named_pipeline
 from daliaug.engines.feed import EpochFeed, RecordLayout
 from daliaug.engines.select import Device, Placement, cpu_placement
@@ -32,6 +33,7 @@ from daliaug.outputs.tfdata.streams import (
     element_spec,
     feed_stream,
     in_flight,
+    nested,
 )
 from daliaug.sources.sample_set import SampleSet
 
@@ -168,7 +170,7 @@ def _inputs(
     )
     streams = {
         name: column_stream(feed, name, clock)
-        if name in samples.columns
+        if feed.gathers(name)
         else feed_stream(feed, name, clock)
         for name in feed.inputs
     }
@@ -201,7 +203,8 @@ def dali_dataset(
         copy = tf.data.experimental.copy_to_device(place)
         inputs = {name: stream.apply(copy) for name, stream in inputs.items()}
     weighted = options.weighs
-    specs = element_spec(config, samples.num_classes, weighted, samples.target_shape)
+    boxes = box_shapes(config, samples)
+    specs = element_spec(config, samples.num_classes, weighted, samples.target_shape, boxes)
     # inputs copied to the GPU reach DALI there where only GPU operators read them
     pipeline = named_pipeline(config, samples, device, weighted, on_gpu, options.gpus)
     with tf.device(place):
@@ -226,6 +229,7 @@ def dali_dataset(
     else:
         # Fails loudly should an epoch ever hold a different number of batches.
         ds = on_first_batch(ds).apply(tf.data.experimental.assert_cardinality(len(epochs)))
+    ds = nested(ds, tuple(boxes))
     ds.batches_per_epoch = len(epochs)
     ds.epoch_clock = clock
     return named_faults(ds, feed)

@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
+from daliaug.detection import nest
 from daliaug.engines.feed import INPUTS, EpochFeed
 from daliaug.epoch import EpochClock
 from daliaug.sources.segmentation import SegmentationSource
@@ -43,10 +44,13 @@ def element_spec(
     num_classes: int,
     weighted: bool = False,
     target_shape: tuple[int, ...] = (),
+    boxes: dict[str, tuple[int, ...]] | None = None,
 ) -> tuple[tf.TensorSpec, ...]:
     """Shapes and dtypes of one ``(images, targets[, weights])`` batch, known from the config
     (``target_shape``: the per-sample shape of ``raw`` targets); with ``label_mode: none``
-    ``(images,)`` (DALI's datasets yield tuples; Keras unpacks a 1-tuple as the inputs)."""
+    ``(images,)`` (DALI's datasets yield tuples; Keras unpacks a 1-tuple as the inputs). With
+    ``boxes`` (detection inputs and their per-sample shapes, :func:`~daliaug.detection.box_shapes`)
+    the graph's flat ``(images, *boxes[, weights])``, which :func:`nested` makes Keras' dict."""
     h, w = config.image_size
     c = config.channels
     batch = config.batch_size if config.drop_remainder else None
@@ -54,6 +58,11 @@ def element_spec(
     image_shape = (batch, h, w, c) if nhwc else (batch, c, h, w)
     images = tf.TensorSpec(image_shape, _TF_DTYPES[config.output.dtype])
     weights = (tf.TensorSpec((batch,), tf.float32),) if weighted else ()
+    if boxes:
+        specs = (
+            tf.TensorSpec((batch, *shape), INPUTS[name].dtype) for name, shape in boxes.items()
+        )
+        return images, *specs, *weights
     source = config.source
     if isinstance(source, SegmentationSource):
         if source.mask_output == "one_hot":
@@ -71,6 +80,15 @@ def element_spec(
         "input": images,
     }[config.label_mode]
     return images, targets, *weights
+
+
+def nested(dataset: tf.data.Dataset, names: tuple[str, ...]) -> tf.data.Dataset:
+    """A graph's flat batches with detection inputs ``names`` as ``(images, targets[,
+    weights])``, the targets Keras' ``bounding_boxes`` dict (:func:`~daliaug.detection.nest`);
+    ``dataset`` itself without them."""
+    if not names:
+        return dataset
+    return dataset.map(lambda *batch: nest(batch, names))
 
 
 def counted(
@@ -211,6 +229,8 @@ def _spec(feed: EpochFeed, name: str) -> tf.TensorSpec:
         return tf.TensorSpec((None, feed.layout.width), tf.float32)
     if name == "weight":
         return tf.TensorSpec((None,), tf.float32)
+    if feed.boxes is not None and name in feed.boxes.shapes:
+        return tf.TensorSpec((None, *feed.boxes.shapes[name]), tf.as_dtype(INPUTS[name].dtype))
     column = feed.samples.columns[name]
     spec = INPUTS[name]
     shape = column.shape[1:] if spec.ndim < 0 else column.shape[1 : 1 + spec.ndim]

@@ -10,12 +10,19 @@ import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
+from daliaug.detection import box_names, box_shapes
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.tf.pipeline import RESIZES, array_batches, file_batches, record_batches
 from daliaug.engines.tf.records import read_records
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.outputs.tfdata.faults import named_faults
-from daliaug.outputs.tfdata.streams import counted, element_spec, feed_stream, in_flight
+from daliaug.outputs.tfdata.streams import (
+    counted,
+    element_spec,
+    feed_stream,
+    in_flight,
+    nested,
+)
 from daliaug.sources.sample_set import SampleSet
 
 
@@ -56,18 +63,21 @@ def _dataset(
             recent=in_flight(config, "cpu"),
         )
         weight = ("weight",) if weights is not None else ()
-        stream = feed_stream(feed, ("index", "warp", *weight), clock, check_files=True)
+        made = ("index", "warp", *box_names(samples), *weight)
+        stream = feed_stream(feed, made, clock, check_files=True)
         if "image" in samples.columns:
             batches = array_batches(config, samples, feed.layout, stream)
         else:
             batches = file_batches(config, samples, feed.layout, stream)
-    specs = element_spec(config, samples.num_classes, weights is not None, samples.target_shape)
+    boxes = box_shapes(config, samples)
+    weighted = weights is not None
+    specs = element_spec(config, samples.num_classes, weighted, samples.target_shape, boxes)
 
     def shaped(*batch: tf.Tensor) -> tuple[tf.Tensor, ...]:
         return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
 
     ds = (
-        batches.map(shaped)
+        nested(batches.map(shaped), tuple(boxes))
         .prefetch(config.prefetch_depth("cpu"))  # bounded, as DALI's queue: batches are large
         .apply(tf.data.experimental.assert_cardinality(len(epochs)))
     )

@@ -1,0 +1,121 @@
+"""Detection targets per batch, made on the host from the same parameters as the pixels.
+
+Every sample's warp is known on the host before any engine computes its pixels, so its boxes
+and keypoints go through that very map here (:meth:`Plan.point_map`), once, in NumPy, and reach
+every engine's graph as inputs it passes through (``boxes``, ``box_labels``, ``keypoints``).
+Batch stages move them too (:meth:`BatchTransform.boxes`: ``mixup`` gives each image its
+partner's boxes), with the partners the pixels use (:meth:`BatchTransform.partners`,
+deterministic on the host).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from daliaug.algebra import Canvas
+from daliaug.boxes import Rules, Targets
+from daliaug.config import Config
+from daliaug.errors import DataWarning, user_stacklevel
+from daliaug.sources.base import Samples
+from daliaug.sources.sample_set import SampleSet
+
+COLUMNS = ("boxes", "box_labels", "keypoints")
+"""The source columns of detection samples (ragged: one array per sample) and the graph
+inputs made of them per batch (padded)."""
+
+
+KERAS_NAMES = {"boxes": "boxes", "box_labels": "labels", "keypoints": "keypoints"}
+"""Each graph input's key in the batches' targets (Keras' ``bounding_boxes`` dict)."""
+
+
+def box_names(samples: SampleSet) -> tuple[str, ...]:
+    """The detection inputs a graph fed ``samples`` passes through (none without boxes)."""
+    columns = getattr(samples, "columns", {})
+    return tuple(name for name in COLUMNS if name in columns) if "boxes" in columns else ()
+
+
+def box_shapes(config: Config, samples: SampleSet) -> dict[str, tuple[int, ...]]:
+    """The per-sample shape of each detection input of ``samples`` (see :func:`box_names`):
+    ``max_boxes`` rows, keypoints as many per box as the samples have."""
+    n = config.max_boxes
+    shapes = {"boxes": (n, 4), "box_labels": (n,)}
+    if "keypoints" in box_names(samples):
+        count = max((p.shape[1] for p in samples.columns["keypoints"]), default=0)  # type: ignore[attr-defined]
+        shapes["keypoints"] = (n, count, 3)
+    return {name: shapes[name] for name in box_names(samples)}
+
+
+def nest(batch: tuple, names: tuple[str, ...]) -> tuple:
+    """A graph's flat ``(images, *names, *rest)`` batch as ``(images, targets, *rest)`` with
+    the targets Keras' dict (``{"boxes", "labels"[, "keypoints"]}``); unchanged without
+    ``names``. Any array type: only the structure changes."""
+    if not names:
+        return batch
+    images, rest = batch[0], batch[1 + len(names) :]
+    targets = {KERAS_NAMES[n]: t for n, t in zip(names, batch[1 : 1 + len(names)], strict=True)}
+    return (images, targets, *rest)
+
+
+class BoxTargets:
+    """The detection targets of a set of samples, one batch at a time: ``boxes`` (absolute
+    ``xyxy`` per sample, object array), ``labels`` and optional ``keypoints`` columns, moved
+    by the plan of ``config`` (``fuse_roi``: the graph decodes windows, as
+    :class:`~daliaug.engines.feed.WarpLayout` says) and padded to ``config.max_boxes`` in
+    ``config.bounding_box_format``."""
+
+    def __init__(self, config: Config, samples: Samples, fuse_roi: bool) -> None:
+        columns = samples.columns
+        self.config = config
+        self.shapes = box_shapes(config, samples)
+        self.boxes = columns["boxes"]
+        self.labels = columns["box_labels"]
+        self.keypoints = columns.get("keypoints")
+        self.fuse_roi = fuse_roi
+        self.files = samples.paths
+        self.rules = Rules(
+            config.min_area,
+            config.min_visibility,
+            None if config.flip_indices is None else tuple(config.flip_indices),
+        )
+
+    def batch(
+        self, index: np.ndarray, rows: np.ndarray, sizes: np.ndarray, valid: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """The padded targets of the samples ``index`` with parameter ``rows`` (the plan's
+        ``param_keys`` order), source ``sizes`` and real positions ``valid``."""
+        plan = self.config.plan
+        keypoints = None if self.keypoints is None else list(self.keypoints[index])
+        targets = Targets.of(
+            list(self.boxes[index]),
+            list(self.labels[index]),
+            keypoints,
+            self.shapes.get("keypoints", (0, 0))[1],
+        )
+        params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
+        source = Canvas(h=sizes[:, 0].astype(np.float64), w=sizes[:, 1].astype(np.float64))
+        points, mirrored = plan.point_map(params, source, self.fuse_roi)
+        targets = targets.moved(points, plan.image_size, mirrored, self.rules)
+        for i, stage in plan.batch_stages:
+            partner = stage.partners(params[f"{i}.partner"], valid).astype(np.int64)
+            own = {name: params[f"{i}.{name}"] for name in stage.params}
+            targets = stage.boxes(targets, own, partner)
+        self._warn_cut(targets, index, valid)
+        fmt = self.config.bounding_box_format
+        return targets.padded(self.config.max_boxes, fmt, plan.image_size)
+
+    def _warn_cut(self, targets: Targets, index: np.ndarray, valid: np.ndarray) -> None:
+        over = np.flatnonzero(valid & (targets.count > self.config.max_boxes))
+        if not len(over):
+            return
+        worst = over[np.argmax(targets.count[over])]
+        name = self.files[index[worst]] if self.files else f"sample {index[worst]}"
+        warnings.warn(
+            f"{len(over)} image(s) of a batch hold more boxes than max_boxes: "
+            f"{self.config.max_boxes} after augmentation (most: {targets.count[worst]}, "
+            f"{name}); each keeps its first {self.config.max_boxes}. Raise max_boxes to keep "
+            "them all",
+            DataWarning,
+            stacklevel=user_stacklevel(),
+        )
