@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from daliaug.boxes import from_xyxy
 from daliaug.config import Config
 from daliaug.engines.select import resolve_backend
 from daliaug.errors import ConfigError, DataError
@@ -229,9 +230,10 @@ def _random(layer: Any) -> bool:
     )
 
 
-def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, Any]:
     """One batch of random images and targets with the config's element spec (the values of
-    one-hot or binary targets do not change the cost of a step)."""
+    one-hot or binary targets do not change the cost of a step; detection targets are Keras'
+    dict of ``max_boxes`` random boxes and labels per image)."""
     from daliaug.outputs.tfdata.streams import element_spec
 
     images, targets = element_spec(config, num_classes)
@@ -242,6 +244,11 @@ def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, np.nd
         x = rng.integers(0, 256, x_shape, dtype=np.uint8)
     else:
         x = rng.standard_normal(x_shape).astype(images.dtype.name)
+    if config.source.detection:
+        rows = (config.batch_size, config.max_boxes)
+        corners = np.sort(rng.random((*rows, 2, 2)) * min(config.image_size), axis=2)
+        boxes = from_xyxy(corners.reshape(*rows, 4), config.bounding_box_format, config.image_size)
+        return x, {"boxes": boxes, "labels": rng.integers(0, num_classes, rows).astype(np.int32)}
     if targets.dtype.is_floating:
         return x, rng.random(y_shape, dtype=np.float32)
     return x, rng.integers(0, num_classes, y_shape).astype(targets.dtype.name)
