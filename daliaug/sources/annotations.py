@@ -1,0 +1,150 @@
+"""Detection annotations, shared by the box sources (``coco``, ``yolo``, ``voc``): each image's
+boxes checked against its header's size, and the samples built from them.
+
+Boxes come out in absolute pixel ``xyxy`` of the source image, with pixel-corner coordinates
+(the whole image is ``[0, W] x [0, H]``): the ``boxes`` column holds one float32 ``(n, 4)``
+array per sample, ``box_labels`` one int32 ``(n,)`` array of class indices, and ``keypoints``
+(where the source has them) one float32 ``(n, K, 3)`` array of ``(x, y, visible)``. A box
+within :data:`TOLERANCE` pixels outside its image is clipped to it; a box further out, of no
+area or not finite, fails its sample (``source.on_error``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from daliaug.errors import DataError
+from daliaug.sources.base import Samples
+from daliaug.sources.checks import check_image_files
+
+TOLERANCE = 1.0
+"""How far (pixels) a box may reach outside its image and still be clipped, not refused."""
+
+
+@dataclass
+class ImageAnnotations:
+    """One image's annotations as a source read them, before they meet the image's header.
+
+    ``where`` names each box for messages (``file:line``, ``annotation 17``); ``normalised``
+    boxes are fractions of the image's width and height (YOLO's); ``problems`` fail the
+    sample, each naming the annotation file and the item."""
+
+    boxes: list[Sequence[float]] = field(default_factory=list)
+    labels: list[int] = field(default_factory=list)
+    where: list[str] = field(default_factory=list)
+    keypoints: list[np.ndarray] = field(default_factory=list)
+    normalised: bool = False
+    origin: str = ""
+    """Where the image's annotations are (``file``, ``file: image id 3``), for messages."""
+    size: tuple[int, int] | None = None
+    """The (height, width) the annotations declare, checked against the file's header."""
+    problems: list[str] = field(default_factory=list)
+
+    def add(self, box: Sequence[float], label: int, where: str) -> None:
+        self.boxes.append(box)
+        self.labels.append(label)
+        self.where.append(where)
+
+
+def _shown(box: Sequence[float]) -> str:
+    return "[" + ", ".join(f"{v:g}" for v in box) + "]"
+
+
+def checked_box(box: Sequence[float], height: int, width: int, where: str) -> np.ndarray:
+    """``box`` (absolute ``xyxy``) clipped to a ``width`` x ``height`` image; a
+    :class:`DataError` starting with ``where`` if it is not finite, has no area, or lies more
+    than :data:`TOLERANCE` pixels outside the image."""
+    x0, y0, x1, y1 = (float(v) for v in box)
+    if not all(math.isfinite(v) for v in (x0, y0, x1, y1)):
+        raise DataError(f"{where}: box {_shown(box)} is not finite")
+    if x1 <= x0 or y1 <= y0:
+        raise DataError(f"{where}: box xyxy {_shown(box)} has a non-positive width or height")
+    clipped = (max(x0, 0.0), max(y0, 0.0), min(x1, float(width)), min(y1, float(height)))
+    outside = min(x0, y0) < -TOLERANCE or x1 > width + TOLERANCE or y1 > height + TOLERANCE
+    if outside or clipped[2] <= clipped[0] or clipped[3] <= clipped[1]:
+        raise DataError(
+            f"{where}: box xyxy {_shown(box)} lies outside the {width}x{height} image (by more "
+            f"than {TOLERANCE:g} pixel)"
+        )
+    return np.array(clipped, np.float32)
+
+
+def _objects(arrays: list[np.ndarray]) -> np.ndarray:
+    """A column of ``arrays``, one per sample (an object array: their lengths differ)."""
+    column = np.empty(len(arrays), dtype=object)
+    for i, array in enumerate(arrays):
+        column[i] = array
+    return column
+
+
+def _problem(problems: list[str]) -> str:
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    return "; ".join(problems[:3]) + more
+
+
+def _targets(
+    found: ImageAnnotations, height: int, width: int, num_keypoints: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """One image's boxes, labels and keypoints, checked; a :class:`DataError` naming each
+    problem (the source's and the boxes')."""
+    scale = np.array([width, height, width, height], np.float64) if found.normalised else 1.0
+    boxes, problems = [], list(found.problems)
+    for box, where in zip(found.boxes, found.where, strict=True):
+        try:
+            boxes.append(checked_box(np.asarray(box, np.float64) * scale, height, width, where))
+        except DataError as e:
+            problems.append(str(e))
+    if problems:
+        raise DataError(_problem(problems))
+    points = None
+    if num_keypoints is not None:
+        points = np.zeros((len(boxes), num_keypoints, 3), np.float32)
+        for i, p in enumerate(found.keypoints):
+            points[i] = p
+    return np.array(boxes, np.float32).reshape(-1, 4), np.array(found.labels, np.int32), points
+
+
+def detection_samples(
+    paths: list[str],
+    found: list[ImageAnnotations],
+    class_names: list[str],
+    ignored: dict[str, str],
+    notes: dict[str, str],
+    num_keypoints: int | None = None,
+    rejected: dict[str, str] | None = None,
+) -> Samples:
+    """The samples of image ``paths`` with their annotations ``found``: each image's header
+    read, its declared size and boxes checked; a sample that fails goes into ``rejected`` with
+    every reason (``keypoints`` only with ``num_keypoints``)."""
+    sizes, failed = check_image_files(paths)
+    origins = dict(zip(paths, (f.origin for f in found), strict=True))
+    failed = {p: f"{origins[p]}: {r}" if origins[p] else r for p, r in failed.items()}
+    rejected = {**(rejected or {}), **failed}
+    empty = (np.zeros((0, 4), np.float32), np.zeros(0, np.int32), None)
+    columns: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+    for path, image, (height, width) in zip(paths, found, sizes, strict=True):
+        targets = empty
+        if path not in rejected:
+            try:
+                if image.size not in (None, (height, width)):
+                    h, w = image.size
+                    raise DataError(
+                        f"{image.origin}: the annotations say the image is {w}x{h}, but "
+                        f"its file is {width}x{height}"
+                    )
+                targets = _targets(image, int(height), int(width), num_keypoints)
+            except DataError as e:
+                rejected[path] = str(e)
+        columns.append(targets)
+    arrays = {
+        "boxes": _objects([boxes for boxes, _, _ in columns]),
+        "box_labels": _objects([labels for _, labels, _ in columns]),
+    }
+    if num_keypoints is not None:
+        zero = np.zeros((0, num_keypoints, 3), np.float32)
+        arrays["keypoints"] = _objects([zero if p is None else p for _, _, p in columns])
+    return Samples.of_files({"path": paths}, class_names, sizes, rejected, ignored, notes, **arrays)
