@@ -269,6 +269,7 @@ def voc(tmp_path: Path) -> Path:
     (xml / "second.xml").write_text(voc_xml("other.jpg", []))
     (xml / "broken.xml").write_text("<annotation><object>")
     (xml / "odd.xml").write_text(voc_xml(None, [("bird", (20, 5, 40, 10))]))
+    (xml / "ghost.xml").write_text(voc_xml("ghost.jpg", [("bird", (2, 2, 5, 5))]))
     return tmp_path
 
 
@@ -287,10 +288,13 @@ def test_voc_boxes_from_one_based_corners(voc: Path) -> None:
     odd = rejected[str(voc / "JPEGImages" / "odd.jpg")]  # named by the XML's stem
     assert str(voc / "Annotations" / "odd.xml") in odd and "object 1 (bird)" in odd
     assert "outside the 30x20 image" in odd
+    ghost = rejected[str(voc / "JPEGImages" / "ghost.jpg")]
+    assert str(voc / "Annotations" / "ghost.xml") in ghost and "cannot read image file" in ghost
+    assert "has no annotations" in samples.notes[str(voc / "JPEGImages" / "other.jpg")]
 
 
 def test_voc_classes_given(voc: Path) -> None:
-    for name in ("broken", "odd"):
+    for name in ("broken", "odd", "ghost"):
         (voc / "Annotations" / f"{name}.xml").unlink()
     samples = VocSource(path=voc, classes=["person", "bird", "cat"]).samples()
     assert samples.class_names == ["person", "bird", "cat"]

@@ -119,7 +119,9 @@ def detection_samples(
 ) -> Samples:
     """The samples of image ``paths`` with their annotations ``found``: each image's header
     read, its declared size and boxes checked; a sample that fails goes into ``rejected`` with
-    every reason (``keypoints`` only with ``num_keypoints``)."""
+    every reason, one without boxes into ``notes`` (``keypoints`` only with
+    ``num_keypoints``)."""
+    notes = dict(notes)
     sizes, failed = check_image_files(paths)
     origins = dict(zip(paths, (f.origin for f in found), strict=True))
     failed = {p: f"{origins[p]}: {r}" if origins[p] else r for p, r in failed.items()}
@@ -139,6 +141,8 @@ def detection_samples(
                 targets = _targets(image, int(height), int(width), num_keypoints)
             except DataError as e:
                 rejected[path] = str(e)
+        if path not in rejected and not len(targets[0]) and path not in notes:
+            notes[path] = f"{image.origin} has no annotations: a sample without boxes"
         columns.append(targets)
     arrays = {
         "boxes": _objects([boxes for boxes, _, _ in columns]),

@@ -118,9 +118,6 @@ class CocoSource(SourceConfig):
             else:
                 self._add(image, annotation, where, index, num_keypoints)
         paths = [str(self.images.expanduser() / image["file_name"]) for image in images]
-        for path, image in zip(paths, found.values(), strict=True):
-            if not image.boxes and not image.problems:
-                notes[path] = f"{image.origin} has no annotations: a sample without boxes"
         if crowds:
             notes[str(origin)] = f"{crowds} iscrowd annotations left out (crowd regions)"
         names = [by_id[cid]["name"] for cid in ids]
