@@ -12,10 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from daliaug.config import load_config
 from daliaug.errors import ConfigError, DataError
+from daliaug.sources.annotations import ImageAnnotations, _targets, box_problem
 from daliaug.sources.base import Samples
 from daliaug.sources.coco import CocoSource
 from daliaug.sources.voc import CORNERS, VocSource
@@ -33,6 +36,38 @@ def write_image(path: Path, width: int, height: int) -> str:
 
 def by_file(samples: Samples, column: str) -> dict[str, np.ndarray]:
     return {Path(p).name: v for p, v in zip(samples.paths, samples.columns[column], strict=True)}
+
+
+# ---------------------------------------------------------------- boxes against their image
+
+coordinate = st.floats(-3, 25) | st.sampled_from(
+    [-1.0, 0.0, 10.0, 11.0, 20.0, 21.0, np.nan, np.inf]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(coordinate, coordinate, coordinate, coordinate), max_size=4))
+def test_boxes_within_a_pixel_are_clipped_the_rest_refused(boxes: list) -> None:
+    """An image 20 wide and 10 high: a box is clipped when it reaches at most 1 pixel out and
+    keeps an area, else its sample fails naming each bad box."""
+    found = ImageAnnotations()
+    for i, box in enumerate(boxes):
+        found.add(box, i, f"box {i}")
+    reasons = [box_problem(box, 10, 20, f"box {i}") for i, box in enumerate(boxes)]
+    for box, reason in zip(boxes, reasons, strict=True):
+        x0, y0, x1, y1 = box
+        near = min(x0, y0) >= -1 and x1 <= 21 and y1 <= 11
+        keeps_area = min(x1, 20) > max(x0, 0) and min(y1, 10) > max(y0, 0)
+        assert (reason is None) == (near and x0 < x1 and y0 < y1 and keeps_area)
+    if any(reasons):
+        with pytest.raises(DataError) as raised:
+            _targets(found, 10, 20, None)
+        assert all(r in str(raised.value) for r in reasons[:3] if r)
+        return
+    clipped, labels, _ = _targets(found, 10, 20, None)
+    expected = np.clip(np.array(boxes).reshape(-1, 4), 0, [20, 10, 20, 10])
+    np.testing.assert_array_equal(clipped, expected.astype(np.float32))
+    np.testing.assert_array_equal(labels, range(len(boxes)))
 
 
 # ---------------------------------------------------------------- COCO

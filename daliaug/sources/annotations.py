@@ -54,23 +54,22 @@ def _shown(box: Sequence[float]) -> str:
     return "[" + ", ".join(f"{v:g}" for v in box) + "]"
 
 
-def checked_box(box: Sequence[float], height: int, width: int, where: str) -> np.ndarray:
-    """``box`` (absolute ``xyxy``) clipped to a ``width`` x ``height`` image; a
-    :class:`DataError` starting with ``where`` if it is not finite, has no area, or lies more
-    than :data:`TOLERANCE` pixels outside the image."""
+def box_problem(box: Sequence[float], height: int, width: int, where: str) -> str | None:
+    """Why ``box`` (absolute ``xyxy``) cannot be clipped to a ``width`` x ``height`` image,
+    starting with ``where``: not finite, no area, or more than :data:`TOLERANCE` pixels
+    outside; ``None`` if it can."""
     x0, y0, x1, y1 = (float(v) for v in box)
     if not all(math.isfinite(v) for v in (x0, y0, x1, y1)):
-        raise DataError(f"{where}: box {_shown(box)} is not finite")
+        return f"{where}: box {_shown(box)} is not finite"
     if x1 <= x0 or y1 <= y0:
-        raise DataError(f"{where}: box xyxy {_shown(box)} has a non-positive width or height")
-    clipped = (max(x0, 0.0), max(y0, 0.0), min(x1, float(width)), min(y1, float(height)))
+        return f"{where}: box xyxy {_shown(box)} has a non-positive width or height"
     outside = min(x0, y0) < -TOLERANCE or x1 > width + TOLERANCE or y1 > height + TOLERANCE
-    if outside or clipped[2] <= clipped[0] or clipped[3] <= clipped[1]:
-        raise DataError(
+    if outside or min(x1, width) <= max(x0, 0) or min(y1, height) <= max(y0, 0):
+        return (
             f"{where}: box xyxy {_shown(box)} lies outside the {width}x{height} image (by more "
             f"than {TOLERANCE:g} pixel)"
         )
-    return np.array(clipped, np.float32)
+    return None
 
 
 def _objects(arrays: list[np.ndarray]) -> np.ndarray:
@@ -92,20 +91,29 @@ def _targets(
     """One image's boxes, labels and keypoints, checked; a :class:`DataError` naming each
     problem (the source's and the boxes')."""
     scale = np.array([width, height, width, height], np.float64) if found.normalised else 1.0
-    boxes, problems = [], list(found.problems)
-    for box, where in zip(found.boxes, found.where, strict=True):
-        try:
-            boxes.append(checked_box(np.asarray(box, np.float64) * scale, height, width, where))
-        except DataError as e:
-            problems.append(str(e))
+    boxes = np.array(found.boxes, np.float64).reshape(-1, 4) * scale
+    clipped = np.clip(boxes, 0, [width, height, width, height])
+    with np.errstate(invalid="ignore"):  # NaN compares False: refused below
+        fine = (
+            (clipped[:, 2:] > clipped[:, :2]).all()
+            and (boxes[:, 2:] > boxes[:, :2]).all()
+            and (boxes[:, :2] >= -TOLERANCE).all()
+            and (boxes[:, 2:] <= np.array([width, height]) + TOLERANCE).all()
+        )
+    problems = list(found.problems)
+    if not fine:  # each bad box named
+        reasons = (
+            box_problem(b, height, width, w) for b, w in zip(boxes, found.where, strict=True)
+        )
+        problems += [reason for reason in reasons if reason]
     if problems:
         raise DataError(_problem(problems))
     points = None
     if num_keypoints is not None:
-        points = np.zeros((len(boxes), num_keypoints, 3), np.float32)
+        points = np.zeros((len(clipped), num_keypoints, 3), np.float32)
         for i, p in enumerate(found.keypoints):
             points[i] = p
-    return np.array(boxes, np.float32).reshape(-1, 4), np.array(found.labels, np.int32), points
+    return clipped.astype(np.float32), np.array(found.labels, np.int32), points
 
 
 def detection_samples(
