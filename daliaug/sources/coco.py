@@ -17,12 +17,12 @@ from daliaug.sources.base import Samples, SourceConfig, read_text
 
 
 def _numbers(value: Any, count: int) -> list[float] | None:
-    """``value`` as ``count`` finite numbers, or ``None`` if it is not that."""
-    if not isinstance(value, list) or len(value) != count:
+    """``value`` as ``count`` finite numbers (not booleans), or ``None`` if it is not that."""
+    if type(value) is not list or len(value) != count:
         return None
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+    if not all(type(v) in (int, float) for v in value):
         return None
-    return [float(v) for v in value] if all(math.isfinite(v) for v in value) else None
+    return value if math.isfinite(sum(value)) else None  # NaN and infinities sum to them
 
 
 def _entries(data: dict[str, Any], key: str, needed: dict[str, type], origin: Path) -> list[dict]:
