@@ -387,6 +387,8 @@ def test_configs_take_the_box_sources(demo: Path) -> None:
     for source in demo_sources(demo):
         config = load_config({"source": source.model_dump(mode="json"), "image_size": 32})
         assert config.source.type == source.type and config.source.detection
+        moved = source.with_path(demo)  # the CLI's --data: the demo set's layout
+        assert moved.samples().paths == source.samples().paths
 
 
 # ---------------------------------------------------------------- daliaug check
