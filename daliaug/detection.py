@@ -32,8 +32,9 @@ KERAS_NAMES = {"boxes": "boxes", "box_labels": "labels", "keypoints": "keypoints
 
 def box_names(samples: SampleSet) -> tuple[str, ...]:
     """The detection inputs a graph fed ``samples`` passes through (none without boxes)."""
-    columns = getattr(samples, "columns", {})
-    return tuple(name for name in COLUMNS if name in columns) if "boxes" in columns else ()
+    if not samples.has_boxes:
+        return ()
+    return tuple(name for name in COLUMNS if name in samples.columns)  # type: ignore[attr-defined]
 
 
 def box_shapes(config: Config, samples: SampleSet) -> dict[str, tuple[int, ...]]:

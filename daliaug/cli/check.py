@@ -4,7 +4,8 @@ Decodes with the backend the config would train on (DALI on the GPU or CPU; Tens
 DALI), in parallel, with a progress bar; results are cached by path, size and modification time,
 so checking unchanged data again only reads the cache. Exit code 3 when a file is bad; the full
 list goes to a file next to the cache. What the folders hold besides images (other file types,
-links to folders that are not followed) is named too.
+links to folders that are not followed) is named too, and so is each bad annotation (a box
+outside its image, an unknown class) and each note (an image without annotations).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
     if report.ignored:
         console.print(f"not checked: {len(report.ignored)} entries that are not images")
         _print_files(report.ignored)
+    if report.notes:
+        console.print(f"notes: {len(report.notes)} samples or annotations worth a look")
+        _print_files(report.notes)
     if not report.bad:
         console.print("every file decodes", style="bold green")
         return 0

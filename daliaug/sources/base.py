@@ -57,6 +57,9 @@ class Samples(SampleSet):
     ignored: dict[str, str] = field(default_factory=dict)
     """What the source's folders hold besides samples (files of other types, links to folders
     not followed), with the reason; ``daliaug check`` names them."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """Samples kept that a check should mention (an image without annotations, annotations
+    left out), by file, with why; ``daliaug check`` names them."""
 
     @staticmethod
     def of_files(
@@ -65,6 +68,7 @@ class Samples(SampleSet):
         sizes: np.ndarray,
         rejected: dict[str, str] | None = None,
         ignored: dict[str, str] | None = None,
+        notes: dict[str, str] | None = None,
         **arrays: np.ndarray,
     ) -> Samples:
         """Samples whose file columns are the given file lists (encoded for DALI), without the
@@ -84,6 +88,7 @@ class Samples(SampleSet):
             None,
             rejected,
             ignored or {},
+            notes or {},
         )
 
     def __len__(self) -> int:
@@ -105,6 +110,10 @@ class Samples(SampleSet):
     @property
     def labels(self) -> np.ndarray | None:
         return self.columns.get("label")
+
+    @property
+    def has_boxes(self) -> bool:
+        return "boxes" in self.columns
 
     @property
     def target_shape(self) -> tuple[int, ...]:
@@ -129,6 +138,7 @@ class Samples(SampleSet):
             self.checked,
             self.rejected,
             self.ignored,
+            self.notes,
         )
 
     def with_checked(self, keys: dict[str, tuple[int, int]]) -> Samples:
@@ -215,7 +225,8 @@ class SourceConfig(Tagged):
 
     @property
     def detection(self) -> bool:
-        """Whether samples carry boxes (targets are boxes and their classes, not labels)."""
+        """Whether samples carry boxes (``boxes``, ``box_labels``; targets are boxes, not
+        labels)."""
         return False
 
     @property

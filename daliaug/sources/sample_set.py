@@ -47,6 +47,12 @@ class SampleSet(ABC):
         return ()
 
     @property
+    def has_boxes(self) -> bool:
+        """Whether each sample holds boxes: the ``boxes`` (absolute ``xyxy``) and
+        ``box_labels`` columns, and ``keypoints`` where the source has them."""
+        return False
+
+    @property
     def image_files(self) -> list[str]:
         """The image (and mask) files the samples decode, to name one that fails; none for
         arrays or records."""

@@ -4,7 +4,7 @@ that would train on it, and say which files are bad and why (results cached)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -32,6 +32,8 @@ class CheckReport:
     """What the folders hold besides images (other files, links not followed), with why."""
     note: str | None = None
     """For a source without image files (arrays, TFRecords): what was checked instead."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """Samples kept that are worth a look (an image without annotations), with why."""
 
 
 def folder_samples(folder: Path) -> Samples:
@@ -78,7 +80,16 @@ def check(target: str | Config, progress: Callable[[int], None] | None = None) -
     bad = {**samples.rejected, **result.bad}
     listed = skip_list(bad, [*files, *samples.rejected]) if bad else None
     total = result.files + len(samples.rejected)
-    return CheckReport(total, result.cached, bad, result.seconds, decoder, listed, samples.ignored)
+    return CheckReport(
+        total,
+        result.cached,
+        bad,
+        result.seconds,
+        decoder,
+        listed,
+        samples.ignored,
+        notes=samples.notes,
+    )
 
 
 def files_to_check(target: str | Config) -> int:

@@ -95,8 +95,9 @@ def _motif(label: int, u: np.ndarray, v: np.ndarray, period: float) -> np.ndarra
 
 def _render(
     rng: np.random.Generator, size: tuple[int, int], labels: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Image and index mask of shapes ``labels`` drawn in order (later ones occlude earlier)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Image, index mask and instance map (0, or ``k + 1`` where shape ``k`` shows) of shapes
+    ``labels`` drawn in order (later ones occlude earlier)."""
     if not all(0 <= label < len(CLASS_NAMES) for label in labels):
         raise ValueError(f"class labels must be in [0, {len(CLASS_NAMES)}), got {labels}")
     h, w = size
@@ -108,8 +109,9 @@ def _render(
     ramp = (ramp - ramp.min()) / max(float(np.ptp(ramp)), 1.0)
     image = ends[0] + (ends[1] - ends[0]) * ramp[..., None] + _pattern(rng, y, x)
     mask = np.zeros(size, np.uint8)
+    owner = np.zeros(size, np.uint8)
     side = min(h, w)
-    for label in labels:
+    for k, label in enumerate(labels):
         radius = side * float(rng.uniform(0.18, 0.32)) / len(labels) ** 0.5
         cy, cx = rng.uniform(0.8 * radius, np.array([h, w]) - 0.8 * radius).tolist()
         turn = float(rng.uniform(0, 2 * np.pi))
@@ -128,7 +130,8 @@ def _render(
         alpha = np.clip(0.5 - distance, 0, 1)[..., None]  # one-pixel anti-aliased edge
         image = image * (1 - alpha) + fill * alpha
         mask[inside] = label + 1
-    return np.clip(image, 0, 255).astype(np.uint8), mask
+        owner[inside] = k + 1
+    return np.clip(image, 0, 255).astype(np.uint8), mask, owner
 
 
 def render_sample(
@@ -136,7 +139,8 @@ def render_sample(
 ) -> tuple[np.ndarray, np.ndarray]:
     """One (H, W, 3) uint8 image of class ``label`` and its (H, W) uint8 mask: 0 = background,
     ``label + 1`` = the shape's pixels."""
-    return _render(rng, size, np.array([label]))
+    image, mask, _ = _render(rng, size, np.array([label]))
+    return image, mask
 
 
 def _draw_size(rng: np.random.Generator, size: Size) -> tuple[int, int]:
@@ -197,8 +201,10 @@ def _write_dataset(
     count: int,
     write_one: Callable[[Path, int], None],
     files: Mapping[str, str] | None = None,
+    finish: Callable[[Path], None] | None = None,
 ) -> Path:
-    """Write ``count`` samples with ``write_one(folder, index)`` plus text ``files`` into ``root``.
+    """Write ``count`` samples with ``write_one(folder, index)`` plus text ``files`` into ``root``,
+    then ``finish(folder)`` (what sums up every sample).
 
     Does nothing if ``root`` already holds a dataset written with the same ``params``. Writes into
     a temporary sibling folder that is renamed to ``root`` once complete, replacing an outdated
@@ -222,6 +228,8 @@ def _write_dataset(
             list(pool.map(partial(write_one, tmp), range(count)))
         finally:
             pool.shutdown(cancel_futures=True)  # stop at the first failure or interrupt
+        if finish is not None:
+            finish(tmp)
         (tmp / _MARKER).write_text(json.dumps(params, indent=2))
         if not _is_complete(root, params):  # unless another process finished it meanwhile
             if root.exists():
@@ -289,7 +297,7 @@ def write_segmentation_dataset(
     def write_one(folder: Path, index: int) -> None:
         rng = np.random.default_rng([seed, index])
         labels = rng.integers(0, len(CLASS_NAMES), rng.integers(1, 4))
-        image, mask = _render(rng, _draw_size(rng, size), labels)
+        image, mask, _ = _render(rng, _draw_size(rng, size), labels)
         stem = f"sample_{index:05d}"
         _save(folder / "images" / stem, image, _is_png(index, _SEGMENTATION_PNG_FRACTION), quality)
         _save(folder / "masks" / stem, mask, png=True)
@@ -308,3 +316,104 @@ def write_segmentation_dataset(
         "quality": quality,
     }
     return _write_dataset(root, params, count, write_one, {"classes.csv": classes_csv})
+
+
+def visible_boxes(owner: np.ndarray) -> list[tuple[int, tuple[int, int, int, int]]]:
+    """Each shape's visible extent in an instance map (see :func:`_render`): ``(k, (x0, y0,
+    x1, y1))`` in pixel corners, for the shapes ``k`` that show at all."""
+    boxes = []
+    for k in range(int(owner.max())):
+        ys, xs = np.nonzero(owner == k + 1)
+        if len(xs):
+            boxes.append((k, (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)))
+    return boxes
+
+
+def _voc_xml(filename: str, height: int, width: int, objects: list[tuple[str, tuple]]) -> str:
+    """A Pascal VOC annotation: corners as 1-based inclusive pixel indices."""
+    parts = [
+        f"<object><name>{name}</name><difficult>0</difficult><bndbox><xmin>{x0 + 1}</xmin>"
+        f"<ymin>{y0 + 1}</ymin><xmax>{x1}</xmax><ymax>{y1}</ymax></bndbox></object>"
+        for name, (x0, y0, x1, y1) in objects
+    ]
+    return (
+        f"<annotation><filename>{filename}</filename><size><width>{width}</width>"
+        f"<height>{height}</height><depth>3</depth></size>{''.join(parts)}</annotation>\n"
+    )
+
+
+def write_detection_dataset(
+    root: Path,
+    *,
+    count: int = 200,
+    size: Size = (128, 160),
+    seed: int = 0,
+    max_objects: int = 4,
+    quality: int = 90,
+) -> Path:
+    """Write a detection dataset of 1 to ``max_objects`` shapes per image and return ``root``.
+
+    The same boxes in three forms: ``root/annotations.json`` (COCO, ``file_name`` relative to
+    ``root/images``, category ids 1 to 4), ``root/labels/<stem>.txt`` with ``root/data.yaml``
+    (YOLO, beside ``root/images``) and ``root/Annotations/<stem>.xml`` over
+    ``root/JPEGImages`` (Pascal VOC). A box is the extent of its shape's visible pixels (a
+    shape hidden by later ones has none); classes are :data:`CLASS_NAMES`. Returns at once if
+    ``root`` already holds this dataset.
+    """
+    records: dict[int, dict[str, Any]] = {}
+
+    def write_one(folder: Path, index: int) -> None:
+        rng = np.random.default_rng([seed, index])
+        labels = rng.integers(0, len(CLASS_NAMES), rng.integers(1, max_objects + 1))
+        image, _, owner = _render(rng, _draw_size(rng, size), labels)
+        h, w = owner.shape
+        stem = f"sample_{index:05d}"
+        _save(folder / "images" / stem, image, png=False, quality=quality)
+        (folder / "JPEGImages").mkdir(exist_ok=True)
+        shutil.copyfile(folder / "images" / f"{stem}.jpg", folder / "JPEGImages" / f"{stem}.jpg")
+        boxes = [(int(labels[k]), box) for k, box in visible_boxes(owner)]
+        lines = [
+            f"{c} {(x0 + x1) / 2 / w:.6f} {(y0 + y1) / 2 / h:.6f} {(x1 - x0) / w:.6f} "
+            f"{(y1 - y0) / h:.6f}\n"
+            for c, (x0, y0, x1, y1) in boxes
+        ]
+        (folder / "labels").mkdir(exist_ok=True)
+        (folder / "labels" / f"{stem}.txt").write_text("".join(lines))
+        (folder / "Annotations").mkdir(exist_ok=True)
+        objects = [(CLASS_NAMES[c], box) for c, box in boxes]
+        (folder / "Annotations" / f"{stem}.xml").write_text(_voc_xml(f"{stem}.jpg", h, w, objects))
+        records[index] = {"file_name": f"{stem}.jpg", "height": h, "width": w, "boxes": boxes}
+
+    def finish(folder: Path) -> None:
+        images, annotations = [], []
+        for index in sorted(records):
+            record = records[index]
+            images.append(
+                {"id": index + 1, **{k: record[k] for k in ("file_name", "height", "width")}}
+            )
+            for c, (x0, y0, x1, y1) in record["boxes"]:
+                annotations.append(
+                    {
+                        "id": len(annotations) + 1,
+                        "image_id": index + 1,
+                        "category_id": c + 1,
+                        "bbox": [x0, y0, x1 - x0, y1 - y0],
+                        "area": (x1 - x0) * (y1 - y0),
+                        "iscrowd": 0,
+                    }
+                )
+        categories = [{"id": i + 1, "name": n} for i, n in enumerate(CLASS_NAMES)]
+        coco = {"images": images, "annotations": annotations, "categories": categories}
+        (folder / "annotations.json").write_text(json.dumps(coco))
+
+    names = "".join(f"  {i}: {name}\n" for i, name in enumerate(CLASS_NAMES))
+    params = {
+        "kind": "detection",
+        "count": count,
+        "size": size,
+        "seed": seed,
+        "max_objects": max_objects,
+        "quality": quality,
+    }
+    files = {"data.yaml": f"path: .\ntrain: images\nval: images\nnames:\n{names}"}
+    return _write_dataset(root, params, count, write_one, files, finish)

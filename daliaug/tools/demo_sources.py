@@ -19,11 +19,13 @@ from daliaug.sources.directory import DirectorySource
 from daliaug.tools.demo_data import (
     CLASS_NAMES,
     write_classification_dataset,
+    write_detection_dataset,
     write_segmentation_dataset,
 )
 
 SPLITS = {"train": (200, 0), "val": (50, 1)}
-"""Per split: images per class (a fifth as many segmentation samples), and the seed."""
+"""Per split: images per class (and the number of segmentation and of detection samples),
+and the seed."""
 
 
 def _arrays(folder: Path, out: Path) -> Path:
@@ -73,6 +75,13 @@ def _written(source: SourceConfig, cache: Path) -> list[dict[str, Any]]:
     """The demo data of each split written into ``cache``: the fields of its source."""
     updates: list[dict[str, Any]] = []
     for split, (per_class, seed) in SPLITS.items():
+        if source.detection:
+            root = write_detection_dataset(
+                cache / "demo-detection" / split, count=per_class, seed=seed
+            )
+            coco = {"annotations": root / "annotations.json", "images": root / "images"}
+            updates.append(coco if source.type == "coco" else {"path": root})
+            continue
         if source.segmentation:
             root = write_segmentation_dataset(
                 cache / "demo-segmentation" / split, count=per_class, seed=seed
