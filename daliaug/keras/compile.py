@@ -72,8 +72,9 @@ class Compiled:
     def fields(self, *, values: bool) -> dict[str, Any]:
         """The config fields the layers set: ``image_size`` (the layers' output size),
         ``channels``, ``transforms`` (a resize to the input size first when it is known),
-        ``interpolation``, the output layout and, with ``values``, the output normalization
-        (Rescaling, Normalization)."""
+        ``interpolation``, the output layout, ``bounding_box_format`` and ``max_boxes`` where
+        the layers give them and, with ``values``, the output normalization (Rescaling,
+        Normalization)."""
         trace = self.trace
         if trace.size is None:
             raise ConfigError(
@@ -89,12 +90,18 @@ class Compiled:
             output.update(mean=(-trace.offset / trace.scale).tolist())
             output.update(std=(1.0 / trace.scale).tolist())
         interpolations = set(trace.interpolations.values())
+        boxes: dict[str, Any] = {}
+        if trace.box_format is not None:
+            boxes["bounding_box_format"] = trace.box_format
+        if trace.max_boxes is not None:
+            boxes["max_boxes"] = trace.max_boxes[1]
         return {
             "image_size": list(trace.size),
             "channels": trace.channels,
             "transforms": transforms,
             "interpolation": interpolations.pop() if interpolations else "linear",
             "output": output,
+            **boxes,
         }
 
     def backend(self, asked: str) -> str:
@@ -195,6 +202,7 @@ def _convert(layer: Any, trace: Trace, for_model: bool, blocked: tuple[Any, str]
             "compiles it for a dataset alone"
         )
     entry.convert(layer, trace)
+    trace.boxes(layer, moves_boxes=entry.moves_boxes)
     _check_shared(layer, trace)
 
 
@@ -321,6 +329,11 @@ def from_keras(
     if clash:
         raise ConfigError(f"output.{clash[0]}: the layers' Rescaling/Normalization set it")
     fields["output"] = {**fields["output"], **output}
+    for name in ("bounding_box_format", "max_boxes"):
+        if name in fields and config_fields.get(name, fields[name]) != fields[name]:
+            raise ConfigError(
+                f"{name}: {config_fields[name]!r}, but the layers give {fields[name]!r}"
+            )
     backend = compiled.backend(config_fields.pop("backend", "auto"))
     return load_config(
         {**fields, "source": source, "batch_size": batch_size, "backend": backend, **config_fields}

@@ -64,6 +64,11 @@ class Trace:
     """The first layer that became a pixel stage whose result a warp before it would change
     (a filter, the image's statistics, levels cut from resampled values), by :func:`label`: no
     geometry may follow."""
+    box_formats: dict[str, str | None] = field(default_factory=dict)
+    """Each layer's ``bounding_box_format`` (``None``: not given), by :func:`label`, for the
+    layers that take one (Keras' image preprocessing layers)."""
+    max_boxes: tuple[str, int] | None = None
+    """The ``MaxNumBoundingBoxes`` layer, by :func:`label`, and its ``max_number``."""
 
     def __post_init__(self) -> None:
         self.scale = np.ones(self.channels)
@@ -148,6 +153,12 @@ class Trace:
     def batch(self, layer: Any, transforms: list[dict[str, Any]]) -> None:
         """Add batch stages for ``layer`` (they run last, on the whole batch)."""
         self._after_stages(layer, "batch")
+        if self.max_boxes is not None:
+            raise Unsupported(
+                f"{label(layer)}: it comes after {self.max_boxes[0]}, but daliaug pads the boxes "
+                "to max_boxes after the batch stages (MixUp joins two images' boxes); put "
+                f"{self.max_boxes[0]} last"
+            )
         self._format(layer)
         self.transforms.extend(transforms)
         self.stage = self.stage or (label(layer), "batch")
@@ -210,6 +221,33 @@ class Trace:
         if data_format is not None:
             self.formats[label(layer)] = data_format
 
+    @property
+    def box_format(self) -> str | None:
+        """The ``bounding_box_format`` the layers give (they agree: :meth:`boxes`)."""
+        return next((f for f in self.box_formats.values() if f is not None), None)
+
+    def boxes(self, layer: Any, *, moves_boxes: bool) -> None:
+        """Record ``layer``'s ``bounding_box_format``: all the layers that take one give the
+        same one (Keras' own layer refuses boxes without one), and one that Keras cannot move
+        boxes through (``moves_boxes`` False) gives none."""
+        if not hasattr(layer, "bounding_box_format"):
+            return
+        fmt = layer.bounding_box_format
+        self.box_formats[label(layer)] = fmt
+        if fmt is not None and not moves_boxes:
+            raise Unsupported(
+                f"{label(layer)}: bounding_box_format={fmt!r}, but Keras' own layer cannot move "
+                "boxes (it raises NotImplementedError for them), so daliaug does not convert it "
+                "for boxes either; leave it out of a detection stack"
+            )
+        if len(set(self.box_formats.values())) > 1 and self.box_format is not None:
+            listed = ", ".join(f"{name}: {value!r}" for name, value in self.box_formats.items())
+            raise Unsupported(
+                f"{label(layer)}: the layers give different bounding_box_format ({listed}); "
+                "the boxes are in one format, and Keras' layers refuse boxes without one: give "
+                "every layer the same bounding_box_format"
+            )
+
 
 def _interpolation(layer: Any, name: str) -> str:
     known = {"bilinear": "linear", "nearest": "nearest"}
@@ -229,11 +267,13 @@ class Entry:
     """How one Keras layer class becomes daliaug: ``convert`` writes it into a :class:`Trace`;
     ``deterministic`` layers (no random draw) may stay in a model that ``split_model`` trims;
     ``at_inference`` layers change images at inference too, and being neither (they do not
-    commute with the pipeline's later layers), ``split_model`` cannot take them out."""
+    commute with the pipeline's later layers), ``split_model`` cannot take them out;
+    ``moves_boxes`` is False for the layers Keras refuses boxes through."""
 
     convert: Converter
     deterministic: bool = False
     at_inference: bool = False
+    moves_boxes: bool = True
 
 
 CONVERTERS: dict[str, Entry] = {}
@@ -241,12 +281,12 @@ CONVERTERS: dict[str, Entry] = {}
 
 
 def converts(
-    name: str, *, deterministic: bool = False, at_inference: bool = False
+    name: str, *, deterministic: bool = False, at_inference: bool = False, moves_boxes: bool = True
 ) -> Callable[[Converter], Converter]:
     """Register the decorated function as the converter of Keras' layer class ``name``."""
 
     def register(convert: Converter) -> Converter:
-        CONVERTERS[name] = Entry(convert, deterministic, at_inference)
+        CONVERTERS[name] = Entry(convert, deterministic, at_inference, moves_boxes)
         return convert
 
     return register
@@ -444,7 +484,24 @@ def _mix_up(layer: Any, trace: Trace) -> None:
     trace.batch(layer, [{"type": "mixup", "alpha": float(layer.alpha)}])
 
 
-@converts("CutMix")
+@converts("MaxNumBoundingBoxes", deterministic=True)
+def _max_num_bounding_boxes(layer: Any, trace: Trace) -> None:
+    """The batches' ``max_boxes``: Keras' padding with -1 (daliaug's, the only fill value it
+    pads with). Where an image has more boxes Keras keeps the first ``max_number`` silently,
+    daliaug with a ``DataWarning`` naming the count."""
+    if int(layer.fill_value) != -1:
+        raise Unsupported(
+            f"{label(layer)}: fill_value={layer.fill_value}; daliaug pads boxes and labels with "
+            "-1 (Keras' default): give fill_value=-1"
+        )
+    if trace.max_boxes is not None:
+        raise Unsupported(
+            f"{label(layer)}: it comes after {trace.max_boxes[0]}; daliaug pads the boxes once"
+        )
+    trace.max_boxes = (label(layer), int(layer.max_number))
+
+
+@converts("CutMix", moves_boxes=False)
 def _cut_mix(layer: Any, trace: Trace) -> None:
     trace.batch(layer, [{"type": "keras_cutmix", "factor": _pair(layer.factor)}])
 
@@ -699,7 +756,7 @@ def supported() -> list[str]:
     return sorted(CONVERTERS)
 
 
-@converts("RandomElasticTransform")
+@converts("RandomElasticTransform", moves_boxes=False)
 def _random_elastic_transform(layer: Any, trace: Trace) -> None:
     """Keras applies it with probability ``p ~ U(factor)`` (a Bernoulli of the mean of
     ``factor``) and draws its ``scale`` once per batch (per image here); its field is drawn at
@@ -727,7 +784,9 @@ def _random_elastic_transform(layer: Any, trace: Trace) -> None:
     )
 
 
-@converts("ContrastLimitedAdaptiveHistogramEqualization", at_inference=True)
+@converts(
+    "ContrastLimitedAdaptiveHistogramEqualization", at_inference=True, moves_boxes=False
+)
 def _clahe(layer: Any, trace: Trace) -> None:
     """Keras equalizes at inference as well; the TensorFlow engine runs it (``clahe``)."""
     rows, cols = (int(v) for v in layer.tile_grid_size)

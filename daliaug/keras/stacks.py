@@ -22,10 +22,6 @@ from daliaug.keras.converters import CONVERTERS, Unsupported, label
 
 PREPROCESSING = "keras.src.layers.preprocessing."
 
-INFERENCE = frozenset({"ContrastLimitedAdaptiveHistogramEqualization", "MaxNumBoundingBoxes"})
-"""Keras image layers without a converter that change (or pass) images at inference as in
-training: like ``Resizing``, they belong to the model and do not augment."""
-
 TRIVIAL = frozenset(
     {
         "__module__",
@@ -109,9 +105,7 @@ def augments(layer: Any) -> bool:
         return False
     base = _keras_base(type(layer)) or type(layer)
     entry = CONVERTERS.get(base.__name__)
-    if entry is not None:
-        return not (entry.deterministic or entry.at_inference)
-    return base.__name__ not in INFERENCE
+    return entry is None or not (entry.deterministic or entry.at_inference)
 
 
 def augmenting(layers: Any) -> Iterator[Any]:

@@ -81,7 +81,7 @@ ARGUMENTS: dict[str, list[dict[str, Any]]] = {
     "RandomSharpness": [{"factor": 0.5}],
     "RandomColorDegeneration": [{"factor": 0.5}],
     "RandomGaussianBlur": [{"sigma": (0.5, 0.5)}, {"kernel_size": (3, 5)}],
-    "MaxNumBoundingBoxes": [{"max_number": 4}],
+    "MaxNumBoundingBoxes": [{"max_number": 4}, {"max_number": 4, "fill_value": 0}],
 }
 """Arguments a class needs (the first set), or that reach far; the property adds one of the
 common arguments below where the signature takes it."""
@@ -95,10 +95,13 @@ COMMON: list[dict[str, Any]] = [
     {"factor": 0.0},
     {"factor": 1.0},
     {"factor": (0.4, 0.4)},
+    {"bounding_box_format": "xyxy"},
+    {"bounding_box_format": "rel_yxyx"},
 ]
 
-NO_TRANSFORM = {"Rescaling", "Normalization"}
-"""Layers that become the output normalization, not a transform (the README says so)."""
+NO_TRANSFORM = {"Rescaling", "Normalization", "MaxNumBoundingBoxes"}
+"""Layers that become the output normalization or a config field (``max_boxes``), not a
+transform (the README says so)."""
 
 
 class MyAug(L.Layer):
