@@ -46,7 +46,8 @@ def _absolute(boxes: np.ndarray, fmt: str, size: tuple[float, float], to: bool) 
     if not fmt.startswith("rel_"):
         return boxes
     h, w = size
-    scale = np.array([w, h, w, h] if "yx" not in fmt else [h, w, h, w], np.float32)
+    y_first = fmt.removeprefix("rel_") in ("yxyx", "center_yxhw")
+    scale = np.array([h, w, h, w] if y_first else [w, h, w, h], np.float32)
     return boxes * scale if to else boxes / scale
 
 

@@ -314,6 +314,10 @@ def from_keras(
     cannot run exactly raises a :class:`ConfigError` naming it and the supported layers.
     Layers whose ``fill_mode`` DALI lacks (``reflect``, Keras' default, and ``wrap``) put the
     pipeline on daliaug's TensorFlow backend, with one warning.
+
+    Layers given a ``bounding_box_format`` (all the same one) set the config's, and
+    ``MaxNumBoundingBoxes`` its ``max_boxes``: the batches then carry Keras' ``bounding_boxes``
+    dict, moved as the layers move it (an ``arrays`` source takes ``y`` as that dict).
     """
     for reserved in ("transforms", "image_size"):
         if reserved in config_fields:
@@ -335,6 +339,9 @@ def from_keras(
                 f"{name}: {config_fields[name]!r}, but the layers give {fields[name]!r}"
             )
     backend = compiled.backend(config_fields.pop("backend", "auto"))
+    arrays = isinstance(source, dict) and source.get("type") == "arrays"
+    if "bounding_box_format" in fields and arrays:  # the layers move boxes: y is Keras' dict
+        source = {"boxes": True, **source}
     return load_config(
         {**fields, "source": source, "batch_size": batch_size, "backend": backend, **config_fields}
     )

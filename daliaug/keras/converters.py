@@ -784,9 +784,7 @@ def _random_elastic_transform(layer: Any, trace: Trace) -> None:
     )
 
 
-@converts(
-    "ContrastLimitedAdaptiveHistogramEqualization", at_inference=True, moves_boxes=False
-)
+@converts("ContrastLimitedAdaptiveHistogramEqualization", at_inference=True, moves_boxes=False)
 def _clahe(layer: Any, trace: Trace) -> None:
     """Keras equalizes at inference as well; the TensorFlow engine runs it (``clahe``)."""
     rows, cols = (int(v) for v in layer.tile_grid_size)
