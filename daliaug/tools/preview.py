@@ -4,17 +4,23 @@ before training on it."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from daliaug.config import Config, Output
+from daliaug.boxes import to_xyxy
+from daliaug.config import Config, Output, load_config
+from daliaug.detection import box_names, nest
 from daliaug.engines.select import resolve_device
 from daliaug.prepare import Prepared, prepare
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
+
+Targets = np.ndarray | dict[str, np.ndarray]
+"""A batch's targets: labels or masks, or Keras' ``bounding_boxes`` dict for detection."""
 
 _PALETTE = np.array(
     [
@@ -50,48 +56,99 @@ def _preview_config(config: Config, batch_size: int, **update: object) -> Config
     return config.model_copy(update=fields)
 
 
-def _prepare(config: Config) -> Prepared:
-    """The config's samples, engine and device for a preview: DALI (without TensorFlow) on
+def _prepare(config: Config, x: Any = None, y: Any = None) -> Prepared:
+    """The config's samples (or the arrays ``x`` and ``y``: boxes where ``y`` is Keras'
+    ``bounding_boxes`` dict), engine and device for a preview: DALI (without TensorFlow) on
     the device ``backend`` names here, or the TensorFlow engine for ``backend: tf`` (the
     configs whose transforms DALI lacks, such as ``fill: reflect``)."""
-    return prepare(config, device=None if config.backend == "tf" else resolve_device(config))
+    if isinstance(y, Mapping) and config.source.type == "arrays":
+        config = load_config(config, {"source": {"boxes": True}})
+    device = None if config.backend == "tf" else resolve_device(config)
+    return prepare(config, x=x, y=y, device=device)
 
 
-def augmented_samples(config: Config, count: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def augmented_samples(
+    config: Config, count: int, x: Any = None, y: Any = None
+) -> tuple[np.ndarray, Targets, list[str]]:
     """The first ``count`` augmented images of the first epoch (uint8, NHWC, before
-    normalization) with their labels or masks (class indices), and the class names; labels
-    stay soft (weights) where a batch stage mixes them."""
-    prepared = _prepare(_preview_config(config, count))
+    normalization) with their labels or masks (class indices) or boxes, and the class names;
+    labels stay soft (weights) where a batch stage mixes them."""
+    prepared = _prepare(_preview_config(config, count), x, y)
     return (*_first_batch(prepared, prepared.samples), prepared.samples.class_names)
 
 
-def _first_batch(prepared: Prepared, samples: SampleSet) -> tuple[np.ndarray, np.ndarray]:
+def _first_batch(prepared: Prepared, samples: SampleSet) -> tuple[np.ndarray, Targets]:
     from daliaug.outputs.numpy import batches
 
     batch = next(batches(prepared.engine.name, prepared.config, samples, prepared.device))
-    return batch[0], batch[1]
+    return nest(batch, box_names(samples))[:2]
+
+
+@dataclass(frozen=True)
+class Marks:
+    """What to draw on one tile: boxes (absolute ``xyxy``, pixel corners), their class
+    indices, and keypoints ``(x, y, visible)`` per box (or ``None``)."""
+
+    boxes: np.ndarray
+    labels: np.ndarray
+    keypoints: np.ndarray | None = None
+
+    @staticmethod
+    def of_batch(targets: Mapping[str, np.ndarray], fmt: str, size: tuple[int, int]) -> list[Marks]:
+        """Each image's boxes in a batch's ``targets`` (Keras' dict, in ``fmt`` on images of
+        ``size``), without the padding."""
+        boxes = to_xyxy(np.asarray(targets["boxes"]), fmt, size)
+        points = targets.get("keypoints")
+        if points is not None and fmt.startswith("rel_"):
+            points = np.asarray(points) * np.array([size[1], size[0], 1.0], np.float32)
+        out = []
+        for i, labels in enumerate(np.asarray(targets["labels"])):
+            real = labels >= 0
+            kp = None if points is None else np.asarray(points[i])[real]
+            out.append(Marks(boxes[i][real], labels[real], kp))
+        return out
+
+    @staticmethod
+    def of_samples(samples: Samples) -> list[Marks | None]:
+        """Each sample's own boxes, as its source gives them (``None`` without boxes)."""
+        if not box_names(samples):
+            return [None] * len(samples)
+        columns = samples.columns
+        points = columns.get("keypoints")
+        return [
+            Marks(
+                np.asarray(b, np.float32).reshape(-1, 4),
+                np.asarray(c),
+                None if points is None else np.asarray(points[i]),
+            )
+            for i, (b, c) in enumerate(zip(columns["boxes"], columns["box_labels"], strict=True))
+        ]
 
 
 @dataclass(frozen=True)
 class Versions:
-    """Samples as they are (``originals``, named by ``names``: file names, or array rows)
-    and ``versions`` augmented versions of each (``augmented``: ``count * versions`` images,
-    sample by sample, with their ``targets``)."""
+    """Samples as they are (``originals``, named by ``names``: file names, or array rows,
+    with their own boxes in ``marks`` for detection) and ``versions`` augmented versions of
+    each (``augmented``: ``count * versions`` images, sample by sample, with their
+    ``targets``)."""
 
     originals: list[np.ndarray]
     names: list[str]
     augmented: np.ndarray
-    targets: np.ndarray
+    targets: Targets
     class_names: list[str]
+    marks: list[Marks | None] = field(default_factory=list)
 
 
-def augmented_versions(config: Config, count: int, versions: int) -> Versions:
+def augmented_versions(
+    config: Config, count: int, versions: int, x: Any = None, y: Any = None
+) -> Versions:
     """``count`` samples spread over the source (evenly through its listing, so that a
     class-folder source shows its classes), each as it is and in ``versions`` augmented
-    versions, drawn as the pipeline draws them. A streamed source (TFRecords), whose samples
-    the host does not hold, gives the first ``count * versions`` samples augmented, without
-    originals."""
-    prepared = _prepare(_preview_config(config, count * versions, shuffle=False))
+    versions, drawn as the pipeline draws them (``x`` and ``y``: an ``arrays`` source's
+    images and targets). A streamed source (TFRecords), whose samples the host does not hold,
+    gives the first ``count * versions`` samples augmented, without originals."""
+    prepared = _prepare(_preview_config(config, count * versions, shuffle=False), x, y)
     samples = prepared.samples
     if not isinstance(samples, Samples):
         return Versions([], [], *_first_batch(prepared, samples), samples.class_names)
@@ -104,7 +161,8 @@ def augmented_versions(config: Config, count: int, versions: int) -> Versions:
     else:
         originals = list(chosen.columns["image"])
         names = [f"x[{i}]" for i in picks]
-    return Versions(originals, names, images, targets, samples.class_names)
+    marks = Marks.of_samples(chosen)
+    return Versions(originals, names, images, targets, samples.class_names, marks)
 
 
 def _decoded(path: str, channels: int) -> np.ndarray:
@@ -128,10 +186,41 @@ def overlay(image: np.ndarray, mask: np.ndarray, num_classes: int) -> np.ndarray
     return out.astype(np.uint8)
 
 
+def _draw(ax: Any, marks: Marks, names: list[str]) -> None:
+    """``marks`` on the image shown in ``ax`` (whose pixel ``i`` spans ``i - 0.5 .. i + 0.5``):
+    each box outlined in its class's colour and named, its visible keypoints as dots."""
+    from matplotlib.patches import Rectangle
+
+    for k, ((x0, y0, x1, y1), label) in enumerate(zip(marks.boxes, marks.labels, strict=True)):
+        colour = _PALETTE[int(label) % len(_PALETTE)] / 255.0
+        ax.add_patch(Rectangle((x0 - 0.5, y0 - 0.5), x1 - x0, y1 - y0, fill=False, lw=1, ec=colour))
+        name = names[int(label)] if 0 <= label < len(names) else str(int(label))
+        ax.text(
+            x0 - 0.5,
+            y0 - 0.5,
+            name,
+            fontsize=5,
+            color="black",
+            va="bottom",
+            bbox={"fc": colour, "ec": "none", "pad": 0.5},
+        )
+        if marks.keypoints is not None:
+            points = marks.keypoints[k]
+            shown = points[points[:, 2] > 0]
+            if len(shown):
+                ax.scatter(shown[:, 0] - 0.5, shown[:, 1] - 0.5, s=4, color=colour)
+
+
 def save_grid(
-    images: Sequence[np.ndarray], titles: list[str], path: Path, cols: int | None = None
+    images: Sequence[np.ndarray],
+    titles: list[str],
+    path: Path,
+    cols: int | None = None,
+    marks: Sequence[Marks | None] = (),
+    names: list[str] | None = None,
 ) -> Path:
-    """Write the images as a captioned grid PNG, ``cols`` to a row (default: a square)."""
+    """Write the images as a captioned grid PNG, ``cols`` to a row (default: a square), with
+    each image's ``marks`` (boxes named by ``names``, keypoints) drawn where given."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -142,9 +231,11 @@ def save_grid(
     fig, axes = plt.subplots(rows, cols, figsize=(2 * cols, 2.2 * rows), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
-    for ax, image, title in zip(axes.flat, images, titles, strict=False):
+    for i, (ax, image, title) in enumerate(zip(axes.flat, images, titles, strict=False)):
         ax.imshow(image.squeeze(), cmap="gray" if image.shape[-1] == 1 else None, vmin=0, vmax=255)
         ax.set_title(title, fontsize=8)
+        if i < len(marks) and marks[i] is not None:
+            _draw(ax, marks[i], names or [])
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
@@ -152,38 +243,49 @@ def save_grid(
     return path
 
 
-def preview(config: Config, count: int, path: Path, versions: int = 3) -> Path:
+def preview(
+    config: Config, count: int, path: Path, versions: int = 3, x: Any = None, y: Any = None
+) -> Path:
     """Write a grid of ``count`` samples, one per row: the sample as it is (titled with its
-    file name) beside ``versions`` augmented versions (captioned by class, or with masks
-    overlaid). A streamed source (TFRecords) shows ``count * versions`` augmented samples
-    instead."""
-    shown = augmented_versions(config, count, versions)
-    tiles, titles = _tiles(config, shown.augmented, shown.targets, shown.class_names)
+    file name) beside ``versions`` augmented versions (captioned by class, with masks
+    overlaid, or with boxes drawn and named and keypoints dotted). A streamed source
+    (TFRecords) shows ``count * versions`` augmented samples instead. ``x`` and ``y``: an
+    ``arrays`` source's images and targets (Keras' ``bounding_boxes`` dict for boxes)."""
+    shown = augmented_versions(config, count, versions, x, y)
+    names = shown.class_names
+    tiles, titles, marks = _tiles(config, shown.augmented, shown.targets, names)
     if not shown.originals:
-        return save_grid(tiles, titles, path)
-    rows = len(shown.originals)
+        return save_grid(tiles, titles, path, marks=marks, names=names)
     grid: list[np.ndarray] = []
     captions: list[str] = []
-    for row in range(rows):
-        grid.append(shown.originals[row])
+    drawn: list[Marks | None] = []
+    for row, original in enumerate(shown.originals):
+        grid.append(original)
         captions.append(_short(shown.names[row]))
+        drawn.append(shown.marks[row])
         grid.extend(tiles[row * versions : (row + 1) * versions])
         captions.extend(titles[row * versions : (row + 1) * versions])
-    return save_grid(grid, captions, path, cols=1 + versions)
+        drawn.extend(marks[row * versions : (row + 1) * versions])
+    return save_grid(grid, captions, path, cols=1 + versions, marks=drawn, names=names)
 
 
 def _tiles(
-    config: Config, images: np.ndarray, targets: np.ndarray, names: list[str]
-) -> tuple[list[np.ndarray], list[str]]:
-    """Augmented images as tiles with their captions: the class (or mixed weights), or the
-    mask overlaid and its classes named."""
+    config: Config, images: np.ndarray, targets: Targets, names: list[str]
+) -> tuple[list[np.ndarray], list[str], list[Marks | None]]:
+    """Augmented images as tiles with their captions and marks: the class (or mixed weights),
+    the mask overlaid and its classes named, or the boxes (their count in the caption)."""
+    if isinstance(targets, Mapping):
+        size = (images.shape[1], images.shape[2])
+        found = Marks.of_batch(targets, config.bounding_box_format, size)
+        titles = [f"{len(m.labels)} box{'es' * (len(m.labels) != 1)}" for m in found]
+        return list(images), titles, list(found)
     if not config.source.segmentation:
-        return list(images), [caption(t, names) for t in targets]
+        return list(images), [caption(t, names) for t in targets], []
     shown = [overlay(i, m, len(names)) for i, m in zip(images, targets, strict=True)]
     titles = [
         ", ".join(names[c] for c in np.unique(m) if 0 < c < len(names)) or "-" for m in targets
     ]
-    return shown, titles
+    return shown, titles, []
 
 
 def _short(name: str, width: int = 24) -> str:
