@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 import daliaug
-from daliaug.boxes import from_xyxy, to_xyxy
+from daliaug.boxes import FORMATS, from_xyxy, to_xyxy
 from daliaug.cli import main as cli
 from daliaug.config import Config, load_config
 from daliaug.errors import ConfigError, DataWarning
@@ -478,3 +478,16 @@ def test_convert_from_keras_writes_the_box_fields(tmp_path: Path) -> None:
     written = yaml.safe_load(out.read_text())
     assert (written["bounding_box_format"], written["max_boxes"]) == ("rel_center_xywh", 7)
     assert load_config(out).bounding_box_format == "rel_center_xywh"
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "rel_center_yxhw"])
+def test_box_formats_are_keras_own(fmt: str) -> None:
+    """daliaug's conversions to and from each of Keras' formats are Keras' ``convert_format``
+    (all but ``rel_center_yxhw``, which Keras' formats name and its ``convert_format``
+    refuses)."""
+    from keras.utils.bounding_boxes import convert_format
+
+    boxes = np.concatenate(BOXES)
+    theirs = np.asarray(convert_format(boxes, "xyxy", fmt, height=SIZE[0], width=SIZE[1]))
+    np.testing.assert_allclose(from_xyxy(boxes, fmt, SIZE), theirs, rtol=1e-6, atol=1e-5)
+    np.testing.assert_allclose(to_xyxy(theirs, fmt, SIZE), boxes, rtol=1e-6, atol=1e-4)
