@@ -68,6 +68,8 @@ def from_format(boxes: np.ndarray, fmt: str) -> np.ndarray:
 
 
 def convert(layers: list[Any], **fields: Any) -> Config:
+    """The layers' config for ``X`` in one batch, in order (the TF engine unless ``backend``
+    says: boxes are moved on the host, the same for every engine)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return daliaug.from_keras(
@@ -77,8 +79,7 @@ def convert(layers: list[Any], **fields: Any) -> Config:
             batch_size=N,
             shuffle=False,
             seed=0,
-            backend="tf",
-            **fields,
+            **{"backend": "tf", **fields},
         )
 
 
@@ -364,11 +365,14 @@ def test_perspective_moves_boxes_as_keras_pixels(monkeypatch: pytest.MonkeyPatch
         np.testing.assert_allclose(b, k, atol=1.0)
 
 
-def test_max_num_bounding_boxes_pads_as_keras(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_max_num_bounding_boxes_pads_as_keras(
+    monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
     """``max_boxes`` from ``MaxNumBoundingBoxes``: padded with -1 to its count; an image with
-    more keeps its first ones, as Keras', with a ``DataWarning`` (Keras cuts silently)."""
+    more keeps its first ones, as Keras', with a ``DataWarning`` (Keras cuts silently); on
+    both engines."""
     flip = L.RandomFlip("horizontal", **XYXY)
-    config = convert([flip, L.MaxNumBoundingBoxes(2, **XYXY)])
+    config = convert([flip, L.MaxNumBoundingBoxes(2, **XYXY)], backend=backend)
     assert (config.max_boxes, config.bounding_box_format) == (2, "xyxy")
     rows = rows_of(config, {"flip": FLIPS}, N)
     pin_rows(monkeypatch, rows)
