@@ -495,3 +495,40 @@ def test_box_formats_are_keras_own(fmt: str) -> None:
     theirs = np.asarray(convert_format(boxes, "xyxy", fmt, height=SIZE[0], width=SIZE[1]))
     np.testing.assert_allclose(from_xyxy(boxes, fmt, SIZE), theirs, rtol=1e-6, atol=1e-5)
     np.testing.assert_allclose(to_xyxy(theirs, fmt, SIZE), boxes, rtol=1e-6, atol=1e-4)
+
+
+@pytest.mark.parametrize(("op", "a", "b"), [("translate", 0.15, -0.25), ("color", 0.6, 0.0)])
+def test_rand_augment_moves_boxes_as_keras(
+    monkeypatch: pytest.MonkeyPatch, op: str, a: float, b: float
+) -> None:
+    """``RandAugment`` with the op and its draw pinned per image (as its pixel tests pin it):
+    a geometric op moves the boxes as Keras' sub-layer does, a colour op leaves them."""
+    from tests.transforms.test_keras_rand_augment import (
+        KERAS_OPS,
+        LAYERS,
+        _columns,
+        _constant_fill,
+        _our_values,
+        _pin,
+    )
+
+    layer = _constant_fill(L.RandAugment(num_ops=1, factor=0.5, bounding_box_format="xyxy"))
+    _pin(layer, op, a, b)
+    config = convert([layer])
+    columns, source = _columns(config), padded()
+    rows = np.zeros((N, len(config.plan.param_keys)), np.float32)
+    expected = []
+    for i in range(N):
+        t = layer.get_random_transformation(X[i : i + 1].astype(np.float32), training=True)
+        t["layer_idxes"] = np.array([KERAS_OPS.index(op)], np.int32)
+        one = {k: v[i : i + 1].copy() for k, v in source.items()}
+        moved = layer.transform_bounding_boxes(one, t, training=True)
+        expected += kept(np.asarray(moved["boxes"]), np.asarray(moved["labels"]), "xyxy", SIZE)
+        rows[i, columns[f"0_{op}"]] = 1.0
+        for name, value in _our_values(op, t["transforms"][LAYERS[op]], (1, *SIZE)).items():
+            rows[i, columns[name]] = value
+    pin_rows(monkeypatch, rows)
+    found = ours(config, "xyxy")
+    assert_boxes_match(found, expected)
+    moved_any = any(not np.array_equal(b, o) for (b, _), o in zip(found, BOXES, strict=True))
+    assert moved_any == (op == "translate")
