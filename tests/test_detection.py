@@ -17,6 +17,8 @@ torchvision's from ``start + 0.5`` to ``end + 0.5``).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,7 +26,7 @@ import pytest
 
 import daliaug
 from daliaug.algebra import Canvas
-from daliaug.boxes import Rules, Targets
+from daliaug.boxes import Rules, Targets, from_xyxy
 
 SRC = (48, 64)
 """Height, width of the source images."""
@@ -252,3 +254,257 @@ def test_torchvision_affine_turns_the_other_way() -> None:
         ccw[0, 3] > 30
         and moved_boxes([{"type": "rotation", "angle": 40}], {"0.angle": 30.0}, box)[0, 3] > 30
     )
+
+
+def drawn(boxes: np.ndarray = BOXES, size: tuple[int, int] = SRC) -> np.ndarray:
+    """One black image per box, the box's pixels white (xyxy of whole pixels)."""
+    images = np.zeros((len(boxes), *size, 3), np.uint8)
+    for image, (x0, y0, x1, y1) in zip(images, boxes.astype(int), strict=True):
+        image[y0:y1, x0:x1] = 255
+    return images
+
+
+def extents(images: np.ndarray) -> np.ndarray:
+    """Each image's white pixels' enclosing box (xyxy, pixel corners); -1 where none are."""
+    out = np.full((len(images), 4), -1.0)
+    for k, image in enumerate(np.asarray(images, np.float32)):
+        ys, xs = np.nonzero(image.reshape(*image.shape[:2], -1)[..., 0] > 127)
+        if len(xs):
+            out[k] = [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
+    return out
+
+
+@dataclass(frozen=True)
+class KerasCase:
+    """A Keras layer with ``bounding_box_format`` and the daliaug transform it converts to
+    (``daliaug/keras/converters.py``), with the same parameters: Keras' transformation
+    (``None``: its own draw, pinned by a factor ``(a, a)``) and daliaug's."""
+
+    layer: Callable[[], Any]
+    transformation: Callable[[tuple[int, ...]], Any] | None
+    transforms: list[dict[str, Any]]
+    params: dict[str, float]
+    out: tuple[int, int] = SRC
+    keras_boxes_right: bool = True
+    """False where Keras' own boxes disagree with its own pixels (then daliaug is compared
+    with the pixels only)."""
+    compared: int = len(BOXES)
+    """The leading boxes compared with the pixels (a sheared box cut by the border encloses its
+    corners, not the visible pixels)."""
+
+
+def _flips(shape: tuple[int, ...]) -> dict[str, Any]:
+    return {"flips": np.ones((shape[0], 1, 1, 1), bool), "input_shape": shape}
+
+
+def _shear(x: float, y: float) -> Callable[[tuple[int, ...]], dict[str, Any]]:
+    def transformation(shape: tuple[int, ...]) -> dict[str, Any]:
+        factors = np.tile(np.array([[x, y]], np.float32), (shape[0], 1))
+        return {"shear_factor": factors, "input_shape": shape}
+
+    return transformation
+
+
+PERSPECTIVE_MOVES = {"tr_x": 0.2, "br_x": -0.15, "br_y": 0.1, "bl_y": -0.2}
+
+
+def _perspective(shape: tuple[int, ...]) -> dict[str, Any]:
+    """Keras' corners (top-left, top-right, bottom-left, bottom-right) moved by
+    :data:`PERSPECTIVE_MOVES` as its ``get_random_transformation`` moves them."""
+    h, w = shape[1] - 1.0, shape[2] - 1.0
+    start = np.array([[0, 0], [w, 0], [0, h], [w, h]], np.float32)
+    f = PERSPECTIVE_MOVES
+    factors = np.array([[0, 0], [f["tr_x"], 0], [0, f["bl_y"]], [f["br_x"], f["br_y"]]])
+    end = start * (1 + factors.astype(np.float32))
+    n = shape[0]
+    return {
+        "apply_perspective": np.ones(n, bool),
+        "start_points": np.tile(start[None], (n, 1, 1)),
+        "end_points": np.tile(end[None], (n, 1, 1)),
+        "input_shape": shape,
+    }
+
+
+def keras_cases() -> dict[str, KerasCase]:
+    import keras
+
+    layers, near = keras.layers, {"interpolation": "nearest", "bounding_box_format": "xyxy"}
+    fill = {"fill_mode": "constant", **near}
+    return {
+        "flip": KerasCase(
+            lambda: layers.RandomFlip("horizontal", bounding_box_format="xyxy"),
+            _flips,
+            [{"type": "keras_flip", "mode": "horizontal"}],
+            {"0.flip": 1.0},
+        ),
+        "flip-both": KerasCase(
+            lambda: layers.RandomFlip(bounding_box_format="xyxy"),
+            _flips,
+            [{"type": "keras_flip"}],
+            {"0.flip": 1.0},
+        ),
+        "rotation": KerasCase(
+            lambda: layers.RandomRotation((0.07, 0.07), **fill),
+            None,
+            [{"type": "rotation", "angle": 90}],
+            {"0.angle": 0.07 * 360},
+            compared=3,
+        ),
+        "translation": KerasCase(
+            lambda: layers.RandomTranslation((0.1, 0.1), (-0.2, -0.2), **fill),
+            None,
+            [{"type": "shift", "x": 0.3, "y": 0.3}],
+            {"0.dx": -0.2, "0.dy": 0.1},
+        ),
+        "zoom-out": KerasCase(
+            lambda: layers.RandomZoom((0.3, 0.3), **fill),
+            None,
+            [{"type": "keras_zoom", "height_factor": 0.5}],
+            {"0.height_zoom": 1.3, "0.width_zoom": 1.3},
+        ),
+        "zoom-in": KerasCase(
+            lambda: layers.RandomZoom((-0.2, -0.2), (-0.1, -0.1), **fill),
+            None,
+            [{"type": "keras_zoom", "height_factor": 0.5, "width_factor": 0.5}],
+            {"0.height_zoom": 0.8, "0.width_zoom": 0.9},
+        ),
+        # Keras shears its boxes in relative coordinates (by shear * W / H for x) and picks
+        # the wrong corners for y: its boxes leave its own pixels (by 4.6 px here)
+        "shear-x": KerasCase(
+            lambda: layers.RandomShear(0.3, 0.2, **fill),
+            _shear(0.3, 0.0),
+            [{"type": "keras_shear", "x_factor": 0.3, "y_factor": 0.2}],
+            {"0.sign": 1.0, "0.shear_x": 0.3, "0.shear_y": 0.0},
+            keras_boxes_right=False,
+            compared=3,
+        ),
+        "shear-y": KerasCase(
+            lambda: layers.RandomShear(0.3, 0.2, **fill),
+            _shear(0.0, -0.2),
+            [{"type": "keras_shear", "x_factor": 0.3, "y_factor": 0.2}],
+            {"0.sign": -1.0, "0.shear_x": 0.0, "0.shear_y": 0.2},
+            keras_boxes_right=False,
+        ),
+        # Keras' RandomCrop subtracts the top offset from x and the left one from y, and
+        # never clips at the window's far side: its boxes leave its own pixels
+        "random-crop": KerasCase(
+            lambda: layers.RandomCrop(30, 40, bounding_box_format="xyxy"),
+            lambda shape: (11, 8),
+            [{"type": "keras_random_crop", "size": [30, 40]}],
+            {"0.u": (8 + 0.5) / 25, "0.v": (11 + 0.5) / 19},
+            (30, 40),
+            keras_boxes_right=False,
+        ),
+        "center-crop": KerasCase(
+            lambda: layers.CenterCrop(33, 47, bounding_box_format="xyxy"),
+            None,
+            [{"type": "keras_center_crop", "size": [33, 47]}],
+            {},
+            (33, 47),
+        ),
+        "resizing": KerasCase(
+            lambda: layers.Resizing(24, 40, **near),
+            None,
+            [{"type": "resize", "size": [24, 40]}],
+            {},
+            (24, 40),
+        ),
+        # Keras moves the boxes by a crop offset floored after scaling (5 px at 32/48 here)
+        # where its pixels are cut at 8 source pixels (5.33 px): a third of a pixel apart
+        "resizing-crop": KerasCase(
+            lambda: layers.Resizing(32, 32, crop_to_aspect_ratio=True, **near),
+            None,
+            [{"type": "keras_resize", "size": [32, 32], "aspect": "crop"}],
+            {},
+            (32, 32),
+        ),
+        "resizing-pad": KerasCase(
+            lambda: layers.Resizing(40, 40, pad_to_aspect_ratio=True, **near),
+            None,
+            [{"type": "keras_resize", "size": [40, 40], "aspect": "pad"}],
+            {},
+            (40, 40),
+        ),
+        "perspective": KerasCase(
+            lambda: layers.RandomPerspective(1.0, 0.5, **near),
+            _perspective,
+            [{"type": "keras_perspective", "scale": 0.5, "probability": 1.0}],
+            {"0.perspective": 1.0} | {f"0.{k}": v for k, v in PERSPECTIVE_MOVES.items()},
+        ),
+    }
+
+
+KERAS_CASES = [
+    "flip",
+    "flip-both",
+    "rotation",
+    "translation",
+    "zoom-out",
+    "zoom-in",
+    "shear-x",
+    "shear-y",
+    "random-crop",
+    "center-crop",
+    "resizing",
+    "resizing-crop",
+    "resizing-pad",
+    "perspective",
+]
+
+
+def keras_moved(case: KerasCase) -> tuple[np.ndarray, np.ndarray]:
+    """Keras' own boxes for :data:`BOXES` (those it keeps: label not -1, some area) and its
+    pixels' extents, one image per box, through the case's layer and transformation."""
+    layer = case.layer()
+    images = drawn().astype(np.float32)
+    shape = images.shape
+    t = (
+        layer.get_random_transformation(images)
+        if case.transformation is None
+        else case.transformation(shape)
+    )
+    pixels = extents(layer.transform_images(images, t, training=True))
+    given = {"boxes": BOXES[:, None].copy(), "labels": np.zeros((len(BOXES), 1), np.int32)}
+    out = layer.transform_bounding_boxes(given, t, training=True)
+    boxes, labels = np.asarray(out["boxes"])[:, 0], np.asarray(out["labels"])[:, 0]
+    kept = (labels != -1) & (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
+    return boxes[kept], pixels
+
+
+@pytest.mark.parametrize("name", KERAS_CASES)
+def test_boxes_move_as_keras_layers_move_them(name: str) -> None:
+    case = keras_cases()[name]
+    ours = moved_boxes(case.transforms, case.params, out=case.out)
+    theirs, pixels = keras_moved(case)
+    if case.keras_boxes_right:
+        assert ours.shape == theirs.shape, (ours, theirs)
+        np.testing.assert_allclose(ours, theirs, atol=0.5)
+    else:
+        n = min(len(theirs), case.compared)
+        assert np.abs(theirs[:n] - pixels[:n]).max() > 1.5, "Keras' boxes follow its pixels now"
+    shown = pixels[: case.compared]
+    shown = shown[shown[:, 0] >= 0]
+    np.testing.assert_allclose(ours[: len(shown)], shown, atol=1.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"), [("translation", "rel_yxyx"), ("resizing", "center_xywh"), ("zoom-in", "xywh")]
+)
+def test_keras_layers_called_on_their_dict_in_any_format(name: str, fmt: str) -> None:
+    """A layer called as Keras users call it (``{"images", "bounding_boxes"}``, boxes in
+    ``bounding_box_format``), against daliaug's boxes given back in that format."""
+    import keras
+
+    case = keras_cases()[name]
+    layer = case.layer()
+    layer.bounding_box_format = fmt
+    given = keras.utils.bounding_boxes.convert_format(BOXES, "xyxy", fmt, *SRC)
+    data = {
+        "images": drawn()[:1].astype(np.float32),
+        "bounding_boxes": {"boxes": np.asarray(given)[None], "labels": np.zeros((1, 4), np.int32)},
+    }
+    out = layer(data, training=True)["bounding_boxes"]
+    kept = np.asarray(out["labels"])[0] != -1
+    ours = from_xyxy(moved_boxes(case.transforms, case.params, out=case.out), fmt, case.out)
+    scale = 1.0 if not fmt.startswith("rel_") else 1.0 / max(case.out)
+    np.testing.assert_allclose(ours, np.asarray(out["boxes"])[0][kept], atol=0.5 * scale)
