@@ -508,3 +508,128 @@ def test_keras_layers_called_on_their_dict_in_any_format(name: str, fmt: str) ->
     ours = from_xyxy(moved_boxes(case.transforms, case.params, out=case.out), fmt, case.out)
     scale = 1.0 if not fmt.startswith("rel_") else 1.0 / max(case.out)
     np.testing.assert_allclose(ours, np.asarray(out["boxes"])[0][kept], atol=0.5 * scale)
+
+
+SCENE_BOXES = np.concatenate(
+    [BOXES, [[15, 12, 45, 36], [5, 25, 25, 45], [35, 2, 62, 20], [22, 8, 40, 40]]]
+).astype(np.float32)
+
+
+def scene() -> tuple[np.ndarray, dict[str, list[np.ndarray]]]:
+    """One image per box of :data:`SCENE_BOXES`: the box white in channel 0, and its two
+    keypoints (pixel centres two pixels inside its top-left and three inside its
+    bottom-right corner) as 3x3 white dots in channels 1 and 2; Keras' targets dict."""
+    images = drawn(SCENE_BOXES)
+    images[..., 1:] = 0
+    points = []
+    for image, (x0, y0, x1, y1) in zip(images, SCENE_BOXES.astype(int), strict=True):
+        dots = [(x0 + 2, y0 + 2), (x1 - 3, y1 - 3)]
+        for channel, (px, py) in enumerate(dots, start=1):
+            image[py - 1 : py + 2, px - 1 : px + 2, channel] = 255
+        points.append(np.array([[[px + 0.5, py + 0.5, 1.0] for px, py in dots]], np.float32))
+    y = {
+        "boxes": [box[None] for box in SCENE_BOXES],
+        "labels": [np.array([k]) for k in range(len(SCENE_BOXES))],
+        "keypoints": points,
+    }
+    return images, y
+
+
+PIXEL_CONFIGS = {
+    # scales near 1 where a pixel stage resamples after the warp: two nearest resamplings
+    # of a 3-pixel dot shrunk below 2 pixels move its centre by more than a pixel
+    "affine": (
+        [40, 48],
+        [
+            {"type": "random_resized_crop", "scale": [0.5, 1.0]},
+            {"type": "flip", "horizontal": 1.0},
+            {"type": "rotation", "angle": 15},
+            {"type": "zoom", "factor": [0.8, 1.2]},
+            {"type": "shift", "x": 0.1, "y": 0.1},
+        ],
+    ),
+    "perspective": (
+        [48, 64],
+        [
+            {"type": "flip", "horizontal": 1.0},
+            {"type": "zoom", "factor": [0.9, 1.1]},
+            {"type": "perspective", "distortion_scale": 0.6, "probability": 1.0},
+        ],
+    ),
+    "keras": (
+        [64, 64],
+        [
+            {"type": "flip", "horizontal": 1.0},
+            {"type": "keras_shear", "x_factor": 0.2, "y_factor": 0.2},
+            {"type": "keras_resize", "size": [64, 64], "aspect": "pad"},
+            {"type": "keras_perspective", "scale": 0.4, "probability": 1.0},
+        ],
+    ),
+}
+
+
+def detection_config(name: str, **fields: Any) -> dict[str, Any]:
+    size, transforms = PIXEL_CONFIGS[name]
+    return {
+        "source": {"type": "arrays"},
+        "image_size": size,
+        "batch_size": len(SCENE_BOXES),
+        "shuffle": False,
+        "seed": 5,
+        "interpolation": "nearest",
+        "flip_indices": [1, 0],
+        "max_boxes": 2,
+        "transforms": transforms,
+        **fields,
+    }
+
+
+def first_batch(config: dict[str, Any], framework: str = "tensorflow") -> tuple[np.ndarray, dict]:
+    import warnings
+
+    from daliaug.errors import BackendWarning
+
+    images, y = scene()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BackendWarning)
+        dataset = daliaug.make_dataset(config, x=images, y=y, framework=framework)
+    out, targets = next(iter(dataset))[:2]
+    return np.asarray(out), {k: np.asarray(v) for k, v in targets.items()}
+
+
+def dot_centre(channel: np.ndarray) -> np.ndarray | None:
+    ys, xs = np.nonzero(channel > 127)
+    return None if not len(xs) else np.array([xs.mean() + 0.5, ys.mean() + 0.5])
+
+
+def assert_targets_follow_pixels(images: np.ndarray, targets: dict[str, np.ndarray]) -> None:
+    """Each image's box against the extent of its white channel-0 pixels (always inside the
+    box, within one pixel; equal to it within one pixel where they do not reach the border:
+    a shape cut by the border leaves the box of its moved corners larger), and its
+    keypoints against their dots' centres (swapped, as every config mirrors)."""
+    h, w = images.shape[1:3]
+    labels = targets["labels"]
+    assert (np.sort(labels[:, 0]) == np.arange(len(images))).all(), labels
+    for image, box, points in zip(images, targets["boxes"], targets["keypoints"], strict=True):
+        found = extents(image[None, ..., :1])[0]
+        assert found[0] >= 0, "the box's pixels are gone but the box was kept"
+        assert (found[:2] >= box[0, :2] - 1).all() and (found[2:] <= box[0, 2:] + 1).all()
+        if found[0] > 0 and found[1] > 0 and found[2] < w and found[3] < h:
+            np.testing.assert_allclose(box[0], found, atol=1.0)
+        for slot, channel in ((0, 2), (1, 1)):
+            centre = dot_centre(image[..., channel])
+            x, y, visible = points[0, slot]
+            if visible:
+                assert centre is not None
+                np.testing.assert_allclose([x, y], centre, atol=1.0)
+            else:
+                assert not (0 <= x < w and 0 <= y < h)
+                assert centre is None or min(*centre, w - centre[0], h - centre[1]) < 2.5
+
+
+@pytest.mark.parametrize("name", list(PIXEL_CONFIGS))
+def test_boxes_and_keypoints_follow_the_pixels(name: str, backend: str) -> None:
+    images, targets = first_batch(detection_config(name, backend=backend))
+    assert targets["boxes"].shape == (len(SCENE_BOXES), 2, 4)
+    assert targets["keypoints"].shape == (len(SCENE_BOXES), 2, 2, 3)
+    assert_targets_follow_pixels(images, targets)
