@@ -633,3 +633,86 @@ def test_boxes_and_keypoints_follow_the_pixels(name: str, backend: str) -> None:
     assert targets["boxes"].shape == (len(SCENE_BOXES), 2, 4)
     assert targets["keypoints"].shape == (len(SCENE_BOXES), 2, 2, 3)
     assert_targets_follow_pixels(images, targets)
+
+
+def test_tf_engine_jax_and_pytorch_give_tf_data_s_targets() -> None:
+    """The targets are made on the host from the same parameters: every engine and every
+    framework's batches hold the same ones."""
+    config = detection_config("affine", backend="cpu")
+    _, expected = first_batch(config)
+    _, on_tf = first_batch(dict(config, backend="tf"))
+    for framework in ("jax", "torch"):
+        _, theirs = first_batch(config, framework)
+        assert sorted(theirs) == ["boxes", "keypoints", "labels"]
+        for key, values in expected.items():
+            np.testing.assert_array_equal(theirs[key], values, err_msg=f"{framework} {key}")
+            np.testing.assert_array_equal(on_tf[key], values, err_msg=f"tf engine {key}")
+
+
+def shifted_config(**fields: Any) -> dict[str, Any]:
+    """The scene moved 24 pixels right (a shift of 3/8 of 64), nothing else."""
+    return {
+        "source": {"type": "arrays"},
+        "image_size": list(SRC),
+        "batch_size": len(SCENE_BOXES),
+        "shuffle": False,
+        "backend": "cpu",
+        "transforms": [{"type": "shift", "x": [0.375, 0.375]}],
+        **fields,
+    }
+
+
+def test_min_area_and_min_visibility_drop_boxes_cut_by_the_border() -> None:
+    moved = SCENE_BOXES + np.array([24, 0, 24, 0], np.float32)
+    visible = np.clip(moved[:, 2], 0, 64) - np.clip(moved[:, 0], 0, 64)
+    area = visible * (moved[:, 3] - moved[:, 1])
+    share = visible / (moved[:, 2] - moved[:, 0])
+    for rules, keep in (
+        ({}, visible > 0),
+        ({"min_area": 300}, area >= 300),
+        ({"min_visibility": 0.6}, (share >= 0.6) & (visible > 0)),
+    ):
+        _, targets = first_batch(shifted_config(**rules))
+        kept = targets["labels"][:, 0] != -1
+        assert 0 < keep.sum() < len(keep)
+        np.testing.assert_array_equal(kept, keep, err_msg=str(rules))
+        boxes = targets["boxes"][kept, 0]
+        np.testing.assert_allclose(boxes, np.clip(moved[keep], 0, [64, 48, 64, 48]), atol=1e-4)
+
+
+def test_more_boxes_than_max_boxes_warn_with_the_count() -> None:
+    from daliaug.errors import DataWarning
+
+    images, _ = scene()
+    y = {"boxes": [SCENE_BOXES[:3]] * 2 + [SCENE_BOXES[:1]] * 6, "labels": [np.arange(3)] * 2}
+    y["labels"] += [np.array([0])] * 6
+    config = shifted_config(transforms=[], max_boxes=2)
+    with pytest.warns(DataWarning, match=r"2 image\(s\) .* max_boxes: 2 .*most: 3"):
+        dataset = daliaug.make_dataset(config, x=images, y=y)
+        _, targets = next(iter(dataset))
+    assert np.asarray(targets["labels"]).tolist()[:3] == [[0, 1], [0, 1], [0, -1]]
+
+
+def test_mixup_joins_each_image_s_boxes_with_its_partner_s() -> None:
+    config = shifted_config(transforms=[{"type": "mixup", "alpha": 1.0}], max_boxes=3)
+    images, targets = first_batch(config)
+    labels, boxes = targets["labels"], targets["boxes"]
+    assert (labels[:, 0] == np.arange(len(labels))).all() and (labels[:, 2] == -1).all()
+    np.testing.assert_array_equal(boxes[:, 0], SCENE_BOXES)
+    np.testing.assert_array_equal(boxes[:, 1], SCENE_BOXES[labels[:, 1]])
+    assert sorted(labels[:, 1]) == list(range(len(labels)))  # a permutation of the batch
+    # the partner's box shows in the blended pixels (its share of them is 1 - lam > 0)
+    for image, (own, partner) in zip(images, boxes[:, :2], strict=True):
+        union = np.concatenate([np.minimum(own[:2], partner[:2]), np.maximum(own[2:], partner[2:])])
+        ys, xs = np.nonzero(image[..., 0] > 0.5)
+        np.testing.assert_array_equal([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], union)
+
+
+@pytest.mark.parametrize("kind", ["cutmix", "keras_cutmix", "elastic"])
+def test_detection_refuses_what_cannot_move_boxes_by_name(kind: str) -> None:
+    from daliaug.errors import ConfigError
+
+    images, y = scene()
+    config = shifted_config(transforms=[{"type": kind}], backend="tf")
+    with pytest.raises(ConfigError, match=f"type: {kind} "):
+        daliaug.make_dataset(config, x=images, y=y)
