@@ -716,3 +716,42 @@ def test_detection_refuses_what_cannot_move_boxes_by_name(kind: str) -> None:
     config = shifted_config(transforms=[{"type": kind}], backend="tf")
     with pytest.raises(ConfigError, match=f"type: {kind} "):
         daliaug.make_dataset(config, x=images, y=y)
+
+
+def test_flip_indices_must_name_each_keypoint() -> None:
+    from daliaug.errors import ConfigError
+
+    images, y = scene()
+    config = detection_config("perspective", backend="cpu", flip_indices=[1, 0, 2])
+    with pytest.raises(ConfigError, match=r"flip_indices: \[1, 0, 2\] for 2 keypoints"):
+        daliaug.make_dataset(config, x=images, y=y)
+
+
+def test_boxes_with_fewer_keypoints_are_named_not_broadcast() -> None:
+    from daliaug.errors import DataError
+
+    images, y = scene()
+    y["keypoints"][3] = y["keypoints"][3][:, :1]
+    config = detection_config("perspective", backend="cpu", flip_indices=None)
+    with pytest.raises(DataError, match="image 3 has 1 keypoints per box where others have 2"):
+        daliaug.make_dataset(config, x=images, y=y)
+
+
+def test_a_decoded_window_moves_points_as_the_whole_image_does() -> None:
+    """Files decode a leading random resized crop as a window (``fuse_roi``); their points
+    start in the whole source all the same."""
+    config = daliaug.load_config(
+        {
+            "source": {"type": "arrays"},
+            "image_size": [40, 36],
+            "transforms": [{"type": "random_resized_crop"}, *FUSED],
+        }
+    )
+    plan = config.plan
+    rng = np.random.default_rng(0)
+    rows = {key: rng.uniform(0.1, 0.9, 5) for key in plan.param_keys}
+    source = Canvas(h=np.full(5, 48.0), w=np.full(5, 64.0))
+    xy = rng.uniform(0, 64, (5, 7, 2))
+    window, _ = plan.point_map(rows, source, fuse_roi=True)
+    whole, _ = plan.point_map(rows, source, fuse_roi=False)
+    np.testing.assert_allclose(window(xy), whole(xy), atol=1e-4)
