@@ -26,7 +26,7 @@ import pytest
 
 import daliaug
 from daliaug.algebra import Canvas
-from daliaug.boxes import Rules, Targets, from_xyxy
+from daliaug.boxes import Rules, Targets, from_xyxy, to_xyxy
 
 SRC = (48, 64)
 """Height, width of the source images."""
@@ -755,3 +755,38 @@ def test_a_decoded_window_moves_points_as_the_whole_image_does() -> None:
     window, _ = plan.point_map(rows, source, fuse_roi=True)
     whole, _ = plan.point_map(rows, source, fuse_roi=False)
     np.testing.assert_allclose(window(xy), whole(xy), atol=1e-4)
+
+
+def test_targets_stay_with_their_images_shuffled_over_epochs(backend: str) -> None:
+    """Shuffled, with a short last batch, two epochs: each image's box (flipped) is its own,
+    as its pixels show."""
+    images, y = scene()
+    config = shifted_config(backend=backend, transforms=[{"type": "flip", "horizontal": 1.0}])
+    config |= {"batch_size": 3, "shuffle": True, "seed": 2}
+    dataset = daliaug.make_dataset(config, x=images[:7], y={k: v[:7] for k, v in y.items()})
+    for _ in range(2):
+        seen = []
+        for out, targets in dataset:
+            labels = np.asarray(targets["labels"])[:, 0]
+            expected = SCENE_BOXES[labels] * [-1, 1, -1, 1] + [64, 0, 64, 0]
+            expected = expected[:, [2, 1, 0, 3]]
+            np.testing.assert_allclose(np.asarray(targets["boxes"])[:, 0], expected, atol=1e-4)
+            np.testing.assert_allclose(extents(np.asarray(out)[..., :1]), expected, atol=1.0)
+            seen += labels.tolist()
+        assert sorted(seen) == list(range(7)) and seen != list(range(7))
+
+
+@pytest.mark.parametrize("fmt", ["rel_xyxy", "rel_center_yxhw", "yxyx", "center_xywh"])
+def test_bounding_box_format_in_and_out(fmt: str) -> None:
+    """Boxes given in ``fmt`` on 48x64 sources come out in ``fmt`` on 24x16 outputs: a
+    resize leaves relative boxes as they were."""
+    import keras
+
+    images, y = scene()
+    given = keras.utils.bounding_boxes.convert_format(SCENE_BOXES, "xyxy", "rel_xyxy", *SRC)
+    y["boxes"] = [box[None] for box in from_xyxy(SCENE_BOXES, fmt, SRC)]
+    config = shifted_config(transforms=[], image_size=[24, 16], bounding_box_format=fmt)
+    dataset = daliaug.make_dataset(config, x=images, y=y)
+    boxes = np.asarray(next(iter(dataset))[1]["boxes"])[:, 0]
+    out = to_xyxy(boxes, fmt, (24, 16)) / np.array([16, 24, 16, 24])
+    np.testing.assert_allclose(out, given, atol=1e-5)
