@@ -388,8 +388,9 @@ def keras_cases() -> dict[str, KerasCase]:
             {"0.sign": -1.0, "0.shear_x": 0.0, "0.shear_y": 0.2},
             keras_boxes_right=False,
         ),
-        # Keras' RandomCrop subtracts the top offset from x and the left one from y, and
-        # never clips at the window's far side: its boxes leave its own pixels
+        # Keras' RandomCrop subtracts the top offset from x and the left one from y, never
+        # clips at the window's far side, and never scales where it resizes an image smaller
+        # than the window: its boxes leave its own pixels
         "random-crop": KerasCase(
             lambda: layers.RandomCrop(30, 40, bounding_box_format="xyxy"),
             lambda shape: (11, 8),
@@ -404,6 +405,21 @@ def keras_cases() -> dict[str, KerasCase]:
             [{"type": "keras_center_crop", "size": [33, 47]}],
             {},
             (33, 47),
+        ),
+        "center-crop-small": KerasCase(
+            lambda: layers.CenterCrop(56, 40, bounding_box_format="xyxy"),
+            None,
+            [{"type": "keras_center_crop", "size": [56, 40]}],
+            {},
+            (56, 40),
+        ),
+        "random-crop-fallback": KerasCase(
+            lambda: layers.RandomCrop(56, 48, bounding_box_format="xyxy"),
+            None,
+            [{"type": "keras_random_crop", "size": [56, 48]}],
+            {"0.u": 0.5, "0.v": 0.5},
+            (56, 48),
+            keras_boxes_right=False,
         ),
         "resizing": KerasCase(
             lambda: layers.Resizing(24, 40, **near),
@@ -448,6 +464,8 @@ KERAS_CASES = [
     "shear-y",
     "random-crop",
     "center-crop",
+    "center-crop-small",
+    "random-crop-fallback",
     "resizing",
     "resizing-crop",
     "resizing-pad",
