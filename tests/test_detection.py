@@ -8,10 +8,11 @@ what detection refuses.
 Conventions found on the way (each checked below): torchvision's ``affine`` turns clockwise for
 a positive ``angle`` (``rotate``, like daliaug's ``rotation`` and Keras, counter-clockwise) and
 shears ``x' = x - tan(shear) (y - H/2)`` (daliaug's ``shear``: ``+``); torchvision's
-perspective maps its start points as pixel-corner coordinates, so its ``RandomPerspective``
-corners ``[0, 0] ... [W - 1, H - 1]`` are half a pixel off the corner pixel centres its docs
-name, while daliaug's ``perspective`` maps the centres themselves (the same map as
-torchvision's from ``start + 0.5`` to ``end + 0.5``).
+perspective maps box corners through its start-to-end map as they are (pixel-corner
+coordinates), and its ``RandomPerspective`` starts from ``[0, 0] ... [W - 1, H - 1]``, while
+daliaug's ``perspective`` moves the corner pixel centres (index coordinates): the same map as
+torchvision's from ``start + 0.5`` to ``end + 0.5``, which the comparison passes. Where a
+Keras layer's boxes leave its own pixels, the case says so and daliaug follows the pixels.
 """
 
 from __future__ import annotations
