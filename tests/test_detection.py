@@ -570,6 +570,14 @@ PIXEL_CONFIGS = {
             {"type": "shift", "x": 0.1, "y": 0.1},
         ],
     ),
+    "resize-path": (
+        [36, 44],
+        [
+            {"type": "random_resized_crop", "scale": [0.5, 1.0]},
+            {"type": "flip", "horizontal": 1.0},
+            {"type": "zoom", "factor": [1.0, 1.3], "fill": "nearest"},
+        ],
+    ),
     "perspective": (
         [48, 64],
         [
@@ -591,6 +599,8 @@ PIXEL_CONFIGS = {
 
 
 def detection_config(name: str, **fields: Any) -> dict[str, Any]:
+    """The scene through ``PIXEL_CONFIGS[name]``, sampled nearest (``resize-path``: bilinear,
+    clamped at the border, axis-aligned: the engines resize a window instead of warping)."""
     size, transforms = PIXEL_CONFIGS[name]
     return {
         "source": {"type": "arrays"},
@@ -598,7 +608,7 @@ def detection_config(name: str, **fields: Any) -> dict[str, Any]:
         "batch_size": len(SCENE_BOXES),
         "shuffle": False,
         "seed": 5,
-        "interpolation": "nearest",
+        "interpolation": "linear" if name == "resize-path" else "nearest",
         "flip_indices": [1, 0],
         "max_boxes": 2,
         "transforms": transforms,
