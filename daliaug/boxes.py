@@ -34,7 +34,8 @@ BoxFormat = Literal[
     "rel_center_yxhw",
 ]
 FORMATS: tuple[str, ...] = BoxFormat.__args__  # type: ignore[attr-defined]
-"""Every format Keras' ``bounding_box_format`` names."""
+"""Every format Keras' ``bounding_box_format`` names, and ``rel_center_yxhw`` (which Keras 3.15's
+converter leaves out)."""
 
 PAD = -1.0
 """What pads the boxes, labels and keypoints past each image's own (Keras'
@@ -46,7 +47,7 @@ def _absolute(boxes: np.ndarray, fmt: str, size: tuple[float, float], to: bool) 
     if not fmt.startswith("rel_"):
         return boxes
     h, w = size
-    y_first = fmt.removeprefix("rel_") in ("yxyx", "center_yxhw")
+    y_first = fmt in ("rel_yxyx", "rel_center_yxhw")
     scale = np.array([h, w, h, w] if y_first else [w, h, w, h], np.float32)
     return boxes * scale if to else boxes / scale
 

@@ -17,7 +17,7 @@ import numpy as np
 from daliaug.algebra import Canvas
 from daliaug.boxes import Rules, Targets
 from daliaug.config import Config
-from daliaug.errors import DataWarning, user_stacklevel
+from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
 
@@ -80,6 +80,26 @@ class BoxTargets:
             config.min_visibility,
             None if config.flip_indices is None else tuple(config.flip_indices),
         )
+        if self.keypoints is not None:
+            self._check_keypoints()
+
+    def _check_keypoints(self) -> None:
+        """Every box has as many keypoints (``K``), which ``flip_indices`` (if given) names."""
+        count = self.shapes["keypoints"][1]
+        for i, points in enumerate(self.keypoints):  # type: ignore[arg-type]
+            if len(points) and points.shape[1] != count:
+                name = self.files[i] if self.files else f"image {i}"
+                raise DataError(
+                    f"keypoints: {name} has {points.shape[1]} keypoints per box where others "
+                    f"have {count}; give every box the same keypoints (invisible ones with "
+                    "visibility 0)"
+                )
+        indices = self.rules.flip_indices
+        if indices is not None and (len(indices) != count or max(indices) >= count):
+            raise ConfigError(
+                f"flip_indices: {list(indices)} for {count} keypoints per box; give {count} "
+                f"indices, each below {count} (keypoint k becomes flip_indices[k] in a mirror)"
+            )
 
     def batch(
         self, index: np.ndarray, rows: np.ndarray, sizes: np.ndarray, valid: np.ndarray

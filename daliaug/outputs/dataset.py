@@ -74,10 +74,16 @@ def _with_targets(config: Any, y: object) -> Config:
     """``config`` loaded; given Keras' ``bounding_boxes`` dict as ``y``, an arrays source's
     targets are boxes (``source.boxes``)."""
     if isinstance(y, Mapping):
+        boxes = {"source": {"boxes": True}}
         try:
-            return load_config(config, {"source": {"boxes": True}})
-        except ConfigError:
-            pass  # the config's own errors, or a source of files (prepare names it)
+            return load_config(config, boxes)
+        except ConfigError as error:
+            try:  # an arrays source takes boxes: its errors are the detection config's
+                load_config(config, {**boxes, "transforms": []})
+            except ConfigError:
+                pass  # the config's own errors, or a source of files (prepare names it)
+            else:
+                raise error from None
     return load_config(config)
 
 
