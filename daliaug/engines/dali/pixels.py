@@ -310,6 +310,41 @@ def paste(batch: DataNode, partner: Value, y0: Value, x0: Value, h: Value, w: Va
     return erase(batch, y0, x0, h, w, (0.0,)) + pasted
 
 
+def blend(batch: DataNode, partners: Sequence[Value], weights: Sequence[Value]) -> DataNode:
+    out = _on(weights[0], batch) * batch
+    for partner, weight in zip(partners, weights[1:], strict=True):
+        other = fn.permute_batch(batch, indices=_index(partner))
+        out = out + _on(weight, batch) * other
+    return out
+
+
+def _corner(batch: DataNode, y0: Value, x0: Value, h: Value, w: Value) -> DataNode:
+    """The ``h x w`` window at row ``y0``, column ``x0`` of each sample (``fn.slice``)."""
+    return fn.slice(
+        batch, _vector([y0, x0], types.INT32), _vector([h, w], types.INT32), axes=[0, 1]
+    )
+
+
+def mosaic(
+    batch: DataNode,
+    partners: Sequence[Value],
+    top: Value,
+    left: Value,
+    bottom: Value,
+    right: Value,
+) -> DataNode:
+    """The four corners cut by ``fn.slice`` and joined by ``fn.cat``: no image shape is read
+    back from the GPU (the host gives the centre's distances to all four edges)."""
+    b, c, d = (fn.permute_batch(batch, indices=_index(p)) for p in partners)
+    upper = fn.cat(
+        _corner(batch, bottom, right, top, left), _corner(b, bottom, 0.0, top, right), axis=1
+    )
+    lower = fn.cat(
+        _corner(c, 0.0, right, bottom, left), _corner(d, 0.0, 0.0, bottom, right), axis=1
+    )
+    return fn.cat(upper, lower, axis=0)
+
+
 def select(flag: Value, op: Callable[[DataNode], DataNode], images: DataNode) -> DataNode:
     """Per sample, ``op(images)`` where ``flag`` (0 or 1) is 1, else ``images``; in daliaug's
     graphs ``op`` runs only for the samples whose flag is 1 (:func:`branches.where`)."""

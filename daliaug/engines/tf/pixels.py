@@ -369,6 +369,58 @@ def paste(batch: tf.Tensor, partner: Value, y0: Value, x0: Value, h: Value, w: V
     return tf.where(inside, other, batch)
 
 
+def blend(batch: tf.Tensor, partners: Sequence[Value], weights: Sequence[Value]) -> tf.Tensor:
+    """``weights[0] * x + weights[1] * x[partners[0]] + weights[2] * x[partners[1]] + ...`` per
+    sample, summed in that order (Mosaic's labels): any batch ``(N, ...)``."""
+    rank = batch.shape.rank
+    out = _per_sample(weights[0], rank) * batch
+    for partner, weight in zip(partners, weights[1:], strict=True):
+        out = out + _per_sample(weight, rank) * tf.gather(batch, tf.cast(partner, tf.int32))
+    return out
+
+
+def _rolled(index: tf.Tensor, split: Value, rest: Value) -> tf.Tensor:
+    """``(N, L)`` source indices of a mosaic axis: ``i + rest`` before ``split``, ``i - split``
+    from it on (the centre's distances ``split`` and ``rest`` to the two edges)."""
+    split, rest = _per_sample(split, 2), _per_sample(rest, 2)
+    return tf.cast(tf.where(index < split, index + rest, index - split), tf.int32)
+
+
+def mosaic(
+    batch: tf.Tensor,
+    partners: Sequence[Value],
+    top: Value,
+    left: Value,
+    bottom: Value,
+    right: Value,
+) -> tf.Tensor:
+    """Four images of the batch in a 2x2 grid around a centre ``top`` rows from the top and
+    ``left`` columns from the left (``bottom``, ``right``: its distances to the other edges,
+    so ``top + bottom = H`` and ``left + right = W``; whole pixels): above and left of it the
+    bottom-right ``top x left`` corner of ``x`` itself, right of it the bottom-left corner of
+    ``x[partners[0]]``, below it the top-right corner of ``x[partners[1]]``, and below right
+    the top-left corner of ``x[partners[2]]`` (Mosaic). Images and masks alike: any batch
+    ``(N, H, W, ...)`` of any dtype (DALI: HWC samples)."""
+    b, c, d = (tf.gather(batch, tf.cast(p, tf.int32)) for p in partners)
+    shape, rank = tf.shape(batch), batch.shape.rank
+    rows = tf.range(shape[1], dtype=tf.float32)[None, :]
+    cols = tf.range(shape[2], dtype=tf.float32)[None, :]
+    # the grid laid out in the images' own coordinates, then each axis rolled to the centre
+    lower = (rows >= _per_sample(bottom, 2))[:, :, None]
+    righter = (cols >= _per_sample(right, 2))[:, None, :]
+    grid = tf.where(
+        _trailing(lower & righter, rank),
+        batch,
+        tf.where(
+            _trailing(lower & ~righter, rank),
+            b,
+            tf.where(_trailing(righter & ~lower, rank), c, d),
+        ),
+    )
+    grid = tf.gather(grid, _rolled(rows, top, bottom), axis=1, batch_dims=1)
+    return tf.gather(grid, _rolled(cols, left, right), axis=2, batch_dims=1)
+
+
 def select(flag: Value, op: Callable[[tf.Tensor], tf.Tensor], images: tf.Tensor) -> tf.Tensor:
     """Per sample, ``op(images)`` where ``flag`` (0 or 1) is 1, else ``images`` (``op`` runs
     on the whole batch; XLA fuses the choice into it)."""
