@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 import numpy as np
 from pydantic import AfterValidator
 
-from daliaug.algebra import Math, Random, div, mul, sub
+from daliaug.algebra import Math, Random, add, div, mul, sub
 from daliaug.fields import bounded
 from daliaug.transforms.base import BatchTransform, Params, Probability, ordered
 
@@ -72,12 +72,12 @@ class Mosaic(BatchTransform):
     def stage(self, p: Params, size: tuple[int, int], m: Math) -> Params:
         """The centre's distances in whole pixels to the four edges (the whole image above
         left of it when not drawn) and each quadrant's share of the output."""
-        height, width = size
-        # not drawn: the centre at the bottom-right corner
-        top = m.round(sub(height, mul(p["mosaic"], mul(sub(1.0, p["y"]), float(height)))))
-        left = m.round(sub(width, mul(p["mosaic"], mul(sub(1.0, p["x"]), float(width)))))
-        bottom, right = sub(float(height), top), sub(float(width), left)
-        area = float(height * width)
+        height, width = float(size[0]), float(size[1])
+        kept = sub(1.0, p["mosaic"])  # not drawn: the centre at the bottom-right corner
+        top = m.round(add(mul(p["mosaic"], mul(p["y"], height)), mul(kept, height)))
+        left = m.round(add(mul(p["mosaic"], mul(p["x"], width)), mul(kept, width)))
+        bottom, right = sub(height, top), sub(width, left)
+        area = height * width
         shares = [mul(a, b) for a in (top, bottom) for b in (left, right)]
         return {
             **{name: p[name] for name in PARTNERS},
