@@ -53,10 +53,8 @@ class Mosaic(BatchTransform):
     partner_params: ClassVar[tuple[str, ...]] = PARTNERS
     stage_params: ClassVar[tuple[str, ...] | None] = (
         *PARTNERS,
-        "top",
-        "left",
-        "bottom",
-        "right",
+        "row",
+        "column",
         *(f"{q}_share" for q in QUADRANTS),
     )
     mixes_masks: ClassVar[bool] = True
@@ -70,28 +68,24 @@ class Mosaic(BatchTransform):
         }
 
     def stage(self, p: Params, size: tuple[int, int], m: Math) -> Params:
-        """The centre's distances in whole pixels to the four edges (the whole image above
-        left of it when not drawn) and each quadrant's share of the output."""
+        """Where each image is cut, ``row = H - cy`` and ``column = W - cx`` (0 when not drawn:
+        the sample's own image whole), and each quadrant's share of the output."""
         height, width = float(size[0]), float(size[1])
         kept = sub(1.0, p["mosaic"])  # not drawn: the centre at the bottom-right corner
         top = m.round(add(mul(p["mosaic"], mul(p["y"], height)), mul(kept, height)))
         left = m.round(add(mul(p["mosaic"], mul(p["x"], width)), mul(kept, width)))
-        bottom, right = sub(height, top), sub(width, left)
+        row, column = sub(height, top), sub(width, left)
         area = height * width
-        shares = [mul(a, b) for a in (top, bottom) for b in (left, right)]
+        shares = [mul(a, b) for a in (top, row) for b in (left, column)]
         return {
             **{name: p[name] for name in PARTNERS},
-            "top": top,
-            "left": left,
-            "bottom": bottom,
-            "right": right,
+            "row": row,
+            "column": column,
             **{f"{q}_share": div(s, area) for q, s in zip(QUADRANTS, shares, strict=True)},
         }
 
     def images(self, images: Any, p: Params, ops: Any) -> Any:
-        return ops.mosaic(
-            images, [p[n] for n in PARTNERS], p["top"], p["left"], p["bottom"], p["right"]
-        )
+        return ops.mosaic(images, [p[n] for n in PARTNERS], p["row"], p["column"])
 
     def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
         if masks:
@@ -102,8 +96,9 @@ class Mosaic(BatchTransform):
         """Each quadrant's image's targets shifted by its offset, cut to the quadrant and kept
         by ``rules``, joined in quadrant order (the sample's own first)."""
         values = self.stage(p, size, Math.of(np))
-        top, left = values["top"].astype(np.float32), values["left"].astype(np.float32)
-        h, w = np.full_like(top, size[0]), np.full_like(left, size[1])
+        h = np.full(len(values["row"]), size[0], np.float32)
+        w = np.full(len(values["column"]), size[1], np.float32)
+        top, left = h - values["row"], w - values["column"]
         zero = np.zeros_like(top)
         # per quadrant: its image's offset and its window, xyxy
         offsets = ((left - w, top - h), (left, top - h), (left - w, top), (left, top))

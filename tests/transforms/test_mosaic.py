@@ -142,9 +142,10 @@ def test_centre_follows_the_draws() -> None:
     rows = draw_rows(cfg.plan, np.random.default_rng(0), 4000)
     p = dict(zip(t.params, rows.T, strict=True))
     v = t.stage(p, (H, W), NUMPY.math)
-    assert v["top"].min() == round(0.3 * H) and v["top"].max() == round(0.6 * H)
-    assert v["left"].min() == round(0.3 * W) and v["left"].max() == round(0.6 * W)
-    np.testing.assert_array_equal(v["top"] + v["bottom"], H)
+    top, left = H - v["row"], W - v["column"]  # each image is cut where the centre falls
+    assert top.min() == round(0.3 * H) and top.max() == round(0.6 * H)
+    assert left.min() == round(0.3 * W) and left.max() == round(0.6 * W)
+    np.testing.assert_array_equal(top, np.floor(p["y"] * np.float32(H) + 0.5))
     total = sum(v[f"{q}_share"] for q in ("top_left", "top_right", "bottom_left", "bottom_right"))
     np.testing.assert_allclose(total, 1.0, atol=1e-6)
 

@@ -318,30 +318,15 @@ def blend(batch: DataNode, partners: Sequence[Value], weights: Sequence[Value]) 
     return out
 
 
-def _corner(batch: DataNode, y0: Value, x0: Value, h: Value, w: Value) -> DataNode:
-    """The ``h x w`` window at row ``y0``, column ``x0`` of each sample (``fn.slice``)."""
-    return fn.slice(
-        batch, _vector([y0, x0], types.INT32), _vector([h, w], types.INT32), axes=[0, 1]
-    )
-
-
-def mosaic(
-    batch: DataNode,
-    partners: Sequence[Value],
-    top: Value,
-    left: Value,
-    bottom: Value,
-    right: Value,
-) -> DataNode:
-    """The four corners cut by ``fn.slice`` and joined by ``fn.cat``: no image shape is read
-    back from the GPU (the host gives the centre's distances to all four edges)."""
+def mosaic(batch: DataNode, partners: Sequence[Value], row: Value, column: Value) -> DataNode:
+    """The four parts cut by subscripts (``x[row:, column:]``: per-sample bounds from the
+    CPU) and joined by ``fn.cat``: no image shape is read back from the GPU."""
     b, c, d = (fn.permute_batch(batch, indices=_index(p)) for p in partners)
-    upper = fn.cat(
-        _corner(batch, bottom, right, top, left), _corner(b, bottom, 0.0, top, right), axis=1
+    y, x = (
+        v if not isinstance(v, DataNode) else fn.cast(v, dtype=types.INT32) for v in (row, column)
     )
-    lower = fn.cat(
-        _corner(c, 0.0, right, bottom, left), _corner(d, 0.0, 0.0, bottom, right), axis=1
-    )
+    upper = fn.cat(batch[y:, x:], b[y:, :x], axis=1)
+    lower = fn.cat(c[:y, x:], d[:y, :x], axis=1)
     return fn.cat(upper, lower, axis=0)
 
 

@@ -379,35 +379,28 @@ def blend(batch: tf.Tensor, partners: Sequence[Value], weights: Sequence[Value])
     return out
 
 
-def _rolled(index: tf.Tensor, split: Value, rest: Value) -> tf.Tensor:
-    """``(N, L)`` source indices of a mosaic axis: ``i + rest`` before ``split``, ``i - split``
-    from it on (the centre's distances ``split`` and ``rest`` to the two edges)."""
-    split, rest = _per_sample(split, 2), _per_sample(rest, 2)
-    return tf.cast(tf.where(index < split, index + rest, index - split), tf.int32)
+def _rolled(index: tf.Tensor, cut: Value) -> tf.Tensor:
+    """``(N, L)`` source indices along a mosaic axis of length ``L`` cut at ``cut``: ``i +
+    cut`` for the first ``L - cut`` (the part from the cut on), then ``i - (L - cut)``."""
+    cut = _per_sample(cut, 2)
+    first = tf.cast(tf.shape(index)[-1], tf.float32) - cut
+    return tf.cast(tf.where(index < first, index + cut, index - first), tf.int32)
 
 
-def mosaic(
-    batch: tf.Tensor,
-    partners: Sequence[Value],
-    top: Value,
-    left: Value,
-    bottom: Value,
-    right: Value,
-) -> tf.Tensor:
-    """Four images of the batch in a 2x2 grid around a centre ``top`` rows from the top and
-    ``left`` columns from the left (``bottom``, ``right``: its distances to the other edges,
-    so ``top + bottom = H`` and ``left + right = W``; whole pixels): above and left of it the
-    bottom-right ``top x left`` corner of ``x`` itself, right of it the bottom-left corner of
-    ``x[partners[0]]``, below it the top-right corner of ``x[partners[1]]``, and below right
-    the top-left corner of ``x[partners[2]]`` (Mosaic). Images and masks alike: any batch
-    ``(N, H, W, ...)`` of any dtype (DALI: HWC samples)."""
+def mosaic(batch: tf.Tensor, partners: Sequence[Value], row: Value, column: Value) -> tf.Tensor:
+    """Four images of the batch in a 2x2 grid (Mosaic): each of ``x``, ``x[partners[0]]``,
+    ``x[partners[1]]``, ``x[partners[2]]`` (``a``, ``b``, ``c``, ``d``) cut at the whole row
+    ``row`` and column ``column`` (per sample), the output is ``[[a[row:, column:], b[row:,
+    :column]], [c[:row, column:], d[:row, :column]]]``: its centre ``H - row`` rows from the top
+    and ``W - column`` columns from the left, where the four images' corners meet. Images and
+    masks alike: any batch ``(N, H, W, ...)`` of any dtype (DALI: HWC samples)."""
     b, c, d = (tf.gather(batch, tf.cast(p, tf.int32)) for p in partners)
     shape, rank = tf.shape(batch), batch.shape.rank
     rows = tf.range(shape[1], dtype=tf.float32)[None, :]
     cols = tf.range(shape[2], dtype=tf.float32)[None, :]
-    # the grid laid out in the images' own coordinates, then each axis rolled to the centre
-    lower = (rows >= _per_sample(bottom, 2))[:, :, None]
-    righter = (cols >= _per_sample(right, 2))[:, None, :]
+    # the grid laid out where each image's pixels are, then each axis rolled to the centre
+    lower = (rows >= _per_sample(row, 2))[:, :, None]
+    righter = (cols >= _per_sample(column, 2))[:, None, :]
     grid = tf.where(
         _trailing(lower & righter, rank),
         batch,
@@ -417,8 +410,8 @@ def mosaic(
             tf.where(_trailing(righter & ~lower, rank), c, d),
         ),
     )
-    grid = tf.gather(grid, _rolled(rows, top, bottom), axis=1, batch_dims=1)
-    return tf.gather(grid, _rolled(cols, left, right), axis=2, batch_dims=1)
+    grid = tf.gather(grid, _rolled(rows, row), axis=1, batch_dims=1)
+    return tf.gather(grid, _rolled(cols, column), axis=2, batch_dims=1)
 
 
 def select(flag: Value, op: Callable[[tf.Tensor], tf.Tensor], images: tf.Tensor) -> tf.Tensor:
