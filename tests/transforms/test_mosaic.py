@@ -232,3 +232,42 @@ def test_boxes_land_in_their_quadrants(engine: str) -> None:
         np.testing.assert_array_equal(labels[i, :count], expected_labels)
         assert (labels[i, count:] == PAD).all() and (boxes[i, count:] == PAD).all()
     assert (labels[2, :3] == [6, 7, 8]).all() and (labels[2, 3:] == PAD).all()  # not drawn
+
+
+def test_keypoints_outside_their_quadrant_become_invisible() -> None:
+    """On the host: each image's keypoints shift with it; those its quadrant cuts away (or
+    already invisible) are not shown, and ``min_visibility`` drops boxes cut too far."""
+    from daliaug.boxes import Rules, Targets
+
+    t = config("tf").transforms[0]
+    box = np.array([[2.0, 2.0, 18.0, 10.0]], np.float32)  # 16 x 8 of the 20 x 12 image
+    points = np.array([[[3.0, 3.0, 1.0], [17.0, 9.0, 1.0], [17.0, 3.0, 0.0]]], np.float32)
+    targets = Targets.of([box, box], [np.array([0]), np.array([1])], [points, points], 3)
+    p = {
+        "top_right": np.array([1, 0]),
+        "bottom_left": np.array([1, 1]),
+        "bottom_right": np.array([0, 1]),
+        "mosaic": np.ones(2, np.float32),
+        "y": np.full(2, 0.5, np.float32),  # the centre (6, 10): each quadrant 6 x 10
+        "x": np.full(2, 0.5, np.float32),
+    }
+    out = t.boxes(targets, p, (H, W), Rules(min_visibility=0.3))
+    # image 0: its own box shifted by (-10, -6) to [-8, -4, 8, 4], kept [0, 0, 8, 4] (1/4:
+    # dropped at 0.3); image 1's top-right box [12, -4, 28, 4] cut to [12, 0, 20, 4], also 1/4;
+    # bottom-left (image 1) [-8, 8, 8, 16] -> [0, 8, 8, 12]; bottom-right (image 0) [12, 8,
+    # 28, 16] -> [12, 8, 20, 12]: all a quarter of 128 pixels
+    assert out.count.tolist() == [0, 0]
+    out = t.boxes(targets, p, (H, W), Rules())
+    assert out.count.tolist() == [4, 4]
+    np.testing.assert_array_equal(
+        out.boxes[0], [[0, 0, 8, 4], [12, 0, 20, 4], [0, 8, 8, 12], [12, 8, 20, 12]]
+    )
+    assert out.labels[0].tolist() == [0, 1, 1, 0] and out.labels[1].tolist() == [1, 0, 1, 1]
+    kp = out.keypoints[0]
+    # own: (3, 3) -> (-7, -3) out of sight; (17, 9) -> (7, 3) shown; the third never shown
+    np.testing.assert_array_equal(kp[0, :, :2], [[-7, -3], [7, 3], [7, -3]])
+    assert kp[0, :, 2].tolist() == [0.0, 1.0, 0.0]
+    # top right: (3, 3) -> (13, -3) above the output; (17, 9) -> (27, 3) right of it
+    assert kp[1, :, 2].tolist() == [0.0, 0.0, 0.0]
+    # bottom right: (3, 3) -> (13, 9) shown; (17, 9) -> (27, 15) outside
+    assert kp[3, :, 2].tolist() == [1.0, 0.0, 0.0]
