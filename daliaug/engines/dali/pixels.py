@@ -319,15 +319,16 @@ def blend(batch: DataNode, partners: Sequence[Value], weights: Sequence[Value]) 
 
 
 def mosaic(batch: DataNode, partners: Sequence[Value], row: Value, column: Value) -> DataNode:
-    """The four parts cut by subscripts (``x[row:, column:]``: per-sample bounds from the
-    CPU) and joined by ``fn.cat``: no image shape is read back from the GPU."""
+    """The parts cut by subscripts (``x[:, column:]``: per-sample bounds from the CPU) and
+    joined by ``fn.cat``: no image shape is read back from the GPU. Columns are joined first
+    over the whole height, then rows over the whole width: ``cat`` leaves out an input that
+    is empty in every sample, which is harmless only where each part spans the other axis
+    whole."""
     b, c, d = (fn.permute_batch(batch, indices=_index(p)) for p in partners)
-    y, x = (
-        v if not isinstance(v, DataNode) else fn.cast(v, dtype=types.INT32) for v in (row, column)
-    )
-    upper = fn.cat(batch[y:, x:], b[y:, :x], axis=1)
-    lower = fn.cat(c[:y, x:], d[:y, :x], axis=1)
-    return fn.cat(upper, lower, axis=0)
+    y, x = (fn.cast(v, dtype=types.INT32) if isinstance(v, DataNode) else v for v in (row, column))
+    upper = fn.cat(batch[:, x:], b[:, :x], axis=1)
+    lower = fn.cat(c[:, x:], d[:, :x], axis=1)
+    return fn.cat(upper[y:], lower[:y], axis=0)
 
 
 def select(flag: Value, op: Callable[[DataNode], DataNode], images: DataNode) -> DataNode:
