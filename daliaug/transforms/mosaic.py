@@ -39,9 +39,12 @@ class Mosaic(BatchTransform):
     and ``min_visibility``; keypoints outside the quadrant become invisible. When
     ``mosaic`` is 0 the sample is left as it is.
 
-    This is Ultralytics' ``Mosaic`` (YOLOv5/YOLOv8 ``load_mosaic``) seen through the crop its
-    ``RandomPerspective`` takes at scale 1: there the centre lies anywhere in the output,
-    ``center_range: [0, 1]``; the default keeps every quadrant at least a quarter of a side.
+    This is Ultralytics' YOLO mosaic (``load_mosaic``, ``Mosaic._mosaic4``) as the output
+    window its ``random_perspective`` then takes at scale 1: there the centre is uniform over
+    the output, ``center_range: [0, 1]`` (the default keeps each quadrant at least a quarter of
+    a side), each image keeps its aspect (grey where it does not reach; here each is the
+    plan's output), and the sample's own quadrant is shuffled (here every image of the batch
+    still lands in each quadrant, as some sample's partner).
 
     Example: ``{"type": "mosaic", "center_range": [0.25, 0.75], "probability": 1.0}``."""
 
