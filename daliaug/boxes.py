@@ -140,40 +140,50 @@ class Targets:
         """``(B, N)``: whether each row is one of the image's real boxes."""
         return np.arange(self.boxes.shape[1]) < self.count[:, None]
 
-    def moved(self, points: PointMap, size: tuple[int, int], mirrored: np.ndarray, rules: Rules):
+    def moved(
+        self,
+        points: PointMap,
+        size: tuple[int, int],
+        mirrored: np.ndarray,
+        rules: Rules,
+        window: np.ndarray | None = None,
+    ):
         """The targets through the batch's map ``points`` onto outputs of ``size`` (height,
-        width): each box the enclosing box of its moved corners, clipped to the output and
-        kept by ``rules`` (the kept ones first, in their order); keypoints moved, invisible
-        outside the output, swapped by ``rules.flip_indices`` where ``mirrored`` (per image)."""
+        width): each box the enclosing box of its moved corners, clipped to the output (or to
+        each image's ``window``, ``(B, 4)`` ``xyxy`` within it) and kept by ``rules`` (the kept
+        ones first, in their order); keypoints moved, invisible outside the output (the
+        window), swapped by ``rules.flip_indices`` where ``mirrored`` (per image)."""
         b, n = self.boxes.shape[:2]
+        if window is None:
+            window = np.tile(np.array([0.0, 0.0, size[1], size[0]], np.float32), (b, 1))
+        start, stop = window[:, None, :2], window[:, None, 2:]
         x0, y0, x1, y1 = np.moveaxis(self.boxes, -1, 0)
         corners = np.stack(
             [np.stack([x, y], -1) for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))], 2
         )
         moved = points(corners.reshape(b, n * 4, 2)).reshape(b, n, 4, 2)
         low, high = moved.min(axis=2), moved.max(axis=2)
-        h, w = size
         area = np.prod(high - low, axis=-1)
-        clipped_low = np.clip(low, 0.0, [w, h])
-        clipped_high = np.clip(high, 0.0, [w, h])
+        clipped_low = np.clip(low, start, stop)
+        clipped_high = np.clip(high, start, stop)
         visible = np.prod(np.maximum(clipped_high - clipped_low, 0.0), axis=-1)
         keep = self.real & (visible > 0) & (visible >= rules.min_area)
         keep &= visible >= rules.min_visibility * area
         boxes = np.concatenate([clipped_low, clipped_high], axis=-1).astype(np.float32)
         keypoints = None
         if self.keypoints is not None:
-            keypoints = self._moved_keypoints(points, size, mirrored, rules)
+            keypoints = self._moved_keypoints(points, window, mirrored, rules)
         return self._kept(boxes, keep, keypoints)
 
     def _moved_keypoints(
-        self, points: PointMap, size: tuple[int, int], mirrored: np.ndarray, rules: Rules
+        self, points: PointMap, window: np.ndarray, mirrored: np.ndarray, rules: Rules
     ) -> np.ndarray:
         kp = self.keypoints
         assert kp is not None
         b, n, k = kp.shape[:3]
         xy = points(kp[..., :2].reshape(b, n * k, 2)).reshape(b, n, k, 2)
-        h, w = size
-        inside = (xy[..., 0] >= 0) & (xy[..., 0] < w) & (xy[..., 1] >= 0) & (xy[..., 1] < h)
+        start, stop = window[:, None, None, :2], window[:, None, None, 2:]
+        inside = ((xy >= start) & (xy < stop)).all(axis=-1)
         shown = np.where(inside & (kp[..., 2] > 0), 1.0, 0.0)
         out = np.concatenate([xy, shown[..., None]], axis=-1).astype(np.float32)
         if rules.flip_indices is not None and mirrored.any():

@@ -119,9 +119,10 @@ class BoxTargets:
         points, mirrored = plan.point_map(params, source, self.fuse_roi)
         targets = targets.moved(points, plan.image_size, mirrored, self.rules)
         for i, stage in plan.batch_stages:
-            partner = stage.partners(params[f"{i}.partner"], valid).astype(np.int64)
             own = {name: params[f"{i}.{name}"] for name in stage.params}
-            targets = stage.boxes(targets, own, partner)
+            for name in stage.partner_params:
+                own[name] = stage.partners(own[name], valid).astype(np.int64)
+            targets = stage.boxes(targets, own, plan.image_size, self.rules)
         self._warn_cut(targets, index, valid)
         fmt = self.config.bounding_box_format
         return targets.padded(self.config.max_boxes, fmt, plan.image_size)

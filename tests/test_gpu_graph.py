@@ -329,6 +329,7 @@ recolour predicate computed on the host. Before issue 31: 3/6, 17/18, 104/106, 1
 EXAMPLE_CPU_OPERATORS = {
     "cutmix": 28,
     "keras_cutmix": 28,
+    "mosaic": 23,
     "rand_augment": 64,
     "auto_augment": 64,
     "trivial_augment": 39,

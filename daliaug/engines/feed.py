@@ -194,13 +194,14 @@ class WarpLayout:
         """The ``(batch, width)`` float32 ``warp`` of a batch: parameter ``rows`` (one per
         sample, ``plan.param_keys`` order) on images of ``sizes`` ((height, width) rows).
         Batch stages need the host (NumPy) and ``valid``, which positions hold real samples:
-        each stage turns its ``partner`` draws into partner indices (``partners``)."""
+        each stage turns its partner draws into partner indices (``partners``)."""
         plan = self.plan
         params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
         for i, stage in plan.batch_stages:
             if valid is None:
                 raise ValueError("batch stages need the host's feed (it knows the padding)")
-            params[f"{i}.partner"] = stage.partners(params[f"{i}.partner"], valid)
+            for name in stage.partner_params:
+                params[f"{i}.{name}"] = stage.partners(params[f"{i}.{name}"], valid)
         source = Canvas(h=xp.floats(sizes[:, 0]), w=xp.floats(sizes[:, 1]))
         values = plan.warp_inputs(
             params, source, xp.math, fuse_roi=self.fuse_roi, masks=self.masks, resize=self.resize

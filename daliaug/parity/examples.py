@@ -47,6 +47,7 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "perspective", "distortion_scale": 0.5, "probability": 0.8, "fill": 40},
     {"type": "mixup", "alpha": 0.4},
     {"type": "cutmix", "alpha": 1.0},
+    {"type": "mosaic", "center_range": [0.2, 0.8], "probability": 0.8},
     {"type": "rand_augment", "num_ops": 2, "magnitude": 9},
     {"type": "trivial_augment"},
     {"type": "auto_augment", "policy": "imagenet"},

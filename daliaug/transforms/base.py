@@ -37,7 +37,7 @@ from daliaug.fields import as_float, bounded, is_number
 from daliaug.tagged import Tagged
 
 if TYPE_CHECKING:
-    from daliaug.boxes import Targets
+    from daliaug.boxes import Rules, Targets
 
 Params = dict[str, Scalar]
 
@@ -290,13 +290,17 @@ def random_partners(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
 class BatchTransform(StageTransform):
     """A stage on the whole batch after the per-sample work: it may mix each sample with a
     partner and change the targets. Its parameters are drawn per batch position like every
-    transform's; ``partner`` is drawn per position and turned by the feed, on the host, into
-    the index of each sample's partner (:meth:`partners`: by default a random permutation of
-    the batch's real samples; padding keeps itself and is never a partner). Batches run images
+    transform's; ``partner`` (each of :attr:`partner_params`) is drawn per position and turned
+    by the feed, on the host, into the index of each sample's partner (:meth:`partners`: by
+    default a random permutation of the batch's real samples; padding keeps itself and is
+    never a partner). Batches run images
     (float32, 0..255, HWC samples) through :meth:`images` and targets (one-hot labels, or
     masks) through :meth:`targets`."""
 
     params: ClassVar[tuple[str, ...]] = ("partner",)
+    partner_params: ClassVar[tuple[str, ...]] = ("partner",)
+    """The parameters the feed turns into partner indices, each by :meth:`partners` (a stage
+    with several partners per position draws one key for each)."""
     mixes_masks: ClassVar[bool] = False
     """Whether segmentation masks can follow this stage (a cut does; a blend does not)."""
 
@@ -304,19 +308,22 @@ class BatchTransform(StageTransform):
         return {"partner": rng.uniform(0.0, 1.0)}
 
     def partners(self, draws: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """The partner of each batch position (float32 indices) from the ``partner`` values
-        drawn for the batch and which positions hold real samples (``valid``). A stage that
-        pairs otherwise overrides this; a real sample's partner must be a real sample."""
+        """The partner of each batch position (float32 indices) from the values of one of
+        :attr:`partner_params` drawn for the batch and which positions hold real samples
+        (``valid``). A stage that pairs otherwise overrides this; a real sample's partner must
+        be a real sample."""
         return random_partners(draws, valid)
 
     def images(self, images: Any, p: Params, ops: Any) -> Any:
         raise NotImplementedError
 
-    def boxes(self, targets: Targets, p: Params, partner: np.ndarray) -> Targets:
+    def boxes(self, targets: Targets, p: Params, size: tuple[int, int], rules: Rules) -> Targets:
         """The batch's detection targets after this stage, on the host: ``p`` this stage's
-        parameters per position (NumPy), ``partner`` each position's partner (int indices,
-        :meth:`partners`). A stage that cannot keep boxes right leaves this out, and detection
-        configs refuse it (Keras refuses ``CutMix`` with boxes)."""
+        parameters per position (NumPy), each of :attr:`partner_params` as int indices
+        (:meth:`partners`); ``size`` the output's (height, width); ``rules`` the config's, for
+        boxes the stage cuts. A stage that
+        cannot keep boxes right leaves this out, and detection configs refuse it (Keras
+        refuses ``CutMix`` with boxes)."""
         raise NotImplementedError
 
     @classmethod

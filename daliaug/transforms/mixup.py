@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-import numpy as np
 from pydantic import Field
 
 from daliaug.algebra import Random
 from daliaug.transforms.base import BatchTransform, Params
 
 if TYPE_CHECKING:
-    from daliaug.boxes import Targets
+    from daliaug.boxes import Rules, Targets
 
 
 class MixUp(BatchTransform):
@@ -37,6 +36,6 @@ class MixUp(BatchTransform):
     def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
         return ops.mix(targets, p["partner"], p["lam"])
 
-    def boxes(self, targets: Targets, p: Params, partner: np.ndarray) -> Targets:
+    def boxes(self, targets: Targets, p: Params, size: tuple[int, int], rules: Rules) -> Targets:
         """Each image keeps its boxes and gets its partner's (Keras' ``MixUp``)."""
-        return targets.joined(targets.gather(partner))
+        return targets.joined(targets.gather(p["partner"]))

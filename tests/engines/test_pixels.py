@@ -259,6 +259,81 @@ def test_paste_images_and_index_masks(engine: Engine) -> None:
         assert (pasted[i] == p).mean() == (inside.mean() if p != i else 1.0)
 
 
+def _canvas_window(x: np.ndarray, partners: list[list[int]], rows, columns) -> np.ndarray:
+    """Mosaic's reference: the ``H x W`` window at ``(row, column)`` of ``[[a, b], [c, d]]``."""
+    h, w = x.shape[1:3]
+    out = []
+    for i, (r, c) in enumerate(zip(rows, columns, strict=True)):
+        a, b, cc, d = x[i], *(x[p[i]] for p in partners)
+        canvas = np.concatenate([np.concatenate([a, b], 1), np.concatenate([cc, d], 1)], 0)
+        out.append(canvas[r : r + h, c : c + w])
+    return np.stack(out)
+
+
+MOSAIC_PARTNERS = [PARTNERS, [1, 2, 3, 4, 5, 0], [0, 0, 1, 1, 2, 2]]
+MOSAIC_CUTS = {
+    "inside": ([10, 24, 1, 47, 30, 5], [32, 1, 63, 20, 40, 9]),
+    "edges": ([0, 48, 0, 48, 20, 48], [0, 0, 64, 64, 64, 30]),
+    # one part empty in every sample (DALI's cat leaves such an input out)
+    "one empty part": ([48, 0, 0, 0, 0, 0], [30, 0, 0, 0, 0, 0]),
+    "another": ([0, 48, 0, 0, 0, 0], [0, 30, 0, 0, 0, 0]),
+    "uncut": ([0] * 6, [0] * 6),
+}
+
+
+@pytest.mark.parametrize("cuts", list(MOSAIC_CUTS))
+def test_mosaic_is_the_window_of_the_four_images(engine: Engine, cuts: str) -> None:
+    """Images and ``uint8`` masks alike: each sample the window of the 2x2 canvas of itself
+    and its three partners at its cut."""
+    rows, columns = MOSAIC_CUTS[cuts]
+    expected = _canvas_window(PHOTOS, MOSAIC_PARTNERS, rows, columns)
+
+    def mosaic(x: Any, a: Any, b: Any, c: Any, row: Any, column: Any) -> Any:
+        return engine.module.mosaic(x, [a, b, c], row, column)
+
+    out = engine.run(mosaic, PHOTOS, *MOSAIC_PARTNERS, rows, columns)
+    np.testing.assert_array_equal(out, expected)
+    masks = (PHOTOS[..., :1] // 64).astype(np.uint8)
+    moved = engine.run(mosaic, masks, *MOSAIC_PARTNERS, rows, columns)
+    assert moved.dtype == np.uint8
+    np.testing.assert_array_equal(moved, (expected[..., :1] // 64).astype(np.uint8))
+
+
+def test_blend_weighs_each_partner(engine: Engine) -> None:
+    weights = np.random.default_rng(4).dirichlet(np.ones(4), len(PHOTOS)).T.astype(np.float32)
+    labels = np.eye(6, dtype=np.float32)[[0, 1, 2, 3, 4, 0]]
+
+    def blend(x: Any, a: Any, b: Any, c: Any, *w: Any) -> Any:
+        return engine.module.blend(x, [a, b, c], list(w))
+
+    out = engine.run(blend, labels, *MOSAIC_PARTNERS, *weights)
+    expected = weights[0][:, None] * labels
+    for p, w in zip(MOSAIC_PARTNERS, weights[1:], strict=True):
+        expected = expected + w[:, None] * labels[p]
+    np.testing.assert_allclose(out, expected, atol=1e-6)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-6)
+
+
+def test_mosaic_and_blend_dali_gpu_graphs_keep_the_device_rules() -> None:
+    from daliaug.engines.dali.check import graph_problems
+
+    rows, columns = MOSAIC_CUTS["inside"]
+    weights = [[0.25] * 6] * 4
+    graphs = {
+        "mosaic": (
+            lambda x, a, b, c, r, k: dali_pixels.mosaic(x, [a, b, c], r, k),
+            [rows, columns],
+        ),
+        "blend": (lambda x, a, b, c, *w: dali_pixels.blend(x, [a, b, c], list(w)), weights),
+    }
+    for op, extra in graphs.values():
+        params = [*MOSAIC_PARTNERS, *extra]
+        assert (
+            graph_problems(lambda op=op, params=params: _dali_graph(op, PHOTOS, params, "gpu"))
+            == []
+        )
+
+
 _rng = np.random.default_rng(22)
 _N = len(PHOTOS)
 CASES: dict[str, tuple[list[list[float]], dict[str, Any], float]] = {

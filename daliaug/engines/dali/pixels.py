@@ -310,6 +310,27 @@ def paste(batch: DataNode, partner: Value, y0: Value, x0: Value, h: Value, w: Va
     return erase(batch, y0, x0, h, w, (0.0,)) + pasted
 
 
+def blend(batch: DataNode, partners: Sequence[Value], weights: Sequence[Value]) -> DataNode:
+    out = _on(weights[0], batch) * batch
+    for partner, weight in zip(partners, weights[1:], strict=True):
+        other = fn.permute_batch(batch, indices=_index(partner))
+        out = out + _on(weight, batch) * other
+    return out
+
+
+def mosaic(batch: DataNode, partners: Sequence[Value], row: Value, column: Value) -> DataNode:
+    """The parts cut by subscripts (``x[:, column:]``: per-sample bounds from the CPU) and
+    joined by ``fn.cat``: no image shape is read back from the GPU. Columns are joined first
+    over the whole height, then rows over the whole width: ``cat`` leaves out an input that
+    is empty in every sample, which is harmless only where each part spans the other axis
+    whole."""
+    b, c, d = (fn.permute_batch(batch, indices=_index(p)) for p in partners)
+    y, x = (fn.cast(v, dtype=types.INT32) if isinstance(v, DataNode) else v for v in (row, column))
+    upper = fn.cat(batch[:, x:], b[:, :x], axis=1)
+    lower = fn.cat(c[:, x:], d[:, :x], axis=1)
+    return fn.cat(upper[y:], lower[:y], axis=0)
+
+
 def select(flag: Value, op: Callable[[DataNode], DataNode], images: DataNode) -> DataNode:
     """Per sample, ``op(images)`` where ``flag`` (0 or 1) is 1, else ``images``; in daliaug's
     graphs ``op`` runs only for the samples whose flag is 1 (:func:`branches.where`)."""

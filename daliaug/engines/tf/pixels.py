@@ -369,6 +369,51 @@ def paste(batch: tf.Tensor, partner: Value, y0: Value, x0: Value, h: Value, w: V
     return tf.where(inside, other, batch)
 
 
+def blend(batch: tf.Tensor, partners: Sequence[Value], weights: Sequence[Value]) -> tf.Tensor:
+    """``weights[0] * x + weights[1] * x[partners[0]] + weights[2] * x[partners[1]] + ...`` per
+    sample, summed in that order (Mosaic's labels): any batch ``(N, ...)``."""
+    rank = batch.shape.rank
+    out = _per_sample(weights[0], rank) * batch
+    for partner, weight in zip(partners, weights[1:], strict=True):
+        out = out + _per_sample(weight, rank) * tf.gather(batch, tf.cast(partner, tf.int32))
+    return out
+
+
+def _rolled(index: tf.Tensor, cut: Value) -> tf.Tensor:
+    """``(N, L)`` source indices along a mosaic axis of length ``L`` cut at ``cut``: ``i +
+    cut`` for the first ``L - cut`` (the part from the cut on), then ``i - (L - cut)``."""
+    cut = _per_sample(cut, 2)
+    first = tf.cast(tf.shape(index)[-1], tf.float32) - cut
+    return tf.cast(tf.where(index < first, index + cut, index - first), tf.int32)
+
+
+def mosaic(batch: tf.Tensor, partners: Sequence[Value], row: Value, column: Value) -> tf.Tensor:
+    """Four images of the batch in a 2x2 grid (Mosaic): each of ``x``, ``x[partners[0]]``,
+    ``x[partners[1]]``, ``x[partners[2]]`` (``a``, ``b``, ``c``, ``d``) cut at the whole row
+    ``row`` and column ``column`` (per sample), the output is ``[[a[row:, column:], b[row:,
+    :column]], [c[:row, column:], d[:row, :column]]]``: its centre ``H - row`` rows from the top
+    and ``W - column`` columns from the left, where the four images' corners meet. Images and
+    masks alike: any batch ``(N, H, W, ...)`` of any dtype (DALI: HWC samples)."""
+    b, c, d = (tf.gather(batch, tf.cast(p, tf.int32)) for p in partners)
+    shape, rank = tf.shape(batch), batch.shape.rank
+    rows = tf.range(shape[1], dtype=tf.float32)[None, :]
+    cols = tf.range(shape[2], dtype=tf.float32)[None, :]
+    # the grid laid out where each image's pixels are, then each axis rolled to the centre
+    lower = (rows >= _per_sample(row, 2))[:, :, None]
+    righter = (cols >= _per_sample(column, 2))[:, None, :]
+    grid = tf.where(
+        _trailing(lower & righter, rank),
+        batch,
+        tf.where(
+            _trailing(lower & ~righter, rank),
+            b,
+            tf.where(_trailing(righter & ~lower, rank), c, d),
+        ),
+    )
+    grid = tf.gather(grid, _rolled(rows, row), axis=1, batch_dims=1)
+    return tf.gather(grid, _rolled(cols, column), axis=2, batch_dims=1)
+
+
 def select(flag: Value, op: Callable[[tf.Tensor], tf.Tensor], images: tf.Tensor) -> tf.Tensor:
     """Per sample, ``op(images)`` where ``flag`` (0 or 1) is 1, else ``images`` (``op`` runs
     on the whole batch; XLA fuses the choice into it)."""
