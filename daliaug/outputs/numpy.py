@@ -17,6 +17,7 @@ import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
 from daliaug.config import Config, load_config
+from daliaug.detection import box_names, nest
 from daliaug.engines.dali.pipeline import (
     RESIZES,
     GraphOptions,
@@ -242,12 +243,16 @@ def batches(
     params: np.ndarray | None = None,
 ) -> Iterator[tuple[np.ndarray, ...]]:
     """The first epoch of engine ``engine`` on ``device`` as NumPy ``(images, targets)``
-    batches (parity, preview); ``params`` (one row of ``plan.param_keys`` per sample) replaces
-    the random draws."""
+    batches (parity, preview; detection targets as Keras' dict); ``params`` (one row of
+    ``plan.param_keys`` per sample) replaces the random draws."""
     if engine == "dali":
-        yield from DaliLoader(config, samples=samples, device=device, params=params)
+        names = box_names(samples)
+        for batch in DaliLoader(config, samples=samples, device=device, params=params):
+            yield nest(batch, names)
         return
+    import tensorflow as tf
+
     from daliaug.outputs.tfdata.tf_dataset import tf_dataset
 
     for batch in tf_dataset(config, samples, params=params):
-        yield tuple(t.numpy() for t in batch)
+        yield tuple(tf.nest.map_structure(lambda t: t.numpy(), batch))

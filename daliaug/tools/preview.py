@@ -13,7 +13,7 @@ import numpy as np
 
 from daliaug.boxes import to_xyxy
 from daliaug.config import Config, Output, load_config
-from daliaug.detection import box_names, nest
+from daliaug.detection import box_names
 from daliaug.engines.select import resolve_device
 from daliaug.prepare import Prepared, prepare
 from daliaug.sources.base import Samples
@@ -81,7 +81,7 @@ def _first_batch(prepared: Prepared, samples: SampleSet) -> tuple[np.ndarray, Ta
     from daliaug.outputs.numpy import batches
 
     batch = next(batches(prepared.engine.name, prepared.config, samples, prepared.device))
-    return nest(batch, box_names(samples))[:2]
+    return batch[0], batch[1]
 
 
 @dataclass(frozen=True)

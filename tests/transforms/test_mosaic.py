@@ -183,13 +183,9 @@ def test_masks_get_the_same_grid(seg_root: Path, engine: str, mask_output: str) 
 
 
 def detection_batch(engine: str, cfg, samples, rows: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The first batch's images, boxes and labels (the TF engine nests them as Keras' dict)."""
-    if engine == "dali":
-        return next(batches(engine, cfg, samples, "cpu", params=rows))
-    from daliaug.outputs.tfdata.tf_dataset import tf_dataset
-
-    images, targets = next(iter(tf_dataset(cfg, samples, params=rows)))
-    return images.numpy(), targets["boxes"].numpy(), targets["labels"].numpy()
+    """The first batch's images, boxes and labels."""
+    images, targets = next(batches(engine, cfg, samples, "cpu", params=rows))
+    return images, targets["boxes"], targets["labels"]
 
 
 @pytest.mark.parametrize("engine", ["dali", "tf"])
