@@ -30,7 +30,13 @@ from daliaug.fields import (
 from daliaug.plan import Plan
 from daliaug.sources import AnySource
 from daliaug.transforms import AnyTransform, ColourTransform, GeometricTransform
-from daliaug.transforms.base import TF_ONLY_FILLS, BatchTransform, Fill, OffsetTransform
+from daliaug.transforms.base import (
+    TF_ONLY_FILLS,
+    BatchTransform,
+    Fill,
+    OffsetTransform,
+    PixelTransform,
+)
 from daliaug.transforms.normalize import Channels, Normalization, Normalize
 from daliaug.transforms.random_resized_crop import RandomResizedCrop
 
@@ -263,6 +269,11 @@ class Config(BaseModel):
         for i, t in enumerate(self.transforms):
             if isinstance(t, BatchTransform):
                 yield from self._batch_stage_problems(f"transforms.{i}", t)
+            if isinstance(t, PixelTransform) and t.blends and self.source.segmentation:
+                yield (
+                    f"transforms.{i}: '{t.type}' blends versions of each image, which "
+                    "segmentation masks cannot follow (a pixel has one class)"
+                )
         if len(set(fills.values())) > 1:
             listed = ", ".join(f"{k}={v!r}" for k, v in fills.items())
             yield f"all geometric transforms share one warp and so one fill value; got {listed}"
