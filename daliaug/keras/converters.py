@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from daliaug.errors import ConfigError
+from daliaug.transforms.aug_mix import MOST
 from daliaug.transforms.base import TF_ONLY_FILLS, Fill
 
 PIPELINE_RANGE = (0.0, 255.0)
@@ -637,10 +638,10 @@ def _aug_mix(layer: Any, trace: Trace) -> None:
     per batch, with a note). Its geometric sub-layers' fill (``reflect`` or a constant) is the
     chains' own. ``chain_depth=0`` mixes the image with itself: nothing, as in Keras."""
     chains, depth = int(layer.num_chains), int(layer.chain_depth)
-    if not 1 <= chains <= 8 or depth > 8:
+    if not 1 <= chains <= MOST or depth > MOST:
         raise Unsupported(
-            f"{label(layer)}: num_chains={chains}, chain_depth={depth}; daliaug mixes 1 to 8 "
-            "chains of at most 8 steps"
+            f"{label(layer)}: num_chains={chains}, chain_depth={depth}; daliaug mixes 1 to "
+            f"{MOST} chains of at most {MOST} steps"
         )
     low, high = _pair(layer.factor)
     if high >= 1.0:

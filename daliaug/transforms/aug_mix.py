@@ -36,6 +36,9 @@ MATRIX = tuple(f"m{k}" for k in range(6))
 COLOUR = tuple(f"colour{k}" for k in range(21))
 """A chain's colour matrix ``[M | t]`` (3 x 4) and mean weights ``N`` (3 x 3), row by row."""
 CHAIN_VALUES = (*MATRIX, "moves", *COLOUR, "weight")
+MOST = 4
+"""The most chains and steps per chain: every step can pick any op, and the TF engine computes
+each op a step could pick for the whole batch (XLA compiles 8 chains of 8 steps for minutes)."""
 
 
 def dirichlet(rng: Random, alpha: float, count: int) -> list[Scalar]:
@@ -195,8 +198,8 @@ class AugMix(ChainMix):
 
     type: Literal["aug_mix"] = "aug_mix"
     severity: Annotated[int, Field(ge=1, le=10)] = 3
-    mixture_width: Annotated[int, Field(ge=1, le=8)] = 3
-    chain_depth: Annotated[int, Field(ge=-1, le=8)] = -1
+    mixture_width: Annotated[int, Field(ge=1, le=MOST)] = 3
+    chain_depth: Annotated[int, Field(ge=-1, le=MOST)] = -1
     all_ops: bool = True
     fill: Annotated[float, Field(ge=0.0, le=255.0)] = 0.0
 

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from daliaug.algebra import Random
-from daliaug.transforms.aug_mix import ChainMix
+from daliaug.transforms.aug_mix import MOST, ChainMix
 from daliaug.transforms.base import Params
 from daliaug.transforms.keras_rand_augment import KERAS_OPS, Factor, KerasRandAugment
 from daliaug.transforms.policy import PolicyTransform, one_hot
@@ -47,8 +47,8 @@ class KerasAugMix(ChainMix):
     Example: ``{"type": "keras_aug_mix", "num_chains": 3, "factor": 0.3}``."""
 
     type: Literal["keras_aug_mix"] = "keras_aug_mix"
-    num_chains: Annotated[int, Field(ge=1, le=8)] = 3
-    chain_depth: Annotated[int, Field(ge=1, le=8)] = 3
+    num_chains: Annotated[int, Field(ge=1, le=MOST)] = 3
+    chain_depth: Annotated[int, Field(ge=1, le=MOST)] = 3
     factor: Factor = (0.0, 0.3)
     all_ops: bool = True
     fill: Annotated[float, Field(ge=0.0, le=255.0)] | Literal["reflect"] = "reflect"

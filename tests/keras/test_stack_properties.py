@@ -73,7 +73,7 @@ ARGUMENTS: dict[str, list[dict[str, Any]]] = {
         {},
     ],
     "RandAugment": [{"num_ops": 0}, {"num_ops": 9}, {"factor": (0.0, 1.0)}],
-    "AugMix": [{"chain_depth": 0}, {"num_chains": 9}, {"factor": (0.0, 1.0)}],
+    "AugMix": [{"chain_depth": 0}, {"num_chains": 5}, {"factor": (0.0, 1.0)}],
     "RandomPosterization": [{"factor": (3, 3)}, {"factor": 8}],
     "RandomBrightness": [{"factor": 0.2}, {"factor": (-1.0, 1.0)}],
     "RandomContrast": [{"factor": 0.5}, {"factor": 1.5}],
