@@ -137,3 +137,26 @@ def test_engines_agree_on_drawn_chains(tmp_path: Path) -> None:
     diff = engine_difference(root, {"type": "aug_mix", "fill": 30}, 5)
     # quantizing ops (posterize, equalize) turn float rounding differences into whole steps
     assert (diff > 0.05).mean() < 2e-3, (diff > 0.05).mean()
+
+
+@pytest.mark.parametrize("transform", ["aug_mix", "keras_aug_mix"])
+def test_gpu_graph_keeps_dalis_device_rules(transform: str, demo_dir: Path) -> None:
+    """Its GPU graph walked without a GPU (``engines/dali/check.py``): the chains' resampling,
+    colour pass and conditionals take their arguments where DALI's GPU operators read them."""
+    from functools import partial
+
+    from daliaug.engines.dali import pipeline
+    from daliaug.engines.dali.check import graph_problems
+    from daliaug.prepare import prepare_samples
+
+    config = load_config(
+        {
+            "source": {"type": "directory", "path": str(demo_dir)},
+            "image_size": 64,
+            "transforms": [{"type": transform}],
+        }
+    )
+    samples = prepare_samples(config)
+    for gpu_inputs in (True, False):
+        define = partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs)
+        assert not graph_problems(define), gpu_inputs
