@@ -170,7 +170,7 @@ def perspective(
         images,
         matrix=m,
         fill_value=0.0 if isinstance(fill, str) else float(fill),
-        border_mode="reflect_101" if isinstance(fill, str) else "constant",
+        border_mode=fill if isinstance(fill, str) else "constant",
         pixel_origin="center",
         interp_type=types.INTERP_NN if nearest else types.INTERP_LINEAR,
     )

@@ -184,7 +184,7 @@ def perspective(
     """Projective resampling onto the same size: output pixel ``(x, y)`` (index coordinates,
     pixel centres at whole numbers) takes the input at ``((m0 x + m1 y + m2) / k, (m3 x + m4 y
     + m5) / k)``, ``k = m6 x + m7 y + 1`` (:func:`_sample`; ``fill`` ``"reflect"``: the
-    points mirrored inside first, :func:`_folded`). ``matrix``: 8 per-sample values;
+    points mirrored inside first, :func:`_reflected`). ``matrix``: 8 per-sample values;
     any batch ``(N, H, W, C)`` (images, masks); the result is ``float32``. Gathers and
     arithmetic, as XLA compiles them (it has no ``ImageProjectiveTransformV3``)."""
     rows, cols = _grid(images)
@@ -194,8 +194,18 @@ def perspective(
     y = (m[3] * cols + m[4] * rows + m[5]) / k
     if isinstance(fill, str):
         shape = tf.cast(tf.shape(images), tf.float32)
-        x, y = _folded(x, shape[2], fill), _folded(y, shape[1], fill)
+        x, y = _reflected(x, shape[2]), _reflected(y, shape[1])
     return _sample(images, x, y, 0.0 if isinstance(fill, str) else fill, nearest)
+
+
+def _reflected(v: tf.Tensor, size: tf.Tensor) -> tf.Tensor:
+    """Source coordinates ``v`` on an axis of ``size`` pixels mirrored about the image's edges
+    (``... b a | a b ... y z | z y ...``), then clamped: TensorFlow's
+    ``ImageProjectiveTransformV3`` ``reflect`` (Keras' affine layers), OpenCV's
+    ``BORDER_REFLECT``."""
+    t = _wrapped(v, 2.0 * size)
+    t = tf.where(t >= size, 2.0 * size - t - 1.0, t)
+    return tf.clip_by_value(t, 0.0, size - 1.0)
 
 
 def _grid(images: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
