@@ -1,7 +1,7 @@
 """Workload (b) as Keras preprocessing layers: the Keras way (the layers mapped over ``tf.data``)
 against the same layers compiled by ``daliaug.from_keras``, in one interleaved run.
 
-    python -m bench.keras_layers [--repeats 3] [--out bench/results]
+    python -m bench.keras_layers [--repeats 3] [--stack b|aug_mix] [--out bench/results]
 
 Each tool runs in a worker process of its own (:mod:`bench.worker`, the suite's timing for
 (b)); each repeat measures every tool once, the order rotated by one each repeat. Writes
@@ -24,13 +24,25 @@ from bench.report import ratio_of
 from bench.run import console, run_group, timing
 from bench.workloads import WORKLOADS, prepare
 
-TOOLS = ("keras-layers", "from-keras", "from-keras-cpu", "from-keras-tf")
-BASELINE = "keras-layers"
+STACKS = {
+    "b": (
+        ("keras-layers", "from-keras", "from-keras-cpu", "from-keras-tf"),
+        "RandomZoom (in), RandomTranslation, RandomFlip, RandomBrightness, RandomContrast, "
+        "RandomSaturation, Normalization (fill_mode nearest)",
+    ),
+    "aug_mix": (
+        ("keras-augmix", "from-keras-augmix-cpu", "from-keras-augmix-tf"),
+        "RandomFlip, AugMix (Keras' defaults: 3 chains, depth 3, factor 0.3, reflect fill), "
+        "Normalization",
+    ),
+}
+"""Each ``--stack``: its tools (the Keras way first, the baseline) and its description."""
 
 
 def table(cases: list[dict[str, Any]]) -> list[str]:
-    """Markdown rows: median images/s and CPU ms/image, and ratios to the Keras way."""
-    base = next(c for c in cases if c["tool"] == BASELINE)
+    """Markdown rows: median images/s and CPU ms/image, and ratios to the Keras way (the
+    first case)."""
+    base = cases[0]
     lines = [
         "| tool | images/s (median) | IQR | CPU ms/image | images/s vs Keras way | "
         "CPU time: Keras way / tool |",
@@ -55,17 +67,20 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     parser.add_argument("--quick", action="store_true", help="tiny data and windows (smoke test)")
+    parser.add_argument("--stack", choices=sorted(STACKS), default="b")
     args = parser.parse_args(argv)
+    tools, described = STACKS[args.stack]
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
-    name = f"keras-layers-{'quick-' if args.quick else ''}{stamp}"
+    stack = "" if args.stack == "b" else f"{args.stack.replace('_', '')}-"
+    name = f"keras-layers-{stack}{'quick-' if args.quick else ''}{stamp}"
     workload = WORKLOADS["b"]
     with console.status("preparing data (cached after the first run)"):
         data = prepare("b", args.quick, None)
     load_before = os.getloadavg()
     with open(args.out / f"{name}.log", "w") as log:
         cases = run_group(
-            [(tool, None) for tool in TOOLS],
+            [(tool, None) for tool in tools],
             "b",
             data,
             args.repeats,
@@ -83,14 +98,12 @@ def main(argv: list[str] | None = None) -> Path:
     }
     (args.out / f"{name}.json").write_text(json.dumps(result, indent=1))
     lines = [
-        "# Workload (b) as Keras layers: the Keras way vs daliaug.from_keras",
+        f"# Workload (b) as Keras layers ({args.stack}): the Keras way vs daliaug.from_keras",
         "",
         f"- Machine: {result['machine'].get('cpu', '')}; medians of {args.repeats} interleaved "
         f"repeats; load average {load_before[0]:.1f} before, {result['loadavg_after'][0]:.1f} "
         "after (the machine is shared).",
-        "- Stack: RandomZoom (in), RandomTranslation, RandomFlip, RandomBrightness, "
-        "RandomContrast, RandomSaturation, Normalization (fill_mode nearest). See "
-        "bench/tools/keras_layers.py.",
+        f"- Stack: {described}. See bench/tools/keras_layers.py.",
         "",
         *table(cases),
     ]

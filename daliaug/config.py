@@ -287,6 +287,11 @@ class Config(BaseModel):
         for i, t in enumerate(self.transforms):
             if isinstance(t, BatchTransform):
                 yield from self._batch_stage_problems(f"transforms.{i}", t)
+            if isinstance(t, PixelTransform) and t.blends and self.source.segmentation:
+                yield (
+                    f"transforms.{i}: '{t.type}' blends versions of each image, which "
+                    "segmentation masks cannot follow (a pixel has one class)"
+                )
         if len(set(fills.values())) > 1:
             listed = ", ".join(f"{k}={v!r}" for k, v in fills.items())
             yield f"all geometric transforms share one warp and so one fill value; got {listed}"

@@ -45,20 +45,43 @@ def stack(workload: Workload) -> list[Any]:
     ]
 
 
-def keras_way(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
+def aug_mix_stack(workload: Workload) -> list[Any]:
+    """The AugMix row: ``RandomFlip("horizontal")``, Keras' ``AugMix`` with its defaults
+    (3 chains of up to 3 of its 11 layers, ``factor`` 0.3, ``reflect`` fill) and
+    ``Normalization`` with the workload's mean and variance."""
+    import keras
+
+    eq = workload.equivalent
+    layers = keras.layers
+    return [
+        layers.RandomFlip("horizontal"),
+        layers.AugMix(value_range=(0, 255)),
+        layers.Normalization(mean=list(eq.mean), variance=[s * s for s in eq.std]),
+    ]
+
+
+STACKS = {"b": stack, "aug_mix": aug_mix_stack}
+"""The stacks a run times, by name (``--stack``)."""
+
+
+def keras_way(
+    workload: Workload, data: Data, threads: int | None, device: str, name: str = "b"
+) -> Epoch:
     """The layers in one ``map`` over decoded, resized, batched files (``training=True``)."""
     import keras
     import tensorflow as tf
 
     eq = workload.equivalent
     calls = threads or tf.data.AUTOTUNE
-    augment = keras.Sequential(stack(workload))
+    augment = keras.Sequential(STACKS[name](workload))
     ds = _decoded_files(data, eq.size, calls).batch(eq.batch_size)
     ds = ds.map(lambda x, y: (augment(x, training=True), y), num_parallel_calls=calls)
     return _finish(ds, threads)
 
 
-def compiled(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
+def compiled(
+    workload: Workload, data: Data, threads: int | None, device: str, name: str = "b"
+) -> Epoch:
     """``make_dataset(from_keras(layers, ...))`` with ``backend`` auto, or the engine named by
     ``device`` (``cpu``: DALI on the CPU, ``tf``: the TensorFlow engine)."""
     import daliaug
@@ -71,7 +94,7 @@ def compiled(workload: Workload, data: Data, threads: int | None, device: str) -
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         config = daliaug.from_keras(
-            stack(workload),
+            STACKS[name](workload),
             source={"type": "directory", "path": str(data.directory)},
             image_size=eq.size,
             batch_size=eq.batch_size,
@@ -86,3 +109,13 @@ def compiled(workload: Workload, data: Data, threads: int | None, device: str) -
             yield int(images.shape[0])
 
     return epoch
+
+
+def keras_way_aug_mix(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
+    """:func:`keras_way` of :func:`aug_mix_stack`."""
+    return keras_way(workload, data, threads, device, "aug_mix")
+
+
+def compiled_aug_mix(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
+    """:func:`compiled` of :func:`aug_mix_stack`."""
+    return compiled(workload, data, threads, device, "aug_mix")

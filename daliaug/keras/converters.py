@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from daliaug.errors import ConfigError
+from daliaug.transforms.aug_mix import MOST
 from daliaug.transforms.base import TF_ONLY_FILLS, Fill
 
 PIPELINE_RANGE = (0.0, 255.0)
@@ -687,12 +688,52 @@ def _sub_layers(layer: Any) -> list[Any]:
     return [getattr(layer, name) for name in RAND_AUGMENT_GEOMETRY]
 
 
-REFUSED = {
-    "AugMix": (
-        "it blends several augmentation chains of each image into one, which daliaug's "
-        "per-image stages (one chain of fused geometry, colour and pixel stages) do not hold"
-    ),
-}
+@converts("AugMix")
+def _aug_mix(layer: Any, trace: Trace) -> None:
+    """``keras_aug_mix``: a pixel stage of Keras' chains with its factor (the layers built as
+    ``RandAugment``'s); each image draws its own chains and weights (Keras draws them once
+    per batch, with a note). Its geometric sub-layers' fill (``reflect`` or a constant) is the
+    chains' own. ``chain_depth=0`` mixes the image with itself: nothing, as in Keras."""
+    chains, depth = int(layer.num_chains), int(layer.chain_depth)
+    if not 1 <= chains <= MOST or depth > MOST:
+        raise Unsupported(
+            f"{label(layer)}: num_chains={chains}, chain_depth={depth}; daliaug mixes 1 to "
+            f"{MOST} chains of at most {MOST} steps"
+        )
+    low, high = _pair(layer.factor)
+    if high >= 1.0:
+        raise Unsupported(
+            f"{label(layer)}: factor={[low, high]}; at 1 both shears can flatten the image, "
+            "which has no inverse warp: give a factor below 1"
+        )
+    fills = {(sub.fill_mode, float(sub.fill_value)) for sub in _sub_layers(layer)}
+    ((mode, value),) = fills if len(fills) == 1 else ((None, 0.0),)
+    if mode not in ("reflect", "constant"):
+        raise Unsupported(
+            f"{label(layer)}: its {', '.join(RAND_AUGMENT_GEOMETRY)} fill by {sorted(fills)}; "
+            "daliaug's chains fill by one reflect or constant"
+        )
+    if depth == 0:
+        return
+    transform = {
+        "type": "keras_aug_mix",
+        "num_chains": chains,
+        "chain_depth": depth,
+        "factor": [low, high],
+        "alpha": float(layer.alpha),
+        "all_ops": bool(layer.all_ops),
+        "fill": "reflect" if mode == "reflect" else min(max(value, 0.0), 255.0),
+        "interpolation": layer.interpolation,
+    }
+    trace.pixels(layer, [transform], layer.value_range, whole_image=True)
+    trace.notes.append(
+        f"{label(layer)}: each image draws its own chains, magnitudes and weights from Keras' "
+        "distribution (Keras draws them once per batch); in a chain, its geometric layers run "
+        "first in one resampling, then its colour layers (one clip), then the others"
+    )
+
+
+REFUSED: dict[str, str] = {}
 """Why a Keras layer that has no converter is refused, where there is more to say."""
 
 

@@ -72,6 +72,9 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "clahe", "tile_grid_size": [4, 6], "clip_limit": 2.0, "probability": 0.8},
     # Keras' RandAugment
     {"type": "keras_rand_augment", "num_ops": 3, "factor": [0.1, 0.6], "fill": 30},
+    # AugMix: torchvision's and Keras' (its default reflect fill)
+    {"type": "aug_mix", "severity": 5, "fill": 30},
+    {"type": "keras_aug_mix", "factor": [0.1, 0.6]},
 )
 """One or more settings of each transform, with wide ranges (``normalize`` is the output's)."""
 

@@ -256,6 +256,9 @@ class PixelTransform(StageTransform):
         (scalars per sample), ``ops`` the engine's pixel operations."""
         raise NotImplementedError
 
+    blends: ClassVar[bool] = False
+    """Whether it blends versions of each image (``aug_mix``): segmentation masks cannot follow
+    it (a pixel has one class), so a segmentation source refuses it."""
     moves_masks: ClassVar[bool] = False
     """Whether segmentation masks follow this stage (a resampling does; a recolouring does
     not): then :meth:`masks` gives them."""

@@ -334,6 +334,19 @@ def test_mosaic_and_blend_dali_gpu_graphs_keep_the_device_rules() -> None:
         )
 
 
+def test_recolour_is_the_colour_map_plus_the_weighed_means(engine: Engine) -> None:
+    """``M @ rgb + t + N @ mean`` per sample (mean: each image's per-channel mean), clipped."""
+    rng = np.random.default_rng(5)
+    rows = rng.uniform(-0.5, 1.5, (len(PHOTOS), 3, 4)) * np.array([1, 1, 1, 40.0])
+    means = rng.uniform(-0.5, 0.5, (len(PHOTOS), 3, 3))
+    entries = np.concatenate([rows.reshape(-1, 12), means.reshape(-1, 9)], 1)
+    out = engine.run(lambda x, *e: engine.module.recolour(x, list(e)), PHOTOS, *entries.T)
+    mean = PHOTOS.mean(axis=(1, 2), dtype=np.float64)
+    shift = np.einsum("ncj,nj->nc", means, mean) + rows[..., 3]
+    expect = np.einsum("ncj,nhwj->nhwc", rows[..., :3], PHOTOS) + shift[:, None, None, :]
+    np.testing.assert_allclose(out, np.clip(expect, 0, 255), atol=2e-3)
+
+
 _rng = np.random.default_rng(22)
 _N = len(PHOTOS)
 CASES: dict[str, tuple[list[list[float]], dict[str, Any], float]] = {
@@ -348,6 +361,7 @@ CASES: dict[str, tuple[list[list[float]], dict[str, Any], float]] = {
     "mix": ([PARTNERS, _rng.uniform(0, 1, _N).tolist()], {}, 1e-4),
     "paste": ([PARTNERS, *(INSIDE[k] for k in ("y0", "x0", "h", "w"))], {}, 0.0),
     "add_clipped": ([_rng.uniform(-100, 100, _N).tolist()], {}, 0.0),
+    "scaled": ([_rng.uniform(0, 1, _N).tolist()], {}, 0.0),
     "keras_saturation": ([_rng.uniform(-0.5, 3, _N).tolist()], {"low": 0.0, "high": 255.0}, 1e-3),
     "keras_hue": ([_rng.uniform(-0.5, 0.5, _N).tolist()], {}, 1e-3),
 }

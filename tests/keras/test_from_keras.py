@@ -446,11 +446,6 @@ def test_an_unsupported_layer_is_named_with_the_supported_ones() -> None:
     assert "unsupported='keep'" in message
 
 
-def test_aug_mix_is_refused_with_its_reason() -> None:
-    with pytest.raises(ConfigError, match="AugMix 'aug': it blends several augmentation chains"):
-        compile_for([L.AugMix(name="aug")], "tf")
-
-
 class MyFlip(keras.layers.RandomFlip):
     pass
 

@@ -73,6 +73,7 @@ ARGUMENTS: dict[str, list[dict[str, Any]]] = {
         {},
     ],
     "RandAugment": [{"num_ops": 0}, {"num_ops": 9}, {"factor": (0.0, 1.0)}],
+    "AugMix": [{"chain_depth": 0}, {"num_chains": 5}, {"factor": (0.0, 1.0)}],
     "RandomPosterization": [{"factor": (3, 3)}, {"factor": 8}],
     "RandomBrightness": [{"factor": 0.2}, {"factor": (-1.0, 1.0)}],
     "RandomContrast": [{"factor": 0.5}, {"factor": 1.5}],
@@ -131,6 +132,8 @@ def transforms_of(layer: Any) -> int:
         return sum(getattr(layer, f"{f}_factor") is not None for f in factors)
     if name == "RandAugment":
         return int(layer.num_ops > 0)
+    if name == "AugMix":
+        return int(layer.chain_depth > 0)
     return 1
 
 

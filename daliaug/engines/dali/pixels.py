@@ -159,15 +159,18 @@ def erase_noise(
     return images * outside + noise * (1.0 - outside)
 
 
-def perspective(images: DataNode, matrix: Sequence[Value], fill: float, nearest: bool) -> DataNode:
+def perspective(
+    images: DataNode, matrix: Sequence[Value], fill: float | str, nearest: bool
+) -> DataNode:
     """``fn.experimental.warp_perspective`` (destination to source, pixel centres at whole
-    numbers) with the per-sample 3x3 matrix ``[[m0, m1, m2], [m3, m4, m5], [m6, m7, 1]]``."""
+    numbers) with the per-sample 3x3 matrix ``[[m0, m1, m2], [m3, m4, m5], [m6, m7, 1]]``;
+    ``fill`` ``"reflect"`` is its ``reflect`` border."""
     m = fn.reshape(_vector([*matrix, 1.0]), shape=[3, 3])
     return fn.experimental.warp_perspective(
         images,
         matrix=m,
-        fill_value=float(fill),
-        border_mode="constant",
+        fill_value=0.0 if isinstance(fill, str) else float(fill),
+        border_mode=fill if isinstance(fill, str) else "constant",
         pixel_origin="center",
         interp_type=types.INTERP_NN if nearest else types.INTERP_LINEAR,
     )
@@ -329,6 +332,21 @@ def mosaic(batch: DataNode, partners: Sequence[Value], row: Value, column: Value
     upper = fn.cat(batch[:, x:], b[:, :x], axis=1)
     lower = fn.cat(c[:, x:], d[:, :x], axis=1)
     return fn.cat(upper[y:], lower[:y], axis=0)
+
+
+def scaled(images: DataNode, factor: Value) -> DataNode:
+    return images * _on(factor, images)
+
+
+def recolour(images: DataNode, entries: Sequence[Value]) -> DataNode:
+    """``fn.coord_transform`` by ``[M | t]`` plus ``N`` times each image's per-channel mean
+    (``fn.reductions.mean``), clipped."""
+    moved = fn.coord_transform(
+        images, MT=fn.reshape(_vector(entries[:12]), shape=[3, 4]), dtype=types.FLOAT
+    )
+    mean = fn.reshape(fn.reductions.mean(images, axes=[0, 1]), shape=[1, 3])
+    shift = fn.coord_transform(mean, M=fn.reshape(_vector(entries[12:]), shape=[3, 3]))
+    return dmath.clamp(moved + fn.reshape(shift, shape=[1, 1, 3]), 0.0, 255.0)
 
 
 def select(flag: Value, op: Callable[[DataNode], DataNode], images: DataNode) -> DataNode:

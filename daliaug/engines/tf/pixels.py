@@ -179,11 +179,12 @@ def erase_noise(
 
 
 def perspective(
-    images: tf.Tensor, matrix: Sequence[Value], fill: float, nearest: bool
+    images: tf.Tensor, matrix: Sequence[Value], fill: float | str, nearest: bool
 ) -> tf.Tensor:
     """Projective resampling onto the same size: output pixel ``(x, y)`` (index coordinates,
     pixel centres at whole numbers) takes the input at ``((m0 x + m1 y + m2) / k, (m3 x + m4 y
-    + m5) / k)``, ``k = m6 x + m7 y + 1`` (:func:`_sample`). ``matrix``: 8 per-sample values;
+    + m5) / k)``, ``k = m6 x + m7 y + 1`` (:func:`_sample`; ``fill`` ``"reflect"``: the
+    points mirrored inside first, :func:`_reflected`). ``matrix``: 8 per-sample values;
     any batch ``(N, H, W, C)`` (images, masks); the result is ``float32``. Gathers and
     arithmetic, as XLA compiles them (it has no ``ImageProjectiveTransformV3``)."""
     rows, cols = _grid(images)
@@ -191,7 +192,20 @@ def perspective(
     k = m[6] * cols + m[7] * rows + 1.0
     x = (m[0] * cols + m[1] * rows + m[2]) / k
     y = (m[3] * cols + m[4] * rows + m[5]) / k
-    return _sample(images, x, y, fill, nearest)
+    if isinstance(fill, str):
+        shape = tf.cast(tf.shape(images), tf.float32)
+        x, y = _reflected(x, shape[2]), _reflected(y, shape[1])
+    return _sample(images, x, y, 0.0 if isinstance(fill, str) else fill, nearest)
+
+
+def _reflected(v: tf.Tensor, size: tf.Tensor) -> tf.Tensor:
+    """Source coordinates ``v`` on an axis of ``size`` pixels mirrored about the image's edges
+    (``... b a | a b ... y z | z y ...``), then clamped: TensorFlow's
+    ``ImageProjectiveTransformV3`` ``reflect`` (Keras' affine layers), OpenCV's
+    ``BORDER_REFLECT``."""
+    t = _wrapped(v, 2.0 * size)
+    t = tf.where(t >= size, 2.0 * size - t - 1.0, t)
+    return tf.clip_by_value(t, 0.0, size - 1.0)
 
 
 def _grid(images: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -412,6 +426,27 @@ def mosaic(batch: tf.Tensor, partners: Sequence[Value], row: Value, column: Valu
     )
     grid = tf.gather(grid, _rolled(rows, row), axis=1, batch_dims=1)
     return tf.gather(grid, _rolled(cols, column), axis=2, batch_dims=1)
+
+
+def scaled(images: tf.Tensor, factor: Value) -> tf.Tensor:
+    """Each sample times its ``factor`` (unclipped)."""
+    return images * _per_sample(factor, images.shape.rank)
+
+
+def recolour(images: tf.Tensor, entries: Sequence[Value]) -> tf.Tensor:
+    """RGB images through a per-sample colour map, clipped to 0..255: ``entries`` are ``[M |
+    t]`` (3 x 4) then ``N`` (3 x 3), row by row; ``out = M @ rgb + t + N @ mean`` with
+    ``mean`` each image's per-channel mean."""
+    e = [_per_sample(v, 4) for v in entries]
+    mean = tf.reduce_mean(images, axis=[1, 2], keepdims=True)
+    out = []
+    for c in range(3):
+        value = e[4 * c + 3]
+        for j in range(3):
+            value = value + e[4 * c + j] * images[..., j : j + 1]
+            value = value + e[12 + 3 * c + j] * mean[..., j : j + 1]
+        out.append(value)
+    return tf.clip_by_value(tf.concat(out, -1), 0.0, 255.0)
 
 
 def select(flag: Value, op: Callable[[tf.Tensor], tf.Tensor], images: tf.Tensor) -> tf.Tensor:

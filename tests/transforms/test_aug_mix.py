@@ -1,0 +1,162 @@
+"""``aug_mix`` against torchvision's ``AugMix`` definition: its magnitude tables written as
+torchvision writes them (in torch), its mix (``m x + sum_k w_k chain_k``, computed in torch on
+``uint8`` images as torchvision computes it) with pinned chains on real photos on both engines,
+its draws (depth 1..3, ops, bins, signs, Dirichlet and Beta weights), and the engines against
+each other with drawn parameters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from daliaug.config import load_config
+from daliaug.epoch import draw_rows
+from daliaug.transforms.aug_mix import ALL_OPS, AUG_MIX_OPS, BINS, aug_mix_magnitudes
+from tests.helpers import write_image_dir
+from tests.transforms.helpers import photo_crops, photos, run_arrays
+from tests.transforms.test_rand_augment import engine_difference
+
+
+def _torchvision_table(op: str, width: int) -> torch.Tensor:
+    """torchvision's ``AugMix._AUGMENTATION_SPACE`` entry of ``op`` for ``BINS`` bins."""
+    tables = {
+        "shear_x": lambda: torch.linspace(0.0, 0.3, BINS),
+        "shear_y": lambda: torch.linspace(0.0, 0.3, BINS),
+        "translate_x": lambda: torch.linspace(0.0, width / 3.0, BINS),
+        "translate_y": lambda: torch.linspace(0.0, width / 3.0, BINS),
+        "rotate": lambda: torch.linspace(0.0, 30.0, BINS),
+        "posterize": lambda: 4 - (torch.arange(BINS) / ((BINS - 1) / 4)).round().int(),
+        "solarize": lambda: 255.0 * torch.linspace(1.0, 0.0, BINS),
+    }
+    if op in tables:
+        return tables[op]().double()
+    if op in ("brightness", "color", "contrast", "sharpness"):
+        return torch.linspace(0.0, 0.9, BINS).double()
+    return torch.zeros(BINS, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("op", ALL_OPS)
+def test_tables_are_torchvisions(op: str) -> None:
+    ours = np.array(aug_mix_magnitudes(op))
+    if op.startswith("translate"):
+        ours = ours * 64.0  # daliaug's translations are fractions of the side
+    np.testing.assert_allclose(ours, _torchvision_table(op, 64).numpy(), atol=1e-4)
+
+
+CHAINS = [("solarize", 198.0), ("posterize", 3.0), ("brightness", 0.3)]
+"""One op per chain at a value of its table; torchvision's results of these are exact on
+``uint8`` but for brightness, which truncates."""
+WEIGHTS = np.array([0.5, 0.2, 0.3])
+ORIGINAL = 0.4
+
+
+def _torchvision_mix(images: np.ndarray) -> np.ndarray:
+    """torchvision's ``AugMix`` mix of :data:`CHAINS` on ``uint8`` images, in torch."""
+    x = torch.from_numpy(images).permute(0, 3, 1, 2)
+    chains = [
+        torch.where(x >= 198, 255 - x, x),  # F.solarize
+        x & ~(2 ** (8 - 3) - 1),  # F.posterize
+        (1.3 * x.float()).clamp(0, 255).to(torch.uint8),  # F.adjust_brightness (_blend)
+    ]
+    mix = ORIGINAL * x.float()
+    for w, chain in zip(WEIGHTS, chains, strict=True):
+        mix = mix + (1 - ORIGINAL) * w * chain.float()
+    return mix.to(torch.uint8).permute(0, 2, 3, 1).numpy().astype(np.float32)
+
+
+@pytest.mark.parametrize("engine", ["dali", "tf"])
+def test_pinned_chains_match_torchvisions_mix(engine: str) -> None:
+    images = photos()
+    transform = {"type": "aug_mix", "chain_depth": 2}
+    config = load_config(
+        {
+            "source": {"type": "arrays"},
+            "image_size": list(images.shape[1:3]),
+            "label_mode": "none",
+            "transforms": [transform],
+        }
+    )
+    params = {k: 0.0 for k in config.plan.param_keys}
+    for k, (op, value) in enumerate(CHAINS):
+        params[f"0.c{k}_0_{op}"] = 1.0
+        params[f"0.c{k}_0_{op}_mag"] = value
+        params[f"0.c{k}_mix"] = WEIGHTS[k]
+    params["0.original"] = ORIGINAL
+    ours = run_arrays(engine, images, [transform], params)
+    theirs = _torchvision_mix(images)
+    # torchvision truncates to uint8 (brightness, then the mix): within one level below
+    diff = ours - theirs
+    assert diff.min() >= -1e-3 and diff.max() < 2.0, (diff.min(), diff.max())
+    assert np.abs(diff).mean() < 0.7
+
+
+def _draws(fields: dict, n: int) -> dict[str, np.ndarray]:
+    config = load_config(
+        {
+            "source": {"type": "arrays"},
+            "image_size": [8, 8],
+            "label_mode": "none",
+            "transforms": [{"type": "aug_mix", **fields}],
+        }
+    )
+    rows = draw_rows(config.plan, np.random.default_rng(2), n)
+    return {k.split(".", 1)[1]: rows[:, i] for i, k in enumerate(config.plan.param_keys)}
+
+
+@pytest.mark.parametrize("all_ops", [True, False])
+def test_draws_follow_torchvision(all_ops: bool) -> None:
+    """Depth uniform in 1..3, each op uniform over the ops in use, its bin uniform below
+    ``severity``, signed ops negative half the time; Dirichlet weights and a Beta."""
+    n = 20000
+    drawn = _draws({"all_ops": all_ops, "severity": 4}, n)
+    ops = ALL_OPS if all_ops else AUG_MIX_OPS
+    slots = [np.stack([drawn[f"c2_{j}_{op}"] for op in ops], 1) for j in range(3)]
+    depth = sum(s.sum(1) for s in slots)
+    assert set(np.unique(depth)) == {1.0, 2.0, 3.0}
+    assert np.allclose([(depth == d).mean() for d in (1, 2, 3)], 1 / 3, atol=0.01)
+    assert np.allclose(slots[0].mean(0), 1 / len(ops), atol=0.01)
+    chosen = slots[0][:, ops.index("rotate")] == 1
+    angles = drawn["c2_0_rotate_mag"][chosen]
+    table = aug_mix_magnitudes("rotate")[:4]
+    np.testing.assert_allclose(np.unique(np.abs(angles)), table, rtol=1e-6)
+    assert abs((angles[angles != 0] < 0).mean() - 0.5) < 0.05
+    bits = drawn["c2_0_posterize_mag"]
+    assert set(np.unique(bits)) == {4.0, 3.0}  # bins 0, 1 -> 4 bits; bins 2, 3 -> 3 bits
+    weights = np.stack([drawn[f"c{k}_mix"] for k in range(3)], 1)
+    np.testing.assert_allclose(weights.sum(1), 1.0, atol=1e-5)
+    assert np.allclose(weights.mean(0), 1 / 3, atol=0.01)
+    assert abs(drawn["original"].mean() - 0.5) < 0.01
+
+
+def test_engines_agree_on_drawn_chains(tmp_path: Path) -> None:
+    """DALI on the CPU and the TF engine on eight photos with drawn parameters."""
+    root = write_image_dir(tmp_path, {"a": photo_crops(8)})
+    diff = engine_difference(root, {"type": "aug_mix", "fill": 30}, 5)
+    # quantizing ops (posterize, equalize) turn float rounding differences into whole steps
+    assert (diff > 0.05).mean() < 2e-3, (diff > 0.05).mean()
+
+
+@pytest.mark.parametrize("transform", ["aug_mix", "keras_aug_mix"])
+def test_gpu_graph_keeps_dalis_device_rules(transform: str, demo_dir: Path) -> None:
+    """Its GPU graph walked without a GPU (``engines/dali/check.py``): the chains' resampling,
+    colour pass and conditionals take their arguments where DALI's GPU operators read them."""
+    from functools import partial
+
+    from daliaug.engines.dali import pipeline
+    from daliaug.engines.dali.check import graph_problems
+    from daliaug.prepare import prepare_samples
+
+    config = load_config(
+        {
+            "source": {"type": "directory", "path": str(demo_dir)},
+            "image_size": 64,
+            "transforms": [{"type": transform}],
+        }
+    )
+    samples = prepare_samples(config)
+    for gpu_inputs in (True, False):
+        define = partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs)
+        assert not graph_problems(define), gpu_inputs
