@@ -160,3 +160,19 @@ def test_gpu_graph_keeps_dalis_device_rules(transform: str, demo_dir: Path) -> N
     for gpu_inputs in (True, False):
         define = partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs)
         assert not graph_problems(define), gpu_inputs
+
+
+@pytest.mark.parametrize("kind", ["aug_mix", "keras_aug_mix"])
+def test_auto_runs_augmix_on_dalis_cpu_operators_without_a_gpu(kind: str) -> None:
+    """Like a policy's, AugMix's operations run on DALI only for the images that drew them (the
+    TF engine computes every operation of every step: about 10x the CPU time, bench/README)."""
+    from daliaug.engines.select import cpu_placement
+
+    cfg = load_config(
+        {
+            "source": {"type": "directory", "path": "data"},
+            "image_size": 32,
+            "transforms": [{"type": kind}],
+        }
+    )
+    assert cpu_placement(cfg) == "cpu"
