@@ -102,10 +102,16 @@ class BoxTargets:
             )
 
     def batch(
-        self, index: np.ndarray, rows: np.ndarray, sizes: np.ndarray, valid: np.ndarray
+        self,
+        index: np.ndarray,
+        rows: np.ndarray,
+        sizes: np.ndarray,
+        valid: np.ndarray,
+        batch: int | None = None,
     ) -> dict[str, np.ndarray]:
-        """The padded targets of the samples ``index`` with parameter ``rows`` (the plan's
-        ``param_keys`` order), source ``sizes`` and real positions ``valid``."""
+        """The padded targets of the samples ``index`` (consecutive batches of ``batch``
+        samples, default one batch) with parameter ``rows`` (the plan's ``param_keys`` order),
+        source ``sizes`` and real positions ``valid``."""
         plan = self.config.plan
         keypoints = None if self.keypoints is None else list(self.keypoints[index])
         targets = Targets.of(
@@ -120,8 +126,10 @@ class BoxTargets:
         targets = targets.moved(points, plan.image_size, mirrored, self.rules)
         for i, stage in plan.batch_stages:
             own = {name: params[f"{i}.{name}"] for name in stage.params}
-            for name in stage.partner_params:
-                own[name] = stage.partners(own[name], valid).astype(np.int64)
+            size = batch or max(len(index), 1)
+            for name in stage.partner_params:  # within each batch, then within all of them
+                local = stage.batch_partners(own[name], valid, size).astype(np.int64)
+                own[name] = local + np.arange(len(local)) // size * size
             targets = stage.boxes(targets, own, plan.image_size, self.rules)
         self._warn_cut(targets, index, valid)
         fmt = self.config.bounding_box_format

@@ -181,8 +181,11 @@ class Epochs:
 
     def batches(self, epoch: int) -> list[np.ndarray]:
         """The sample indices of each batch of ``epoch``."""
-        order = self.order(epoch)
-        return [order[np.arange(a, b) % self.size] for a, b in self.bounds]
+        bounds = self.bounds
+        if not bounds:
+            return []
+        taken = self.order(epoch)[np.arange(bounds[-1][1]) % self.size]
+        return np.split(taken, [stop for _, stop in bounds[:-1]])
 
     def valid(self, start: int, stop: int) -> np.ndarray:
         """Which of the positions ``[start, stop)`` hold a sample of this epoch (not padding)."""

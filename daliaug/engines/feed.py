@@ -20,7 +20,6 @@ the plan inside the DALI graph (:mod:`daliaug.engines.dali.pipeline`).
 
 from __future__ import annotations
 
-import itertools
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -190,18 +189,27 @@ class WarpLayout:
         """The length of one sample's ``warp`` vector."""
         return self.slices[-1][2]
 
-    def evaluate(self, rows: Any, sizes: Any, xp: Arrays, valid: np.ndarray | None = None) -> Any:
-        """The ``(batch, width)`` float32 ``warp`` of a batch: parameter ``rows`` (one per
+    def evaluate(
+        self,
+        rows: Any,
+        sizes: Any,
+        xp: Arrays,
+        valid: np.ndarray | None = None,
+        batch: int | None = None,
+    ) -> Any:
+        """The ``(samples, width)`` float32 ``warp`` of consecutive batches of ``batch``
+        samples (default: one batch; the last may be shorter): parameter ``rows`` (one per
         sample, ``plan.param_keys`` order) on images of ``sizes`` ((height, width) rows).
         Batch stages need the host (NumPy) and ``valid``, which positions hold real samples:
-        each stage turns its partner draws into partner indices (``partners``)."""
+        each stage turns each batch's partner draws into partner indices within that batch
+        (``partners``)."""
         plan = self.plan
         params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
         for i, stage in plan.batch_stages:
             if valid is None:
                 raise ValueError("batch stages need the host's feed (it knows the padding)")
             for name in stage.partner_params:
-                params[f"{i}.{name}"] = stage.partners(params[f"{i}.{name}"], valid)
+                params[f"{i}.{name}"] = stage.batch_partners(params[f"{i}.{name}"], valid, batch)
         source = Canvas(h=xp.floats(sizes[:, 0]), w=xp.floats(sizes[:, 1]))
         values = plan.warp_inputs(
             params, source, xp.math, fuse_roi=self.fuse_roi, masks=self.masks, resize=self.resize
@@ -339,11 +347,27 @@ class EpochFeed:
         self, epoch: int, names: Sequence[str], size: int, check_files: bool = False
     ) -> Iterator[dict[str, np.ndarray]]:
         """:meth:`batches` joined a few at a time, about ``size`` samples per chunk (whole
-        batches: cutting a chunk into ``batch_size`` pieces gives the batches back)."""
+        batches: cutting a chunk into ``batch_size`` pieces gives the batches back), each
+        chunk made at once (the plan evaluated over all its samples)."""
         per_chunk = max(1, size // self.epochs.batch_size)
-        batches = self.batches(epoch, names, check_files)
-        while group := list(itertools.islice(batches, per_chunk)):
-            yield {name: np.concatenate([b[name] for b in group]) for name in names}
+        drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
+        batches = self.epochs.batches(epoch)
+        bounds = self.epochs.bounds
+        watch = FileWatch(self.samples, batches) if check_files and self.samples.checked else None
+        try:
+            for k in range(0, len(batches), per_chunk):
+                group = batches[k : k + per_chunk]
+                for j in range(k, k + len(group)):
+                    if watch is not None:
+                        watch.verify(j)
+                    if check_files:
+                        self.recent.append(batches[j])
+                index = group[0] if len(group) == 1 else np.concatenate(group)
+                span = (bounds[k][0], bounds[k + len(group) - 1][1])
+                yield self._batch(names, index, span, drawn)
+        finally:
+            if watch is not None:
+                watch.close()
 
     def batches(
         self, epoch: int, names: Sequence[str], check_files: bool = False
@@ -354,19 +378,7 @@ class EpochFeed:
         batch that holds it, with a :class:`~daliaug.errors.DataError` naming the file (the
         feed that makes the batches the graph reads its files from should ask for it); the
         files are checked on a thread of their own (:class:`FileWatch`)."""
-        drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
-        batches = self.epochs.batches(epoch)
-        watch = FileWatch(self.samples, batches) if check_files and self.samples.checked else None
-        try:
-            for k, (bounds, index) in enumerate(zip(self.epochs.bounds, batches, strict=True)):
-                if watch is not None:
-                    watch.verify(k)
-                if check_files:
-                    self.recent.append(index)
-                yield self._batch(names, index, bounds, drawn)
-        finally:
-            if watch is not None:
-                watch.close()
+        return self.chunks(epoch, names, 1, check_files)
 
     def _batch(
         self,
@@ -375,7 +387,7 @@ class EpochFeed:
         bounds: tuple[int, int],
         drawn: ParameterRows | None,
     ) -> dict[str, np.ndarray]:
-        """The arrays ``names`` of the batch at positions ``bounds`` of the epoch, samples
+        """The arrays ``names`` of the batches at positions ``bounds`` of the epoch, samples
         ``index``; ``drawn``: the epoch's parameter rows (``None``: the explicit ``params``)."""
         start, stop = bounds
         out: dict[str, np.ndarray] = {"index": index}
@@ -386,10 +398,11 @@ class EpochFeed:
             out["params"] = params
         if "warp" in names:
             sizes = self.samples.sizes[index]
-            out["warp"] = self.layout.evaluate(params, sizes, NUMPY, valid)
+            out["warp"] = self.layout.evaluate(params, sizes, NUMPY, valid, self.epochs.batch_size)
         if moves_boxes:
             sizes = self.samples.sizes[index]
-            out.update(self.boxes.batch(index, out["params"], sizes, valid))
+            batch = self.epochs.batch_size
+            out.update(self.boxes.batch(index, out["params"], sizes, valid, batch))
         if "weight" in names and self.weights is not None:
             out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
         for name in names:

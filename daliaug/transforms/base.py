@@ -280,13 +280,17 @@ class PixelTransform(StageTransform):
         return not cls.moves_masks or cls.points is not PixelTransform.points
 
 
-def random_partners(keys: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Each position's partner (float32 indices into the batch): the real samples (``valid``)
-    in the order of their sort ``keys``, a uniformly random permutation of them; padding
-    positions keep themselves, so they are never anyone's partner."""
-    out = np.arange(len(keys), dtype=np.float32)
+def random_partners(keys: np.ndarray, valid: np.ndarray, batch: int | None = None) -> np.ndarray:
+    """Each position's partner (float32 indices into its batch): the real samples (``valid``)
+    of each batch in the order of their sort ``keys``, a uniformly random permutation of them;
+    padding positions keep themselves, so they are never anyone's partner. ``batch``: the
+    positions are consecutive batches of that many (the last may be shorter), each paired
+    within itself; default: one batch."""
+    batch = batch or max(len(keys), 1)
+    out = (np.arange(len(keys)) % batch).astype(np.float32)
     real = np.flatnonzero(valid)
-    out[real] = real[np.argsort(keys[real], kind="stable")]
+    group = real // batch  # ascending, so each batch's real positions are one run of ``real``
+    out[real] = real[np.lexsort((keys[real], group))] - group * batch
     return out
 
 
@@ -316,6 +320,19 @@ class BatchTransform(StageTransform):
         (``valid``). A stage that pairs otherwise overrides this; a real sample's partner must
         be a real sample."""
         return random_partners(draws, valid)
+
+    def batch_partners(
+        self, draws: np.ndarray, valid: np.ndarray, batch: int | None = None
+    ) -> np.ndarray:
+        """:meth:`partners` of consecutive batches of ``batch`` positions (the last may be
+        shorter; default: one batch), each batch's indices within itself, joined; the default
+        pairing all at once (one sort), a stage's own pairing batch by batch."""
+        if type(self).partners is BatchTransform.partners:
+            return random_partners(draws, valid, batch)
+        batch = batch or max(len(draws), 1)
+        cuts = range(0, len(draws), batch)
+        pairs = [self.partners(draws[a : a + batch], valid[a : a + batch]) for a in cuts]
+        return np.concatenate(pairs) if pairs else np.zeros(0, np.float32)
 
     def images(self, images: Any, p: Params, ops: Any) -> Any:
         raise NotImplementedError

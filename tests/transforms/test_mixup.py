@@ -109,6 +109,59 @@ def test_a_padded_shard_pairs_only_its_real_samples() -> None:
     assert padded > 0
 
 
+def test_partners_of_several_batches_are_each_batchs_own() -> None:
+    """Paired a chunk at a time (one sort), each batch's partners are what pairing that batch
+    alone gives: indices within the batch, padding kept, ties in the keys as a stable sort."""
+    rng = np.random.default_rng(7)
+    for batch, n in [(16, 100), (9, 27), (5, 3), (64, 64)]:
+        keys = np.round(rng.random(n), 1).astype(np.float32)  # ties
+        valid = rng.random(n) < 0.8
+        alone = [
+            random_partners(keys[a : a + batch], valid[a : a + batch]) for a in range(0, n, batch)
+        ]
+        np.testing.assert_array_equal(random_partners(keys, valid, batch), np.concatenate(alone))
+
+
+@pytest.mark.parametrize("pairing", ["default", "own"])
+def test_a_chunk_of_the_feed_is_its_batches_joined(
+    pairing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``tf.data`` streams take the feed a chunk of batches at a time, made at once: the
+    chunk is the batches joined (indices, warp, weights), a padded shard's padding included,
+    and a stage with a pairing of its own is still asked batch by batch."""
+    from daliaug.engines.feed import EpochFeed
+    from daliaug.outputs.options import DatasetOptions
+    from daliaug.outputs.shards import Shards
+    from daliaug.transforms.mixup import MixUp
+
+    asked: list[int] = []
+
+    def own(self: MixUp, draws: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        asked.append(len(draws))
+        return np.roll(np.arange(len(draws), dtype=np.float32), 1)
+
+    if pairing == "own":
+        monkeypatch.setattr(MixUp, "partners", own)
+    mixed = config("tf", batch_size=12, shuffle=True)  # 4 per replica
+    samples = array_samples(np.zeros((40, 8, 8, 3), np.uint8), np.arange(40) % CLASSES)
+    shards = Shards.split(mixed, samples, DatasetOptions(), 3, "device", "a keras.distribution")
+    shard_config, shard_samples, options = shards.shard(0)
+    epochs = options.epochs(shard_config, len(shard_samples))
+    weights = options.per_sample(shard_samples)
+    feed = EpochFeed(shard_config, shard_samples, resizes=False, epochs=epochs, weights=weights)
+    names = ("index", "warp", "weight")
+    for epoch in range(2):
+        alone = list(feed.batches(epoch, names))
+        assert 0 in alone[-1]["weight"]  # padded
+        chunks = list(feed.chunks(epoch, names, 2 * shard_config.batch_size))
+        assert len(chunks) == -(-len(alone) // 2)
+        for name in names:
+            joined = np.concatenate([b[name] for b in alone])
+            np.testing.assert_array_equal(np.concatenate([c[name] for c in chunks]), joined)
+    if pairing == "own":
+        assert set(asked) == {shard_config.batch_size}
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [

@@ -107,35 +107,34 @@ def counted(
     specs = signature if isinstance(signature, tuple) else (signature,)
     stream = _Epochs(epoch_batches, specs, clock)
 
-    def epoch_begin(_: tf.Tensor) -> tf.Tensor:
-        return tf.numpy_function(stream.begin, [], tf.int64)
-
-    def epoch_read(token: tf.Tensor) -> tuple[tf.Tensor, ...]:
-        more, *items = tf.numpy_function(
-            stream.read, [token], (tf.bool, *(spec.dtype for spec in specs))
+    def epoch_read(token: tf.Tensor, _: tf.Tensor) -> tuple[tf.Tensor, tuple[tf.Tensor, ...]]:
+        token, more, *items = tf.numpy_function(
+            stream.read, [token], (tf.int64, tf.bool, *(spec.dtype for spec in specs))
         )
+        token.set_shape(())
         more.set_shape(())
         for item, spec in zip(items, specs, strict=True):
             item.set_shape(spec.shape)
-        return more, *items
+        return token, (more, *items)
 
-    def batches(token: tf.Tensor) -> tf.data.Dataset:
-        steps = tf.data.Dataset.from_tensors(token).repeat().map(epoch_read)
-        items = steps.take_while(lambda more, *_: more)
-        return items.map(lambda _, *item: item if isinstance(signature, tuple) else item[0])
-
-    return tf.data.Dataset.from_tensors(np.int64(0)).map(epoch_begin).flat_map(batches)
+    # the token is the scan's state: each iterator starts from NEW and reads its own epoch
+    steps = tf.data.Dataset.from_tensors(np.int64(0)).repeat().scan(_Epochs.NEW, epoch_read)
+    items = steps.take_while(lambda more, *_: more)
+    return items.map(lambda _, *item: item if isinstance(signature, tuple) else item[0])
 
 
 class _Epochs:
-    """The Python side of a :func:`counted` stream: each iteration of the stream starts with
-    :meth:`begin`, which asks the clock for its epoch and returns the iteration's token; then
-    :meth:`read` gives that iteration's batches, one per call, ``(more, *arrays)``.
+    """The Python side of a :func:`counted` stream: each iteration of the stream reads with
+    the token :data:`NEW` first, which starts it (:meth:`begin`: asks the clock for its epoch
+    and makes the iteration's token), then with the token :meth:`read` gave back; each call
+    gives the iteration's next item, ``(token, more, *arrays)``.
 
     An iterator dropped half read never says so; so that its epoch is not held for ever, a
     stream keeps its :data:`LIVE` newest iterations only, and reading an older one fails."""
 
     LIVE = 4
+    NEW = np.int64(-1)
+    """The token of an iteration not started yet."""
 
     def __init__(
         self,
@@ -161,6 +160,8 @@ class _Epochs:
         return np.int64(token)
 
     def read(self, token: np.int64) -> tuple[np.ndarray, ...]:
+        if token == self.NEW:
+            token = self.begin()
         items = self.live.get(int(token))
         if items is None and int(token) in self.dropped:
             raise RuntimeError(
@@ -171,10 +172,10 @@ class _Epochs:
             item = _END if items is None or _CALLS.exiting else next(items, _END)
         if item is _END:
             self.live.pop(int(token), None)
-            return (np.bool_(False), *self._empty())
+            return (token, np.bool_(False), *self._empty())
         arrays = item if isinstance(item, tuple) else (item,)
         typed = (np.asarray(a, dtype) for a, (dtype, _) in zip(arrays, self.specs, strict=True))
-        return (np.bool_(True), *typed)
+        return (token, np.bool_(True), *typed)
 
     def _empty(self) -> list[np.ndarray]:
         """Arrays of the stream's dtypes and ranks with no rows (an ended stream's filler)."""
