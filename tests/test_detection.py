@@ -831,3 +831,31 @@ def test_bounding_box_format_in_and_out(fmt: str) -> None:
     boxes = np.asarray(next(iter(dataset))[1]["boxes"])[:, 0]
     out = to_xyxy(boxes, fmt, (24, 16)) / np.array([16, 24, 16, 24])
     np.testing.assert_allclose(out, given, atol=1e-5)
+
+
+@pytest.mark.parametrize("stage", ["mixup", "mosaic"])
+def test_a_chunk_of_batches_moves_boxes_as_its_batches_do(stage: str) -> None:
+    """The tf.data feed makes several batches at once: each batch's partners stay within it,
+    so the chunk's boxes are its batches' boxes joined."""
+    from daliaug.engines.feed import EpochFeed
+    from daliaug.prepare import prepare_samples
+
+    rng = np.random.default_rng(3)
+    x = np.zeros((11, 40, 40, 3), np.uint8)
+    boxes = [np.sort(rng.uniform(0, 40, (3, 2, 2)), axis=1).reshape(3, 4) for _ in range(11)]
+    y = {"boxes": boxes, "labels": [np.arange(3) + 3 * i for i in range(11)]}
+    cfg = daliaug.load_config(
+        {
+            "source": {"type": "arrays", "boxes": True},
+            "image_size": 32,
+            "batch_size": 4,
+            "seed": 5,
+            "transforms": [{"type": "flip"}, {"type": stage}],
+        }
+    )
+    feed = EpochFeed(cfg, prepare_samples(cfg, None, x, y), resizes=False)
+    names = ("boxes", "box_labels")
+    (chunk,) = feed.chunks(0, names, 12)
+    each = list(feed.batches(0, names))
+    for name in names:
+        np.testing.assert_array_equal(chunk[name], np.concatenate([b[name] for b in each]))
