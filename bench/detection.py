@@ -24,11 +24,7 @@ tools alternate repeat by repeat, and the medians are reported (``detection-*.md
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import json
-import sys
-import time
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -205,14 +201,7 @@ def measure(tool: str, seconds: float, warmup: int = 3) -> dict[str, Any]:
                 np.asarray(targets["boxes"])
                 yield int(images.shape[0])
 
-    batches = stream()
-    for _ in range(warmup):
-        next(batches)
-    images, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        images += next(batches)
-    elapsed = time.perf_counter() - start
-    return {"tool": tool, "images": images, "seconds": elapsed, "images_per_s": images / elapsed}
+    return machine.timed(tool, stream(), seconds, warmup)
 
 
 def report(samples: list[dict[str, Any]], described: dict[str, Any], mosaic: bool) -> str:
@@ -244,31 +233,15 @@ def report(samples: list[dict[str, Any]], described: dict[str, Any], mosaic: boo
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--measure", choices=TOOLS, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.measure:
-        print(json.dumps(measure(args.measure, args.seconds)))
-        return
     dataset_root()
-    samples = []
-    for repeat in range(args.repeats):
-        for tool in TOOLS if repeat % 2 == 0 else TOOLS[::-1]:
-            sample = machine.run_worker(
-                "bench.detection", "--measure", tool, "--seconds", str(args.seconds)
-            )
-            print(f"{tool}: {sample['images_per_s']:,.1f} images/s", file=sys.stderr)
-            samples.append(sample)
-    text = report(samples, machine.describe(), has_mosaic())
-    print(text)
-    if args.out:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
-        base = args.out / f"detection-{stamp}"
-        base.with_suffix(".md").write_text(text)
-        base.with_suffix(".json").write_text(json.dumps({"samples": samples}, indent=2))
+    machine.interleaved_main(
+        "bench.detection",
+        __doc__,
+        TOOLS,
+        measure,
+        lambda samples, described: report(samples, described, has_mosaic()),
+        (3, 20.0),
+    )
 
 
 if __name__ == "__main__":

@@ -15,13 +15,7 @@ the tools alternate, repeat by repeat, and the medians are reported (``keras-io-
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import json
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from statistics import median
 from typing import Any
 
@@ -97,14 +91,7 @@ def measure(tool: str, seconds: float, warmup: int = 20) -> dict[str, Any]:
     """One repeat of ``tool``: ``warmup`` batches untimed, then ``seconds`` of batches."""
     x, y = arrays()
     dataset = (keras_io if tool == TOOLS[0] else daliaug_default)(x, y)
-    stream = batches(dataset)
-    for _ in range(warmup):
-        next(stream)
-    images, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        images += next(stream)
-    elapsed = time.perf_counter() - start
-    return {"tool": tool, "images": images, "seconds": elapsed, "images_per_s": images / elapsed}
+    return machine.timed(tool, batches(dataset), seconds, warmup)
 
 
 def report(samples: list[dict[str, Any]], described: dict[str, Any]) -> str:
@@ -127,34 +114,7 @@ def report(samples: list[dict[str, Any]], described: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--seconds", type=float, default=4.0)
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--measure", choices=TOOLS, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.measure:
-        print(json.dumps(measure(args.measure, args.seconds)))
-        return
-    samples = []
-    for repeat in range(args.repeats):
-        order = TOOLS if repeat % 2 == 0 else TOOLS[::-1]
-        for tool in order:
-            sample = machine.run_worker(
-                "bench.keras_io_mixup", "--measure", tool, "--seconds", str(args.seconds)
-            )
-            print(f"{tool}: {sample['images_per_s']:,.0f} images/s", file=sys.stderr)
-            samples.append(sample)
-    described = machine.describe()
-    text = report(samples, described)
-    print(text)
-    if args.out:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
-        base = args.out / f"keras-io-mixup-{stamp}"
-        base.with_suffix(".md").write_text(text)
-        base.with_suffix(".json").write_text(
-            json.dumps({"machine": described, "samples": samples}, indent=2)
-        )
+    machine.interleaved_main("bench.keras_io_mixup", __doc__, TOOLS, measure, report, (5, 4.0))
 
 
 if __name__ == "__main__":

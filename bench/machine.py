@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
 import platform
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -105,3 +108,61 @@ def run_worker(*args: str) -> Any:
         check=True,
     )
     return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def timed(tool: str, batch_sizes: Iterator[int], seconds: float, warmup: int) -> dict[str, Any]:
+    """One measurement of ``tool``: ``warmup`` batches untimed, then the images of
+    ``seconds`` of batches (``batch_sizes`` yields each batch's size)."""
+    for _ in range(warmup):
+        next(batch_sizes)
+    images, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        images += next(batch_sizes)
+    elapsed = time.perf_counter() - start
+    return {"tool": tool, "images": images, "seconds": elapsed, "images_per_s": images / elapsed}
+
+
+def alternated(module: str, tools: Sequence[str], repeats: int, seconds: float) -> list[Any]:
+    """Each tool measured ``repeats`` times by ``python -m module --measure TOOL --seconds S``
+    in a process of its own, the order reversed every other repeat; each sample as its worker
+    printed it (progress on stderr)."""
+    samples = []
+    for repeat in range(repeats):
+        for tool in tools if repeat % 2 == 0 else tools[::-1]:
+            sample = run_worker(module, "--measure", tool, "--seconds", str(seconds))
+            print(f"{tool}: {sample['images_per_s']:,.1f} images/s", file=sys.stderr)
+            samples.append(sample)
+    return samples
+
+
+def interleaved_main(
+    module: str,
+    doc: str,
+    tools: Sequence[str],
+    measure: Callable[[str, float], dict[str, Any]],
+    report: Callable[[list[Any], dict[str, Any]], str],
+    defaults: tuple[int, float],
+) -> None:
+    """The command of an interleaved comparison (``python -m module``): ``--repeats`` and
+    ``--seconds`` (``defaults``), ``--out`` (writes ``<name>-<date>.md`` with ``report``'s
+    table and ``.json`` with the machine and samples; the name is the module's, dashed);
+    ``--measure TOOL`` is one worker's measurement (:func:`alternated`)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=defaults[0])
+    parser.add_argument("--seconds", type=float, default=defaults[1])
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--measure", choices=tools, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.seconds)))
+        return
+    samples = alternated(module, tools, args.repeats, args.seconds)
+    described = describe()
+    text = report(samples, described)
+    print(text)
+    if args.out:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
+        base = args.out / f"{module.rsplit('.', 1)[-1].replace('_', '-')}-{stamp}"
+        base.with_suffix(".md").write_text(text)
+        payload = {"machine": described, "samples": samples}
+        base.with_suffix(".json").write_text(json.dumps(payload, indent=2))

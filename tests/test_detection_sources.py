@@ -5,8 +5,7 @@ procedural detection set in all three forms, and ``daliaug check`` naming what i
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +23,8 @@ from daliaug.sources.coco import CocoSource
 from daliaug.sources.voc import CORNERS, VocSource
 from daliaug.sources.yolo import YoloSource
 from daliaug.tools.demo_data import CLASS_NAMES, write_detection_dataset
+from tests.test_every_command import daliaug as run_cli
 
-ROOT = Path(__file__).parents[1]
 
 
 def write_image(path: Path, width: int, height: int) -> str:
@@ -394,17 +393,8 @@ def test_configs_take_the_box_sources(demo: Path) -> None:
 # ---------------------------------------------------------------- daliaug check
 
 
-def daliaug(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "daliaug.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
-
-
-def test_check_names_each_bad_annotation(coco: Path, yolo: Path) -> None:
+def test_check_names_each_bad_annotation(coco: Path, yolo: Path, tmp_path: Path) -> None:
+    daliaug = partial(run_cli, cache=tmp_path / "cache")
     config = coco / "coco.yaml"
     source = {"type": "coco", "annotations": str(coco / "instances.json")}
     source["images"] = str(coco / "images")

@@ -656,12 +656,7 @@ def _rand_augment(layer: Any, trace: Trace) -> None:
     num_ops = int(layer.num_ops)
     if num_ops > 8:
         raise Unsupported(f"{label(layer)}: num_ops={num_ops}; daliaug applies at most 8")
-    low, high = _pair(layer.factor)
-    if high >= 1.0:
-        raise Unsupported(
-            f"{label(layer)}: factor={[low, high]}; at 1 both shears can flatten the image, "
-            "which has no inverse warp: give a factor below 1"
-        )
+    low, high = _shear_factor(layer)
     fills = {(sub.fill_mode, float(sub.fill_value)) for sub in _sub_layers(layer)}
     if len(fills) > 1:
         raise Unsupported(
@@ -688,6 +683,18 @@ def _sub_layers(layer: Any) -> list[Any]:
     return [getattr(layer, name) for name in RAND_AUGMENT_GEOMETRY]
 
 
+def _shear_factor(layer: Any) -> tuple[float, float]:
+    """A ``RandAugment`` or ``AugMix`` layer's ``factor``, below 1 (at 1 its shears can
+    flatten the image)."""
+    low, high = _pair(layer.factor)
+    if high >= 1.0:
+        raise Unsupported(
+            f"{label(layer)}: factor={[low, high]}; at 1 both shears can flatten the image, "
+            "which has no inverse warp: give a factor below 1"
+        )
+    return low, high
+
+
 @converts("AugMix")
 def _aug_mix(layer: Any, trace: Trace) -> None:
     """``keras_aug_mix``: a pixel stage of Keras' chains with its factor (the layers built as
@@ -700,12 +707,7 @@ def _aug_mix(layer: Any, trace: Trace) -> None:
             f"{label(layer)}: num_chains={chains}, chain_depth={depth}; daliaug mixes 1 to "
             f"{MOST} chains of at most {MOST} steps"
         )
-    low, high = _pair(layer.factor)
-    if high >= 1.0:
-        raise Unsupported(
-            f"{label(layer)}: factor={[low, high]}; at 1 both shears can flatten the image, "
-            "which has no inverse warp: give a factor below 1"
-        )
+    low, high = _shear_factor(layer)
     fills = {(sub.fill_mode, float(sub.fill_value)) for sub in _sub_layers(layer)}
     ((mode, value),) = fills if len(fills) == 1 else ((None, 0.0),)
     if mode not in ("reflect", "constant"):

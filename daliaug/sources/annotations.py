@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -48,6 +49,19 @@ class ImageAnnotations:
         self.boxes.append(box)
         self.labels.append(label)
         self.where.append(where)
+
+
+def folders_of(root: Path, names: Sequence[str], kind: str) -> list[Path]:
+    """The folders ``names`` under a dataset's ``root``: a :class:`DataError` naming the
+    first one missing and what a ``kind`` dataset holds."""
+    folders = [root / name for name in names]
+    for folder in folders:
+        if not folder.is_dir():
+            held = " and ".join(f"{name}/" for name in names)
+            raise DataError(
+                f"source.path: {root} has no {folder.name}/ folder (a {kind} dataset holds {held})"
+            )
+    return folders
 
 
 def _shown(box: Sequence[float]) -> str:

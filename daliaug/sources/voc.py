@@ -9,7 +9,7 @@ from typing import Literal
 
 from daliaug.errors import DataError
 from daliaug.fields import ClassNames, FilePath
-from daliaug.sources.annotations import ImageAnnotations, detection_samples
+from daliaug.sources.annotations import ImageAnnotations, detection_samples, folders_of
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.listing import list_images
 
@@ -75,13 +75,7 @@ class VocSource(SourceConfig):
 
     def list_samples(self) -> Samples:
         root = self.path.expanduser()
-        xml_dir, images = root / "Annotations", root / "JPEGImages"
-        for folder in (xml_dir, images):
-            if not folder.is_dir():
-                raise DataError(
-                    f"source.path: {root} has no {folder.name}/ folder (a Pascal VOC dataset "
-                    "holds Annotations/ and JPEGImages/)"
-                )
+        xml_dir, images = folders_of(root, ("Annotations", "JPEGImages"), "Pascal VOC")
         xmls = list_images([xml_dir], root, (".xml",))
         ignored = {**xmls.ignored, **xmls.skipped}
         if not xmls.all_images:

@@ -9,7 +9,7 @@ from typing import Literal
 
 from daliaug.errors import DataError
 from daliaug.fields import FilePath
-from daliaug.sources.annotations import ImageAnnotations, detection_samples
+from daliaug.sources.annotations import ImageAnnotations, detection_samples, folders_of
 from daliaug.sources.base import Samples, SourceConfig, read_text
 from daliaug.sources.listing import list_images
 
@@ -102,13 +102,7 @@ class YoloSource(SourceConfig):
 
     def list_samples(self) -> Samples:
         root = self.path.expanduser()
-        images_dir, labels_dir = root / "images", root / "labels"
-        for folder in (images_dir, labels_dir):
-            if not folder.is_dir():
-                raise DataError(
-                    f"source.path: {root} has no {folder.name}/ folder (a YOLO dataset holds "
-                    "images/ and labels/)"
-                )
+        images_dir, labels_dir = folders_of(root, ("images", "labels"), "YOLO")
         listing = list_images([images_dir], root)
         labels = list_images([labels_dir], root, (".txt",))
         ignored = {**listing.ignored, **listing.skipped, **labels.ignored, **labels.skipped}
