@@ -26,7 +26,6 @@ from daliaug.tools.demo_data import CLASS_NAMES, write_detection_dataset
 from tests.test_every_command import daliaug as run_cli
 
 
-
 def write_image(path: Path, width: int, height: int) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.new("RGB", (width, height), (90, 120, 150)).save(path)
