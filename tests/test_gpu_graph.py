@@ -341,9 +341,10 @@ EXAMPLE_CPU_OPERATORS = {
     "keras_contrast": 13,
     "elastic": 19,
     # 3 chains: each chain's stage values read one by one (163 slices) and a conditional per
-    # step and pixel op (3 x 3 x 5), each splitting its CPU arguments: not yet vectorized
-    "aug_mix": 390,
-    "keras_aug_mix": 390,
+    # step and pixel op (3 x 3 x 5) and per chain's warp and colour pass, each splitting its
+    # CPU arguments: not yet vectorized
+    "aug_mix": 460,
+    "keras_aug_mix": 460,
 }
 """The same bound for the parity harness's one-transform configs (on JPEG files) that need
 more than :data:`EXAMPLE_CPU_BOUND`."""

@@ -7,10 +7,10 @@ with its own geometry. :class:`ChainMix` is that kind: a pixel stage whose chain
 policy (:mod:`daliaug.transforms.policy`) with ``depth`` slots. Per chain, the policy's
 geometric ops become one resampling of the stage's input (``ops.perspective`` with the chain's
 affine map; skipped where the chain moves nothing), its colour ops one colour pass
-(``ops.recolour``, clipped), its pixel ops the policy's own pixel stage; the chains are then
-summed with their weights and the input's, and clipped. Everything random (each chain's ops
-and magnitudes, the Dirichlet weights, the Beta weight of the input) is drawn on the host per
-sample, like every transform's parameters.
+(``ops.recolour``, clipped; skipped where the chain drew none), its pixel ops the policy's own
+pixel stage; the chains are then summed with their weights and the input's, and clipped.
+Everything random (each chain's ops and magnitudes, the Dirichlet weights, the Beta weight of
+the input) is drawn on the host per sample, like every transform's parameters.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pydantic import Field
 from daliaug.algebra import Affine, Canvas, Math, Random, Scalar, add, mul, sub
 from daliaug.transforms.base import Params, PixelTransform
 from daliaug.transforms.policy import (
+    COLOUR_OPS,
     GEOMETRIC_OPS,
     PolicyTransform,
     magnitudes,
@@ -35,7 +36,7 @@ MATRIX = tuple(f"m{k}" for k in range(6))
 """A chain's destination-to-source affine map in pixel-index coordinates."""
 COLOUR = tuple(f"colour{k}" for k in range(21))
 """A chain's colour matrix ``[M | t]`` (3 x 4) and mean weights ``N`` (3 x 3), row by row."""
-CHAIN_VALUES = (*MATRIX, "moves", *COLOUR, "weight")
+CHAIN_VALUES = (*MATRIX, "moves", *COLOUR, "recolours", "weight")
 MOST = 4
 """The most chains and steps per chain: every step can pick any op, and the TF engine computes
 each op a step could pick for the whole batch (XLA compiles 8 chains of 8 steps for minutes)."""
@@ -109,9 +110,18 @@ class ChainMix(PixelTransform):
         prefix = f"c{k}_"
         return {n: p[prefix + n] for n in self.chain.params}
 
+    def _drew(self, cp: Params, kinds: tuple[str, ...], m: Math) -> Scalar:
+        """1 where a chain's steps picked any of the ops ``kinds``, else 0."""
+        picked: Scalar = 0.0
+        for j in range(self.chain.slots):
+            for op in (o for o in self.chain.operations if o in kinds):
+                picked = add(picked, cp[f"{j}_{op}"])
+        return m.minimum(picked, 1.0)
+
     def stage(self, p: Params, size: tuple[int, int], m: Math) -> Params:
         """Per chain: its map (destination to source, pixel-index coordinates), whether it
-        moves pixels, its colour matrix, and its weight ``(1 - m) w_k``."""
+        moves pixels, its colour matrix, whether it recolours, and its weight
+        ``(1 - m) w_k``."""
         out = dict(p)
         canvas = Canvas(float(size[0]), float(size[1]))
         for k in range(self.width):
@@ -122,12 +132,9 @@ class ChainMix(PixelTransform):
                 .then_after(forward.inverse())
                 .then_after(Affine.translate(0.5, 0.5))
             )
-            moved: Scalar = 0.0
-            for j in range(self.chain.slots):
-                for op in (o for o in self.chain.operations if o in GEOMETRIC_OPS):
-                    moved = add(moved, cp[f"{j}_{op}"])
             colour = self.chain.colour(cp, 3, m)
-            values = [*back, m.minimum(moved, 1.0), *colour.flat(), *colour.flat_means()]
+            values = [*back, self._drew(cp, GEOMETRIC_OPS, m), *colour.flat()]
+            values += [*colour.flat_means(), self._drew(cp, COLOUR_OPS, m)]
             values.append(mul(sub(1.0, p["original"]), p[f"c{k}_mix"]))
             out |= {f"c{k}_{n}": v for n, v in zip(CHAIN_VALUES, values, strict=True)}
         return out
@@ -141,7 +148,12 @@ class ChainMix(PixelTransform):
                 return ops.perspective(x, matrix, self.stage_fill, self.nearest)
 
             chain = ops.select(p[f"c{k}_moves"], move, images)
-            chain = ops.recolour(chain, [p[f"c{k}_{n}"] for n in COLOUR])
+            entries = [p[f"c{k}_{n}"] for n in COLOUR]
+
+            def recolour(x: Any, entries: list = entries) -> Any:
+                return ops.recolour(x, entries)
+
+            chain = ops.select(p[f"c{k}_recolours"], recolour, chain)
             chain = self.chain.pixels(chain, self._chain_params(p, k), ops)
             out = out + ops.scaled(chain, p[f"c{k}_weight"])
         return ops.add_clipped(out, 0.0)
