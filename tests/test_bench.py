@@ -383,3 +383,15 @@ def test_keras_io_mixup_row_runs_both_pipelines_on_the_same_arrays(tmp_path: Pat
     assert result.returncode == 0, result.stderr[-3000:]
     (report,) = tmp_path.glob("keras-io-mixup-*.md")
     assert "keras-io tf.data MixUp" in report.read_text()
+
+
+def test_pixel_op_costs_are_measured_on_both_cpu_engines(tmp_path: Path) -> None:
+    from bench.pixel_ops import main
+
+    main(["--quick", "--out", str(tmp_path)])
+    (path,) = tmp_path.glob("pixel-ops-*.json")
+    result = json.loads(path.read_text())
+    assert set(result["dali_cpu"]) == set(result["tf_xla"])
+    assert {"recolour", "perspective, reflect", "equalize", "where 30%"} <= set(result["dali_cpu"])
+    (report,) = tmp_path.glob("pixel-ops-*.md")
+    assert "| equalize |" in report.read_text()

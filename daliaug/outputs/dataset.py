@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from daliaug.config import Config, load_config
+from daliaug.config import Config
+from daliaug.detection import with_box_targets
 from daliaug.engines import select_engine
 from daliaug.engines.select import (
     Device,
@@ -68,23 +69,6 @@ def describe(dataset: Any) -> DatasetEngine:
             "after it, such as .map, makes a new dataset that does not know its engine)"
         )
     return engine
-
-
-def _with_targets(config: Any, y: object) -> Config:
-    """``config`` loaded; given Keras' ``bounding_boxes`` dict as ``y``, an arrays source's
-    targets are boxes (``source.boxes``)."""
-    if isinstance(y, Mapping):
-        boxes = {"source": {"boxes": True}}
-        try:
-            return load_config(config, boxes)
-        except ConfigError as error:
-            try:  # an arrays source takes boxes: its errors are the detection config's
-                load_config(config, {**boxes, "transforms": []})
-            except ConfigError:
-                pass  # the config's own errors, or a source of files (prepare names it)
-            else:
-                raise error from None
-    return load_config(config)
 
 
 def make_dataset(
@@ -140,7 +124,7 @@ def make_dataset(
             f"strategy: a tf.distribute strategy needs framework='tensorflow', not {framework!r}"
             " (for JAX, use keras.distribution.DataParallel)"
         )
-    config = _with_targets(config, y)
+    config = with_box_targets(config, y)
     if config.source.both:
         if samples is not None or x is not None or sample_weight is not None:
             raise ConfigError("source.subset: both reads the folder; give no samples, x or weights")

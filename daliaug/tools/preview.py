@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from daliaug.boxes import to_xyxy
-from daliaug.config import Config, Output, load_config
-from daliaug.detection import box_names
+from daliaug.config import Config, Output
+from daliaug.detection import box_names, with_box_targets
 from daliaug.engines.select import resolve_device
 from daliaug.prepare import Prepared, prepare
 from daliaug.sources.base import Samples
@@ -61,8 +61,7 @@ def _prepare(config: Config, x: Any = None, y: Any = None) -> Prepared:
     ``bounding_boxes`` dict), engine and device for a preview: DALI (without TensorFlow) on
     the device ``backend`` names here, or the TensorFlow engine for ``backend: tf`` (the
     configs whose transforms DALI lacks, such as ``fill: reflect``)."""
-    if isinstance(y, Mapping) and config.source.type == "arrays":
-        config = load_config(config, {"source": {"boxes": True}})
+    config = with_box_targets(config, y)
     device = None if config.backend == "tf" else resolve_device(config)
     return prepare(config, x=x, y=y, device=device)
 
