@@ -150,3 +150,28 @@ def test_preview_draws_a_coco_sets_boxes_and_keypoints(
         np.testing.assert_allclose(version.keypoints[0, :, :2][[0, 2]], [[54, 12], [49.5, 11]])
         assert version.keypoints[0, :, 2].tolist() == [1, 0, 1]
     assert all(len(m.labels) == 0 for m, _ in drawn[3:])  # empty.jpg
+
+
+def test_arrays_with_keras_box_dict_preview_as_make_dataset_batches_them() -> None:
+    """``y`` as Keras' ``bounding_boxes`` dict makes an arrays source's targets boxes in a
+    preview as in ``make_dataset``: moved by the same flip, padded the same way."""
+    from daliaug.config import load_config
+    from daliaug.outputs.dataset import make_dataset
+
+    x = np.zeros((2, 16, 20, 3), np.uint8)
+    y = {"boxes": [[[2, 3, 10, 12]], [[0, 0, 5, 5], [8, 4, 20, 16]]], "labels": [[1], [0, 1]]}
+    config = load_config(
+        {
+            "source": {"type": "arrays"},
+            "image_size": [16, 20],
+            "batch_size": 2,
+            "backend": "cpu",
+            "max_boxes": 3,
+            "transforms": [{"type": "flip", "horizontal": 1.0}],
+        }
+    )
+    _, targets, _ = augmented_samples(config, 2, x=x, y=y)
+    _, batched = next(iter(make_dataset(config, x=x, y=y, framework="numpy")))
+    np.testing.assert_allclose(targets["boxes"][0, 0], [10, 3, 18, 12])
+    for key in ("boxes", "labels"):
+        np.testing.assert_array_equal(targets[key], batched[key])
