@@ -140,6 +140,12 @@ class ChainMix(PixelTransform):
         return out
 
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+        """Sample by sample (``ops.each_sample``): each chain computes only the operations its
+        steps drew."""
+        return ops.each_sample(lambda x: self.mixed(x, p, ops), images)
+
+    def mixed(self, images: Any, p: Params, ops: Any) -> Any:
+        """The blend of the chains and the input, on any batch of ``ops``."""
         out = ops.scaled(images, p["original"])
         for k in range(self.width):
             matrix = [p[f"c{k}_{n}"] for n in MATRIX] + [0.0, 0.0]

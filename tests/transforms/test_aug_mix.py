@@ -140,6 +140,27 @@ def test_engines_agree_on_drawn_chains(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("transform", ["aug_mix", "keras_aug_mix"])
+def test_tf_engine_sample_by_sample_equals_the_whole_batch(
+    transform: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The TF engine computes the chains one sample at a time, each running only the operations
+    it drew (``each_sample``); the same drawn parameters on the whole batch (every operation
+    for every sample, the drawn one kept) give the same images: no parameter of another sample
+    is read."""
+    from daliaug.engines.tf import pixels
+    from tests.helpers import config_for, run_backend
+
+    root = write_image_dir(tmp_path, {"a": photo_crops(8)})
+    config = config_for(root, transforms=[{"type": transform}], backend="tf", batch_size=8)
+    rows = draw_rows(config.plan, np.random.default_rng(4), 8)
+    by_sample = run_backend(config, rows)
+    monkeypatch.setattr(pixels, "each_sample", lambda op, images: op(images))
+    whole = run_backend(config, rows)
+    assert not np.array_equal(by_sample[0], by_sample[1])
+    np.testing.assert_allclose(by_sample, whole, atol=0.02)
+
+
+@pytest.mark.parametrize("transform", ["aug_mix", "keras_aug_mix"])
 def test_gpu_graph_keeps_dalis_device_rules(transform: str, demo_dir: Path) -> None:
     """Its GPU graph walked without a GPU (``engines/dali/check.py``): the chains' resampling,
     colour pass and conditionals take their arguments where DALI's GPU operators read them."""

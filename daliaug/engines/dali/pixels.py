@@ -349,6 +349,12 @@ def recolour(images: DataNode, entries: Sequence[Value]) -> DataNode:
     return dmath.clamp(moved + fn.reshape(shift, shape=[1, 1, 3]), 0.0, 255.0)
 
 
+def each_sample(op: Callable[[DataNode], DataNode], images: DataNode) -> DataNode:
+    """``op(images)``: DALI's operators compute each sample on its own already, and
+    :func:`select` runs an operation only for the samples that chose it."""
+    return op(images)
+
+
 def select(flag: Value, op: Callable[[DataNode], DataNode], images: DataNode) -> DataNode:
     """Per sample, ``op(images)`` where ``flag`` (0 or 1) is 1, else ``images``; in daliaug's
     graphs ``op`` runs only for the samples whose flag is 1 (:func:`branches.where`)."""

@@ -13,6 +13,7 @@ output's ``uint8`` conversion does. The semantics are stated in each function an
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 
 import numpy as np
 import tensorflow as tf
@@ -31,9 +32,22 @@ POSTERIZE_STEPS = tuple(float(2 ** (8 - bits)) for bits in range(9))
 than computed with ``pow``."""
 
 
+_SAMPLE: ContextVar[tf.Tensor | None] = ContextVar("daliaug_tf_sample", default=None)
+"""The index of the sample computed on its own (:func:`each_sample`), if one is."""
+
+
+def _of_sample(value: Value) -> Value:
+    """A ``(N,)`` parameter's value for the sample computed on its own, as ``(1,)`` (every
+    value as it is outside :func:`each_sample`)."""
+    i = _SAMPLE.get()
+    if i is None or not isinstance(value, tf.Tensor) or value.shape.rank != 1:
+        return value
+    return value[i][None]
+
+
 def _per_sample(value: Value, rank: int) -> tf.Tensor:
     """A ``(N,)`` parameter (or a number) shaped to broadcast against a rank-``rank`` batch."""
-    return tf.reshape(tf.cast(value, tf.float32), [-1] + [1] * (rank - 1))
+    return tf.reshape(tf.cast(_of_sample(value), tf.float32), [-1] + [1] * (rank - 1))
 
 
 def _quantized(images: tf.Tensor) -> tf.Tensor:
@@ -450,6 +464,26 @@ def recolour(images: tf.Tensor, entries: Sequence[Value]) -> tf.Tensor:
 
 
 def select(flag: Value, op: Callable[[tf.Tensor], tf.Tensor], images: tf.Tensor) -> tf.Tensor:
-    """Per sample, ``op(images)`` where ``flag`` (0 or 1) is 1, else ``images`` (``op`` runs
-    on the whole batch; XLA fuses the choice into it)."""
+    """Per sample, ``op(images)`` where ``flag`` (0 or 1) is 1, else ``images``: on a batch,
+    ``op`` runs for every sample and XLA fuses the choice into it; within :func:`each_sample`,
+    it runs only where chosen (``tf.cond``)."""
+    if _SAMPLE.get() is not None:
+        chosen = tf.reshape(tf.cast(_of_sample(flag), tf.float32), []) > 0.5
+        return tf.cond(chosen, lambda: op(images), lambda: images)
     return tf.where(_per_sample(flag, images.shape.rank) > 0.5, op(images), images)
+
+
+def each_sample(op: Callable[[tf.Tensor], tf.Tensor], images: tf.Tensor) -> tf.Tensor:
+    """``op(images)`` computed one sample at a time (``tf.map_fn``: a loop under XLA), each
+    per-sample parameter that sample's, and :func:`select` computing only the operation the
+    sample chose: for stages that pick among many operations per sample (AugMix's chains),
+    which on the whole batch would compute every operation for every sample."""
+
+    def one(i: tf.Tensor) -> tf.Tensor:
+        token = _SAMPLE.set(i)
+        try:
+            return op(images[i][None])[0]
+        finally:
+            _SAMPLE.reset(token)
+
+    return tf.map_fn(one, tf.range(tf.shape(images)[0]), fn_output_signature=images.dtype)
