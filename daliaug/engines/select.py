@@ -14,7 +14,6 @@ from typing import Literal
 from daliaug.config import Config
 from daliaug.cuda import cuda_driver
 from daliaug.errors import BackendError, BackendWarning
-from daliaug.transforms.aug_mix import ChainMix
 from daliaug.transforms.policy import PolicyTransform
 
 Device = Literal["cpu", "gpu"]
@@ -91,13 +90,14 @@ def cpu_placement(config: Config) -> Placement:
     """The faster CPU path of ``make_dataset`` for the config, as measured by
     ``python -m bench.choose`` (bench/results/choose-*.md): DALI's CPU operators for
     segmentation (images and masks warped together) and for a policy (``rand_augment``,
-    ``trivial_augment``, ``keras_rand_augment``, ... and AugMix's chains of them: DALI runs
-    each operation only for the images that drew it, the TensorFlow engine runs every
-    operation on every image and keeps the drawn one), the TensorFlow backend otherwise
-    (arrays, directory, file_list, PNGs, TFRecords; other pixel stages too), and always for a
-    transform DALI's CPU lacks (with a ``BackendWarning`` where DALI's CPU operators would have
-    been chosen)."""
-    policy = any(isinstance(t, (PolicyTransform, ChainMix)) for t in config.plan.transforms)
+    ``trivial_augment``, ``keras_rand_augment``, ...: DALI runs each operation only for the
+    images that drew it, the TensorFlow engine runs every operation on every image and keeps
+    the drawn one), the TensorFlow backend otherwise (arrays, directory, file_list, PNGs,
+    TFRecords; other pixel stages too, AugMix's chains included: the TensorFlow engine
+    computes them sample by sample, each running only its drawn operations, about 2x DALI's
+    CPU operators' speed, bench/README), and always for a transform DALI's CPU lacks (with a
+    ``BackendWarning`` where DALI's CPU operators would have been chosen)."""
+    policy = any(isinstance(t, PolicyTransform) for t in config.plan.transforms)
     if not (config.source.type == "segmentation" or policy):
         return "tf"
     lacking = dali_lacks(config, "cpu")

@@ -9,6 +9,9 @@ geometric ops become one resampling of the stage's input (``ops.perspective`` wi
 affine map; skipped where the chain moves nothing), its colour ops one colour pass
 (``ops.recolour``, clipped; skipped where the chain drew none), its pixel ops the policy's own
 pixel stage; the chains are then summed with their weights and the input's, and clipped.
+The stage runs inside ``ops.each_sample``: DALI's conditionals and, on the TensorFlow engine,
+a loop over the batch's samples with ``tf.cond`` for each choice compute only the operations
+each chain drew (on the whole batch TensorFlow would compute every one for every sample).
 Everything random (each chain's ops and magnitudes, the Dirichlet weights, the Beta weight of
 the input) is drawn on the host per sample, like every transform's parameters.
 """
@@ -38,8 +41,8 @@ COLOUR = tuple(f"colour{k}" for k in range(21))
 """A chain's colour matrix ``[M | t]`` (3 x 4) and mean weights ``N`` (3 x 3), row by row."""
 CHAIN_VALUES = (*MATRIX, "moves", *COLOUR, "recolours", "weight")
 MOST = 4
-"""The most chains and steps per chain: every step can pick any op, and the TF engine computes
-each op a step could pick for the whole batch (XLA compiles 8 chains of 8 steps for minutes)."""
+"""The most chains and steps per chain: every step can pick any op, and XLA compiles a branch
+of each op a step could pick (8 chains of 8 steps took minutes)."""
 
 
 def dirichlet(rng: Random, alpha: float, count: int) -> list[Scalar]:
