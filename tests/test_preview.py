@@ -165,6 +165,8 @@ def test_arrays_with_keras_box_dict_preview_as_make_dataset_batches_them() -> No
             "source": {"type": "arrays"},
             "image_size": [16, 20],
             "batch_size": 2,
+            "shuffle": False,
+            "seed": 0,
             "backend": "cpu",
             "max_boxes": 3,
             "transforms": [{"type": "flip", "horizontal": 1.0}],
