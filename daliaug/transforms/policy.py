@@ -13,8 +13,9 @@ or 1 and sums with 0 round nothing):
 * colour ops (brightness, color, contrast, invert): the slot's colour matrix, the same way,
   composed into the one colour pass (contrast weighs the image's grey mean, ``colour_mean``);
 * pixel ops (sharpness, posterize, solarize, auto_contrast, equalize): a pixel stage,
-  ``ops.select(flag, op, images)`` per op and slot (the DALI engine runs ``op`` only for the
-  samples whose flag is 1, by DALI's conditional execution).
+  ``ops.choose([(flag, op), ...], images)`` per slot (the DALI engine runs an ``op`` only for
+  the samples whose flag is 1, by DALI's conditional execution; the TF engine, sample by
+  sample, runs the one chosen).
 
 The order therefore differs from torchvision, which applies the slots' operations in turn and
 rounds and clips to uint8 after each: here all geometric ops of all slots come first (in slot
@@ -220,8 +221,11 @@ class PolicyTransform(GeometricTransform, ColourTransform, PixelTransform):
 
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
         for j in range(self.slots):
-            for op, flag, v in self._chosen(p, j, PIXEL_OPS):
-                images = ops.select(flag, partial(_op_pixels, op, v, ops=ops), images)
+            options = [
+                (flag, partial(_op_pixels, op, v, ops=ops))
+                for op, flag, v in self._chosen(p, j, PIXEL_OPS)
+            ]
+            images = ops.choose(options, images)
         return images
 
 

@@ -359,3 +359,13 @@ def select(flag: Value, op: Callable[[DataNode], DataNode], images: DataNode) ->
     """Per sample, ``op(images)`` where ``flag`` (0 or 1) is 1, else ``images``; in daliaug's
     graphs ``op`` runs only for the samples whose flag is 1 (:func:`branches.where`)."""
     return branches.where(flag > 0.5, op, images)
+
+
+def choose(
+    options: Sequence[tuple[Value, Callable[[DataNode], DataNode]]], images: DataNode
+) -> DataNode:
+    """Per sample, ``op(images)`` for the option ``(flag, op)`` whose flag (0 or 1, at most
+    one 1) is 1, else ``images``: :func:`select` for each option in turn."""
+    for flag, op in options:
+        images = select(flag, op, images)
+    return images

@@ -92,12 +92,14 @@ def equalize(images: tf.Tensor) -> tf.Tensor:
     ``equalizeHist`` (DALI's ``fn.equalize``, Keras' ``Equalization``): with ``cdf`` the
     cumulative histogram and ``first`` the count of the lowest value present,
     ``lut[v] = round_half_even((cdf[v] - first) * (255 / (H * W - first)))`` in ``float32``;
-    a channel with one value keeps it. (PIL and torchvision use another table; see NOTES.)"""
+    a channel with one value keeps it. (PIL and torchvision use another table; see NOTES.)
+    Each value's bin is ``256 * (sample * C + channel) + value``: one histogram and one table
+    per channel of each sample, in the images' own layout."""
     shape = tf.shape(images)
     n, h, w, c = shape[0], shape[1], shape[2], shape[3]
-    values = tf.cast(_quantized(tf.transpose(images, [0, 3, 1, 2])), tf.int32)  # N, C, H, W
     rows = n * c
-    ids = tf.reshape(values, [rows, h * w]) + 256 * tf.range(rows)[:, None]
+    channel = tf.reshape(256 * tf.range(rows), [n, 1, 1, c])
+    ids = tf.cast(_quantized(images), tf.int32) + channel
     hist = tf.reshape(tf.math.unsorted_segment_sum(tf.ones_like(ids), ids, rows * 256), [rows, 256])
     cdf = tf.cumsum(hist, axis=1)
     first = tf.reduce_min(tf.where(hist > 0, cdf, h * w), axis=1, keepdims=True)
@@ -105,8 +107,7 @@ def equalize(images: tf.Tensor) -> tf.Tensor:
     scale = 255.0 / tf.cast(tf.maximum(span, 1), tf.float32)
     lut = tf.clip_by_value(tf.round(tf.cast(cdf - first, tf.float32) * scale), 0.0, 255.0)
     lut = tf.where(span > 0, lut, tf.range(256, dtype=tf.float32)[None, :])
-    out = tf.reshape(tf.gather(tf.reshape(lut, [-1]), ids), [n, c, h, w])
-    return tf.transpose(out, [0, 2, 3, 1])
+    return tf.gather(tf.reshape(lut, [-1]), ids)
 
 
 def auto_contrast(images: tf.Tensor) -> tf.Tensor:
@@ -122,15 +123,15 @@ def auto_contrast(images: tf.Tensor) -> tf.Tensor:
 
 def sharpness(images: tf.Tensor, factor: Value) -> tf.Tensor:
     """PIL's ``ImageEnhance.Sharpness``: ``smooth + factor * (x - smooth)``, clipped to 0..255,
-    where ``smooth`` is ``x`` correlated with ``ImageFilter.SMOOTH`` inside the image and ``x``
-    itself on the one-pixel border. 0 gives the smoothed image, 1 the input, > 1 sharpens."""
+    where ``smooth`` is ``x`` correlated with ``ImageFilter.SMOOTH`` (``[[1, 1, 1], [1, 5, 1],
+    [1, 1, 1]] / 13``: the 3 x 3 box sum plus 4 x, by rows then columns) inside the image and
+    ``x`` itself on the one-pixel border. 0 gives the smoothed image, 1 the input, > 1
+    sharpens."""
     h, w = tf.shape(images)[1], tf.shape(images)[2]
-    taps = [
-        weight / 13.0 * images[:, dy : dy + h - 2, dx : dx + w - 2]
-        for dy, row in enumerate(SMOOTH_DETAIL)
-        for dx, weight in enumerate(row)
-    ]
-    detail = tf.pad(tf.add_n(taps), [[0, 0], [1, 1], [1, 1], [0, 0]])  # smooth - x; 0 on the border
+    rows = images[:, :, : w - 2] + images[:, :, 1 : w - 1] + images[:, :, 2:]
+    box = rows[:, : h - 2] + rows[:, 1 : h - 1] + rows[:, 2:]
+    detail = (box - 9.0 * images[:, 1 : h - 1, 1 : w - 1]) / 13.0  # smooth - x
+    detail = tf.pad(detail, [[0, 0], [1, 1], [1, 1], [0, 0]])  # 0 on the border
     return tf.clip_by_value(images + (1.0 - _per_sample(factor, 4)) * detail, 0.0, 255.0)
 
 
@@ -233,30 +234,29 @@ def _grid(images: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
 def _sample(images: tf.Tensor, x: tf.Tensor, y: tf.Tensor, fill: float, nearest: bool) -> tf.Tensor:
     """Each sample of ``images`` at the points ``(x, y)`` (``(N, H', W')``, index coordinates):
     its nearest pixel (half up) or the four around it (bilinear), those outside the image
-    taking ``fill``; ``float32`` ``(N, H', W', C)``."""
+    taking ``fill``; ``float32`` ``(N, H', W', C)``. The images are padded by one ``fill``
+    pixel and each point clamped into that border, so a neighbour is one gather at a fixed
+    offset from the point's index."""
     shape = tf.shape(images)
-    n, h, w, c = shape[0], shape[1], shape[2], images.shape[3]
-    flat = tf.reshape(images, [-1, c])
-    base = (tf.range(n) * (h * w))[:, None, None]
-
-    def pixel(row: tf.Tensor, col: tf.Tensor) -> tf.Tensor:
-        inside = (row >= 0) & (row < h) & (col >= 0) & (col < w)
-        row, col = tf.clip_by_value(row, 0, h - 1), tf.clip_by_value(col, 0, w - 1)
-        value = tf.cast(tf.gather(flat, base + row * w + col), tf.float32)
-        return tf.where(inside[..., None], value, float(fill))
-
-    def index(v: tf.Tensor) -> tf.Tensor:
-        return tf.cast(
-            tf.clip_by_value(v, -2.0, 1e6), tf.int32
-        )  # beyond -1: out with its neighbour
-
+    h, w, c = shape[1], shape[2], images.shape[3]
+    padded = tf.pad(
+        tf.cast(images, tf.float32), [[0, 0], [1, 1], [1, 1], [0, 0]], constant_values=fill
+    )
+    flat = tf.reshape(padded, [-1, c])
+    stride = w + 2
+    base = (tf.range(shape[0]) * ((h + 2) * stride))[:, None, None]
+    hf, wf = tf.cast(h, tf.float32), tf.cast(w, tf.float32)
+    x, y = tf.clip_by_value(x, -1.0, wf), tf.clip_by_value(y, -1.0, hf)
     if nearest:
-        return pixel(index(tf.floor(y + 0.5)), index(tf.floor(x + 0.5)))
-    x0, y0 = tf.floor(x), tf.floor(y)
+        x0, y0 = tf.floor(x + 0.5), tf.floor(y + 0.5)
+    else:
+        x0, y0 = tf.minimum(tf.floor(x), wf - 1.0), tf.minimum(tf.floor(y), hf - 1.0)
+    at = base + (tf.cast(y0, tf.int32) + 1) * stride + tf.cast(x0, tf.int32) + 1
+    if nearest:
+        return tf.gather(flat, at)
     fx, fy = (x - x0)[..., None], (y - y0)[..., None]
-    col, row = index(x0), index(y0)
-    top = pixel(row, col) * (1 - fx) + pixel(row, col + 1) * fx
-    bottom = pixel(row + 1, col) * (1 - fx) + pixel(row + 1, col + 1) * fx
+    top = tf.gather(flat, at) * (1 - fx) + tf.gather(flat, at + 1) * fx
+    bottom = tf.gather(flat, at + stride) * (1 - fx) + tf.gather(flat, at + stride + 1) * fx
     return top * (1 - fy) + bottom * fy
 
 
@@ -467,10 +467,35 @@ def select(flag: Value, op: Callable[[tf.Tensor], tf.Tensor], images: tf.Tensor)
     """Per sample, ``op(images)`` where ``flag`` (0 or 1) is 1, else ``images``: on a batch,
     ``op`` runs for every sample and XLA fuses the choice into it; within :func:`each_sample`,
     it runs only where chosen (``tf.cond``)."""
-    if _SAMPLE.get() is not None:
-        chosen = tf.reshape(tf.cast(_of_sample(flag), tf.float32), []) > 0.5
-        return tf.cond(chosen, lambda: op(images), lambda: images)
-    return tf.where(_per_sample(flag, images.shape.rank) > 0.5, op(images), images)
+    return choose([(flag, op)], images)
+
+
+def choose(
+    options: Sequence[tuple[Value, Callable[[tf.Tensor], tf.Tensor]]], images: tf.Tensor
+) -> tf.Tensor:
+    """Per sample, ``op(images)`` for the option ``(flag, op)`` whose flag (0 or 1, at most
+    one 1) is 1, else ``images``. On a batch every ``op`` runs for every sample and XLA fuses
+    the choices into them; within :func:`each_sample` only the chosen one runs, in one
+    ``tf.switch_case`` (a conditional per option costs a copy of the image per option)."""
+    if _SAMPLE.get() is None:
+        for flag, op in options:
+            images = tf.where(_per_sample(flag, images.shape.rank) > 0.5, op(images), images)
+        return images
+    picked = [
+        (k + 1.0) * tf.reshape(tf.cast(_of_sample(flag), tf.float32), [])
+        for k, (flag, _) in enumerate(options)
+    ]
+    index = tf.cast(tf.round(tf.add_n(picked)), tf.int32)
+
+    def from_option(k: int) -> tf.Tensor:
+        if k == len(options):
+            return images
+        op = options[k][1]
+        return tf.cond(tf.equal(index, k + 1), lambda: op(images), lambda: from_option(k + 1))
+
+    if len(options) == 1:
+        return from_option(0)
+    return tf.cond(tf.equal(index, 0), lambda: images, lambda: from_option(0))
 
 
 def each_sample(op: Callable[[tf.Tensor], tf.Tensor], images: tf.Tensor) -> tf.Tensor:
