@@ -395,3 +395,33 @@ def test_numbers_act_as_per_sample_parameters(engine: Engine, op: str) -> None:
     per_sample = engine.apply(op, PHOTOS, *([v] * _N for v in first), **fixed)
     numbers = engine.run(lambda x: getattr(engine.module, op)(x, *first, **fixed), PHOTOS)
     np.testing.assert_allclose(numbers, per_sample, atol=1e-4)  # constants fold differently
+
+
+CHOICES = (("solarize", {"threshold": 128.0}), ("auto_contrast", {}), ("equalize", {}))
+
+
+def _chosen(module: ModuleType, one_at_a_time: bool) -> Callable[..., Any]:
+    """``module.choose`` among :data:`CHOICES` by per-sample flags, on the batch or, with
+    ``one_at_a_time``, sample by sample (``each_sample``)."""
+
+    def stage(x: Any, *flags: Any) -> Any:
+        ops = [partial(getattr(module, name), **fixed) for name, fixed in CHOICES]
+        choose = partial(module.choose, list(zip(flags, ops, strict=True)))
+        return module.each_sample(choose, x) if one_at_a_time else choose(x)
+
+    return stage
+
+
+@pytest.mark.parametrize("one_at_a_time", [False, True])
+def test_choose_gives_each_sample_its_chosen_operation(engine: Engine, one_at_a_time: bool) -> None:
+    """Per sample the operation whose flag is 1, or none (the TF engine runs only the chosen
+    one sample by sample, and every one on the whole batch)."""
+    picks = [0, 1, 2, 3, 1, 0]  # 0: none; k: the k-th of CHOICES
+    flags = [[float(p == k + 1) for p in picks] for k in range(len(CHOICES))]
+    out = engine.run(_chosen(engine.module, one_at_a_time), PHOTOS, *flags)
+    for i, pick in enumerate(picks):
+        alone = PHOTOS[i : i + 1]
+        if pick:
+            name, fixed = CHOICES[pick - 1]
+            alone = engine.apply(name, alone, **fixed)
+        np.testing.assert_allclose(out[i], alone[0], atol=1e-4)
