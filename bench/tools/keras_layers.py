@@ -14,8 +14,9 @@ fused into its one warp.
 
 from __future__ import annotations
 
+import random
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from bench.tools import Epoch, Unavailable
@@ -64,19 +65,43 @@ STACKS = {"b": stack, "aug_mix": aug_mix_stack}
 """The stacks a run times, by name (``--stack``)."""
 
 
+TRACED_DRAWS = 8
+"""Keras' ``AugMix`` picks its chains' layers with Python's ``random`` when it is traced, so in
+``tf.data`` one draw serves every batch of a run and its cost is that draw's (109 to 283
+images/s over eight seeds here). The Keras way of the AugMix stack therefore traces the stack
+this many times (a model each), under Python seeds 0, 1, ..., and sends the batches through
+them in turn: it times Keras' layer over its draws, as a layer drawing anew for each batch
+would run."""
+
+
 def keras_way(
     workload: Workload, data: Data, threads: int | None, device: str, name: str = "b"
 ) -> Epoch:
-    """The layers in one ``map`` over decoded, resized, batched files (``training=True``)."""
+    """The layers in one ``map`` over decoded, resized, batched files (``training=True``); the
+    AugMix stack's batches take its :data:`TRACED_DRAWS` traces in turn."""
     import keras
     import tensorflow as tf
 
     eq = workload.equivalent
     calls = threads or tf.data.AUTOTUNE
-    augment = keras.Sequential(STACKS[name](workload))
-    ds = _decoded_files(data, eq.size, calls).batch(eq.batch_size)
-    ds = ds.map(lambda x, y: (augment(x, training=True), y), num_parallel_calls=calls)
-    return _finish(ds, threads)
+    draws = TRACED_DRAWS if name == "aug_mix" else 1
+    augments = [keras.Sequential(STACKS[name](workload)) for _ in range(draws)]
+
+    def traced(seed: int, x: tf.Tensor) -> Callable[[], tf.Tensor]:
+        def branch() -> tf.Tensor:
+            random.seed(seed)  # runs while the branch is traced: Keras' draw for this trace
+            return augments[seed](x, training=True)
+
+        return branch
+
+    def augmented(i: tf.Tensor, batch: tuple[tf.Tensor, tf.Tensor]) -> tuple[tf.Tensor, ...]:
+        x, y = batch
+        if draws == 1:
+            return augments[0](x, training=True), y
+        return tf.switch_case(tf.cast(i % draws, tf.int32), [traced(k, x) for k in range(draws)]), y
+
+    ds = _decoded_files(data, eq.size, calls).batch(eq.batch_size).enumerate()
+    return _finish(ds.map(augmented, num_parallel_calls=calls), threads)
 
 
 def compiled(

@@ -20,10 +20,6 @@ import tensorflow as tf
 
 Value = tf.Tensor | float
 
-SMOOTH_DETAIL = ((1, 1, 1), (1, -8, 1), (1, 1, 1))
-"""PIL's ``ImageFilter.SMOOTH`` kernel ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]]`` minus 13 times the
-identity: divided by 13 and correlated with an image, it gives ``smooth(x) - x``."""
-
 MIN_SIGMA = 1e-3
 """Smaller blur sigmas act as this one (the kernel is then the identity to float precision)."""
 
@@ -475,11 +471,15 @@ def choose(
 ) -> tf.Tensor:
     """Per sample, ``op(images)`` for the option ``(flag, op)`` whose flag (0 or 1, at most
     one 1) is 1, else ``images``. On a batch every ``op`` runs for every sample and XLA fuses
-    the choices into them; within :func:`each_sample` only the chosen one runs, in one
-    ``tf.switch_case`` (a conditional per option costs a copy of the image per option)."""
+    the choices into them; within :func:`each_sample` only the chosen one runs: nested
+    ``tf.cond``s on the chosen option's number, the outer one asking whether any was chosen
+    (an untaken ``tf.cond`` still cost about 15 us per 224 x 224 image here, so one per
+    option cost more than the cheap operations themselves)."""
     if _SAMPLE.get() is None:
         for flag, op in options:
             images = tf.where(_per_sample(flag, images.shape.rank) > 0.5, op(images), images)
+        return images
+    if not options:
         return images
     picked = [
         (k + 1.0) * tf.reshape(tf.cast(_of_sample(flag), tf.float32), [])
