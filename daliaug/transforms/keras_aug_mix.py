@@ -37,8 +37,9 @@ class KerasAugMix(ChainMix):
     (``m x + (1 - m) mix``), clipped to the value range. Keras' shear, translation and
     rotation fill by ``reflect`` (``fill``), resampled ``interpolation``.
 
-    Differences from Keras, which draws the chains' layers and the weights once per batch
-    (every image of a batch gets the same) and each step's magnitudes anew: here each image
+    Differences from Keras, which draws the weights once per batch (every image of a batch
+    gets the same), each step's magnitudes anew and the chains' layers with Python's
+    ``random`` when the layer is traced (in ``tf.data``: once, for every batch): here each image
     draws its own, and a layer picked by two steps of a chain runs at the same magnitude; a
     chain's steps run as a policy's slots do (its geometric layers first, in one resampling,
     then its colour layers, one clip, then the others), where Keras applies them in turn.

@@ -20,6 +20,10 @@ import tensorflow as tf
 
 Value = tf.Tensor | float
 
+SMOOTH_DETAIL = ((1, 1, 1), (1, -8, 1), (1, 1, 1))
+"""PIL's ``ImageFilter.SMOOTH`` kernel ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]]`` minus 13 times the
+identity: divided by 13 and correlated with an image, it gives ``smooth(x) - x``."""
+
 MIN_SIGMA = 1e-3
 """Smaller blur sigmas act as this one (the kernel is then the identity to float precision)."""
 
@@ -119,15 +123,15 @@ def auto_contrast(images: tf.Tensor) -> tf.Tensor:
 
 def sharpness(images: tf.Tensor, factor: Value) -> tf.Tensor:
     """PIL's ``ImageEnhance.Sharpness``: ``smooth + factor * (x - smooth)``, clipped to 0..255,
-    where ``smooth`` is ``x`` correlated with ``ImageFilter.SMOOTH`` (``[[1, 1, 1], [1, 5, 1],
-    [1, 1, 1]] / 13``: the 3 x 3 box sum plus 4 x, by rows then columns) inside the image and
-    ``x`` itself on the one-pixel border. 0 gives the smoothed image, 1 the input, > 1
-    sharpens."""
+    where ``smooth`` is ``x`` correlated with ``ImageFilter.SMOOTH`` inside the image and ``x``
+    itself on the one-pixel border. 0 gives the smoothed image, 1 the input, > 1 sharpens."""
     h, w = tf.shape(images)[1], tf.shape(images)[2]
-    rows = images[:, :, : w - 2] + images[:, :, 1 : w - 1] + images[:, :, 2:]
-    box = rows[:, : h - 2] + rows[:, 1 : h - 1] + rows[:, 2:]
-    detail = (box - 9.0 * images[:, 1 : h - 1, 1 : w - 1]) / 13.0  # smooth - x
-    detail = tf.pad(detail, [[0, 0], [1, 1], [1, 1], [0, 0]])  # 0 on the border
+    taps = [
+        weight / 13.0 * images[:, dy : dy + h - 2, dx : dx + w - 2]
+        for dy, row in enumerate(SMOOTH_DETAIL)
+        for dx, weight in enumerate(row)
+    ]
+    detail = tf.pad(tf.add_n(taps), [[0, 0], [1, 1], [1, 1], [0, 0]])  # smooth - x; 0 on the border
     return tf.clip_by_value(images + (1.0 - _per_sample(factor, 4)) * detail, 0.0, 255.0)
 
 
