@@ -94,7 +94,7 @@ def cpu_placement(config: Config) -> Placement:
     images that drew it, the TensorFlow engine runs every operation on every image and keeps
     the drawn one), the TensorFlow backend otherwise (arrays, directory, file_list, PNGs,
     TFRecords; other pixel stages too, AugMix's chains included: the TensorFlow engine
-    computes them sample by sample, each running only its drawn operations, about 2x DALI's
+    computes them sample by sample, each running only its drawn operations, about 4x DALI's
     CPU operators' speed, bench/README), and always for a transform DALI's CPU lacks (with a
     ``BackendWarning`` where DALI's CPU operators would have been chosen)."""
     policy = any(isinstance(t, PolicyTransform) for t in config.plan.transforms)
