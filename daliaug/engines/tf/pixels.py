@@ -492,13 +492,12 @@ def choose(
     index = tf.cast(tf.round(tf.add_n(picked)), tf.int32)
 
     def from_option(k: int) -> tf.Tensor:
-        if k == len(options):
-            return images
+        """The result for a sample that chose option ``k`` or a later one."""
         op = options[k][1]
+        if k == len(options) - 1:
+            return op(images)
         return tf.cond(tf.equal(index, k + 1), lambda: op(images), lambda: from_option(k + 1))
 
-    if len(options) == 1:
-        return from_option(0)
     return tf.cond(tf.equal(index, 0), lambda: images, lambda: from_option(0))
 
 
