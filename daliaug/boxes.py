@@ -86,6 +86,38 @@ def from_xyxy(boxes: np.ndarray, fmt: str, size: tuple[float, float]) -> np.ndar
     return _absolute(np.stack(parts, axis=-1), fmt, size, to=False).astype(np.float32)
 
 
+def corners(boxes: np.ndarray) -> np.ndarray:
+    """The four corners ``(..., 4, 2)`` of ``xyxy`` ``boxes``, in order round the box."""
+    x0, y0, x1, y1 = np.moveaxis(boxes, -1, 0)
+    return np.stack([np.stack([x, y], -1) for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))], -2)
+
+
+def clip_outline(outline: np.ndarray, axis: int, bound: np.ndarray, above: bool) -> np.ndarray:
+    """Convex outlines ``(..., V, 2)`` (vertices in order; repeats allowed) cut to the side
+    of the line ``x[axis] = bound`` (``bound`` broadcasts to ``(...)``) where ``x[axis] >=
+    bound`` (``above``) or ``<=``: Sutherland and Hodgman's clip, one more vertex at most,
+    ``(..., V + 1, 2)``; an outline wholly on the other side becomes NaN."""
+    v = outline[..., axis]
+    inside = v >= bound if above else v <= bound
+    after = np.roll(outline, -1, axis=-2)
+    inside_after = np.roll(inside, -1, axis=-1)
+    step = after[..., axis] - v
+    t = np.divide(bound - v, step, out=np.zeros_like(v), where=step != 0)
+    crossing = outline + t[..., None] * (after - outline)
+    crossing[..., axis] = bound
+    emitted = np.stack([np.where(inside[..., None], outline, crossing), crossing], -2)
+    valid = np.stack([inside | inside_after, inside & ~inside_after], -1)
+    count = outline.shape[-2] + 1
+    emitted = emitted.reshape(*outline.shape[:-2], 2 * outline.shape[-2], 2)
+    valid = valid.reshape(*valid.shape[:-2], -1)
+    order = np.argsort(~valid, axis=-1, kind="stable")[..., :count]
+    emitted = np.take_along_axis(emitted, order[..., None], axis=-2)
+    kept = valid.sum(axis=-1, keepdims=True)
+    last = np.minimum(np.arange(count), np.maximum(kept - 1, 0))  # repeat the last vertex
+    out = np.take_along_axis(emitted, last[..., None], axis=-2)
+    return np.where(kept[..., None] > 0, out, np.nan)
+
+
 PointMap = Callable[[np.ndarray], np.ndarray]
 """A batch's map of points: ``(B, N, 2)`` source ``(x, y)`` to output ``(x, y)``."""
 
@@ -112,6 +144,13 @@ class Targets:
     labels: np.ndarray
     keypoints: np.ndarray | None
     count: np.ndarray
+    shown: np.ndarray | None = None
+    """``(B, N)``: the share of each box's area still shown after the boundaries it has
+    crossed (:meth:`moved`); ``None``: all of it."""
+    outline: np.ndarray | None = None
+    """``(B, N, V, 2)``: each box's object as the convex outline it has become (its moved
+    corners, cut by each boundary), which the next map moves, so that a box stays its
+    object's extent however many boundaries it crosses; ``None``: the boxes' own corners."""
 
     @staticmethod
     def of(
@@ -149,31 +188,48 @@ class Targets:
         window: np.ndarray | None = None,
     ):
         """The targets through the batch's map ``points`` onto outputs of ``size`` (height,
-        width): each box the enclosing box of its moved corners, clipped to the output (or to
-        each image's ``window``, ``(B, 4)`` ``xyxy`` within it) and kept by ``rules`` (the kept
-        ones first, in their order); keypoints moved, invisible outside the output (the
-        window), swapped by ``rules.flip_indices`` where ``mirrored`` (per image)."""
+        width): each box the enclosing box of its moved :attr:`outline`, clipped to the output
+        (or to each image's ``window``, ``(B, 4)`` ``xyxy`` within it), as Keras and
+        torchvision clip, and kept by ``rules`` while some of its outline is inside (the kept
+        ones first, in their order; the outline cut to the window for the next map);
+        keypoints moved, invisible outside the output (the window), swapped by
+        ``rules.flip_indices`` where ``mirrored`` (per image)."""
         b, n = self.boxes.shape[:2]
         if window is None:
             window = np.tile(np.array([0.0, 0.0, size[1], size[0]], np.float32), (b, 1))
-        start, stop = window[:, None, :2], window[:, None, 2:]
-        x0, y0, x1, y1 = np.moveaxis(self.boxes, -1, 0)
-        corners = np.stack(
-            [np.stack([x, y], -1) for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))], 2
-        )
-        moved = points(corners.reshape(b, n * 4, 2)).reshape(b, n, 4, 2)
+        outline = self.outline if self.outline is not None else corners(self.boxes)
+        v = outline.shape[2]
+        moved = points(outline.reshape(b, n * v, 2)).reshape(b, n, v, 2)
         low, high = moved.min(axis=2), moved.max(axis=2)
         area = np.prod(high - low, axis=-1)
-        clipped_low = np.clip(low, start, stop)
-        clipped_high = np.clip(high, start, stop)
-        visible = np.prod(np.maximum(clipped_high - clipped_low, 0.0), axis=-1)
+        start, stop = window[:, None, :2], window[:, None, 2:]
+        low, high = np.clip(low, start, stop), np.clip(high, start, stop)
+        visible = np.prod(np.maximum(high - low, 0.0), axis=-1)
+        for axis in (0, 1):  # the outline cut by each side of the window in turn
+            moved = clip_outline(moved, axis, window[:, None, None, axis], above=True)
+            moved = clip_outline(moved, axis, window[:, None, None, 2 + axis], above=False)
+        shown = visible if self.shown is None else visible * self.shown
         keep = self.real & (visible > 0) & (visible >= rules.min_area)
-        keep &= visible >= rules.min_visibility * area
-        boxes = np.concatenate([clipped_low, clipped_high], axis=-1).astype(np.float32)
+        keep &= np.isfinite(moved[:, :, 0, 0])  # some of the object is inside
+        keep &= shown >= rules.min_visibility * area
+        boxes = np.concatenate([low, high], axis=-1).astype(np.float32)
         keypoints = None
         if self.keypoints is not None:
             keypoints = self._moved_keypoints(points, window, mirrored, rules)
-        return self._kept(boxes, keep, keypoints)
+        share = np.divide(shown, area, out=np.zeros_like(area), where=area > 0)
+        return self._kept(boxes, keep, keypoints, share, moved)
+
+    def through(
+        self, maps: list[PointMap], size: tuple[int, int], mirrored: np.ndarray, rules: Rules
+    ) -> Targets:
+        """The targets through each of ``maps`` in turn (:meth:`moved`), each a stage
+        boundary: what leaves the output after one is gone for the next (its box clipped,
+        its keypoints invisible); ``mirrored`` is the first map's (the fused warp's)."""
+        targets = self
+        for k, points in enumerate(maps):
+            turned = mirrored if k == 0 else np.zeros_like(mirrored)
+            targets = targets.moved(points, size, turned, rules)
+        return targets
 
     def _moved_keypoints(
         self, points: PointMap, window: np.ndarray, mirrored: np.ndarray, rules: Rules
@@ -191,7 +247,14 @@ class Targets:
             out = np.where(mirrored[:, None, None, None], swapped, out)
         return out
 
-    def _kept(self, boxes: np.ndarray, keep: np.ndarray, keypoints: np.ndarray | None) -> Targets:
+    def _kept(
+        self,
+        boxes: np.ndarray,
+        keep: np.ndarray,
+        keypoints: np.ndarray | None,
+        shown: np.ndarray,
+        outline: np.ndarray,
+    ) -> Targets:
         order = np.argsort(~keep, axis=1, kind="stable")
         count = keep.sum(axis=1)
         rows = np.arange(len(boxes))[:, None]
@@ -200,7 +263,9 @@ class Targets:
         labels = np.where(real, self.labels[rows, order], int(PAD)).astype(np.int32)
         if keypoints is not None:
             keypoints = np.where(real[..., None, None], keypoints[rows, order], PAD)
-        return Targets(boxes.astype(np.float32), labels, keypoints, count)
+        shown = np.where(real, shown[rows, order], 0.0)
+        outline = outline[rows, order]
+        return Targets(boxes.astype(np.float32), labels, keypoints, count, shown, outline)
 
     def joined(self, other: Targets) -> Targets:
         """Each image's targets followed by ``other``'s at the same position (Keras' ``MixUp``
@@ -223,7 +288,9 @@ class Targets:
     def gather(self, index: np.ndarray) -> Targets:
         """The targets of the images at ``index``."""
         kp = None if self.keypoints is None else self.keypoints[index]
-        return Targets(self.boxes[index], self.labels[index], kp, self.count[index])
+        shown = None if self.shown is None else self.shown[index]
+        outline = None if self.outline is None else self.outline[index]
+        return Targets(self.boxes[index], self.labels[index], kp, self.count[index], shown, outline)
 
     def padded(self, max_boxes: int, fmt: str, size: tuple[int, int]) -> dict[str, np.ndarray]:
         """The graph's inputs: ``boxes`` ``(B, max_boxes, 4)`` in ``fmt`` on outputs of

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -38,7 +38,7 @@ from daliaug.transforms.base import (
     BatchTransform,
     Fill,
     OffsetTransform,
-    PixelTransform,
+    StageTransform,
 )
 from daliaug.transforms.normalize import Channels, Normalization, Normalize
 from daliaug.transforms.random_resized_crop import RandomResizedCrop
@@ -287,26 +287,15 @@ class Config(BaseModel):
         for i, t in enumerate(self.transforms):
             if isinstance(t, BatchTransform):
                 yield from self._batch_stage_problems(f"transforms.{i}", t)
-            if isinstance(t, PixelTransform) and t.blends and self.source.segmentation:
-                yield (
-                    f"transforms.{i}: '{t.type}' blends versions of each image, which "
-                    "segmentation masks cannot follow (a pixel has one class)"
-                )
         if len(set(fills.values())) > 1:
             listed = ", ".join(f"{k}={v!r}" for k, v in fills.items())
             yield f"all geometric transforms share one warp and so one fill value; got {listed}"
 
     def _batch_stage_problems(self, field: str, t: BatchTransform) -> Iterator[str]:
-        """A batch stage mixes targets: soft labels only, masks only for a cut (not a blend),
+        """A batch stage mixes labels: soft labels only (masks and boxes: :meth:`refusals`),
         and no streamed source (the host must know each batch's real samples)."""
-        if self.source.segmentation:
-            if not t.mixes_masks:
-                yield (
-                    f"{field}: '{t.type}' blends images, which segmentation masks cannot follow "
-                    "(a pixel has one class); use cutmix, which pastes the same box in the mask"
-                )
-        elif self.source.detection:
-            pass  # boxes: detection_problems names the stages that cannot keep them
+        if self.source.segmentation or self.source.detection:
+            pass  # their targets follow the stage or refuse it (refusals)
         elif self.label_mode not in ("categorical", "binary"):
             yield (
                 f"{field}: '{t.type}' mixes labels, which needs soft labels: set label_mode: "
@@ -324,25 +313,22 @@ class Config(BaseModel):
             )
         return self
 
-    def detection_problems(self) -> Iterator[str]:
-        """Why this config cannot move boxes and keypoints (checked for detection sources,
-        and by ``make_dataset`` for boxes given in memory): a pixel stage that moves pixels
-        without a map of points, a batch stage that cannot keep boxes right."""
-        for t in self.transforms:
-            if isinstance(t, PixelTransform) and not t.moves_points():
-                yield (
-                    f"transforms: type: {t.type} moves pixels in a way boxes cannot follow; "
-                    "leave it out of a detection config"
-                )
-            if isinstance(t, BatchTransform) and not t.moves_boxes():
-                yield (
-                    f"transforms: type: {t.type} cannot keep boxes right (Keras refuses it with "
-                    "bounding boxes too); mixup and mosaic can"
-                )
+    def refusals(self, kinds: Iterable[str]) -> Iterator[str]:
+        """Each stage that a target kind of ``kinds`` (``masks``, ``boxes``, ``keypoints``)
+        cannot follow, named with why: what each stage declares (``effects``). Checked for
+        the source's own targets, and by ``prepare`` for boxes given in memory."""
+        for i, t in enumerate(self.transforms):
+            if isinstance(t, StageTransform):
+                for kind, why in t.effects.refusals(kinds).items():
+                    yield (
+                        f"transforms.{i}: type: {t.type} {why}; leave it out of a config "
+                        f"with {kind}"
+                    )
 
     def _target_problems(self) -> Iterator[str]:
-        if self.source.detection:
-            yield from self.detection_problems()
+        kinds = ["masks"] if self.source.segmentation else []
+        kinds += ["boxes", "keypoints"] if self.source.detection else []
+        yield from self.refusals(kinds)
         if self.source.segmentation and self.label_mode not in ("int", "categorical", "binary"):
             yield (
                 f"label_mode: {self.label_mode!r} is for classification sources; segmentation "

@@ -1,7 +1,7 @@
 """Detection targets per batch, made on the host from the same parameters as the pixels.
 
 Every sample's warp is known on the host before any engine computes its pixels, so its boxes
-and keypoints go through that very map here (:meth:`Plan.point_map`), once, in NumPy, and reach
+and keypoints go through those very maps here (:meth:`Plan.point_maps`), once, in NumPy, and reach
 every engine's graph as inputs it passes through (``boxes``, ``box_labels``, ``keypoints``).
 Batch stages move them too (:meth:`BatchTransform.boxes`: ``mixup`` gives each image its
 partner's boxes), with the partners the pixels use (:meth:`BatchTransform.partners`,
@@ -142,8 +142,8 @@ class BoxTargets:
         )
         params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
         source = Canvas(h=sizes[:, 0].astype(np.float64), w=sizes[:, 1].astype(np.float64))
-        points, mirrored = plan.point_map(params, source, self.fuse_roi)
-        targets = targets.moved(points, plan.image_size, mirrored, self.rules)
+        maps, mirrored = plan.point_maps(params, source, self.fuse_roi)
+        targets = targets.through(maps, plan.image_size, mirrored, self.rules)
         for i, stage in plan.batch_stages:
             own = {name: params[f"{i}.{name}"] for name in stage.params}
             size = batch or max(len(index), 1)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,9 @@ from daliaug.algebra import (
     div,
     mul,
     neg,
+    sub,
 )
+from daliaug.boxes import PointMap
 from daliaug.transforms import ColourTransform, CropTransform, GeometricTransform, Transform
 from daliaug.transforms.base import (
     BatchTransform,
@@ -40,6 +42,10 @@ from daliaug.transforms.base import (
     PixelTransform,
     StageTransform,
 )
+
+WINDOW_TOLERANCE = 1e-3
+"""How far (in pixels) a decode window's edge may lie past a whole pixel and still be rounded
+to it, so that float rounding never widens a window by a pixel the output does not show."""
 
 
 @dataclass(frozen=True)
@@ -135,18 +141,25 @@ class Plan:
                 images = t.pixels(images, self._stage_params(i, column), ops)
         return images
 
+    def _following(self, kind: str) -> list[tuple[int, PixelTransform]]:
+        """The pixel stages whose own map moves ``kind`` (their ``effects`` say it follows)."""
+        return [
+            (i, t)
+            for i, t in enumerate(self.transforms)
+            if isinstance(t, PixelTransform) and t.effects.of(kind) == "follows"
+        ]
+
     @property
     def moves_masks(self) -> bool:
-        """Whether a pixel stage moves pixels, so that masks follow it (:meth:`mask_pixels`)."""
-        return any(isinstance(t, PixelTransform) and t.moves_masks for t in self.transforms)
+        """Whether a pixel stage moves masks (:meth:`mask_pixels`)."""
+        return bool(self._following("masks"))
 
     def mask_pixels(
         self, masks: Any, column: Callable[[int | slice], Any], ops: Any, fill: float
     ) -> Any:
-        """Masks (HWC) through the pixel stages that move pixels (see :meth:`pixels`)."""
-        for i, t in enumerate(self.transforms):
-            if isinstance(t, PixelTransform) and t.moves_masks:
-                masks = t.masks(masks, self._stage_params(i, column), ops, fill)
+        """Masks (HWC) through the pixel stages that move them (see :meth:`pixels`)."""
+        for i, t in self._following("masks"):
+            masks = t.masks(masks, self._stage_params(i, column), ops, fill)
         return masks
 
     def batch_images(self, images: Any, column: Callable[[int | slice], Any], ops: Any) -> Any:
@@ -201,49 +214,84 @@ class Plan:
         """The decode window and the composed affine map for one sample of size ``source``.
 
         With ``fuse_roi`` (encoded input) a leading random resized crop becomes the decode
-        window; without it (already decoded arrays) the crop is part of the warp."""
-        roi: Box | None = None
+        window, widened to every source pixel the output shows (:meth:`_window`: a later
+        zoom-out or rotation shows the image around the crop, as it does without a window);
+        without it (already decoded arrays) the crop is part of the warp."""
+        crop: Box | None = None
         forward, canvas = Affine(), source
         for i, t in enumerate(self.transforms):
             if not isinstance(t, GeometricTransform):
                 continue
             p = self._params_of(params, i)
             if fuse_roi and i == self.roi_step and isinstance(t, CropTransform):
-                roi = t.crop_box(p, canvas, m)
-                forward, canvas = t.box_to_output(roi)
+                crop = t.crop_box(p, canvas, m)
+                forward, canvas = t.box_to_output(crop)
             else:
                 step, canvas = t.warp(p, canvas, m)
                 forward = step.then_after(forward)
         out_h, out_w = (float(s) for s in self.image_size)
         final = Affine.scale(div(out_w, canvas.w), div(out_h, canvas.h))
-        return Geometry(roi, final.then_after(forward))
+        forward = final.then_after(forward)
+        if crop is None:
+            return Geometry(None, forward)
+        roi = self._window(crop, forward, source, m)
+        shift = Affine.translate(sub(roi.x, crop.x), sub(roi.y, crop.y))
+        return Geometry(roi, forward.then_after(shift))
 
-    def point_map(
+    def _window(self, crop: Box, forward: Affine, source: Canvas, m: Math) -> Box:
+        """The decode window: the ``crop`` box (in ``source``) widened to whole pixels around
+        every point of the output canvas that ``forward`` (crop-local to output) maps from,
+        within the image. It is the crop box itself unless later geometry (a zoom-out, a
+        rotation) shows more of the source than the crop, so no pixel the output shows is
+        lost to the window, and masks and boxes (mapped from the whole image) agree with it."""
+        back = forward.inverse()
+        h, w = (float(s) for s in self.image_size)
+        corners = ((0.0, 0.0), (w, 0.0), (0.0, h), (w, h))
+        xs = [add(add(mul(back.a, x), mul(back.b, y)), back.c) for x, y in corners]
+        ys = [add(add(mul(back.d, x), mul(back.e, y)), back.f) for x, y in corners]
+
+        def span(
+            values: list[Scalar], start: Scalar, length: Scalar, limit: Scalar
+        ) -> tuple[Scalar, Scalar]:
+            low = values[0]
+            high = values[0]
+            for v in values[1:]:
+                low, high = m.minimum(low, v), m.maximum(high, v)
+            # whole pixels out, with a margin for float rounding at the crop's own edges
+            low = m.minimum(m.floor(add(add(low, start), WINDOW_TOLERANCE)), start)
+            end = add(start, length)
+            high = m.maximum(neg(m.floor(add(neg(add(high, start)), WINDOW_TOLERANCE))), end)
+            low = m.maximum(low, 0.0)
+            return low, sub(m.minimum(high, limit), low)
+
+        x, width = span(xs, crop.x, crop.w, source.w)
+        y, height = span(ys, crop.y, crop.h, source.h)
+        return Box(y=y, x=x, h=height, w=width)
+
+    def point_maps(
         self, params: dict[str, Any], source: Canvas, fuse_roi: bool
-    ) -> tuple[Callable[[np.ndarray], np.ndarray], np.ndarray]:
+    ) -> tuple[list[PointMap], np.ndarray]:
         """Where a batch's source points land in its outputs (boxes and keypoints), from the
-        same per-sample parameters (NumPy) as its pixels: a function of ``(B, N, 2)``
-        pixel-corner ``(x, y)`` through the fused warp and every pixel stage that moves pixels
-        (:meth:`PixelTransform.points`), and per sample whether the warp mirrors the image."""
+        same per-sample parameters (NumPy) as its pixels: one map of ``(B, N, 2)``
+        pixel-corner ``(x, y)`` per stage boundary (the fused warp, then each pixel stage that
+        boxes follow, :meth:`PixelTransform.points`), after each of which what lies outside
+        the output canvas is gone; and per sample whether the warp mirrors the image."""
         m = Math.of(np)
         forward = self.geometry(params, source, m, fuse_roi=fuse_roi).source_forward
         count = np.shape(source.w)
         a, b, c, d, e, f = (np.broadcast_to(np.asarray(v, np.float64), count) for v in forward)
-        stages = [
-            (t, t.stage(self._params_of(params, i), self.image_size, m))
-            for i, t in enumerate(self.transforms)
-            if isinstance(t, PixelTransform) and t.moves_masks
-        ]
 
-        def points(xy: np.ndarray) -> np.ndarray:
+        def warp(xy: np.ndarray) -> np.ndarray:
             x, y = xy[..., 0], xy[..., 1]
             rows = [(a, b, c), (d, e, f)]
-            moved = np.stack([x * u[:, None] + y * v[:, None] + w[:, None] for u, v, w in rows], -1)
-            for t, p in stages:
-                moved = t.points(moved, p)
-            return moved.astype(np.float32)
+            moved = [x * u[:, None] + y * v[:, None] + w[:, None] for u, v, w in rows]
+            return np.stack(moved, -1).astype(np.float32)
 
-        return points, a * e - b * d < 0
+        stages = [
+            partial(t.points, p=t.stage(self._params_of(params, i), self.image_size, m))
+            for i, t in self._following("boxes")
+        ]
+        return [warp, *stages], a * e - b * d < 0
 
     def warp_inputs(
         self,

@@ -91,7 +91,7 @@ def prepare_samples(
             f"{config.channels}"
         )
     available = samples.column_names
-    if "boxes" in available and (problems := list(config.detection_problems())):
+    if "boxes" in available and (problems := list(config.refusals(("boxes", "keypoints")))):
         raise ConfigError("; ".join(problems))
     targets_given = "mask_path" in available or "boxes" in available
     column = None if targets_given else target_column(config.label_mode)

@@ -50,9 +50,9 @@ def moved_boxes(
     plan = config.plan
     rows = {key: np.array([params[key]], np.float64) for key in plan.param_keys}
     source = Canvas(h=np.array([float(SRC[0])]), w=np.array([float(SRC[1])]))
-    points, mirrored = plan.point_map(rows, source, fuse_roi=False)
+    maps, mirrored = plan.point_maps(rows, source, fuse_roi=False)
     targets = Targets.of([boxes], [np.arange(len(boxes))], None)
-    moved = targets.moved(points, plan.image_size, mirrored, rules or Rules())
+    moved = targets.through(maps, plan.image_size, mirrored, rules or Rules())
     return moved.boxes[0, : moved.count[0]]
 
 
@@ -793,9 +793,9 @@ def test_a_decoded_window_moves_points_as_the_whole_image_does() -> None:
     rows = {key: rng.uniform(0.1, 0.9, 5) for key in plan.param_keys}
     source = Canvas(h=np.full(5, 48.0), w=np.full(5, 64.0))
     xy = rng.uniform(0, 64, (5, 7, 2))
-    window, _ = plan.point_map(rows, source, fuse_roi=True)
-    whole, _ = plan.point_map(rows, source, fuse_roi=False)
-    np.testing.assert_allclose(window(xy), whole(xy), atol=1e-4)
+    window, _ = plan.point_maps(rows, source, fuse_roi=True)
+    whole, _ = plan.point_maps(rows, source, fuse_roi=False)
+    np.testing.assert_allclose(window[0](xy), whole[0](xy), atol=1e-4)
 
 
 def test_targets_stay_with_their_images_shuffled_over_epochs(backend: str) -> None:

@@ -24,7 +24,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from daliaug.algebra import Affine, Canvas, Math, Random, Scalar, add, mul, sub
-from daliaug.transforms.base import Params, PixelTransform
+from daliaug.transforms.base import MASKS_BLEND, Effects, Params, PixelTransform, Refuses
 from daliaug.transforms.policy import (
     COLOUR_OPS,
     GEOMETRIC_OPS,
@@ -57,6 +57,12 @@ def dirichlet(rng: Random, alpha: float, count: int) -> list[Scalar]:
     return [*weights, left]
 
 
+CHAINS_MOVE = (
+    "blends copies of each image that its chains rotate, shear and translate apart, which no "
+    "one box or keypoint can follow"
+)
+
+
 class ChainMix(PixelTransform):
     """A stage that blends :attr:`width` chains computed from the same image (see the module
     docstring): ``out = clip(m x + (1 - m) sum_k w_k chain_k(x))``, ``m ~ Beta(alpha, alpha)``,
@@ -66,7 +72,11 @@ class ChainMix(PixelTransform):
     alpha: Annotated[float, Field(gt=0.0, le=100.0)] = 1.0
 
     needs_rgb: ClassVar[bool] = True
-    blends: ClassVar[bool] = True
+    effects: ClassVar[Effects] = Effects(
+        masks=Refuses(f"blends versions of each image, {MASKS_BLEND}"),
+        boxes=Refuses(CHAINS_MOVE),
+        keypoints=Refuses(CHAINS_MOVE),
+    )
 
     @property
     def width(self) -> int:

@@ -27,6 +27,8 @@ colour pass and the pixel stages for images only, then the batch stages for imag
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import numpy as np
@@ -107,6 +109,52 @@ lie exactly on them (quarter turns, flips, whole-pixel shifts)."""
 
 def radians(degrees: Scalar) -> Scalar:
     return mul(degrees, math.pi / 180.0)
+
+
+TARGET_KINDS = ("masks", "boxes", "keypoints")
+"""The targets a stage may move besides the pixels (labels pass through; batch stages mix
+them)."""
+
+
+@dataclass(frozen=True)
+class Refuses:
+    """A stage that a target kind cannot follow: a config whose source has that kind refuses
+    the stage by name, saying ``why``."""
+
+    why: str
+
+
+Effect = Literal["keeps", "follows"] | Refuses
+"""What a stage does to one target kind: ``keeps`` it as it is (the stage moves no pixel),
+``follows`` (the stage's own map moves it: :meth:`PixelTransform.masks`,
+:meth:`PixelTransform.points`, :meth:`BatchTransform.targets`, :meth:`BatchTransform.boxes`),
+or :class:`Refuses` it."""
+
+
+@dataclass(frozen=True)
+class Effects:
+    """One pixel or batch stage's effect on each target kind (:data:`TARGET_KINDS`): the one
+    declaration from which the plan takes what it moves and the config what it refuses.
+
+    Example: ``Effects(masks="follows", boxes="follows", keypoints="follows")`` for
+    ``perspective``; ``Effects()`` for a recolouring."""
+
+    masks: Effect = "keeps"
+    boxes: Effect = "keeps"
+    keypoints: Effect = "keeps"
+
+    @staticmethod
+    def all(effect: Effect) -> Effects:
+        """The same effect on every target kind."""
+        return Effects(effect, effect, effect)
+
+    def of(self, kind: str) -> Effect:
+        """The effect on ``kind`` (one of :data:`TARGET_KINDS`)."""
+        return getattr(self, kind)
+
+    def refusals(self, kinds: Iterable[str]) -> dict[str, str]:
+        """Each of ``kinds`` this stage refuses, with why."""
+        return {k: e.why for k in kinds if isinstance(e := self.of(k), Refuses)}
 
 
 class Transform(Tagged):
@@ -256,28 +304,23 @@ class PixelTransform(StageTransform):
         (scalars per sample), ``ops`` the engine's pixel operations."""
         raise NotImplementedError
 
-    blends: ClassVar[bool] = False
-    """Whether it blends versions of each image (``aug_mix``): segmentation masks cannot follow
-    it (a pixel has one class), so a segmentation source refuses it."""
-    moves_masks: ClassVar[bool] = False
-    """Whether segmentation masks follow this stage (a resampling does; a recolouring does
-    not): then :meth:`masks` gives them."""
+    effects: ClassVar[Effects] = Effects()
+    """What it does to each target kind (by default: a recolouring, which every target keeps);
+    a stage that resamples pixels says ``follows`` for a kind only with the map that moves it
+    (:meth:`masks`, :meth:`points`), or refuses the kind with why."""
 
     def masks(self, masks: Any, p: Params, ops: Any, fill: float) -> Any:
-        """Masks (HWC samples of class values) after this stage, ``fill`` where none lands."""
+        """Masks (HWC samples of class values) after this stage, ``fill`` where none lands
+        (for a stage whose :attr:`effects` say masks follow)."""
         raise NotImplementedError
 
     def points(self, xy: np.ndarray, p: Params) -> np.ndarray:
         """Where points ``xy`` (``(B, N, 2)``, pixel-corner ``(x, y)`` before this stage) land
-        after it (boxes and keypoints follow it), from its stage parameters ``p`` (per-sample
-        NumPy values of :meth:`stage`). A stage that moves pixels without this refuses boxes."""
+        after it, from its stage parameters ``p`` (per-sample NumPy values of :meth:`stage`),
+        for a stage whose :attr:`effects` say boxes and keypoints follow. What lands outside
+        the output is gone: the stage's input is a boundary (see ARCHITECTURE's geometry
+        contract)."""
         raise NotImplementedError
-
-    @classmethod
-    def moves_points(cls) -> bool:
-        """Whether boxes and keypoints can follow this stage (it leaves pixels where they are,
-        or it has :meth:`points`)."""
-        return not cls.moves_masks or cls.points is not PixelTransform.points
 
 
 def random_partners(keys: np.ndarray, valid: np.ndarray, batch: int | None = None) -> np.ndarray:
@@ -294,6 +337,10 @@ def random_partners(keys: np.ndarray, valid: np.ndarray, batch: int | None = Non
     return out
 
 
+MASKS_BLEND = "which segmentation masks cannot follow (a pixel has one class)"
+BOXES_CUT = "cannot keep boxes right (Keras refuses it with bounding boxes too)"
+
+
 class BatchTransform(StageTransform):
     """A stage on the whole batch after the per-sample work: it may mix each sample with a
     partner and change the targets. Its parameters are drawn per batch position like every
@@ -308,8 +355,13 @@ class BatchTransform(StageTransform):
     partner_params: ClassVar[tuple[str, ...]] = ("partner",)
     """The parameters the feed turns into partner indices, each by :meth:`partners` (a stage
     with several partners per position draws one key for each)."""
-    mixes_masks: ClassVar[bool] = False
-    """Whether segmentation masks can follow this stage (a cut does; a blend does not)."""
+    effects: ClassVar[Effects] = Effects(
+        masks=Refuses(f"blends images, {MASKS_BLEND}"),
+        boxes=Refuses(BOXES_CUT),
+        keypoints=Refuses(BOXES_CUT),
+    )
+    """What it does to each target kind: masks follow a cut (:meth:`targets`), boxes and
+    keypoints follow a stage with :meth:`boxes`; by default it refuses both."""
 
     def draw(self, rng: Random) -> Params:
         return {"partner": rng.uniform(0.0, 1.0)}
@@ -341,15 +393,8 @@ class BatchTransform(StageTransform):
         """The batch's detection targets after this stage, on the host: ``p`` this stage's
         parameters per position (NumPy), each of :attr:`partner_params` as int indices
         (:meth:`partners`); ``size`` the output's (height, width); ``rules`` the config's, for
-        boxes the stage cuts. A stage that
-        cannot keep boxes right leaves this out, and detection configs refuse it (Keras
-        refuses ``CutMix`` with boxes)."""
+        boxes the stage cuts; for a stage whose :attr:`effects` say boxes follow."""
         raise NotImplementedError
-
-    @classmethod
-    def moves_boxes(cls) -> bool:
-        """Whether detection targets can follow this stage (it has :meth:`boxes`)."""
-        return cls.boxes is not BatchTransform.boxes
 
     def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
         """The targets of the batch: one-hot labels (``masks`` False) or masks."""

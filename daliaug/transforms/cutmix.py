@@ -8,7 +8,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from daliaug.algebra import Math, Random, add, div, mul, sub
-from daliaug.transforms.base import BatchTransform, Params
+from daliaug.transforms.base import BOXES_CUT, BatchTransform, Effects, Params, Refuses
 
 
 class PastedBox(BatchTransform):
@@ -17,7 +17,9 @@ class PastedBox(BatchTransform):
     masks get the same box."""
 
     stage_params: ClassVar[tuple[str, ...] | None] = ("partner", "y0", "x0", "h", "w", "weight")
-    mixes_masks: ClassVar[bool] = True
+    effects: ClassVar[Effects] = Effects(
+        masks="follows", boxes=Refuses(BOXES_CUT), keypoints=Refuses(BOXES_CUT)
+    )
 
     def images(self, images: Any, p: Params, ops: Any) -> Any:
         return ops.paste(images, p["partner"], p["y0"], p["x0"], p["h"], p["w"])

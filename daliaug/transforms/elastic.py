@@ -10,7 +10,14 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from daliaug.algebra import Math, Random, Scalar, add, mul
 from daliaug.fields import as_float, bounded, is_number
-from daliaug.transforms.base import Params, PixelTransform, Probability, ordered
+from daliaug.transforms.base import (
+    Effects,
+    Params,
+    PixelTransform,
+    Probability,
+    Refuses,
+    ordered,
+)
 
 GRID = 24
 """The field's nodes per axis: a periodic ``GRID x GRID`` grid, one node every ``sigma``."""
@@ -76,7 +83,11 @@ class Elastic(PixelTransform):
     params: ClassVar[tuple[str, ...]] = ("elastic", "scale", *NODES)
     stage_params: ClassVar[tuple[str, ...] | None] = ("spacing", "height", "width", *NODES)
     vector_stage: ClassVar[bool] = True
-    moves_masks: ClassVar[bool] = True
+    effects: ClassVar[Effects] = Effects(
+        masks="follows",
+        boxes=Refuses("displaces pixels by a field that no box can follow"),
+        keypoints=Refuses("displaces pixels by a field whose inverse daliaug does not compute"),
+    )
     dali_lacks: ClassVar[dict[str, str]] = {
         "cpu": "DALI's fn.experimental.remap runs on the GPU only"
     }

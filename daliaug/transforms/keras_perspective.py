@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import Field
 
 from daliaug.algebra import Math, Random, Scalar, add, mul
-from daliaug.transforms.base import Params, PixelTransform, Probability
+from daliaug.transforms.base import Effects, Params, PixelTransform, Probability
 from daliaug.transforms.perspective import MATRIX, corners_map, projected
 
 MOVES = ("tr_x", "br_x", "br_y", "bl_y")
@@ -38,7 +38,7 @@ class KerasPerspective(PixelTransform):
 
     params: ClassVar[tuple[str, ...]] = ("perspective", *MOVES)
     stage_params: ClassVar[tuple[str, ...] | None] = MATRIX
-    moves_masks: ClassVar[bool] = True
+    effects: ClassVar[Effects] = Effects.all("follows")
 
     def draw(self, rng: Random) -> Params:
         half = self.scale / 2

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from daliaug.algebra import Random
-from daliaug.transforms.base import BatchTransform, Params
+from daliaug.transforms.base import BatchTransform, Effects, Params
 
 if TYPE_CHECKING:
     from daliaug.boxes import Rules, Targets
@@ -26,6 +26,9 @@ class MixUp(BatchTransform):
     alpha: Annotated[float, Field(gt=0.0, le=1000.0)] = 0.2
 
     params: ClassVar[tuple[str, ...]] = ("partner", "lam")
+    effects: ClassVar[Effects] = Effects(
+        masks=BatchTransform.effects.masks, boxes="follows", keypoints="follows"
+    )
 
     def draw(self, rng: Random) -> Params:
         return {"partner": rng.uniform(0.0, 1.0), "lam": rng.beta(self.alpha, self.alpha)}

@@ -10,7 +10,7 @@ from pydantic import AfterValidator
 
 from daliaug.algebra import Math, Random, add, div, mul, sub
 from daliaug.fields import bounded
-from daliaug.transforms.base import BatchTransform, Params, Probability, ordered
+from daliaug.transforms.base import BatchTransform, Effects, Params, Probability, ordered
 
 if TYPE_CHECKING:
     from daliaug.boxes import Rules, Targets
@@ -60,7 +60,7 @@ class Mosaic(BatchTransform):
         "column",
         *(f"{q}_share" for q in QUADRANTS),
     )
-    mixes_masks: ClassVar[bool] = True
+    effects: ClassVar[Effects] = Effects.all("follows")
 
     def draw(self, rng: Random) -> Params:
         return {

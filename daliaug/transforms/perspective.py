@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import Field
 
 from daliaug.algebra import Math, Random, Scalar, add, div, mul, sub
-from daliaug.transforms.base import Params, PixelTransform, Probability
+from daliaug.transforms.base import Effects, Params, PixelTransform, Probability
 
 CORNERS = ("tl_x", "tl_y", "tr_x", "tr_y", "br_x", "br_y", "bl_x", "bl_y")
 """The corners' inward offsets, each drawn as a fraction of its largest value."""
@@ -38,7 +38,7 @@ class Perspective(PixelTransform):
 
     params: ClassVar[tuple[str, ...]] = ("perspective", *CORNERS)
     stage_params: ClassVar[tuple[str, ...] | None] = MATRIX
-    moves_masks: ClassVar[bool] = True
+    effects: ClassVar[Effects] = Effects.all("follows")
 
     def draw(self, rng: Random) -> Params:
         return {

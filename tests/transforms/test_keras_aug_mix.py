@@ -128,7 +128,7 @@ def test_each_step_is_one_layer_or_nothing_uniformly(all_ops: bool) -> None:
 
 
 def test_masks_are_refused() -> None:
-    with pytest.raises(ConfigError, match="keras_aug_mix' blends versions of each image"):
+    with pytest.raises(ConfigError, match="type: keras_aug_mix blends versions of each image"):
         load_config(
             {
                 "source": {"type": "segmentation", "images": "i", "masks": "m", "num_classes": 4},
