@@ -5,8 +5,10 @@ decoded image (or its decoded region of interest) to the output canvas, and ever
 composes into one affine colour matrix. Engines evaluate the plan with their own
 :class:`~daliaug.algebra.Math` and :class:`~daliaug.algebra.Random`, then resample once and
 recolour once. The stages that fuse into neither follow in config order: the pixel stages
-(per sample, images only), then the batch stages (whole batches, images and targets), each
-given its parameters as per-sample scalars (``stages``, one column per :attr:`Plan.stage_keys`).
+(per sample), then the batch stages (whole batches), each given its parameters as per-sample
+scalars (``stages``, one column per :attr:`Plan.stage_keys`) and moving each target kind as
+its ``effects`` declare. Boxes and keypoints cross the stage boundaries on the host
+(:meth:`Plan.point_maps`): what leaves the canvas at one is gone for the next.
 """
 
 from __future__ import annotations

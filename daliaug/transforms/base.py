@@ -21,7 +21,8 @@ an operation chosen per sample lands in the fused warp, the colour matrix or a p
 
 Each engine (DALI graph, TensorFlow ops) supplies the ``rng``, ``m`` and ``ops`` primitives,
 then applies the composed result once: one warp for images (bilinear) and masks (nearest), one
-colour pass and the pixel stages for images only, then the batch stages for images and targets.
+colour pass for images only, then the pixel and batch stages, each moving the targets as its
+:class:`Effects` declare.
 """
 
 from __future__ import annotations
@@ -296,7 +297,8 @@ class CropTransform(GeometricTransform):
 class PixelTransform(StageTransform):
     """A per-sample operation that is neither a warp nor an affine colour map. It runs on the
     warped, recoloured images (``float32``, 0..255, HWC samples), after the colour pass and
-    before the output's normalization, in the order of the config; masks skip it. Its
+    before the output's normalization, in the order of the config; targets as its
+    :attr:`effects` declare. Its
     parameters are drawn on the host per sample like every transform's."""
 
     def pixels(self, images: Any, p: Params, ops: Any) -> Any:
