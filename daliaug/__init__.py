@@ -24,7 +24,6 @@ from daliaug.errors import (
 )
 
 if TYPE_CHECKING:
-    import tensorflow as tf
     from nvidia.dali.pipeline import Pipeline
 
     from daliaug.outputs.dataset import DatasetEngine
@@ -32,11 +31,19 @@ if TYPE_CHECKING:
 __version__ = "0.2.0"
 
 
-def make_dataset(config: Any, **kwargs: Any) -> tf.data.Dataset:
-    """A ``tf.data.Dataset`` of ``(images, labels)`` batches for ``model.fit``.
+def make_dataset(config: Any, **kwargs: Any) -> Any:
+    """The ``(images, targets)`` batches of one epoch per iteration, for ``model.fit``: a
+    ``tf.data.Dataset`` on Keras' TensorFlow backend (or ``framework="tensorflow"``), batches
+    that Keras' JAX and PyTorch backends take as they are, or NumPy batches
+    (``framework="numpy"``).
 
     ``config`` is anything :func:`load_config` accepts. See
     :func:`daliaug.outputs.dataset.make_dataset` for the keyword arguments.
+
+    Example::
+
+        ds = daliaug.make_dataset("demo")  # pipelines/demo.yaml
+        model.fit(ds, epochs=3)
     """
     from daliaug.outputs.dataset import make_dataset as _make_dataset
 

@@ -35,6 +35,7 @@ from daliaug.algebra import (
     sub,
 )
 from daliaug.boxes import PointMap
+from daliaug.kernels import Kernels
 from daliaug.transforms import ColourTransform, CropTransform, GeometricTransform, Transform
 from daliaug.transforms.base import (
     BatchTransform,
@@ -134,7 +135,7 @@ class Plan:
             return {"values": column(slice(start, start + len(names)))}
         return {name: column(start + k) for k, name in enumerate(names)}
 
-    def pixels(self, images: Any, column: Callable[[int | slice], Any], ops: Any) -> Any:
+    def pixels(self, images: Any, column: Callable[[int | slice], Any], ops: Kernels) -> Any:
         """``images`` through the pixel stages, with the engine's pixel operations ``ops``;
         ``column(k)`` is the per-sample value of ``stage_keys[k]`` in the engine's form
         (``column(slice)``: those of a range, one per-sample vector)."""
@@ -157,21 +158,21 @@ class Plan:
         return bool(self._following("masks"))
 
     def mask_pixels(
-        self, masks: Any, column: Callable[[int | slice], Any], ops: Any, fill: float
+        self, masks: Any, column: Callable[[int | slice], Any], ops: Kernels, fill: float
     ) -> Any:
         """Masks (HWC) through the pixel stages that move them (see :meth:`pixels`)."""
         for i, t in self._following("masks"):
             masks = t.masks(masks, self._stage_params(i, column), ops, fill)
         return masks
 
-    def batch_images(self, images: Any, column: Callable[[int | slice], Any], ops: Any) -> Any:
+    def batch_images(self, images: Any, column: Callable[[int | slice], Any], ops: Kernels) -> Any:
         """``images`` through the batch stages (see :meth:`pixels`)."""
         for i, t in self.batch_stages:
             images = t.images(images, self._stage_params(i, column), ops)
         return images
 
     def batch_targets(
-        self, targets: Any, column: Callable[[int | slice], Any], ops: Any, masks: bool
+        self, targets: Any, column: Callable[[int | slice], Any], ops: Kernels, masks: bool
     ) -> Any:
         """The batch's targets (one-hot labels, or masks) through the batch stages."""
         for i, t in self.batch_stages:

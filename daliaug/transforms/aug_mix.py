@@ -24,6 +24,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from daliaug.algebra import Affine, Canvas, Math, Random, Scalar, add, mul, sub
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import MASKS_BLEND, Effects, Params, PixelTransform, Refuses
 from daliaug.transforms.policy import (
     COLOUR_OPS,
@@ -152,12 +153,12 @@ class ChainMix(PixelTransform):
             out |= {f"c{k}_{n}": v for n, v in zip(CHAIN_VALUES, values, strict=True)}
         return out
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         """Sample by sample (``ops.each_sample``): each chain computes only the operations its
         steps drew."""
         return ops.each_sample(lambda x: self.mixed(x, p, ops), images)
 
-    def mixed(self, images: Any, p: Params, ops: Any) -> Any:
+    def mixed(self, images: Any, p: Params, ops: Kernels) -> Any:
         """The blend of the chains and the input, on any batch of ``ops``."""
         out = ops.scaled(images, p["original"])
         for k in range(self.width):

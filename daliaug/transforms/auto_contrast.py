@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 from daliaug.algebra import Random
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, PixelTransform, Probability
 
 
@@ -25,5 +26,5 @@ class AutoContrast(PixelTransform):
     def draw(self, rng: Random) -> Params:
         return {"auto_contrast": rng.bernoulli(self.probability)}
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.select(p["auto_contrast"], ops.auto_contrast, images)

@@ -37,6 +37,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from daliaug.algebra import Affine, Box, Canvas, ColourMatrix, Math, Random, Scalar, div, mul, neg
 from daliaug.fields import as_float, bounded, is_number
+from daliaug.kernels import Kernels
 from daliaug.tagged import Tagged
 
 if TYPE_CHECKING:
@@ -301,7 +302,7 @@ class PixelTransform(StageTransform):
     :attr:`effects` declare. Its
     parameters are drawn on the host per sample like every transform's."""
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         """``images`` after this stage: ``p`` holds this transform's per-sample parameters
         (scalars per sample), ``ops`` the engine's pixel operations."""
         raise NotImplementedError
@@ -311,7 +312,7 @@ class PixelTransform(StageTransform):
     a stage that resamples pixels says ``follows`` for a kind only with the map that moves it
     (:meth:`masks`, :meth:`points`), or refuses the kind with why."""
 
-    def masks(self, masks: Any, p: Params, ops: Any, fill: float) -> Any:
+    def masks(self, masks: Any, p: Params, ops: Kernels, fill: float) -> Any:
         """Masks (HWC samples of class values) after this stage, ``fill`` where none lands
         (for a stage whose :attr:`effects` say masks follow)."""
         raise NotImplementedError
@@ -388,7 +389,7 @@ class BatchTransform(StageTransform):
         pairs = [self.partners(draws[a : a + batch], valid[a : a + batch]) for a in cuts]
         return np.concatenate(pairs) if pairs else np.zeros(0, np.float32)
 
-    def images(self, images: Any, p: Params, ops: Any) -> Any:
+    def images(self, images: Any, p: Params, ops: Kernels) -> Any:
         raise NotImplementedError
 
     def boxes(self, targets: Targets, p: Params, size: tuple[int, int], rules: Rules) -> Targets:
@@ -398,6 +399,6 @@ class BatchTransform(StageTransform):
         boxes the stage cuts; for a stage whose :attr:`effects` say boxes follow."""
         raise NotImplementedError
 
-    def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
+    def targets(self, targets: Any, p: Params, ops: Kernels, masks: bool) -> Any:
         """The targets of the batch: one-hot labels (``masks`` False) or masks."""
         raise NotImplementedError

@@ -9,6 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from daliaug.algebra import Random
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, PixelTransform, Probability
 
 MAX_TILES = 64
@@ -54,6 +55,6 @@ class Clahe(PixelTransform):
             ]
         return []
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         equalize = partial(ops.clahe, tiles=self.tile_grid_size, clip_limit=self.clip_limit)
         return ops.select(p["clahe"], equalize, images)

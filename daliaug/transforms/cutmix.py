@@ -8,6 +8,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from daliaug.algebra import Math, Random, add, div, mul, sub
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import BOXES_CUT, BatchTransform, Effects, Params, Refuses
 
 
@@ -21,10 +22,10 @@ class PastedBox(BatchTransform):
         masks="follows", boxes=Refuses(BOXES_CUT), keypoints=Refuses(BOXES_CUT)
     )
 
-    def images(self, images: Any, p: Params, ops: Any) -> Any:
+    def images(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.paste(images, p["partner"], p["y0"], p["x0"], p["h"], p["w"])
 
-    def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
+    def targets(self, targets: Any, p: Params, ops: Kernels, masks: bool) -> Any:
         if masks:
             return ops.paste(targets, p["partner"], p["y0"], p["x0"], p["h"], p["w"])
         return ops.mix(targets, p["partner"], p["weight"])

@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from daliaug.algebra import Math, Random, Scalar, add, mul
 from daliaug.fields import as_float, bounded, is_number
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import (
     Effects,
     Params,
@@ -109,11 +110,11 @@ class Elastic(PixelTransform):
         nodes = {name: mul(shift, p[name]) for name in NODES}
         return {"spacing": spacing, "height": float(size[0]), "width": float(size[1]), **nodes}
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         nearest = self.interpolation == "nearest"
         return ops.elastic(images, p["values"], GRID, self.fill, nearest)
 
-    def masks(self, masks: Any, p: Params, ops: Any, fill: float) -> Any:
+    def masks(self, masks: Any, p: Params, ops: Kernels, fill: float) -> Any:
         mode = self.fill if isinstance(self.fill, str) else fill
         return ops.elastic(masks, p["values"], GRID, mode, True)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 from daliaug.algebra import Random
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, PixelTransform, Probability
 
 
@@ -24,5 +25,5 @@ class Equalize(PixelTransform):
     def draw(self, rng: Random) -> Params:
         return {"equalize": rng.bernoulli(self.probability)}
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.select(p["equalize"], ops.equalize, images)

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, Field
 
 from daliaug.algebra import Random
 from daliaug.fields import bounded
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, PixelTransform, Probability, ordered
 
 MAX_SIGMA = 100.0
@@ -51,6 +52,6 @@ class GaussianBlur(PixelTransform):
             ]
         return []
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         blur = partial(ops.gaussian_blur, sigma=p["sigma"], size=self.kernel_size)
         return ops.select(p["blur"], blur, images)

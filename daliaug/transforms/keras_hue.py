@@ -8,6 +8,7 @@ from pydantic import AfterValidator, BeforeValidator
 
 from daliaug.algebra import Random, mul, sub
 from daliaug.fields import as_float, bounded, is_number
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, PixelTransform, ordered
 
 
@@ -42,5 +43,5 @@ class KerasHue(PixelTransform):
         sign = sub(1.0, mul(rng.bernoulli(0.5), 2.0))
         return {"hue": mul(mul(sign, rng.uniform(*self.factor)), 0.5)}
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.keras_hue(images, p["hue"])

@@ -9,6 +9,7 @@ import numpy as np
 from pydantic import Field
 
 from daliaug.algebra import Math, Random, Scalar, add, mul
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Effects, Params, PixelTransform, Probability
 from daliaug.transforms.perspective import MATRIX, corners_map, projected
 
@@ -65,11 +66,11 @@ class KerasPerspective(PixelTransform):
         y = [0.0, 0.0, moved(far_y, "br_y"), moved(far_y, "bl_y")]
         return corners_map(x, y, size, p["perspective"])
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         nearest = self.interpolation == "nearest"
         return ops.perspective(images, [p[k] for k in MATRIX], self.fill, nearest)
 
-    def masks(self, masks: Any, p: Params, ops: Any, fill: float) -> Any:
+    def masks(self, masks: Any, p: Params, ops: Kernels, fill: float) -> Any:
         return ops.perspective(masks, [p[k] for k in MATRIX], fill, True)
 
     def points(self, xy: np.ndarray, p: Params) -> np.ndarray:

@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from daliaug.algebra import Random, sub
 from daliaug.fields import as_float, bounded, is_number
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, ordered
 from daliaug.transforms.color_degeneration import ColorDegeneration
 from daliaug.transforms.keras_brightness import KerasBrightness
@@ -63,7 +64,7 @@ Factor = Annotated[
 ]
 
 
-def _truncated(images: Any, ops: Any) -> Any:
+def _truncated(images: Any, ops: Kernels) -> Any:
     """The values as Keras casts them to integers (truncating) before its posterization and
     equalization: half a step down, then the kernels' round half up (``floor(x)`` on 0..255)."""
     return ops.add_clipped(images, -0.5)
@@ -80,7 +81,7 @@ class KerasPosterize:
     def draw(self, rng: Random) -> Params:
         return {"bits": rng.choice(self.choices)}
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.posterize(_truncated(images, ops), p["bits"])
 
 
@@ -94,7 +95,7 @@ class KerasEqualize:
     def draw(self, rng: Random) -> Params:
         return {}
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.equalize(_truncated(images, ops))
 
 

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, Field
 
 from daliaug.algebra import Math, Random, mul
 from daliaug.fields import bounded
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, PixelTransform, Probability, ordered
 from daliaug.transforms.keras_cutmix import pixel_span
 
@@ -76,7 +77,7 @@ class KerasRandomErasing(PixelTransform):
             "noise_seed": p["noise_seed"],
         }
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         box = (p["y0"], p["x0"], p["h"], p["w"])
         if self.value == "normal":
             return ops.erase_noise(images, *box, *self.noise, p["noise_seed"])

@@ -8,6 +8,7 @@ from pydantic import AfterValidator
 
 from daliaug.algebra import Random, add, div, sub
 from daliaug.fields import bounded
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, PixelTransform, SymmetricRange, ordered
 
 KERAS_EPSILON = 1e-7
@@ -50,5 +51,5 @@ class KerasSaturation(PixelTransform):
         u = rng.uniform(*self.factor)
         return {"saturation": div(u, add(sub(1.0, u), KERAS_EPSILON))}
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.keras_saturation(images, p["saturation"], *self.saturation_range)

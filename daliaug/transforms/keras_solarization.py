@@ -9,6 +9,7 @@ from pydantic import AfterValidator
 
 from daliaug.algebra import Random
 from daliaug.fields import bounded
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, PixelTransform, ordered
 
 ValueRange = Annotated[tuple[float, float], AfterValidator(ordered), bounded(0.0, 255.0, "values")]
@@ -32,5 +33,5 @@ class KerasSolarization(PixelTransform):
     def draw(self, rng: Random) -> Params:
         return {"addition": rng.uniform(*self.addition), "threshold": rng.uniform(*self.threshold)}
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.solarize(ops.add_clipped(images, p["addition"]), p["threshold"])

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from daliaug.algebra import Random
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import BatchTransform, Effects, Params
 
 if TYPE_CHECKING:
@@ -33,10 +34,10 @@ class MixUp(BatchTransform):
     def draw(self, rng: Random) -> Params:
         return {"partner": rng.uniform(0.0, 1.0), "lam": rng.beta(self.alpha, self.alpha)}
 
-    def images(self, images: Any, p: Params, ops: Any) -> Any:
+    def images(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.mix(images, p["partner"], p["lam"])
 
-    def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
+    def targets(self, targets: Any, p: Params, ops: Kernels, masks: bool) -> Any:
         return ops.mix(targets, p["partner"], p["lam"])
 
     def boxes(self, targets: Targets, p: Params, size: tuple[int, int], rules: Rules) -> Targets:

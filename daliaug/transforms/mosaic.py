@@ -10,6 +10,7 @@ from pydantic import AfterValidator
 
 from daliaug.algebra import Math, Random, add, div, mul, sub
 from daliaug.fields import bounded
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import BatchTransform, Effects, Params, Probability, ordered
 
 if TYPE_CHECKING:
@@ -87,10 +88,10 @@ class Mosaic(BatchTransform):
             **{f"{q}_share": div(s, area) for q, s in zip(QUADRANTS, shares, strict=True)},
         }
 
-    def images(self, images: Any, p: Params, ops: Any) -> Any:
+    def images(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.mosaic(images, [p[n] for n in PARTNERS], p["row"], p["column"])
 
-    def targets(self, targets: Any, p: Params, ops: Any, masks: bool) -> Any:
+    def targets(self, targets: Any, p: Params, ops: Kernels, masks: bool) -> Any:
         if masks:
             return self.images(targets, p, ops)
         return ops.blend(targets, [p[n] for n in PARTNERS], [p[f"{q}_share"] for q in QUADRANTS])

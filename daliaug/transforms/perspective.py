@@ -9,6 +9,7 @@ import numpy as np
 from pydantic import Field
 
 from daliaug.algebra import Math, Random, Scalar, add, div, mul, sub
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Effects, Params, PixelTransform, Probability
 
 CORNERS = ("tl_x", "tl_y", "tr_x", "tr_y", "br_x", "br_y", "bl_x", "bl_y")
@@ -68,10 +69,10 @@ class Perspective(PixelTransform):
         y = [inward("tl_y"), inward("tr_y"), sub(far_y, inward("br_y")), sub(far_y, inward("bl_y"))]
         return corners_map(x, y, size, p["perspective"])
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.perspective(images, [p[k] for k in MATRIX], self.fill, False)
 
-    def masks(self, masks: Any, p: Params, ops: Any, fill: float) -> Any:
+    def masks(self, masks: Any, p: Params, ops: Kernels, fill: float) -> Any:
         return ops.perspective(masks, [p[k] for k in MATRIX], fill, True)
 
     def points(self, xy: np.ndarray, p: Params) -> np.ndarray:

@@ -38,6 +38,7 @@ from functools import partial
 from typing import Any, ClassVar, Literal
 
 from daliaug.algebra import Affine, Canvas, ColourMatrix, Math, Random, Scalar, add, mul, sub
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import (
     ColourTransform,
     Fill,
@@ -219,7 +220,7 @@ class PolicyTransform(GeometricTransform, ColourTransform, PixelTransform):
             total = step.then_after(total)
         return total
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         for j in range(self.slots):
             options = [
                 (flag, partial(_op_pixels, op, v, ops=ops))
@@ -282,7 +283,7 @@ def _from_entries(entries: Sequence[Scalar], channels: int) -> ColourMatrix:
     return ColourMatrix(rows, means)
 
 
-def _op_pixels(op: str, v: Any, images: Any, ops: Any) -> Any:
+def _op_pixels(op: str, v: Any, images: Any, ops: Kernels) -> Any:
     """A pixel op with magnitude ``v``: PIL's sharpness (factor ``1 + v``), posterize (``v``
     bits kept), solarize (threshold ``v``), autocontrast, equalize."""
     if isinstance(v, Bound):

@@ -8,6 +8,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from daliaug.algebra import Random
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, PixelTransform, Probability
 
 
@@ -28,5 +29,5 @@ class Posterize(PixelTransform):
     def draw(self, rng: Random) -> Params:
         return {"posterize": rng.bernoulli(self.probability)}
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.select(p["posterize"], partial(ops.posterize, bits=float(self.bits)), images)

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, Field
 
 from daliaug.algebra import Math, Random, add, div, mul, sub
 from daliaug.fields import bounded
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import (
     MAX_FACTOR,
     Params,
@@ -77,7 +78,7 @@ class RandomErasing(PixelTransform):
         x0 = m.floor(mul(p["x"], add(sub(width, w), 1.0)))
         return {"y0": y0, "x0": x0, "h": h, "w": w, "fill": p["fill"]}
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.erase(images, p["y0"], p["x0"], p["h"], p["w"], self._fill(p))
 
     def _fill(self, p: Params) -> list[Any]:

@@ -6,6 +6,7 @@ from functools import partial
 from typing import Any, ClassVar, Literal
 
 from daliaug.algebra import Random
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import FactorRange, Params, PixelTransform, Probability
 
 
@@ -29,5 +30,5 @@ class Sharpness(PixelTransform):
     def draw(self, rng: Random) -> Params:
         return {"sharpness": rng.bernoulli(self.probability), "factor": rng.uniform(*self.factor)}
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.select(p["sharpness"], partial(ops.sharpness, factor=p["factor"]), images)

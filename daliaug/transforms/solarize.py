@@ -8,6 +8,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from daliaug.algebra import Random
+from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, PixelTransform, Probability
 
 
@@ -28,5 +29,5 @@ class Solarize(PixelTransform):
     def draw(self, rng: Random) -> Params:
         return {"solarize": rng.bernoulli(self.probability)}
 
-    def pixels(self, images: Any, p: Params, ops: Any) -> Any:
+    def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.select(p["solarize"], partial(ops.solarize, threshold=self.threshold), images)

@@ -1,4 +1,4 @@
-"""What a ``tf.data`` dataset of :func:`~daliaug.outputs.tfdata.dataset.make_dataset` raises
+"""What a ``tf.data`` dataset of :func:`~daliaug.outputs.dataset.make_dataset` raises
 when its graph fails mid-epoch (a file deleted, truncated or replaced after the check, a class
 folder removed): a :class:`~daliaug.errors.DataError` naming the file, not TensorFlow's error
 with DALI's C++ trace.
