@@ -81,9 +81,7 @@ def prepare_samples(
     elif samples is None:
         samples = config.source.samples(config.seed)
     if len(samples) == 0:
-        raise DataError(
-            f"source: shard {config.source.shard_id} of {config.source.num_shards} is empty"
-        )
+        raise DataError(_nothing_left(config, samples))
     image = samples.columns.get("image") if isinstance(samples, Samples) else None
     if image is not None and image.shape[-1] != config.channels:
         raise DataError(
@@ -107,6 +105,18 @@ def prepare_samples(
             f"{samples.class_names[:10]}"
         )
     return samples
+
+
+def _nothing_left(config: Config, samples: SampleSet) -> str:
+    """Why a source gave no samples: every file left out (each named), a shard beyond the
+    samples, or nothing listed."""
+    rejected = samples.rejected if isinstance(samples, Samples) else {}
+    if rejected:
+        return "source: no sample is left; " + describe_rejected(rejected, len(rejected))
+    shard, shards = config.source.shard_id, config.source.num_shards
+    if shards > 1:
+        return f"source: shard {shard} of {shards} is empty (fewer samples than shards)"
+    return "source: the source lists no samples"
 
 
 def check_arrays(config: Config, x: object, y: object) -> None:
@@ -165,7 +175,11 @@ def checked_samples(
 ) -> SampleSet:
     """``samples`` as the config's ``source.check`` and ``on_error`` want them (see
     :func:`checked`): file samples decoded once with ``undecodable``; arrays and streamed
-    samples (no files of their own) and ``check: headers`` as they are."""
+    samples (no files of their own), ``check: headers`` and samples checked before (an output
+    opening an epoch over prepared samples: the check and its warning happen once) as they
+    are."""
     if config.source.check != "full" or not isinstance(samples, Samples) or not samples.files:
+        return samples
+    if samples.checked is not None:
         return samples
     return checked(samples, decoder, undecodable, config.source.on_error)
