@@ -91,6 +91,11 @@ def prepare_samples(
     available = samples.column_names
     if "boxes" in available and (problems := list(config.detection_problems())):
         raise ConfigError("; ".join(problems))
+    if config.flip_indices is not None and "keypoints" not in available:
+        raise ConfigError(
+            "flip_indices: the samples have no keypoints to swap (it is for detection sources "
+            "with keypoints: COCO's, or y['keypoints']); leave it out"
+        )
     targets_given = "mask_path" in available or "boxes" in available
     column = None if targets_given else target_column(config.label_mode)
     if column is not None and column not in available:

@@ -239,10 +239,12 @@ def _class_weights(
     config: Config, samples: SampleSet, class_weight: Mapping[int, float]
 ) -> np.ndarray:
     """Keras' ``class_weight`` as one weight per class, checked."""
-    if config.source.segmentation:
+    per = "pixel" if config.source.segmentation else "box" if samples.has_boxes else None
+    if per is not None:
         raise ConfigError(
-            "class_weight: class weights need one label per sample; segmentation masks have a "
-            "class per pixel (weigh the classes in the loss instead)"
+            f"class_weight: class weights need one label per sample; "
+            f"{'segmentation masks' if per == 'pixel' else 'detection targets'} have a class "
+            f"per {per} (weigh the classes in the loss instead)"
         )
     table = np.ones(samples.num_classes, np.float32)
     for label, weight in class_weight.items():
