@@ -789,7 +789,9 @@ def test_class_weight_with_boxes_is_refused_by_name() -> None:
 
     images, y = scene()
     config = detection_config("perspective", backend="cpu")
-    with pytest.raises(ConfigError, match="class_weight: .*detection targets have a class per box"):
+    with pytest.raises(
+        ConfigError, match=r"class_weight: .*detection targets have a class per box"
+    ):
         daliaug.make_dataset(config, x=images, y=y, class_weight={0: 1.0, 1: 2.0})
 
 
