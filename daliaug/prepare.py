@@ -82,6 +82,12 @@ def prepare_samples(
         samples = config.source.samples(config.seed)
     if len(samples) == 0:
         raise DataError(_nothing_left(config, samples))
+    if config.drop_remainder and len(samples) < config.batch_size:
+        raise ConfigError(
+            f"batch_size: {config.batch_size} is more than the {len(samples)} samples, and "
+            "drop_remainder: true leaves out the short batch: an epoch would have no batch; use "
+            "a smaller batch_size or drop_remainder: false"
+        )
     image = samples.columns.get("image") if isinstance(samples, Samples) else None
     if image is not None and image.shape[-1] != config.channels:
         raise DataError(
