@@ -27,7 +27,7 @@ from daliaug.engines.select import (
     resolve_device,
 )
 from daliaug.epoch import EpochClock, resolve_seed
-from daliaug.errors import ConfigError
+from daliaug.errors import BackendError, ConfigError
 from daliaug.outputs import framework_of, keras_started, tensorflow_extra
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.tfdata.dataset import tf_placement
@@ -214,6 +214,12 @@ def framework_device(config: Config, framework: str) -> Device:
     placement = resolve_backend(config)
     if placement == "tf" and config.backend == "auto" and dali_installed():
         return resolve_device(config)
+    if placement == "tf" and not dali_installed():
+        raise BackendError(
+            f"framework={framework!r} needs NVIDIA DALI, which is not installed here; install "
+            "nvidia-dali-cuda120 (pip install 'nvidia-dali-cuda120==2.4.*'), or use "
+            "framework='tensorflow' with backend: tf"
+        )
     if placement == "tf":
         raise ConfigError(
             f"backend: {config.backend!r} runs TensorFlow ops here, but framework={framework!r} "
