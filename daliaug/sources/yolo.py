@@ -68,7 +68,7 @@ class YoloSource(SourceConfig):
 
     Class names come from the ``names`` of a ``data.yaml`` (or ``dataset.yaml``) in ``path``
     or its parent, else from a ``classes.txt`` (one name a line) in ``path`` or ``labels/``,
-    else they are ``"0"`` to the largest index found. An image without a label file is a
+    else they are ``"0"`` to the largest index found (below :data:`UNNAMED_CLASSES`). An image without a label file is a
     sample without boxes (``daliaug check`` notes it); a label file without an image is named
     among what the folders hold besides samples.
     """
