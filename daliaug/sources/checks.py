@@ -260,9 +260,7 @@ class CheckCache:
                     found[stored[path]] = reason
         return found
 
-    def store(
-        self, decoder: str, results: dict[str, str | None], keys: dict[str, FileKey]
-    ) -> None:
+    def store(self, decoder: str, results: dict[str, str | None], keys: dict[str, FileKey]) -> None:
         rows = [
             (decoder, _stored(p), *keys[p][:2], reason and readable(reason))
             for p, reason in results.items()

@@ -68,9 +68,9 @@ class YoloSource(SourceConfig):
 
     Class names come from the ``names`` of a ``data.yaml`` (or ``dataset.yaml``) in ``path``
     or its parent, else from a ``classes.txt`` (one name a line) in ``path`` or ``labels/``,
-    else they are ``"0"`` to the largest index found (below :data:`UNNAMED_CLASSES`). An image without a label file is a
-    sample without boxes (``daliaug check`` notes it); a label file without an image is named
-    among what the folders hold besides samples.
+    else they are ``"0"`` to the largest index found (below :data:`UNNAMED_CLASSES`). An image
+    without a label file is a sample without boxes (``daliaug check`` notes it); a label file
+    without an image is named among what the folders hold besides samples.
     """
 
     type: Literal["yolo"] = "yolo"
@@ -90,16 +90,14 @@ class YoloSource(SourceConfig):
         """The class names (see the class), checked against the indices ``found``."""
         source = self._class_file()
         if source is None:
-            among = f"the {UNNAMED_CLASSES} classes a dataset without a class file numbers"
             names = [str(i) for i in range(UNNAMED_CLASSES)]
         elif source.name == "classes.txt":
             text = read_text(source, "source.path: cannot read class names")
             lines = text.removeprefix("\ufeff").splitlines()
             names = [line.strip() for line in lines if line.strip()]
-            among = f"the {len(names)} classes of {source}"
         else:
             names = _names_from_yaml(source)
-            among = f"the {len(names)} classes of {source}"
+        among = f"the {len(names)} classes of {source or 'a dataset without a class file'}"
         for f in found:
             for label, where in zip(f.labels, f.where, strict=True):
                 if label >= len(names):
