@@ -204,3 +204,44 @@ def test_the_tf_engine_runs_on_images_of_one_pixel(kind: str) -> None:
     assert images.shape == (2, 1, 1, 3) and np.isfinite(images).all()
     if kind == "sharpness":
         np.testing.assert_array_equal(images, x)
+
+
+BETWEEN = """
+import os, sys, threading
+from pathlib import Path
+import daliaug
+from daliaug.sources.base import Samples
+from tests.helpers import config_for
+
+data, framework, other = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+victim = str(data / "b" / "0003.jpg")
+check = Samples.assert_unchanged
+
+def check_then_swap(self, indices):
+    check(self, indices)  # the file watch's check, a few batches ahead of the graph's read
+    watch = threading.current_thread().name == "daliaug-file-watch"
+    if watch and other.exists() and victim in [self.files["path"][i] for i in indices]:
+        os.replace(other, victim)  # another valid image, after the check, before the read
+
+Samples.assert_unchanged = check_then_swap
+try:
+    for _ in daliaug.make_dataset(config_for(data, image_size=16), framework=framework):
+        pass
+    print("trained the new image")
+except daliaug.DataError as e:
+    print("DataError:", e)
+"""
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_a_file_replaced_between_its_check_and_its_read_is_named(
+    framework: str, tmp_path: Path
+) -> None:
+    """The file watch checks a batch's files before the graph reads them; a replacement in
+    between is named when the batch comes out of the graph, before it is handed over."""
+    data = folders(tmp_path / "data")
+    other = tmp_path / "other.jpg"
+    other.write_bytes(same_size_jpeg(10**5))
+    code, out = run_in(tmp_path / "cache", None, ["-c", BETWEEN, str(data), framework, str(other)])
+    assert code == 0, out
+    assert f"DataError: image file {data / 'b' / '0003.jpg'} changed after daliaug" in out, out
