@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 import daliaug
-from daliaug.errors import BackendWarning, ConfigError
+from daliaug.errors import BackendWarning, ConfigError, DataError
 from tests.test_named_faults import folders, run, run_in
 
 FRAMEWORKS = ["numpy", "jax", "torch", "tensorflow"]
@@ -245,3 +245,14 @@ def test_a_file_replaced_between_its_check_and_its_read_is_named(
     code, out = run_in(tmp_path / "cache", None, ["-c", BETWEEN, str(data), framework, str(other)])
     assert code == 0, out
     assert f"DataError: image file {data / 'b' / '0003.jpg'} changed after daliaug" in out, out
+
+
+def test_a_source_with_every_file_bad_says_which_and_why(tmp_path: Path) -> None:
+    """Not "shard 0 of 1 is empty": what happened, each file named."""
+    for name in ("a", "b"):
+        (tmp_path / "data" / name).mkdir(parents=True)
+        (tmp_path / "data" / name / "0.jpg").write_bytes(b"not an image")
+    source = {"type": "directory", "path": str(tmp_path / "data"), "on_error": "skip"}
+    config = {"source": source, "image_size": 8, "backend": "cpu"}
+    with pytest.raises(DataError, match="source: no sample is left; 2 of 2 files cannot be used"):
+        daliaug.make_dataset(config, framework="numpy")
