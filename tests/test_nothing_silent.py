@@ -129,7 +129,9 @@ def test_a_valid_replacement_of_the_same_size_and_time_is_named(
     assert f"DataError: image file {data / 'b' / '0003.jpg'} changed after daliaug" in out, out
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize(
+    "framework", ["numpy", "torch", "tensorflow", pytest.param("jax", marks=pytest.mark.slow)]
+)
 def test_drop_remainder_with_a_batch_larger_than_the_data_is_refused(framework: str) -> None:
     x, y = np.zeros((3, 8, 8, 3), np.uint8), np.zeros(3, int)
     config = {"source": {"type": "arrays"}, "image_size": 8, "batch_size": 4, "backend": "cpu"}
@@ -181,7 +183,7 @@ def test_installs_with_a_part_missing_are_named(tmp_path: Path) -> None:
     "kind",
     [
         "sharpness",
-        "keras_rand_augment",
+        pytest.param("keras_rand_augment", marks=pytest.mark.slow),
         pytest.param("aug_mix", marks=pytest.mark.slow),
         pytest.param("keras_aug_mix", marks=pytest.mark.slow),
     ],
@@ -233,7 +235,7 @@ except daliaug.DataError as e:
 """
 
 
-@pytest.mark.parametrize("framework", ["numpy", "torch"])
+@pytest.mark.parametrize("framework", ["numpy", pytest.param("torch", marks=pytest.mark.slow)])
 def test_a_file_replaced_between_its_check_and_its_read_is_named(
     framework: str, tmp_path: Path
 ) -> None:
