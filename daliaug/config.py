@@ -11,7 +11,14 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    Field,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from daliaug.boxes import BoxFormat
@@ -137,6 +144,16 @@ def target_column(label_mode: str) -> str | None:
     return None if label_mode in ("input", "none") else "label"
 
 
+def _permutation(indices: list[int]) -> list[int]:
+    """``flip_indices`` that send each keypoint to one place and fill every place."""
+    if sorted(indices) != list(range(len(indices))):
+        raise ValueError(
+            f"{indices} is not a permutation of 0..{len(indices) - 1}: a mirror sends each "
+            "keypoint to one place (left and right swap), so each index appears once"
+        )
+    return indices
+
+
 class Config(BaseModel):
     """A whole daliaug pipeline: where samples come from, how they are augmented, what comes out.
 
@@ -189,7 +206,7 @@ class Config(BaseModel):
     always does)."""
     min_visibility: Share = 0.0
     """Detection: a moved box whose visible part is a smaller share of its whole goes."""
-    flip_indices: list[Annotated[int, Field(ge=0)]] | None = None
+    flip_indices: Annotated[list[int], AfterValidator(_permutation)] | None = None
     """Detection with keypoints: keypoint ``k`` becomes ``flip_indices[k]`` in a mirrored
     image (left and right swap), e.g. COCO's 17 person keypoints ``[0, 2, 1, 4, 3, ...]``."""
 

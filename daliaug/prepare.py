@@ -81,8 +81,12 @@ def prepare_samples(
     elif samples is None:
         samples = config.source.samples(config.seed)
     if len(samples) == 0:
-        raise DataError(
-            f"source: shard {config.source.shard_id} of {config.source.num_shards} is empty"
+        raise DataError(_nothing_left(config, samples))
+    if config.drop_remainder and len(samples) < config.batch_size:
+        raise ConfigError(
+            f"batch_size: {config.batch_size} is more than the {len(samples)} samples, and "
+            "drop_remainder: true leaves out the short batch: an epoch would have no batch; use "
+            "a smaller batch_size or drop_remainder: false"
         )
     image = samples.columns.get("image") if isinstance(samples, Samples) else None
     if image is not None and image.shape[-1] != config.channels:
@@ -93,6 +97,11 @@ def prepare_samples(
     available = samples.column_names
     if "boxes" in available and (problems := list(config.refusals(("boxes", "keypoints")))):
         raise ConfigError("; ".join(problems))
+    if config.flip_indices is not None and "keypoints" not in available:
+        raise ConfigError(
+            "flip_indices: the samples have no keypoints to swap (it is for detection sources "
+            "with keypoints: COCO's, or y['keypoints']); leave it out"
+        )
     targets_given = "mask_path" in available or "boxes" in available
     column = None if targets_given else target_column(config.label_mode)
     if column is not None and column not in available:
@@ -107,6 +116,18 @@ def prepare_samples(
             f"{samples.class_names[:10]}"
         )
     return samples
+
+
+def _nothing_left(config: Config, samples: SampleSet) -> str:
+    """Why a source gave no samples: every file left out (each named), a shard beyond the
+    samples, or nothing listed."""
+    rejected = samples.rejected if isinstance(samples, Samples) else {}
+    if rejected:
+        return "source: no sample is left; " + describe_rejected(rejected, len(rejected))
+    shard, shards = config.source.shard_id, config.source.num_shards
+    if shards > 1:
+        return f"source: shard {shard} of {shards} is empty (fewer samples than shards)"
+    return "source: the source lists no samples"
 
 
 def check_arrays(config: Config, x: object, y: object) -> None:
@@ -165,7 +186,11 @@ def checked_samples(
 ) -> SampleSet:
     """``samples`` as the config's ``source.check`` and ``on_error`` want them (see
     :func:`checked`): file samples decoded once with ``undecodable``; arrays and streamed
-    samples (no files of their own) and ``check: headers`` as they are."""
+    samples (no files of their own), ``check: headers`` and samples checked before (an output
+    opening an epoch over prepared samples: the check and its warning happen once) as they
+    are."""
     if config.source.check != "full" or not isinstance(samples, Samples) or not samples.files:
+        return samples
+    if samples.checked is not None:
         return samples
     return checked(samples, decoder, undecodable, config.source.on_error)

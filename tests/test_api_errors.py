@@ -1,7 +1,9 @@
 """The property behind every named fault: whatever the config and whatever happens to the files
 between building and iterating, an exception that leaves the public API (``load_config``,
 ``make_dataset`` on the ``tf.data``, JAX and PyTorch outputs, ``build_pipeline``,
-``DaliLoader``, the CLI) is a :class:`~daliaug.errors.DaliaugError` (or ``KeyboardInterrupt``).
+``DaliLoader``, the CLI) is a :class:`~daliaug.errors.DaliaugError` (or ``KeyboardInterrupt``),
+and an epoch over a file broken or swapped for another (keeping its size and time) never ends
+without one.
 Hypothesis draws the cases; they run in a process of their own under a time limit, so that a
 crash or a hang fails the test instead of ending the run."""
 
@@ -29,7 +31,7 @@ BOUND = 480
 
 ENTRIES = ["load_config", "tf.data/cpu", "tf.data/tf", "jax", "torch", "build_pipeline"]
 ENTRIES += ["DaliLoader", "cli validate", "cli check"]
-FAULTS = ["none", "garbage", "truncated", "emptied", "deleted", "folder"]
+FAULTS = ["none", "garbage", "swapped", "truncated", "emptied", "deleted", "folder"]
 """What happens to one file (or its class folder) between building and iterating."""
 
 _field = st.sampled_from([p for p in NUMERIC if not p.startswith("source.")])
@@ -59,8 +61,10 @@ def with_field(config: dict, path: str, value: object) -> dict:
 def break_file(data: Path, fault: str) -> None:
     victim = data / "b" / "0001.jpg"
     stat = victim.stat()
-    if fault == "garbage":  # the same size and modification time
-        victim.write_bytes(os.urandom(stat.st_size))
+    if fault in ("garbage", "swapped"):  # the same size and modification time
+        other = data / "a" / "0000.jpg" if fault == "swapped" else None  # another valid image
+        new = other.read_bytes() if other else os.urandom(stat.st_size)
+        victim.write_bytes(new[: stat.st_size] + b"\0" * (stat.st_size - len(new)))
         os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     elif fault == "truncated":
         victim.write_bytes(victim.read_bytes()[:100])
@@ -105,6 +109,7 @@ def attempt(entry: str, config: dict, fault: str, root: Path) -> None:
         break_file(data, fault)
         for batch in batches:
             assert np.all(np.isfinite(np.asarray(batch[0], np.float32)))
+        assert fault == "none", f"{entry}: the file {fault} trained without a word"
 
 
 @settings(

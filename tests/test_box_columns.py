@@ -58,7 +58,19 @@ def test_keypoints_get_a_visibility_and_follow_padding() -> None:
         ({"boxes": [[[0, 0, 1]]] * 2, "labels": [[0]] * 2}, "image 0 has boxes of shape"),
         ({"boxes": [[[5, 5, 5, 9]]] * 2, "labels": [[0]] * 2}, "has no area"),
         ({"boxes": [[[0, 0, 250, 9]]] * 2, "labels": [[0]] * 2}, "outside the 200x100 image"),
-        ({"boxes": [[[0, 0, 5, 9]]] * 2, "labels": [[-3]] * 2}, "class -3 is out of range"),
+        ({"boxes": [[[0, 0, 5, 9]]] * 2, "labels": [[-3]] * 2}, r"image 0 has labels \[-3\]; a"),
+        ({"boxes": [[[0, 0, 5, 9]]] * 2, "labels": [[1.7]] * 2}, r"labels \[1.7\]; a label is a"),
+        ({"boxes": [[[0, 0, 5, np.nan]]] * 2, "labels": [[0]] * 2}, "nan.*not finite numbers"),
+        ({"boxes": [[list("abcd")]] * 2, "labels": [[0]] * 2}, r"y\['boxes'\]: image 0 holds <U1"),
+        ({"boxes": [[[0, 0, 5, 9]]] * 2, "labels": [["a"]] * 2}, r"y\['labels'\]: image 0 holds"),
+        (
+            {
+                "boxes": [[[0, 0, 5, 9]]] * 2,
+                "labels": [[0]] * 2,
+                "keypoints": [[[[np.nan, 1]]]] * 2,
+            },
+            r"y\['keypoints'\]: image 0 .* not finite numbers \(a missing keypoint is \(0, 0, 0\)",
+        ),
     ],
 )
 def test_bad_targets_are_named(y: dict, message: str) -> None:
@@ -70,3 +82,18 @@ def test_labels_beyond_the_class_names_are_refused() -> None:
     y = {"boxes": [[[0, 0, 5, 9]]] * 2, "labels": [[2]] * 2}
     with pytest.raises(DataError, match="class 2 is out of range for 2 classes"):
         box_columns(y, SIZES, "xyxy", ["cat", "dog"])
+
+
+def test_whole_float_labels_are_class_indices() -> None:
+    """Keras programs often hold labels as floats: 1.0 is class 1 (1.7 is refused above)."""
+    y = {"boxes": [[[0, 0, 5, 9]]] * 2, "labels": np.array([[1.0], [-1.0]])}
+    columns, _ = box_columns(y, SIZES, "xyxy")
+    assert columns["box_labels"][0].tolist() == [1] and len(columns["box_labels"][1]) == 0
+
+
+def test_a_list_of_per_image_dicts_is_named_as_such() -> None:
+    from daliaug.sources.arrays import array_samples
+
+    images = np.zeros((2, 8, 8, 3), np.uint8)
+    with pytest.raises(DataError, match="not a list of per-image dicts"):
+        array_samples(images, [{"boxes": [[1, 1, 4, 4]], "labels": [1]}] * 2)

@@ -768,6 +768,33 @@ def test_flip_indices_must_name_each_keypoint() -> None:
         daliaug.make_dataset(config, x=images, y=y)
 
 
+def test_flip_indices_are_a_permutation_of_keypoints_there_are() -> None:
+    """[0, 0] would duplicate one mirrored keypoint and lose the other; without keypoints
+    there is nothing to swap."""
+    from daliaug.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"flip_indices.*\[0, 0\] is not a permutation of 0..1"):
+        daliaug.load_config(detection_config("perspective", flip_indices=[0, 0]))
+    images, y = scene()
+    config = detection_config("perspective", backend="cpu")
+    without = {"boxes": y["boxes"], "labels": y["labels"]}
+    with pytest.raises(ConfigError, match="flip_indices: the samples have no keypoints"):
+        daliaug.make_dataset(config, x=images, y=without)
+    with pytest.raises(ConfigError, match="flip_indices: the samples have no keypoints"):
+        daliaug.make_dataset(config, x=images, y=np.zeros(len(images), int))
+
+
+def test_class_weight_with_boxes_is_refused_by_name() -> None:
+    from daliaug.errors import ConfigError
+
+    images, y = scene()
+    config = detection_config("perspective", backend="cpu")
+    with pytest.raises(
+        ConfigError, match=r"class_weight: .*detection targets have a class per box"
+    ):
+        daliaug.make_dataset(config, x=images, y=y, class_weight={0: 1.0, 1: 2.0})
+
+
 def test_boxes_with_fewer_keypoints_are_named_not_broadcast() -> None:
     from daliaug.errors import DataError
 

@@ -196,6 +196,36 @@ def test_coco_unusable_annotation_files_are_named(coco: Path, change, error, mes
     assert str(coco / "instances.json") in str(raised.value)
 
 
+def with_annotations(*annotations: object) -> dict:
+    return {**coco_json(), "annotations": [*coco_json()["annotations"], *annotations]}
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [  # an annotation no image takes would be lost, or be another image's box
+        (
+            with_annotations({"id": 7, "image_id": "10", "category_id": 3, "bbox": [1, 1, 4, 4]}),
+            r"annotation 7 \(image_id '10'\): its image_id is not the id of an entry of 'images'",
+        ),
+        (
+            with_annotations({"id": 8, "image_id": 99, "category_id": 3, "bbox": [1, 1, 4, 4]}),
+            r"annotation 8 \(image_id 99\): its image_id is not the id",
+        ),
+        (
+            with_annotations([10, 3, [1, 1, 4, 4]]),
+            r"annotations\[7\] must be a mapping, got list \[10",
+        ),
+        ({**coco_json(), "images": []}, "'images' is empty: no image to train on"),
+    ],
+)
+def test_coco_annotations_no_image_takes_are_refused(coco: Path, data: dict, message) -> None:
+    (coco / "instances.json").write_text(json.dumps(data))
+    for on_error in ("raise", "skip"):
+        with pytest.raises(DataError, match=message) as raised:
+            coco_source(coco, on_error=on_error).samples()
+        assert str(coco / "instances.json") in str(raised.value)
+
+
 def test_coco_image_missing_names_the_annotation_file(coco: Path) -> None:
     (coco / "images" / "sub" / "b.jpg").unlink()
     samples = coco_source(coco, on_error="skip").samples()
@@ -265,6 +295,29 @@ def test_yolo_class_names_from_classes_txt_or_the_largest_index(yolo: Path) -> N
         YoloSource(path=yolo).samples()
 
 
+def test_yolo_label_files_with_a_byte_order_mark_read_alike(yolo: Path) -> None:
+    """Notepad starts UTF-8 files with a byte order mark."""
+    for name in ("bad", "far"):
+        (yolo / "labels" / f"{name}.txt").unlink()
+    plain = YoloSource(path=yolo).samples()
+    (yolo / "labels" / "a.txt").write_text("\ufeff0 0.5 0.5 0.2 0.4\n2 0.1 0.2 0.2 0.4\n")
+    marked = YoloSource(path=yolo).samples()
+    for column in ("boxes", "box_labels"):
+        for a, b in zip(plain.columns[column], marked.columns[column], strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_yolo_without_class_names_bounds_the_class_index(yolo: Path) -> None:
+    """A class index of 1e8 and no class file: refused by name, not 10^8 class names."""
+    (yolo.parent / "data.yaml").unlink()
+    (yolo / "labels" / "bad.txt").write_text("100000000 0.5 0.5 0.2 0.2\n")
+    with pytest.raises(DataError, match=r"bad\.txt:1: class 100000000 is not among the 4096"):
+        YoloSource(path=yolo).samples()
+    samples = YoloSource(path=yolo, on_error="skip").samples()
+    assert samples.class_names == ["0", "1", "2", "3"]  # far.txt's 3 the largest left
+    assert str(yolo / "images" / "bad.jpg") in samples.rejected
+
+
 def test_yolo_needs_images_and_labels(tmp_path: Path) -> None:
     write_image(tmp_path / "images" / "a.jpg", 8, 8)
     with pytest.raises(DataError, match="no labels/ folder"):
@@ -324,6 +377,18 @@ def test_voc_boxes_from_one_based_corners(voc: Path) -> None:
     ghost = rejected[str(voc / "JPEGImages" / "ghost.jpg")]
     assert str(voc / "Annotations" / "ghost.xml") in ghost and "cannot read image file" in ghost
     assert "has no annotations" in samples.notes[str(voc / "JPEGImages" / "other.jpg")]
+
+
+def test_voc_two_files_naming_one_image_are_refused(voc: Path) -> None:
+    """Which file's boxes the image has would be a guess; the other image would never train."""
+    (voc / "Annotations" / "twin.xml").write_text(voc_xml("other.jpg", [("bird", (2, 2, 5, 5))]))
+    for on_error in ("raise", "skip"):
+        with pytest.raises(DataError, match="both name the image") as raised:
+            VocSource(path=voc, on_error=on_error).samples()
+        named = str(raised.value)
+        assert all(
+            str(voc / f) in named for f in ("Annotations/second.xml", "Annotations/twin.xml")
+        )
 
 
 def test_voc_classes_given(voc: Path) -> None:

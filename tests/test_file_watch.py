@@ -5,7 +5,6 @@ is left."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from daliaug.config import load_config
 from daliaug.engines.feed import EpochFeed
 from daliaug.errors import DataError
 from daliaug.sources.base import Samples
+from daliaug.sources.checks import file_key
 from daliaug.sources.watch import AHEAD, FileWatch
 
 COUNT, BATCH = 40, 4
@@ -32,7 +32,7 @@ def files(tmp_path: Path) -> list[Path]:
 
 def feed_of(paths: list[Path]) -> EpochFeed:
     names = [str(p) for p in paths]
-    keys = {n: (os.stat(n).st_size, os.stat(n).st_mtime_ns) for n in names}
+    keys = {n: file_key(n) for n in names}
     samples = Samples.of_files({"path": names}, ["a"], np.full((len(names), 2), 8))
     samples = samples.with_checked(keys)
     config = load_config(

@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
+from daliaug.config import format_errors
 from daliaug.errors import ConfigError
 from daliaug.transforms.aug_mix import MOST
 from daliaug.transforms.base import TF_ONLY_FILLS, Fill
+from daliaug.transforms.clahe import Clahe
 
 PIPELINE_RANGE = (0.0, 255.0)
 """The values daliaug's pipeline computes on: the decoded images' 0..255."""
@@ -837,4 +840,11 @@ def _clahe(layer: Any, trace: Trace) -> None:
         "clip_limit": float(layer.clip_limit),
         "probability": 1.0,
     }
+    try:  # Keras takes any numbers: each refused here names the layer
+        clahe = Clahe.model_validate(transform)
+    except ValidationError as e:
+        raise ConfigError(format_errors(e.errors(), f"for {label(layer)}")) from None
+    misfits = [] if trace.size is None else clahe.output_problems(trace.size, trace.channels)
+    if misfits:
+        raise ConfigError(f"{label(layer)}: {'; '.join(misfits)}")
     trace.pixels(layer, [transform], layer.value_range, whole_image=True)

@@ -13,7 +13,7 @@ import importlib.util
 import os
 from typing import Any
 
-from daliaug.errors import BackendError, ConfigError
+from daliaug.errors import BackendError, ConfigError, first_line
 
 FRAMEWORKS = ("tensorflow", "jax", "torch", "numpy")
 TENSORFLOW_EXTRA = (
@@ -26,17 +26,22 @@ TENSORFLOW_EXTRA = (
 def tensorflow_extra(module: str) -> None:
     """Imports ``module`` (``tensorflow``, or ``nvidia.dali_tf_plugin``: DALI's plugin for it);
     a :class:`~daliaug.errors.BackendError` naming the ``tensorflow`` extra and its install
-    command where it is not installed."""
+    command where it is not installed or cannot be imported."""
+    what = "TensorFlow" if module == "tensorflow" else "DALI's TensorFlow plugin"
     try:
         importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name is None or not (module == e.name or module.startswith(f"{e.name}.")):
-            raise
-        what = "TensorFlow" if module == "tensorflow" else "DALI's TensorFlow plugin"
-        raise BackendError(
-            f"framework: 'tensorflow' (a tf.data.Dataset) needs {what}, which is not installed; "
-            f"install daliaug's tensorflow extra: {TENSORFLOW_EXTRA} (or use Keras' JAX or "
-            "PyTorch backend: framework='jax' or 'torch')"
+    except ImportError as e:
+        name = e.name if isinstance(e, ModuleNotFoundError) else None
+        if name is not None and (module == name or module.startswith(f"{name}.")):
+            raise BackendError(
+                f"framework: 'tensorflow' (a tf.data.Dataset) needs {what}, which is not "
+                f"installed; install daliaug's tensorflow extra: {TENSORFLOW_EXTRA} (or use "
+                "Keras' JAX or PyTorch backend: framework='jax' or 'torch')"
+            ) from None
+        raise BackendError(  # installed, but broken: a shared library or a module missing
+            f"framework: 'tensorflow' (a tf.data.Dataset) needs {what}, which is installed but "
+            f"cannot be imported: {first_line(e)}; reinstall daliaug's tensorflow extra: "
+            f"{TENSORFLOW_EXTRA}"
         ) from None
 
 

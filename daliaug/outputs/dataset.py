@@ -27,7 +27,7 @@ from daliaug.engines.select import (
     resolve_device,
 )
 from daliaug.epoch import EpochClock, resolve_seed
-from daliaug.errors import ConfigError
+from daliaug.errors import BackendError, ConfigError
 from daliaug.outputs import framework_of, keras_started, tensorflow_extra
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.tfdata.dataset import tf_placement
@@ -214,6 +214,12 @@ def framework_device(config: Config, framework: str) -> Device:
     placement = resolve_backend(config)
     if placement == "tf" and config.backend == "auto" and dali_installed():
         return resolve_device(config)
+    if placement == "tf" and not dali_installed():
+        raise BackendError(
+            f"framework={framework!r} needs NVIDIA DALI, which is not installed here; install "
+            "nvidia-dali-cuda120 (pip install 'nvidia-dali-cuda120==2.4.*'), or use "
+            "framework='tensorflow' with backend: tf"
+        )
     if placement == "tf":
         raise ConfigError(
             f"backend: {config.backend!r} runs TensorFlow ops here, but framework={framework!r} "
@@ -239,10 +245,12 @@ def _class_weights(
     config: Config, samples: SampleSet, class_weight: Mapping[int, float]
 ) -> np.ndarray:
     """Keras' ``class_weight`` as one weight per class, checked."""
-    if config.source.segmentation:
+    per = "pixel" if config.source.segmentation else "box" if samples.has_boxes else None
+    if per is not None:
         raise ConfigError(
-            "class_weight: class weights need one label per sample; segmentation masks have a "
-            "class per pixel (weigh the classes in the loss instead)"
+            f"class_weight: class weights need one label per sample; "
+            f"{'segmentation masks' if per == 'pixel' else 'detection targets'} have a class "
+            f"per {per} (weigh the classes in the loss instead)"
         )
     table = np.ones(samples.num_classes, np.float32)
     for label, weight in class_weight.items():

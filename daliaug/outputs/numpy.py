@@ -37,8 +37,8 @@ class _Source:
     """The pipeline's one external source: every input of a batch per call, epoch by epoch.
 
     Raising ``StopIteration`` ends an epoch; the next call (after the pipeline's reset) starts
-    the next epoch. Keeps each batch's parameter rows until the batch comes out (the feed keeps
-    the recent batches' sample indices, to name a file that fails).
+    the next epoch. Keeps each batch's parameter rows and sample indices until the batch comes
+    out (the feed keeps the recent batches' sample indices, to name a file that fails).
     """
 
     def __init__(self, feed: EpochFeed, epoch: int) -> None:
@@ -46,6 +46,17 @@ class _Source:
         self.epoch = epoch
         self.pending: Iterator[dict[str, np.ndarray]] | None = None
         self.params: deque[np.ndarray] = deque()
+        self.indices: deque[np.ndarray] = deque()
+
+    def came_out(self) -> None:
+        """The oldest batch given came out of the graph, its files read: a
+        :class:`~daliaug.errors.DataError` naming one that changed since the full check (the
+        file watch checked it before the graph read it; this closes the time between)."""
+        self.feed.samples.assert_unchanged(self.indices.popleft())
+
+    def end_epoch(self) -> None:
+        self.params.clear()
+        self.indices.clear()
 
     def __call__(self) -> tuple[np.ndarray, ...]:
         names = self.feed.inputs
@@ -57,6 +68,7 @@ class _Source:
             self.epoch += 1
             raise StopIteration
         self.params.append(batch["params"])
+        self.indices.append(batch["index"])
         return tuple(batch[name] for name in names)
 
 
@@ -178,10 +190,11 @@ class DaliLoader:
                 outputs = self.pipeline.run()
             except StopIteration:
                 self.pipeline.reset()
-                self._source.params.clear()
+                self._source.end_epoch()
                 return
             except RuntimeError as e:
                 raise self._explain(e) from None
+            self._source.came_out()
             yield outputs
 
     def _reader_batches(self) -> Iterator[tuple]:

@@ -30,6 +30,11 @@ def array_samples(
     :func:`~daliaug.sources.box_columns.box_columns`); or ``None``."""
     images = image_levels(x)
     sizes = np.tile(np.array(images.shape[1:3], dtype=np.int32), (len(images), 1))
+    if isinstance(y, (list, tuple)) and y and all(isinstance(item, Mapping) for item in y):
+        raise DataError(
+            "y: detection targets are one dict of per-image lists, {'boxes': [...], 'labels': "
+            "[...]} (Keras' bounding_boxes), not a list of per-image dicts"
+        )
     if isinstance(y, Mapping):
         columns, names = box_columns(y, sizes, box_format, class_names)
         return Samples({"image": images, **columns}, names, sizes)

@@ -20,7 +20,7 @@ from pydantic import model_validator
 
 from daliaug.errors import DaliaugError, DataError
 from daliaug.fields import ShardCount, ShardId
-from daliaug.sources.checks import describe_rejected
+from daliaug.sources.checks import FileKey, describe_rejected, file_key
 from daliaug.sources.listing import IMAGE_EXTENSIONS
 from daliaug.sources.sample_set import SampleSet, shard_range
 from daliaug.tagged import Tagged
@@ -49,8 +49,8 @@ class Samples(SampleSet):
     class_names: list[str]
     sizes: np.ndarray
     files: dict[str, list[str]] = field(default_factory=dict)
-    checked: dict[str, tuple[int, int]] | None = None
-    """After the full decode check: each file's size and modification time when it passed."""
+    checked: dict[str, FileKey] | None = None
+    """After the full decode check: each file's key (size, times, inode) when it passed."""
     rejected: dict[str, str] = field(default_factory=dict)
     """Files left out when the samples were listed (a broken header, a mask that does not fit
     its image...), with the reason; their samples are not among these."""
@@ -141,7 +141,7 @@ class Samples(SampleSet):
             self.notes,
         )
 
-    def with_checked(self, keys: dict[str, tuple[int, int]]) -> Samples:
+    def with_checked(self, keys: dict[str, FileKey]) -> Samples:
         """The same samples, their files' checked keys recorded (see :attr:`checked`)."""
         return dataclasses.replace(self, checked=keys)
 
@@ -154,10 +154,10 @@ class Samples(SampleSet):
             for i in indices:
                 path = paths[i]
                 try:
-                    changed = os.stat(path)
+                    changed = file_key(path)
                 except OSError as e:
                     raise DataError(f"image file {path} is gone since it was checked: {e}") from e
-                if (changed.st_size, changed.st_mtime_ns) != self.checked[path]:
+                if changed != self.checked[path]:
                     raise DataError(
                         f"image file {path} changed after daliaug checked it; run again to "
                         "check it anew"

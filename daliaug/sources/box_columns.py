@@ -21,7 +21,17 @@ def _ragged(values: object, count: int, what: str) -> list[np.ndarray]:
         ) from None
     if len(items) != count:
         raise DataError(f"source arrays: {count} images but {len(items)} entries in y[{what!r}]")
-    return [np.asarray(item) for item in items]
+    arrays = [np.asarray(item) for item in items]
+    for i, array in enumerate(arrays):
+        finite = array.dtype.kind in "biu" or (array.dtype.kind == "f" and np.isfinite(array).all())
+        if not finite:
+            shown = str(array.tolist())[:100] if array.dtype.kind != "O" else "ragged lists"
+            hint = " (a missing keypoint is (0, 0, 0): visibility 0)" if what == "keypoints" else ""
+            raise DataError(
+                f"y[{what!r}]: image {i} holds {array.dtype} values {shown}, not finite "
+                f"numbers{hint}"
+            )
+    return arrays
 
 
 def box_columns(
@@ -50,6 +60,11 @@ def box_columns(
                 f"y: image {i} has boxes of shape {b.shape} and labels of shape {lab.shape}; "
                 "give (n, 4) boxes and (n,) labels"
             )
+        if (lab != np.round(lab)).any() or ((lab < 0) & (lab != PAD)).any():
+            raise DataError(
+                f"y['labels']: image {i} has labels {lab.tolist()[:10]}; a label is a class "
+                f"index 0, 1, ... (or {PAD:g} for a padding row)"
+            )
         real = lab != PAD
         h, w = (float(v) for v in sizes[i])
         xyxy = to_xyxy(b[real], fmt, (h, w))
@@ -60,7 +75,7 @@ def box_columns(
             out_points.append(_keypoints(points[i], real, fmt, (h, w), i))
     every = np.concatenate([np.zeros(0, np.int32), *out_labels])
     limit = len(names) if names else np.iinfo(np.int32).max
-    bad = every[(every < 0) | (every >= limit)]
+    bad = every[every >= limit]  # negative ones are refused above
     if bad.size:
         raise DataError(f"y['labels']: class {bad[0]} is out of range for {limit} classes")
     names = list(names) if names else [str(k) for k in range(int(every.max(initial=0)) + 1)]

@@ -186,10 +186,17 @@ def screened(paths: Sequence[str], undecodable: Undecodable) -> Iterator[tuple[s
     yield from undecodable([p for p in paths if p not in broken])
 
 
-def stat_key(path: str) -> tuple[int, int]:
-    """What identifies a file's contents here: its size and modification time (ns)."""
+FileKey = tuple[int, int, int, int]
+"""A file's size, modification time (ns), inode and status-change time (ns)."""
+
+
+def file_key(path: str) -> FileKey:
+    """What tells a file's contents apart here (see :data:`FileKey`): a file replaced (a new
+    inode) or rewritten (a new status-change time, which no program can set back) differs even
+    where its size and modification time were kept. The decode check's cache, kept between
+    runs, compares the first two only."""
     stat = os.stat(path)
-    return stat.st_size, stat.st_mtime_ns
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns
 
 
 def _stored(path: str) -> str | bytes:
@@ -229,13 +236,13 @@ class CheckCache:
                 go_on_without(e)
         return default
 
-    def lookup(self, decoder: str, keys: dict[str, tuple[int, int]]) -> dict[str, str | None]:
+    def lookup(self, decoder: str, keys: dict[str, FileKey]) -> dict[str, str | None]:
         """The cached result (``None``: decodes) of each file whose key still matches."""
         return self._use(partial(self._lookup, decoder=decoder, keys=keys), {})
 
     @staticmethod
     def _lookup(
-        db: sqlite3.Connection, decoder: str, keys: dict[str, tuple[int, int]]
+        db: sqlite3.Connection, decoder: str, keys: dict[str, FileKey]
     ) -> dict[str, str | None]:
         found: dict[str, str | None] = {}
         stored = {_stored(p): p for p in keys}
@@ -249,15 +256,13 @@ class CheckCache:
                 [decoder, *chunk],
             )
             for path, size, mtime_ns, reason in rows:
-                if keys[stored[path]] == (size, mtime_ns):
+                if keys[stored[path]][:2] == (size, mtime_ns):
                     found[stored[path]] = reason
         return found
 
-    def store(
-        self, decoder: str, results: dict[str, str | None], keys: dict[str, tuple[int, int]]
-    ) -> None:
+    def store(self, decoder: str, results: dict[str, str | None], keys: dict[str, FileKey]) -> None:
         rows = [
-            (decoder, _stored(p), *keys[p], reason and readable(reason))
+            (decoder, _stored(p), *keys[p][:2], reason and readable(reason))
             for p, reason in results.items()
         ]
 
@@ -276,7 +281,7 @@ class CheckResult:
     bad: dict[str, str]
     cached: int
     seconds: float
-    keys: dict[str, tuple[int, int]]
+    keys: dict[str, FileKey]
 
 
 def check_files(
@@ -292,7 +297,7 @@ def check_files(
     start = time.perf_counter()
     cache = cache or CheckCache()
     unique = list(dict.fromkeys(paths))
-    keys = {p: stat_key(p) for p in unique}
+    keys = {p: file_key(p) for p in unique}
     known = cache.lookup(decoder, keys)
     if progress is not None and known:
         progress(len(known))

@@ -37,10 +37,10 @@ def _entries(data: dict[str, Any], key: str, needed: dict[str, type], origin: Pa
             for k, t in needed.items()
         )
         if bad:
-            wanted = ", ".join(f"{k} ({t.__name__})" for k, t in needed.items())
+            wanted = " with " + ", ".join(f"{k} ({t.__name__})" for k, t in needed.items())
             raise DataError(
-                f"COCO annotations {origin}: {key}[{i}] must be a mapping with {wanted}, "
-                f"got {str(entry)[:200]}"
+                f"COCO annotations {origin}: {key}[{i}] must be a mapping"
+                f"{wanted if needed else ''}, got {type(entry).__name__} {str(entry)[:200]}"
             )
     return entries
 
@@ -88,6 +88,8 @@ class CocoSource(SourceConfig):
         data = self._read()
         categories = _entries(data, "categories", {"id": int, "name": str}, origin)
         images = _entries(data, "images", {"id": int, "file_name": str}, origin)
+        if not images:
+            raise DataError(f"COCO annotations {origin}: 'images' is empty: no image to train on")
         ids = sorted(c["id"] for c in categories)
         if len(set(ids)) != len(ids):
             raise DataError(f"COCO annotations {origin}: category ids repeat: {ids}")
@@ -106,14 +108,12 @@ class CocoSource(SourceConfig):
         notes: dict[str, str] = {}
         crowds = 0
         for i, annotation in enumerate(_entries(data, "annotations", {}, origin)):
-            image = found.get(annotation.get("image_id"))
-            where = (
-                f"{origin}: annotation {annotation.get('id', f'#{i}')} "
-                f"(image_id {annotation.get('image_id')!r})"
-            )
-            if image is None:
-                notes[where] = "its image_id is no image of 'images': left out"
-            elif annotation.get("iscrowd"):
+            image_id = annotation.get("image_id")
+            image = found.get(image_id) if type(image_id) is int else None
+            where = f"{origin}: annotation {annotation.get('id', f'#{i}')} (image_id {image_id!r})"
+            if image is None:  # its box would be lost, or be another image's: the file is wrong
+                raise DataError(f"{where}: its image_id is not the id of an entry of 'images'")
+            if annotation.get("iscrowd"):
                 crowds += 1
             else:
                 self._add(image, annotation, where, index, num_keypoints)

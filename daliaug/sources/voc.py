@@ -81,12 +81,19 @@ class VocSource(SourceConfig):
         if not xmls.all_images:
             raise DataError(f"source.path: found no .xml annotation files under {xml_dir}")
         paths, found, names, rejected = [], [], [], {}
+        named_by: dict[str, str] = {}
         for xml in xmls.all_images:
             try:
                 path, annotations, classes = parse_xml(xml, images)
             except DataError as e:
                 rejected[xml] = str(e)
                 continue
+            if path in named_by:  # which of the two holds the image's boxes is anyone's guess
+                raise DataError(
+                    f"source.path: {named_by[path]} and {xml} both name the image {path}; "
+                    "each image needs one annotation file"
+                )
+            named_by[path] = xml
             paths.append(path)
             found.append(annotations)
             names.append(classes)

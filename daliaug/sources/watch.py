@@ -19,7 +19,9 @@ from daliaug.sources.base import Samples
 
 AHEAD = 16
 """How many batches the check runs ahead of the feed at most: a file changed after its check
-is caught at the next epoch's, so the check stays near the batches read now."""
+is caught when its batch comes out of the graph (the NumPy, JAX and PyTorch outputs check its
+files again then), else at the next epoch's check, so the check stays near the batches read
+now."""
 
 
 class FileWatch:

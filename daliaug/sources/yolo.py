@@ -16,6 +16,10 @@ from daliaug.sources.listing import list_images
 NAME_FILES = ("data.yaml", "dataset.yaml")
 """Where a YOLO dataset names its classes (``names``), in ``path`` or its parent."""
 
+UNNAMED_CLASSES = 4096
+"""How many classes a YOLO dataset without a class file may number (``"0"``, ``"1"``, ...): a
+larger index is a typo far more often than a class, and would make that many names."""
+
 
 def _names_from_yaml(path: Path) -> list[str]:
     """The ``names`` of a YOLO ``data.yaml``: a list, or a mapping of indices 0..K-1."""
@@ -36,6 +40,7 @@ def parse_labels(text: str, label_file: str) -> ImageAnnotations:
     """One label file's boxes (normalised ``xyxy``) and class indices; each malformed line is
     a problem naming ``label_file:line``."""
     found = ImageAnnotations(normalised=True, origin=label_file)
+    text = text.removeprefix("\ufeff")  # the byte order mark Notepad writes
     for number, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if not fields:
@@ -63,9 +68,9 @@ class YoloSource(SourceConfig):
 
     Class names come from the ``names`` of a ``data.yaml`` (or ``dataset.yaml``) in ``path``
     or its parent, else from a ``classes.txt`` (one name a line) in ``path`` or ``labels/``,
-    else they are ``"0"`` to the largest index found. An image without a label file is a
-    sample without boxes (``daliaug check`` notes it); a label file without an image is named
-    among what the folders hold besides samples.
+    else they are ``"0"`` to the largest index found (below :data:`UNNAMED_CLASSES`). An image
+    without a label file is a sample without boxes (``daliaug check`` notes it); a label file
+    without an image is named among what the folders hold besides samples.
     """
 
     type: Literal["yolo"] = "yolo"
@@ -85,19 +90,21 @@ class YoloSource(SourceConfig):
         """The class names (see the class), checked against the indices ``found``."""
         source = self._class_file()
         if source is None:
-            top = max((label for f in found for label in f.labels), default=0)
-            return [str(i) for i in range(top + 1)]
-        if source.name == "classes.txt":
-            lines = read_text(source, "source.path: cannot read class names").splitlines()
+            names = [str(i) for i in range(UNNAMED_CLASSES)]
+        elif source.name == "classes.txt":
+            text = read_text(source, "source.path: cannot read class names")
+            lines = text.removeprefix("\ufeff").splitlines()
             names = [line.strip() for line in lines if line.strip()]
         else:
             names = _names_from_yaml(source)
+        among = f"the {len(names)} classes of {source or 'a dataset without a class file'}"
         for f in found:
             for label, where in zip(f.labels, f.where, strict=True):
                 if label >= len(names):
-                    f.problems.append(
-                        f"{where}: class {label} is not among the {len(names)} classes of {source}"
-                    )
+                    f.problems.append(f"{where}: class {label} is not among {among}")
+        if source is None:  # "0" to the largest index found
+            top = max((x for f in found for x in f.labels if x < UNNAMED_CLASSES), default=0)
+            return names[: top + 1]
         return names
 
     def list_samples(self) -> Samples:

@@ -114,3 +114,24 @@ def test_after_rescaling_on_keras_value_range() -> None:
     ours = np.asarray(run_config(config, "tf", x, rows_of(config, {"clahe": 1.0}, len(x)))[0])
     theirs = np.asarray(keras.Sequential(layers)(x.astype(np.float32)))
     np.testing.assert_allclose(ours, theirs, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"tile_grid_size": (16, 16)},
+            r"'clahe_layer': tile_grid_size: \[16, 16\] tiles do not fit",
+        ),
+        ({"clip_limit": -1.0}, r"for .* 'clahe_layer':\n  clip_limit: Input should be greater"),
+    ],
+)
+def test_the_layers_bad_arguments_name_it(kwargs: dict, message: str) -> None:
+    """Keras takes these; the refusal names the layer, not a transform index."""
+    import keras
+
+    from daliaug import from_keras
+
+    layers = [keras.layers.Resizing(8, 8), keras_clahe(name="clahe_layer", **kwargs)]
+    with pytest.raises(ConfigError, match=message):
+        from_keras(layers, source={"type": "arrays"}, backend="tf")

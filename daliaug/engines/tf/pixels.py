@@ -132,6 +132,7 @@ def sharpness(images: tf.Tensor, factor: Value) -> tf.Tensor:
         for dx, weight in enumerate(row)
     ]
     detail = tf.pad(tf.add_n(taps), [[0, 0], [1, 1], [1, 1], [0, 0]])  # smooth - x; 0 on the border
+    detail = detail[:, :h, :w]  # a side of 1 pixel is all border: no taps, padded to 2
     return tf.clip_by_value(images + (1.0 - _per_sample(factor, 4)) * detail, 0.0, 255.0)
 
 
