@@ -3,9 +3,10 @@ downloaded weights) trained on daliaug's ``tf.data`` output on one Keras backend
 tests/keras/test_keras_hub.py in a fresh process (Keras picks its backend when first imported).
 
 ``python -m tests.keras.hub_job SPEC_JSON``: SPEC has ``root`` (a detection set written by
-``write_detection_dataset``), ``epochs`` and ``out`` (an ``.npz`` of the first batch's boxes, and
-a ``.json`` of the losses per epoch and the error KerasHub's ``fit`` gave on the backend's own
-output). The backend is ``KERAS_BACKEND``'s.
+``write_detection_dataset``), ``epochs`` and ``out`` (an ``.npz`` of the first batch's boxes
+after ``fit`` and of a dataset started at the epoch after it, and a ``.json`` of the losses per
+epoch and the error KerasHub's ``fit`` gave on the backend's own output). The backend is
+``KERAS_BACKEND``'s.
 """
 
 from __future__ import annotations
@@ -87,9 +88,14 @@ def main(spec: dict) -> None:
             model.fit(daliaug.make_dataset(config(root)), epochs=1, verbose=0)
         except daliaug.ConfigError as error:
             report["refused"] = str(error)
+    # KerasHub's .map and .prefetch keep the epochs: the next pass is epoch ``epochs``
     _, targets = next(iter(train))
+    resumed = daliaug.make_dataset(
+        config(root), framework="tensorflow", initial_epoch=spec["epochs"]
+    )
+    _, expected = next(iter(resumed))
     out = Path(spec["out"])
-    np.savez(out, boxes=np.asarray(targets["boxes"]))
+    np.savez(out, boxes=np.asarray(targets["boxes"]), resumed=np.asarray(expected["boxes"]))
     out.with_suffix(".json").write_text(json.dumps(report))
 
 
