@@ -74,35 +74,41 @@ def _numbers(fields: list[str]) -> list[float] | None:
     return values if all(math.isfinite(v) for v in values) else None
 
 
+def _expected(kpt_shape: KeypointShape | None) -> str:
+    """What a label line holds, for messages."""
+    if kpt_shape is None:
+        return (
+            "expected 'class cx cy w h' (5 numbers) or a segment 'class x1 y1 x2 y2 x3 y3 ...' "
+            "(3 points or more)"
+        )
+    count, dims = kpt_shape
+    shown = "px py" if dims == 2 else "px py v"
+    return (
+        f"expected 'class cx cy w h' and {count} keypoints '{shown}' "
+        f"({5 + count * dims} numbers, kpt_shape {list(kpt_shape)})"
+    )
+
+
 def _object(
     values: list[float], kpt_shape: KeypointShape | None
 ) -> tuple[tuple[float, ...], np.ndarray | None]:
     """One label line's normalised ``xyxy`` box and, with ``kpt_shape``, its ``(K, 3)``
     keypoints ``(x, y, visible)`` (YOLO's ``v`` 0 becomes 0, 1 and 2 become 1; visible without
     ``v``); a ``ValueError`` saying what the line should be."""
-    if kpt_shape is not None:
-        count, dims = kpt_shape
-        if len(values) != 5 + count * dims:
-            shown = "px py" if dims == 2 else "px py v"
-            raise ValueError(
-                f"expected 'class cx cy w h' and {count} keypoints '{shown}' "
-                f"({5 + count * dims} numbers, kpt_shape {list(kpt_shape)})"
-            )
-        points = np.ones((count, 3), np.float32)
-        points[:, :dims] = np.reshape(values[5:], (count, dims))
-        points[:, 2] = points[:, 2] > 0
-    elif len(values) == 5:
-        points = None
-    elif len(values) >= 7 and len(values) % 2:
+    if kpt_shape is None and len(values) >= 7 and len(values) % 2:  # a segment's polygon
         xs, ys = values[1::2], values[2::2]
         return (min(xs), min(ys), max(xs), max(ys)), None
-    else:
-        raise ValueError(
-            "expected 'class cx cy w h' (5 numbers) or a segment 'class x1 y1 x2 y2 x3 y3 ...' "
-            "(3 points or more)"
-        )
+    count, dims = kpt_shape or (0, 0)
+    if len(values) != 5 + count * dims:
+        raise ValueError(_expected(kpt_shape))
     cx, cy, w, h = values[1:5]
-    return (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2), points
+    box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+    if kpt_shape is None:
+        return box, None
+    points = np.ones((count, 3), np.float32)
+    points[:, :dims] = np.reshape(values[5:], (count, dims))
+    points[:, 2] = points[:, 2] > 0
+    return box, points
 
 
 def parse_labels(
