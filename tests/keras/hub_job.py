@@ -3,10 +3,10 @@ downloaded weights) trained on daliaug's ``tf.data`` output on one Keras backend
 tests/keras/test_keras_hub.py in a fresh process (Keras picks its backend when first imported).
 
 ``python -m tests.keras.hub_job SPEC_JSON``: SPEC has ``root`` (a detection set written by
-``write_detection_dataset``), ``epochs`` and ``out`` (an ``.npz`` of the first batch's boxes
-after ``fit`` and of a dataset started at the epoch after it, and a ``.json`` of the losses per
-epoch and the error KerasHub's ``fit`` gave on the backend's own output). The backend is
-``KERAS_BACKEND``'s.
+``write_detection_dataset``), ``device`` (DALI's: ``cpu`` or ``gpu``), ``epochs`` and ``out``
+(an ``.npz`` of the first batch's boxes after ``fit`` and of a dataset started at the epoch
+after it, and a ``.json`` of the losses per epoch and the error KerasHub's ``fit`` gave on the
+backend's own output). The backend is ``KERAS_BACKEND``'s.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from daliaug.tools.demo_data import CLASS_NAMES
 SIZE = 64
 
 
-def config(root: Path) -> dict[str, Any]:
+def config(root: Path, backend: str = "cpu") -> dict[str, Any]:
     """The detection set at ``root`` as KerasHub's detectors take it: ``yxyx`` boxes (their
-    default format), images scaled to 0..1."""
+    default format), images scaled to 0..1, computed by DALI on ``backend``."""
     return {
         "source": {
             "type": "coco",
@@ -37,7 +37,7 @@ def config(root: Path) -> dict[str, Any]:
         "batch_size": 8,
         "bounding_box_format": "yxyx",
         "max_boxes": 4,
-        "backend": "cpu",
+        "backend": backend,
         "seed": 3,
         "transforms": [{"type": "flip"}, {"type": "normalize", "rescale": 1 / 255}],
     }
@@ -81,7 +81,7 @@ def main(spec: dict) -> None:
     root = Path(spec["root"])
     report: dict[str, Any] = {"backend": keras.backend.backend(), "refused": ""}
     model = retina_net()
-    train = daliaug.make_dataset(config(root), framework="tensorflow")
+    train = daliaug.make_dataset(config(root, spec["device"]), framework="tensorflow")
     report["engine"] = str(daliaug.describe(train))
     # Keras' JAX and PyTorch trainers read a batch to build the model before the first epoch:
     # EpochSync makes each epoch of fit read the data epoch of its number all the same
@@ -96,7 +96,7 @@ def main(spec: dict) -> None:
     # KerasHub's .map and .prefetch keep the epochs: the next pass is epoch ``epochs``
     _, targets = next(iter(train))
     resumed = daliaug.make_dataset(
-        config(root), framework="tensorflow", initial_epoch=spec["epochs"]
+        config(root, spec["device"]), framework="tensorflow", initial_epoch=spec["epochs"]
     )
     _, expected = next(iter(resumed))
     out = Path(spec["out"])
