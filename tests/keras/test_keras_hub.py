@@ -72,8 +72,8 @@ def test_a_keras_hub_detector_trains_on_every_backend(
 @pytest.mark.slow
 def test_a_keras_hub_detector_learns(shapes: Path, tmp_path: Path) -> None:
     report, _ = run_job("jax", shapes, tmp_path / "out.npz", epochs=8)
-    loss = report["loss"]
-    assert loss[-1] < 0.5 * loss[0], loss
+    loss = report["loss"]  # 1382, 141, 16, 14, 13, 15, 6, 11 on the development machine
+    assert max(loss[4:]) < loss[1] < loss[0], loss
 
 
 @pytest.mark.gpu
