@@ -52,7 +52,8 @@ def make_dataset(config: Any, **kwargs: Any) -> Any:
 
 def describe(dataset: Any) -> DatasetEngine:
     """Which engine (DALI or TensorFlow ops) and device (CPU or GPU) computes a dataset made by
-    :func:`make_dataset`; see :func:`daliaug.outputs.dataset.describe`."""
+    :func:`make_dataset` (any framework's) or a ``DaliLoader``; see
+    :func:`daliaug.outputs.dataset.describe`."""
     from daliaug.outputs.dataset import describe as _describe
 
     return _describe(dataset)

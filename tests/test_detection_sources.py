@@ -324,6 +324,75 @@ def test_yolo_needs_images_and_labels(tmp_path: Path) -> None:
         YoloSource(path=tmp_path).samples()
 
 
+def yolo_set(root: Path, labels: dict[str, str], data: dict) -> Path:
+    """A YOLO set under ``root`` of 100x50 images, one per label file ``labels`` (name ->
+    text), and ``data`` as its ``data.yaml``."""
+    for name, text in labels.items():
+        write_image(root / "images" / f"{name}.jpg", 100, 50)
+        (root / "labels").mkdir(parents=True, exist_ok=True)
+        (root / "labels" / f"{name}.txt").write_text(text)
+    (root / "data.yaml").write_text(yaml.safe_dump(data))
+    return root
+
+
+def test_yolo_pose_labels_carry_keypoints(tmp_path: Path) -> None:
+    labels = {
+        "a": "0 0.5 0.5 0.2 0.4 0.5 0.5 2 0.1 0.2 0\n1 0.2 0.5 0.2 0.2 0.25 0.5 1 0 0 0\n",
+        "short": "0 0.5 0.5 0.2 0.4 0.5 0.5 2\n",
+        "letters": "0 0.5 0.5 0.2 0.4 0.5 0.5 2 x 0.2 0\n",
+    }
+    root = yolo_set(tmp_path, labels, {"names": ["person", "dog"], "kpt_shape": [2, 3]})
+    samples = YoloSource(path=root, on_error="skip").samples()
+    np.testing.assert_allclose(
+        by_file(samples, "boxes")["a.jpg"], [[40, 15, 60, 35], [10, 20, 30, 30]]
+    )
+    keypoints = by_file(samples, "keypoints")["a.jpg"]  # v 2 and 1 -> visible, 0 -> not
+    np.testing.assert_allclose(keypoints, [[[50, 25, 1], [10, 10, 0]], [[25, 25, 1], [0, 0, 0]]])
+    rejected = {Path(p).name: reason for p, reason in samples.rejected.items()}
+    assert set(rejected) == {"short.jpg", "letters.jpg"}
+    assert (
+        f"{root / 'labels' / 'short.txt'}:1: expected 'class cx cy w h' and 2 keypoints"
+        in (rejected["short.jpg"])
+    )
+    assert "11 numbers, kpt_shape [2, 3]" in rejected["short.jpg"]
+    assert (
+        f"{root / 'labels' / 'letters.txt'}:1: expected finite numbers" in rejected["letters.jpg"]
+    )
+
+
+def test_yolo_pose_without_visibility_and_bad_kpt_shape(tmp_path: Path) -> None:
+    root = yolo_set(
+        tmp_path, {"a": "0 0.5 0.5 0.2 0.4 0.5 0.4\n"}, {"names": ["p"], "kpt_shape": [1, 2]}
+    )
+    samples = YoloSource(path=root).samples()
+    np.testing.assert_allclose(by_file(samples, "keypoints")["a.jpg"], [[[50, 20, 1]]])
+    for shape in ([1, 4], [0, 3], "17,3"):
+        (root / "data.yaml").write_text(yaml.safe_dump({"names": ["p"], "kpt_shape": shape}))
+        with pytest.raises(
+            DataError, match=r"data\.yaml: 'kpt_shape' must be \[keypoints, 2 or 3\]"
+        ):
+            YoloSource(path=root).samples()
+
+
+def test_yolo_segment_polygons_give_their_box(tmp_path: Path) -> None:
+    labels = {
+        "a": "0 0.1 0.2 0.5 0.1 0.4 0.8 0.2 0.6\n1 0.5 0.5 0.2 0.4\n",
+        "odd": "0 0.1 0.2 0.5 0.1 0.4\n",
+    }
+    root = yolo_set(tmp_path, labels, {"names": ["a", "b"]})
+    samples = YoloSource(path=root, on_error="skip").samples()
+    np.testing.assert_allclose(
+        by_file(samples, "boxes")["a.jpg"], [[10, 5, 50, 40], [40, 15, 60, 35]]
+    )
+    np.testing.assert_array_equal(by_file(samples, "box_labels")["a.jpg"], [0, 1])
+    assert "keypoints" not in samples.columns
+    reason = samples.rejected[str(root / "images" / "odd.jpg")]
+    assert (
+        f"{root / 'labels' / 'odd.txt'}:1: expected 'class cx cy w h' (5 numbers) or a segment"
+        in reason
+    )
+
+
 # ---------------------------------------------------------------- Pascal VOC
 
 
@@ -479,3 +548,15 @@ def test_check_names_each_bad_annotation(coco: Path, yolo: Path, tmp_path: Path)
     assert result.returncode == 3 and f"{yolo / 'labels' / 'bad.txt'}:1" in out
     assert f"{yolo / 'images' / 'bare.jpg'}: no label file" in out
     assert f"{yolo / 'labels' / 'orphan.txt'}: a label file without an image" in out
+    pose = yolo_set(
+        tmp_path / "pose", {"a": "0 0.5 0.5 0.2 0.4 0.5\n"}, {"names": ["p"], "kpt_shape": [1, 3]}
+    )
+    (pose / "pose.yaml").write_text(
+        yaml.safe_dump({"source": {"type": "yolo", "path": str(pose)}, "image_size": 32})
+    )
+    result = daliaug("check", pose / "pose.yaml")
+    out = " ".join((result.stdout + result.stderr).split())
+    assert (
+        result.returncode == 3
+        and f"{pose / 'labels' / 'a.txt'}:1: expected 'class cx cy w h' and 1 keypoints" in out
+    )

@@ -84,6 +84,24 @@ def test_describe_names_the_engine_and_device(
         daliaug.describe(ds.map(lambda *batch: batch))
 
 
+@pytest.mark.parametrize("framework", ["numpy", "jax", "torch"])
+def test_describe_takes_every_frameworks_output(numbered_list: Path, framework: str) -> None:
+    pytest.importorskip(framework)
+    config = numbered(numbered_list, backend="cpu")
+    described = daliaug.describe(daliaug.make_dataset(config, framework=framework))
+    assert (described.name, described.device, described.replicas) == ("dali", "cpu", 1)
+    assert str(described) == "DALI on the CPU"
+
+
+def test_describe_takes_a_dali_loader_and_names_anything_else(numbered_list: Path) -> None:
+    loader = DaliLoader(daliaug.load_config(numbered(numbered_list, backend="cpu")))
+    assert str(daliaug.describe(loader)) == "DALI on the CPU"
+    with pytest.raises(ConfigError, match=r"or a DaliLoader, got a builtins\.list$"):
+        daliaug.describe([1, 2])
+    with pytest.raises(ConfigError, match=r"got a builtins\.tuple; for subset: both"):
+        daliaug.describe((loader, loader))
+
+
 def test_describe_says_what_auto_picked(numbered_list: Path) -> None:
     from daliaug.engines.select import resolve_backend
 

@@ -2,8 +2,9 @@
 block in it runs as written.
 
 Each Python block runs in a process of its own (a block may pick Keras' backend), in a folder
-where the paths the README uses hold small data: ``data/train`` and ``data/val`` are class
-folders of a few procedural images, and ``keras.datasets.cifar10.load_data`` returns 40 random
+where the paths the README uses hold small data (an empty one for a block that picks Keras'
+backend: it makes its own): ``data/train`` and ``data/val`` are class folders of a few
+procedural images, and ``keras.datasets.cifar10.load_data`` returns 40 random
 32x32 images instead of downloading CIFAR-10 (that swap is the prelude below, and the only
 thing added to a block). A block preceded by ``<!-- not run: ... -->`` needs a GPU or several
 hosts; it is still compiled, so it cannot hold a syntax error.
@@ -95,8 +96,11 @@ def readme_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("line", "code"), RUN, ids=[f"line{line}" for line, _ in RUN])
-def test_python_block_runs(line: int, code: str, readme_folder: Path) -> None:
-    prelude = "" if "KERAS_BACKEND" in code else TINY_CIFAR
+def test_python_block_runs(line: int, code: str, readme_folder: Path, tmp_path: Path) -> None:
+    """A block that picks Keras' backend (the JAX/PyTorch one, KerasHub's) makes its own data:
+    it runs in an empty folder."""
+    own_data = "KERAS_BACKEND" in code
+    prelude = "" if own_data else TINY_CIFAR
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
     env.update(
         PYTHONPATH=f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}",
@@ -105,7 +109,7 @@ def test_python_block_runs(line: int, code: str, readme_folder: Path) -> None:
     )
     run = subprocess.run(
         [sys.executable, "-c", prelude + code],
-        cwd=readme_folder,
+        cwd=tmp_path if own_data else readme_folder,
         env=env,
         capture_output=True,
         text=True,

@@ -37,7 +37,8 @@ class Batches:
     """``(images, targets[, weights])`` batches, one epoch per pass, from ``open_at(epoch)``:
     an iterable whose every ``iter()`` runs the next epoch of pipelines opened at ``epoch``
     (reused while passes run to their end). ``length``: batches per epoch; ``batch_size`` and
-    ``partial``: the full batch and the last one's size if smaller (else 0)."""
+    ``partial``: the full batch and the last one's size if smaller (else 0); ``pipelines``: how
+    many run side by side (one per local shard)."""
 
     def __init__(
         self,
@@ -46,8 +47,10 @@ class Batches:
         batch_size: int,
         partial: int = 0,
         initial_epoch: int = 0,
+        pipelines: int = 1,
     ) -> None:
         self._open_at = open_at
+        self.pipelines = pipelines
         self._length = length
         self._batch_size = batch_size
         self._partial = partial
@@ -125,7 +128,8 @@ def local_batches(
     bounds = options.epochs(config, len(samples)).bounds
     full = config.batch_size * len(shards)
     last = (bounds[-1][1] - bounds[-1][0]) * len(shards)
-    return kind(open_at, len(bounds), full, last if last < full else 0, initial_epoch)
+    partial = last if last < full else 0
+    return kind(open_at, len(bounds), full, partial, initial_epoch, len(shards))
 
 
 def dali_loaders(

@@ -52,7 +52,8 @@ class DatasetEngine:
     device: Literal["cpu", "gpu"]
     """Where the engine runs (the TensorFlow backend always augments on the CPU)."""
     replicas: int = 1
-    """Pipelines under a ``tf.distribute`` strategy, one per replica."""
+    """Pipelines this process runs side by side: one per replica of a ``tf.distribute``
+    strategy, one per local device of a JAX ``keras.distribution``."""
 
     def __str__(self) -> str:
         where = "TensorFlow ops" if self.name == "tf" else f"DALI on the {self.device.upper()}"
@@ -60,15 +61,31 @@ class DatasetEngine:
 
 
 def describe(dataset: Any) -> DatasetEngine:
-    """The :class:`DatasetEngine` a dataset made by :func:`make_dataset` got here (``backend: auto``
-    picks one per machine, source kind and plan); ``str()`` of it reads "DALI on the GPU"."""
+    """The :class:`DatasetEngine` that computes a dataset made by :func:`make_dataset` here (any
+    framework's output) or a :class:`~daliaug.outputs.numpy.DaliLoader` (``backend: auto``
+    picks one per machine, source kind and plan); ``str()`` of it reads "DALI on the GPU".
+    Anything else: a :class:`~daliaug.errors.ConfigError` naming what it was given."""
     engine = getattr(dataset, _ENGINE, None)
-    if engine is None:
-        raise ValueError(
-            "describe takes a dataset returned by daliaug.make_dataset (a tf.data stage added "
-            "after it, such as .map, makes a new dataset that does not know its engine)"
+    if engine is not None:
+        return engine
+    from daliaug.outputs.numpy import DaliLoader
+
+    if isinstance(dataset, DaliLoader):
+        return DatasetEngine("dali", dataset.device)
+    given = f"{type(dataset).__module__}.{type(dataset).__qualname__}"
+    if isinstance(dataset, tuple):
+        hint = "; for subset: both, describe the training and the validation dataset each"
+    elif hasattr(dataset, "element_spec"):
+        hint = (
+            "; a tf.data stage added after make_dataset's dataset (.map, .batch, ...) makes a "
+            "new dataset that does not know its engine: describe the one make_dataset returned"
         )
-    return engine
+    else:
+        hint = ""
+    raise ConfigError(
+        f"describe takes a dataset returned by daliaug.make_dataset (tf.data, JAX, PyTorch or "
+        f"NumPy batches) or a DaliLoader, got a {given}{hint}"
+    )
 
 
 def make_dataset(
@@ -182,15 +199,17 @@ def _batches(
     if framework == "jax":
         from daliaug.outputs.jax import jax_dataset
 
-        return jax_dataset(config, samples, device, options, initial_epoch)
-    if framework == "torch":
+        batches = jax_dataset(config, samples, device, options, initial_epoch)
+    elif framework == "torch":
         from daliaug.outputs.torch import torch_dataset
 
-        return torch_dataset(config, samples, device, options, initial_epoch)
-    from daliaug.outputs.batches import dali_loaders, local_batches
+        batches = torch_dataset(config, samples, device, options, initial_epoch)
+    else:
+        from daliaug.outputs.batches import dali_loaders, local_batches
 
-    shards = [(config, samples, options)]
-    return local_batches(shards, dali_loaders(shards, tuple, device), initial_epoch)
+        shards = [(config, samples, options)]
+        batches = local_batches(shards, dali_loaders(shards, tuple, device), initial_epoch)
+    return _described(batches, "dali", device, batches.pipelines)
 
 
 def _described(dataset: Any, engine: str, device: Device, replicas: int) -> Any:

@@ -28,6 +28,16 @@ class FitBatches(Batches, DataAdapter):
     def get_torch_dataloader(self) -> Any:
         return data_adapter_utils.get_torch_dataloader(self)
 
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: batches are no array. What converts its input with ``np.asarray`` or
+        ``tf.data.Dataset.from_tensor_slices`` (a KerasHub task's ``fit``, which takes only
+        ``tf.data`` or grain datasets) gets this error, naming the fix, not its own."""
+        raise ConfigError(
+            "framework: these are daliaug's batches for Keras' own fit on JAX or PyTorch, not an "
+            "array; a KerasHub task's fit (or anything else that wants a tf.data dataset) takes "
+            "make_dataset(..., framework='tensorflow'), which Keras trains on with every backend"
+        )
+
     def get_tf_dataset(self) -> Any:
         raise ConfigError(
             "framework: these batches are for Keras' JAX or PyTorch backend; on TensorFlow use "

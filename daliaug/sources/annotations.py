@@ -31,8 +31,8 @@ class ImageAnnotations:
     """One image's annotations as a source read them, before they meet the image's header.
 
     ``where`` names each box for messages (``file:line``, ``annotation 17``); ``normalised``
-    boxes are fractions of the image's width and height (YOLO's); ``problems`` fail the
-    sample, each naming the annotation file and the item."""
+    boxes and keypoints are fractions of the image's width and height (YOLO's); ``problems``
+    fail the sample, each naming the annotation file and the item."""
 
     boxes: list[Sequence[float]] = field(default_factory=list)
     labels: list[int] = field(default_factory=list)
@@ -127,6 +127,8 @@ def _targets(
         points = np.zeros((len(clipped), num_keypoints, 3), np.float32)
         for i, p in enumerate(found.keypoints):
             points[i] = p
+        if found.normalised:
+            points[..., :2] *= (width, height)
     return clipped.astype(np.float32), np.array(found.labels, np.int32), points
 
 

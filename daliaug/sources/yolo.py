@@ -1,11 +1,15 @@
-"""YOLO detection folders: ``images/`` and ``labels/`` matched by relative path, one
-``class cx cy w h`` line (normalised to the image) per box."""
+"""YOLO detection folders: ``images/`` and ``labels/`` matched by relative path, one line per
+object (normalised to the image): ``class cx cy w h`` (a box), then ``px py [v]`` per keypoint
+in a pose dataset (``kpt_shape`` in its ``data.yaml``), or ``class x1 y1 x2 y2 ...`` (a segment
+polygon, whose enclosing box is taken)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from daliaug.errors import DataError
 from daliaug.fields import FilePath
@@ -21,11 +25,15 @@ UNNAMED_CLASSES = 4096
 larger index is a typo far more often than a class, and would make that many names."""
 
 
-def _names_from_yaml(path: Path) -> list[str]:
-    """The ``names`` of a YOLO ``data.yaml``: a list, or a mapping of indices 0..K-1."""
+def _read_yaml(path: Path) -> dict[str, Any]:
     from daliaug.config_files import read_config_file  # config_files imports sources
 
-    names = read_config_file(path).get("names")
+    return read_config_file(path)
+
+
+def _names_from_yaml(path: Path) -> list[str]:
+    """The ``names`` of a YOLO ``data.yaml``: a list, or a mapping of the indices 0..K-1."""
+    names = _read_yaml(path).get("names")
     if isinstance(names, dict) and sorted(names) == list(range(len(names))):
         names = [names[i] for i in range(len(names))]
     if not isinstance(names, list) or not names:
@@ -36,9 +44,82 @@ def _names_from_yaml(path: Path) -> list[str]:
     return [str(name) for name in names]
 
 
-def parse_labels(text: str, label_file: str) -> ImageAnnotations:
-    """One label file's boxes (normalised ``xyxy``) and class indices; each malformed line is
-    a problem naming ``label_file:line``."""
+KeypointShape = tuple[int, int]
+"""A pose dataset's ``kpt_shape``: keypoints per object, and 2 (``px py``) or 3 numbers each
+(``px py v``)."""
+
+
+def _kpt_shape(path: Path) -> KeypointShape | None:
+    """The ``kpt_shape`` of a YOLO ``data.yaml``: ``None`` without one."""
+    shape = _read_yaml(path).get("kpt_shape")
+    if shape is None:
+        return None
+    fine = (
+        isinstance(shape, list)
+        and len(shape) == 2
+        and all(type(v) is int for v in shape)
+        and shape[0] > 0
+        and shape[1] in (2, 3)
+    )
+    if not fine:
+        raise DataError(
+            f"{path}: 'kpt_shape' must be [keypoints, 2 or 3] (px py, or px py v, each), got "
+            f"{str(shape)[:200]}"
+        )
+    return shape[0], shape[1]
+
+
+def _numbers(fields: list[str]) -> list[float] | None:
+    """A line's fields as finite numbers, or ``None`` if one is not."""
+    try:
+        values = [float(v) for v in fields]
+    except ValueError:
+        return None
+    return values if all(math.isfinite(v) for v in values) else None
+
+
+def _expected(kpt_shape: KeypointShape | None) -> str:
+    """What a label line holds, for messages."""
+    if kpt_shape is None:
+        return (
+            "expected 'class cx cy w h' (5 numbers) or a segment 'class x1 y1 x2 y2 x3 y3 ...' "
+            "(3 points or more)"
+        )
+    count, dims = kpt_shape
+    shown = "px py" if dims == 2 else "px py v"
+    return (
+        f"expected 'class cx cy w h' and {count} keypoints '{shown}' "
+        f"({5 + count * dims} numbers, kpt_shape {list(kpt_shape)})"
+    )
+
+
+def _object(
+    values: list[float], kpt_shape: KeypointShape | None
+) -> tuple[tuple[float, ...], np.ndarray | None]:
+    """One label line's normalised ``xyxy`` box and, with ``kpt_shape``, its ``(K, 3)``
+    keypoints ``(x, y, visible)`` (YOLO's ``v`` 0 becomes 0, 1 and 2 become 1; visible without
+    ``v``); a ``ValueError`` saying what the line should be."""
+    if kpt_shape is None and len(values) >= 7 and len(values) % 2:  # a segment's polygon
+        xs, ys = values[1::2], values[2::2]
+        return (min(xs), min(ys), max(xs), max(ys)), None
+    count, dims = kpt_shape or (0, 0)
+    if len(values) != 5 + count * dims:
+        raise ValueError(_expected(kpt_shape))
+    cx, cy, w, h = values[1:5]
+    box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+    if kpt_shape is None:
+        return box, None
+    points = np.ones((count, 3), np.float32)
+    points[:, :dims] = np.reshape(values[5:], (count, dims))
+    points[:, 2] = points[:, 2] > 0
+    return box, points
+
+
+def parse_labels(
+    text: str, label_file: str, kpt_shape: KeypointShape | None = None
+) -> ImageAnnotations:
+    """One label file's boxes (normalised ``xyxy``), class indices and, with ``kpt_shape``,
+    keypoints; each malformed line is a problem naming ``label_file:line``."""
     found = ImageAnnotations(normalised=True, origin=label_file)
     text = text.removeprefix("\ufeff")  # the byte order mark Notepad writes
     for number, line in enumerate(text.splitlines(), start=1):
@@ -46,25 +127,31 @@ def parse_labels(text: str, label_file: str) -> ImageAnnotations:
         if not fields:
             continue
         where = f"{label_file}:{number}"
+        values = _numbers(fields)
         try:
-            values = [float(v) for v in fields]
-        except ValueError:
-            values = []
-        if len(values) != 5 or not all(math.isfinite(v) for v in values):
-            found.problems.append(f"{where}: expected 'class cx cy w h' (5 numbers), got {line!r}")
+            if values is None:
+                raise ValueError("expected finite numbers")
+            box, points = _object(values, kpt_shape)
+        except ValueError as e:
+            found.problems.append(f"{where}: {e}, got {line[:200]!r}")
             continue
-        label, cx, cy, w, h = values
+        label = values[0]
         if label < 0 or label != int(label):
             found.problems.append(f"{where}: class {fields[0]!r} is not a class index")
             continue
-        found.add((cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2), int(label), where)
+        found.add(box, int(label), where)
+        if points is not None:
+            found.keypoints.append(points)
     return found
 
 
 class YoloSource(SourceConfig):
     """``path/images/**`` and ``path/labels/**.txt``: ``images/a/b.jpg``'s boxes are in
     ``labels/a/b.txt``, a line ``class cx cy w h`` each (centre and size as fractions of the
-    image), converted to absolute ``xyxy`` with the image's header size.
+    image), converted to absolute ``xyxy`` with the image's header size. A pose dataset (its
+    ``data.yaml`` has ``kpt_shape: [K, 2 or 3]``) follows each box with its K keypoints
+    ``px py [v]`` (the ``keypoints`` column); a segment line ``class x1 y1 x2 y2 ...`` (a
+    polygon of 3 points or more) gives the polygon's enclosing box (no mask).
 
     Class names come from the ``names`` of a ``data.yaml`` (or ``dataset.yaml``) in ``path``
     or its parent, else from a ``classes.txt`` (one name a line) in ``path`` or ``labels/``,
@@ -122,6 +209,8 @@ class YoloSource(SourceConfig):
             if Path(p) != labels_dir / "classes.txt"
         }
         stems = [str(Path(p).relative_to(images_dir).with_suffix("")) for p in paths]
+        source = self._class_file()
+        kpt_shape = None if source is None or source.suffix == ".txt" else _kpt_shape(source)
         notes: dict[str, str] = {}
         found = []
         for path, stem in zip(paths, stems, strict=True):
@@ -132,10 +221,11 @@ class YoloSource(SourceConfig):
                 continue
             try:
                 text = read_text(Path(label_file), "cannot read label file")
-                found.append(parse_labels(text, label_file))
+                found.append(parse_labels(text, label_file, kpt_shape))
             except DataError as e:
                 found.append(ImageAnnotations(problems=[str(e)]))
         for stem in sorted(label_files.keys() - set(stems)):
             ignored[label_files[stem]] = f"a label file without an image images/{stem}.*"
         names = self._class_names(found)
-        return detection_samples(paths, found, names, ignored, notes)
+        num_keypoints = None if kpt_shape is None else kpt_shape[0]
+        return detection_samples(paths, found, names, ignored, notes, num_keypoints)
