@@ -1,0 +1,208 @@
+"""The window-decode canary: a few JPEG decode windows on the GPU, in a child process.
+
+nvImageCodec 0.9 (DALI 2.4's) can crash the process on a GPU JPEG window decode
+(NVIDIA/nvImageCodec#55: a segmentation fault on H100 and B200, ``INTERNAL_ERROR`` on A100).
+No check inside the process could report such a crash, so before any window is decoded on a
+GPU in-process (the pipelines, ``daliaug selftest``, ``bench/gpu_suite.py``) a child process
+(``python -X faulthandler -m daliaug.engines.dali.canary``) decodes a few windows of 4:2:0
+JPEGs it writes itself, as the pipelines decode them. Its outcome is cached per host, DALI and
+nvImageCodec version and GPU (``$DALIAUG_CACHE/canary/``), so the child runs once.
+``decode_window: auto`` follows it (:func:`window_mode`): where the canary failed, whole images
+are decoded and the window cut from them, with one :class:`BackendWarning` giving the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from functools import cache
+from importlib import metadata
+from typing import Literal
+
+import numpy as np
+
+from daliaug.cache import default_cache_dir, write_cached
+from daliaug.config import Config
+from daliaug.errors import BackendWarning, CacheError
+
+WindowMode = Literal["roi", "whole"]
+
+TIMEOUT = 180.0
+"""Seconds the child may take (starting CUDA and DALI included) before it counts as hung."""
+PASSED = "daliaug canary: windows decoded"
+"""What the child prints last when every window decoded."""
+SIZES = ((480, 640), (517, 333), (1080, 1440), (97, 131))
+"""``(height, width)`` of the canary's JPEGs (odd sizes included: partial MCUs)."""
+BATCHES = 3
+
+
+@dataclass(frozen=True)
+class Canary:
+    """The canary's outcome: whether the windows decoded, and why not."""
+
+    passed: bool
+    reason: str
+    cached: bool = False
+
+
+def _versions() -> str:
+    """DALI's and nvImageCodec's versions (the decode path the canary vouches for)."""
+    found = []
+    for name in ("nvidia-dali-cuda120", "nvidia-dali-cuda130", "nvidia-nvimgcodec-cu12"):
+        try:
+            found.append(f"{name}=={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return ",".join(found)
+
+
+def cache_key(device_id: int) -> str:
+    """The host, the GPU asked for, and the DALI and nvImageCodec versions, hashed."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    text = f"{socket.gethostname()}|{visible}|{device_id}|{_versions()}"
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def child_command(device: str, device_id: int) -> list[str]:
+    """The child: this module run with faulthandler on (a crash prints its Python stack)."""
+    module = "daliaug.engines.dali.canary"
+    return [sys.executable, "-X", "faulthandler", "-m", module, device, str(device_id)]
+
+
+def run_child(command: Sequence[str], timeout: float = TIMEOUT) -> Canary:
+    """Run the canary's child ``command``: passed if it exits 0 having printed
+    :data:`PASSED`; else the reason: the signal that killed it, a timeout, or its last
+    error lines."""
+    try:
+        done = subprocess.run(
+            list(command), capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return Canary(False, f"the window-decode canary hung (killed after {timeout:.0f} s)")
+    if done.returncode == 0 and PASSED in done.stdout:
+        return Canary(True, "GPU window decodes ran in a child process")
+    if done.returncode < 0:
+        how = f"was killed by {signal.Signals(-done.returncode).name}"
+    else:
+        how = f"exited with code {done.returncode}"
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    said = [line for line in lines if "Error" in line or "error" in line][-2:] or lines[-2:]
+    tail = f": {' | '.join(said)}" if said else ""
+    return Canary(False, f"the window-decode canary {how}{tail}")
+
+
+def canary(device_id: int = 0, command: Sequence[str] | None = None) -> Canary:
+    """The canary's outcome on GPU ``device_id``: cached for this host, GPU and DALI (read
+    from ``$DALIAUG_CACHE/canary/<key>.json``), else the child run (``command``: another
+    child, for tests) and its outcome written there."""
+    relative = f"canary/{cache_key(device_id)}.json"
+    try:
+        stored = default_cache_dir() / relative
+        if stored.is_file():
+            return Canary(**{**json.loads(stored.read_text()), "cached": True})
+    except (OSError, ValueError, TypeError, CacheError):
+        pass  # an unreadable cache entry: run the child again
+    outcome = run_child(command or child_command("gpu", device_id))
+    write_cached(relative, json.dumps(asdict(outcome)), "the window-decode canary's outcome")
+    return outcome
+
+
+@cache
+def _gpu_window_mode(device_id: int) -> WindowMode:
+    """``roi`` where the canary passed on GPU ``device_id``, else ``whole`` (said once)."""
+    outcome = canary(device_id)
+    if outcome.passed:
+        return "roi"
+    warnings.warn(
+        f"decode_window: auto decodes whole images on GPU {device_id} and cuts the windows "
+        f"from them (slower): {outcome.reason} (nvImageCodec#55); set decode_window: roi to "
+        "force window decodes, or run DALI 2.2 (nvImageCodec 0.8): see the README",
+        BackendWarning,
+        stacklevel=2,
+    )
+    return "whole"
+
+
+def window_mode(config: Config, device: str) -> WindowMode:
+    """How ``config``'s decode window is decoded on ``device``: its ``decode_window``, where
+    ``auto`` is ``roi`` on the CPU and follows the canary on the GPU."""
+    if config.decode_window != "auto":
+        return config.decode_window
+    return "roi" if device == "cpu" else _gpu_window_mode(config.device_id)
+
+
+def canary_jpegs() -> list[bytes]:
+    """4:2:0 JPEGs of :data:`SIZES`: smooth gradients with noise (every MCU differs)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    encoded = []
+    for h, w in SIZES:
+        y, x = np.mgrid[0:h, 0:w]
+        base = np.stack([x * 255 / w, y * 255 / h, (x + y) * 127 / (h + w)], -1)
+        pixels = np.clip(base + rng.normal(0, 12, base.shape), 0, 255).astype(np.uint8)
+        out = io.BytesIO()
+        Image.fromarray(pixels).save(out, "JPEG", quality=90, subsampling=2)
+        encoded.append(out.getvalue())
+    return encoded
+
+
+def decode_canary_windows(device: str, device_id: int) -> None:
+    """The child's work: :data:`BATCHES` batches of windows of :func:`canary_jpegs` decoded as
+    the pipelines decode windows (:func:`daliaug.engines.dali.image.decode`, ``roi``)."""
+    from nvidia.dali import fn, pipeline_def
+
+    from daliaug.engines.dali.image import decode
+
+    jpegs = [np.frombuffer(j, np.uint8) for j in canary_jpegs()]
+    hw = np.array(SIZES, dtype=np.float32)[:, ::-1]  # (w, h)
+    rng = np.random.default_rng(1)
+    config = Config.model_validate(
+        {"source": {"type": "arrays"}, "image_size": 1, "decode_window": "roi"}
+    )
+
+    def windows() -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        shapes = np.maximum(1, np.floor(hw * rng.uniform(0.3, 0.9, hw.shape)))
+        starts = np.floor((hw - shapes) * rng.uniform(0, 1, hw.shape))
+        return jpegs, starts.astype(np.float32), shapes.astype(np.float32)
+
+    @pipeline_def(
+        batch_size=len(jpegs),
+        num_threads=2,
+        device_id=device_id if device == "gpu" else None,
+        prefetch_queue_depth=1,
+        exec_dynamic=True,
+    )
+    def graph() -> object:
+        encoded, start, shape = fn.external_source(source=windows, num_outputs=3, batch=True)
+        return decode(encoded, {"crop_start": start, "crop_shape": shape}, config, device)
+
+    pipe = graph()
+    pipe.build()
+    for _ in range(BATCHES):
+        (out,) = pipe.run()
+        if device == "gpu":
+            out.as_cpu()  # waits for the decodes
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("device", choices=("gpu", "cpu"))
+    parser.add_argument("device_id", type=int)
+    args = parser.parse_args(argv)
+    decode_canary_windows(args.device, args.device_id)
+    print(PASSED, flush=True)
+
+
+if __name__ == "__main__":
+    main()
