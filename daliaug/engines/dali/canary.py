@@ -101,10 +101,12 @@ def run_child(command: Sequence[str], timeout: float = TIMEOUT) -> Canary:
     return Canary(False, f"the window-decode canary {how}{tail}")
 
 
-def canary(device_id: int = 0, command: Sequence[str] | None = None) -> Canary:
+def canary(
+    device_id: int = 0, command: Sequence[str] | None = None, timeout: float = TIMEOUT
+) -> Canary:
     """The canary's outcome on GPU ``device_id``: cached for this host, GPU and DALI (read
     from ``$DALIAUG_CACHE/canary/<key>.json``), else the child run (``command``: another
-    child, for tests) and its outcome written there."""
+    child, for tests; ``timeout``: see :func:`run_child`) and its outcome written there."""
     relative = f"canary/{cache_key(device_id)}.json"
     try:
         stored = default_cache_dir() / relative
@@ -112,7 +114,7 @@ def canary(device_id: int = 0, command: Sequence[str] | None = None) -> Canary:
             return Canary(**{**json.loads(stored.read_text()), "cached": True})
     except (OSError, ValueError, TypeError, CacheError):
         pass  # an unreadable cache entry: run the child again
-    outcome = run_child(command or child_command("gpu", device_id))
+    outcome = run_child(command or child_command("gpu", device_id), timeout)
     write_cached(relative, json.dumps(asdict(outcome)), "the window-decode canary's outcome")
     return outcome
 
