@@ -210,10 +210,10 @@ def test_the_non_fancy_reference_is_a_non_fancy_decode(
         spreads = []
         for image in (p, f):
             yuv = ycbcr(image)
-            assert np.abs(yuv[..., 0] - luma).mean() < 0.3  # rounding to 8 bits only
+            assert np.abs(yuv[..., 0] - luma).mean() < 0.5  # rounding to 8 bits only
             blocks = yuv[:h, :w, 1:].reshape(h // 2, 2, w // 2, 2, 2)
             spreads.append(float(np.ptp(blocks, axis=(1, 3)).mean()))
-        assert spreads[0] < 0.2 < 1.0 < spreads[1]
+        assert spreads[0] < 0.3 < 1.0 < spreads[1], spreads
 
 
 @pytest.mark.gpu

@@ -4,8 +4,8 @@ against the CPU path, images/s (make_dataset and decoding alone), GPU memory, th
 epoch, and model.fit steps; a short table last, ``--json`` for bug reports.
 
 Exit code 0 when every check passed (a GPU part skipped for want of a GPU counts as passed
-unless --require-gpu, which then exits with 4 naming what is missing and the fix; TensorFlow's
-part, the tf.data path, only with --require-tensorflow too), 1 when a check failed.
+unless --require-gpu, which then exits with 4 naming what is missing and the fix; TensorFlow
+not installed only with --require-tensorflow too), 1 when a check failed.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--require-tensorflow",
         action="store_true",
-        help="with --require-gpu: TensorFlow's GPU build and DALI's plugin are required too "
-        "(without it a host with DALI alone skips the checks through make_dataset, by name)",
+        help="with --require-gpu: TensorFlow is required too (without it a host with DALI "
+        "alone skips the checks through make_dataset, by name)",
     )
     parser.add_argument(
         "--json", action="store_true", help="also print the report as JSON on stdout"

@@ -14,8 +14,13 @@ descriptor 2), so :func:`captured_stderr` reads it there and :func:`account` cou
 warnings that come with a refusal are counted too: ``ROI decode with fancy upsampling may
 produce wrong results ...`` (nvJPEG before 13.2 refuses a decode window with fancy upsampling,
 and the window goes on to the CPU decoder) and ``HW decoder not supported by this platform``
-(no hardware JPEG engine). Where ``pynvml`` imports, NVML's JPEG-engine utilisation is read
-while decoding (``Nvml.jpeg_utilisation``): the hardware decoder's own witness.
+(no hardware JPEG engine). Where ``pynvml`` imports (``nvidia-ml-py``), NVML's JPEG-engine
+utilisation is read while decoding (``Nvml.jpeg_utilisation``): the hardware decoder's own
+witness, as its batches are not named image by image. The images of each batch come from
+``ImageGenericDecoder::decode num_samples=<n>``; an image no line names is ``unknown``, never
+counted as a GPU decode. Lines that two threads' output merged still count (only a decoder's
+name and `` process #`` are read), as tests/test_decoders.py checks on a log captured from this
+project's CPU decoders.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ KINDS = {
 """nvImageCodec's GPU decoders by kind; any other decoder runs on the CPU."""
 KIND_ORDER = ("hardware", "cuda", "cpu", "unknown")
 
-PROCESSED = re.compile(r"(\w+_decoder) process #\d+")
+PROCESSED = re.compile(r"(\w+_decoder) process #")
 """A decoder taking one image; only the decoder's name and the words after it are needed, so
 that a record survives a line that another thread's output cut or joined."""
 SUBMITTED = re.compile(r"ImageGenericDecoder::decode num_samples=(\d+)")
@@ -250,7 +255,7 @@ def decode_windows(
     return images, max(busy, default=None)
 
 
-SIMPLEJPEG_FIX = "pip install 'simplejpeg>=1.8' (or pip install 'daliaug[gpu]')"
+SIMPLEJPEG_FIX = "pip install 'simplejpeg>=1.8' (a dependency of daliaug)"
 
 
 def plain_windows(paths: list[str], starts: np.ndarray, shapes: np.ndarray) -> list[np.ndarray]:

@@ -103,7 +103,9 @@ class Missing:
     what: str
     fix: str
     tensorflow: bool = False
-    """TensorFlow's part (the ``tf.data`` path): needed only where TensorFlow is asked for."""
+    """TensorFlow is not installed: the ``tf.data`` path is skipped by name, missing only where
+    TensorFlow is asked for (a TensorFlow installed without its GPU build or DALI's plugin is
+    missing always)."""
 
     def __str__(self) -> str:
         return f"{self.what}: {self.fix}"
@@ -192,11 +194,9 @@ def missing(host: Host) -> list[Missing]:
         return found
     if not host.tf_cuda or (host.driver and not host.tf_gpus):
         why = "not built with CUDA" if not host.tf_cuda else "it sees no GPU"
-        found.append(Missing(f"TensorFlow's GPU build ({why})", TF_FIX, tensorflow=True))
+        found.append(Missing(f"TensorFlow's GPU build ({why})", TF_FIX))
     if host.plugin is not None:
-        found.append(
-            Missing(f"DALI's TensorFlow plugin ({host.plugin})", PLUGIN_FIX, tensorflow=True)
-        )
+        found.append(Missing(f"DALI's TensorFlow plugin ({host.plugin})", PLUGIN_FIX))
     return found
 
 
@@ -307,7 +307,13 @@ def decoder_check(
     starts, shapes = windows(sizes)
     with decoder_log() as log:
         decoded, jpeg_busy = decode_windows(
-            paths, starts, shapes, device, device_id, Nvml(device_id), decode_window
+            paths,
+            starts,
+            shapes,
+            device,
+            device_id=device_id,
+            nvml=Nvml(device_id),
+            decode_window=decode_window,
         )
     plain = device == "gpu" and decode_window == "roi"
     if plain:
