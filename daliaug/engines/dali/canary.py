@@ -4,7 +4,7 @@ nvImageCodec 0.9 (DALI 2.4's) can crash the process on a GPU JPEG window decode
 (NVIDIA/nvImageCodec#55: a segmentation fault on H100 and B200, ``INTERNAL_ERROR`` on A100).
 No check inside the process could report such a crash, so before any window is decoded on a
 GPU in-process (the pipelines, ``daliaug selftest``, ``bench/gpu_suite.py``) a child process
-(``python -X faulthandler -m daliaug.engines.dali.canary``) decodes a few windows of 4:2:0
+(``python -X faulthandler -m daliaug.engines.dali.canary_child``) decodes a few windows of 4:2:0
 JPEGs it writes itself, as the pipelines decode them. Its outcome is cached per host, DALI and
 nvImageCodec version and GPU (``$DALIAUG_CACHE/canary/``), so the child runs once.
 ``decode_window: auto`` follows it (:func:`window_mode`): where the canary failed, whole images
@@ -13,9 +13,7 @@ are decoded and the window cut from them, with one :class:`BackendWarning` givin
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import io
 import json
 import os
 import signal
@@ -29,8 +27,6 @@ from functools import cache
 from importlib import metadata
 from typing import Literal
 
-import numpy as np
-
 from daliaug.cache import default_cache_dir, write_cached
 from daliaug.config import Config
 from daliaug.errors import BackendWarning, CacheError
@@ -41,9 +37,6 @@ TIMEOUT = 180.0
 """Seconds the child may take (starting CUDA and DALI included) before it counts as hung."""
 PASSED = "daliaug canary: windows decoded"
 """What the child prints last when every window decoded."""
-SIZES = ((480, 640), (517, 333), (1080, 1440), (97, 131))
-"""``(height, width)`` of the canary's JPEGs (odd sizes included: partial MCUs)."""
-BATCHES = 3
 
 
 @dataclass(frozen=True)
@@ -75,7 +68,7 @@ def cache_key(device_id: int) -> str:
 
 def child_command(device: str, device_id: int) -> list[str]:
     """The child: this module run with faulthandler on (a crash prints its Python stack)."""
-    module = "daliaug.engines.dali.canary"
+    module = "daliaug.engines.dali.canary_child"
     return [sys.executable, "-X", "faulthandler", "-m", module, device, str(device_id)]
 
 
@@ -141,70 +134,3 @@ def window_mode(config: Config, device: str) -> WindowMode:
     if config.decode_window != "auto":
         return config.decode_window
     return "roi" if device == "cpu" else _gpu_window_mode(config.device_id)
-
-
-def canary_jpegs() -> list[bytes]:
-    """4:2:0 JPEGs of :data:`SIZES`: smooth gradients with noise (every MCU differs)."""
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    encoded = []
-    for h, w in SIZES:
-        y, x = np.mgrid[0:h, 0:w]
-        base = np.stack([x * 255 / w, y * 255 / h, (x + y) * 127 / (h + w)], -1)
-        pixels = np.clip(base + rng.normal(0, 12, base.shape), 0, 255).astype(np.uint8)
-        out = io.BytesIO()
-        Image.fromarray(pixels).save(out, "JPEG", quality=90, subsampling=2)
-        encoded.append(out.getvalue())
-    return encoded
-
-
-def decode_canary_windows(device: str, device_id: int) -> None:
-    """The child's work: :data:`BATCHES` batches of windows of :func:`canary_jpegs` decoded as
-    the pipelines decode windows (:func:`daliaug.engines.dali.image.decode`, ``roi``)."""
-    from nvidia.dali import fn, pipeline_def
-
-    from daliaug.engines.dali.image import decode
-
-    jpegs = [np.frombuffer(j, np.uint8) for j in canary_jpegs()]
-    hw = np.array(SIZES, dtype=np.float32)[:, ::-1]  # (w, h)
-    rng = np.random.default_rng(1)
-    config = Config.model_validate(
-        {"source": {"type": "arrays"}, "image_size": 1, "decode_window": "roi"}
-    )
-
-    def windows() -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-        shapes = np.maximum(1, np.floor(hw * rng.uniform(0.3, 0.9, hw.shape)))
-        starts = np.floor((hw - shapes) * rng.uniform(0, 1, hw.shape))
-        return jpegs, starts.astype(np.float32), shapes.astype(np.float32)
-
-    @pipeline_def(
-        batch_size=len(jpegs),
-        num_threads=2,
-        device_id=device_id if device == "gpu" else None,
-        prefetch_queue_depth=1,
-        exec_dynamic=True,
-    )
-    def graph() -> object:
-        encoded, start, shape = fn.external_source(source=windows, num_outputs=3, batch=True)
-        return decode(encoded, {"crop_start": start, "crop_shape": shape}, config, device)
-
-    pipe = graph()
-    pipe.build()
-    for _ in range(BATCHES):
-        (out,) = pipe.run()
-        if device == "gpu":
-            out.as_cpu()  # waits for the decodes
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("device", choices=("gpu", "cpu"))
-    parser.add_argument("device_id", type=int)
-    args = parser.parse_args(argv)
-    decode_canary_windows(args.device, args.device_id)
-    print(PASSED, flush=True)
-
-
-if __name__ == "__main__":
-    main()
