@@ -82,6 +82,7 @@ def test_auto_follows_the_canary_on_the_gpu_and_says_why_once(
 ) -> None:
     failed = canary.Canary(False, "the window-decode canary was killed by SIGSEGV")
     monkeypatch.setattr(canary, "canary", lambda device_id: failed)
+    monkeypatch.setattr(canary, "dali_gpu_count", lambda: 1)
     with pytest.warns(BackendWarning, match="whole images on GPU 0.*SIGSEGV.*nvImageCodec#55"):
         assert canary.window_mode(config(), "gpu") == "whole"
     with warnings.catch_warnings():
@@ -96,9 +97,19 @@ def test_auto_decodes_windows_where_the_canary_passed(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(canary, "canary", lambda device_id: canary.Canary(True, "ok"))
+    monkeypatch.setattr(canary, "dali_gpu_count", lambda: 1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert canary.window_mode(config(), "gpu") == "roi"
+
+
+def test_without_a_gpu_a_gpu_graph_keeps_its_windows_and_no_canary_runs(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defining a GPU graph where DALI sees no GPU (the graph checks) runs no child."""
+    monkeypatch.setattr(canary, "canary", lambda device_id: pytest.fail("the canary ran"))
+    monkeypatch.setattr(canary, "dali_gpu_count", lambda: 0)
+    assert canary.window_mode(config(), "gpu") == "roi"
 
 
 def test_a_bad_decode_window_is_refused_by_name() -> None:

@@ -29,6 +29,7 @@ from typing import Literal
 
 from daliaug.cache import default_cache_dir, write_cached
 from daliaug.config import Config
+from daliaug.engines.select import dali_gpu_count
 from daliaug.errors import BackendWarning, CacheError
 
 WindowMode = Literal["roi", "whole"]
@@ -114,7 +115,10 @@ def canary(
 
 @cache
 def _gpu_window_mode(device_id: int) -> WindowMode:
-    """``roi`` where the canary passed on GPU ``device_id``, else ``whole`` (said once)."""
+    """``roi`` where the canary passed on GPU ``device_id``, else ``whole`` (said once);
+    ``roi`` where DALI sees no such GPU (a GPU graph defined here is checked, never run)."""
+    if dali_gpu_count() <= device_id:
+        return "roi"
     outcome = canary(device_id)
     if outcome.passed:
         return "roi"
