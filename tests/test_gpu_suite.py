@@ -94,6 +94,9 @@ def test_the_dry_run_runs_end_to_end(tmp_path: Path) -> None:
     (path,) = out.glob("gpu-suite-dry-*.json")
     result = json.loads(path.read_text())
     assert result["dry_run"] and result["machine"]["cores_usable"] >= 1
+    assert result["canary"]["passed"] and result["finished"]  # the real child, on DALI's CPU
+    assert result["time_plan"]["total"] <= BUDGET_S
+    assert "time plan on 16 cores" in done.stderr
     assert {"keras", "jax", "nvidia-dali-cuda120"} <= set(result["machine"]["versions"])
     assert result["selftest"]["exit"] == 0 and result["selftest"]["report"]["checks"]
     for workload, names in ROWS.items():
