@@ -1,24 +1,32 @@
 """The short GPU run, the most important numbers first (driven by ``bash bench/gpu_suite.sh``;
-run with ``KERAS_BACKEND=jax``):
+run with ``KERAS_BACKEND=jax``), its results written after every measured point (JSON and
+table), so that a stop or a crash keeps everything measured before it:
 
-1. ``daliaug selftest --require-gpu --json``: the GPU path as users run it, and which decoder
-   took each JPEG decode window (:mod:`daliaug.tools.decoders`);
+0. the window-decode canary (:mod:`daliaug.engines.dali.canary`), in a child process, before
+   anything decodes a window on the GPU in this process (nvImageCodec#55): where it fails, the
+   decode windows are decoded whole (``decode_window: auto``) and the ``roi`` rows are left out;
+1. ``daliaug selftest --require-gpu --json`` in its own process: the GPU path as users run it,
+   and which decoder took each JPEG decode window (:mod:`daliaug.tools.decoders`);
 2. throughput, workloads (b) and (c): daliaug's ``DaliLoader`` (outputs left on the GPU) and
-   its JAX output at the defaults, then every row at its best point of a small
-   ``num_threads`` x ``hw_decoder_load`` sweep: daliaug's two, DALI's own hand-written
-   rn50-style pipeline on the same files for (b) and DALI's ``auto_aug`` pipeline for (c),
-   and for (b) DALI's decoder alone with the pipeline's windows (the ceiling); before them,
-   a few batches of each workload through ``DaliLoader`` with nvImageCodec's log read, to
-   count the images per decoder (a window on the CPU fails the run); daliaug's runs at the
-   defaults judged host-bound or not as ``daliaug doctor`` judges (:func:`bound`);
+   its JAX output at the defaults (GPU threads: every usable core; ``hw_decoder_load``: the
+   default where ``--loads`` holds it, else the first of them), (b)'s loader with whole-image
+   decoding too, then every row at each ``num_threads`` x ``hw_decoder_load`` point of a small
+   sweep: daliaug's two, DALI's own rn50 pipeline as DALI's examples write it on the same
+   files for (b) and DALI's ``auto_aug`` pipeline for (c), and for (b) DALI's decoder alone
+   with the pipeline's windows (the ceiling); before them, a few batches of each workload
+   through ``DaliLoader`` with nvImageCodec's log and NVML's JPEG engine read, to count the
+   images per decoder; daliaug's runs at the defaults judged host-bound or not as ``daliaug
+   doctor`` judges (:func:`bound`);
 3. the fit overhead (:mod:`bench.fit_overhead`): ResNet-50 on Keras' JAX backend fed by
    ``make_dataset`` against one constant batch on the device.
 
 Every point is a fresh pipeline in this process, measured as :mod:`bench.run` measures
-(:func:`bench.worker.measure`; shorter windows). Writes ``gpu-suite-<date>.json`` (machine,
-cores, versions, every raw figure) and ``.md`` under ``--out`` and prints the table last.
-``--dry-run`` stands DALI's CPU operators in for the GPU, with tiny data, windows and model,
-so the whole suite runs on a machine without a GPU.
+(:func:`bench.worker.measure`; shorter windows). The data is built beforehand on another
+machine (``--make-data DIR``) and carried to the host (``--data DIR``). Writes
+``gpu-suite-<date>.json`` (machine, cores, versions, every raw figure) and ``.md`` under
+``--out`` and prints the table last. ``--dry-run`` stands DALI's CPU operators in for the GPU,
+with tiny data, windows and model, so the whole suite runs on a machine without a GPU, and
+asserts the GPU run's time plan (:func:`time_plan`: at most :data:`BUDGET_S` on 16 cores).
 """
 
 from __future__ import annotations
@@ -49,11 +57,27 @@ ROWS = {
 DALIAUG = ("loader-gpu", "jax")
 """The rows measured at the config's defaults too."""
 BASELINE = {"b": "dali-rn50", "c": "dali-autoaug-gpu"}
-GPU_TIMING = Timing(warmup=2, warmup_seconds=1.0, seconds=3.0, max_images=10**9)
+GPU_TIMING = Timing(warmup=2, warmup_seconds=1.0, seconds=2.0, max_images=10**9)
 TARGETS = {"b": 0.9, "c": 0.8}
 """daliaug's best (JAX output) against DALI's own best, at least (issue 31)."""
 B_RATE = 10_000
 FIT_OVERHEAD = 0.05
+WHOLE = "loader-gpu"
+"""(b)'s row also measured with whole images decoded (``decode_window: whole``) where the
+canary passed (where it failed, every row decodes whole images)."""
+
+BUDGET_S = 360.0
+"""The GPU run's time plan, at most (one command may run 10 minutes; the lease is short)."""
+PLAN_CORES = 16
+"""The cores of the lent GPU host, for the time plan."""
+BUILD_S = 3.0
+"""A point's pipeline build and first batches, on top of its clock (planned, not measured)."""
+CANARY_S = 45.0
+"""The canary's child at most (starting CUDA and DALI, a few windows)."""
+DECODERS_S = 10.0
+"""The decoder count's few batches, per workload (planned)."""
+FIT_S = 60.0
+"""The fit overhead's two fits, compilation included (planned)."""
 
 
 def selftest(dry_run: bool, out: Path, timeout: float) -> dict[str, Any]:
@@ -79,26 +103,49 @@ def selftest(dry_run: bool, out: Path, timeout: float) -> dict[str, Any]:
     return {"exit": done.returncode, "report": report}
 
 
+def first_canary(dry_run: bool) -> dict[str, Any]:
+    """The window-decode canary in its own process, before any window is decoded here (on the
+    GPU its outcome is cached for this run's ``decode_window: auto``; in a dry run the child
+    decodes on DALI's CPU)."""
+    from daliaug.engines.dali import canary
+
+    if dry_run:
+        outcome = canary.run_child(canary.child_command("cpu", 0), timeout=CANARY_S)
+    else:
+        outcome = canary.canary(0, timeout=CANARY_S)
+    return dataclasses.asdict(outcome)
+
+
 def decoders(name: str, data: Data, device: str, batches: int = 3) -> dict[str, Any]:
     """The images per decoder of a few batches of workload ``name`` through ``DaliLoader`` at
-    the defaults (nvImageCodec's log read; DALI's prefetching decodes a few batches more)."""
+    the defaults (nvImageCodec's log read, NVML's JPEG engine read after each batch; DALI's
+    prefetching decodes a few batches more)."""
     from daliaug.tools.decoders import account, decoder_log
+    from daliaug.tools.monitor import Nvml
 
+    nvml = Nvml()
     tool = dataclasses.replace(TOOLS["loader-gpu"], device=device)
+    busy = []
     with decoder_log() as log:
         batch_sizes = tool.build(WORKLOADS[name], data, None)()
         for _ in range(batches):
             next(batch_sizes)
+            busy.append(nvml.jpeg_utilisation())
         batch_sizes.close()
     counted = account(log[0])
-    return {**counted.as_dict(), "summary": counted.summary()}
+    engine = max((b for b in busy if b is not None), default=None)
+    summary = f"{counted.summary()}; NVML JPEG engines busy (peak) " + (
+        "n/a" if engine is None else f"{engine:.0f}%"
+    )
+    return {**counted.as_dict(), "jpeg_engine_percent": engine, "summary": summary}
 
 
 def point(name: str, workload: str, data: Data, device: str, clock: Timing, **at: Any) -> dict:
     """One measurement of tool ``name`` at ``threads`` (``None``: the default) and
     ``hw_decoder_load``."""
     tool = dataclasses.replace(TOOLS[name], device=device)
-    loaded = {**WORKLOADS[workload].config, "hw_decoder_load": at["hw_decoder_load"]}
+    window = {"decode_window": at["decode_window"]} if "decode_window" in at else {}
+    loaded = {**WORKLOADS[workload].config, "hw_decoder_load": at["hw_decoder_load"], **window}
     chosen = dataclasses.replace(WORKLOADS[workload], config=loaded)
     run: dict[str, Any] = {"tool": name, **at}
     try:
@@ -112,29 +159,66 @@ def point(name: str, workload: str, data: Data, device: str, clock: Timing, **at
     return run
 
 
-def throughput(args: argparse.Namespace, device: str) -> dict[str, Any]:
-    """Per workload and row: the run at the defaults (daliaug's rows) and the sweep's runs."""
-    results: dict[str, Any] = {}
+def default_load(loads: list[float]) -> float:
+    """The ``hw_decoder_load`` of the rows at the defaults: the config's default where
+    ``--loads`` holds it, else the first of ``--loads``."""
+    return HW_DECODER_LOAD if HW_DECODER_LOAD in loads else loads[0]
+
+
+def points(workload: str, name: str, threads: int, loads: int, windows: bool = True) -> int:
+    """How many points row ``name`` of ``workload`` measures (see :func:`throughput`)."""
+    extra = (name in DALIAUG) + (workload == "b" and name == WHOLE and windows)
+    return extra + threads * loads
+
+
+def throughput(
+    args: argparse.Namespace, device: str, windows: bool, results: dict[str, Any], save: Any
+) -> None:
+    """Per workload and row, into ``results``: the run at the defaults (daliaug's rows; (b)'s
+    loader with whole images decoded too, where ``windows``: the canary passed) and the
+    sweep's runs, ``save`` called after each point."""
     for workload in args.workload:
         scale = 1 if args.dry_run else GPU_EPOCH_SCALE
-        data = prepare(workload, args.dry_run, scale=scale)
+        data = prepare(workload, args.dry_run, cache=args.data, scale=scale)
         clock = timing(workload, True) if args.dry_run else GPU_TIMING
-        rows: dict[str, Any] = {"decoders": decoders(workload, data, device)}
+        rows = results[workload] = {"decoders": decoders(workload, data, device)}
+        save()
         for name in ROWS[workload]:
-            row: dict[str, Any] = {}
+            row: dict[str, Any] = {"sweep": []}
+            rows[name] = row
             if name in DALIAUG:
-                at = {"threads": None, "hw_decoder_load": HW_DECODER_LOAD}
+                at = {"threads": None, "hw_decoder_load": default_load(args.loads)}
                 row["defaults"] = point(name, workload, data, device, clock, **at)
                 row["bound"] = bound(row["defaults"])
-            row["sweep"] = [
-                point(name, workload, data, device, clock, threads=t, hw_decoder_load=load)
-                for t in args.threads
-                for load in args.loads
-            ]
-            rows[name] = row
+                save()
+                if workload == "b" and name == WHOLE and windows:
+                    at["decode_window"] = "whole"
+                    row["whole"] = point(name, workload, data, device, clock, **at)
+                    save()
+            for t in args.threads:
+                for load in args.loads:
+                    at = {"threads": t, "hw_decoder_load": load}
+                    row["sweep"].append(point(name, workload, data, device, clock, **at))
+                    save()
             print(f"  ({workload}) {name}: {best_text(row)}", file=sys.stderr, flush=True)
-        results[workload] = rows
-    return results
+
+
+def time_plan(
+    workloads: list[str], threads: int, loads: int, selftest_s: float
+) -> dict[str, float]:
+    """The GPU run's seconds by part, planned: the canary and the selftest at their limits,
+    each point at :data:`GPU_TIMING`'s clock and :data:`BUILD_S`, the decoder counts and the
+    fit as planned; ``total``."""
+    count = sum(points(w, n, threads, loads) for w in workloads for n in ROWS[w])
+    per_point = GPU_TIMING.warmup_seconds + GPU_TIMING.seconds + BUILD_S
+    plan = {
+        "canary": CANARY_S,
+        "selftest": selftest_s,
+        "decoders": DECODERS_S * len(workloads),
+        "points": count * per_point,
+        "fit": FIT_S,
+    }
+    return {**plan, "total": sum(plan.values()), "point_count": count}
 
 
 def bound(run: dict[str, Any]) -> str | None:
@@ -162,14 +246,16 @@ def bound(run: dict[str, Any]) -> str | None:
 def fit(args: argparse.Namespace, device: str) -> dict[str, Any]:
     from bench.fit_overhead import fit_overhead
 
-    data = prepare("b", args.dry_run, scale=1 if args.dry_run else GPU_EPOCH_SCALE)
+    scale = 1 if args.dry_run else GPU_EPOCH_SCALE
+    data = prepare("b", args.dry_run, cache=args.data, scale=scale)
     if args.dry_run:
         return fit_overhead(data, device, batch_size=8, steps=2, warmup=1, image_size=32)
     return fit_overhead(data, device)
 
 
-def best(row: dict[str, Any]) -> dict[str, Any] | None:
-    """The fastest measured run of a row (its defaults included)."""
+def best(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The fastest measured run of a row (its defaults included; not its whole-image run)."""
+    row = row or {"sweep": []}
     runs = [r for r in [row.get("defaults"), *row["sweep"]] if r and "images_per_s" in r]
     return max(runs, key=lambda r: r["images_per_s"], default=None)
 
@@ -177,8 +263,8 @@ def best(row: dict[str, Any]) -> dict[str, Any] | None:
 def best_text(row: dict[str, Any]) -> str:
     top = best(row)
     if top is None:
-        failed = row["sweep"][0] if row["sweep"] else row.get("defaults", {})
-        return f"not measured ({failed.get('unavailable') or failed.get('error')})"
+        failed = row["sweep"][0] if row["sweep"] else row.get("defaults") or {}
+        return f"not measured ({failed.get('unavailable') or failed.get('error') or 'not yet'})"
     return (
         f"{top['images_per_s']:,.0f} images/s at {top['threads'] or 'default'} threads, "
         f"hw_decoder_load {top['hw_decoder_load']:g}"
@@ -194,22 +280,23 @@ def _ratio(top: float | None, bottom: float | None) -> float | None:
 
 
 def verdicts(result: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """``(target, measured, status)`` rows: PASS, MISS, NOT MEASURED, or DRY RUN."""
+    """``(target, measured, status)`` rows: PASS, MISS, UNKNOWN (nothing showed which decoder
+    took the windows), NOT MEASURED, or DRY RUN."""
     rows = []
-    speed = result["throughput"]
+    speed = result.get("throughput", {})
 
-    def judge(name: str, value: float | None, ok: bool, shown: str) -> None:
+    def judge(name: str, value: float | None, ok: bool | None, shown: str) -> None:
         status = (
             "DRY RUN"
             if result["dry_run"]
             else "NOT MEASURED"
             if value is None
-            else ("PASS" if ok else "MISS")
+            else ("UNKNOWN" if ok is None else "PASS" if ok else "MISS")
         )
         rows.append((name, shown if value is not None else "n/a", status))
 
     if "b" in speed:
-        rate = _rate(speed["b"]["jax"].get("defaults"))
+        rate = _rate(speed["b"].get("jax", {}).get("defaults"))
         judge(
             f"(b) JAX output at defaults >= {B_RATE:,}/s",
             rate,
@@ -219,13 +306,17 @@ def verdicts(result: dict[str, Any]) -> list[tuple[str, str, str]]:
     for workload, share in TARGETS.items():
         if workload not in speed:
             continue
-        mine, theirs = best(speed[workload]["jax"]), best(speed[workload][BASELINE[workload]])
+        mine, theirs = (
+            best(speed[workload].get("jax")),
+            best(speed[workload].get(BASELINE[workload])),
+        )
         ratio = _ratio(_rate(mine), _rate(theirs))
         label = f"({workload}) JAX output best / {TOOLS[BASELINE[workload]].label} best >= {share}x"
         judge(label, ratio, (ratio or 0) >= share, f"{ratio or 0:.2f}x")
     windows = [speed[w]["decoders"] for w in speed]
     cpu = sum(w["cpu"] + w["failed"] for w in windows) if windows else None
-    judge("decode windows on the CPU fallback: 0", cpu, cpu == 0, f"{cpu}")
+    seen = all(w.get("unknown", 0) == 0 or w.get("jpeg_engine_percent") for w in windows)
+    judge("decode windows on the CPU fallback: 0", cpu, cpu == 0 and (seen or None), f"{cpu}")
     fitted = result.get("fit") or {}
     over = fitted.get("overhead")
     judge(
@@ -245,9 +336,14 @@ def table(result: dict[str, Any]) -> str:
         f"# daliaug GPU suite ({where}), {described['date']}",
         "",
         f"- {described['gpu']}; {described['cpu']}, {described['cores_usable']} usable cores; "
-        f"commit {described['commit']}; {result['seconds']:.0f} s in all.",
+        f"commit {described['commit']}; {result.get('seconds', 0):.0f} s in all"
+        + ("." if result.get("finished") else " so far (stopped, or still running)."),
     ]
-    test = result["selftest"]
+    outcome = result.get("canary")
+    if outcome:
+        said = "passed" if outcome["passed"] else "FAILED: windows decoded whole"
+        lines.append(f"- window-decode canary {said} ({outcome['reason']})")
+    test = result.get("selftest", {})
     checks = (test.get("report") or {}).get("checks", [])
     passed = sum(c["passed"] is True for c in checks)
     failed = [c["name"] for c in checks if c["passed"] is False]
@@ -256,15 +352,18 @@ def table(result: dict[str, Any]) -> str:
         + (f", failed: {', '.join(failed)}" if failed else "")
         + (f" ({test['error']})" if "error" in test else "")
     )
-    for workload, rows in result["throughput"].items():
+    for workload, rows in result.get("throughput", {}).items():
         lines.append(f"- ({workload}) decoders: {rows['decoders']['summary']}")
         for name in DALIAUG:
-            if rows[name].get("bound"):
+            if rows.get(name, {}).get("bound"):
                 lines.append(f"- ({workload}) {TOOLS[name].label}: {rows[name]['bound']}")
+        whole = _rate(rows.get(WHOLE, {}).get("whole"))
+        if whole:
+            lines.append(f"- ({workload}) {TOOLS[WHOLE].label}, whole images: {whole:,.0f}/s")
     lines += ["", "| workload | pipeline | at defaults | best (threads, hw_decoder_load) |"]
     lines.append("| --- | --- | ---: | --- |")
-    for workload, rows in result["throughput"].items():
-        for name in ROWS[workload]:
+    for workload, rows in result.get("throughput", {}).items():
+        for name in [n for n in ROWS[workload] if n in rows]:
             row = rows[name]
             at = _rate(row.get("defaults"))
             shown = f"{at:,.0f}" if at else "-"
@@ -285,43 +384,91 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write(result: dict[str, Any], base: Path, started: float) -> str:
+    """The result so far as ``base``.json and .md (each replaced whole); the table."""
+    result["seconds"] = time.perf_counter() - started
+    text = table(result)
+    for suffix, data in ((".json", json.dumps(result, indent=1, default=str)), (".md", text)):
+        tmp = base.with_suffix(suffix + ".tmp")
+        tmp.write_text(data)
+        tmp.replace(base.with_suffix(suffix))
+    return text
+
+
+def check_plan(args: argparse.Namespace) -> dict[str, float]:
+    """The GPU run's time plan (:func:`time_plan`) with these arguments on
+    :data:`PLAN_CORES` cores; a dry run fails when it is over :data:`BUDGET_S`."""
+    threads = len(args.threads or [PLAN_CORES])  # default: one point, every core
+    plan = time_plan(args.workload, threads, len(args.loads), args.selftest_timeout)
+    print(
+        f"time plan on {PLAN_CORES} cores: {plan['total']:.0f} s of {BUDGET_S:.0f} "
+        f"({plan['point_count']:.0f} points)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return plan
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.gpu_suite")
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--workload", nargs="+", choices=sorted(ROWS), default=["b", "c"])
-    parser.add_argument("--threads", type=int, nargs="+", help="default: 6 and all usable cores")
-    parser.add_argument("--loads", type=float, nargs="+", default=[0.65, 0.99])
-    parser.add_argument("--selftest-timeout", type=float, default=240)
+    parser.add_argument(
+        "--threads", type=int, nargs="+", help="default: all usable cores (the GPU default)"
+    )
+    parser.add_argument("--loads", type=float, nargs="+", default=[0.65, HW_DECODER_LOAD])
+    parser.add_argument("--selftest-timeout", type=float, default=100)
+    parser.add_argument("--data", type=Path, help="the data folder built by --make-data")
+    parser.add_argument("--make-data", action="store_true", help="build --data here and stop")
     parser.add_argument("--out", type=Path, default=Path("bench/results/gpu"))
     args = parser.parse_args(argv)
+    if args.make_data:
+        for workload in args.workload:
+            prepare(workload, False, cache=args.data, scale=GPU_EPOCH_SCALE)
+        return 0
+    if not args.dry_run and args.data is not None and not (args.data / "bench").is_dir():
+        print(f"no data in {args.data}: build it with --make-data and carry it", file=sys.stderr)
+        return 3
     cores = len(os.sched_getaffinity(0))
-    args.threads = args.threads or ([1, 2] if args.dry_run else sorted({min(6, cores), cores}))
+    plan = check_plan(args)
+    args.threads = args.threads or ([1, 2] if args.dry_run else [cores])
     device = "cpu" if args.dry_run else "gpu"
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
+    base = args.out / f"gpu-suite-{'dry-' if args.dry_run else ''}{stamp}"
     result: dict[str, Any] = {"dry_run": args.dry_run, "machine": machine.describe()}
     result["sweep"] = {"threads": args.threads, "hw_decoder_load": args.loads}
+    result["time_plan"] = plan
+
+    def save() -> None:
+        write(result, base, started)
+
+    print("(0) window-decode canary", file=sys.stderr, flush=True)
+    result["canary"] = first_canary(args.dry_run)
+    save()
     print("(i) selftest", file=sys.stderr, flush=True)
     result["selftest"] = selftest(args.dry_run, args.out, args.selftest_timeout)
+    save()
     print("(ii) throughput", file=sys.stderr, flush=True)
-    result["throughput"] = throughput(args, device)
+    result["throughput"] = {}
+    throughput(args, device, result["canary"]["passed"], result["throughput"], save)
     print("(iii) fit overhead", file=sys.stderr, flush=True)
     try:
         result["fit"] = fit(args, device)
     except Exception as e:  # reported in the table; the numbers before it stand
         result["fit"] = {"error": f"{type(e).__name__}: {e}"}
-    result["seconds"] = time.perf_counter() - started
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
-    base = args.out / f"gpu-suite-{'dry-' if args.dry_run else ''}{stamp}"
-    base.with_suffix(".json").write_text(json.dumps(result, indent=1, default=str))
-    text = table(result)
-    base.with_suffix(".md").write_text(text)
+    result["finished"] = True
+    text = write(result, base, started)
     print(text)
     missed = [s for _, _, s in verdicts(result) if s == "MISS"]
     windows_on_cpu = any(rows["decoders"]["cpu_fallback"] for rows in result["throughput"].values())
     if windows_on_cpu and not args.dry_run:
         print("FAIL: decode windows went to the CPU decoder (see the decoders lines)", flush=True)
-    return 1 if (windows_on_cpu and not args.dry_run) or missed else 0
+    over = args.dry_run and plan["total"] > BUDGET_S
+    if over:
+        print(f"FAIL: the GPU run's time plan is over {BUDGET_S:.0f} s", flush=True)
+    return 1 if (windows_on_cpu and not args.dry_run) or missed or over else 0
 
 
 if __name__ == "__main__":

@@ -194,6 +194,11 @@ class Config(BaseModel):
     """The share of the JPEG data DALI's GPU decoder (``mixed``) gives the GPU's hardware
     JPEG decoder (A100, H100, H200; ignored elsewhere); the rest goes to nvJPEG's CUDA decoder,
     whose Huffman stage runs on DALI's CPU threads. Default: :data:`HW_DECODER_LOAD`."""
+    decode_window: Literal["auto", "roi", "whole"] = "auto"
+    """How the plan's decode window is decoded: ``roi`` (only the window; on the GPU through
+    nvImageCodec's window decode), ``whole`` (the whole image decoded, the window cut from it:
+    slower, immune to nvImageCodec#55's window-decode crashes), or ``auto`` (``roi``, except
+    on a GPU whose window-decode canary failed: :mod:`daliaug.engines.dali.canary`)."""
     bounding_box_format: BoxFormat = "xyxy"
     """Detection: the format of the boxes given (``y`` in memory) and of the boxes in the
     batches, one of Keras' (:data:`daliaug.boxes.FORMATS`; ``rel_`` ones relative to the

@@ -9,15 +9,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from daliaug.tools.decoders import (
-    UNNAMED,
+    UNKNOWN,
     account,
     captured_stderr,
+    decode_windows,
     decoder_log,
+    plain_windows,
     windows,
 )
-from daliaug.tools.selftest import decoder_check
+from daliaug.tools.demo_data import write_classification_dataset
+from daliaug.tools.selftest import NVJPEG_MEAN_ERROR, decoder_check
 from tests.helpers import structured_image, write_image_dir
 
 INFO, WARNING = "\x1b[0;32m[INFO] \x1b[0m", "\x1b[0;33m[WARNING] \x1b[0m"
@@ -60,10 +64,36 @@ def test_hardware_and_cuda_decoders_are_told_apart() -> None:
     assert result.summary() == "64 images: hardware 52, cuda 12"
 
 
-def test_gpu_images_the_log_does_not_name_are_counted_apart() -> None:
+def test_images_the_log_does_not_name_are_unknown_never_gpu() -> None:
     result = account(processed("nvjpeg_cuda_decoder", range(4)), images=10)
-    assert result.decoders == {"nvjpeg_cuda_decoder": 4, UNNAMED: 6}
-    assert result.count("gpu") == 6 and not result.cpu_fallback
+    assert result.decoders == {"nvjpeg_cuda_decoder": 4, UNKNOWN: 6}
+    assert result.count("unknown") == 6 and not result.named
+    assert result.summary() == "10 images: cuda 4, unknown 6"
+
+
+REAL_LOG = Path(__file__).parent / "data" / "nvimgcodec-cpu-windows.log"
+"""nvImageCodec 0.9's log (level 4) of 128 demo JPEG windows decoded by DALI 2.4 on the CPU
+(4 batches of 32), captured on this project's CPU machine with decoder_log()."""
+
+
+def test_the_real_log_names_every_image_and_gives_the_batches() -> None:
+    result = account(REAL_LOG.read_text())  # the images: from the batches' lines
+    assert result.decoders == {"libjpeg_turbo_decoder": 128}
+    assert result.named and result.cpu_fallback and result.no_hardware
+
+
+def test_records_survive_lines_merged_by_two_threads() -> None:
+    """Two threads' writes interleaved: one line's colour prefix and text parted by the
+    other's, line ends lost, a line cut before its number."""
+    lines = REAL_LOG.read_text().splitlines(keepends=True)
+    records = [line for line in lines if " process #" in line]
+    merged = []
+    for a, b in zip(records[0::2], records[1::2], strict=True):
+        prefix, text = a.split("[nvimgcodec] ", 1)
+        merged.append(prefix + b.rstrip("\n") + "[nvimgcodec] " + text.rstrip("\n") + " ")
+    merged[0] = merged[0].replace("#", "#\n", 1)
+    result = account("".join(merged))
+    assert result.decoders == {"libjpeg_turbo_decoder": 128}
 
 
 def test_images_no_decoder_took_fail() -> None:
@@ -123,6 +153,67 @@ def test_on_the_cpu_the_real_log_names_libjpeg_turbo_and_the_check_fails_loudly(
     assert check.detail.startswith("decode windows fell back to the CPU: 6 images: cpu 6")
     assert "libjpeg_turbo_decoder" in check.detail
     assert check.values["largest_difference"] == 0  # the same decoder twice
+    assert check.values["reference"] == "DALI's CPU decoder"
+
+
+@pytest.fixture(scope="module")
+def demo_jpegs(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], np.ndarray]:
+    """The demo's JPEGs (its validation split's generator: 96 x 96, quality 90, 4:2:0)."""
+    root = write_classification_dataset(
+        tmp_path_factory.mktemp("demo") / "val", per_class=8, seed=1
+    )
+    paths = sorted(str(p) for p in root.rglob("*.jpg"))
+    return paths, np.array([Image.open(p).size[::-1] for p in paths])
+
+
+def mean_difference(a: list[np.ndarray], b: list[np.ndarray]) -> float:
+    diffs = [np.abs(x.astype(float) - y) for x, y in zip(a, b, strict=True)]
+    return float(np.average([d.mean() for d in diffs], weights=[d.size for d in diffs]))
+
+
+def test_non_fancy_window_references_differ_from_dalis_fancy_cpu_windows(
+    demo_jpegs: tuple[list[str], np.ndarray],
+) -> None:
+    """The reference the selftest held GPU windows to (DALI's CPU decoder, always fancy) is
+    beyond the decoders' tolerance from the same windows decoded as nvJPEG decodes them."""
+    paths, sizes = demo_jpegs
+    assert all(Image.open(p).layer[0][1:3] == (2, 2) for p in paths)  # 4:2:0 (luma 2 x 2)
+    starts, shapes = windows(sizes)
+    fancy, _ = decode_windows(paths, starts, shapes, "cpu")
+    plain = plain_windows(paths, starts, shapes)
+    assert [p.shape for p in plain] == [f.shape for f in fancy]
+    difference = mean_difference(plain, fancy)  # 2.62 on the demo's 150 validation JPEGs
+    assert difference > 2.0 > NVJPEG_MEAN_ERROR
+
+
+def ycbcr(rgb: np.ndarray) -> np.ndarray:
+    """JFIF's YCbCr of an RGB image (float)."""
+    m = np.array([[0.299, 0.587, 0.114], [-0.168736, -0.331264, 0.5], [0.5, -0.418688, -0.081312]])
+    return rgb.astype(float) @ m.T + [0, 128, 128]
+
+
+def test_the_non_fancy_reference_is_a_non_fancy_decode(
+    demo_jpegs: tuple[list[str], np.ndarray],
+) -> None:
+    """Its luma is the JPEG's own (Pillow's Y plane, which no upsampling touches) and its chroma
+    is one value per 2 x 2 block of the 4:2:0 grid (each sample repeated, as nvJPEG does without
+    fancy upsampling); DALI's CPU decode has the same luma, chroma varying within the blocks."""
+    paths, sizes = demo_jpegs
+    whole = np.zeros((len(paths), 2), np.float32)
+    plain = plain_windows(paths, whole, sizes[:, ::-1].astype(np.float32))
+    fancy, _ = decode_windows(paths, whole, sizes[:, ::-1].astype(np.float32), "cpu")
+    for path, p, f in zip(paths, plain, fancy, strict=True):
+        with Image.open(path) as im:
+            im.draft("YCbCr", im.size)
+            luma = np.asarray(im)[..., 0]
+        h, w = (p.shape[0] // 2) * 2, (p.shape[1] // 2) * 2
+        spreads = []
+        for image in (p, f):
+            yuv = ycbcr(image)
+            assert np.abs(yuv[..., 0] - luma).mean() < 0.5  # rounding to 8 bits only
+            blocks = yuv[:h, :w, 1:].reshape(h // 2, 2, w // 2, 2, 2)
+            spreads.append(float(np.ptp(blocks, axis=(1, 3)).mean()))
+        assert spreads[0] < 0.3 < 1.0 < spreads[1], spreads
 
 
 @pytest.mark.gpu

@@ -883,6 +883,40 @@ def test_a_chunk_of_batches_moves_boxes_as_its_batches_do(stage: str) -> None:
     feed = EpochFeed(cfg, prepare_samples(cfg, None, x, y), resizes=False)
     names = ("boxes", "box_labels")
     (chunk,) = feed.chunks(0, names, 12)
-    each = list(feed.batches(0, names))
+    each = list(feed.chunks(0, names, 4))  # one batch at a time
     for name in names:
         np.testing.assert_array_equal(chunk[name], np.concatenate([b[name] for b in each]))
+
+
+@pytest.mark.parametrize("per_chunk", [8, 1024])
+def test_the_feeds_batches_are_made_in_chunks_and_cut_back(
+    per_chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``batches`` evaluates the plan over several batches at once (``FEED_CHUNK``): the
+    batches it gives are those made one at a time, the short last one included, partners
+    (mosaic) and boxes within each batch."""
+    from daliaug.engines import feed as feed_module
+    from daliaug.prepare import prepare_samples
+
+    monkeypatch.setattr(feed_module, "FEED_CHUNK", per_chunk)
+    rng = np.random.default_rng(4)
+    x = np.zeros((11, 40, 40, 3), np.uint8)
+    boxes = [np.sort(rng.uniform(0, 40, (2, 2, 2)), axis=1).reshape(2, 4) for _ in range(11)]
+    y = {"boxes": boxes, "labels": [np.arange(2) + 2 * i for i in range(11)]}
+    cfg = daliaug.load_config(
+        {
+            "source": {"type": "arrays", "boxes": True},
+            "image_size": 32,
+            "batch_size": 4,
+            "seed": 6,
+            "transforms": [{"type": "random_resized_crop"}, {"type": "mosaic"}],
+        }
+    )
+    feed = feed_module.EpochFeed(cfg, prepare_samples(cfg, None, x, y), resizes=True)
+    names = ("index", "params", "warp", "boxes", "box_labels")
+    cut = list(feed.batches(1, names))
+    alone = list(feed.chunks(1, names, 4))
+    assert [len(b["index"]) for b in cut] == [4, 4, 3]
+    for mine, theirs in zip(cut, alone, strict=True):
+        for name in names:
+            np.testing.assert_array_equal(mine[name], theirs[name])

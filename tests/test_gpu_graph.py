@@ -285,6 +285,25 @@ def test_gpu_decode_windows_go_without_fancy_upsampling(sources: dict[str, dict]
     assert device == "mixed" and "jpeg_fancy_upsampling" not in args
 
 
+def test_whole_image_windows_are_decoded_fancily_and_cut_on_the_gpu(
+    sources: dict[str, dict],
+) -> None:
+    """``decode_window: whole`` (where GPU window decodes crash, nvImageCodec#55): the whole
+    image decoded on ``mixed`` with fancy upsampling, the window cut by a GPU ``slice``; the
+    graph keeps DALI's device rules."""
+    imagenet = variant(
+        ROOT / "pipelines" / "imagenet_train.yaml", sources["files"], "NHWC", 3, "float16"
+    )
+    config = imagenet.model_copy(update={"decode_window": "whole"})
+    define = partial(numpy_output.build_pipeline, config, "gpu", samples=samples_of(config))
+    assert not graph_problems(define)
+    ((name, device, args),) = decoders(define)
+    assert (name, device, args["jpeg_fancy_upsampling"]) == ("decoders__Image", "mixed", True)
+    pipe = define()
+    pipe._build_graph()
+    assert [op._op.device for op in pipe._ops if op._op.schema.Name() == "Slice"] == ["gpu"]
+
+
 def test_the_decode_check_runs_on_the_configs_gpu(
     demo_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

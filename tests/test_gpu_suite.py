@@ -7,11 +7,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from bench.gpu_suite import ROWS, table, verdicts
+from bench.gpu_suite import BUDGET_S, ROWS, default_load, table, time_plan, verdicts
 
 ROOT = Path(__file__).parents[1]
 
@@ -93,6 +94,9 @@ def test_the_dry_run_runs_end_to_end(tmp_path: Path) -> None:
     (path,) = out.glob("gpu-suite-dry-*.json")
     result = json.loads(path.read_text())
     assert result["dry_run"] and result["machine"]["cores_usable"] >= 1
+    assert result["canary"]["passed"] and result["finished"]  # the real child, on DALI's CPU
+    assert result["time_plan"]["total"] <= BUDGET_S
+    assert "time plan on 16 cores" in done.stderr
     assert {"keras", "jax", "nvidia-dali-cuda120"} <= set(result["machine"]["versions"])
     assert result["selftest"]["exit"] == 0 and result["selftest"]["report"]["checks"]
     for workload, names in ROWS.items():
@@ -135,3 +139,73 @@ def test_runs_at_the_defaults_are_judged_as_the_doctor_judges() -> None:
     result = made_up(12_000, 12_500, 0, 0.03)
     result["throughput"]["b"]["jax"]["bound"] = bound(busy)
     assert "- (b) daliaug JAX output (make_dataset, framework jax): host-bound" in table(result)
+
+
+STUB_RUN = """
+import sys, time
+from bench import gpu_suite as suite
+from bench.workloads import Data
+
+def point(name, workload, data, device, clock, **at):
+    time.sleep(0.2)
+    return {"tool": name, **at, "images_per_s": 100.0, "threads": at["threads"]}
+
+def fit(args, device):
+    time.sleep(600)  # killed meanwhile
+
+suite.first_canary = lambda dry_run: {"passed": True, "reason": "stub", "cached": False}
+suite.selftest = lambda dry_run, out, timeout: {"exit": 0, "report": {"checks": []}}
+suite.prepare = lambda *a, **k: Data(None, None, 1)
+suite.decoders = lambda *a: {"cpu": 0, "failed": 0, "cpu_fallback": False, "summary": "stub"}
+suite.point, suite.fit, suite.bound = point, fit, lambda run: None
+sys.exit(suite.main(["--dry-run", "--out", sys.argv[1], "--threads", "1", "--loads", "0.5"]))
+"""
+
+
+def test_a_stopped_run_keeps_every_point_measured(tmp_path: Path) -> None:
+    """A stand-in suite (points of 0.2 s, a fit that never ends) killed with SIGKILL: its
+    JSON and table hold what was measured, each row's loads the ones asked for."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", STUB_RUN, str(tmp_path)], cwd=ROOT, stderr=subprocess.PIPE
+    )
+    try:
+        measured = []
+        for _ in range(300):
+            time.sleep(0.1)
+            found = list(tmp_path.glob("gpu-suite-dry-*.json"))
+            if found:
+                speed = json.loads(found[0].read_text()).get("throughput", {})
+                measured = [r for w in speed.values() for k, r in w.items() if k != "decoders"]
+                if len(speed.get("b", {})) > 3:
+                    break
+        else:
+            pytest.fail(child.stderr.read1().decode() if child.poll() is not None else "no result")
+    finally:
+        child.kill()
+        child.wait()
+    (path,) = tmp_path.glob("gpu-suite-dry-*.json")
+    result = json.loads(path.read_text())
+    assert result["canary"]["passed"] and not result.get("finished")
+    runs = [
+        run
+        for rows in result["throughput"].values()
+        for name, row in rows.items()
+        if name != "decoders"
+        for run in [row.get("defaults"), row.get("whole"), *row["sweep"]]
+        if run
+    ]
+    assert len(runs) >= 3 and {r["hw_decoder_load"] for r in runs} == {0.5}
+    assert measured  # read while it ran
+    text = path.with_suffix(".md").read_text()
+    assert "so far (stopped, or still running)" in text and "| (b) |" in text
+
+
+def test_the_gpu_runs_time_plan_fits_and_counts_every_point() -> None:
+    plan = time_plan(["b", "c"], threads=1, loads=2, selftest_s=100)
+    assert plan["point_count"] == 19  # (b): 4 + 3 + 2 + 2, (c): 3 + 3 + 2
+    assert plan["total"] <= BUDGET_S
+    assert time_plan(["b", "c"], threads=2, loads=3, selftest_s=100)["total"] > BUDGET_S
+
+
+def test_the_defaults_rows_take_a_load_given() -> None:
+    assert default_load([0.65, 0.99]) == 0.99 and default_load([0.3]) == 0.3

@@ -121,6 +121,35 @@ def test_require_gpu_passes_on_a_complete_gpu_host(monkeypatch: pytest.MonkeyPat
     assert code == 0 and "--require-gpu" not in err
 
 
+def test_require_gpu_names_tensorflows_absence_as_a_skip_unless_asked_for(
+    monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """The lent GPU host has DALI and JAX, no TensorFlow: its checks through make_dataset are
+    skipped by name, and only --require-tensorflow makes that a failure."""
+    host = dataclasses.replace(GPU_HOST, tensorflow=None, tf_cuda=False, tf_gpus=0, plugin="x")
+    report = dataclasses.replace(stand_in_report(host), device="gpu")
+    selftest._environment(report)
+    assert [m.tensorflow for m in report.missing] == [True]
+    code, _, err = run_cli(monkeypatch, capsys, report, "--require-gpu")
+    assert code == 0 and "--require-gpu" not in err
+    assert "checks through make_dataset skipped" in " ".join(err.split())
+    code, _, err = run_cli(monkeypatch, capsys, report, "--require-gpu", "--require-tensorflow")
+    assert code == 4 and "TensorFlow is not installed" in " ".join(err.split())
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_the_canary_row_says_how_windows_are_decoded(
+    monkeypatch: pytest.MonkeyPatch, passed: bool
+) -> None:
+    from daliaug.engines.dali import canary
+
+    outcome = canary.Canary(passed, "ran" if passed else "killed by SIGSEGV", cached=True)
+    monkeypatch.setattr(canary, "canary", lambda device_id: outcome)
+    row = selftest.canary_check()
+    assert row.passed is (True if passed else None)  # a failed canary is worked around
+    assert row.detail.endswith("(cached)" if passed else "decodes whole images on this GPU")
+
+
 def test_the_epoch_comparison_sees_the_same_samples_in_the_same_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

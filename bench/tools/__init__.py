@@ -301,7 +301,7 @@ TOOLS = {
             "gpu_tools:jax_output",
             ABC,
             "DALI num_threads",
-            _dali_default,
+            _dali_gpu_default,
             device="gpu",
         ),
         Tool(
@@ -310,7 +310,7 @@ TOOLS = {
             "gpu_tools:dali_rn50",
             ("b",),
             "DALI num_threads",
-            _dali_default,
+            _dali_gpu_default,
             device="gpu",
             role="baseline",
         ),

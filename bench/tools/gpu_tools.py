@@ -127,25 +127,34 @@ def decode_roi(workload: Workload, data: Data, threads: int | None, device: str)
     return epoch
 
 
+EXAMPLE_PADDING = {"device_memory_padding": 211025920, "host_memory_padding": 140544512}
+"""nvJPEG's buffers as DALI's ResNet-50 examples allocate them up front on the GPU
+(docs/examples/use_cases/pytorch/resnet50/main.py)."""
+
+
 def random_crop_front(
     paths: list[str], labels: Any, eq: Any, gpu: bool, hw_decoder_load: float
 ) -> tuple[Any, Any]:
     """Inside a DALI pipeline: the files read in a random order, a random resized crop decoded
-    (``mixed`` with ``hw_decoder_load`` on the GPU) and resized to the workload's size;
-    ``(images, labels)``."""
+    and resized to the workload's size as DALI's ResNet-50 examples write it (``mixed`` with
+    ``hw_decoder_load`` and the examples' memory paddings on the GPU, 100 attempts, a
+    triangular resize); ``(images, labels)``."""
     from nvidia.dali import fn, types
 
     encoded, label = fn.readers.file(
         files=paths, labels=[int(v) for v in labels], random_shuffle=True, name="files"
     )
+    on_gpu = {"device": "mixed", "hw_decoder_load": hw_decoder_load, **EXAMPLE_PADDING}
     images = fn.decoders.image_random_crop(
         encoded,
         output_type=types.RGB,
         random_area=list(eq.crop_scale),
         random_aspect_ratio=list(eq.crop_ratio),
-        **({"device": "mixed", "hw_decoder_load": hw_decoder_load} if gpu else {}),
+        num_attempts=100,
+        **(on_gpu if gpu else {}),
     )
-    return fn.resize(images, size=list(eq.size)), label
+    resized = fn.resize(images, size=list(eq.size), interp_type=types.INTERP_TRIANGULAR)
+    return resized, label
 
 
 def pipeline_epochs(pipe: Any, steps: int) -> Epoch:

@@ -4,8 +4,8 @@ against the CPU path, images/s (make_dataset and decoding alone), GPU memory, th
 epoch, and model.fit steps; a short table last, ``--json`` for bug reports.
 
 Exit code 0 when every check passed (a GPU part skipped for want of a GPU counts as passed
-unless --require-gpu, which then exits with 4 naming what is missing and the fix), 1 when a
-check failed.
+unless --require-gpu, which then exits with 4 naming what is missing and the fix; TensorFlow
+not installed only with --require-tensorflow too), 1 when a check failed.
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="fail (exit code 4) where the GPU path is incomplete, naming what is missing",
     )
     parser.add_argument(
+        "--require-tensorflow",
+        action="store_true",
+        help="with --require-gpu: TensorFlow is required too (without it a host with DALI "
+        "alone skips the checks through make_dataset, by name)",
+    )
+    parser.add_argument(
         "--json", action="store_true", help="also print the report as JSON on stdout"
     )
 
@@ -54,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
     for check in report.checks:
         table.add_row(Text(check.name), marks[check.passed], Text(check.detail))
     console.print(table)
-    if args.require_gpu and (report.missing or report.device != "gpu"):
-        gaps = "; ".join(str(m) for m in report.missing) or "DALI sees no CUDA GPU"
+    lacking = [m for m in report.missing if args.require_tensorflow or not m.tensorflow]
+    if args.require_gpu and (lacking or report.device != "gpu"):
+        gaps = "; ".join(str(m) for m in lacking) or "DALI sees no CUDA GPU"
         raise BackendError(f"selftest --require-gpu: the GPU path lacks {gaps}")
     word, style = ("passed", "bold green") if report.passed else ("failed", "bold red")
     console.print(word, style=style)

@@ -279,6 +279,11 @@ def graph_inputs(samples: SampleSet, weighted: bool, label_mode: str = "int") ->
     return (*used, "warp", *(("weight",) if weighted else ()))
 
 
+FEED_CHUNK = 1024
+"""Samples per evaluation of the plan for :meth:`EpochFeed.batches` (whole batches, at least
+one)."""
+
+
 class EpochFeed:
     """A shard's samples (columns) as a graph's inputs, one epoch at a time, made on the host:
     :class:`~daliaug.epoch.Epochs` gives each batch's samples and parameter rows (or the
@@ -349,22 +354,35 @@ class EpochFeed:
         """:meth:`batches` joined a few at a time, about ``size`` samples per chunk (whole
         batches: cutting a chunk into ``batch_size`` pieces gives the batches back), each
         chunk made at once (the plan evaluated over all its samples)."""
+        for group, chunk, given in self._groups(epoch, names, size, check_files):
+            for j in group:
+                given(j)
+            yield chunk
+
+    def _groups(
+        self, epoch: int, names: Sequence[str], size: int, check_files: bool
+    ) -> Iterator[tuple[range, dict[str, np.ndarray], Callable[[int], None]]]:
+        """Each chunk of :meth:`chunks`: its batches' numbers, its arrays, and ``given``, to
+        call for each batch before it is handed on (with ``check_files``: the batch's files
+        checked unchanged, its samples kept as :attr:`recent`)."""
         per_chunk = max(1, size // self.epochs.batch_size)
         drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
         batches = self.epochs.batches(epoch)
         bounds = self.epochs.bounds
         watch = FileWatch(self.samples, batches) if check_files and self.samples.checked else None
+
+        def given(j: int) -> None:
+            if watch is not None:
+                watch.verify(j)
+            if check_files:
+                self.recent.append(batches[j])
+
         try:
             for k in range(0, len(batches), per_chunk):
                 group = batches[k : k + per_chunk]
-                for j in range(k, k + len(group)):
-                    if watch is not None:
-                        watch.verify(j)
-                    if check_files:
-                        self.recent.append(batches[j])
                 index = group[0] if len(group) == 1 else np.concatenate(group)
                 span = (bounds[k][0], bounds[k + len(group) - 1][1])
-                yield self._batch(names, index, span, drawn)
+                yield range(k, k + len(group)), self._batch(names, index, span, drawn), given
         finally:
             if watch is not None:
                 watch.close()
@@ -377,8 +395,17 @@ class EpochFeed:
         ``check_files``, a file that changed since the full check stops it, before the first
         batch that holds it, with a :class:`~daliaug.errors.DataError` naming the file (the
         feed that makes the batches the graph reads its files from should ask for it); the
-        files are checked on a thread of their own (:class:`FileWatch`)."""
-        return self.chunks(epoch, names, 1, check_files)
+        files are checked on a thread of their own (:class:`FileWatch`). The batches are made
+        :data:`FEED_CHUNK` samples at a time and cut apart (the plan's Python work paid once
+        per chunk: ``bench/host_cost.py``)."""
+        bounds = self.epochs.bounds
+        for group, chunk, given in self._groups(epoch, names, FEED_CHUNK, check_files):
+            at = 0
+            for j in group:
+                given(j)
+                size = bounds[j][1] - bounds[j][0]
+                yield {name: array[at : at + size] for name, array in chunk.items()}
+                at += size
 
     def _batch(
         self,

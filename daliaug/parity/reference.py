@@ -141,17 +141,21 @@ def load_reference(path: Path, workdir: Path) -> tuple[Samples, list[ReferenceCa
     return files, cases, int(manifest["seed"])
 
 
-def check_reference(path: Path, device: Device) -> Report:
+def check_reference(path: Path, device: Device, decode_window: str | None = None) -> Report:
     """DALI on ``device`` against the stored TF outputs (no TensorFlow needed); cases of the
     same name (the decoders at each image size) are pooled into one row; without the cases
-    DALI cannot run on ``device``."""
+    DALI cannot run on ``device``. ``decode_window``: every case's, where given (``whole``
+    on a GPU: decoded with fancy upsampling, as the reference was)."""
     pooled: dict[tuple[str, Kind], list[np.ndarray]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         files, cases, seed = load_reference(path, Path(tmp))
         for c in cases:
             if dali_lacks(c.config, device):
                 continue
-            diff = dali_differences(c.config, files.subset(c.inputs), c.rows, c.outputs, device)
+            config = c.config
+            if decode_window is not None:
+                config = config.model_copy(update={"decode_window": decode_window})
+            diff = dali_differences(config, files.subset(c.inputs), c.rows, c.outputs, device)
             pooled.setdefault((c.name, c.kind), []).append(diff)
     results = [
         Result(name, kind, Stats.of_differences(np.concatenate(parts)))

@@ -15,6 +15,7 @@ from nvidia.dali.pipeline import DataNode
 
 from daliaug.config import HW_DECODER_LOAD, Config
 from daliaug.engines.dali import branches, pixels
+from daliaug.engines.dali.canary import window_mode
 from daliaug.engines.select import Device
 from daliaug.errors import BackendError
 from daliaug.sources.segmentation import SegmentationSource
@@ -59,23 +60,22 @@ def decode(
     size_hint: tuple[int, int] | None = None,
 ) -> DataNode:
     """Decode a batch of JPEG/PNG bytes (nvJPEG on the GPU) to the config's channels: only the
-    plan's decode window (``crop_start`` x, y and ``crop_shape`` w, h) when ``warp`` has one;
-    ``size_hint``: see :func:`decoder_args`."""
+    plan's decode window (``crop_start`` x, y and ``crop_shape`` w, h) when ``warp`` has one,
+    decoded alone or cut from the whole image as :func:`~daliaug.engines.dali.canary.window_mode`
+    says (``decode_window``); ``size_hint``: see :func:`decoder_args`."""
     image_type = types.RGB if config.channels == 3 else types.GRAY
     load = config.hw_decoder_load
+    whole = "crop_start" not in warp or window_mode(config, device) == "whole"
+    args = decoder_args(device, image_type, size_hint, roi=not whole, hw_decoder_load=load)
+    window = {"normalized_anchor": False, "normalized_shape": False, "axis_names": "WH"}
+    if not whole:
+        return fn.decoders.image_slice(
+            encoded, warp["crop_start"], warp["crop_shape"], **window, **args
+        )
+    image = fn.decoders.image(encoded, **args)
     if "crop_start" not in warp:
-        args = decoder_args(device, image_type, size_hint, hw_decoder_load=load)
-        return fn.decoders.image(encoded, **args)
-    args = decoder_args(device, image_type, size_hint, roi=True, hw_decoder_load=load)
-    return fn.decoders.image_slice(
-        encoded,
-        warp["crop_start"],
-        warp["crop_shape"],
-        normalized_anchor=False,
-        normalized_shape=False,
-        axis_names="WH",
-        **args,
-    )
+        return image
+    return fn.slice(image, warp["crop_start"], warp["crop_shape"], **window)
 
 
 def resample(
