@@ -860,27 +860,29 @@ def test_bounding_box_format_in_and_out(fmt: str) -> None:
     np.testing.assert_allclose(out, given, atol=1e-5)
 
 
+def eleven_with_boxes(count: int, seed: int, transforms: list[dict]) -> tuple:
+    """A config (batches of 4, seed ``seed``) and the prepared samples of eleven blank 40x40
+    arrays with ``count`` random boxes each (labels numbered through), for a feed."""
+    from daliaug.prepare import prepare_samples
+
+    rng = np.random.default_rng(seed - 2)
+    x = np.zeros((11, 40, 40, 3), np.uint8)
+    shape = (count, 2, 2)
+    boxes = [np.sort(rng.uniform(0, 40, shape), axis=1).reshape(count, 4) for _ in range(11)]
+    y = {"boxes": boxes, "labels": [np.arange(count) + count * i for i in range(11)]}
+    source = {"type": "arrays", "boxes": True}
+    fields = {"image_size": 32, "batch_size": 4, "seed": seed, "transforms": transforms}
+    cfg = daliaug.load_config({"source": source, **fields})
+    return cfg, prepare_samples(cfg, None, x, y)
+
+
 @pytest.mark.parametrize("stage", ["mixup", "mosaic"])
 def test_a_chunk_of_batches_moves_boxes_as_its_batches_do(stage: str) -> None:
     """The tf.data feed makes several batches at once: each batch's partners stay within it,
     so the chunk's boxes are its batches' boxes joined."""
     from daliaug.engines.feed import EpochFeed
-    from daliaug.prepare import prepare_samples
 
-    rng = np.random.default_rng(3)
-    x = np.zeros((11, 40, 40, 3), np.uint8)
-    boxes = [np.sort(rng.uniform(0, 40, (3, 2, 2)), axis=1).reshape(3, 4) for _ in range(11)]
-    y = {"boxes": boxes, "labels": [np.arange(3) + 3 * i for i in range(11)]}
-    cfg = daliaug.load_config(
-        {
-            "source": {"type": "arrays", "boxes": True},
-            "image_size": 32,
-            "batch_size": 4,
-            "seed": 5,
-            "transforms": [{"type": "flip"}, {"type": stage}],
-        }
-    )
-    feed = EpochFeed(cfg, prepare_samples(cfg, None, x, y), resizes=False)
+    feed = EpochFeed(*eleven_with_boxes(3, 5, [{"type": "flip"}, {"type": stage}]), resizes=False)
     names = ("boxes", "box_labels")
     (chunk,) = feed.chunks(0, names, 12)
     each = list(feed.chunks(0, names, 4))  # one batch at a time
@@ -896,23 +898,10 @@ def test_the_feeds_batches_are_made_in_chunks_and_cut_back(
     batches it gives are those made one at a time, the short last one included, partners
     (mosaic) and boxes within each batch."""
     from daliaug.engines import feed as feed_module
-    from daliaug.prepare import prepare_samples
 
     monkeypatch.setattr(feed_module, "FEED_CHUNK", per_chunk)
-    rng = np.random.default_rng(4)
-    x = np.zeros((11, 40, 40, 3), np.uint8)
-    boxes = [np.sort(rng.uniform(0, 40, (2, 2, 2)), axis=1).reshape(2, 4) for _ in range(11)]
-    y = {"boxes": boxes, "labels": [np.arange(2) + 2 * i for i in range(11)]}
-    cfg = daliaug.load_config(
-        {
-            "source": {"type": "arrays", "boxes": True},
-            "image_size": 32,
-            "batch_size": 4,
-            "seed": 6,
-            "transforms": [{"type": "random_resized_crop"}, {"type": "mosaic"}],
-        }
-    )
-    feed = feed_module.EpochFeed(cfg, prepare_samples(cfg, None, x, y), resizes=True)
+    chain = [{"type": "random_resized_crop"}, {"type": "mosaic"}]
+    feed = feed_module.EpochFeed(*eleven_with_boxes(2, 6, chain), resizes=True)
     names = ("index", "params", "warp", "boxes", "box_labels")
     cut = list(feed.batches(1, names))
     alone = list(feed.chunks(1, names, 4))

@@ -288,15 +288,16 @@ def square(chain: list[dict[str, Any]]) -> bool:
     return not turned and not ({"perspective", "keras_perspective"} & kinds and "mosaic" in kinds)
 
 
+def on_files(test):
+    """``test`` on drawn chains (:data:`KNOWN` first), four images of drawn sizes, a drawn
+    output size and seed."""
+    images = st.lists(sizes, min_size=4, max_size=4)
+    drawn = given(chain=chains(), image_sizes=images, out=sizes, seed=st.integers(0, 99))
+    return SETTINGS(known(drawn(test)))
+
+
 @pytest.mark.parametrize("backend", ["cpu", "tf"])
-@SETTINGS
-@known
-@given(
-    chain=chains(),
-    image_sizes=st.lists(sizes, min_size=4, max_size=4),
-    out=sizes,
-    seed=st.integers(0, 99),
-)
+@on_files
 def test_masks_from_files_agree_with_their_images(
     tmp_path_factory, backend: str, chain, image_sizes, out, seed: int
 ) -> None:
@@ -308,14 +309,7 @@ def test_masks_from_files_agree_with_their_images(
 
 
 @pytest.mark.parametrize("backend", ["cpu", "tf"])
-@SETTINGS
-@known
-@given(
-    chain=chains(),
-    image_sizes=st.lists(sizes, min_size=4, max_size=4),
-    out=sizes,
-    seed=st.integers(0, 99),
-)
+@on_files
 def test_boxes_and_keypoints_from_files_agree_with_their_pixels(
     tmp_path_factory, backend: str, chain, image_sizes, out, seed: int
 ) -> None:
