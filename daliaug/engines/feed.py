@@ -3,7 +3,8 @@
 Every backend computes the same thing from the same inputs. Per batch of samples those are:
 
 * the source's columns (:data:`INPUTS`): ``path`` and ``mask_path`` (UTF-8 file names,
-  zero-padded to one ``uint8`` row each), ``image`` (``uint8`` HWC arrays), ``label``
+  zero-padded to one ``uint8`` row each), ``encoded`` (encoded images read from WebDataset
+  shards, zero-padded likewise), ``image`` (``uint8`` HWC arrays), ``label``
   (``int32``) or ``target`` (``float32`` targets passed through, ``label_mode: raw``), or for
   TFRecords one packed ``record`` row per sample (:class:`RecordLayout`);
 * ``warp``: the plan evaluated for each sample (decode window, warp matrices, colour matrix),
@@ -59,6 +60,7 @@ INPUTS: dict[str, Input] = {
     "label": Input("int32", 0),
     "target": Input("float32", -1),
     "record": Input("uint8", 1),
+    "encoded": Input("uint8", 1),
     "warp": Input("float32", 1),
     "weight": Input("float32", 0),
     "boxes": Input("float32", 2),
@@ -338,10 +340,12 @@ class EpochFeed:
         return graph_inputs(self.samples, self.weights is not None, self.label_mode)
 
     def gathers(self, name: str) -> bool:
-        """Whether input ``name`` is a source column as it is (a graph may gather it from the
-        batch's indices), not made per batch here (``warp``, ``weight``, the moved boxes)."""
+        """Whether input ``name`` is a source column held as it is (a graph may gather it from
+        the batch's indices), not made or read per batch here (``warp``, ``weight``, the moved
+        boxes, ``encoded`` images read from their shards)."""
         made = () if self.boxes is None else self.boxes.shapes
-        return name in self.samples.columns and name not in made
+        column = self.samples.columns.get(name)
+        return isinstance(column, np.ndarray) and name not in made
 
     def chunks(
         self, epoch: int, names: Sequence[str], size: int, check_files: bool = False
@@ -407,5 +411,5 @@ class EpochFeed:
             out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
         for name in names:
             if name in self.samples.columns and name not in out:
-                out[name] = self.samples.columns[name][index]
+                out[name] = np.asarray(self.samples.columns[name][index])
         return {name: out[name] for name in names}

@@ -14,6 +14,7 @@ source's samples (``source.on_error``).
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import sqlite3
 import time
@@ -40,17 +41,18 @@ MAX_PIXELS = 2**28
 taken for a decompression bomb or a broken file, as decoding it would need gigabytes."""
 
 
-def image_header(path: str) -> tuple[str, int, int]:
-    """``('JPEG' | 'PNG', height, width)`` from the file's header; :class:`DataError` naming the
-    file if it is missing, empty, not a JPEG or PNG, has a broken header or declares more than
-    :data:`MAX_PIXELS` pixels (read by the format's own Pillow plugin: ``Image.open`` refuses
-    large sizes with its own limit before saying the size)."""
+def image_header(path: str, data: bytes | None = None) -> tuple[str, int, int]:
+    """``('JPEG' | 'PNG', height, width)`` from the file's header (``data``: the bytes of an
+    image that is no file, a member of a tar shard, which ``path`` names); :class:`DataError`
+    naming the file if it is missing, empty, not a JPEG or PNG, has a broken header or declares
+    more than :data:`MAX_PIXELS` pixels (read by the format's own Pillow plugin: ``Image.open``
+    refuses large sizes with its own limit before saying the size)."""
     from PIL.JpegImagePlugin import JpegImageFile
     from PIL.PngImagePlugin import PngImageFile
 
     kind = "image"
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb") if data is None else io.BytesIO(data) as f:
             head = f.read(8)
             if not head:
                 raise DataError(f"image file {path} is empty")
