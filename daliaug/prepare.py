@@ -165,7 +165,10 @@ def checked_samples(
 ) -> SampleSet:
     """``samples`` as the config's ``source.check`` and ``on_error`` want them (see
     :func:`checked`): file samples decoded once with ``undecodable``; arrays and streamed
-    samples (no files of their own) and ``check: headers`` as they are."""
-    if config.source.check != "full" or not isinstance(samples, Samples) or not samples.files:
+    samples (no files of their own, nothing left out when listed) and ``check: headers`` as
+    they are."""
+    if config.source.check != "full" or not isinstance(samples, Samples):
+        return samples
+    if not samples.files and not samples.rejected:
         return samples
     return checked(samples, decoder, undecodable, config.source.on_error)

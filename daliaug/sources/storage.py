@@ -132,7 +132,10 @@ def open_stream(location: str) -> Iterator[BinaryIO]:
         except OSError as e:
             raise DataError(f"cannot read shard {location}: {e.strerror or e}") from e
         with f:
-            yield f
+            try:
+                yield f
+            except OSError as e:
+                raise DataError(f"cannot read shard {location}: {e.strerror or e}") from e
         return
     bucket, key = split_s3(location)
     with s3_errors(bucket, key, "read the object"):

@@ -14,11 +14,11 @@ from __future__ import annotations
 import hashlib
 import json
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import numpy as np
 
@@ -41,6 +41,41 @@ def split_name(name: str) -> tuple[str, str]:
     at the first dot of its last path component."""
     dot = name.find(".", name.rfind("/") + 1)
     return (name, "") if dot < 0 else (name[:dot], name[dot + 1 :])
+
+
+class Counted:
+    """A stream that counts the bytes read from it."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream, self.count = stream, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.count += len(data)
+        return data
+
+
+def members(stream: BinaryIO) -> Iterator[tuple[str, str, int, bytes]]:
+    """``(key, extension, data offset, data)`` of each file in the tar ``stream``, read in
+    one pass; a ``tarfile.ReadError`` where it is cut short, even between two members (no
+    end-of-archive block follows the last)."""
+    counted = Counted(stream)
+    end = 0
+    with tarfile.open(fileobj=counted, mode="r|") as tar:  # type: ignore[call-overload]
+        for member in tar:
+            name, ext = split_name(member.name)
+            if not member.isreg() or not name or name.endswith("/"):
+                continue
+            reader = tar.extractfile(member)
+            data = reader.read() if reader is not None else b""
+            if len(data) != member.size:
+                raise tarfile.ReadError(f"member {member.name} is cut short")
+            end = member.offset_data + -(-member.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+            yield name, ext, member.offset_data, data
+    while counted.read(1 << 20):
+        pass
+    if counted.count < end + tarfile.BLOCKSIZE:
+        raise tarfile.ReadError(f"it ends after byte {counted.count}, with no end-of-archive")
 
 
 class MemberColumn:
@@ -138,24 +173,12 @@ class WebDatasetSource(SourceConfig):
         key = None
         with open_stream(shard) as stream:
             try:
-                with tarfile.open(fileobj=stream, mode="r|") as tar:
-                    for member in tar:
-                        if not member.isreg():
-                            continue
-                        name, ext = split_name(member.name)
-                        if not name or name.endswith("/"):
-                            continue
-                        if name != key:
-                            self._add(out, shard, key, sample)
-                            key, sample = name, {}
-                        reader = tar.extractfile(member)
-                        data = reader.read() if reader is not None else b""
-                        if len(data) != member.size:
-                            raise tarfile.ReadError(f"member {member.name} is cut short")
-                        sample[ext] = (member.offset_data, member.size, data)
-            except (tarfile.TarError, EOFError, OSError) as e:
-                if isinstance(e, OSError) and not isinstance(e, tarfile.TarError) and e.errno:
-                    raise DataError(f"cannot read shard {shard}: {e.strerror or e}") from e
+                for name, ext, offset, data in members(stream):
+                    if name != key:
+                        self._add(out, shard, key, sample)
+                        key, sample = name, {}
+                    sample[ext] = (offset, len(data), data)
+            except (tarfile.TarError, EOFError) as e:
                 out.rejected[f"{shard}#{key or 'start'}"] = (
                     f"shard {shard} is not a whole tar file ({e}); the samples from "
                     f"{key or 'its start'} on are left out"
