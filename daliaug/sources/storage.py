@@ -40,7 +40,8 @@ def split_s3(url: str) -> tuple[str, str]:
 
 @functools.cache
 def _client() -> Any:
-    """One boto3 S3 client per process (clients are thread-safe)."""
+    """One boto3 S3 client per process (clients are thread-safe), of a session of its own:
+    the AWS variables as they are when it is made."""
     try:
         import boto3
         from botocore.config import Config
@@ -53,7 +54,7 @@ def _client() -> Any:
         read_timeout=READ_TIMEOUT,
         retries={"max_attempts": ATTEMPTS, "mode": "standard"},
     )
-    return boto3.client("s3", config=config)
+    return boto3.session.Session().client("s3", config=config)
 
 
 @contextlib.contextmanager
