@@ -25,7 +25,7 @@ from daliaug.config import load_config
 from daliaug.errors import ConfigError, DataError, DataWarning
 from daliaug.outputs.numpy import DaliLoader
 from daliaug.prepare import prepare, prepare_samples
-from daliaug.sources import storage
+from daliaug.sources import storage, webdataset
 from tests.helpers import free_port, structured_image
 
 COUNT = 14
@@ -161,6 +161,24 @@ def test_index_is_dalis(shards: Path, tmp_path: Path) -> None:
     for k in range(5):
         assert bytes(np.asarray(images[k])) == encode(k)[1]
         assert bytes(np.asarray(classes[k])) == str(k).encode()
+
+
+def test_listings_are_kept_until_a_shard_changes(
+    shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copied = tmp_path / "copied"
+    shutil.copytree(shards, copied, ignore=shutil.ignore_patterns("files"))
+    config = wds_config(copied, tmp_path)
+    first = prepare_samples(config)
+    real = webdataset.open_stream
+    read = []
+    monkeypatch.setattr(webdataset, "open_stream", lambda shard: read.append(shard) or real(shard))
+    again = prepare_samples(config)
+    assert read == [] and again.labels.tolist() == first.labels.tolist()
+    np.testing.assert_array_equal(again.sizes, first.sizes)
+    write_tar(copied / "part-1.tar", {"a": sample(5), "b": sample(6)})
+    assert sorted(prepare_samples(config).labels.tolist()) == [0, 1, 2, 3, 4, 5, 6, 10, 11, 12, 13]
+    assert read == [str(copied / "part-1.tar")]
 
 
 def test_json_labels_and_class_names(tmp_path: Path) -> None:
@@ -343,7 +361,10 @@ def test_s3_failures_are_named(server: Server, tmp_path: Path, monkeypatch) -> N
             prepare_samples(wds_config(path, tmp_path))
 
     fails("s3://nobucket/train", r"s3://nobucket/train/: cannot list the objects: no such bucket")
-    fails("s3://data/train/nokey.tar", r"s3://data/train/nokey\.tar: cannot read the object: no")
+    fails(
+        "s3://data/train/nokey.tar",
+        r"nokey\.tar: cannot look the object up: no such key .train/nokey",
+    )
     fails("s3://data/else", r"found no \.tar files at s3://data/else")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-key")
     fails("s3://data/train", r"s3://data/train/: cannot list .*secret key does not match")

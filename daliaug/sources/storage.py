@@ -170,6 +170,21 @@ def read_range(location: str, offset: int, size: int) -> bytes:
     return data
 
 
+def identity(location: str) -> str:
+    """What identifies the contents of the file or object at ``location``: its size and
+    modification time, or its size and ETag."""
+    if is_s3(location):
+        bucket, key = split_s3(location)
+        with s3_errors(bucket, key, "look the object up"):
+            head = _client().head_object(Bucket=bucket, Key=key)
+        return f"{head['ContentLength']} {head.get('ETag', '')}"
+    try:
+        stat = os.stat(Path(location).expanduser())
+    except OSError as e:
+        raise DataError(f"cannot read shard {location}: {e.strerror or e}") from e
+    return f"{stat.st_size} {stat.st_mtime_ns}"
+
+
 def read_text(location: str) -> str | None:
     """The UTF-8 text at ``location``, ``None`` if there is no such file or key."""
     if not is_s3(location):

@@ -2,7 +2,8 @@
 are one sample (``000123.jpg``, ``000123.cls``, ``000123.json``), local or ``s3://``.
 
 The samples are listed on the host as columns (ARCHITECTURE.md, "Two kinds of samples"): each
-shard is read once, in one pass, when the source is listed, which gives every member's offset
+shard is read once, in one pass, when the source is first listed (the listing is cached by the
+shard's size and modification time or ETag), which gives every member's offset
 (the tar index, also written in DALI's ``wds2idx`` format for the user), each image's size from
 its header and each label; ``encoded`` (:class:`MemberColumn`) then reads a batch's images by
 byte range when the feed needs them, so sharding, reshuffling, parameter rows and weights are
@@ -11,6 +12,8 @@ those of every column source, on every engine and output.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
 import tarfile
@@ -22,12 +25,12 @@ from typing import Any, BinaryIO, Literal
 
 import numpy as np
 
-from daliaug.cache import write_atomically, write_cached
-from daliaug.errors import ConfigError, DataError
+from daliaug.cache import default_cache_dir, write_atomically, write_cached
+from daliaug.errors import CacheError, ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.checks import image_header
-from daliaug.sources.storage import list_files, open_stream, read_range, read_text
+from daliaug.sources.storage import identity, list_files, open_stream, read_range, read_text
 from daliaug.sources.tfrecord import METADATA
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png")
@@ -97,10 +100,6 @@ class MemberColumn:
     def __getitem__(self, index: Any) -> MemberColumn:
         return MemberColumn(self.shards, self.where[index])
 
-    def names(self) -> list[str]:
-        """Where each sample's image is, ``shard@offset``, for messages."""
-        return [f"{self.shards[s]}@{o}" for s, o, _ in self.where.tolist()]
-
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         rows = self.where.tolist()
         with ThreadPoolExecutor(READERS) as pool:
@@ -168,6 +167,17 @@ class WebDatasetSource(SourceConfig):
         )
 
     def _list_shard(self, shard: str) -> ShardListing:
+        """``shard``'s listing: the one kept in the cache for its contents (its size and
+        modification time or ETag) and these label fields, else read anew and kept."""
+        contents = f"{shard}\0{identity(shard)}\0{self.label_member}\0{self.json_field}"
+        relative = f"webdataset-listing/{hashlib.sha1(contents.encode()).hexdigest()[:24]}.json"
+        with contextlib.suppress(CacheError, OSError, ValueError, TypeError):
+            return ShardListing(**json.loads((default_cache_dir() / relative).read_text()))
+        listing = self._read_shard(shard)
+        write_cached(relative, json.dumps(dataclasses.asdict(listing)), "a WebDataset listing")
+        return listing
+
+    def _read_shard(self, shard: str) -> ShardListing:
         out = ShardListing()
         sample: dict[str, tuple[int, int, bytes]] = {}
         key = None
