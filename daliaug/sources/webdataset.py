@@ -20,23 +20,22 @@ import tarfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 import numpy as np
 
 from daliaug.cache import default_cache_dir, write_atomically, write_cached
 from daliaug.errors import CacheError, ConfigError, DataError
-from daliaug.fields import ClassCount, ClassNames
+from daliaug.fields import ClassCount, ClassNames, FilePath
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.checks import image_header
-from daliaug.sources.storage import identity, list_files, open_stream, read_range, read_text
+from daliaug.sources.storage import identity, list_files, open_stream, read_ranges, read_text
 from daliaug.sources.tfrecord import METADATA
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png")
 """The members an image is read from, the first one a sample has."""
 READERS = 16
-"""Shards listed, or image members read, at once."""
+"""Shards listed at once."""
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -101,9 +100,7 @@ class MemberColumn:
         return MemberColumn(self.shards, self.where[index])
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        rows = self.where.tolist()
-        with ThreadPoolExecutor(READERS) as pool:
-            data = list(pool.map(lambda r: read_range(self.shards[r[0]], r[1], r[2]), rows))
+        data = read_ranges([(self.shards[s], o, n) for s, o, n in self.where.tolist()])
         out = np.zeros((len(data), max(map(len, data), default=1)), np.uint8)
         for i, b in enumerate(data):
             out[i, : len(b)] = np.frombuffer(b, np.uint8)
@@ -141,7 +138,7 @@ class WebDatasetSource(SourceConfig):
     json_field: str = "label"
     class_names: ClassNames | None = None
     num_classes: ClassCount | None = None
-    index_dir: Path | None = None
+    index_dir: FilePath | None = None
 
     def shard_files(self) -> list[str]:
         """The shards, in order (each location's sorted)."""
