@@ -352,8 +352,11 @@ class EpochFeed:
     ) -> Iterator[dict[str, np.ndarray]]:
         """:meth:`batches` joined a few at a time, about ``size`` samples per chunk (whole
         batches: cutting a chunk into ``batch_size`` pieces gives the batches back), each
-        chunk made at once (the plan evaluated over all its samples)."""
-        per_chunk = max(1, size // self.epochs.batch_size)
+        chunk made at once (the plan evaluated over all its samples); one batch per chunk where
+        ``names`` holds a column read from storage (``encoded``), which is not held in memory."""
+        columns = self.samples.columns
+        stored = any(n in columns and not isinstance(columns[n], np.ndarray) for n in names)
+        per_chunk = 1 if stored else max(1, size // self.epochs.batch_size)
         drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
         batches = self.epochs.batches(epoch)
         bounds = self.epochs.bounds
