@@ -239,7 +239,12 @@ def test_bad_shards_are_named_or_skipped(shards: Path, tmp_path: Path) -> None:
     whole = (shards / "part-0.tar").read_bytes()
     (bad / "cut.tar").write_bytes(whole[: whole.index(b"000002.cls") + 700])  # in its data
     (bad / "ends.tar").write_bytes(whole[: whole.index(b"000003.jpg")])  # between members
-    write_tar(bad / "odd.tar", {"x": {"cls": b"1"}, "y": sample(7), "z": sample(8, cls=b"c")})
+    ext, data = encode(9)
+    broken = {ext: data[: len(data) // 2], "cls": b"9"}  # its header whole
+    write_tar(
+        bad / "odd.tar",
+        {"x": {"cls": b"1"}, "y": sample(7), "z": sample(8, cls=b"c"), "w": broken},
+    )
     with pytest.raises(DataError, match=r"cut\.tar is not a whole tar file"):
         prepare_samples(wds_config(bad, tmp_path))
     with pytest.raises(DataError, match=r"odd\.tar#x has no image member .* it holds cls"):
@@ -247,7 +252,13 @@ def test_bad_shards_are_named_or_skipped(shards: Path, tmp_path: Path) -> None:
     skip = {"on_error": "skip"}
     with pytest.raises(DataError, match=r"ends\.tar is not a whole tar file \(it ends after"):
         prepare_samples(wds_config(bad / "ends.tar", tmp_path))
-    with pytest.warns(DataWarning, match=r"left out 4 unusable files"):
+    with pytest.raises(DataError, match=r"cannot decode image .*odd\.tar#w\.jpg: OSError"):
+        prepare_samples(wds_config(bad / "odd.tar", tmp_path))
+    write_tar(tmp_path / "w.tar", {"y": sample(7), "w": broken})
+    headers = {"check": "headers"}
+    samples = prepare_samples(wds_config(tmp_path / "w.tar", tmp_path, source=headers))
+    assert sorted(samples.labels.tolist()) == [7, 9]  # no decode check: w is kept
+    with pytest.warns(DataWarning, match=r"left out 5 unusable files"):
         samples = prepare(wds_config(bad, tmp_path, source=skip)).samples
     # the whole samples before each cut, and y
     assert sorted(samples.labels.tolist()) == [0, 0, 1, 1, 7]

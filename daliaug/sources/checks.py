@@ -24,7 +24,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
@@ -136,8 +136,8 @@ def check_image_files(paths: Sequence[str]) -> tuple[np.ndarray, dict[str, str]]
     return np.array(sizes, dtype=np.int32).reshape(-1, 2), failed
 
 
-def pillow_reason(path: str) -> str | None:
-    """Why Pillow cannot fully decode the file, or ``None`` if it can."""
+def pillow_reason(path: str | BinaryIO) -> str | None:
+    """Why Pillow cannot fully decode the file (or the bytes of one), or ``None`` if it can."""
     from PIL import Image
 
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import io
 import json
 import tarfile
 from collections.abc import Iterator, Sequence
@@ -28,7 +29,7 @@ from daliaug.cache import default_cache_dir, write_atomically, write_cached
 from daliaug.errors import CacheError, ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath
 from daliaug.sources.base import Samples, SourceConfig
-from daliaug.sources.checks import image_header
+from daliaug.sources.checks import image_header, pillow_reason
 from daliaug.sources.storage import identity, list_files, open_stream, read_ranges, read_text
 from daliaug.sources.tfrecord import METADATA
 
@@ -128,9 +129,11 @@ class WebDatasetSource(SourceConfig):
     name). Class names come from ``class_names``, else from the ``daliaug.json`` that
     ``daliaug convert`` writes next to the shards, else ``num_classes``, else the labels
     (``0..max``, or the sorted names). A sample without an image or a label, or whose image
-    has a broken header, is named, and left out with ``on_error: skip``; so are the samples
-    after a truncated shard's end. Each shard's index in DALI's ``wds2idx`` format is written
-    to ``index_dir`` (default: a per-user cache folder)."""
+    has a broken header or (``check: full``) does not decode with Pillow, is named, and left
+    out with ``on_error: skip``; so are the samples after a truncated shard's end (DALI's
+    decoders never see an image Pillow finds broken, see
+    :func:`~daliaug.sources.checks.screened`). Each shard's index in DALI's ``wds2idx`` format
+    is written to ``index_dir`` (default: a per-user cache folder)."""
 
     type: Literal["webdataset"] = "webdataset"
     path: str | list[str]
@@ -165,8 +168,10 @@ class WebDatasetSource(SourceConfig):
 
     def _list_shard(self, shard: str) -> ShardListing:
         """``shard``'s listing: the one kept in the cache for its contents (its size and
-        modification time or ETag) and these label fields, else read anew and kept."""
-        contents = f"{shard}\0{identity(shard)}\0{self.label_member}\0{self.json_field}"
+        modification time or ETag), these label fields and ``check``, else read anew and
+        kept."""
+        fields = (shard, identity(shard), self.label_member, self.json_field, self.check)
+        contents = "\0".join(fields)
         relative = f"webdataset-listing/{hashlib.sha1(contents.encode()).hexdigest()[:24]}.json"
         with contextlib.suppress(CacheError, OSError, ValueError, TypeError):
             return ShardListing(**json.loads((default_cache_dir() / relative).read_text()))
@@ -215,6 +220,9 @@ class WebDatasetSource(SourceConfig):
             label = self._label(name, sample)
             offset, size, data = sample[image]
             _, height, width = image_header(f"{name}.{image}", data)
+            broken = pillow_reason(io.BytesIO(data)) if self.check == "full" else None
+            if broken is not None:
+                raise DataError(f"cannot decode image {name}.{image}: {broken}")
         except DataError as e:
             out.rejected[name] = str(e)
             return
