@@ -430,3 +430,13 @@ def test_two_processes_read_each_s3_sample_once_per_epoch(server: Server, tmp_pa
         both = seen[0][e] + seen[1][e]
         assert sorted(both) == list(range(COUNT)) and not set(seen[0][e]) & set(seen[1][e])
     assert seen[0][0] != seen[0][1]  # reshuffled
+
+
+def test_preview_shows_the_images_of_shards(shards: Path, tmp_path: Path) -> None:
+    from daliaug.tools.preview import augmented_versions
+
+    shown = augmented_versions(wds_config(shards, tmp_path), count=2, versions=2)
+    assert shown.names == ["sample 0", f"sample {COUNT - 1}"]
+    for k, original in zip((0, COUNT - 1), shown.originals, strict=True):
+        np.testing.assert_array_equal(original, np.asarray(Image.open(io.BytesIO(encode(k)[1]))))
+    assert shown.augmented.shape[0] == 4
