@@ -5,11 +5,12 @@ CPU against the TensorFlow backend, for every source kind and for plans with pix
 
 Each source kind gets workload (b)'s transforms (random resized crop, flip, colour jitter,
 normalize) on its own data: the JPEG folder of workload (b) read as a ``directory``, as a
-``file_list`` and converted to PNGs and to TFRecords; workload (a)'s arrays and transforms for
-``arrays``; the demo's segmentation data (96x96, masks warped with their images) with the
-shipped ``segmentation.yaml`` pipeline. Two more cases vary the plan on (b)'s folder: ``pixel``
-adds two per-sample pixel stages (sharpness, solarize) to (b), ``policy`` is workload (c)
-(RandAugment and MixUp). Every case runs in a process of its own (as
+``file_list`` and converted to PNGs, to TFRecords and to WebDataset shards (read from a
+folder, and from ``rclone serve s3`` on the loopback address: ``webdataset-s3``); workload
+(a)'s arrays and transforms for ``arrays``; the demo's segmentation data (96x96, masks warped
+with their images) with the shipped ``segmentation.yaml`` pipeline. Two more cases vary the
+plan on (b)'s folder: ``pixel`` adds two per-sample pixel stages (sharpness, solarize) to (b),
+``policy`` is workload (c) (RandAugment and MixUp). Every case runs in a process of its own (as
 :mod:`bench.worker`), repeats interleaved; images/s and CPU ms/image are medians. The rule in
 :func:`daliaug.engines.select.resolve_backend` follows from the result (``choose-*.md``).
 """
@@ -17,11 +18,16 @@ adds two per-sample pixel stages (sharpness, solarize) to (b), ``policy`` is wor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from statistics import median
@@ -32,7 +38,18 @@ from bench.worker import cpu_ms
 from bench.workloads import BATCH_SIZE, WORKLOADS, prepare
 from daliaug.cache import build_folder_atomically, default_cache_dir
 
-KINDS = ("arrays", "directory", "file_list", "png", "tfrecord", "segmentation", "pixel", "policy")
+KINDS = (
+    "arrays",
+    "directory",
+    "file_list",
+    "png",
+    "tfrecord",
+    "webdataset",
+    "webdataset-s3",
+    "segmentation",
+    "pixel",
+    "policy",
+)
 PIXEL_STAGES = [{"type": "sharpness"}, {"type": "solarize"}]
 """The ``pixel`` kind: workload (b) with two per-sample pixel stages before its normalize."""
 BACKENDS = ("cpu", "tf")
@@ -75,6 +92,46 @@ def _records(folder: Path) -> Path:
     return build_folder_atomically(folder.with_name(folder.name + "-tfrecord"), write)
 
 
+def _shards(folder: Path) -> Path:
+    """``folder``'s images as WebDataset shards of 250 samples (cached)."""
+    from daliaug.sources.directory import DirectorySource
+    from daliaug.tools.convert import write_webdataset
+
+    def write(tmp: Path) -> None:
+        write_webdataset(DirectorySource(path=folder).samples(), tmp, shard_size=250)
+
+    return build_folder_atomically(folder.with_name(folder.name + "-wds"), write)
+
+
+@contextlib.contextmanager
+def s3_server(shards: Path) -> Iterator[dict[str, str]]:
+    """``rclone serve s3`` on 127.0.0.1 with ``shards`` as ``s3://bench/wds``: the AWS
+    variables that reach it."""
+    root = Path(tempfile.mkdtemp(prefix="daliaug-s3-"))
+    (root / "bench" / "wds").mkdir(parents=True)
+    for shard in shards.iterdir():
+        os.link(shard, root / "bench" / "wds" / shard.name)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    keys = {"AWS_ACCESS_KEY_ID": "daliaugbench", "AWS_SECRET_ACCESS_KEY": "daliaugbenchsecret"}
+    rclone = [str(Path(sys.executable).parent / "rclone"), "serve", "s3", str(root)]
+    auth = f"{keys['AWS_ACCESS_KEY_ID']},{keys['AWS_SECRET_ACCESS_KEY']}"
+    server = subprocess.Popen([*rclone, "--addr", f"127.0.0.1:{port}", "--auth-key", auth])
+    try:
+        for _ in range(100):
+            with contextlib.suppress(OSError):
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}"
+        yield {**keys, "AWS_ENDPOINT_URL": url, "AWS_DEFAULT_REGION": "us-east-1"}
+    finally:
+        server.kill()
+        server.wait()
+        shutil.rmtree(root)
+
+
 def case_config(kind: str, backend: str, quick: bool) -> tuple[dict[str, Any], Any]:
     """The config of one source kind (and arrays to pass as ``x``/``y``, or ``None``)."""
     if kind == "arrays":
@@ -107,6 +164,8 @@ def case_config(kind: str, backend: str, quick: bool) -> tuple[dict[str, Any], A
         "png": {"type": "directory", "path": str(_png_folder(folder))},
         "file_list": {"type": "file_list", "path": str(_file_list(folder))},
         "tfrecord": {"type": "tfrecord", "path": str(_records(folder))},
+        "webdataset": {"type": "webdataset", "path": str(_shards(folder))},
+        "webdataset-s3": {"type": "webdataset", "path": "s3://bench/wds"},
     }[kind]
     return {**WORKLOADS["b"].config, "source": source, "backend": backend}, None
 
@@ -158,6 +217,9 @@ def main() -> None:
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     log = open(os.devnull, "w") if args.quick else sys.stderr  # noqa: SIM115
+    server = contextlib.ExitStack()
+    if "webdataset-s3" in args.kinds:
+        env |= server.enter_context(s3_server(_shards(prepare("b", args.quick).directory)))
     for kind in args.kinds:
         workers = {}
         for backend in BACKENDS:
@@ -185,6 +247,7 @@ def main() -> None:
             worker.wait()
         results[kind] = runs
         print(f"{kind}: " + ", ".join(f"{b} {_rate(runs[b]):,.0f} images/s" for b in BACKENDS))
+    server.close()
     report = render(results, machine.describe(), args)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
     name = f"choose-quick-{stamp}" if args.quick else f"choose-{stamp}"

@@ -186,10 +186,12 @@ def checked_samples(
 ) -> SampleSet:
     """``samples`` as the config's ``source.check`` and ``on_error`` want them (see
     :func:`checked`): file samples decoded once with ``undecodable``; arrays and streamed
-    samples (no files of their own), ``check: headers`` and samples checked before (an output
-    opening an epoch over prepared samples: the check and its warning happen once) as they
-    are."""
-    if config.source.check != "full" or not isinstance(samples, Samples) or not samples.files:
+    samples (no files of their own, nothing left out when listed), ``check: headers`` and
+    samples checked before (an output opening an epoch over prepared samples: the check and
+    its warning happen once) as they are."""
+    if config.source.check != "full" or not isinstance(samples, Samples):
+        return samples
+    if not samples.files and not samples.rejected:
         return samples
     if samples.checked is not None:
         return samples

@@ -181,6 +181,7 @@ SOURCES = {
     "arrays": {"type": "arrays"},
     "directory": {"type": "directory", "path": "data"},
     "tfrecord": {"type": "tfrecord", "path": "records"},
+    "webdataset": {"type": "webdataset", "path": "shards"},
     "segmentation": {"type": "segmentation", "images": "i", "masks": "m", "num_classes": 3},
 }
 

@@ -1,5 +1,6 @@
-"""Write a folder of class sub-folders into sharded TFRecord files, with a progress bar; or,
-with --from-keras, a saved Keras model's preprocessing layers as a daliaug config file."""
+"""Write a folder of class sub-folders into sharded TFRecord files or WebDataset tar shards,
+with a progress bar; or, with --from-keras, a saved Keras model's preprocessing layers as a
+daliaug config file."""
 
 from __future__ import annotations
 
@@ -17,11 +18,21 @@ from daliaug.sources.directory import DirectorySource
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("data", type=Path, nargs="?", help="folder with one sub-folder per class")
+    parser.add_argument("out", type=Path, nargs="?", help="folder to write the shards into")
     parser.add_argument(
-        "out", type=Path, nargs="?", help="folder to write the .tfrecord shards into"
+        "--format",
+        choices=("tfrecord", "webdataset"),
+        default="tfrecord",
+        help="TFRecord files (default) or WebDataset tar shards (.tar, with .idx indexes)",
     )
     parser.add_argument(
-        "--shards", type=positive_int, default=4, help="number of files (default 4)"
+        "--shards", type=positive_int, default=4, help="TFRecords: number of files (default 4)"
+    )
+    parser.add_argument(
+        "--shard-size",
+        type=positive_int,
+        default=1000,
+        help="WebDataset: samples per tar shard (default 1000)",
     )
     parser.add_argument("--prefix", default="data", help="shard file name prefix (default data)")
     parser.add_argument(
@@ -47,18 +58,26 @@ def run(args: argparse.Namespace) -> int:
         return _from_keras(args)
     if args.data is None or args.out is None:
         raise ConfigError("convert: give DATA and OUT folders, or --from-keras MODEL -o FILE")
-    from daliaug.tools.convert import write_tfrecords
+    from daliaug.tools.convert import write_tfrecords, write_webdataset
 
     with console.status(plain(f"listing {args.data}")):
         samples = DirectorySource(path=args.data).samples()
     columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress("writing TFRecords", *columns, console=console) as progress:
+    webdataset = args.format == "webdataset"
+    what = "WebDataset shards" if webdataset else "TFRecords"
+    with Progress(f"writing {what}", *columns, console=console) as progress:
         task = progress.add_task("convert", total=len(samples))
-        files = write_tfrecords(
-            samples, args.out, args.shards, args.prefix, lambda k: progress.advance(task, k)
-        )
+
+        def advance(k: int) -> None:
+            progress.advance(task, k)
+
+        if webdataset:
+            files = write_webdataset(samples, args.out, args.shard_size, args.prefix, advance)
+        else:
+            files = write_tfrecords(samples, args.out, args.shards, args.prefix, advance)
     console.print(
-        f"wrote {len(samples)} records of {samples.num_classes} classes "
+        f"wrote {len(samples)} {'samples' if webdataset else 'records'} of "
+        f"{samples.num_classes} classes "
         f"to {len(files)} files in {args.out}"
     )
     return 0

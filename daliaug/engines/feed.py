@@ -3,7 +3,8 @@
 Every backend computes the same thing from the same inputs. Per batch of samples those are:
 
 * the source's columns (:data:`INPUTS`): ``path`` and ``mask_path`` (UTF-8 file names,
-  zero-padded to one ``uint8`` row each), ``image`` (``uint8`` HWC arrays), ``label``
+  zero-padded to one ``uint8`` row each), ``encoded`` (encoded images read from WebDataset
+  shards, zero-padded likewise), ``image`` (``uint8`` HWC arrays), ``label``
   (``int32``) or ``target`` (``float32`` targets passed through, ``label_mode: raw``), or for
   TFRecords one packed ``record`` row per sample (:class:`RecordLayout`);
 * ``warp``: the plan evaluated for each sample (decode window, warp matrices, colour matrix),
@@ -59,6 +60,7 @@ INPUTS: dict[str, Input] = {
     "label": Input("int32", 0),
     "target": Input("float32", -1),
     "record": Input("uint8", 1),
+    "encoded": Input("uint8", 1),
     "warp": Input("float32", 1),
     "weight": Input("float32", 0),
     "boxes": Input("float32", 2),
@@ -343,17 +345,20 @@ class EpochFeed:
         return graph_inputs(self.samples, self.weights is not None, self.label_mode)
 
     def gathers(self, name: str) -> bool:
-        """Whether input ``name`` is a source column as it is (a graph may gather it from the
-        batch's indices), not made per batch here (``warp``, ``weight``, the moved boxes)."""
+        """Whether input ``name`` is a source column held as it is (a graph may gather it from
+        the batch's indices), not made or read per batch here (``warp``, ``weight``, the moved
+        boxes, ``encoded`` images read from their shards)."""
         made = () if self.boxes is None else self.boxes.shapes
-        return name in self.samples.columns and name not in made
+        column = self.samples.columns.get(name)
+        return isinstance(column, np.ndarray) and name not in made
 
     def chunks(
         self, epoch: int, names: Sequence[str], size: int, check_files: bool = False
     ) -> Iterator[dict[str, np.ndarray]]:
         """:meth:`batches` joined a few at a time, about ``size`` samples per chunk (whole
         batches: cutting a chunk into ``batch_size`` pieces gives the batches back), each
-        chunk made at once (the plan evaluated over all its samples)."""
+        chunk made at once (the plan evaluated over all its samples); one batch per chunk where
+        ``names`` holds a column read from storage (``encoded``), which is not held in memory."""
         for group, chunk, given in self._groups(epoch, names, size, check_files):
             for j in group:
                 given(j)
@@ -365,7 +370,9 @@ class EpochFeed:
         """Each chunk of :meth:`chunks`: its batches' numbers, its arrays, and ``given``, to
         call for each batch before it is handed on (with ``check_files``: the batch's files
         checked unchanged, its samples kept as :attr:`recent`)."""
-        per_chunk = max(1, size // self.epochs.batch_size)
+        columns = self.samples.columns
+        stored = any(n in columns and not isinstance(columns[n], np.ndarray) for n in names)
+        per_chunk = 1 if stored else max(1, size // self.epochs.batch_size)
         drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
         batches = self.epochs.batches(epoch)
         bounds = self.epochs.bounds
@@ -434,5 +441,5 @@ class EpochFeed:
             out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
         for name in names:
             if name in self.samples.columns and name not in out:
-                out[name] = self.samples.columns[name][index]
+                out[name] = np.asarray(self.samples.columns[name][index])
         return {name: out[name] for name in names}

@@ -14,6 +14,7 @@ source's samples (``source.on_error``).
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import sqlite3
 import time
@@ -23,7 +24,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
@@ -40,17 +41,18 @@ MAX_PIXELS = 2**28
 taken for a decompression bomb or a broken file, as decoding it would need gigabytes."""
 
 
-def image_header(path: str) -> tuple[str, int, int]:
-    """``('JPEG' | 'PNG', height, width)`` from the file's header; :class:`DataError` naming the
-    file if it is missing, empty, not a JPEG or PNG, has a broken header or declares more than
-    :data:`MAX_PIXELS` pixels (read by the format's own Pillow plugin: ``Image.open`` refuses
-    large sizes with its own limit before saying the size)."""
+def image_header(path: str, data: bytes | None = None) -> tuple[str, int, int]:
+    """``('JPEG' | 'PNG', height, width)`` from the file's header (``data``: the bytes of an
+    image that is no file, a member of a tar shard, which ``path`` names); :class:`DataError`
+    naming the file if it is missing, empty, not a JPEG or PNG, has a broken header or declares
+    more than :data:`MAX_PIXELS` pixels (read by the format's own Pillow plugin: ``Image.open``
+    refuses large sizes with its own limit before saying the size)."""
     from PIL.JpegImagePlugin import JpegImageFile
     from PIL.PngImagePlugin import PngImageFile
 
     kind = "image"
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb") if data is None else io.BytesIO(data) as f:
             head = f.read(8)
             if not head:
                 raise DataError(f"image file {path} is empty")
@@ -134,8 +136,8 @@ def check_image_files(paths: Sequence[str]) -> tuple[np.ndarray, dict[str, str]]
     return np.array(sizes, dtype=np.int32).reshape(-1, 2), failed
 
 
-def pillow_reason(path: str) -> str | None:
-    """Why Pillow cannot fully decode the file, or ``None`` if it can."""
+def pillow_reason(path: str | BinaryIO) -> str | None:
+    """Why Pillow cannot fully decode the file (or the bytes of one), or ``None`` if it can."""
     from PIL import Image
 
     try:

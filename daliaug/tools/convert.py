@@ -1,9 +1,11 @@
-"""Write a class-folder dataset into sharded TFRecord files of ``tf.train.Example``s; turn a
-saved Keras model's preprocessing layers into a daliaug config."""
+"""Write a class-folder dataset into sharded TFRecord files of ``tf.train.Example``s or
+WebDataset tar shards; turn a saved Keras model's preprocessing layers into a daliaug config."""
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -63,6 +65,53 @@ def write_tfrecords(
     }
     (out / METADATA).write_text(json.dumps(meta, indent=2))
     return files
+
+
+def write_webdataset(
+    samples: Samples,
+    out: Path,
+    shard_size: int = 1000,
+    prefix: str = "data",
+    progress: Callable[[int], None] | None = None,
+) -> list[Path]:
+    """Write ``samples`` (files with labels) in order to WebDataset tar shards of
+    ``shard_size`` samples in ``out``, each with its index in DALI's ``wds2idx`` format
+    (``<shard>.idx``), plus the ``daliaug.json`` the ``webdataset`` source reads class names
+    from. Sample ``k`` is ``{k:08d}.<jpg|png>`` (the file's bytes), ``.cls`` (the class index)
+    and ``.json`` (``label``, ``class``, ``filename``)."""
+    labels = samples.labels
+    assert labels is not None and samples.paths, "convert needs image files with labels"
+    out.mkdir(parents=True, exist_ok=True)
+    count = -(-len(samples) // shard_size)
+    files = [out / f"{prefix}-{i:05d}-of-{count:05d}.tar" for i in range(count)]
+    for shard, path in enumerate(files):
+        lines = []
+        with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
+            for k in range(shard * shard_size, min(len(samples), (shard + 1) * shard_size)):
+                source, label = samples.paths[k], int(labels[k])
+                kind = "jpg" if image_header(source)[0] == "JPEG" else "png"
+                meta = {"label": label, "class": samples.class_names[label]}
+                members = {
+                    kind: Path(source).read_bytes(),
+                    "cls": str(label).encode(),
+                    "json": json.dumps({**meta, "filename": Path(source).name}).encode(),
+                }
+                lines.append(" ".join(_add_member(tar, f"{k:08d}", *m) for m in members.items()))
+                if progress is not None:
+                    progress(1)
+        path.with_suffix(".idx").write_text(f"v1.2 {len(lines)}\n" + "\n".join(lines) + "\n")
+    meta = {"class_names": samples.class_names, "count": len(samples)}
+    (out / METADATA).write_text(json.dumps(meta, indent=2))
+    return files
+
+
+def _add_member(tar: tarfile.TarFile, key: str, ext: str, data: bytes) -> str:
+    """Add member ``key.ext`` holding ``data``; its ``wds2idx`` entry."""
+    info = tarfile.TarInfo(f"{key}.{ext}")
+    info.size = len(data)
+    offset = tar.offset + tarfile.BLOCKSIZE  # the header block comes first
+    tar.addfile(info, io.BytesIO(data))
+    return f"{ext} {offset} {len(data)} {key}.{ext}"
 
 
 def _bytes(value: bytes) -> object:

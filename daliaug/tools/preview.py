@@ -3,11 +3,12 @@ before training on it."""
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -157,6 +158,10 @@ def augmented_versions(
     if chosen.paths:
         originals = [_decoded(p, config.channels) for p in chosen.paths]
         names = [Path(p).name for p in chosen.paths]
+    elif "encoded" in chosen.columns:  # images read from shards (zero-padded rows)
+        rows = np.asarray(chosen.columns["encoded"])
+        originals = [_decoded(io.BytesIO(row.tobytes()), config.channels) for row in rows]
+        names = [f"sample {i}" for i in picks]
     else:
         originals = list(chosen.columns["image"])
         names = [f"x[{i}]" for i in picks]
@@ -164,8 +169,8 @@ def augmented_versions(
     return Versions(originals, names, images, targets, samples.class_names, marks)
 
 
-def _decoded(path: str, channels: int) -> np.ndarray:
-    """The image file as Pillow decodes it, RGB or grey as ``channels`` says."""
+def _decoded(path: str | BinaryIO, channels: int) -> np.ndarray:
+    """The image file (or its bytes) as Pillow decodes it, RGB or grey as ``channels`` says."""
     from PIL import Image
 
     with Image.open(path) as image:

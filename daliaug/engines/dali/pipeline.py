@@ -216,7 +216,7 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             encoded, label, packed_weight, warp = _unpack_record(nodes["record"], layout)
             weight = packed_weight if options.weighted else None
         else:
-            encoded = fn.io.file.read(nodes["path"]) if "path" in nodes else None
+            encoded = fn.io.file.read(nodes["path"]) if "path" in nodes else nodes.get("encoded")
             warp = WarpLayout.of(plan, tuple(nodes), RESIZES).unpack(nodes["warp"], _reshape)
         if encoded is None:
             image = nodes["image"]

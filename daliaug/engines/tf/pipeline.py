@@ -98,15 +98,21 @@ def file_batches(
     config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
     """Finished batches for file sources from ``(index, warp, *rest)`` batches (``rest``:
-    the moved boxes, the weight, passed through): each file is read, decoded and resampled on
-    its own (its size is its own), in parallel."""
+    the ``encoded`` images of WebDataset shards, read by the feed, then the moved boxes and
+    the weight, passed through): each file is read, decoded and resampled on its own (its size
+    is its own), in parallel."""
     paths = {name: tf.constant(list(map(os.fsencode, p))) for name, p in samples.files.items()}
     column = target_column(config.label_mode)
     targets = tf.constant(samples.columns[column]) if column in samples.columns else None
 
     def one(index: tf.Tensor, flat: tf.Tensor, *rest: tf.Tensor) -> tuple:
         inputs = layout.unpack(flat, tf.reshape)
-        image = _resampled(tf.io.read_file(tf.gather(paths["path"], index)), inputs, config)
+        if "encoded" in samples.columns:
+            encoded, *rest = rest
+            encoded = as_bytes(encoded)
+        else:
+            encoded = tf.io.read_file(tf.gather(paths["path"], index))
+        image = _resampled(encoded, inputs, config)
         if "mask_path" in paths:
             mask = tf.io.read_file(tf.gather(paths["mask_path"], index))
             target = mask_target(mask, inputs["mask_matrix"], config, inputs.get("stages"))
@@ -117,6 +123,11 @@ def file_batches(
     per_sample = stream.unbatch().map(one, num_parallel_calls=tf.data.AUTOTUNE)
     boxes = "boxes" in samples.columns
     return _per_sample(config, layout, per_sample, samples.num_classes, boxes)
+
+
+def as_bytes(row: tf.Tensor) -> tf.Tensor:
+    """A ``uint8`` vector as one string of its bytes (``serialize_tensor`` ends with them)."""
+    return tf.strings.substr(tf.io.serialize_tensor(row), -tf.size(row), tf.size(row))
 
 
 def _resampled(encoded: tf.Tensor, inputs: dict[str, tf.Tensor], config: Config) -> tf.Tensor:

@@ -63,7 +63,8 @@ def _dataset(
             recent=in_flight(config, "cpu"),
         )
         weight = ("weight",) if weights is not None else ()
-        made = ("index", "warp", *box_names(samples), *weight)
+        encoded = ("encoded",) if "encoded" in samples.columns else ()
+        made = ("index", "warp", *encoded, *box_names(samples), *weight)
         stream = feed_stream(feed, made, clock, check_files=True)
         if "image" in samples.columns:
             batches = array_batches(config, samples, feed.layout, stream)

