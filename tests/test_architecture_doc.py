@@ -13,7 +13,7 @@ ROOT = Path(__file__).parents[1]
 PACKAGE = ROOT / "daliaug"
 TEXT = (ROOT / "ARCHITECTURE.md").read_text()
 TOKENS = sorted(set(re.findall(r"`([^`\s]+)`", TEXT)))
-FOREIGN = ("tf.", "np.", "fn.", "keras.", "torch.", "jax.", "nvidia.", "model.", "Dataset.")
+FOREIGN = ("tf.", "np.", "fn.", "keras.", "torch.", "jax.", "nvidia.", "model.", "Dataset.", "os.")
 NOT_THERE = {"core/"}
 """Paths ARCHITECTURE.md names as what the package does not have."""
 """Prefixes of other libraries' names."""
