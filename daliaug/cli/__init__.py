@@ -14,6 +14,7 @@ import importlib
 import os
 import signal
 import sys
+import textwrap
 import threading
 from collections.abc import Sequence
 from types import FrameType
@@ -27,16 +28,30 @@ from daliaug.errors import DaliaugError, carried_error, readable
 COMMANDS = ("demo", "validate", "preview", "convert", "check", "parity", "doctor", "selftest")
 
 
+class Formatter(argparse.HelpFormatter):
+    """argparse's help, its lines broken between words only: an option's name in a summary
+    (``--from-keras``) is never cut at a hyphen."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="daliaug",
         description="GPU image decoding and augmentation for Keras training with NVIDIA DALI.",
+        formatter_class=Formatter,
     )
     parser.add_argument("--version", action="version", version=f"daliaug {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"daliaug.cli.{name}")
-        command = sub.add_parser(name, help=summary(module.__doc__), description=module.__doc__)
+        command = sub.add_parser(
+            name,
+            help=summary(module.__doc__),
+            description=module.__doc__,
+            formatter_class=Formatter,
+        )
         module.register(command)
         command.set_defaults(run=module.run)
     return parser
