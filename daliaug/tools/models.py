@@ -11,21 +11,22 @@ from daliaug.errors import ConfigError
 from daliaug.sources.segmentation import SegmentationSource
 
 
-def _layout(config: Config) -> tuple[tuple[int, int, int], str, int]:
+def _inputs(config: Config) -> tuple[keras.KerasTensor, keras.KerasTensor]:
+    """The model's input in the config's layout, and that input channels-last: the models
+    compute in NHWC whatever the layout (TensorFlow's CPU kernels cannot train an NCHW
+    convolution where oneDNN is off, as on CPUs without AVX-512)."""
     h, w = config.image_size
     c = config.channels
     if config.output.layout == "NHWC":
-        return (h, w, c), "channels_last", -1
-    return (c, h, w), "channels_first", 1
+        inputs = keras.Input((h, w, c), dtype=config.output.dtype)
+        return inputs, inputs
+    inputs = keras.Input((c, h, w), dtype=config.output.dtype)
+    return inputs, keras.layers.Permute((2, 3, 1))(inputs)
 
 
-def _conv_block(
-    x: keras.KerasTensor, filters: int, data_format: str, axis: int, strides: int = 1
-) -> keras.KerasTensor:
-    x = keras.layers.Conv2D(
-        filters, 3, strides=strides, padding="same", use_bias=False, data_format=data_format
-    )(x)
-    x = keras.layers.BatchNormalization(axis=axis, momentum=0.9)(x)
+def _conv_block(x: keras.KerasTensor, filters: int, strides: int = 1) -> keras.KerasTensor:
+    x = keras.layers.Conv2D(filters, 3, strides=strides, padding="same", use_bias=False)(x)
+    x = keras.layers.BatchNormalization(momentum=0.9)(x)
     return keras.layers.ReLU()(x)
 
 
@@ -39,15 +40,14 @@ def small_cnn(
     strided (a quarter of the work of a full-resolution first block), then global max pooling:
     a class is an object somewhere in the image, so its strongest response counts, not its mean
     over a mostly background image."""
-    shape, data_format, axis = _layout(config)
-    x = inputs = keras.Input(shape, dtype=config.output.dtype)
-    x = _conv_block(x, 32, data_format, axis, strides=2)
-    x = _conv_block(x, 32, data_format, axis)
+    inputs, x = _inputs(config)
+    x = _conv_block(x, 32, strides=2)
+    x = _conv_block(x, 32)
     for filters in (64, 128):
-        x = keras.layers.MaxPooling2D(data_format=data_format)(x)
-        x = _conv_block(x, filters, data_format, axis)
-        x = _conv_block(x, filters, data_format, axis)
-    x = keras.layers.GlobalMaxPooling2D(data_format=data_format)(x)
+        x = keras.layers.MaxPooling2D()(x)
+        x = _conv_block(x, filters)
+        x = _conv_block(x, filters)
+    x = keras.layers.GlobalMaxPooling2D()(x)
     binary = config.label_mode == "binary"
     outputs = keras.layers.Dense(
         1 if binary else num_classes,
@@ -129,25 +129,24 @@ def small_segmenter(config: Config, num_classes: int) -> keras.Model:
     skips the source's ``ignore_index`` pixels."""
     source = config.source
     assert isinstance(source, SegmentationSource)
-    shape, data_format, axis = _layout(config)
-    x = inputs = keras.Input(shape, dtype=config.output.dtype)
+    inputs, x = _inputs(config)
     skips = []
     for filters in (24, 48):
-        x = _conv_block(x, filters, data_format, axis)
+        x = _conv_block(x, filters)
         skips.append(x)
-        x = keras.layers.MaxPooling2D(data_format=data_format)(x)
-    x = _conv_block(x, 96, data_format, axis)
+        x = keras.layers.MaxPooling2D()(x)
+    x = _conv_block(x, 96)
     for filters, skip in zip((48, 24), reversed(skips), strict=True):
-        x = keras.layers.UpSampling2D(data_format=data_format)(x)
-        x = keras.layers.Concatenate(axis=axis)([x, skip])
-        x = _conv_block(x, filters, data_format, axis)
-    logits = keras.layers.Conv2D(num_classes, 1, data_format=data_format, dtype="float32")(x)
+        x = keras.layers.UpSampling2D()(x)
+        x = keras.layers.Concatenate()([x, skip])
+        x = _conv_block(x, filters)
+    logits = keras.layers.Conv2D(num_classes, 1, dtype="float32")(x)
     sparse = source.mask_output == "index"
     # Index masks are (batch, H, W) in both layouts, and Keras' sparse crossentropy wants the
     # classes last; one-hot masks keep the config's layout, and so do the predictions.
-    class_axis = -1 if sparse else axis
-    if class_axis != axis:
-        logits = keras.layers.Permute((2, 3, 1))(logits)
+    class_axis = 1 if config.output.layout == "NCHW" and not sparse else -1
+    if class_axis == 1:
+        logits = keras.layers.Permute((3, 1, 2))(logits)
     outputs = keras.layers.Softmax(axis=class_axis, dtype="float32")(logits)
     ignore = source.ignore_index if source.ignore_index >= num_classes else None
     loss = (
