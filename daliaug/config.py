@@ -316,9 +316,8 @@ class Config(BaseModel):
     def _batch_stage_problems(self, field: str, t: BatchTransform) -> Iterator[str]:
         """A batch stage mixes labels: soft labels only (masks and boxes: :meth:`refusals`),
         and no streamed source (the host must know each batch's real samples)."""
-        if self.source.segmentation or self.source.detection:
-            pass  # their targets follow the stage or refuse it (refusals)
-        elif self.label_mode not in ("categorical", "binary"):
+        targets = self.source.segmentation or self.source.detection  # follow or refuse it
+        if not targets and self.label_mode not in ("categorical", "binary"):
             yield (
                 f"{field}: '{t.type}' mixes labels, which needs soft labels: set label_mode: "
                 f"categorical (or binary), not {self.label_mode!r}"
@@ -340,12 +339,16 @@ class Config(BaseModel):
         cannot follow, named with why: what each stage declares (``effects``). Checked for
         the source's own targets, and by ``prepare`` for boxes given in memory."""
         for i, t in enumerate(self.transforms):
-            if isinstance(t, StageTransform):
-                for kind, why in t.effects.refusals(kinds).items():
-                    yield (
-                        f"transforms.{i}: type: {t.type} {why}; leave it out of a config "
-                        f"with {kind}"
-                    )
+            if not isinstance(t, StageTransform):
+                continue
+            refused: dict[str, list[str]] = {}  # one line per reason, naming its kinds
+            for kind, why in t.effects.refusals(kinds).items():
+                refused.setdefault(why, []).append(kind)
+            for why, which in refused.items():
+                yield (
+                    f"transforms.{i}: type: {t.type} {why}; leave it out of a config with "
+                    f"{' or '.join(which)}"
+                )
 
     def _target_problems(self) -> Iterator[str]:
         kinds = ["masks"] if self.source.segmentation else []

@@ -359,7 +359,7 @@ class BatchTransform(StageTransform):
     """The parameters the feed turns into partner indices, each by :meth:`partners` (a stage
     with several partners per position draws one key for each)."""
     effects: ClassVar[Effects] = Effects(
-        masks=Refuses(f"blends images, {MASKS_BLEND}"),
+        masks=Refuses(f"blends images, {MASKS_BLEND}; cutmix pastes the same box in the mask"),
         boxes=Refuses(BOXES_CUT),
         keypoints=Refuses(BOXES_CUT),
     )
