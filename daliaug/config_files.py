@@ -1,4 +1,5 @@
-"""Config files: YAML and JSON read within bounds, and the shipped configs found by name.
+"""Config files: YAML and JSON read within bounds, and the shipped configs found by name;
+:func:`read_text`, the one way a text file is read (sources' lists and annotations too).
 
 A config is a few dozen values a few levels deep. Anything far larger is refused with a
 :class:`~daliaug.errors.ConfigError` before it can cost time or memory: nesting deeper than
@@ -19,11 +20,20 @@ from typing import Any
 
 import yaml
 
-from daliaug.errors import ConfigError
-from daliaug.sources.base import read_text
+from daliaug.errors import ConfigError, DaliaugError, DataError
 
 MAX_DEPTH = 64
 MAX_NODES = 100_000
+
+
+def read_text(path: Path, what: str, error: type[DaliaugError] = DataError) -> str:
+    """The text of ``path``, or an ``error`` that starts with ``what`` and names it."""
+    try:
+        return path.expanduser().read_text()
+    except OSError as e:
+        raise error(f"{what} {path}: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise error(f"{what} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
 
 
 class _BoundedLoader(yaml.SafeLoader):

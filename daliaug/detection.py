@@ -3,8 +3,8 @@
 Every sample's warp is known on the host before any engine computes its pixels, so its boxes
 and keypoints go through those very maps here (:meth:`Plan.point_maps`), once, in NumPy, and reach
 every engine's graph as inputs it passes through (``boxes``, ``box_labels``, ``keypoints``).
-Batch stages move them too (:meth:`BatchTransform.boxes`: ``mixup`` gives each image its
-partner's boxes), with the partners the pixels use (:meth:`BatchTransform.partners`,
+Batch stages move them too (:meth:`BatchTransform.boxes`: ``mixup`` joins each image's boxes
+with its partner's), with the partners the pixels use (:meth:`BatchTransform.partners`,
 deterministic on the host).
 """
 

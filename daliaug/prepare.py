@@ -9,7 +9,6 @@ JAX, PyTorch) start from its :class:`Prepared`.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -17,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from daliaug.config import Config, load_config, target_column
-from daliaug.engines import Engine, engine, select_engine
-from daliaug.engines.select import Device, Placement
+from daliaug.engines import Engine, engine
+from daliaug.engines.select import Choice, Device, choose
 from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
 from daliaug.memory import check_memory
 from daliaug.sources.arrays import array_samples
@@ -43,14 +42,14 @@ def prepare(
     samples: SampleSet | None = None,
     x: Any = None,
     y: Any = None,
-    device: Device | None = None,
-    placement: Callable[[Device, Config], Placement] | None = None,
+    choice: Choice | None = None,
 ) -> Prepared:
-    """``config`` (anything :func:`~daliaug.config.load_config` takes) ready to run: its engine
-    and device (``device`` forces DALI on that device; ``placement`` may overrule DALI on the GPU,
-    see :func:`~daliaug.engines.select_engine`), and its samples listed and checked."""
+    """``config`` (anything :func:`~daliaug.config.load_config` takes) ready to run on
+    ``choice``'s engine and device (default: :func:`~daliaug.engines.select.choose`'s for
+    ``tf.data``), its samples listed and checked."""
     config = load_config(config)
-    chosen, device = (engine("dali"), device) if device else select_engine(config, placement)
+    choice = choice or choose(config)
+    chosen, device = engine(choice.engine), choice.device
     listed = prepare_samples(config, samples, x, y)
     check_memory(config, listed, device)
     undecodable = partial(chosen.undecodable, device=device, device_id=config.device_id)

@@ -185,9 +185,8 @@ def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
     """No GPU: ``auto`` runs the path ``bench.choose`` measured faster for the source kind and
     plan: the TensorFlow backend, but DALI's CPU operators for segmentation and for a policy;
     ``cpu`` still forces DALI, ``tf`` TensorFlow."""
-    from daliaug.engines import select_engine
-    from daliaug.engines.select import cuda_driver, dali_gpu_count, resolve_backend
-    from daliaug.outputs.tfdata.dataset import tf_placement
+    from daliaug.engines.select import Choice, choose, cuda_driver, dali_gpu_count, resolve_backend
+    from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 
     assert dali_gpu_count() == 0
     assert not cuda_driver()  # so auto does not import DALI to look for a GPU
@@ -199,8 +198,8 @@ def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
     for backend, fields, expected in cases:
         config = config_for(demo_dir, backend=backend, batch_size=8, seed=3, **fields)
         assert resolve_backend(config) == expected, (backend, fields)
-        chosen, device = select_engine(config, tf_placement)
-        assert (chosen.name, device) == (("tf", "cpu") if expected == "tf" else ("dali", "cpu"))
+        chosen = choose(config, "tensorflow", tf_sees_gpu)
+        assert chosen == (Choice("tf", "cpu") if expected == "tf" else Choice("dali", "cpu"))
     auto = make_dataset(config_for(demo_dir, backend="auto", batch_size=8, seed=3))
     forced = make_dataset(config_for(demo_dir, backend="tf", batch_size=8, seed=3))
     (a, labels_a), (b, labels_b) = next(iter(auto)), next(iter(forced))
@@ -214,19 +213,19 @@ def test_auto_runs_the_cpu_default_where_tensorflow_sees_no_gpu(
     fix, and runs the CPU's default (the TensorFlow backend; DALI's CPU operators for
     segmentation); ``gpu`` is an error (exit code 4) naming the fix."""
     import daliaug.engines.select
-    from daliaug.engines import engine, select_engine
+    from daliaug.engines.select import Choice, choose
     from daliaug.errors import BackendError, BackendWarning
-    from daliaug.outputs.tfdata.dataset import tf_placement
+    from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 
     monkeypatch.setattr(daliaug.engines.select, "cuda_driver", lambda: True)
     monkeypatch.setattr(daliaug.engines.select, "dali_gpu_count", lambda: 1)
     assert not tf.config.list_physical_devices("GPU")
     config = config_for(demo_dir, backend="auto", batch_size=8)
     with pytest.warns(BackendWarning, match=r"tensorflow\[and-cuda\]"):
-        assert select_engine(config, tf_placement)[0].name == "tf"
+        assert choose(config, "tensorflow", tf_sees_gpu) == Choice("tf", "cpu")
     segmentation = config_for(demo_dir, backend="auto", source=SEGMENTATION)
     with pytest.warns(BackendWarning, match=r"DALI's CPU operators; .*tensorflow\[and-cuda\]"):
-        assert select_engine(segmentation, tf_placement) == (engine("dali"), "cpu")
+        assert choose(segmentation, "tensorflow", tf_sees_gpu) == Choice("dali", "cpu")
     with pytest.warns(BackendWarning, match=r"tensorflow\[and-cuda\]"):
         ds = make_dataset(config)
     images, _ = next(iter(ds))

@@ -300,9 +300,19 @@ def test_ctrl_c_during_model_fit_ends_the_process(demo_dir: Path, backend: str) 
     process.send_signal(signal.SIGINT)
     try:
         _, rest = process.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        pytest.fail("model.fit did not end within 20 s of Ctrl-C")
+    except subprocess.TimeoutExpired as first:
+        # Keras imports JAX, whose garbage-collection callback can be running when the signal
+        # lands: Python then prints the KeyboardInterrupt as "Exception ignored" and goes on, as
+        # it does for any exception in a gc callback. A user presses Ctrl-C again; so does this.
+        swallowed = first.stderr or b""
+        swallowed = swallowed if isinstance(swallowed, str) else swallowed.decode(errors="replace")
+        assert "Exception ignored in: <function _xla_gc_callback" in swallowed, swallowed[-2000:]
+        process.send_signal(signal.SIGINT)
+        try:
+            _, rest = process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            pytest.fail("model.fit did not end within 20 s of a second Ctrl-C")
     assert process.returncode in (1, 130, -signal.SIGINT) and "KeyboardInterrupt" in rest
 
 

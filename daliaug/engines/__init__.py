@@ -6,20 +6,19 @@ resample, recolour, normalize and the targets, ``pixels``: the per-sample pixel 
 batch stages, ``pipeline``: the graph of one batch, ``verify``: its decode check) and one object
 implementing :class:`Engine`. What they share sits beside them: :mod:`~daliaug.engines.feed`
 (the feed protocol and its host side) and :mod:`~daliaug.engines.select` (which engine and
-device a config gets); the full decode check that calls their ``undecodable`` is
-:mod:`daliaug.sources.checks`. Importing this
-package imports neither TensorFlow nor DALI.
+device a config gets: :func:`~daliaug.engines.select.choose`); the full decode check that
+calls their ``undecodable`` is :mod:`daliaug.sources.checks`. Importing this package imports
+neither TensorFlow nor DALI.
 """
 
 from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
-from daliaug.config import Config
-from daliaug.engines.select import Device, Placement, resolve_backend
+from daliaug.engines.select import Device
 
 NAMES = ("dali", "tf")
 
@@ -42,15 +41,3 @@ def engine(name: str) -> Engine:
     if name not in NAMES:
         raise ValueError(f"no engine {name!r}; engines: {', '.join(NAMES)}")
     return importlib.import_module(f"daliaug.engines.{name}").ENGINE
-
-
-def select_engine(
-    config: Config, placement: Callable[[Device, Config], Placement] | None = None
-) -> tuple[Engine, Device]:
-    """The engine and device the config runs on here (see :func:`resolve_backend`).
-    ``placement`` may overrule DALI on the GPU: the ``tf.data`` output needs TensorFlow to see
-    the GPU too (:func:`daliaug.outputs.tfdata.dali_dataset.placement`)."""
-    chosen = resolve_backend(config)
-    if placement is not None and chosen == "gpu":
-        chosen = placement(chosen, config)
-    return (engine("tf"), "cpu") if chosen == "tf" else (engine("dali"), chosen)

@@ -1,23 +1,101 @@
-"""Which backend and device a config runs on, decided without importing TensorFlow.
+"""Which engine and device a config runs on, decided without importing TensorFlow.
 
-A placement is ``gpu`` or ``cpu`` (DALI on that device) or ``tf`` (the TensorFlow backend).
-``backend: auto`` gives DALI on the GPU where DALI sees one, else the faster CPU path for the
-source kind and plan (:func:`cpu_placement`).
+:func:`choose` is the one decision, for every framework and output: ``make_dataset``,
+``DaliLoader``, preview, check and Keras' ``it[i]`` all ask it. A placement is ``gpu`` or
+``cpu`` (DALI on that device) or ``tf`` (the TensorFlow engine); ``backend: auto`` gives DALI
+on the GPU where DALI sees one, else the faster CPU path for the source kind and plan
+(:func:`cpu_placement`).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from daliaug.config import Config
 from daliaug.cuda import cuda_driver
-from daliaug.errors import BackendError, BackendWarning
+from daliaug.errors import BackendError, BackendWarning, ConfigError, user_stacklevel
 from daliaug.transforms.policy import PolicyTransform
 
 Device = Literal["cpu", "gpu"]
 Placement = Literal["cpu", "gpu", "tf"]
+EngineName = Literal["dali", "tf"]
+
+TF_CUDA_FIX = "install TensorFlow's CUDA build: pip install 'tensorflow[and-cuda]==2.21.*'"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """An engine (its name) and the device it runs on."""
+
+    engine: EngineName
+    device: Device
+
+
+def choose(
+    config: Config,
+    framework: str = "tensorflow",
+    tf_sees_gpu: Callable[[], bool] | None = None,
+) -> Choice:
+    """The engine and device that run ``config`` here for ``framework``.
+
+    ``tensorflow`` (a ``tf.data`` dataset) runs either engine where :func:`resolve_backend`
+    places it; DALI on the GPU only where ``tf_sees_gpu()`` (the ``tf.data`` output's question,
+    asked only then) says TensorFlow sees it too (:func:`_tensorflow_blind`). ``jax``, ``torch``
+    and ``numpy`` run DALI (:func:`_without_tensorflow`).
+
+    >>> from daliaug import load_config
+    >>> choose(load_config({"source": {"type": "directory", "path": "."}, "backend": "tf"}))
+    Choice(engine='tf', device='cpu')
+    """
+    placement = resolve_backend(config)
+    if framework != "tensorflow":
+        return Choice("dali", _without_tensorflow(config, framework, placement))
+    if placement == "gpu" and tf_sees_gpu is not None and not tf_sees_gpu():
+        placement = _tensorflow_blind(config)
+    return Choice("tf", "cpu") if placement == "tf" else Choice("dali", placement)
+
+
+def _without_tensorflow(config: Config, framework: str, placement: Placement) -> Device:
+    """Where DALI runs for ``framework`` (JAX, PyTorch, NumPy), which must not need TensorFlow
+    (``auto`` takes DALI, on the GPU where it sees one, else on the CPU)."""
+    if placement == "tf" and config.backend == "auto" and dali_installed():
+        return resolve_device(config)
+    if placement == "tf" and not dali_installed():
+        raise BackendError(
+            f"framework={framework!r} needs NVIDIA DALI, which is not installed here; install "
+            "nvidia-dali-cuda120 (pip install 'nvidia-dali-cuda120==2.4.*'), or use "
+            "framework='tensorflow' with backend: tf"
+        )
+    if placement == "tf":
+        raise ConfigError(
+            f"backend: {config.backend!r} runs TensorFlow ops here, but framework={framework!r} "
+            "needs DALI (install nvidia-dali-cuda120, or use backend: cpu or gpu)"
+        )
+    return placement
+
+
+def _tensorflow_blind(config: Config) -> Placement:
+    """Where a ``tf.data`` dataset runs when DALI sees a GPU and TensorFlow (its CPU-only
+    build) does not: ``backend: auto`` on the CPU's default (:func:`cpu_placement`), with a
+    warning naming the fix; ``backend: gpu`` is an error."""
+    if config.backend == "gpu":
+        raise BackendError(
+            f"backend: gpu: DALI sees a GPU but TensorFlow does not; {TF_CUDA_FIX} "
+            "(or use backend: cpu to run DALI on the CPU)"
+        )
+    fallback = cpu_placement(config)
+    ops = "TensorFlow ops" if fallback == "tf" else "DALI's CPU operators"
+    warnings.warn(
+        f"DALI sees a GPU but TensorFlow does not, so the pipeline runs on the CPU with {ops}; "
+        f"{TF_CUDA_FIX}",
+        BackendWarning,
+        stacklevel=user_stacklevel(),
+    )
+    return fallback
 
 
 def dali_gpu_count() -> int:

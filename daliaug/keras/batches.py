@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from daliaug.config import Config
+from daliaug.engines.select import choose
 from daliaug.epoch import Epochs
-from daliaug.outputs.dataset import output_engine
 from daliaug.outputs.numpy import batches as engine_batches
+from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 from daliaug.sources.base import Samples
 
 WINDOW = 2048
@@ -92,7 +93,7 @@ class EpochBatches:
         bounds = self.epochs.bounds
         indices = self.epochs.batches(epoch)[i:stop]
         rows = self.epochs.rows(self.config.plan, epoch)[bounds[i][0] : bounds[stop - 1][1]]
-        engine, device = output_engine(self.config, self.framework)
+        choice = choose(self.config, self.framework, tf_sees_gpu)
         samples = self.samples.subset(np.concatenate(indices))
-        batches = engine_batches(engine, self.config, samples, device, params=rows)
+        batches = engine_batches(choice.engine, self.config, samples, choice.device, params=rows)
         return _Window(epoch, i, indices, iter(batches))

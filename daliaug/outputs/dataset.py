@@ -19,18 +19,12 @@ import numpy as np
 
 from daliaug.config import Config
 from daliaug.detection import with_box_targets
-from daliaug.engines import select_engine
-from daliaug.engines.select import (
-    Device,
-    dali_installed,
-    resolve_backend,
-    resolve_device,
-)
+from daliaug.engines.select import Device, choose
 from daliaug.epoch import EpochClock, resolve_seed
-from daliaug.errors import BackendError, ConfigError
+from daliaug.errors import ConfigError
 from daliaug.outputs import framework_of, keras_started, tensorflow_extra
 from daliaug.outputs.options import DatasetOptions
-from daliaug.outputs.tfdata.dataset import tf_placement
+from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 from daliaug.prepare import Prepared, prepare
 from daliaug.sources.sample_set import SampleSet
 
@@ -151,8 +145,8 @@ def make_dataset(
             make_dataset(training, initial_epoch=initial_epoch, **kwargs),
             make_dataset(validation, **kwargs),
         )
-    device = None if framework == "tensorflow" else framework_device(config, framework)
-    prepared = prepare(config, samples=samples, x=x, y=y, device=device, placement=tf_placement)
+    choice = choose(config, framework, tf_sees_gpu)
+    prepared = prepare(config, samples=samples, x=x, y=y, choice=choice)
     config, samples = prepared.config, prepared.samples
     samples.check_readable()
     weights = None if class_weight is None else _class_weights(config, samples, class_weight)
@@ -216,35 +210,6 @@ def _described(dataset: Any, engine: str, device: Device, replicas: int) -> Any:
     """``dataset``, marked with the engine that computes it (for :func:`describe`)."""
     setattr(dataset, _ENGINE, DatasetEngine(engine, device, replicas))
     return dataset
-
-
-def output_engine(config: Config, framework: str) -> tuple[str, Device]:
-    """The engine (its name) and device ``make_dataset`` runs ``config`` on for
-    ``framework``."""
-    if framework == "tensorflow":
-        chosen, device = select_engine(config, tf_placement)
-        return chosen.name, device
-    return "dali", framework_device(config, framework)
-
-
-def framework_device(config: Config, framework: str) -> Device:
-    """Where DALI runs for ``framework`` (JAX, PyTorch, NumPy), which must not need TensorFlow
-    (``auto`` takes DALI, on the GPU where it sees one, else on the CPU)."""
-    placement = resolve_backend(config)
-    if placement == "tf" and config.backend == "auto" and dali_installed():
-        return resolve_device(config)
-    if placement == "tf" and not dali_installed():
-        raise BackendError(
-            f"framework={framework!r} needs NVIDIA DALI, which is not installed here; install "
-            "nvidia-dali-cuda120 (pip install 'nvidia-dali-cuda120==2.4.*'), or use "
-            "framework='tensorflow' with backend: tf"
-        )
-    if placement == "tf":
-        raise ConfigError(
-            f"backend: {config.backend!r} runs TensorFlow ops here, but framework={framework!r} "
-            "needs DALI (install nvidia-dali-cuda120, or use backend: cpu or gpu)"
-        )
-    return placement
 
 
 def _sample_weights(samples: SampleSet, sample_weight: Any) -> np.ndarray:

@@ -25,7 +25,7 @@ from daliaug.engines.dali.pipeline import (
     reader_pipeline,
 )
 from daliaug.engines.feed import EpochFeed
-from daliaug.engines.select import Device, resolve_device
+from daliaug.engines.select import Choice, Device, resolve_device
 from daliaug.errors import DataError, first_line
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.prepare import prepare
@@ -141,7 +141,8 @@ def build_pipeline(
     source. TFRecords are read by DALI's own reader, named ``records``.
     """
     config = load_config(config)
-    prepared = prepare(config, samples=samples, x=x, y=y, device=device or resolve_device(config))
+    choice = Choice("dali", device or resolve_device(config))
+    prepared = prepare(config, samples=samples, x=x, y=y, choice=choice)
     return _pipeline(config, prepared.samples, prepared.device, None, initial_epoch)[0]
 
 
@@ -165,7 +166,8 @@ class DaliLoader:
         initial_epoch: int = 0,
         options: DatasetOptions = DEFAULT_OPTIONS,
     ) -> None:
-        prepared = prepare(config, samples=samples, device=device or resolve_device(config))
+        choice = Choice("dali", device or resolve_device(config))
+        prepared = prepare(config, samples=samples, choice=choice)
         self.config, self.device, self.samples = config, prepared.device, prepared.samples
         self.options = options
         self.return_params = return_params

@@ -18,7 +18,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import model_validator
 
-from daliaug.errors import DaliaugError, DataError
+from daliaug.errors import DataError
 from daliaug.fields import ShardCount, ShardId
 from daliaug.sources.checks import FileKey, describe_rejected, file_key
 from daliaug.sources.listing import IMAGE_EXTENSIONS
@@ -258,16 +258,6 @@ class SourceConfig(Tagged):
     def with_path(self, path: Path) -> SourceConfig:
         """The same source reading from ``path`` (the CLI's ``--data``)."""
         return self.model_validate({**self.model_dump(), "path": path})
-
-
-def read_text(path: Path, what: str, error: type[DaliaugError] = DataError) -> str:
-    """The text of ``path``, or an ``error`` that starts with ``what`` and names it."""
-    try:
-        return path.expanduser().read_text()
-    except OSError as e:
-        raise error(f"{what} {path}: {e.strerror or e}") from e
-    except UnicodeDecodeError as e:
-        raise error(f"{what} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
 
 
 def is_image(path: Path) -> bool:

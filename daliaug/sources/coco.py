@@ -10,10 +10,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from daliaug.config_files import read_text
 from daliaug.errors import ConfigError, DataError
 from daliaug.fields import FilePath
 from daliaug.sources.annotations import ImageAnnotations, detection_samples
-from daliaug.sources.base import Samples, SourceConfig, read_text
+from daliaug.sources.base import Samples, SourceConfig
 
 
 def _numbers(value: Any, count: int) -> list[float] | None:

@@ -8,9 +8,10 @@ from typing import Literal
 
 import numpy as np
 
+from daliaug.config_files import read_text
 from daliaug.errors import DataError
 from daliaug.fields import FilePath
-from daliaug.sources.base import Samples, SourceConfig, read_text
+from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.checks import check_image_files
 
 

@@ -11,9 +11,10 @@ from typing import Literal
 import numpy as np
 from pydantic import model_validator
 
+from daliaug.config_files import read_text
 from daliaug.errors import DataError
 from daliaug.fields import ClassNames, FilePath, MaskClassCount, MaskValue
-from daliaug.sources.base import Samples, SourceConfig, read_text
+from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.checks import check_each, check_image_files, image_header
 from daliaug.sources.listing import IMAGE_EXTENSIONS, list_images
 

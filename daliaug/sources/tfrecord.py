@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import ClassVar, Literal, NoReturn
 
 from daliaug.cache import default_cache_dir, write_atomically, write_cached
+from daliaug.config_files import read_text
 from daliaug.errors import ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath
-from daliaug.sources.base import SourceConfig, read_text
+from daliaug.sources.base import SourceConfig
 from daliaug.sources.sample_set import SampleSet, shard_range
 
 METADATA = "daliaug.json"

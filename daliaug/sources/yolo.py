@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
+from daliaug.config_files import read_config_file, read_text
 from daliaug.errors import DataError
 from daliaug.fields import FilePath
 from daliaug.sources.annotations import ImageAnnotations, detection_samples, folders_of
-from daliaug.sources.base import Samples, SourceConfig, read_text
+from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.listing import list_images
 
 NAME_FILES = ("data.yaml", "dataset.yaml")
@@ -25,15 +26,9 @@ UNNAMED_CLASSES = 4096
 larger index is a typo far more often than a class, and would make that many names."""
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
-    from daliaug.config_files import read_config_file  # config_files imports sources
-
-    return read_config_file(path)
-
-
 def _names_from_yaml(path: Path) -> list[str]:
     """The ``names`` of a YOLO ``data.yaml``: a list, or a mapping of the indices 0..K-1."""
-    names = _read_yaml(path).get("names")
+    names = read_config_file(path).get("names")
     if isinstance(names, dict) and sorted(names) == list(range(len(names))):
         names = [names[i] for i in range(len(names))]
     if not isinstance(names, list) or not names:
@@ -51,7 +46,7 @@ KeypointShape = tuple[int, int]
 
 def _kpt_shape(path: Path) -> KeypointShape | None:
     """The ``kpt_shape`` of a YOLO ``data.yaml``: ``None`` without one."""
-    shape = _read_yaml(path).get("kpt_shape")
+    shape = read_config_file(path).get("kpt_shape")
     if shape is None:
         return None
     fine = (

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from daliaug.config import Config, load_config
-from daliaug.engines import select_engine
+from daliaug.engines import engine as named_engine
+from daliaug.engines.select import choose
 from daliaug.errors import DataError
-from daliaug.outputs.tfdata.dataset import tf_placement
+from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import check_files, check_image_files, skip_list
 from daliaug.sources.listing import IMAGE_EXTENSIONS, list_images
@@ -63,7 +64,8 @@ def check(target: str | Config, progress: Callable[[int], None] | None = None) -
     """Check ``target`` (a config or a folder); ``progress`` hears how many files each step
     covered (the total is the number of files listed, header failures included)."""
     config, samples = config_and_samples(target)
-    engine, device = select_engine(config, tf_placement)
+    choice = choose(config, "tensorflow", tf_sees_gpu)
+    engine, device = named_engine(choice.engine), choice.device
     if not isinstance(samples, Samples) or not samples.files:
         samples.check_readable()
         note = (

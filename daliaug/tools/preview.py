@@ -15,7 +15,7 @@ import numpy as np
 from daliaug.boxes import to_xyxy
 from daliaug.config import Config, Output
 from daliaug.detection import box_names, with_box_targets
-from daliaug.engines.select import resolve_device
+from daliaug.engines.select import Choice, resolve_device
 from daliaug.prepare import Prepared, prepare
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
@@ -63,8 +63,8 @@ def _prepare(config: Config, x: Any = None, y: Any = None) -> Prepared:
     the device ``backend`` names here, or the TensorFlow engine for ``backend: tf`` (the
     configs whose transforms DALI lacks, such as ``fill: reflect``)."""
     config = with_box_targets(config, y)
-    device = None if config.backend == "tf" else resolve_device(config)
-    return prepare(config, x=x, y=y, device=device)
+    choice = None if config.backend == "tf" else Choice("dali", resolve_device(config))
+    return prepare(config, x=x, y=y, choice=choice)
 
 
 def augmented_samples(

@@ -19,7 +19,8 @@ class MixUp(BatchTransform):
     """``x = lam * x + (1 - lam) * x[partner]`` and ``y = lam * y + (1 - lam) * y[partner]``
     with ``lam ~ Beta(alpha, alpha)`` per sample and the partners a random permutation of the
     batch's real samples (Zhang et al. 2018; Keras' ``MixUp`` draws one ``lam`` per sample the
-    same way). Needs soft targets: ``label_mode`` categorical or binary; refused for masks.
+    same way). Class labels need soft targets (``label_mode`` categorical or binary); detection
+boxes are joined (each image keeps its own and gains its partner's); refused for masks.
 
     Example: ``{"type": "mixup", "alpha": 0.2}``."""
 

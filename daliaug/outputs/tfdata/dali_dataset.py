@@ -21,7 +21,7 @@ from daliaug.cuda import GROWTH_VARIABLE
 from daliaug.detection import box_shapes
 from daliaug.engines.dali.pipeline import RESIZES, named_pipeline
 from daliaug.engines.feed import EpochFeed, RecordLayout
-from daliaug.engines.select import Device, Placement, cpu_placement
+from daliaug.engines.select import TF_CUDA_FIX, Device
 from daliaug.engines.tf.records import packed, read_records
 from daliaug.epoch import EpochClock, Epochs
 from daliaug.errors import BackendError, BackendWarning, user_stacklevel
@@ -36,34 +36,6 @@ from daliaug.outputs.tfdata.streams import (
     nested,
 )
 from daliaug.sources.sample_set import SampleSet
-
-TF_CUDA_FIX = "install TensorFlow's CUDA build: pip install 'tensorflow[and-cuda]==2.21.*'"
-
-
-def placement(device: Device, config: Config) -> Placement:
-    """Where a TensorFlow dataset of DALI on ``device`` runs: DALI on the GPU only if
-    TensorFlow sees one too.
-
-    ``backend: auto`` falls back to the CPU's default (:func:`cpu_placement`, with a warning
-    naming the fix), where DALI sees a GPU but TensorFlow does not (TensorFlow's CPU-only
-    build); ``backend: gpu`` fails.
-    """
-    if device == "cpu" or tf.config.list_physical_devices("GPU"):
-        return device
-    if config.backend == "gpu":
-        raise BackendError(
-            f"backend: gpu: DALI sees a GPU but TensorFlow does not; {TF_CUDA_FIX} "
-            "(or use backend: cpu to run DALI on the CPU)"
-        )
-    fallback = cpu_placement(config)
-    ops = "TensorFlow ops" if fallback == "tf" else "DALI's CPU operators"
-    warnings.warn(
-        f"DALI sees a GPU but TensorFlow does not, so the pipeline runs on the CPU with {ops}; "
-        f"{TF_CUDA_FIX}",
-        BackendWarning,
-        stacklevel=user_stacklevel(),
-    )
-    return fallback
 
 
 def tf_gpu(device_id: int) -> str:

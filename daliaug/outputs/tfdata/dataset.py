@@ -1,14 +1,15 @@
 """The ``tf.data`` dataset of one engine's graph: DALI's through ``DALIDatasetWithInputs``
 (:mod:`~daliaug.outputs.tfdata.dali_dataset`), TensorFlow's as ``tf.data`` maps
-(:mod:`~daliaug.outputs.tfdata.tf_dataset`), and where a ``tf.data`` dataset runs DALI.
-Importing this module imports neither TensorFlow nor DALI."""
+(:mod:`~daliaug.outputs.tfdata.tf_dataset`), and whether TensorFlow sees the GPU that a
+``tf.data`` dataset of DALI on the GPU needs. Importing this module imports neither TensorFlow
+nor DALI."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from daliaug.config import Config
-from daliaug.engines.select import Device, Placement
+from daliaug.engines.select import Device
 from daliaug.outputs import tensorflow_extra
 from daliaug.outputs.options import DatasetOptions
 from daliaug.sources.sample_set import SampleSet
@@ -36,10 +37,10 @@ def engine_dataset(
     return tf_dataset(config, samples, options)
 
 
-def tf_placement(device: Device, config: Config) -> Placement:
-    """Where a ``tf.data`` dataset runs DALI: on the GPU only where TensorFlow sees it too
-    (imports TensorFlow and DALI's plugin only then)."""
+def tf_sees_gpu() -> bool:
+    """Whether TensorFlow sees a GPU, which a ``tf.data`` dataset of DALI on the GPU needs
+    (:func:`~daliaug.engines.select.choose` asks only then: this imports TensorFlow)."""
     tensorflow_extra("nvidia.dali_tf_plugin")
-    from daliaug.outputs.tfdata.dali_dataset import placement
+    import tensorflow as tf
 
-    return placement(device, config)
+    return bool(tf.config.list_physical_devices("GPU"))
