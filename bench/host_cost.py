@@ -70,7 +70,8 @@ def _parts(feed: Any, epoch: int) -> dict[str, float]:
             params = rows[start:stop]
         with timed("plan"):
             sizes = feed.samples.sizes[index]
-            feed.layout.evaluate(params, sizes, NUMPY, feed.epochs.valid(start, stop))
+            paired = feed.plan.paired(params, feed.epochs.valid(start, stop))
+            feed.layout.evaluate(paired, sizes, NUMPY)
         with timed("file names"):
             feed.samples.columns["path"][index]
     return spent

@@ -53,7 +53,8 @@ def _feed(config: Config, data: Data) -> tuple[Callable[[], tuple], tuple[str, .
         rows, sizes = draw_rows(plan, rng, batch), samples.sizes[idx]
         warp = {}
         for layout in reversed(layouts):  # the resizing layout's inputs win
-            warp.update(layout.unpack(layout.evaluate(rows, sizes, NUMPY, valid), np.reshape, True))
+            flat = layout.evaluate(plan.paired(rows, valid), sizes, NUMPY)
+            warp.update(layout.unpack(flat, np.reshape, True))
         return (samples.columns[column][idx], *(np.ascontiguousarray(warp[n]) for n in names))
 
     return feed, (column, *names)

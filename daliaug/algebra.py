@@ -3,8 +3,9 @@
 A *scalar* here is one value per sample: a Python number (a constant), a DALI ``DataNode``,
 a ``tf.Tensor`` or a NumPy array. Transforms compute their geometry and colour matrices
 with the helpers below and an engine's :class:`Math`, so the same formulas run in the
-DALI graph, in TensorFlow and on the host (NumPy: the feed's plan evaluator, the targets). Python numbers are folded eagerly, which keeps DALI graphs
-small when a range is degenerate (for example ``zoom`` with ``keep_aspect``).
+DALI graph, in TensorFlow and on the host (NumPy: the feed's plan evaluator, the targets).
+Python numbers are folded eagerly, which keeps DALI graphs small when a range is degenerate
+(for example ``zoom`` with ``keep_aspect``).
 """
 
 from __future__ import annotations

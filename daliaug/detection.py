@@ -124,13 +124,14 @@ class BoxTargets:
     def batch(
         self,
         index: np.ndarray,
-        rows: np.ndarray,
+        params: Mapping[str, np.ndarray],
         sizes: np.ndarray,
         valid: np.ndarray,
         batch: int | None = None,
     ) -> dict[str, np.ndarray]:
         """The padded targets of the samples ``index`` (consecutive batches of ``batch``
-        samples, default one batch) with parameter ``rows`` (the plan's ``param_keys`` order),
+        samples, default one batch) with ``params`` (by name, the partners paired within each
+        batch: :meth:`Plan.paired <daliaug.plan.Plan.paired>`, as the pixels have them),
         source ``sizes`` and real positions ``valid``."""
         plan = self.config.plan
         keypoints = None if self.keypoints is None else list(self.keypoints[index])
@@ -140,7 +141,6 @@ class BoxTargets:
             keypoints,
             self.shapes.get("keypoints", (0, 0))[1],
         )
-        params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
         source = Canvas(h=sizes[:, 0].astype(np.float64), w=sizes[:, 1].astype(np.float64))
         maps, mirrored = plan.point_maps(params, source, self.fuse_roi)
         targets = targets.through(maps, plan.image_size, mirrored, self.rules)
@@ -148,8 +148,7 @@ class BoxTargets:
             own = {name: params[f"{i}.{name}"] for name in stage.params}
             size = batch or max(len(index), 1)
             for name in stage.partner_params:  # within each batch, then within all of them
-                local = stage.batch_partners(own[name], valid, size).astype(np.int64)
-                own[name] = local + np.arange(len(local)) // size * size
+                own[name] = own[name].astype(np.int64) + np.arange(len(index)) // size * size
             targets = stage.boxes(targets, own, plan.image_size, self.rules)
         self._warn_cut(targets, index, valid)
         fmt = self.config.bounding_box_format

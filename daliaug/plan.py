@@ -107,6 +107,22 @@ class Plan:
             drawn.update({f"{i}.{k}": v for k, v in params.items()})
         return drawn
 
+    def paired(
+        self, rows: Any, valid: np.ndarray | None = None, batch: int | None = None
+    ) -> dict[str, Any]:
+        """The parameter ``rows`` (one per sample, :attr:`param_keys` order; NumPy, or any
+        array where the plan has no batch stage) by name, each batch stage's partner draws
+        turned into partner indices within each batch (consecutive batches of ``batch``
+        positions, default one; ``valid``: which positions hold real samples). Made once per
+        batch on the host, for the pixels' ``warp`` and the targets alike."""
+        params = {key: rows[:, i] for i, key in enumerate(self.param_keys)}
+        for i, stage in self.batch_stages:
+            if valid is None:
+                raise ValueError("batch stages need the host's feed (it knows the padding)")
+            for name in stage.partner_params:
+                params[f"{i}.{name}"] = stage.batch_partners(params[f"{i}.{name}"], valid, batch)
+        return params
+
     def _params_of(self, params: dict[str, Scalar], index: int) -> Params:
         return {name: params[f"{index}.{name}"] for name in self.transforms[index].params}
 

@@ -430,7 +430,7 @@ def test_the_recolour_predicate_comes_from_the_host_and_matches_the_graphs() -> 
     )
     layout = WarpLayout.of(config.plan, ("image",), True)
     rows = np.array([[0, 1], [1, 1], [0, 0.5], [0, 0], [1, 0.5], [0, 1]], np.float32)
-    flat = layout.evaluate(rows, np.full((6, 2), 8, np.float32), NUMPY)
+    flat = layout.evaluate(config.plan.paired(rows), np.full((6, 2), 8, np.float32), NUMPY)
     warp = layout.unpack(flat, np.reshape, batched=True)
     colour = np.concatenate([warp["colour"].reshape(6, -1), warp["colour_mean"].reshape(6, -1)], 1)
     unchanged = np.all(colour == np.asarray(layout.unchanged_colour, np.float32), axis=1)

@@ -22,7 +22,7 @@ the plan inside the DALI graph (:mod:`daliaug.engines.dali.pipeline`).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from math import prod
@@ -191,27 +191,11 @@ class WarpLayout:
         """The length of one sample's ``warp`` vector."""
         return self.slices[-1][2]
 
-    def evaluate(
-        self,
-        rows: Any,
-        sizes: Any,
-        xp: Arrays,
-        valid: np.ndarray | None = None,
-        batch: int | None = None,
-    ) -> Any:
-        """The ``(samples, width)`` float32 ``warp`` of consecutive batches of ``batch``
-        samples (default: one batch; the last may be shorter): parameter ``rows`` (one per
-        sample, ``plan.param_keys`` order) on images of ``sizes`` ((height, width) rows).
-        Batch stages need the host (NumPy) and ``valid``, which positions hold real samples:
-        each stage turns each batch's partner draws into partner indices within that batch
-        (``partners``)."""
+    def evaluate(self, params: Mapping[str, Any], sizes: Any, xp: Arrays) -> Any:
+        """The ``(samples, width)`` float32 ``warp`` of samples with ``params`` (by name, the
+        partners paired: :meth:`Plan.paired <daliaug.plan.Plan.paired>`) on images of ``sizes``
+        ((height, width) rows)."""
         plan = self.plan
-        params = {key: rows[:, i] for i, key in enumerate(plan.param_keys)}
-        for i, stage in plan.batch_stages:
-            if valid is None:
-                raise ValueError("batch stages need the host's feed (it knows the padding)")
-            for name in stage.partner_params:
-                params[f"{i}.{name}"] = stage.batch_partners(params[f"{i}.{name}"], valid, batch)
         source = Canvas(h=xp.floats(sizes[:, 0]), w=xp.floats(sizes[:, 1]))
         values = plan.warp_inputs(
             params, source, xp.math, fuse_roi=self.fuse_roi, masks=self.masks, resize=self.resize
@@ -428,15 +412,14 @@ class EpochFeed:
         valid = self.epochs.valid(start, stop)
         moves_boxes = self.boxes is not None and not self.boxes.shapes.keys().isdisjoint(names)
         if "warp" in names or "params" in names or moves_boxes:
-            params = self.params[index] if drawn is None else drawn[start:stop]
-            out["params"] = params
+            rows = self.params[index] if drawn is None else drawn[start:stop]
+            out["params"] = rows
+            params = self.plan.paired(rows, valid, self.epochs.batch_size)
+            sizes = self.samples.sizes[index]
         if "warp" in names:
-            sizes = self.samples.sizes[index]
-            out["warp"] = self.layout.evaluate(params, sizes, NUMPY, valid, self.epochs.batch_size)
+            out["warp"] = self.layout.evaluate(params, sizes, NUMPY)
         if moves_boxes:
-            sizes = self.samples.sizes[index]
-            batch = self.epochs.batch_size
-            out.update(self.boxes.batch(index, out["params"], sizes, valid, batch))
+            out.update(self.boxes.batch(index, params, sizes, valid, self.epochs.batch_size))
         if "weight" in names and self.weights is not None:
             out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
         for name in names:

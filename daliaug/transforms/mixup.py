@@ -17,12 +17,12 @@ if TYPE_CHECKING:
 
 class MixUp(BatchTransform):
     """``x = lam * x + (1 - lam) * x[partner]`` and ``y = lam * y + (1 - lam) * y[partner]``
-    with ``lam ~ Beta(alpha, alpha)`` per sample and the partners a random permutation of the
-    batch's real samples (Zhang et al. 2018; Keras' ``MixUp`` draws one ``lam`` per sample the
-    same way). Class labels need soft targets (``label_mode`` categorical or binary); detection
-boxes are joined (each image keeps its own and gains its partner's); refused for masks.
+        with ``lam ~ Beta(alpha, alpha)`` per sample and the partners a random permutation of the
+        batch's real samples (Zhang et al. 2018; Keras' ``MixUp`` draws one ``lam`` per sample the
+        same way). Class labels need soft targets (``label_mode`` categorical or binary); detection
+    boxes are joined (each image keeps its own and gains its partner's); refused for masks.
 
-    Example: ``{"type": "mixup", "alpha": 0.2}``."""
+        Example: ``{"type": "mixup", "alpha": 0.2}``."""
 
     type: Literal["mixup"] = "mixup"
     alpha: Annotated[float, Field(gt=0.0, le=1000.0)] = 0.2

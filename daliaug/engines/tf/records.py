@@ -114,7 +114,7 @@ def _record_stream(
 
     def with_warp(batch: tuple[tf.Tensor, ...], r: tf.Tensor) -> tuple:
         encoded, labels, weight, sizes = batch
-        return encoded, labels, weight, layout.evaluate(r, sizes, TF_ARRAYS)
+        return encoded, labels, weight, layout.evaluate(config.plan.paired(r), sizes, TF_ARRAYS)
 
     return tf.data.Dataset.zip(batches, rows).map(with_warp)
 
