@@ -890,6 +890,25 @@ def test_a_chunk_of_batches_moves_boxes_as_its_batches_do(stage: str) -> None:
         np.testing.assert_array_equal(chunk[name], np.concatenate([b[name] for b in each]))
 
 
+def test_the_streams_of_one_feed_move_each_chunks_boxes_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DALI's tf.data dataset reads each detection input as a stream of its own: the boxes of
+    a chunk are moved once and handed to every stream (the same arrays as made alone)."""
+    from daliaug.detection import BoxTargets
+    from daliaug.engines.feed import EpochFeed
+
+    made = []
+    original = BoxTargets.batch
+    monkeypatch.setattr(BoxTargets, "batch", lambda *a, **k: made.append(1) or original(*a, **k))
+    feed = EpochFeed(*eleven_with_boxes(3, 5, [{"type": "flip"}, {"type": "mixup"}]), resizes=False)
+    streams = [list(feed.chunks(2, (name,), 4)) for name in ("boxes", "box_labels")]
+    assert len(made) == 3  # three batches of 4, 4 and 3, each moved once for both streams
+    together = list(feed.chunks(2, ("boxes", "box_labels"), 4))
+    for alone, joined in zip(streams[0], together, strict=True):
+        np.testing.assert_array_equal(alone["boxes"], joined["boxes"])
+
+
 @pytest.mark.parametrize("per_chunk", [8, 1024])
 def test_the_feeds_batches_are_made_in_chunks_and_cut_back(
     per_chunk: int, monkeypatch: pytest.MonkeyPatch

@@ -21,7 +21,8 @@ the plan inside the DALI graph (:mod:`daliaug.engines.dali.pipeline`).
 
 from __future__ import annotations
 
-from collections import deque
+import threading
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -304,6 +305,8 @@ class EpochFeed:
             else None
         )
         self.params = None if params is None else np.asarray(params, dtype=np.float32)
+        self._targets: OrderedDict[tuple[int, int, int], dict[str, np.ndarray]] = OrderedDict()
+        self._targets_lock = threading.Lock()
         expected = (len(samples), len(self.plan.param_keys))
         if self.params is not None and self.params.shape != expected:
             raise ValueError(f"params has shape {self.params.shape}, expected {expected}")
@@ -373,7 +376,8 @@ class EpochFeed:
                 group = batches[k : k + per_chunk]
                 index = group[0] if len(group) == 1 else np.concatenate(group)
                 span = (bounds[k][0], bounds[k + len(group) - 1][1])
-                yield range(k, k + len(group)), self._batch(names, index, span, drawn), given
+                chunk = self._batch(names, index, span, drawn, epoch)
+                yield range(k, k + len(group)), chunk, given
         finally:
             if watch is not None:
                 watch.close()
@@ -404,8 +408,9 @@ class EpochFeed:
         index: np.ndarray,
         bounds: tuple[int, int],
         drawn: ParameterRows | None,
+        epoch: int,
     ) -> dict[str, np.ndarray]:
-        """The arrays ``names`` of the batches at positions ``bounds`` of the epoch, samples
+        """The arrays ``names`` of the batches at positions ``bounds`` of ``epoch``, samples
         ``index``; ``drawn``: the epoch's parameter rows (``None``: the explicit ``params``)."""
         start, stop = bounds
         out: dict[str, np.ndarray] = {"index": index}
@@ -419,10 +424,35 @@ class EpochFeed:
         if "warp" in names:
             out["warp"] = self.layout.evaluate(params, sizes, NUMPY)
         if moves_boxes:
-            out.update(self.boxes.batch(index, params, sizes, valid, self.epochs.batch_size))
+            out.update(self._box_targets((epoch, start, stop), index, params, sizes, valid))
         if "weight" in names and self.weights is not None:
             out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
         for name in names:
             if name in self.samples.columns and name not in out:
                 out[name] = np.asarray(self.samples.columns[name][index])
         return {name: out[name] for name in names}
+
+    TARGETS_KEPT = 8
+    """Chunks whose box targets a feed keeps: the streams of one dataset (one per detection
+    input: ``boxes``, ``box_labels``, ``keypoints``) ask for the same chunks, a few apart."""
+
+    def _box_targets(
+        self,
+        key: tuple[int, int, int],
+        index: np.ndarray,
+        params: Mapping[str, np.ndarray],
+        sizes: np.ndarray,
+        valid: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        """The box targets of the chunk ``key`` (epoch, start, stop), made once for every
+        stream that asks (:meth:`BoxTargets.batch`; made again only if it was let go)."""
+        with self._targets_lock:
+            made = self._targets.get(key)
+        if made is None:
+            assert self.boxes is not None
+            made = self.boxes.batch(index, params, sizes, valid, self.epochs.batch_size)
+            with self._targets_lock:
+                self._targets[key] = made
+                while len(self._targets) > self.TARGETS_KEPT:
+                    self._targets.popitem(last=False)
+        return made
