@@ -91,7 +91,7 @@ def test_the_users_own_setting_is_kept() -> None:
 
 def test_too_late_when_tensorflow_started_before_import_daliaug() -> None:
     """Nothing is set that the runtime would no longer read; the GPU dataset warns then
-    (tests/test_tf_gpu_rules.py)."""
+    (tests/engines/test_tf_gpu_rules.py)."""
     code = DRIVER + "import tensorflow\n" + WATCH + STARTS["a tf op"] + "\nimport daliaug\n"
     found = run(code + REPORT)
     assert found == {"at_start": None, "policy": "too late", "started": True}

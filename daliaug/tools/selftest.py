@@ -291,7 +291,7 @@ NVJPEG_MEAN_ERROR = 1.0
 upsample chroma alike (their IDCTs and colour conversions round differently): the same
 bound as :data:`~daliaug.parity.measure.MAX_DECODE_MEAN_ERROR`, stated apart because the
 decoders differ. Not yet measured on a GPU by this project; upsampling chroma differently
-alone costs 2.6 grey levels on average on the demo's 4:2:0 JPEGs (tests/test_decoders.py)."""
+alone costs 2.6 grey levels on average on the demo's 4:2:0 JPEGs (tests/tools/test_decoders.py)."""
 
 
 def decoder_check(

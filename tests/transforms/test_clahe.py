@@ -15,7 +15,7 @@ from daliaug.config import load_config
 from daliaug.engines.select import cpu_placement
 from daliaug.errors import BackendWarning, ConfigError
 from tests.keras.conftest import photos
-from tests.test_sources import seg_config, write_segmentation
+from tests.sources.test_sources import seg_config, write_segmentation
 from tests.transforms.helpers import from_keras_for, rows_of, run_arrays, run_config
 
 

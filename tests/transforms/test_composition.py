@@ -90,7 +90,7 @@ def test_masks_ignore_every_colour_and_pixel_stage(backend: str, tmp_path: Path)
     from daliaug.parity.examples import TRANSFORM_EXAMPLES
     from daliaug.transforms import TRANSFORMS
     from daliaug.transforms.base import GeometricTransform, PixelTransform
-    from tests.test_sources import seg_config, write_segmentation
+    from tests.sources.test_sources import seg_config, write_segmentation
 
     stages = [
         {**e, "probability": 1.0} if "probability" in e else e

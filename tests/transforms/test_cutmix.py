@@ -17,7 +17,7 @@ from daliaug.errors import ConfigError
 from daliaug.outputs.numpy import batches
 from daliaug.sources.arrays import array_samples
 from daliaug.transforms.base import random_partners
-from tests.test_sources import PALETTE, seg_config, write_segmentation
+from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 
 COLOURS = np.array([[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0]], np.uint8)
 H, W = 12, 20

@@ -23,7 +23,7 @@ from daliaug.parity.measure import MAX_MEAN_ERROR, Stats
 from daliaug.sources.arrays import array_samples
 from daliaug.transforms.elastic import GRID, NODE_STD, NODES
 from tests.keras.conftest import photos
-from tests.test_sources import PALETTE, seg_config, write_segmentation
+from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 from tests.transforms.helpers import from_keras_for, pin_keras_draws, rows_of
 
 SIZE = (96, 128)

@@ -19,7 +19,7 @@ from daliaug.parity.measure import Stats
 from daliaug.transforms.keras_perspective import MOVES
 from daliaug.transforms.perspective import MATRIX
 from tests.keras.conftest import photos
-from tests.test_sources import PALETTE, seg_config, write_segmentation
+from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 from tests.transforms.helpers import from_keras_for, pin_keras_draws, rows_of, run_config
 
 SIZE = (48, 64)

@@ -280,7 +280,7 @@ def test_magnitudes_follow_keras_distributions(factor: float | tuple[float, floa
 
 
 def _segmentation(root: Path, transforms: list[dict], rows: np.ndarray | None = None) -> tuple:
-    from tests.test_sources import seg_config
+    from tests.sources.test_sources import seg_config
 
     config = seg_config(root, transforms=transforms, batch_size=6, shuffle=False)
     if rows is None:
@@ -294,7 +294,7 @@ def _segmentation(root: Path, transforms: list[dict], rows: np.ndarray | None = 
 def test_masks_follow_the_geometric_ops_only(tmp_path: Path) -> None:
     """Rotation then solarization: the masks are those of the same rotation alone; brightness
     then equalization: the masks are untouched while the images change."""
-    from tests.test_sources import write_segmentation
+    from tests.sources.test_sources import write_segmentation
 
     root = write_segmentation(tmp_path / "seg")
     policy = {"type": "keras_rand_augment", "factor": 0.3}

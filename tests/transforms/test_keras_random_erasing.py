@@ -147,7 +147,7 @@ def test_gpu_graphs_keep_dalis_device_rules(tmp_path) -> None:
     from daliaug.engines.dali import pipeline
     from daliaug.engines.dali.check import graph_problems
     from daliaug.prepare import prepare_samples
-    from tests.test_sources import seg_config, write_segmentation
+    from tests.sources.test_sources import seg_config, write_segmentation
 
     cfg = seg_config(
         write_segmentation(tmp_path, count=3),

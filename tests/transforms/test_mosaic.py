@@ -18,7 +18,7 @@ from daliaug.errors import ConfigError
 from daliaug.outputs.numpy import batches
 from daliaug.sources.arrays import array_samples
 from daliaug.transforms.base import random_partners
-from tests.test_sources import PALETTE, seg_config, write_segmentation
+from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 
 H, W, N = 12, 20, 8
 COLOURS = np.array(

@@ -16,7 +16,7 @@ from daliaug.engines.feed import NUMPY
 from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
 from daliaug.outputs.numpy import batches
-from tests.test_sources import PALETTE, seg_config, write_segmentation
+from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 from tests.transforms.helpers import photos, run_arrays
 
 PHOTOS = photos()

@@ -7,7 +7,7 @@ Pixels stay ``float32`` from the resampling to the output (see :func:`finish`).
 Two resamplers compute the same warp: :func:`transform` (TensorFlow's projective transform,
 any image size, one image at a time in the files' graph) and :func:`sample` (gathers and
 arithmetic only, which XLA fuses into one loop: batches of equal-sized arrays, about three
-times faster there). ``tests/test_tf_backend.py`` holds them to each other.
+times faster there). ``tests/engines/test_tf_backend.py`` holds them to each other.
 """
 
 from __future__ import annotations

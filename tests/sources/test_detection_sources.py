@@ -23,7 +23,7 @@ from daliaug.sources.coco import CocoSource
 from daliaug.sources.voc import CORNERS, VocSource
 from daliaug.sources.yolo import YoloSource
 from daliaug.tools.demo_data import CLASS_NAMES, write_detection_dataset
-from tests.test_every_command import daliaug as run_cli
+from tests.tools.test_every_command import daliaug as run_cli
 
 
 def write_image(path: Path, width: int, height: int) -> str:

@@ -1,7 +1,7 @@
 """One of several PyTorch processes (``torch.distributed``, gloo on the CPU), run by
-tests/test_torch_distribution.py with TensorFlow unimportable.
+tests/outputs/test_torch_distribution.py with TensorFlow unimportable.
 
-``python -m tests.torch_distribution_job SPEC_JSON``: SPEC has ``rank``, ``world``, ``port``
+``python -m tests.outputs.torch_distribution_job SPEC_JSON``: SPEC has ``rank``, ``world``, ``port``
 (the rendezvous on 127.0.0.1) and ``out`` (the JSON written at the end): the labels and
 weights of this rank's batches in two epochs, what ``keras.distribution`` does on this
 backend, and the sum of the model's weights after one epoch of a data-parallel loop of one's

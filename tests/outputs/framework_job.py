@@ -1,8 +1,8 @@
-"""One process on one Keras backend, run by tests/test_frameworks.py in a subprocess (Keras
-picks its backend when it is first imported).
+"""One process on one Keras backend, run by tests/outputs/test_frameworks.py in a subprocess
+(Keras picks its backend when it is first imported).
 
-``python -m tests.framework_job SPEC_JSON``: SPEC has ``framework`` (``tensorflow``, ``jax``,
-``torch`` or ``numpy``), ``block_tf`` (make TensorFlow unimportable before anything else),
+``python -m tests.outputs.framework_job SPEC_JSON``: SPEC has ``framework`` (``tensorflow``,
+``jax``, ``torch`` or ``numpy``), ``block_tf`` (make TensorFlow unimportable before anything else),
 ``root`` (class folders), ``numbered`` (a file list of images labelled by their index), ``fit``
 (train a small CNN) and ``out`` (an ``.npz`` of every batch of two epochs of each checked
 dataset, and what the process saw).

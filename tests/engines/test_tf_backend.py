@@ -126,7 +126,7 @@ def test_auto_falls_back_to_tf_without_dali(square_dir: Path) -> None:
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).parents[1],
+        cwd=Path(__file__).parents[2],
     )
     lines = out.stdout.splitlines()
     assert lines[0] == "(1, 32, 32, 3) float32 int32"

@@ -26,7 +26,7 @@ from daliaug.sources.arrays import array_samples
 from daliaug.transforms import TRANSFORMS
 from daliaug.transforms.base import BatchTransform
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 SHIPPED = sorted((ROOT / "pipelines").glob("*.yaml"))
 KINDS = [
     "files",

@@ -9,7 +9,7 @@ import pytest
 
 from daliaug.tools.preview import augmented_samples, caption
 from tests.helpers import config_for
-from tests.test_detection_sources import coco  # noqa: F401  (the fixture)
+from tests.sources.test_detection_sources import coco  # noqa: F401  (the fixture)
 
 
 def test_caption_names_the_class_or_the_mixed_weights() -> None:

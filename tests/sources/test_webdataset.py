@@ -418,7 +418,7 @@ def test_two_processes_read_each_s3_sample_once_per_epoch(server: Server, tmp_pa
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+                env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
             )
         )
     seen = []

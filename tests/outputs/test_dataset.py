@@ -14,7 +14,7 @@ from daliaug.outputs.numpy import DaliLoader
 from daliaug.sources.arrays import ArraysSource
 from tests.helpers import config_for
 
-PIPELINES_DIR = Path(__file__).parents[1] / "pipelines"
+PIPELINES_DIR = Path(__file__).parents[2] / "pipelines"
 PIPELINES = sorted(PIPELINES_DIR.glob("*.yaml"))
 
 SPEC_CASES = [

@@ -1,7 +1,7 @@
 """The self-test's CPU side: what it names as missing for the GPU path (stand-in hosts), its
 table, ``--json`` and exit code 4 (a stand-in report), the epoch comparison (DALI on the CPU
 against the TensorFlow backend, the GPU's stand-in here), the per-epoch costs and the memory
-row. The whole command on this machine: tests/test_cli.py."""
+row. The whole command on this machine: tests/tools/test_cli.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """One of several JAX processes training under ``keras.distribution.DataParallel``, run by
-tests/test_jax_distribution.py (JAX's devices and processes are fixed when it starts).
+tests/outputs/test_jax_distribution.py (JAX's devices and processes are fixed when it starts).
 
-``python -m tests.jax_distribution_job SPEC_JSON``: SPEC has ``process``, ``processes``,
+``python -m tests.outputs.jax_distribution_job SPEC_JSON``: SPEC has ``process``, ``processes``,
 ``port`` (the coordinator on 127.0.0.1), ``devices`` (CPU devices per process), ``numbered``
 (a file list of images labelled by their index) and ``out`` (the JSON written at the end):
 the labels and weights of this process's batches in two epochs, its step counts in ``fit``,

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 
 
 def daliaug(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:

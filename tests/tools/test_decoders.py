@@ -71,7 +71,7 @@ def test_images_the_log_does_not_name_are_unknown_never_gpu() -> None:
     assert result.summary() == "10 images: cuda 4, unknown 6"
 
 
-REAL_LOG = Path(__file__).parent / "data" / "nvimgcodec-cpu-windows.log"
+REAL_LOG = Path(__file__).parents[1] / "data" / "nvimgcodec-cpu-windows.log"
 """nvImageCodec 0.9's log (level 4) of 128 demo JPEG windows decoded by DALI 2.4 on the CPU
 (4 batches of 32), captured on this project's CPU machine with decoder_log()."""
 

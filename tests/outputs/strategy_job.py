@@ -1,8 +1,8 @@
-"""One training process under a ``tf.distribute`` strategy, run by tests/test_replicas.py in a
-subprocess (logical CPU devices must be set before TensorFlow starts; workers of a
+"""One training process under a ``tf.distribute`` strategy, run by
+tests/outputs/test_replicas.py in a subprocess (logical CPU devices must be set before TensorFlow starts; workers of a
 ``MultiWorkerMirroredStrategy`` are processes of their own).
 
-``python -m tests.strategy_job SPEC_JSON``: SPEC has ``strategy`` (``mirrored`` or
+``python -m tests.outputs.strategy_job SPEC_JSON``: SPEC has ``strategy`` (``mirrored`` or
 ``multiworker``; the cluster comes from ``TF_CONFIG``), ``cpus`` (logical CPU devices),
 ``backend``, ``root`` (a folder with ``numbered.csv``: 23 images labelled by their index, and
 ``same.csv``: 12 copies of one image) and ``out`` (the JSON written at the end): the sample

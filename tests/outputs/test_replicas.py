@@ -1,6 +1,6 @@
 """One pipeline per replica through tf.distribute, run for real on the CPU: MirroredStrategy
 over 2 and 3 logical CPU devices and MultiWorkerMirroredStrategy with 2 worker processes on
-127.0.0.1, each training with model.fit (tests/strategy_job.py). Every sample counts exactly
+127.0.0.1, each training with model.fit (tests/outputs/strategy_job.py). Every sample counts exactly
 once per epoch over all replicas and workers, every replica runs the same number of batches,
 shards draw their own parameters, and the loss falls."""
 
@@ -21,7 +21,7 @@ from daliaug.epoch import replica_length
 from daliaug.errors import ConfigError, DataError
 from tests.helpers import config_for, structured_image, write_image_dir
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 TIMEOUT = 300
 
 
@@ -36,7 +36,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def job(spec: dict, env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.strategy_job", json.dumps(spec)],
+        [sys.executable, "-m", "tests.outputs.strategy_job", json.dumps(spec)],
         cwd=ROOT,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})},
         stdout=subprocess.PIPE,

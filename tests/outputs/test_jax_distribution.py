@@ -1,6 +1,6 @@
 """keras.distribution.DataParallel on the JAX backend over two processes on this machine
-(127.0.0.1, CPU collectives), two CPU devices each (tests/jax_distribution_job.py), TensorFlow
-unimportable: model.fit runs, every sample counts exactly once per epoch over both processes,
+(127.0.0.1, CPU collectives), two CPU devices each (tests/outputs/jax_distribution_job.py),
+TensorFlow unimportable: model.fit runs, every sample counts exactly once per epoch over both processes,
 and both processes run the same number of steps."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers import free_port, run_together, structured_image, write_image_dir
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 TIMEOUT = 300
 
 pytestmark = [
@@ -42,7 +42,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
         }
         for process in range(2)
     ]
-    return run_together("tests.jax_distribution_job", specs, env, TIMEOUT)
+    return run_together("tests.outputs.jax_distribution_job", specs, env, TIMEOUT)
 
 
 def test_every_sample_once_per_epoch_over_the_processes(results: list[dict]) -> None:

@@ -1,6 +1,6 @@
 """make_dataset on Keras' JAX and PyTorch backends, each in a fresh process where TensorFlow
-cannot be imported (tests/framework_job.py): the backend's arrays, every sample once per epoch,
-bitwise the batches of the TensorFlow output on the same engine (DALI on the CPU) for the same
+cannot be imported (tests/outputs/framework_job.py): the backend's arrays, every sample once per
+epoch, bitwise the batches of the TensorFlow output on the same engine (DALI on the CPU) for the same
 seed (weights, label modes, resume, arrays and files alike), and model.fit training a small
 CNN with validation data for two epochs."""
 
@@ -46,7 +46,7 @@ def run_job(framework: str, data: Path) -> tuple[dict, dict[str, np.ndarray]]:
         "numbered": str(data / "numbered.csv"),
         "out": str(out),
     }
-    return run_keras_job("tests.framework_job", framework, spec, TIMEOUT)
+    return run_keras_job("tests.outputs.framework_job", framework, spec, TIMEOUT)
 
 
 @pytest.fixture(scope="module")

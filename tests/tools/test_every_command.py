@@ -18,7 +18,7 @@ from daliaug.config import load_config
 from daliaug.config_files import shipped_configs
 from tests.helpers import structured_image, write_image_dir
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 COMMANDS = {
     "preview": ["--count", "2", "--versions", "2"],
     "check": [],

@@ -1,5 +1,5 @@
 """``torch.distributed`` ranks as shards on Keras' PyTorch backend: two processes on this
-machine (gloo on 127.0.0.1, tests/torch_distribution_job.py), TensorFlow unimportable. Every
+machine (gloo on 127.0.0.1, tests/outputs/torch_distribution_job.py), TensorFlow unimportable. Every
 sample counts exactly once per epoch over the ranks, each rank runs the same number of
 batches of ``batch_size / ranks``, and a data-parallel loop of one's own around
 ``DistributedDataParallel`` keeps the ranks' models equal. ``keras.distribution`` does not
@@ -16,7 +16,7 @@ import pytest
 from daliaug.epoch import shard_range
 from tests.helpers import free_port, run_together
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 TIMEOUT = 240
 
 pytestmark = [
@@ -34,7 +34,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
         {"rank": rank, "world": 2, "port": port, "out": str(root / f"rank{rank}.json")}
         for rank in range(2)
     ]
-    return run_together("tests.torch_distribution_job", specs, env, TIMEOUT)
+    return run_together("tests.outputs.torch_distribution_job", specs, env, TIMEOUT)
 
 
 def test_every_sample_once_per_epoch_over_the_ranks(results: list[dict]) -> None:
