@@ -19,8 +19,8 @@ utilisation is read while decoding (``Nvml.jpeg_utilisation``): the hardware dec
 witness, as its batches are not named image by image. The images of each batch come from
 ``ImageGenericDecoder::decode num_samples=<n>``; an image no line names is ``unknown``, never
 counted as a GPU decode. Lines that two threads' output merged still count (only a decoder's
-name and `` process #`` are read), as tests/tools/test_decoders.py checks on a log captured from this
-project's CPU decoders.
+name and `` process #`` are read), as tests/tools/test_decoders.py checks on a log captured
+from this project's CPU decoders.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One training process under a ``tf.distribute`` strategy, run by
-tests/outputs/test_replicas.py in a subprocess (logical CPU devices must be set before TensorFlow starts; workers of a
-``MultiWorkerMirroredStrategy`` are processes of their own).
+tests/outputs/test_replicas.py in a subprocess (logical CPU devices must be set before
+TensorFlow starts; workers of a ``MultiWorkerMirroredStrategy`` are processes of their own).
 
 ``python -m tests.outputs.strategy_job SPEC_JSON``: SPEC has ``strategy`` (``mirrored`` or
 ``multiworker``; the cluster comes from ``TF_CONFIG``), ``cpus`` (logical CPU devices),

@@ -1,8 +1,8 @@
 """make_dataset on Keras' JAX and PyTorch backends, each in a fresh process where TensorFlow
 cannot be imported (tests/outputs/framework_job.py): the backend's arrays, every sample once per
-epoch, bitwise the batches of the TensorFlow output on the same engine (DALI on the CPU) for the same
-seed (weights, label modes, resume, arrays and files alike), and model.fit training a small
-CNN with validation data for two epochs."""
+epoch, bitwise the batches of the TensorFlow output on the same engine (DALI on the CPU) for
+the same seed (weights, label modes, resume, arrays and files alike), and model.fit training a
+small CNN with validation data for two epochs."""
 
 from __future__ import annotations
 
