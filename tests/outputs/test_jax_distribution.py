@@ -1,7 +1,7 @@
 """keras.distribution.DataParallel on the JAX backend over two processes on this machine
 (127.0.0.1, CPU collectives), two CPU devices each (tests/outputs/jax_distribution_job.py),
-TensorFlow unimportable: model.fit runs, every sample counts exactly once per epoch over both processes,
-and both processes run the same number of steps."""
+TensorFlow unimportable: model.fit runs, every sample counts exactly once per epoch over both
+processes, and both processes run the same number of steps."""
 
 from __future__ import annotations
 
