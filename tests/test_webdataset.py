@@ -288,6 +288,142 @@ def test_a_shard_gone_between_epochs_is_named(shards: Path, tmp_path: Path) -> N
             epoch(data)
 
 
+# ---------------------------------------------------------------- boxes from json members
+
+DETECTION = ("coco", "yolo", "voc")
+
+
+def detection_source(root: Path, kind: str) -> dict:
+    """The box source ``kind`` over the dataset ``write_detection_dataset`` wrote at ``root``."""
+    if kind == "coco":
+        return {
+            "type": kind,
+            "annotations": str(root / "annotations.json"),
+            "images": str(root / "images"),
+        }
+    return {"type": kind, "path": str(root)}
+
+
+@pytest.fixture(scope="module")
+def detection(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from daliaug.tools.demo_data import write_detection_dataset
+
+    return write_detection_dataset(tmp_path_factory.mktemp("det") / "d", count=6, size=(48, 64))
+
+
+def reading(config, source: dict):
+    """``config`` reading ``source`` instead."""
+    return load_config({**config.model_dump(), "source": source})
+
+
+def as_shards(config, out: Path, tmp_path: Path, **source):
+    """``config`` reading the shards at ``out`` (boxes from json members) instead."""
+    shards = {"type": "webdataset", "path": str(out), "index_dir": str(tmp_path / "idx")}
+    return reading(config, {**shards, **source})
+
+
+def test_box_sources_round_trip_through_shards(detection: Path, tmp_path: Path) -> None:
+    """COCO, YOLO and VOC written as shards (boxes in the config's format, here relative
+    centres) read back as the same samples: images, sizes, classes, boxes and labels."""
+    from daliaug.tools.convert import write_webdataset
+
+    for kind in DETECTION:
+        config = reading(
+            wds_config(detection, tmp_path, bounding_box_format="rel_center_xywh"),
+            detection_source(detection, kind),
+        )
+        original = prepare_samples(config)
+        out = tmp_path / kind
+        write_webdataset(original, out, 4, box_format=config.bounding_box_format)
+        shards = as_shards(config, out, tmp_path, targets="boxes")
+        assert shards.source.bounding_box_format == "rel_center_xywh"
+        read = prepare_samples(shards)
+        assert read.class_names == original.class_names and len(read) == len(original) == 6
+        np.testing.assert_array_equal(read.sizes, original.sizes)
+        for column in ("boxes", "box_labels"):
+            for got, want in zip(read.columns[column], original.columns[column], strict=True):
+                np.testing.assert_allclose(got, want, atol=1e-3)
+        images = np.asarray(read.columns["encoded"])
+        for row, path in zip(images, original.paths, strict=True):
+            data = Path(path).read_bytes()
+            assert bytes(row[: len(data)]) == data
+
+
+def test_shards_with_boxes_train_as_coco_does(detection: Path, tmp_path: Path) -> None:
+    """The same batches, boxes included, from COCO and from its shards (the boxes are moved
+    on the host, the same for every engine)."""
+    from daliaug.tools.convert import write_webdataset
+
+    coco = reading(wds_config(detection, tmp_path), detection_source(detection, "coco"))
+    write_webdataset(prepare_samples(coco), tmp_path / "coco", 4)
+    shards = as_shards(coco, tmp_path / "coco", tmp_path, targets="boxes")
+    for want, got in zip(DaliLoader(coco), DaliLoader(shards), strict=True):
+        assert len(want) == len(got) == 3  # images, boxes, their labels
+        for a, b in zip(want, got, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_keypoints_and_bad_box_members_named(tmp_path: Path) -> None:
+    """Keypoints with the boxes (relative for a ``rel_`` format, visible unless given), and
+    each bad json member named by its shard and key, or skipped."""
+
+    def boxes(**fields: object) -> bytes:
+        return json.dumps(fields).encode()
+
+    image = encode(0)  # 40 high, 48 wide (PNG)
+    good = boxes(boxes=[[0.25, 0.5, 0.5, 0.25]], labels=[1], keypoints=[[[0.5, 0.5], [0, 1]]])
+    write_tar(
+        tmp_path / "k.tar",
+        {
+            "good": {image[0]: image[1], "json": good},
+            "none": {image[0]: image[1], "json": boxes(boxes=[], labels=[])},
+            "out": {image[0]: image[1], "json": boxes(boxes=[[0.9, 0, 0.5, 0.5]], labels=[0])},
+            "count": {image[0]: image[1], "json": boxes(boxes=[[0, 0, 1, 1]], labels=[0, 1])},
+            "text": {image[0]: image[1], "json": b"{boxes"},
+            "bare": {image[0]: image[1]},
+        },
+    )
+    source = {"targets": "boxes", "on_error": "skip"}
+    config = wds_config(tmp_path / "k.tar", tmp_path, source=source, bounding_box_format="rel_xywh")
+    with pytest.warns(DataWarning, match=r"left out 4 unusable files"):
+        samples = prepare(config).samples
+    rejected = {key.rsplit("#", 1)[1]: why for key, why in samples.rejected.items()}
+    assert rejected["out"].startswith(f"{tmp_path / 'k.tar'}#out.json: box 0 (rel_xywh [0.9")
+    assert "lies outside the 48x40 image" in rejected["out"]
+    assert "'labels' must list one class index (0, 1, ...) per box" in rejected["count"]
+    assert "its json member is not JSON" in rejected["text"]
+    assert "has no json member (source.targets: boxes)" in rejected["bare"]
+    np.testing.assert_allclose(samples.columns["boxes"][0], [[12, 20, 36, 30]])
+    np.testing.assert_allclose(samples.columns["keypoints"][0], [[[24, 20, 1], [0, 40, 1]]])
+    assert samples.columns["keypoints"][1].shape == (0, 2, 3)
+    assert samples.class_names == ["0", "1"]
+    assert list(samples.notes) == [f"{tmp_path / 'k.tar'}#none"]
+
+
+@pytest.mark.slow
+def test_convert_writes_any_source_a_config_reads(tmp_path: Path) -> None:
+    """``daliaug convert CONFIG OUT --format webdataset``: arrays (as PNG members) here; the
+    box sources above."""
+    images = np.stack([structured_image(16, 20, seed=k) for k in range(5)])
+    np.savez(tmp_path / "a.npz", x=images, y=[0, 1, 2, 1, 0])
+    (tmp_path / "c.yaml").write_text(
+        json.dumps(
+            {"source": {"type": "arrays", "path": str(tmp_path / "a.npz")}, "image_size": 16}
+        )
+    )
+    out = tmp_path / "shards"
+    command = [sys.executable, "-m", "daliaug.cli", "convert", str(tmp_path / "c.yaml"), str(out)]
+    result = subprocess.run([*command, "--format", "webdataset"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "wrote 5 samples of 3 classes to 1 files" in result.stderr
+    read = prepare_samples(wds_config(out, tmp_path))
+    assert read.labels.tolist() == [0, 1, 2, 1, 0]
+    for row, want in zip(np.asarray(read.columns["encoded"]), images, strict=True):
+        np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(row.tobytes()))), want)
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode != 0 and "TFRecords are written from image files" in result.stderr
+
+
 # ---------------------------------------------------------------- a real S3 server
 
 KEYS = {"AWS_ACCESS_KEY_ID": "daliaugtestkey", "AWS_SECRET_ACCESS_KEY": "daliaugtestsecret123"}
