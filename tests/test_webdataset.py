@@ -424,6 +424,61 @@ def test_convert_writes_any_source_a_config_reads(tmp_path: Path) -> None:
     assert result.returncode != 0 and "TFRecords are written from image files" in result.stderr
 
 
+# ---------------------------------------------------------------- masks from png members
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("tf", marks=pytest.mark.slow)])
+def test_segmentation_trains_the_same_from_shards(tmp_path: Path, backend: str) -> None:
+    """Masks written as ``mask.png`` members give the batches of the segmentation source they
+    came from: colour-coded masks on DALI, index ones on TensorFlow."""
+    from daliaug.tools.convert import write_webdataset
+    from daliaug.tools.demo_data import write_segmentation_dataset
+
+    root = write_segmentation_dataset(tmp_path / "seg", count=5, size=(40, 48))
+    index = backend == "tf"
+    masks, classes = (
+        ("masks", {"num_classes": 5})
+        if index
+        else ("masks_rgb", {"classes": str(root / "classes.csv")})
+    )
+    transforms = [{"type": "rotation", "angle": 10}, {"type": "flip"}]
+    paired = {"type": "segmentation", "images": str(root / "images"), "masks": str(root / masks)}
+    config = reading(
+        wds_config(root, tmp_path, backend=backend, transforms=transforms), {**paired, **classes}
+    )
+    write_webdataset(prepare_samples(config), tmp_path / masks, 2)
+    shards = as_shards(config, tmp_path / masks, tmp_path, targets="masks", **classes)
+    batches = make_dataset if index else DaliLoader
+    for want, got in zip(epoch(batches(config)), epoch(batches(shards)), strict=True):
+        np.testing.assert_array_equal(want, got)
+
+
+def test_bad_mask_members_are_named(tmp_path: Path) -> None:
+    image = encode(0)
+    masks = []
+    for value in (0, 9):
+        mask = io.BytesIO()
+        Image.fromarray(np.full((40, 48), value, np.uint8)).save(mask, "PNG")
+        masks.append(mask.getvalue())
+    write_tar(
+        tmp_path / "bad.tar",
+        {
+            "a": {image[0]: image[1], "mask.png": masks[1]},
+            "b": {image[0]: image[1]},
+            "c": {image[0]: image[1], "mask.png": masks[0]},
+            "d": {image[0]: image[1], "mask.png": image[1][:60]},
+        },
+    )
+    source = {"targets": "masks", "num_classes": 5, "on_error": "skip"}
+    with pytest.warns(DataWarning, match="left out 3 unusable files"):
+        samples = prepare(wds_config(tmp_path / "bad.tar", tmp_path, source=source)).samples
+    rejected = {key.rsplit("#", 1)[1]: why for key, why in samples.rejected.items()}
+    assert "bad.tar#a.mask.png has class values [9] outside 0..4" in rejected["a"]
+    assert "has no mask.png member (source.mask_member); it holds png" in rejected["b"]
+    assert "bad.tar#d.mask.png" in rejected["d"]
+    assert len(samples) == 1 and samples.class_names == ["0", "1", "2", "3", "4"]
+
+
 # ---------------------------------------------------------------- a real S3 server
 
 KEYS = {"AWS_ACCESS_KEY_ID": "daliaugtestkey", "AWS_SECRET_ACCESS_KEY": "daliaugtestsecret123"}

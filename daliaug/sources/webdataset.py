@@ -24,14 +24,16 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Literal
 
 import numpy as np
+from pydantic import model_validator
 
 from daliaug.boxes import BoxFormat, to_xyxy
 from daliaug.cache import default_cache_dir, write_atomically, write_cached
 from daliaug.errors import CacheError, ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath
 from daliaug.sources.annotations import ImageAnnotations, checked_targets, object_column
-from daliaug.sources.base import Samples, SourceConfig
+from daliaug.sources.base import Samples
 from daliaug.sources.checks import image_header, pillow_reason
+from daliaug.sources.segmentation import MaskTargets
 from daliaug.sources.storage import identity, list_files, open_stream, read_ranges, read_text
 from daliaug.sources.tfrecord import METADATA
 
@@ -121,11 +123,12 @@ class ShardListing:
     sizes: list[tuple[int, int]] = field(default_factory=list)
     labels: list[int | str] = field(default_factory=list)
     boxes: list[dict[str, Any]] = field(default_factory=list)
+    masks: list[tuple[int, int]] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)
     index: list[str] = field(default_factory=list)
 
 
-class WebDatasetSource(SourceConfig):
+class WebDatasetSource(MaskTargets):
     """WebDataset tar shards: ``path`` is a ``.tar`` file, a folder or a glob of them, an
     ``s3://bucket/key.tar`` object or an ``s3://bucket/prefix`` holding them (credentials and
     endpoint from the AWS variables), or a list of these. A sample's image is its ``jpg``,
@@ -148,16 +151,29 @@ class WebDatasetSource(SourceConfig):
     path: str | list[str]
     label_member: Literal["cls", "json"] = "cls"
     json_field: str = "label"
-    targets: Literal["labels", "boxes"] = "labels"
+    targets: Literal["labels", "boxes", "masks"] = "labels"
+    mask_member: str = "mask.png"
+    """With ``targets: masks``: the member holding each sample's mask (a PNG, see
+    :class:`~daliaug.sources.segmentation.MaskTargets` for ``classes`` or ``num_classes``)."""
     bounding_box_format: BoxFormat = "xyxy"
     """The format of the json members' boxes (a config sets it to its own unless given)."""
     class_names: ClassNames | None = None
-    num_classes: ClassCount | None = None
+    num_classes: ClassCount | None = None  # type: ignore[assignment]
     index_dir: FilePath | None = None
 
     @property
     def detection(self) -> bool:
         return self.targets == "boxes"
+
+    @property
+    def segmentation(self) -> bool:
+        return self.targets == "masks"
+
+    @model_validator(mode="after")
+    def _mask_classes_fit(self) -> WebDatasetSource:
+        if self.segmentation and (self.num_classes or 0) > 255:
+            raise ValueError(f"num_classes {self.num_classes}: 8-bit masks hold at most 255")
+        return self
 
     def shard_files(self) -> list[str]:
         """The shards, in order (each location's sorted)."""
@@ -181,6 +197,10 @@ class WebDatasetSource(SourceConfig):
         ]
         sizes = np.asarray([s for one in listings for s in one.sizes], np.int64).reshape(-1, 2)
         columns = {"encoded": MemberColumn(shards, np.asarray(where).reshape(-1, 3))}
+        if self.segmentation:
+            masks = [(s, o, n) for s, one in enumerate(listings) for o, n in one.masks]
+            columns["mask_encoded"] = MemberColumn(shards, np.asarray(masks).reshape(-1, 3))
+            return Samples(columns, self.mask_classes(), sizes, rejected=rejected)
         if self.detection:
             boxes = [b for one in listings for b in one.boxes]
             names, targets = self._box_columns(shards[0], keys, boxes)
@@ -236,15 +256,8 @@ class WebDatasetSource(SourceConfig):
         """``shard``'s listing: the one kept in the cache for its contents (its size and
         modification time or ETag), these label fields and ``check``, else read anew and
         kept."""
-        fields = (
-            shard,
-            identity(shard),
-            self.label_member,
-            self.json_field,
-            self.check,
-            self.targets,
-            self.bounding_box_format,
-        )
+        settings = self.model_dump_json(exclude={"path", "shard_id", "num_shards", "index_dir"})
+        fields = (shard, identity(shard), settings)
         contents = "\0".join(fields)
         relative = f"webdataset-listing/{hashlib.sha1(contents.encode()).hexdigest()[:24]}.json"
         with contextlib.suppress(CacheError, OSError, ValueError, TypeError):
@@ -296,7 +309,9 @@ class WebDatasetSource(SourceConfig):
             broken = pillow_reason(io.BytesIO(data)) if self.check == "full" else None
             if broken is not None:
                 raise DataError(f"cannot decode image {name}.{image}: {broken}")
-            if self.detection:
+            if self.segmentation:
+                out.masks.append(self._mask(name, sample, height, width))
+            elif self.detection:
                 out.boxes.append(self._boxes(name, sample, height, width))
             else:
                 out.labels.append(self._label(name, sample))
@@ -306,6 +321,30 @@ class WebDatasetSource(SourceConfig):
         out.keys.append(key)
         out.where.append((offset, size))
         out.sizes.append((height, width))
+
+    def _mask(self, name: str, sample: dict[str, tuple], height: int, width: int) -> tuple:
+        """Sample ``name``'s mask member ``(offset, size)``: a PNG of its image's size,
+        holding only its classes (``check_masks``)."""
+        mask = f"{name}.{self.mask_member}"
+        if self.mask_member not in sample:
+            raise DataError(
+                f"sample {name} has no {self.mask_member} member (source.mask_member); it "
+                f"holds {', '.join(sorted(sample))}"
+            )
+        offset, size, data = sample[self.mask_member]
+        kind, mask_height, mask_width = image_header(mask, data)
+        if kind != "PNG":
+            raise DataError(f"mask {mask} is a {kind}; masks must be lossless PNGs")
+        if (mask_height, mask_width) != (height, width):
+            raise DataError(
+                f"mask {mask} is {mask_width}x{mask_height} but its image is {width}x{height}"
+            )
+        if self.check_masks:
+            from PIL import Image
+
+            with Image.open(io.BytesIO(data)) as m:
+                self.check_mask(m, mask, self.class_table())
+        return offset, size
 
     def _json(self, name: str, sample: dict[str, tuple]) -> Any:
         """Sample ``name``'s ``json`` member, parsed."""

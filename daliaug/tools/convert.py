@@ -85,12 +85,12 @@ def write_webdataset(
     ``{k:08d}.<jpg|png>`` (the file's bytes, or an in-memory image as PNG) and, with labels,
     ``.cls`` (the class index) and ``.json`` (``label``, ``class``, ``filename``); with boxes,
     ``.json`` holds ``boxes`` (in ``box_format``), ``labels`` (and ``keypoints``: ``x, y,
-    visible``, relative for a ``rel_`` format), what ``targets: boxes`` reads."""
-    if "label" not in samples.columns and not samples.has_boxes:
-        held = "masks" if "mask_path" in samples.columns else "no labels or boxes"
+    visible``, relative for a ``rel_`` format), what ``targets: boxes`` reads; with masks,
+    ``.mask.png`` holds the mask file's bytes, what ``targets: masks`` reads."""
+    if not {"label", "boxes", "mask_path"} & set(samples.columns):
         raise ConfigError(
-            f"convert --format webdataset: the source's samples have {held}; shards are written "
-            "from samples with labels (classes) or boxes (detection)"
+            "convert --format webdataset: the source's samples have no labels, boxes or "
+            "masks; shards are written from samples with targets"
         )
     out.mkdir(parents=True, exist_ok=True)
     count = -(-len(samples) // shard_size)
@@ -124,9 +124,11 @@ def _image_member(samples: Samples, k: int) -> dict[str, bytes]:
 
 
 def _targets(samples: Samples, k: int, box_format: str) -> dict[str, bytes]:
-    """Sample ``k``'s target members: ``cls`` and ``json`` of its label, or ``json`` of its
-    boxes in ``box_format``."""
+    """Sample ``k``'s target members: ``cls`` and ``json`` of its label, ``json`` of its
+    boxes in ``box_format``, or ``mask.png``."""
     name = Path(samples.paths[k]).name if samples.paths else f"array {k}"
+    if "mask_path" in samples.files:
+        return {"mask.png": Path(samples.files["mask_path"][k]).read_bytes()}
     if not samples.has_boxes:
         label = int(samples.columns["label"][k])
         meta = {"label": label, "class": samples.class_names[label], "filename": name}
