@@ -140,7 +140,10 @@ class WebDatasetSource(MaskTargets):
     member holds Keras' ``bounding_boxes`` dict instead: ``boxes`` (``(n, 4)``, in
     ``bounding_box_format``, which defaults to the config's), ``labels`` (``n`` class
     indices) and optionally ``keypoints`` (``(n, K, 2 or 3)``: ``x, y[, visible]``); each box
-    is checked against its image as a COCO source's are. A sample without an image or a
+    is checked against its image as a COCO source's are. With ``targets: masks``
+    (segmentation) each sample's ``mask_member`` (``mask.png``) is its mask, with the mask
+    fields of :class:`~daliaug.sources.segmentation.MaskTargets` (``num_classes`` or
+    ``classes``...), checked as a segmentation source's masks. A sample without an image or a
     label, with a bad box, or whose image has a broken header or (``check: full``) does not
     decode with Pillow, is named, and left out with ``on_error: skip``; so are the samples
     after a truncated shard's end (DALI's decoders never see an image Pillow finds broken, see
