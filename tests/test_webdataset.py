@@ -398,6 +398,19 @@ def test_keypoints_and_bad_box_members_named(tmp_path: Path) -> None:
     assert samples.columns["keypoints"][1].shape == (0, 2, 3)
     assert samples.class_names == ["0", "1"]
     assert list(samples.notes) == [f"{tmp_path / 'k.tar'}#none"]
+    one = boxes(boxes=[[0, 0, 0.5, 0.5]], labels=[0], keypoints=[[[0.5, 0.5]]])
+    write_tar(
+        tmp_path / "k2.tar",
+        {"a": {image[0]: image[1], "json": good}, "b": {image[0]: image[1], "json": one}},
+    )
+    config = wds_config(
+        tmp_path / "k2.tar", tmp_path, source=source, bounding_box_format="rel_xywh"
+    )
+    with pytest.raises(
+        DataError,
+        match=r"different numbers of keypoints \(2 in .*k2\.tar#a, 1 in .*k2\.tar#b\)",
+    ):
+        prepare_samples(config)
 
 
 @pytest.mark.slow
