@@ -251,6 +251,18 @@ class Config(BaseModel):
         moved = norm.model_dump(exclude={"type"}, exclude_none=True)
         return {**data, "transforms": rest, "output": {**output, **moved}}
 
+    @model_validator(mode="before")
+    @classmethod
+    def _shards_give_boxes_in_this_format(cls, data: Any) -> Any:
+        """A ``webdataset`` source's json boxes are in the config's ``bounding_box_format``
+        unless the source gives its own."""
+        source = data.get("source") if isinstance(data, Mapping) else None
+        if not isinstance(source, Mapping) or source.get("type") != "webdataset":
+            return data
+        if "bounding_box_format" in source or "bounding_box_format" not in data:
+            return data
+        return {**data, "source": {**source, "bounding_box_format": data["bounding_box_format"]}}
+
     @model_validator(mode="after")
     def _rules(self) -> Config:
         """The rules across fields, every broken one reported (each message starts with the

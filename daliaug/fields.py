@@ -9,7 +9,7 @@ the first batch.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import numpy as np
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
@@ -122,7 +122,10 @@ def bounded(low: float, high: float, what: str) -> AfterValidator:
     return AfterValidator(check)
 
 
-def _no_nul(path: Path) -> Path:
+PathOrUrl = TypeVar("PathOrUrl", Path, str)
+
+
+def _no_nul(path: PathOrUrl) -> PathOrUrl:
     if "\0" in str(path):
         raise ValueError(f"a path cannot hold a NUL character, got {str(path)!r}")
     return path
@@ -130,3 +133,7 @@ def _no_nul(path: Path) -> Path:
 
 FilePath = Annotated[Path, AfterValidator(_no_nul)]
 """A file or folder path (``~`` is expanded where it is used)."""
+S3Url = Annotated[str, Field(pattern=r"^s3://[^/]+"), AfterValidator(_no_nul)]
+"""An ``s3://bucket/key`` object or ``s3://bucket/prefix`` (see :mod:`daliaug.sources.storage`)."""
+Location = S3Url | FilePath
+"""A local path or an ``s3://`` URL."""

@@ -101,7 +101,7 @@ def prepare_samples(
             "flip_indices: the samples have no keypoints to swap (it is for detection sources "
             "with keypoints: COCO's, or y['keypoints']); leave it out"
         )
-    targets_given = "mask_path" in available or "boxes" in available
+    targets_given = not {"mask_path", "mask_encoded", "boxes"}.isdisjoint(available)
     column = None if targets_given else target_column(config.label_mode)
     if column is not None and column not in available:
         what = "targets y" if column == "target" else "labels"

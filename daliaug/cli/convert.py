@@ -1,5 +1,6 @@
 """Write a folder of class sub-folders into sharded TFRecord files or WebDataset tar shards,
-with a progress bar; or, with --from-keras, a saved Keras model's preprocessing layers as a
+or a config's source (class folders, file lists, arrays, COCO, YOLO, VOC...) into WebDataset
+shards, with a progress bar; or, with --from-keras, a saved Keras model's preprocessing layers as a
 daliaug config file."""
 
 from __future__ import annotations
@@ -12,12 +13,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemaining
 from rich.text import Text
 
 from daliaug.cli.common import console, plain, positive_int
+from daliaug.config import load_config
 from daliaug.errors import ConfigError
+from daliaug.sources.base import Samples
 from daliaug.sources.directory import DirectorySource
+
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+"""What a config file's name ends with (any other DATA is a folder of classes)."""
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("data", type=Path, nargs="?", help="folder with one sub-folder per class")
+    parser.add_argument(
+        "data",
+        type=Path,
+        nargs="?",
+        help="folder with one sub-folder per class, or a pipeline config (.yaml, .json) whose "
+        "source to convert (boxes written in its bounding_box_format)",
+    )
     parser.add_argument("out", type=Path, nargs="?", help="folder to write the shards into")
     parser.add_argument(
         "--format",
@@ -60,8 +72,24 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("convert: give DATA and OUT folders, or --from-keras MODEL -o FILE")
     from daliaug.tools.convert import write_tfrecords, write_webdataset
 
+    box_format = "xyxy"
     with console.status(plain(f"listing {args.data}")):
-        samples = DirectorySource(path=args.data).samples()
+        if args.data.suffix in CONFIG_SUFFIXES:
+            config = load_config(args.data)
+            samples, box_format = config.source.samples(config.seed), config.bounding_box_format
+            if not isinstance(samples, Samples):
+                raise ConfigError(
+                    f"convert: a {config.source.type} source is streamed, not listed; convert "
+                    "the data it was written from"
+                )
+            tfrecords = samples.labels is not None and bool(samples.paths)
+            if args.format != "webdataset" and not tfrecords:
+                raise ConfigError(
+                    "convert: TFRecords are written from image files with labels; give "
+                    "--format webdataset for this config's source"
+                )
+        else:
+            samples = DirectorySource(path=args.data).samples()
     columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     webdataset = args.format == "webdataset"
     what = "WebDataset shards" if webdataset else "TFRecords"
@@ -72,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
             progress.advance(task, k)
 
         if webdataset:
-            files = write_webdataset(samples, args.out, args.shard_size, args.prefix, advance)
+            files = write_webdataset(
+                samples, args.out, args.shard_size, args.prefix, advance, box_format
+            )
         else:
             files = write_tfrecords(samples, args.out, args.shards, args.prefix, advance)
     console.print(

@@ -62,6 +62,7 @@ INPUTS: dict[str, Input] = {
     "target": Input("float32", -1),
     "record": Input("uint8", 1),
     "encoded": Input("uint8", 1),
+    "mask_encoded": Input("uint8", 1),
     "warp": Input("float32", 1),
     "weight": Input("float32", 0),
     "boxes": Input("float32", 2),
@@ -138,7 +139,7 @@ class WarpLayout:
         return WarpLayout(
             plan,
             fuse_roi="image" not in columns,
-            masks="mask_path" in columns,
+            masks="mask_path" in columns or "mask_encoded" in columns,
             resize=resizes and plan.resizes,
         )
 

@@ -20,7 +20,7 @@ from daliaug.parity.measure import Stats, compared_pixels, differences, seeded_r
 from daliaug.parity.report import Kind, Report, Result
 from daliaug.parity.run import compared, dali_outputs, run_dali, run_tf, tf_outputs
 from daliaug.sources import Samples
-from daliaug.sources.segmentation import SegmentationSource
+from daliaug.sources.segmentation import MaskTargets
 from daliaug.transforms.base import TF_ONLY_FILLS
 
 
@@ -93,7 +93,7 @@ def _mask_stats(config: Config, samples: Samples, seed: int, device: Device) -> 
     whose class differs, outside the border band. The config's segmentation source is pointed
     at synthetic masks of the five classes of ``MASK_PALETTE`` for ``samples``' images."""
     source = config.source
-    assert isinstance(source, SegmentationSource)
+    assert isinstance(source, MaskTargets)
     with tempfile.TemporaryDirectory() as tmp:
         paired = with_masks(samples, Path(tmp), colour=source.colour_coded)
         classes = (

@@ -86,7 +86,7 @@ def box_problem(box: Sequence[float], height: int, width: int, where: str) -> st
     return None
 
 
-def _objects(arrays: list[np.ndarray]) -> np.ndarray:
+def object_column(arrays: list[np.ndarray]) -> np.ndarray:
     """A column of ``arrays``, one per sample (an object array: their lengths differ)."""
     column = np.empty(len(arrays), dtype=object)
     for i, array in enumerate(arrays):
@@ -99,7 +99,7 @@ def _problem(problems: list[str]) -> str:
     return "; ".join(problems[:3]) + more
 
 
-def _targets(
+def checked_targets(
     found: ImageAnnotations, height: int, width: int, num_keypoints: int | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """One image's boxes, labels and keypoints, checked; a :class:`DataError` naming each
@@ -162,17 +162,17 @@ def detection_samples(
                         f"{image.origin}: the annotations say the image is {w}x{h}, but "
                         f"its file is {width}x{height}"
                     )
-                targets = _targets(image, int(height), int(width), num_keypoints)
+                targets = checked_targets(image, int(height), int(width), num_keypoints)
             except DataError as e:
                 rejected[path] = str(e)
         if path not in rejected and not len(targets[0]) and path not in notes:
             notes[path] = f"{image.origin} has no annotations: a sample without boxes"
         columns.append(targets)
     arrays = {
-        "boxes": _objects([boxes for boxes, _, _ in columns]),
-        "box_labels": _objects([labels for _, labels, _ in columns]),
+        "boxes": object_column([boxes for boxes, _, _ in columns]),
+        "box_labels": object_column([labels for _, labels, _ in columns]),
     }
     if num_keypoints is not None:
         zero = np.zeros((0, num_keypoints, 3), np.float32)
-        arrays["keypoints"] = _objects([zero if p is None else p for _, _, p in columns])
+        arrays["keypoints"] = object_column([zero if p is None else p for _, _, p in columns])
     return Samples.of_files({"path": paths}, class_names, sizes, rejected, ignored, notes, **arrays)

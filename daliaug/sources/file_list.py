@@ -1,8 +1,10 @@
-"""A CSV or text file of ``path,label`` lines."""
+"""A CSV or text file of ``path,label`` lines; the list and the images local or ``s3://``."""
 
 from __future__ import annotations
 
 import csv
+import io
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
@@ -10,9 +12,11 @@ import numpy as np
 
 from daliaug.config_files import read_text
 from daliaug.errors import DataError
-from daliaug.fields import FilePath
+from daliaug.fields import Location
+from daliaug.sources import storage
 from daliaug.sources.base import Samples, SourceConfig
-from daliaug.sources.checks import check_image_files
+from daliaug.sources.checks import check_image_files, image_header, pillow_reason
+from daliaug.sources.webdataset import MemberColumn
 
 
 class FileListSource(SourceConfig):
@@ -21,15 +25,29 @@ class FileListSource(SourceConfig):
     Labels are integer class indices, or class names mapped to indices in sorted order. Relative
     paths are taken relative to ``root`` (default: the list file's folder). A first line
     ``path,label`` is a header and skipped.
+
+    The list, ``root`` and the images may be ``s3://`` objects (credentials and endpoint
+    from the AWS variables): images on S3 are read whole once at listing (their sizes,
+    and their decode by Pillow with ``check: full``), then by the host each batch, as
+    WebDataset members are (:class:`~daliaug.sources.webdataset.MemberColumn`); a missing or
+    unreadable object is named by its bucket and key.
     """
 
     type: Literal["file_list"] = "file_list"
-    path: FilePath
-    root: FilePath | None = None
+    path: Location
+    root: Location | None = None
+
+    def _text(self) -> str:
+        if not isinstance(self.path, str):
+            return read_text(self.path, "source.path: cannot read file list")
+        text = storage.read_text(self.path)
+        if text is None:
+            raise DataError(f"source.path: there is no file list at {self.path}")
+        return text
 
     def _rows(self) -> list[tuple[int, str, str]]:
-        list_file = self.path.expanduser()
-        text = read_text(list_file, "source.path: cannot read file list")
+        list_file = self.path if isinstance(self.path, str) else self.path.expanduser()
+        text = self._text()
         rows = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip() or line.lstrip().startswith("#"):
@@ -46,7 +64,6 @@ class FileListSource(SourceConfig):
 
     def list_samples(self) -> Samples:
         rows = self._rows()
-        root = (self.root or self.path.expanduser().parent).expanduser()
         raw = [label for _, _, label in rows]
         numeric = all(label.lstrip("-").isdigit() for label in raw)
         if numeric:
@@ -59,10 +76,53 @@ class FileListSource(SourceConfig):
             class_names = sorted(set(raw))
             index = {name: i for i, name in enumerate(class_names)}
             values = [index[label] for label in raw]
-        paths = [
-            str(p if (p := Path(path).expanduser()).is_absolute() else root / p)
-            for _, path, _ in rows
-        ]
-        sizes, rejected = check_image_files(paths)
+        paths = [self._located(path) for _, path, _ in rows]
         labels = np.asarray(values, dtype=np.int32)
+        if any(map(storage.is_s3, paths)):
+            return self._objects(paths, class_names, labels)
+        sizes, rejected = check_image_files(paths)
         return Samples.of_files({"path": paths}, class_names, sizes, rejected, label=labels)
+
+    def _located(self, path: str) -> str:
+        """A listed ``path`` where it is: as given if absolute (or ``s3://``), else under
+        ``root`` (default: the list's folder)."""
+        local = Path(path).expanduser()
+        if storage.is_s3(path) or local.is_absolute():
+            return path if storage.is_s3(path) else str(local)
+        root = self.root if self.root is not None else _parent(self.path)
+        if isinstance(root, str):
+            return f"{root.rstrip('/')}/{path}"
+        return str(root.expanduser() / local)
+
+    def _objects(self, paths: list[str], class_names: list[str], labels: np.ndarray) -> Samples:
+        """The samples of images some of which are on S3: each read whole once (in parallel),
+        its header read and, with ``check: full``, decoded by Pillow; the ``encoded`` column
+        reads them again per batch."""
+        with ThreadPoolExecutor(storage.S3_READERS) as pool:
+            found = list(pool.map(self._object, paths))
+        rejected = {p: why for p, (why, _, _) in zip(paths, found, strict=True) if why}
+        keep = [i for i, p in enumerate(paths) if p not in rejected]
+        where = np.asarray([(i, 0, found[i][1]) for i in keep], np.int64).reshape(-1, 3)
+        sizes = np.asarray([found[i][2] for i in keep], np.int64).reshape(-1, 2)
+        columns = {"encoded": MemberColumn(paths, where), "label": labels[keep]}
+        return Samples(columns, class_names, sizes, rejected=rejected)
+
+    def _object(self, path: str) -> tuple[str | None, int, tuple[int, int]]:
+        """``(why it cannot be used or None, its size in bytes, its (height, width))``."""
+        try:
+            with storage.open_stream(path) as stream:
+                data = stream.read()
+            _, height, width = image_header(path, data)
+        except DataError as e:
+            return str(e), 0, (0, 0)
+        broken = pillow_reason(io.BytesIO(data)) if self.check == "full" else None
+        if broken is not None:
+            return f"cannot decode image {path}: {broken}", 0, (0, 0)
+        return None, len(data), (height, width)
+
+
+def _parent(location: str | Path) -> str | Path:
+    """The folder (or ``s3://`` prefix) ``location`` is in."""
+    if isinstance(location, str):
+        return location.rsplit("/", 1)[0]
+    return location.expanduser().parent

@@ -6,7 +6,7 @@ import csv
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import model_validator
@@ -17,6 +17,9 @@ from daliaug.fields import ClassNames, FilePath, MaskClassCount, MaskValue
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.checks import check_each, check_image_files, image_header
 from daliaug.sources.listing import IMAGE_EXTENSIONS, list_images
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,9 @@ def _stem_map(folder: Path, extensions: tuple[str, ...], ignored: dict[str, str]
     return {str(Path(p).relative_to(folder).with_suffix("")): p for p in listing.all_images}
 
 
-class SegmentationSource(SourceConfig):
-    """Images and their masks: ``images`` and ``masks`` folders matched by file stem (relative
-    path without extension), or a ``pairs`` CSV of ``image,mask`` lines.
+class MaskTargets(SourceConfig):
+    """What a source of images with masks says of its masks (``segmentation``, ``webdataset``
+    with ``targets: masks``).
 
     Masks are PNGs. With ``classes`` (a ``name,r,g,b`` CSV) they are colour-coded and each
     colour maps to its row's index; otherwise they are greyscale index masks with values below
@@ -84,10 +87,6 @@ class SegmentationSource(SourceConfig):
     (``mask_dtype``) or one-hot float32 (``mask_output: one_hot``; ignored pixels all zeros).
     """
 
-    type: Literal["segmentation"] = "segmentation"
-    images: FilePath | None = None
-    masks: FilePath | None = None
-    pairs: FilePath | None = None
     classes: FilePath | None = None
     num_classes: MaskClassCount | None = None
     class_names: ClassNames | None = None
@@ -97,12 +96,11 @@ class SegmentationSource(SourceConfig):
     check_masks: bool = True
 
     @model_validator(mode="after")
-    def _one_layout(self) -> SegmentationSource:
-        if (self.pairs is None) == (self.images is None or self.masks is None):
-            raise ValueError("give either 'images' and 'masks' folders, or a 'pairs' CSV")
-        if (self.classes is None) == (self.num_classes is None):
+    def _classes_given(self) -> MaskTargets:
+        if self.segmentation and (self.classes is None) == (self.num_classes is None):
             raise ValueError("give 'classes' (colour-coded masks) or 'num_classes' (index masks)")
-        if self.class_names is not None and len(self.class_names) != self.num_classes:
+        counted = self.num_classes is not None or self.segmentation
+        if counted and self.class_names is not None and len(self.class_names) != self.num_classes:
             raise ValueError(
                 f"class_names lists {len(self.class_names)} names for "
                 f"num_classes {self.num_classes}"
@@ -141,6 +139,53 @@ class SegmentationSource(SourceConfig):
         if table is not None:
             return table.names
         return self.class_names or [str(i) for i in range(self.num_classes or 0)]
+
+    def check_mask(self, m: Image.Image, mask: str, table: ClassTable | None) -> None:
+        """Mask ``m`` (named ``mask``) holds only known class values (or ``ignore_index``),
+        or known colours; a :class:`DataError` naming it and what it holds otherwise."""
+        if table is None and m.mode != "L":
+            raise DataError(
+                f"mask {mask} is a {m.mode} image, not an 8-bit greyscale index mask "
+                "(for colour or palette masks give 'classes' with their colours)"
+            )
+        try:
+            values = np.asarray(m.convert("RGB") if table else m)
+        except (OSError, SyntaxError, ValueError) as e:  # what Pillow raises for bad data
+            raise DataError(f"mask {mask} cannot be decoded: {type(e).__name__}: {e}") from e
+        if table is not None:
+            found = np.unique(values.reshape(-1, 3), axis=0)
+            unknown = [
+                tuple(int(c) for c in v) for v in found if tuple(v) not in set(table.colours)
+            ]
+            if unknown:
+                raise DataError(
+                    f"mask {mask} has colours not in the class table {self.classes}: {unknown[:5]}"
+                )
+            return
+        found = np.unique(values)
+        bad = [int(v) for v in found if v >= (self.num_classes or 0) and v != self.ignore_index]
+        if bad:
+            raise DataError(
+                f"mask {mask} has class values {bad[:5]} outside 0..{(self.num_classes or 0) - 1} "
+                f"(and ignore_index {self.ignore_index})"
+            )
+
+
+class SegmentationSource(MaskTargets):
+    """Images and their masks (see :class:`MaskTargets`): ``images`` and ``masks`` folders
+    matched by file stem (relative path without extension), or a ``pairs`` CSV of
+    ``image,mask`` lines."""
+
+    type: Literal["segmentation"] = "segmentation"
+    images: FilePath | None = None
+    masks: FilePath | None = None
+    pairs: FilePath | None = None
+
+    @model_validator(mode="after")
+    def _one_layout(self) -> SegmentationSource:
+        if (self.pairs is None) == (self.images is None or self.masks is None):
+            raise ValueError("give either 'images' and 'masks' folders, or a 'pairs' CSV")
+        return self
 
     def with_path(self, path: Path) -> SegmentationSource:
         """``path/images`` and ``path/masks`` (and ``path/classes.csv`` for colour masks)."""
@@ -203,33 +248,7 @@ class SegmentationSource(SourceConfig):
         return Samples.of_files(files, self.mask_classes(), sizes, rejected, ignored)
 
     def _check_mask(self, mask: str, table: ClassTable | None) -> None:
-        """The mask holds only known class values (or ``ignore_index``), or known colours."""
         from PIL import Image
 
         with Image.open(mask) as m:
-            if table is None and m.mode != "L":
-                raise DataError(
-                    f"mask {mask} is a {m.mode} image, not an 8-bit greyscale index mask "
-                    "(for colour or palette masks give 'classes' with their colours)"
-                )
-            try:
-                values = np.asarray(m.convert("RGB") if table else m)
-            except (OSError, SyntaxError, ValueError) as e:  # what Pillow raises for bad data
-                raise DataError(f"mask {mask} cannot be decoded: {type(e).__name__}: {e}") from e
-        if table is not None:
-            found = np.unique(values.reshape(-1, 3), axis=0)
-            unknown = [
-                tuple(int(c) for c in v) for v in found if tuple(v) not in set(table.colours)
-            ]
-            if unknown:
-                raise DataError(
-                    f"mask {mask} has colours not in the class table {self.classes}: {unknown[:5]}"
-                )
-            return
-        found = np.unique(values)
-        bad = [int(v) for v in found if v >= (self.num_classes or 0) and v != self.ignore_index]
-        if bad:
-            raise DataError(
-                f"mask {mask} has class values {bad[:5]} outside 0..{self.num_classes - 1} "
-                f"(and ignore_index {self.ignore_index})"
-            )
+            self.check_mask(m, mask, table)

@@ -24,12 +24,16 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Literal
 
 import numpy as np
+from pydantic import model_validator
 
+from daliaug.boxes import BoxFormat, to_xyxy
 from daliaug.cache import default_cache_dir, write_atomically, write_cached
 from daliaug.errors import CacheError, ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath
-from daliaug.sources.base import Samples, SourceConfig
+from daliaug.sources.annotations import ImageAnnotations, checked_targets, object_column
+from daliaug.sources.base import Samples
 from daliaug.sources.checks import image_header, pillow_reason
+from daliaug.sources.segmentation import MaskTargets
 from daliaug.sources.storage import identity, list_files, open_stream, read_ranges, read_text
 from daliaug.sources.tfrecord import METADATA
 
@@ -110,17 +114,21 @@ class MemberColumn:
 
 @dataclass
 class ShardListing:
-    """One shard read through: its samples' image members, sizes and labels, what was left
-    out (``rejected``, by ``shard#key``), and its ``wds2idx`` index text."""
+    """One shard read through: its samples' keys, image members, sizes and labels (or
+    boxes: :meth:`WebDatasetSource._boxes`), what was left out (``rejected``, by
+    ``shard#key``), and its ``wds2idx`` index text."""
 
+    keys: list[str] = field(default_factory=list)
     where: list[tuple[int, int]] = field(default_factory=list)
     sizes: list[tuple[int, int]] = field(default_factory=list)
     labels: list[int | str] = field(default_factory=list)
+    boxes: list[dict[str, Any]] = field(default_factory=list)
+    masks: list[tuple[int, int]] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)
     index: list[str] = field(default_factory=list)
 
 
-class WebDatasetSource(SourceConfig):
+class WebDatasetSource(MaskTargets):
     """WebDataset tar shards: ``path`` is a ``.tar`` file, a folder or a glob of them, an
     ``s3://bucket/key.tar`` object or an ``s3://bucket/prefix`` holding them (credentials and
     endpoint from the AWS variables), or a list of these. A sample's image is its ``jpg``,
@@ -128,10 +136,17 @@ class WebDatasetSource(SourceConfig):
     ``label_member: json`` the ``json_field`` of its ``json`` member (an integer, or a class
     name). Class names come from ``class_names``, else from the ``daliaug.json`` that
     ``daliaug convert`` writes next to the shards, else ``num_classes``, else the labels
-    (``0..max``, or the sorted names). A sample without an image or a label, or whose image
-    has a broken header or (``check: full``) does not decode with Pillow, is named, and left
-    out with ``on_error: skip``; so are the samples after a truncated shard's end (DALI's
-    decoders never see an image Pillow finds broken, see
+    (``0..max``, or the sorted names). With ``targets: boxes`` (detection) the ``json``
+    member holds Keras' ``bounding_boxes`` dict instead: ``boxes`` (``(n, 4)``, in
+    ``bounding_box_format``, which defaults to the config's), ``labels`` (``n`` class
+    indices) and optionally ``keypoints`` (``(n, K, 2 or 3)``: ``x, y[, visible]``); each box
+    is checked against its image as a COCO source's are. With ``targets: masks``
+    (segmentation) each sample's ``mask_member`` (``mask.png``) is its mask, with the mask
+    fields of :class:`~daliaug.sources.segmentation.MaskTargets` (``num_classes`` or
+    ``classes``...), checked as a segmentation source's masks. A sample without an image or a
+    label, with a bad box, or whose image has a broken header or (``check: full``) does not
+    decode with Pillow, is named, and left out with ``on_error: skip``; so are the samples
+    after a truncated shard's end (DALI's decoders never see an image Pillow finds broken, see
     :func:`~daliaug.sources.checks.screened`). Each shard's index in DALI's ``wds2idx`` format
     is written to ``index_dir`` (default: a per-user cache folder)."""
 
@@ -139,9 +154,29 @@ class WebDatasetSource(SourceConfig):
     path: str | list[str]
     label_member: Literal["cls", "json"] = "cls"
     json_field: str = "label"
+    targets: Literal["labels", "boxes", "masks"] = "labels"
+    mask_member: str = "mask.png"
+    """With ``targets: masks``: the member holding each sample's mask (a PNG, see
+    :class:`~daliaug.sources.segmentation.MaskTargets` for ``classes`` or ``num_classes``)."""
+    bounding_box_format: BoxFormat = "xyxy"
+    """The format of the json members' boxes (a config sets it to its own unless given)."""
     class_names: ClassNames | None = None
-    num_classes: ClassCount | None = None
+    num_classes: ClassCount | None = None  # type: ignore[assignment]
     index_dir: FilePath | None = None
+
+    @property
+    def detection(self) -> bool:
+        return self.targets == "boxes"
+
+    @property
+    def segmentation(self) -> bool:
+        return self.targets == "masks"
+
+    @model_validator(mode="after")
+    def _mask_classes_fit(self) -> WebDatasetSource:
+        if self.segmentation and (self.num_classes or 0) > 255:
+            raise ValueError(f"num_classes {self.num_classes}: 8-bit masks hold at most 255")
+        return self
 
     def shard_files(self) -> list[str]:
         """The shards, in order (each location's sorted)."""
@@ -155,22 +190,77 @@ class WebDatasetSource(SourceConfig):
         for shard, listing in zip(shards, listings, strict=True):
             self._write_index(shard, listing.index)
         where = [(s, o, n) for s, one in enumerate(listings) for o, n in one.where]
-        labels = [label for one in listings for label in one.labels]
         rejected = {k: v for one in listings for k, v in one.rejected.items()}
         if not where and not rejected:
             raise DataError(f"source.path: the shards at {self.path} hold no samples")
-        names, values = self._classes(shards[0], labels)
+        keys = [
+            f"{shard}#{key}"
+            for shard, one in zip(shards, listings, strict=True)
+            for key in one.keys
+        ]
         sizes = np.asarray([s for one in listings for s in one.sizes], np.int64).reshape(-1, 2)
         columns = {"encoded": MemberColumn(shards, np.asarray(where).reshape(-1, 3))}
+        if self.segmentation:
+            masks = [(s, o, n) for s, one in enumerate(listings) for o, n in one.masks]
+            columns["mask_encoded"] = MemberColumn(shards, np.asarray(masks).reshape(-1, 3))
+            return Samples(columns, self.mask_classes(), sizes, rejected=rejected)
+        if self.detection:
+            boxes = [b for one in listings for b in one.boxes]
+            names, targets = self._box_columns(shards[0], keys, boxes)
+            notes = {
+                k: "its json member has no boxes"
+                for k, b in zip(keys, boxes, strict=True)
+                if not b["boxes"]
+            }
+            return Samples({**columns, **targets}, names, sizes, rejected=rejected, notes=notes)
+        labels = [label for one in listings for label in one.labels]
+        names, values = self._classes(shards[0], labels, keys)
         return Samples(
             {**columns, "label": np.asarray(values, np.int32)}, names, sizes, rejected=rejected
         )
+
+    def _box_columns(
+        self, first: str, keys: list[str], boxes: list[dict[str, Any]]
+    ) -> tuple[list[str], dict[str, np.ndarray]]:
+        """The class names and the ``boxes``, ``box_labels`` (and ``keypoints``) columns of
+        the samples ``keys`` whose json members gave ``boxes``."""
+        labels = [label for one in boxes for label in one["labels"]]
+        owners = [key for key, one in zip(keys, boxes, strict=True) for _ in one["labels"]]
+        names, _ = self._classes(first, labels, owners)
+        columns = {
+            "boxes": object_column(
+                [np.array(b["boxes"], np.float32).reshape(-1, 4) for b in boxes]
+            ),
+            "box_labels": object_column([np.array(b["labels"], np.int32) for b in boxes]),
+        }
+        counts = {
+            len(b["keypoints"][0]): key
+            for key, b in zip(keys, boxes, strict=True)
+            if b["keypoints"]
+        }
+        if len(counts) > 1:
+            shown = ", ".join(f"{count} in {key}" for count, key in counts.items())
+            raise DataError(
+                f"source: the json members give different numbers of keypoints ({shown})"
+            )
+        if counts:
+            count = next(iter(counts))
+            columns["keypoints"] = object_column(
+                [
+                    np.array(b["keypoints"], np.float32).reshape(-1, count, 3)
+                    if b["keypoints"] is not None
+                    else np.zeros((len(b["labels"]), count, 3), np.float32)
+                    for b in boxes
+                ]
+            )
+        return names, columns
 
     def _list_shard(self, shard: str) -> ShardListing:
         """``shard``'s listing: the one kept in the cache for its contents (its size and
         modification time or ETag), these label fields and ``check``, else read anew and
         kept."""
-        fields = (shard, identity(shard), self.label_member, self.json_field, self.check)
+        settings = self.model_dump_json(exclude={"path", "shard_id", "num_shards", "index_dir"})
+        fields = (shard, identity(shard), settings)
         contents = "\0".join(fields)
         relative = f"webdataset-listing/{hashlib.sha1(contents.encode()).hexdigest()[:24]}.json"
         with contextlib.suppress(CacheError, OSError, ValueError, TypeError):
@@ -217,18 +307,101 @@ class WebDatasetSource(SourceConfig):
                     f"sample {name} has no image member ({', '.join(IMAGE_EXTENSIONS)}); "
                     f"it holds {', '.join(sorted(sample)) or 'nothing'}"
                 )
-            label = self._label(name, sample)
             offset, size, data = sample[image]
             _, height, width = image_header(f"{name}.{image}", data)
             broken = pillow_reason(io.BytesIO(data)) if self.check == "full" else None
             if broken is not None:
                 raise DataError(f"cannot decode image {name}.{image}: {broken}")
+            if self.segmentation:
+                out.masks.append(self._mask(name, sample, height, width))
+            elif self.detection:
+                out.boxes.append(self._boxes(name, sample, height, width))
+            else:
+                out.labels.append(self._label(name, sample))
         except DataError as e:
             out.rejected[name] = str(e)
             return
+        out.keys.append(key)
         out.where.append((offset, size))
         out.sizes.append((height, width))
-        out.labels.append(label)
+
+    def _mask(self, name: str, sample: dict[str, tuple], height: int, width: int) -> tuple:
+        """Sample ``name``'s mask member ``(offset, size)``: a PNG of its image's size,
+        holding only its classes (``check_masks``)."""
+        mask = f"{name}.{self.mask_member}"
+        if self.mask_member not in sample:
+            raise DataError(
+                f"sample {name} has no {self.mask_member} member (source.mask_member); it "
+                f"holds {', '.join(sorted(sample))}"
+            )
+        offset, size, data = sample[self.mask_member]
+        kind, mask_height, mask_width = image_header(mask, data)
+        if kind != "PNG":
+            raise DataError(f"mask {mask} is a {kind}; masks must be lossless PNGs")
+        if (mask_height, mask_width) != (height, width):
+            raise DataError(
+                f"mask {mask} is {mask_width}x{mask_height} but its image is {width}x{height}"
+            )
+        if self.check_masks:
+            from PIL import Image
+
+            with Image.open(io.BytesIO(data)) as m:
+                self.check_mask(m, mask, self.class_table())
+        return offset, size
+
+    def _json(self, name: str, sample: dict[str, tuple]) -> Any:
+        """Sample ``name``'s ``json`` member, parsed."""
+        if "json" not in sample:
+            raise DataError(f"sample {name} has no json member (source.targets: {self.targets})")
+        try:
+            return json.loads(sample["json"][2].decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise DataError(f"sample {name}: its json member is not JSON: {e}") from None
+
+    def _boxes(self, name: str, sample: dict[str, tuple], height: int, width: int) -> dict:
+        """Sample ``name``'s boxes (absolute ``xyxy``, clipped to its ``width`` x ``height``
+        image), their labels and keypoints (``(x, y, visible)``, or ``None``) from its json
+        member, checked as every detection source's (:mod:`daliaug.sources.annotations`)."""
+        where = f"{name}.json"
+        y = self._json(name, sample)
+        if not isinstance(y, dict) or not isinstance(y.get("boxes", []), list):
+            raise DataError(f"{where}: expected a mapping with a 'boxes' list, got {str(y)[:100]}")
+        labels = y.get("labels", [])
+        fine = isinstance(labels, list) and len(labels) == len(y.get("boxes", []))
+        if not fine or any(type(v) is not int or v < 0 for v in labels):
+            raise DataError(
+                f"{where}: 'labels' must list one class index (0, 1, ...) per box, got "
+                f"{str(labels)[:100]}"
+            )
+        try:
+            boxes = np.array(y.get("boxes", []), np.float64).reshape(len(labels), 4)
+            points = y.get("keypoints")
+            points = None if points is None or not labels else np.array(points, np.float32)
+        except (TypeError, ValueError) as e:
+            raise DataError(
+                f"{where}: its boxes or keypoints are not numbers in rows ({e})"
+            ) from None
+        if points is not None and (
+            points.ndim != 3 or len(points) != len(labels) or points.shape[2] not in (2, 3)
+        ):
+            raise DataError(
+                f"{where}: 'keypoints' must be ({len(labels)}, K, 2 or 3) (x, y[, visible] per "
+                f"keypoint of each box), got shape {points.shape}"
+            )
+        fmt = self.bounding_box_format
+        found = ImageAnnotations(origin=where, normalised=fmt.startswith("rel_"))
+        for i, (box, label) in enumerate(zip(to_xyxy(boxes, fmt, (1.0, 1.0)), labels, strict=True)):
+            found.add(box.tolist(), label, f"{where}: box {i} ({fmt} {boxes[i].tolist()})")
+        if points is not None:
+            seen = points[..., 2:] > 0 if points.shape[2] == 3 else np.ones((*points.shape[:2], 1))
+            found.keypoints = list(np.concatenate([points[..., :2], seen], axis=-1))
+        count = None if points is None else points.shape[1]
+        xyxy, _, moved = checked_targets(found, height, width, count)
+        return {
+            "boxes": xyxy.tolist(),
+            "labels": labels,
+            "keypoints": None if moved is None else moved.tolist(),
+        }
 
     def _label(self, name: str, sample: dict[str, tuple]) -> int | str:
         member = self.label_member
@@ -250,8 +423,10 @@ class WebDatasetSource(SourceConfig):
             raise DataError(f"sample {name}: its json {self.json_field!r} is {value!r}")
         return value
 
-    def _classes(self, first: str, labels: list[int | str]) -> tuple[list[str], list[int]]:
-        """The class names and each label as an index."""
+    def _classes(
+        self, first: str, labels: list[int | str], owners: list[str]
+    ) -> tuple[list[str], list[int]]:
+        """The class names and each label (of sample ``owners[i]``) as an index."""
         names = self.class_names or self._metadata_names(first)
         if names is None and self.num_classes:
             names = [str(i) for i in range(self.num_classes)]
@@ -261,11 +436,12 @@ class WebDatasetSource(SourceConfig):
             names = [str(i) for i in range(top + 1)] if numeric else sorted(set(map(str, labels)))
         index = {name: i for i, name in enumerate(names)}
         values = []
-        for label in labels:
+        for label, owner in zip(labels, owners, strict=True):
             value = label if isinstance(label, int) else index.get(label, -1)
             if not 0 <= value < len(names):
                 raise DataError(
-                    f"source: label {label!r} is not one of the {len(names)} classes "
+                    f"source: sample {owner}: label {label!r} is not one of the {len(names)} "
+                    "classes "
                     f"({', '.join(names[:5])}{'...' if len(names) > 5 else ''})"
                 )
             values.append(value)

@@ -1,5 +1,6 @@
-"""Write a class-folder dataset into sharded TFRecord files of ``tf.train.Example``s or
-WebDataset tar shards; turn a saved Keras model's preprocessing layers into a daliaug config."""
+"""Write a class-folder dataset into sharded TFRecord files of ``tf.train.Example``s, or any
+source's samples with labels or boxes into WebDataset tar shards; turn a saved Keras model's
+preprocessing layers into a daliaug config."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
+
+from daliaug.boxes import from_xyxy
 from daliaug.config import Config
 from daliaug.errors import ConfigError
 from daliaug.sources.base import Samples
@@ -73,14 +77,21 @@ def write_webdataset(
     shard_size: int = 1000,
     prefix: str = "data",
     progress: Callable[[int], None] | None = None,
+    box_format: str = "xyxy",
 ) -> list[Path]:
-    """Write ``samples`` (files with labels) in order to WebDataset tar shards of
-    ``shard_size`` samples in ``out``, each with its index in DALI's ``wds2idx`` format
-    (``<shard>.idx``), plus the ``daliaug.json`` the ``webdataset`` source reads class names
-    from. Sample ``k`` is ``{k:08d}.<jpg|png>`` (the file's bytes), ``.cls`` (the class index)
-    and ``.json`` (``label``, ``class``, ``filename``)."""
-    labels = samples.labels
-    assert labels is not None and samples.paths, "convert needs image files with labels"
+    """Write ``samples`` in order to WebDataset tar shards of ``shard_size`` samples in
+    ``out``, each with its index in DALI's ``wds2idx`` format (``<shard>.idx``), plus the
+    ``daliaug.json`` the ``webdataset`` source reads class names from. Sample ``k`` is
+    ``{k:08d}.<jpg|png>`` (the file's bytes, or an in-memory image as PNG) and, with labels,
+    ``.cls`` (the class index) and ``.json`` (``label``, ``class``, ``filename``); with boxes,
+    ``.json`` holds ``boxes`` (in ``box_format``), ``labels`` (and ``keypoints``: ``x, y,
+    visible``, relative for a ``rel_`` format), what ``targets: boxes`` reads; with masks,
+    ``.mask.png`` holds the mask file's bytes, what ``targets: masks`` reads."""
+    if not {"label", "boxes", "mask_path"} & set(samples.columns):
+        raise ConfigError(
+            "convert --format webdataset: the source's samples have no labels, boxes or "
+            "masks; shards are written from samples with targets"
+        )
     out.mkdir(parents=True, exist_ok=True)
     count = -(-len(samples) // shard_size)
     files = [out / f"{prefix}-{i:05d}-of-{count:05d}.tar" for i in range(count)]
@@ -88,14 +99,7 @@ def write_webdataset(
         lines = []
         with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
             for k in range(shard * shard_size, min(len(samples), (shard + 1) * shard_size)):
-                source, label = samples.paths[k], int(labels[k])
-                kind = "jpg" if image_header(source)[0] == "JPEG" else "png"
-                meta = {"label": label, "class": samples.class_names[label]}
-                members = {
-                    kind: Path(source).read_bytes(),
-                    "cls": str(label).encode(),
-                    "json": json.dumps({**meta, "filename": Path(source).name}).encode(),
-                }
+                members = {**_image_member(samples, k), **_targets(samples, k, box_format)}
                 lines.append(" ".join(_add_member(tar, f"{k:08d}", *m) for m in members.items()))
                 if progress is not None:
                     progress(1)
@@ -103,6 +107,45 @@ def write_webdataset(
     meta = {"class_names": samples.class_names, "count": len(samples)}
     (out / METADATA).write_text(json.dumps(meta, indent=2))
     return files
+
+
+def _image_member(samples: Samples, k: int) -> dict[str, bytes]:
+    """Sample ``k``'s image member: its file's bytes, or its array as PNG."""
+    if samples.paths:
+        source = samples.paths[k]
+        kind = "jpg" if image_header(source)[0] == "JPEG" else "png"
+        return {kind: Path(source).read_bytes()}
+    from PIL import Image
+
+    image = np.asarray(samples.columns["image"][k])
+    encoded = io.BytesIO()
+    Image.fromarray(image[..., 0] if image.shape[-1] == 1 else image).save(encoded, "PNG")
+    return {"png": encoded.getvalue()}
+
+
+def _targets(samples: Samples, k: int, box_format: str) -> dict[str, bytes]:
+    """Sample ``k``'s target members: ``cls`` and ``json`` of its label, ``json`` of its
+    boxes in ``box_format``, or ``mask.png``."""
+    name = Path(samples.paths[k]).name if samples.paths else f"array {k}"
+    if "mask_path" in samples.files:
+        return {"mask.png": Path(samples.files["mask_path"][k]).read_bytes()}
+    if not samples.has_boxes:
+        label = int(samples.columns["label"][k])
+        meta = {"label": label, "class": samples.class_names[label], "filename": name}
+        return {"cls": str(label).encode(), "json": json.dumps(meta).encode()}
+    height, width = (float(v) for v in samples.sizes[k])
+    boxes = from_xyxy(samples.columns["boxes"][k].reshape(-1, 4), box_format, (height, width))
+    meta = {
+        "boxes": boxes.tolist(),
+        "labels": samples.columns["box_labels"][k].tolist(),
+        "filename": name,
+    }
+    if "keypoints" in samples.columns:
+        points = np.array(samples.columns["keypoints"][k], np.float32)
+        if box_format.startswith("rel_"):
+            points[..., :2] /= (width, height)
+        meta["keypoints"] = points.tolist()
+    return {"json": json.dumps(meta).encode()}
 
 
 def _add_member(tar: tarfile.TarFile, key: str, ext: str, data: bytes) -> str:

@@ -8,7 +8,7 @@ import keras
 
 from daliaug.config import Config
 from daliaug.errors import ConfigError
-from daliaug.sources.segmentation import SegmentationSource
+from daliaug.sources.segmentation import MaskTargets
 
 
 def _inputs(config: Config) -> tuple[keras.KerasTensor, keras.KerasTensor]:
@@ -128,7 +128,7 @@ def small_segmenter(config: Config, num_classes: int) -> keras.Model:
     """A compact encoder-decoder with a skip connection, compiled with a mean IoU metric that
     skips the source's ``ignore_index`` pixels."""
     source = config.source
-    assert isinstance(source, SegmentationSource)
+    assert isinstance(source, MaskTargets)
     inputs, x = _inputs(config)
     skips = []
     for filters in (24, 48):

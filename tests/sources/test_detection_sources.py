@@ -17,7 +17,7 @@ from PIL import Image
 
 from daliaug.config import load_config
 from daliaug.errors import ConfigError, DataError
-from daliaug.sources.annotations import ImageAnnotations, _targets, box_problem
+from daliaug.sources.annotations import ImageAnnotations, box_problem, checked_targets
 from daliaug.sources.base import Samples
 from daliaug.sources.coco import CocoSource
 from daliaug.sources.voc import CORNERS, VocSource
@@ -59,10 +59,10 @@ def test_boxes_within_a_pixel_are_clipped_the_rest_refused(boxes: list) -> None:
         assert (reason is None) == (near and x0 < x1 and y0 < y1 and keeps_area)
     if any(reasons):
         with pytest.raises(DataError) as raised:
-            _targets(found, 10, 20, None)
+            checked_targets(found, 10, 20, None)
         assert all(r in str(raised.value) for r in reasons[:3] if r)
         return
-    clipped, labels, _ = _targets(found, 10, 20, None)
+    clipped, labels, _ = checked_targets(found, 10, 20, None)
     expected = np.clip(np.array(boxes).reshape(-1, 4), 0, [20, 10, 20, 10])
     np.testing.assert_array_equal(clipped, expected.astype(np.float32))
     np.testing.assert_array_equal(labels, range(len(boxes)))

@@ -18,7 +18,7 @@ from daliaug.engines.dali import branches, pixels
 from daliaug.engines.dali.canary import window_mode
 from daliaug.engines.select import Device
 from daliaug.errors import BackendError
-from daliaug.sources.segmentation import SegmentationSource
+from daliaug.sources.segmentation import MaskTargets
 from daliaug.transforms.base import CUT_TOLERANCE, TF_ONLY_FILLS
 
 _DTYPES = {"float32": types.FLOAT, "float16": types.FLOAT16, "uint8": types.UINT8}
@@ -220,7 +220,7 @@ def finish(
     )
 
 
-def _colour_to_index(mask: DataNode, source: SegmentationSource) -> DataNode:
+def _colour_to_index(mask: DataNode, source: MaskTargets) -> DataNode:
     """Class index of each colour of the table; anything else (the fill) is ``ignore_index``."""
     table = source.class_table()
     assert table is not None  # only called for colour-coded masks
@@ -243,7 +243,7 @@ def mask_target(
     HWC) through the pixel and batch ``stages`` that move pixels, if given, and encode them as
     class indices or one-hot."""
     source = config.source
-    if not isinstance(source, SegmentationSource):
+    if not isinstance(source, MaskTargets):
         raise TypeError("masks need a segmentation source")
     image_type = types.RGB if source.colour_coded else types.GRAY
     args = decoder_args(device, image_type, hw_decoder_load=config.hw_decoder_load)

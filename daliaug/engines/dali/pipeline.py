@@ -208,6 +208,7 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
     def graph() -> tuple[DataNode, ...]:
         nodes = _input_nodes(options) if options.inputs else {}
         label, weight = nodes.get("label", nodes.get("target")), nodes.get("weight")
+        masked = "mask_path" in nodes or "mask_encoded" in nodes
         if options.records is not None:
             encoded, label = _read_records(options.records, config)
             warp = _warp_in_graph(encoded, WarpLayout.of(plan, ("record",), RESIZES))
@@ -232,8 +233,9 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         boxes = [nodes[name] for name in BOX_INPUTS if name in nodes]
         if boxes:  # moved on the host (daliaug.detection): passed through
             outputs += [b.gpu() if options.device == "gpu" else b for b in boxes]
-        elif "mask_path" in nodes:
-            masks = fn.io.file.read(nodes["mask_path"])
+        elif masked:
+            masks = fn.io.file.read(nodes["mask_path"]) if "mask_path" in nodes else None
+            masks = nodes["mask_encoded"] if masks is None else masks
             stages = None
             if plan.batch_stages or plan.moves_masks:
                 fill = float(config.source.mask_fill)
@@ -245,7 +247,7 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             outputs.append(image)
         elif config.label_mode != "none":
             outputs.append(label_target(label, config, options.num_classes, options.device))
-        if plan.batch_stages and not boxes and "mask_path" not in nodes:  # soft labels
+        if plan.batch_stages and not boxes and not masked:  # soft labels
             outputs[1] = plan.batch_targets(outputs[1], column, pixels, masks=False)
         if weight is not None:
             outputs.append(weight.gpu() if options.device == "gpu" else weight)

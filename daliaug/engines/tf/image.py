@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from daliaug.config import Config
 from daliaug.engines.tf import pixels
-from daliaug.sources.segmentation import SegmentationSource
+from daliaug.sources.segmentation import MaskTargets
 from daliaug.transforms.base import CUT_TOLERANCE, Fill
 from daliaug.transforms.saturation import LUMA
 
@@ -354,7 +354,7 @@ def mask_target(
     pixel stages that move pixels (their per-sample ``stages`` values), as class indices or
     one-hot (as :func:`daliaug.engines.dali.image.mask_target`)."""
     source = config.source
-    assert isinstance(source, SegmentationSource)
+    assert isinstance(source, MaskTargets)
     table = source.class_table()
     mask = tf.cast(tf.io.decode_png(encoded, 3 if table else 1), tf.float32)
     fill = fill_value(source.mask_fill)

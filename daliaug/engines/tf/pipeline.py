@@ -98,7 +98,8 @@ def file_batches(
     config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
 ) -> tf.data.Dataset:
     """Finished batches for file sources from ``(index, warp, *rest)`` batches (``rest``:
-    the ``encoded`` images of WebDataset shards, read by the feed, then the moved boxes and
+    the ``encoded`` images (and ``mask_encoded`` masks) of WebDataset shards, read by the
+    feed, then the moved boxes and
     the weight, passed through): each file is read, decoded and resampled on its own (its size
     is its own), in parallel."""
     paths = {name: tf.constant(list(map(os.fsencode, p))) for name, p in samples.files.items()}
@@ -113,8 +114,13 @@ def file_batches(
         else:
             encoded = tf.io.read_file(tf.gather(paths["path"], index))
         image = _resampled(encoded, inputs, config)
-        if "mask_path" in paths:
+        mask = None
+        if "mask_encoded" in samples.columns:
+            encoded_mask, *rest = rest
+            mask = as_bytes(encoded_mask)
+        elif "mask_path" in paths:
             mask = tf.io.read_file(tf.gather(paths["mask_path"], index))
+        if mask is not None:
             target = mask_target(mask, inputs["mask_matrix"], config, inputs.get("stages"))
         else:
             target = tf.zeros([], tf.int32) if targets is None else tf.gather(targets, index)

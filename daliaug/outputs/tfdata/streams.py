@@ -24,7 +24,7 @@ from daliaug.config import Config
 from daliaug.detection import nest
 from daliaug.engines.feed import INPUTS, EpochFeed
 from daliaug.epoch import EpochClock
-from daliaug.sources.segmentation import SegmentationSource
+from daliaug.sources.segmentation import MaskTargets
 
 CHUNK = 8192
 """Samples per Python call of a feed stream (index arrays and per-sample numbers are small)."""
@@ -64,7 +64,7 @@ def element_spec(
         )
         return images, *specs, *weights
     source = config.source
-    if isinstance(source, SegmentationSource):
+    if isinstance(source, MaskTargets) and source.segmentation:
         if source.mask_output == "one_hot":
             shape = (batch, h, w, num_classes) if nhwc else (batch, num_classes, h, w)
             return images, tf.TensorSpec(shape, tf.float32), *weights

@@ -63,7 +63,7 @@ def _dataset(
             recent=in_flight(config, "cpu"),
         )
         weight = ("weight",) if weights is not None else ()
-        encoded = ("encoded",) if "encoded" in samples.columns else ()
+        encoded = tuple(n for n in ("encoded", "mask_encoded") if n in samples.columns)
         made = ("index", "warp", *encoded, *box_names(samples), *weight)
         stream = feed_stream(feed, made, clock, check_files=True)
         if "image" in samples.columns:
