@@ -19,6 +19,17 @@ Images = Any
 Value = Any
 Op = Callable[[Images], Images]
 
+SMOOTH_DETAIL = ((1, 1, 1), (1, -8, 1), (1, 1, 1))
+"""PIL's ``ImageFilter.SMOOTH`` kernel ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]]`` minus 13 times the
+identity: divided by 13 and correlated with an image, it gives ``smooth(x) - x``."""
+
+MIN_SIGMA = 1e-3
+"""Smaller blur sigmas act as this one (the kernel is then the identity to float precision)."""
+
+POSTERIZE_STEPS = tuple(float(2 ** (8 - bits)) for bits in range(9))
+"""The quantization step ``2 ** (8 - bits)`` for ``bits`` = 0..8, looked up (exact) rather
+than computed with ``pow``."""
+
 
 class Kernels(Protocol):
     """The kernels of one engine (see the module docstring); each engine's docstrings give

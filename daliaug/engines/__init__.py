@@ -14,14 +14,16 @@ package imports neither TensorFlow nor DALI.
 from __future__ import annotations
 
 import importlib
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 from daliaug.config import Config
 from daliaug.engines.select import Device, Placement, resolve_backend
 
-NAMES = ("dali", "tf")
+NAMES = ("dali", "tf", "opencv")
 
 
 class Engine(ABC):
@@ -35,6 +37,17 @@ class Engine(ABC):
     ) -> Iterator[tuple[str, str]]:
         """The files of ``paths`` this engine cannot decode on ``device`` (GPU ``device_id``
         for ``gpu``), with the reason (the full check, :mod:`daliaug.sources.checks`)."""
+
+
+def undecodable_in_threads(
+    reason: Callable[[str], str | None], paths: Sequence[str]
+) -> Iterator[tuple[str, str]]:
+    """The files of ``paths`` for which ``reason`` (a decoder that releases the GIL, run in a
+    thread pool) gives why they do not decode."""
+    with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 1)) as pool:
+        for path, why in zip(paths, pool.map(reason, paths), strict=True):
+            if why is not None:
+                yield path, why
 
 
 def engine(name: str) -> Engine:
@@ -53,4 +66,6 @@ def select_engine(
     chosen = resolve_backend(config)
     if placement is not None and chosen == "gpu":
         chosen = placement(chosen, config)
-    return (engine("tf"), "cpu") if chosen == "tf" else (engine("dali"), chosen)
+    if chosen in ("tf", "opencv"):
+        return engine(chosen), "cpu"
+    return engine("dali"), chosen

@@ -1,6 +1,7 @@
 """Which backend and device a config runs on, decided without importing TensorFlow.
 
-A placement is ``gpu`` or ``cpu`` (DALI on that device) or ``tf`` (the TensorFlow backend).
+A placement is ``gpu`` or ``cpu`` (DALI on that device), ``tf`` (the TensorFlow backend) or
+``opencv`` (the OpenCV engine, only where the config asks for it).
 ``backend: auto`` gives DALI on the GPU where DALI sees one, else the faster CPU path for the
 source kind and plan (:func:`cpu_placement`).
 """
@@ -17,7 +18,7 @@ from daliaug.errors import BackendError, BackendWarning
 from daliaug.transforms.policy import PolicyTransform
 
 Device = Literal["cpu", "gpu"]
-Placement = Literal["cpu", "gpu", "tf"]
+Placement = Literal["cpu", "gpu", "tf", "opencv"]
 
 
 def dali_gpu_count() -> int:
@@ -106,12 +107,12 @@ def cpu_placement(config: Config) -> Placement:
 
 def resolve_backend(config: Config) -> Placement:
     """Where ``make_dataset`` runs the config: ``backend: cpu`` and ``gpu`` on DALI's device,
-    ``tf`` on the TensorFlow backend; ``auto`` on DALI's GPU where DALI sees GPU
-    ``device_id``, else on :func:`cpu_placement` (the TensorFlow backend without DALI); DALI
+    ``tf`` on the TensorFlow backend, ``opencv`` on the OpenCV engine; ``auto`` on DALI's GPU
+    where DALI sees GPU ``device_id``, else on :func:`cpu_placement` (the TensorFlow backend without DALI); DALI
     is imported only where a CUDA driver is found (:func:`cuda_driver`).
     ``DaliLoader`` (no TensorFlow) runs DALI on the CPU instead (:func:`resolve_device`)."""
-    if config.backend == "tf":
-        return "tf"
+    if config.backend in ("tf", "opencv"):
+        return config.backend
     if config.backend == "auto":
         if not dali_installed():
             return "tf"

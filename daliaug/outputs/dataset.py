@@ -47,8 +47,9 @@ _ENGINE = "_daliaug_engine"
 class DatasetEngine:
     """Which engine computes a dataset's batches, and on which device."""
 
-    name: Literal["dali", "tf"]
-    """``dali`` (NVIDIA DALI's operators) or ``tf`` (TensorFlow ops)."""
+    name: Literal["dali", "tf", "opencv"]
+    """``dali`` (NVIDIA DALI's operators), ``tf`` (TensorFlow ops) or ``opencv`` (OpenCV and
+    NumPy in threads)."""
     device: Literal["cpu", "gpu"]
     """Where the engine runs (the TensorFlow backend always augments on the CPU)."""
     replicas: int = 1
@@ -56,7 +57,8 @@ class DatasetEngine:
     strategy, one per local device of a JAX ``keras.distribution``."""
 
     def __str__(self) -> str:
-        where = "TensorFlow ops" if self.name == "tf" else f"DALI on the {self.device.upper()}"
+        names = {"tf": "TensorFlow ops", "opencv": "OpenCV on the CPU"}
+        where = names.get(self.name, f"DALI on the {self.device.upper()}")
         return where if self.replicas == 1 else f"{where}, {self.replicas} replicas"
 
 
@@ -165,7 +167,8 @@ def make_dataset(
     if framework == "tensorflow":
         return _tf_data(prepared, options, strategy)
     config = config.model_copy(update={"seed": resolve_seed(config.seed)})
-    return _batches(framework, config, samples, prepared.device, options, initial_epoch)
+    engine = prepared.engine.name
+    return _batches(framework, config, samples, (engine, prepared.device), options, initial_epoch)
 
 
 def _tf_data(prepared: Prepared, options: DatasetOptions, strategy: Any) -> Any:
@@ -186,12 +189,13 @@ def _batches(
     framework: str,
     config: Config,
     samples: SampleSet,
-    device: Device,
+    engine: tuple[str, Device],
     options: DatasetOptions,
     initial_epoch: int,
 ) -> Batches:
     """The batches of ``framework`` (``jax``, ``torch`` or ``numpy``) for ``samples``
-    (prepared and checked), computed by DALI on ``device``."""
+    (prepared and checked), computed by ``engine`` (DALI or OpenCV) on its device."""
+    name, device = engine
     if options.weighs:
         samples.check_reader_weights(framework)
     if framework in ("jax", "torch"):
@@ -205,11 +209,11 @@ def _batches(
 
         batches = torch_dataset(config, samples, device, options, initial_epoch)
     else:
-        from daliaug.outputs.batches import dali_loaders, local_batches
+        from daliaug.outputs.batches import cpu_loaders, local_batches
 
         shards = [(config, samples, options)]
-        batches = local_batches(shards, dali_loaders(shards, tuple, device), initial_epoch)
-    return _described(batches, "dali", device, batches.pipelines)
+        batches = local_batches(shards, cpu_loaders(shards, tuple, device), initial_epoch)
+    return _described(batches, name, device, batches.pipelines)
 
 
 def _described(dataset: Any, engine: str, device: Device, replicas: int) -> Any:
@@ -224,13 +228,17 @@ def output_engine(config: Config, framework: str) -> tuple[str, Device]:
     if framework == "tensorflow":
         chosen, device = select_engine(config, tf_placement)
         return chosen.name, device
-    return "dali", framework_device(config, framework)
+    device = framework_device(config, framework)
+    return ("dali", device) if device is not None else ("opencv", "cpu")
 
 
-def framework_device(config: Config, framework: str) -> Device:
+def framework_device(config: Config, framework: str) -> Device | None:
     """Where DALI runs for ``framework`` (JAX, PyTorch, NumPy), which must not need TensorFlow
-    (``auto`` takes DALI, on the GPU where it sees one, else on the CPU)."""
+    (``auto`` takes DALI, on the GPU where it sees one, else on the CPU); ``None`` for
+    ``backend: opencv``, whose engine needs neither."""
     placement = resolve_backend(config)
+    if placement == "opencv":
+        return None
     if placement == "tf" and config.backend == "auto" and dali_installed():
         return resolve_device(config)
     if placement == "tf" and not dali_installed():

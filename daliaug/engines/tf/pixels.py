@@ -18,19 +18,9 @@ from contextvars import ContextVar
 import numpy as np
 import tensorflow as tf
 
+from daliaug.kernels import MIN_SIGMA, POSTERIZE_STEPS, SMOOTH_DETAIL
+
 Value = tf.Tensor | float
-
-SMOOTH_DETAIL = ((1, 1, 1), (1, -8, 1), (1, 1, 1))
-"""PIL's ``ImageFilter.SMOOTH`` kernel ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]]`` minus 13 times the
-identity: divided by 13 and correlated with an image, it gives ``smooth(x) - x``."""
-
-MIN_SIGMA = 1e-3
-"""Smaller blur sigmas act as this one (the kernel is then the identity to float precision)."""
-
-POSTERIZE_STEPS = tuple(float(2 ** (8 - bits)) for bits in range(9))
-"""The quantization step ``2 ** (8 - bits)`` for ``bits`` = 0..8, looked up (exact) rather
-than computed with ``pow``."""
-
 
 _SAMPLE: ContextVar[tf.Tensor | None] = ContextVar("daliaug_tf_sample", default=None)
 """The index of the sample computed on its own (:func:`each_sample`), if one is."""
