@@ -108,8 +108,8 @@ def cpu_placement(config: Config) -> Placement:
 def resolve_backend(config: Config) -> Placement:
     """Where ``make_dataset`` runs the config: ``backend: cpu`` and ``gpu`` on DALI's device,
     ``tf`` on the TensorFlow backend, ``opencv`` on the OpenCV engine; ``auto`` on DALI's GPU
-    where DALI sees GPU ``device_id``, else on :func:`cpu_placement` (the TensorFlow backend without DALI); DALI
-    is imported only where a CUDA driver is found (:func:`cuda_driver`).
+    where DALI sees GPU ``device_id``, else on :func:`cpu_placement` (the TensorFlow backend
+    without DALI); DALI is imported only where a CUDA driver is found (:func:`cuda_driver`).
     ``DaliLoader`` (no TensorFlow) runs DALI on the CPU instead (:func:`resolve_device`)."""
     if config.backend in ("tf", "opencv"):
         return config.backend

@@ -101,7 +101,6 @@ border pixel, or ``"reflect"`` / ``"wrap"`` to mirror or tile the image (TensorF
 only)."""
 
 
-
 def fill_value(fill: Fill) -> Fill:
     """The warp's fill as the engines use it: a constant rounded half up and saturated to
     0..255 (as DALI's ``uint8`` fill), a mode name unchanged."""

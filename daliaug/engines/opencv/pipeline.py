@@ -75,7 +75,9 @@ class Graph:
         c = self.config.channels
         floats = np.empty((n, h, w, c), np.float32) if self.staged else None
         out = image.output_array(self.config, n)
-        masks = np.empty((n, h, w, 3 if self._colour_masks else 1), np.float32) if self.masks else None
+        masks = (
+            np.empty((n, h, w, 3 if self._colour_masks else 1), np.float32) if self.masks else None
+        )
         futures: list[Future[None]] = [
             self.pool.submit(self._sample, batch, i, floats, out, masks) for i in range(n)
         ]

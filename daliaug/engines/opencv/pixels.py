@@ -336,7 +336,9 @@ def mix(batch: np.ndarray, partner: Value, lam: Value) -> np.ndarray:
     return (lam * batch + (1.0 - lam) * _partner(batch, partner)).astype(np.float32)
 
 
-def paste(batch: np.ndarray, partner: Value, y0: Value, x0: Value, h: Value, w: Value) -> np.ndarray:
+def paste(
+    batch: np.ndarray, partner: Value, y0: Value, x0: Value, h: Value, w: Value
+) -> np.ndarray:
     """The box replaced by the same box of ``x[partner]`` (CutMix), any batch and dtype."""
     inside = _trailing(_box(batch.shape, y0, x0, h, w), batch.ndim)
     return np.where(inside, _partner(batch, partner), batch)

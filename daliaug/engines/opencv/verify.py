@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from daliaug.engines.opencv.image import decode
 from daliaug.engines import undecodable_in_threads
+from daliaug.engines.opencv.image import decode
 from daliaug.errors import first_line
 
 

@@ -1,0 +1,69 @@
+"""The OpenCV engine (``backend: opencv``) through its outputs: NumPy batches without
+TensorFlow or DALI, the same batches through ``tf.data``, and what it refuses. Its pixels are
+held to the TF engine's by tests/test_reference.py and tests/test_parity.py, its targets to the
+pixels by tests/test_pixel_truth.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import daliaug
+from tests.helpers import structured_image, write_image_dir
+
+RUN_WITHOUT_FRAMEWORKS = """
+import sys
+import numpy as np
+import daliaug
+config = {
+    "source": {"type": "arrays"}, "image_size": 32, "batch_size": 4, "backend": "opencv",
+    "transforms": [{"type": "rotation", "angle": 30}, {"type": "equalize", "probability": 0.5}],
+}
+x = np.random.default_rng(0).integers(0, 256, (6, 40, 48, 3), dtype=np.uint8)
+batches = daliaug.make_dataset(config, x=x, y=np.arange(6) % 2, framework="numpy")
+shapes = [tuple(b[0].shape) for b in batches]
+print(shapes, str(daliaug.describe(batches)), "tensorflow" in sys.modules,
+      "nvidia.dali" in sys.modules)
+"""
+
+
+def test_numpy_batches_need_neither_tensorflow_nor_dali() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", RUN_WITHOUT_FRAMEWORKS], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == (
+        "[(4, 32, 32, 3), (2, 32, 32, 3)] OpenCV on the CPU False False"
+    ), out.stderr
+
+
+def test_tf_data_gives_the_numpy_batches(tmp_path: Path) -> None:
+    images = [structured_image(40 + 8 * i, 56, seed=i) for i in range(5)]
+    root = write_image_dir(tmp_path, {"a": images[:3], "b": images[3:]})
+    config = {
+        "source": {"type": "directory", "path": str(root)},
+        "image_size": [32, 40],
+        "batch_size": 2,
+        "seed": 3,
+        "backend": "opencv",
+        "label_mode": "categorical",
+        "output": {"mean": 127, "std": 50, "layout": "NCHW"},
+        "transforms": [
+            {"type": "random_resized_crop", "scale": [0.3, 1.0]},
+            {"type": "brightness", "factor": 0.3},
+            {"type": "mixup", "alpha": 0.4},
+        ],
+    }
+    numpy = list(daliaug.make_dataset(config, framework="numpy"))
+    dataset = daliaug.make_dataset(config, framework="tensorflow")
+    assert str(daliaug.describe(dataset)) == "OpenCV on the CPU"
+    for epoch in range(2):
+        batches = [tuple(t.numpy() for t in batch) for batch in dataset]
+        assert len(batches) == len(numpy) == 3
+        if epoch == 0:
+            for (a, la), (b, lb) in zip(numpy, batches, strict=True):
+                assert a.shape == (len(a), 3, 32, 40) and a.dtype == np.float32
+                np.testing.assert_array_equal(a, b)
+                np.testing.assert_array_equal(la, lb)
