@@ -21,7 +21,6 @@ albumentations``). Each measurement is a process of its own (warm-up batches, th
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from statistics import median
 from typing import Any
 

@@ -139,21 +139,29 @@ def recolour(image: np.ndarray, inputs: dict[str, np.ndarray], channels: int) ->
     np.clip(moved.reshape(image.shape), 0.0, 255.0, out=image)
 
 
-def to_output(images: np.ndarray, config: Config, out: np.ndarray) -> None:
-    """Float32 0..255 images (a sample or a batch, HWC) written into ``out`` as the output
-    says: ``uint8`` rounded half up, else ``(x - mean) * (1 / std)`` in the output dtype;
-    ``out`` is in the output layout (NCHW: channels first)."""
-    if config.output.layout == "NCHW":
-        images = np.moveaxis(images, -1, -3)
+def normalizer(config: Config) -> np.ndarray | None:
+    """The output's normalization ``(x - mean) * (1 / std)`` as a colour matrix ``[diag(1 /
+    std) | -mean / std]`` for ``cv2.transform`` (``None`` for ``uint8`` output)."""
     if config.output.dtype == "uint8":
-        np.floor(images + np.float32(0.5), out=out, casting="unsafe")
-        return
+        return None
     mean, std = config.output.mean_std(config.channels)
-    mean = np.asarray(mean, np.float32)
-    scale = np.float32(1.0) / np.asarray(std, np.float32)
-    if config.output.layout == "NCHW":
-        mean, scale = mean[:, None, None], scale[:, None, None]
-    np.multiply(images - mean, scale, out=out, casting="unsafe")
+    scale = np.float32(1.0) / np.broadcast_to(np.asarray(std, np.float32), (config.channels,))
+    shift = -np.broadcast_to(np.asarray(mean, np.float32), (config.channels,)) * scale
+    return np.concatenate([np.diag(scale), shift[:, None]], 1).astype(np.float32)
+
+
+def to_output(image: np.ndarray, norm: np.ndarray | None, layout: str, out: np.ndarray) -> None:
+    """One float32 0..255 HWC image written into ``out`` (its row of the output batch, in
+    ``layout``): for ``uint8`` output (``norm`` ``None``) rounded half up, else through the
+    normalization matrix ``norm`` (:func:`normalizer`) in the output's dtype."""
+    if norm is not None:
+        image = cv2.transform(image, norm).reshape(image.shape)
+    if layout == "NCHW":
+        image = np.moveaxis(image, -1, 0)
+    if norm is None:
+        np.add(image, np.float32(0.5), out=out, casting="unsafe")  # 0..255: truncation floors
+    else:
+        np.copyto(out, image, casting="unsafe")
 
 
 def output_array(config: Config, count: int) -> np.ndarray:

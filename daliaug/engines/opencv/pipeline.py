@@ -60,6 +60,7 @@ class Graph:
         self.fill = fill_value(self.config.fill)
         self.nearest = self.config.interpolation == "nearest"
         self.cut = self.config.fill_edge == "cut"
+        self.norm = image.normalizer(self.config)
         self.unmoved = not plan.warps and "image" in self.samples.columns
         source = self.config.source
         self.masks = "mask_path" in self.samples.columns
@@ -129,7 +130,7 @@ class Graph:
             image.warp(source, inputs["matrix"], size, self.fill, self.nearest, self.cut, target)
         image.recolour(target, inputs, config.channels)
         if floats is None:
-            image.to_output(target, config, out[i])
+            image.to_output(target, self.norm, config.output.layout, out[i])
         if masks is not None:
             path = self.samples.files["mask_path"][int(batch["index"][i])]
             with open(path, "rb") as f:
@@ -149,7 +150,10 @@ class Graph:
         if floats is not None:
             floats = plan.pixels(floats, column, pixels)
             floats = plan.batch_images(floats, column, pixels)
-            image.to_output(np.clip(floats, 0.0, 255.0), config, out)
+            np.clip(floats, 0.0, 255.0, out=floats)
+            layout = config.output.layout
+            for i in range(len(floats)):
+                image.to_output(floats[i], self.norm, layout, out[i])
         outputs: list[Any] = [out]
         boxes = [batch[name] for name in ("boxes", "box_labels", "keypoints") if name in batch]
         if boxes:  # moved on the host (daliaug.detection): passed through
