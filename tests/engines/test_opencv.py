@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import daliaug
 from tests.helpers import structured_image, write_image_dir
@@ -17,6 +18,7 @@ from tests.helpers import structured_image, write_image_dir
 RUN_WITHOUT_FRAMEWORKS = """
 import sys
 import numpy as np
+import pytest
 import daliaug
 config = {
     "source": {"type": "arrays"}, "image_size": 32, "batch_size": 4, "backend": "opencv",
@@ -67,3 +69,27 @@ def test_tf_data_gives_the_numpy_batches(tmp_path: Path) -> None:
                 assert a.shape == (len(a), 3, 32, 40) and a.dtype == np.float32
                 np.testing.assert_array_equal(a, b)
                 np.testing.assert_array_equal(la, lb)
+
+
+@pytest.mark.parametrize("fill", [0.0, 90.0, "nearest"])
+@pytest.mark.parametrize(
+    ("source", "window", "flip"),
+    [((30, 40), (30, 40), (1, 1)), ((30, 40), (30, 40), (-1, 1)), ((50, 20), (50, 20), (1, -1))],
+)
+def test_a_whole_window_resize_is_the_warp_to_its_edges(source, window, flip, fill) -> None:
+    """The resize path (an axis-aligned map of the whole source, up or down, flipped or not)
+    gives the TF engine's warp on every pixel, the outermost ones blended with a constant
+    fill included."""
+    from daliaug.engines.opencv.image import warp
+    from daliaug.engines.tf.image import transform
+
+    image = structured_image(*source, seed=2).astype(np.float32)
+    for size in ((45, 52), (24, 16), (30, 40)):
+        sx, sy = flip[0] * source[1] / size[1], flip[1] * source[0] / size[0]
+        matrix = np.array(
+            [[sx, 0, source[1] if sx < 0 else 0], [0, sy, source[0] if sy < 0 else 0]],
+            np.float32,
+        )
+        ours = warp(image, matrix, size, fill, False)
+        theirs = transform(image[None], matrix[None], size, fill, False)[0].numpy()
+        np.testing.assert_allclose(ours, theirs, atol=2e-3)

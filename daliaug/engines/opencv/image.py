@@ -87,13 +87,30 @@ def warp(
     ``cut`` a constant fill takes every point beyond the outermost pixel centres."""
     h, w = size
     channels = image.shape[2]
-    m = index_matrix(matrix)
     constant = not isinstance(fill, str)
+    target = out if out is not None else np.empty((h, w, channels), np.float32)
+    m = index_matrix(matrix)
+    flips = None if nearest else _resize_flips(matrix, size, image.shape[:2])
+    if flips is not None:
+        # flipped before the resize (the smaller image, uint8): the resize samples the
+        # mirrored grid of the mirrored image, and the edges blend alike at both ends
+        flip_x, flip_y = flips
+        source = image
+        if flip_x or flip_y:
+            code = -1 if flip_x and flip_y else 1 if flip_x else 0
+            source = cv2.flip(source, code).reshape(image.shape)
+        source = source.astype(np.float32)
+        flat = target.reshape(h, w) if channels == 1 else target
+        cv2.resize(source, (w, h), dst=flat, interpolation=cv2.INTER_LINEAR)
+        if constant:
+            _blend_edges(target, image.shape[:2], float(fill))
+            if cut:
+                _fill_outside(target, m, image.shape[:2], float(fill))
+        return target
+    source = image if image.dtype == np.float32 else image.astype(np.float32)
     border = cv2.BORDER_CONSTANT if constant else _BORDERS[str(fill)]
     value = (float(fill),) * 4 if constant else (0.0,) * 4
     flags = (cv2.INTER_NEAREST if nearest else cv2.INTER_LINEAR) | cv2.WARP_INVERSE_MAP
-    source = image if image.dtype == np.float32 else image.astype(np.float32)
-    target = out if out is not None else np.empty((h, w, channels), np.float32)
     cv2.warpAffine(
         source,
         m,
@@ -106,6 +123,45 @@ def warp(
     if cut and constant:
         _fill_outside(target, m, image.shape[:2], float(fill))
     return target
+
+
+def _resize_flips(
+    matrix: np.ndarray, size: tuple[int, int], source: tuple[int, int]
+) -> tuple[bool, bool] | None:
+    """Where ``cv2.resize`` (and a flip) computes the warp, whether it flips ``x`` and
+    ``y``; else ``None``: a map that is axis-aligned and takes the output's
+    corners to the source's (a decoded crop window, a plain resize, possibly flipped), which
+    samples at most half a pixel beyond the source's outermost pixel centres (``cv2.resize``
+    clamps there, as the ``nearest`` fill does; a constant fill is blended in after,
+    :func:`_blend_edges`)."""
+    m = np.asarray(matrix, np.float64).reshape(2, 3)
+    if abs(m[0, 1]) > 1e-9 or abs(m[1, 0]) > 1e-9:
+        return None
+    (h, w), (sh, sw) = size, source
+    x0, y0 = m[0, 2], m[1, 2]
+    x1, y1 = m[0, 0] * w + x0, m[1, 1] * h + y0
+    whole = all(
+        abs(min(a, b)) < 1e-3 and abs(max(a, b) - end) < 1e-3
+        for a, b, end in ((x0, x1, sw), (y0, y1, sh))
+    )
+    if not whole:
+        return None
+    return bool(x0 > x1), bool(y0 > y1)
+
+
+def _blend_edges(image: np.ndarray, source: tuple[int, int], fill: float) -> None:
+    """A resize (``cv2.resize``, which clamps) of a ``source``-sized image made the warp's
+    with a constant ``fill``: each output row or column whose source coordinate lies beyond
+    the outermost pixel centres by ``t`` (< 1) takes ``(1 - t) x + t fill``, as bilinear
+    sampling with the fill outside gives (one axis after the other: the fill is constant)."""
+    for axis, length in ((1, source[1]), (0, source[0])):
+        count = image.shape[axis]
+        at = (np.arange(count) + 0.5) * (length / count) - 0.5
+        beyond = np.clip(np.maximum(-at, at - (length - 1)), 0.0, 1.0).astype(np.float32)
+        for k in np.flatnonzero(beyond > 0):
+            line = image[:, k] if axis == 1 else image[k]
+            line *= 1.0 - beyond[k]
+            line += beyond[k] * fill
 
 
 def _fill_outside(image: np.ndarray, m: np.ndarray, source: tuple[int, int], fill: float) -> None:
