@@ -143,14 +143,27 @@ def measure(tool: str, seconds: float) -> dict[str, Any]:
     return machine.timed(tool, batches, seconds, warmup=5)
 
 
+def _versions() -> str:
+    import albumentations
+    import cv2
+    import simplejpeg
+    import torch
+
+    return (
+        f"Albumentations {albumentations.__version__}, OpenCV {cv2.__version__}, simplejpeg "
+        f"{simplejpeg.__version__}, PyTorch {torch.__version__}"
+    )
+
+
 def report(samples: list[dict[str, Any]], described: dict[str, Any]) -> str:
     rates = {t: median(s["images_per_s"] for s in samples if s["tool"] == t) for t in TOOLS}
     lines = [
         "# The OpenCV engine against Albumentations + DataLoader",
         "",
         f"Machine: {described['cpu']} ({described['cores']} cores, {described['memory_gib']} "
-        f"GiB), {described.get('gpu') or 'no GPU'}; commit {described['commit']}. Medians of "
-        f"{len(samples) // len(TOOLS)} interleaved repeats, each a process of its own.",
+        f"GiB), {described.get('gpu') or 'no GPU'}; commit {described['commit']}; "
+        f"{_versions()}. Medians of {len(samples) // len(TOOLS)} interleaved repeats, each a "
+        "process of its own.",
         "",
         "| workload | Albumentations + DataLoader (2 workers) | daliaug backend: opencv, "
         "NumPy output | ratio |",
