@@ -184,14 +184,14 @@ SEGMENTATION = {"type": "segmentation", "images": "i", "masks": "m", "num_classe
 def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
     """No GPU: ``auto`` runs the path ``bench.choose`` measured faster for the source kind and
     plan: the TensorFlow backend, but DALI's CPU operators for segmentation and for a policy;
-    ``cpu`` still forces DALI, ``tf`` TensorFlow."""
+    ``cpu`` still forces DALI, ``tf`` TensorFlow, ``opencv`` the OpenCV engine."""
     from daliaug.engines import select_engine
     from daliaug.engines.select import cuda_driver, dali_gpu_count, resolve_backend
     from daliaug.outputs.tfdata.dataset import tf_placement
 
     assert dali_gpu_count() == 0
     assert not cuda_driver()  # so auto does not import DALI to look for a GPU
-    cases = [("auto", {}, "tf"), ("cpu", {}, "cpu"), ("tf", {}, "tf")]
+    cases = [("auto", {}, "tf"), ("cpu", {}, "cpu"), ("tf", {}, "tf"), ("opencv", {}, "opencv")]
     cases += [(backend, {"source": SEGMENTATION}, backend) for backend in ("cpu", "tf")]
     cases += [("auto", {"source": SEGMENTATION}, "cpu")]
     policy = {"transforms": [{"type": "trivial_augment"}]}
@@ -200,7 +200,8 @@ def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
         config = config_for(demo_dir, backend=backend, batch_size=8, seed=3, **fields)
         assert resolve_backend(config) == expected, (backend, fields)
         chosen, device = select_engine(config, tf_placement)
-        assert (chosen.name, device) == (("tf", "cpu") if expected == "tf" else ("dali", "cpu"))
+        name = expected if expected in ("tf", "opencv") else "dali"
+        assert (chosen.name, device) == (name, "cpu")
     auto = make_dataset(config_for(demo_dir, backend="auto", batch_size=8, seed=3))
     forced = make_dataset(config_for(demo_dir, backend="tf", batch_size=8, seed=3))
     (a, labels_a), (b, labels_b) = next(iter(auto)), next(iter(forced))

@@ -20,7 +20,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from daliaug.kernels import MIN_SIGMA, POSTERIZE_STEPS, SMOOTH_DETAIL
+from daliaug.kernels import MIN_SIGMA, POSTERIZE_STEPS, SMOOTH_DETAIL, clahe_neighbours
 
 Value = Any
 Op = Callable[[np.ndarray], np.ndarray]
@@ -275,15 +275,8 @@ def clahe(images: np.ndarray, tiles: tuple[int, int], clip_limit: float) -> np.n
     lut = np.concatenate([lut[:, :1], lut, lut[:, -1:]], 1)
     lut = np.concatenate([lut[:, :, :1], lut, lut[:, :, -1:]], 2).reshape(-1)
 
-    def between(size: int, tile: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        at = (np.arange(size, dtype=np.float32) - tile / 2.0) / tile + 1.0
-        low = np.floor(at)
-        first = np.clip(low, 0, count + 1).astype(np.int64)
-        second = np.clip(low + 1, 0, count + 1).astype(np.int64)
-        return first, second, (at - low).astype(np.float32)
-
-    y0, y1, wy = (v[None, :, None, None] for v in between(th * rows, th, rows))
-    x0, x1, wx = (v[None, None, :, None] for v in between(tw * cols, tw, cols))
+    y0, y1, wy = (v[None, :, None, None] for v in clahe_neighbours(th * rows, th, rows))
+    x0, x1, wx = (v[None, None, :, None] for v in clahe_neighbours(tw * cols, tw, cols))
     base = (np.arange(n)[:, None, None, None] * (rows + 2) * (cols + 2) * c) * 256
     base = base + np.arange(c)[None, None, None, :] * 256 + values
 
