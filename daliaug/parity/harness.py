@@ -1,7 +1,7 @@
-"""Run DALI and the TensorFlow backend on the same images with the same explicit parameters,
-and report how far apart they are: per transform, for the whole pipeline, for its masks (for
-segmentation), for the output stage (normalization, dtype, layout) and, separately, for the
-JPEG decoders.
+"""Run DALI (or the OpenCV engine) and the TensorFlow backend on the same images with the same
+explicit parameters, and report how far apart they are: per transform, for the whole pipeline,
+for its masks (for segmentation), for the output stage (normalization, dtype, layout) and,
+separately, for the JPEG decoders.
 """
 
 from __future__ import annotations
