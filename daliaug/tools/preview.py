@@ -61,9 +61,10 @@ def _prepare(config: Config, x: Any = None, y: Any = None) -> Prepared:
     """The config's samples (or the arrays ``x`` and ``y``: boxes where ``y`` is Keras'
     ``bounding_boxes`` dict), engine and device for a preview: DALI (without TensorFlow) on
     the device ``backend`` names here, or the TensorFlow engine for ``backend: tf`` (the
-    configs whose transforms DALI lacks, such as ``fill: reflect``)."""
+    configs whose transforms DALI lacks, such as ``fill: reflect``), or the OpenCV engine for
+    ``backend: opencv``."""
     config = with_box_targets(config, y)
-    device = None if config.backend == "tf" else resolve_device(config)
+    device = None if config.backend in ("tf", "opencv") else resolve_device(config)
     return prepare(config, x=x, y=y, device=device)
 
 
