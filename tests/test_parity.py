@@ -146,7 +146,7 @@ def test_random_transform_lists(
     lossless: ParityInputs, transforms: list[dict], fill, seed: int
 ) -> None:
     """Any combination and order of transforms stays within tolerance (one fill per warp, at
-    most one channel shift, before the colour transforms)."""
+    most one channel shift, before the colour transforms), on DALI's CPU and on OpenCV."""
     transforms = [_with_fill(t, fill) for t in transforms if on_dali_cpu(t)]
     shifts = [t for t in transforms if t["type"] == "channel_shift"][:1]
     transforms = shifts + [t for t in transforms if t["type"] != "channel_shift"]
@@ -159,6 +159,7 @@ def test_random_transform_lists(
         }
     )
     assert_within(run_parity(config, lossless, seed, "cpu"))
+    assert_within(run_parity(config, lossless, seed, "cpu", "opencv"))
 
 
 def test_the_harness_catches_a_half_pixel_error(
