@@ -5,8 +5,9 @@ dataset or one per replica under a ``tf.distribute`` strategy), JAX (:mod:`dalia
 PyTorch (:mod:`daliaug.outputs.torch`) and NumPy (:mod:`daliaug.outputs.batches`).
 
 With DALI (``backend`` auto, gpu or cpu) the DALI graph does the pixels; with ``backend: tf``
-(or auto without DALI) TensorFlow ops do (``tf.data`` only). Either way the epochs are
-:mod:`daliaug.epoch`'s. Importing this module imports no framework; the chosen output does.
+(or auto without DALI) TensorFlow ops do (``tf.data`` only); with ``backend: opencv`` OpenCV and
+NumPy in threads do (every output). Whichever, the epochs are :mod:`daliaug.epoch`'s.
+Importing this module imports no framework; the chosen output does.
 """
 
 from __future__ import annotations
