@@ -13,7 +13,9 @@ run.
 
 Albumentations gets the same steps (``RandomResizedCrop``, ``HorizontalFlip``,
 ``ColorJitter``, ``Normalize``, ``BboxParams`` for the boxes), files read with
-``cv2.imread``. Albumentations is needed for this benchmark only (``pip install
+``cv2.imread``. ``decode-cls`` is the ceiling of the classification row: the same files read
+and decoded whole (as the engine decodes them) on as many threads, nothing else. Albumentations
+is needed for this benchmark only (``pip install
 albumentations``). Each measurement is a process of its own (warm-up batches, then
 ``--seconds`` of batches); the medians are reported (``opencv-engine-*.md``).
 """
@@ -29,7 +31,7 @@ import numpy as np
 from bench import machine
 from bench.workloads import IMAGENET_MEAN, IMAGENET_STD
 
-TOOLS = ("albumentations-cls", "opencv-cls", "albumentations-det", "opencv-det")
+TOOLS = ("albumentations-cls", "opencv-cls", "decode-cls", "albumentations-det", "opencv-det")
 SIZES = {"cls": (224, 32, (0.08, 1.0)), "det": (512, 16, (0.3, 1.0))}
 JITTER = 0.4
 MAX_BOXES = 100
@@ -137,10 +139,34 @@ def albumentations_batches(kind: str) -> Iterator[int]:
     return _forever(lambda: loader)
 
 
+def decode_batches(kind: str) -> Iterator[int]:
+    """Batches of the files decoded whole by the engine's decoder on its threads, no more."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from daliaug.config import load_config
+    from daliaug.engines.opencv.image import decode
+    from daliaug.engines.opencv.pipeline import threads
+
+    config = load_config(_config(kind))
+    paths = config.source.samples().files["path"]
+    batch = SIZES[kind][1]
+    pool = ThreadPoolExecutor(threads(config))
+
+    def one(path: str) -> np.ndarray:
+        with open(path, "rb") as f:
+            return decode(f.read(), 3)
+
+    def epoch() -> Iterator[tuple[list[np.ndarray]]]:
+        for start in range(0, len(paths), batch):
+            yield (list(pool.map(one, paths[start : start + batch])),)
+
+    return _forever(epoch)
+
+
 def measure(tool: str, seconds: float) -> dict[str, Any]:
     name, kind = tool.rsplit("-", 1)
-    batches = opencv_batches(kind) if name == "opencv" else albumentations_batches(kind)
-    return machine.timed(tool, batches, seconds, warmup=5)
+    make = {"opencv": opencv_batches, "decode": decode_batches}.get(name, albumentations_batches)
+    return machine.timed(tool, make(kind), seconds, warmup=5)
 
 
 def _versions() -> str:
@@ -178,6 +204,13 @@ def report(samples: list[dict[str, Any]], described: dict[str, Any]) -> str:
     for kind, title in titles.items():
         a, o = rates[f"albumentations-{kind}"], rates[f"opencv-{kind}"]
         lines.append(f"| {title} | {a:,.0f} img/s | {o:,.0f} img/s | {o / a:.2f}x |")
+    ceiling = rates["decode-cls"]
+    lines += [
+        "",
+        f"The ceiling of the classification row, the same files read and decoded whole on the "
+        f"engine's threads and nothing else: {ceiling:,.0f} img/s; the engine reaches "
+        f"{rates['opencv-cls'] / ceiling:.2f}x of it.",
+    ]
     return "\n".join(lines) + "\n"
 
 
