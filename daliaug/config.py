@@ -181,7 +181,7 @@ class Config(BaseModel):
     outermost pixel centres takes the fill alone: SciPy's ``constant`` mode, which Keras'
     ``ImageDataGenerator`` uses)."""
     output: Output = Output()
-    backend: Literal["auto", "gpu", "cpu", "tf"] = "auto"
+    backend: Literal["auto", "gpu", "cpu", "tf", "opencv"] = "auto"
     device_id: DeviceId = 0
     num_threads: Threads | None = None
     """CPU threads: DALI's thread pool (default :meth:`dali_threads`), the TensorFlow

@@ -15,9 +15,33 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+import numpy as np
+
 Images = Any
 Value = Any
 Op = Callable[[Images], Images]
+
+SMOOTH_DETAIL = ((1, 1, 1), (1, -8, 1), (1, 1, 1))
+"""PIL's ``ImageFilter.SMOOTH`` kernel ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]]`` minus 13 times the
+identity: divided by 13 and correlated with an image, it gives ``smooth(x) - x``."""
+
+MIN_SIGMA = 1e-3
+"""Smaller blur sigmas act as this one (the kernel is then the identity to float precision)."""
+
+POSTERIZE_STEPS = tuple(float(2 ** (8 - bits)) for bits in range(9))
+"""The quantization step ``2 ** (8 - bits)`` for ``bits`` = 0..8, looked up (exact) rather
+than computed with ``pow``."""
+
+
+def clahe_neighbours(size: int, tile: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CLAHE's blend along one axis of ``size`` padded pixels in ``count`` tiles of ``tile``:
+    for each pixel the two surrounding tables' indices (``int32``) and the weight of the
+    second (tile centres at ``(k + 1/2) tile``, tables offset by the border's one)."""
+    at = (np.arange(size, dtype=np.float32) - tile / 2.0) / tile + 1.0
+    low = np.floor(at)
+    first = np.clip(low, 0, count + 1).astype(np.int32)
+    second = np.clip(low + 1, 0, count + 1).astype(np.int32)
+    return first, second, (at - low).astype(np.float32)
 
 
 class Kernels(Protocol):

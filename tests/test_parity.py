@@ -146,7 +146,7 @@ def test_random_transform_lists(
     lossless: ParityInputs, transforms: list[dict], fill, seed: int
 ) -> None:
     """Any combination and order of transforms stays within tolerance (one fill per warp, at
-    most one channel shift, before the colour transforms)."""
+    most one channel shift, before the colour transforms), on DALI's CPU and on OpenCV."""
     transforms = [_with_fill(t, fill) for t in transforms if on_dali_cpu(t)]
     shifts = [t for t in transforms if t["type"] == "channel_shift"][:1]
     transforms = shifts + [t for t in transforms if t["type"] != "channel_shift"]
@@ -159,6 +159,7 @@ def test_random_transform_lists(
         }
     )
     assert_within(run_parity(config, lossless, seed, "cpu"))
+    assert_within(run_parity(config, lossless, seed, "cpu", "opencv"))
 
 
 def test_the_harness_catches_a_half_pixel_error(
@@ -212,3 +213,34 @@ def test_masks_match_one_hot_and_colour_coded(
     report = run_parity(config, lossless, resolve_seed(None), device)
     masks = next(r for r in report.results if r.kind == "masks")
     assert masks.passed and masks.stats.compared > 0, report.as_dict()
+
+
+def test_opencv_engine_masks_output_and_decoders(inputs: ParityInputs, tmp_path: Path) -> None:
+    """The third engine against the TF engine, live: colour-coded masks through a crop, a
+    rotation and a flip, then a grey float16 NCHW output with the JPEG decoders (every
+    transform and shipped pipeline: tests/test_reference.py, against the stored TF outputs)."""
+    classes = tmp_path / "classes.csv"
+    classes.write_text("name,r,g,b\nbg,0,0,0\n")
+    segmentation = {
+        "source": {"type": "segmentation", "images": "i", "masks": "m", "classes": str(classes)},
+        "image_size": [56, 48],
+        "transforms": [
+            {"type": "random_resized_crop", "scale": [0.3, 1]},
+            {"type": "rotation", "angle": 40},
+            {"type": "flip", "vertical": 0.5},
+        ],
+    }
+    lossless = ParityInputs(inputs.lossless, None)
+    report = run_parity(load_config(segmentation), lossless, resolve_seed(None), "cpu", "opencv")
+    assert report.backends == "OpenCV vs TF" and "masks" in [r.kind for r in report.results]
+    assert_within(report)
+    grey = {
+        "source": {"type": "directory", "path": "."},
+        "image_size": [40, 56],
+        "channels": 1,
+        "output": {"dtype": "float16", "layout": "NCHW", "mean": 120, "std": 60},
+        "transforms": [{"type": "shear", "angle": 20}, {"type": "contrast", "factor": 0.5}],
+    }
+    report = run_parity(load_config(grey), inputs, resolve_seed(None), "cpu", "opencv")
+    assert [r.kind for r in report.results][-3:] == ["output", "decoder", "decoder"]
+    assert_within(report)

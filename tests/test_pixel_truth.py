@@ -219,7 +219,7 @@ def assert_boxes_agree(
 def quiet_dataset(config: dict, **inputs: Any):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BackendWarning)
-        framework = "numpy" if config["backend"] == "cpu" else "tensorflow"
+        framework = "tensorflow" if config["backend"] == "tf" else "numpy"
         return daliaug.make_dataset(config, framework=framework, **inputs)
 
 
@@ -296,7 +296,7 @@ def on_files(test):
     return SETTINGS(known(drawn(test)))
 
 
-@pytest.mark.parametrize("backend", ["cpu", "tf"])
+@pytest.mark.parametrize("backend", ["cpu", "tf", "opencv"])
 @on_files
 def test_masks_from_files_agree_with_their_images(
     tmp_path_factory, backend: str, chain, image_sizes, out, seed: int
@@ -308,7 +308,7 @@ def test_masks_from_files_agree_with_their_images(
     assert_masks_agree(images, masks)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "tf"])
+@pytest.mark.parametrize("backend", ["cpu", "tf", "opencv"])
 @on_files
 def test_boxes_and_keypoints_from_files_agree_with_their_pixels(
     tmp_path_factory, backend: str, chain, image_sizes, out, seed: int
@@ -320,7 +320,7 @@ def test_boxes_and_keypoints_from_files_agree_with_their_pixels(
     assert_boxes_agree(images, targets, fused_only(chain), square(chain))
 
 
-@pytest.mark.parametrize("backend", ["cpu", "tf"])
+@pytest.mark.parametrize("backend", ["cpu", "tf", "opencv"])
 @SETTINGS
 @example(chain=KNOWN[2], size=(64, 80), out=(64, 64), seed=1)
 @given(chain=chains(), size=sizes, out=sizes, seed=st.integers(0, 99))

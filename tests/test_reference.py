@@ -54,6 +54,13 @@ def test_dali_cpu_matches_the_reference() -> None:
     assert report.passed, report.as_dict()
 
 
+def test_opencv_matches_the_reference() -> None:
+    """The OpenCV engine against the stored TF outputs: every transform, every shipped
+    pipeline, the JPEG decoder."""
+    report = check_reference(REFERENCE, "cpu", engine="opencv")
+    assert len(report.results) > 60 and report.passed, report.as_dict()
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(dali_gpu_count() == 0, reason="DALI sees no GPU")
 def test_dali_gpu_matches_the_reference() -> None:

@@ -5,7 +5,8 @@ one, else the CPU) and on the TensorFlow backend, with the same explicit random 
 and prints per comparison the max and mean absolute difference and the share of values more
 than 2 apart on the 0..255 scale (a 1-pixel band along each source border is skipped). Without
 --images it uses built-in images (gradients, edges, texture, text) as lossless PNGs; the JPEG
-decoders are compared on their own. --check-reference REF compares DALI with stored TensorFlow
+decoders are compared on their own. --engine opencv compares the OpenCV engine instead of DALI
+(backend: opencv). --check-reference REF compares DALI with stored TensorFlow
 outputs instead (needs no TensorFlow: for hosts with DALI alone); --write-reference OUT stores
 them (needs TensorFlow). Exit code 0 when all are within tolerance, 1 otherwise.
 """
@@ -35,6 +36,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         choices=["auto", "cpu", "gpu"],
         default="auto",
         help="where DALI runs (default: the GPU if DALI sees one)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=["dali", "opencv"],
+        default="dali",
+        help="the engine compared with the TF engine: DALI (default) or OpenCV (backend: opencv)",
     )
     parser.add_argument("--json", type=Path, help="also write the report as JSON here")
     stored = parser.add_mutually_exclusive_group()
@@ -70,19 +77,22 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB, seed {seed})")
         return 0
     if args.check_reference:
-        with console.status("running DALI on the stored cases"):
-            report = check_reference(args.check_reference, dali_device(args.device))
+        with console.status(f"running {args.engine} on the stored cases"):
+            device = "cpu" if args.engine == "opencv" else dali_device(args.device)
+            report = check_reference(args.check_reference, device, engine=args.engine)
     else:
         if args.config is None:
             raise ConfigError("parity: give a CONFIG, --check-reference REF or --write-reference")
         config = load_config(args.config)
-        device = dali_device(args.device, config.device_id)
-        with tempfile.TemporaryDirectory() as tmp, console.status("running DALI and TensorFlow"):
+        opencv = args.engine == "opencv"
+        device = "cpu" if opencv else dali_device(args.device, config.device_id)
+        running = f"running {args.engine} and TensorFlow"
+        with tempfile.TemporaryDirectory() as tmp, console.status(running):
             if args.images is None:
                 inputs = builtin_inputs(Path(tmp))
             else:
                 inputs = user_inputs(args.images, Path(tmp), args.limit)
-            report = run_parity(config, inputs, seed, device)
+            report = run_parity(config, inputs, seed, device, args.engine)
     console.print(table(report))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

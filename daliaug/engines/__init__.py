@@ -14,13 +14,15 @@ neither TensorFlow nor DALI.
 from __future__ import annotations
 
 import importlib
+import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 from daliaug.engines.select import Device
 
-NAMES = ("dali", "tf")
+NAMES = ("dali", "tf", "opencv")
 
 
 class Engine(ABC):
@@ -34,6 +36,17 @@ class Engine(ABC):
     ) -> Iterator[tuple[str, str]]:
         """The files of ``paths`` this engine cannot decode on ``device`` (GPU ``device_id``
         for ``gpu``), with the reason (the full check, :mod:`daliaug.sources.checks`)."""
+
+
+def undecodable_in_threads(
+    reason: Callable[[str], str | None], paths: Sequence[str]
+) -> Iterator[tuple[str, str]]:
+    """The files of ``paths`` for which ``reason`` (a decoder that releases the GIL, run in a
+    thread pool) gives why they do not decode."""
+    with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 1)) as pool:
+        for path, why in zip(paths, pool.map(reason, paths), strict=True):
+            if why is not None:
+                yield path, why
 
 
 def engine(name: str) -> Engine:

@@ -2,9 +2,9 @@
 
 :func:`choose` is the one decision, for every framework and output: ``make_dataset``,
 ``DaliLoader``, preview, check and Keras' ``it[i]`` all ask it. A placement is ``gpu`` or
-``cpu`` (DALI on that device) or ``tf`` (the TensorFlow engine); ``backend: auto`` gives DALI
-on the GPU where DALI sees one, else the faster CPU path for the source kind and plan
-(:func:`cpu_placement`).
+``cpu`` (DALI on that device), ``tf`` (the TensorFlow engine) or ``opencv`` (the OpenCV
+engine, where the config asks for it); ``backend: auto`` gives DALI on the GPU where DALI sees
+one, else the faster CPU path for the source kind and plan (:func:`cpu_placement`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from daliaug.errors import BackendError, BackendWarning, ConfigError, user_stack
 from daliaug.transforms.policy import PolicyTransform
 
 Device = Literal["cpu", "gpu"]
-Placement = Literal["cpu", "gpu", "tf"]
-EngineName = Literal["dali", "tf"]
+Placement = Literal["cpu", "gpu", "tf", "opencv"]
+EngineName = Literal["dali", "tf", "opencv"]
 
 TF_CUDA_FIX = "install TensorFlow's CUDA build: pip install 'tensorflow[and-cuda]==2.21.*'"
 
@@ -42,16 +42,19 @@ def choose(
 ) -> Choice:
     """The engine and device that run ``config`` here for ``framework``.
 
-    ``tensorflow`` (a ``tf.data`` dataset) runs either engine where :func:`resolve_backend`
+    ``tensorflow`` (a ``tf.data`` dataset) runs any engine where :func:`resolve_backend`
     places it; DALI on the GPU only where ``tf_sees_gpu()`` (the ``tf.data`` output's question,
     asked only then) says TensorFlow sees it too (:func:`_tensorflow_blind`). ``jax``, ``torch``
-    and ``numpy`` run DALI (:func:`_without_tensorflow`).
+    and ``numpy`` run DALI (:func:`_without_tensorflow`), or the OpenCV engine where the config
+    asks for it.
 
     >>> from daliaug import load_config
     >>> choose(load_config({"source": {"type": "directory", "path": "."}, "backend": "tf"}))
     Choice(engine='tf', device='cpu')
     """
     placement = resolve_backend(config)
+    if placement == "opencv":
+        return Choice("opencv", "cpu")
     if framework != "tensorflow":
         return Choice("dali", _without_tensorflow(config, framework, placement))
     if placement == "gpu" and tf_sees_gpu is not None and not tf_sees_gpu():
@@ -184,12 +187,12 @@ def cpu_placement(config: Config) -> Placement:
 
 def resolve_backend(config: Config) -> Placement:
     """Where ``make_dataset`` runs the config: ``backend: cpu`` and ``gpu`` on DALI's device,
-    ``tf`` on the TensorFlow backend; ``auto`` on DALI's GPU where DALI sees GPU
-    ``device_id``, else on :func:`cpu_placement` (the TensorFlow backend without DALI); DALI
-    is imported only where a CUDA driver is found (:func:`cuda_driver`).
+    ``tf`` on the TensorFlow backend, ``opencv`` on the OpenCV engine; ``auto`` on DALI's GPU
+    where DALI sees GPU ``device_id``, else on :func:`cpu_placement` (the TensorFlow backend
+    without DALI); DALI is imported only where a CUDA driver is found (:func:`cuda_driver`).
     ``DaliLoader`` (no TensorFlow) runs DALI on the CPU instead (:func:`resolve_device`)."""
-    if config.backend == "tf":
-        return "tf"
+    if config.backend in ("tf", "opencv"):
+        return config.backend
     if config.backend == "auto":
         if not dali_installed():
             return "tf"

@@ -132,19 +132,26 @@ def local_batches(
     return kind(open_at, len(bounds), full, partial, initial_epoch, len(shards))
 
 
-def dali_loaders(
+def cpu_loaders(
     shards: list[Shard], convert: Callable[[Batch], Batch], device: str = "cpu"
 ) -> Callable[[int], Joined]:
-    """``open_at`` for ``shards`` run by DALI on ``device``: one
-    :class:`~daliaug.outputs.numpy.DaliLoader` each, their NumPy batches joined and
-    ``convert``-ed."""
-    from daliaug.outputs.numpy import DaliLoader
+    """``open_at`` for ``shards`` run on the host's side of ``device``: one loader each, their
+    NumPy batches joined and ``convert``-ed: the OpenCV engine's
+    :class:`~daliaug.outputs.opencv.CvLoader` where the config says ``backend: opencv``, else
+    DALI's :class:`~daliaug.outputs.numpy.DaliLoader` on ``device``."""
+    if shards[0][0].backend == "opencv":
+        from daliaug.outputs.opencv import CvLoader
+
+        def loader(c: Config, s: SampleSet, o: DatasetOptions, epoch: int) -> Iterable[Batch]:
+            return CvLoader(c, samples=s, options=o, initial_epoch=epoch)
+    else:
+        from daliaug.outputs.numpy import DaliLoader
+
+        def loader(c: Config, s: SampleSet, o: DatasetOptions, epoch: int) -> Iterable[Batch]:
+            return DaliLoader(c, samples=s, device=device, options=o, initial_epoch=epoch)
 
     def open_at(epoch: int) -> Joined:
-        loaders = [
-            DaliLoader(c, samples=s, device=device, options=o, initial_epoch=epoch)
-            for c, s, o in shards
-        ]
+        loaders = [loader(c, s, o, epoch) for c, s, o in shards]
         return Joined(loaders, convert, box_names(shards[0][1]))
 
     return open_at

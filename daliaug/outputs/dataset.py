@@ -5,8 +5,9 @@ dataset or one per replica under a ``tf.distribute`` strategy), JAX (:mod:`dalia
 PyTorch (:mod:`daliaug.outputs.torch`) and NumPy (:mod:`daliaug.outputs.batches`).
 
 With DALI (``backend`` auto, gpu or cpu) the DALI graph does the pixels; with ``backend: tf``
-(or auto without DALI) TensorFlow ops do (``tf.data`` only). Either way the epochs are
-:mod:`daliaug.epoch`'s. Importing this module imports no framework; the chosen output does.
+(or auto without DALI) TensorFlow ops do (``tf.data`` only); with ``backend: opencv`` OpenCV and
+NumPy in threads do (every output). Whichever, the epochs are :mod:`daliaug.epoch`'s.
+Importing this module imports no framework; the chosen output does.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 
 from daliaug.config import Config
 from daliaug.detection import with_box_targets
-from daliaug.engines.select import Device, choose
+from daliaug.engines.select import Choice, Device, choose
 from daliaug.epoch import EpochClock, resolve_seed
 from daliaug.errors import ConfigError
 from daliaug.outputs import framework_of, keras_started, tensorflow_extra
@@ -41,8 +42,9 @@ _ENGINE = "_daliaug_engine"
 class DatasetEngine:
     """Which engine computes a dataset's batches, and on which device."""
 
-    name: Literal["dali", "tf"]
-    """``dali`` (NVIDIA DALI's operators) or ``tf`` (TensorFlow ops)."""
+    name: Literal["dali", "tf", "opencv"]
+    """``dali`` (NVIDIA DALI's operators), ``tf`` (TensorFlow ops) or ``opencv`` (OpenCV and
+    NumPy in threads)."""
     device: Literal["cpu", "gpu"]
     """Where the engine runs (the TensorFlow backend always augments on the CPU)."""
     replicas: int = 1
@@ -50,7 +52,8 @@ class DatasetEngine:
     strategy, one per local device of a JAX ``keras.distribution``."""
 
     def __str__(self) -> str:
-        where = "TensorFlow ops" if self.name == "tf" else f"DALI on the {self.device.upper()}"
+        names = {"tf": "TensorFlow ops", "opencv": "OpenCV on the CPU"}
+        where = names.get(self.name, f"DALI on the {self.device.upper()}")
         return where if self.replicas == 1 else f"{where}, {self.replicas} replicas"
 
 
@@ -159,7 +162,7 @@ def make_dataset(
     if framework == "tensorflow":
         return _tf_data(prepared, options, strategy)
     config = config.model_copy(update={"seed": resolve_seed(config.seed)})
-    return _batches(framework, config, samples, prepared.device, options, initial_epoch)
+    return _batches(framework, config, samples, choice, options, initial_epoch)
 
 
 def _tf_data(prepared: Prepared, options: DatasetOptions, strategy: Any) -> Any:
@@ -180,12 +183,13 @@ def _batches(
     framework: str,
     config: Config,
     samples: SampleSet,
-    device: Device,
+    choice: Choice,
     options: DatasetOptions,
     initial_epoch: int,
 ) -> Batches:
     """The batches of ``framework`` (``jax``, ``torch`` or ``numpy``) for ``samples``
-    (prepared and checked), computed by DALI on ``device``."""
+    (prepared and checked), computed by the chosen engine (DALI or OpenCV) on its device."""
+    name, device = choice.engine, choice.device
     if options.weighs:
         samples.check_reader_weights(framework)
     if framework in ("jax", "torch"):
@@ -199,11 +203,11 @@ def _batches(
 
         batches = torch_dataset(config, samples, device, options, initial_epoch)
     else:
-        from daliaug.outputs.batches import dali_loaders, local_batches
+        from daliaug.outputs.batches import cpu_loaders, local_batches
 
         shards = [(config, samples, options)]
-        batches = local_batches(shards, dali_loaders(shards, tuple, device), initial_epoch)
-    return _described(batches, "dali", device, batches.pipelines)
+        batches = local_batches(shards, cpu_loaders(shards, tuple, device), initial_epoch)
+    return _described(batches, name, device, batches.pipelines)
 
 
 def _described(dataset: Any, engine: str, device: Device, replicas: int) -> Any:

@@ -1,6 +1,7 @@
 """The JAX output: ``make_dataset`` for Keras' JAX backend, without TensorFlow.
 
-On the CPU, DALI's CPU operators make the batches (:func:`~daliaug.outputs.batches.dali_loaders`),
+On the CPU, DALI's CPU operators (or the OpenCV engine, ``backend: opencv``) make the batches
+(:func:`~daliaug.outputs.batches.cpu_loaders`),
 put on JAX's devices as ``jax.Array``; on GPUs, DALI's own JAX iterator
 (``nvidia.dali.plugin.jax``) runs one pipeline per GPU of this process and hands over
 ``jax.Array``\\ s that never leave the GPUs.
@@ -25,7 +26,7 @@ import numpy as np
 
 from daliaug.config import Config
 from daliaug.errors import ConfigError
-from daliaug.outputs.batches import Batch, Shard, dali_loaders, local_batches
+from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches
 from daliaug.outputs.fit import FitBatches
 from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, output_names
 from daliaug.outputs.options import DatasetOptions
@@ -64,7 +65,7 @@ def jax_dataset(
     def convert(batch: Batch) -> Batch:
         return tuple(jax.device_put(batch, sharding))
 
-    return local_batches(shards, dali_loaders(shards, convert), initial_epoch, FitBatches)
+    return local_batches(shards, cpu_loaders(shards, convert), initial_epoch, FitBatches)
 
 
 def _local_shards(

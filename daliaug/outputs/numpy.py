@@ -260,9 +260,15 @@ def batches(
     """The first epoch of engine ``engine`` on ``device`` as NumPy ``(images, targets)``
     batches (parity, preview; detection targets as Keras' dict); ``params`` (one row of
     ``plan.param_keys`` per sample) replaces the random draws."""
+    names = box_names(samples)
     if engine == "dali":
-        names = box_names(samples)
         for batch in DaliLoader(config, samples=samples, device=device, params=params):
+            yield nest(batch, names)
+        return
+    if engine == "opencv":
+        from daliaug.outputs.opencv import cv_batches
+
+        for batch in cv_batches(config, samples, params=params):
             yield nest(batch, names)
         return
     import tensorflow as tf

@@ -1,6 +1,7 @@
 """The PyTorch output: ``make_dataset`` for Keras' PyTorch backend, without TensorFlow.
 
-On the CPU, DALI's CPU operators make the batches (:func:`~daliaug.outputs.batches.dali_loaders`),
+On the CPU, DALI's CPU operators (or the OpenCV engine, ``backend: opencv``) make the batches
+(:func:`~daliaug.outputs.batches.cpu_loaders`),
 handed over as ``torch.Tensor`` without a copy (``torch.from_numpy``); on a GPU, DALI's own
 PyTorch iterator (``nvidia.dali.plugin.pytorch``) hands over CUDA tensors that never leave the
 GPU.
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from daliaug.config import Config
-from daliaug.outputs.batches import Batch, Shard, dali_loaders, local_batches
+from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches
 from daliaug.outputs.fit import FitBatches
 from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, output_names
 from daliaug.outputs.options import DatasetOptions
@@ -44,7 +45,7 @@ def torch_dataset(
     def convert(batch: Batch) -> Batch:
         return tuple(torch.from_numpy(a) for a in batch)
 
-    return local_batches([shard], dali_loaders([shard], convert), initial_epoch, FitBatches)
+    return local_batches([shard], cpu_loaders([shard], convert), initial_epoch, FitBatches)
 
 
 def _rank_shard(config: Config, samples: SampleSet, options: DatasetOptions, device: str) -> Shard:

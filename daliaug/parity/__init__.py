@@ -1,4 +1,4 @@
-"""Parity between the DALI pipeline and the TensorFlow backend.
+"""Parity between the DALI pipeline (or the OpenCV engine) and the TensorFlow backend.
 
 Both backends run the same configs on the same images with the same explicit per-sample
 parameters (drawn here with NumPy); the harness reports, per transform, for the whole pipeline,

@@ -1,7 +1,7 @@
-"""Run DALI and the TensorFlow backend on the same images with the same explicit parameters,
-and report how far apart they are: per transform, for the whole pipeline, for its masks (for
-segmentation), for the output stage (normalization, dtype, layout) and, separately, for the
-JPEG decoders.
+"""Run DALI (or the OpenCV engine) and the TensorFlow backend on the same images with the same
+explicit parameters, and report how far apart they are: per transform, for the whole pipeline,
+for its masks (for segmentation), for the output stage (normalization, dtype, layout) and,
+separately, for the JPEG decoders.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from daliaug.errors import BackendError
 from daliaug.parity.inputs import ParityInputs, with_masks
 from daliaug.parity.measure import Stats, compared_pixels, differences, seeded_rows
 from daliaug.parity.report import Kind, Report, Result
-from daliaug.parity.run import compared, dali_outputs, run_dali, run_tf, tf_outputs
+from daliaug.parity.run import compared, outputs, run_tf, tf_outputs
 from daliaug.sources import Samples
 from daliaug.sources.segmentation import MaskTargets
 from daliaug.transforms.base import TF_ONLY_FILLS
@@ -47,21 +47,26 @@ def decoder_runs(config: Config, jpegs: Samples) -> Iterator[tuple[Config, np.nd
         yield run, np.flatnonzero((sizes == size).all(axis=1))
 
 
-def dali_differences(
-    config: Config, samples: Samples, rows: np.ndarray, reference: np.ndarray, device: Device
+Engine = tuple[str, Device]
+"""The engine compared with the TF engine, and its device: ``("dali", "cpu")``,
+``("dali", "gpu")`` or ``("opencv", "cpu")``."""
+
+
+def engine_differences(
+    config: Config, samples: Samples, rows: np.ndarray, reference: np.ndarray, engine: Engine
 ) -> np.ndarray:
-    """DALI's outputs on ``device`` against ``reference`` outputs, outside the border band."""
+    """An engine's outputs against ``reference`` outputs, outside the border band."""
     plan = config.plan
-    dali = run_dali(config, samples, rows, device)
-    return differences(dali, reference, compared_pixels(plan, rows, samples.sizes))
+    images = outputs(engine[0], config, samples, rows, engine[1])[0]
+    return differences(images, reference, compared_pixels(plan, rows, samples.sizes))
 
 
-def _case(config: Config, samples: Samples, seed: int, device: Device) -> np.ndarray:
+def _case(config: Config, samples: Samples, seed: int, engine: Engine) -> np.ndarray:
     config, rows = prepared(config, len(samples), seed)
-    return dali_differences(config, samples, rows, run_tf(config, samples, rows), device)
+    return engine_differences(config, samples, rows, run_tf(config, samples, rows), engine)
 
 
-def _output_stats(config: Config, samples: Samples, seed: int, device: Device) -> Stats:
+def _output_stats(config: Config, samples: Samples, seed: int, engine: Engine) -> Stats:
     """The whole pipeline with the config's own output, mapped back to the 0..255 scale."""
     run, rows = prepared(config, len(samples), seed)
     run = run.model_copy(update={"output": config.output})
@@ -72,23 +77,23 @@ def _output_stats(config: Config, samples: Samples, seed: int, device: Device) -
             images = images.transpose(0, 2, 3, 1)
         return images.astype(np.float64) * std + mean
 
-    dali = unnormalized(run_dali(run, samples, rows, device))
+    images = unnormalized(outputs(engine[0], run, samples, rows, engine[1])[0])
     tf_images = unnormalized(run_tf(run, samples, rows))
     plan = config.plan
-    return Stats.of(dali, tf_images, compared_pixels(plan, rows, samples.sizes))
+    return Stats.of(images, tf_images, compared_pixels(plan, rows, samples.sizes))
 
 
-def _decoder_stats(config: Config, jpegs: Samples, device: Device) -> Stats:
-    """Decode only: DALI against TensorFlow on every JPEG, pooled."""
+def _decoder_stats(config: Config, jpegs: Samples, engine: Engine) -> Stats:
+    """Decode only: the engine against TensorFlow on every JPEG, pooled."""
     pooled = []
     for run, indices in decoder_runs(config, jpegs):
         group = jpegs.subset(indices)
         rows = np.zeros((len(group), 0), np.float32)
-        pooled.append(dali_differences(run, group, rows, run_tf(run, group, rows), device))
+        pooled.append(engine_differences(run, group, rows, run_tf(run, group, rows), engine))
     return Stats.of_differences(np.concatenate(pooled))
 
 
-def _mask_stats(config: Config, samples: Samples, seed: int, device: Device) -> Stats:
+def _mask_stats(config: Config, samples: Samples, seed: int, engine: Engine) -> Stats:
     """The whole pipeline's masks (class indices) from both backends: the share of mask pixels
     whose class differs, outside the border band. The config's segmentation source is pointed
     at synthetic masks of the five classes of ``MASK_PALETTE`` for ``samples``' images."""
@@ -106,10 +111,10 @@ def _mask_stats(config: Config, samples: Samples, seed: int, device: Device) -> 
             {**source.model_dump(), **classes, "mask_output": "index", "mask_dtype": "int32"}
         )
         run = run.model_copy(update={"source": masks_source})
-        dali = dali_outputs(run, paired, rows, device)[1]
+        masks = outputs(engine[0], run, paired, rows, engine[1])[1]
         tf_masks = tf_outputs(run, paired, rows)[1]
     plan = config.plan
-    differ = (dali != tf_masks)[..., None].astype(np.float64)
+    differ = (masks != tf_masks)[..., None].astype(np.float64)
     mask = compared_pixels(plan, rows, paired.sizes)
     return Stats.of_differences(differ[np.broadcast_to(mask, differ.shape)])
 
@@ -121,15 +126,19 @@ def tf_only(config: Config) -> str:
     )
 
 
-def run_parity(config: Config, inputs: ParityInputs, seed: int, device: Device) -> Report:
-    """Compare DALI on ``device`` with the TensorFlow backend on ``inputs`` (needs both).
-    What DALI cannot run (a ``reflect`` or ``wrap`` fill) is listed as not compared.
+def run_parity(
+    config: Config, inputs: ParityInputs, seed: int, device: Device, engine: str = "dali"
+) -> Report:
+    """Compare DALI on ``device`` (or the OpenCV engine, ``engine="opencv"``) with the
+    TensorFlow backend on ``inputs`` (needs both). What DALI cannot run (a ``reflect`` or
+    ``wrap`` fill) is listed as not compared.
 
     On JPEG inputs the decoders are compared alone, and the whole pipeline once more (with
     the decoders' tolerance) to cover decoding only a crop window. A transform DALI cannot
     run on ``device`` (``elastic`` on the CPU) is a ``BackendError``.
     """
-    lacking = dali_lacks(config, device)
+    compared_with: Engine = (engine, "cpu" if engine == "opencv" else device)
+    lacking = dali_lacks(config, device) if engine == "dali" else []
     if lacking:
         raise BackendError(f"{', '.join(lacking)}: DALI cannot run it on its {device}: no parity")
     samples = inputs.lossless
@@ -138,18 +147,19 @@ def run_parity(config: Config, inputs: ParityInputs, seed: int, device: Device) 
         if case.fill in TF_ONLY_FILLS:
             skipped[name] = tf_only(case)
         else:
-            stats = Stats.of_differences(_case(case, samples, seed, device))
+            stats = Stats.of_differences(_case(case, samples, seed, compared_with))
             results.append(Result(name, kind, stats))
     whole = config.fill not in TF_ONLY_FILLS  # DALI runs the whole pipeline
     if whole and config.source.segmentation:
-        results.append(Result("masks", "masks", _mask_stats(config, samples, seed, device)))
+        results.append(Result("masks", "masks", _mask_stats(config, samples, seed, compared_with)))
     if whole and config.output != compared(config).output:
         name = f"output ({config.output.dtype}, {config.output.layout})"
-        results.append(Result(name, "output", _output_stats(config, samples, seed, device)))
+        results.append(Result(name, "output", _output_stats(config, samples, seed, compared_with)))
     if inputs.jpeg is not None:
-        stats = _decoder_stats(config, inputs.jpeg, device)
+        stats = _decoder_stats(config, inputs.jpeg, compared_with)
         results.append(Result("JPEG decoders", "decoder", stats))
     if whole and inputs.jpeg is not None:
-        stats = Stats.of_differences(_case(config, inputs.jpeg, seed, device))
+        stats = Stats.of_differences(_case(config, inputs.jpeg, seed, compared_with))
         results.append(Result("pipeline on JPEGs", "decoder", stats))
-    return Report(f"DALI-{device.upper()} vs TF", seed, results, skipped)
+    name = "OpenCV" if engine == "opencv" else f"DALI-{device.upper()}"
+    return Report(f"{name} vs TF", seed, results, skipped)

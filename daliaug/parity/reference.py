@@ -22,7 +22,7 @@ import numpy as np
 from daliaug.config import Config, load_config
 from daliaug.engines.select import Device, dali_lacks
 from daliaug.parity.examples import pipeline_examples, transform_examples
-from daliaug.parity.harness import dali_differences, decoder_runs, prepared
+from daliaug.parity.harness import decoder_runs, engine_differences, prepared
 from daliaug.parity.inputs import builtin_inputs, image_samples
 from daliaug.parity.measure import Stats
 from daliaug.parity.report import Kind, Report, Result
@@ -141,24 +141,30 @@ def load_reference(path: Path, workdir: Path) -> tuple[Samples, list[ReferenceCa
     return files, cases, int(manifest["seed"])
 
 
-def check_reference(path: Path, device: Device, decode_window: str | None = None) -> Report:
-    """DALI on ``device`` against the stored TF outputs (no TensorFlow needed); cases of the
-    same name (the decoders at each image size) are pooled into one row; without the cases
-    DALI cannot run on ``device``. ``decode_window``: every case's, where given (``whole``
-    on a GPU: decoded with fancy upsampling, as the reference was)."""
+def check_reference(
+    path: Path, device: Device, decode_window: str | None = None, engine: str = "dali"
+) -> Report:
+    """DALI on ``device`` (or the OpenCV engine, ``engine="opencv"``, every case) against the
+    stored TF outputs (no TensorFlow needed); cases of the same name (the decoders at each
+    image size) are pooled into one row; without the cases DALI cannot run on ``device``.
+    ``decode_window``: every case's, where given (``whole`` on a GPU: decoded with fancy
+    upsampling, as the reference was)."""
     pooled: dict[tuple[str, Kind], list[np.ndarray]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         files, cases, seed = load_reference(path, Path(tmp))
         for c in cases:
-            if dali_lacks(c.config, device):
+            if engine == "dali" and dali_lacks(c.config, device):
                 continue
             config = c.config
             if decode_window is not None:
                 config = config.model_copy(update={"decode_window": decode_window})
-            diff = dali_differences(config, files.subset(c.inputs), c.rows, c.outputs, device)
+            diff = engine_differences(
+                config, files.subset(c.inputs), c.rows, c.outputs, (engine, device)
+            )
             pooled.setdefault((c.name, c.kind), []).append(diff)
     results = [
         Result(name, kind, Stats.of_differences(np.concatenate(parts)))
         for (name, kind), parts in pooled.items()
     ]
-    return Report(f"DALI-{device.upper()} vs stored TF reference", seed, results)
+    name = "OpenCV" if engine == "opencv" else f"DALI-{device.upper()}"
+    return Report(f"{name} vs stored TF reference", seed, results)

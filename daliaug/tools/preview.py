@@ -61,9 +61,11 @@ def _prepare(config: Config, x: Any = None, y: Any = None) -> Prepared:
     """The config's samples (or the arrays ``x`` and ``y``: boxes where ``y`` is Keras'
     ``bounding_boxes`` dict), engine and device for a preview: DALI (without TensorFlow) on
     the device ``backend`` names here, or the TensorFlow engine for ``backend: tf`` (the
-    configs whose transforms DALI lacks, such as ``fill: reflect``)."""
+    configs whose transforms DALI lacks, such as ``fill: reflect``), or the OpenCV engine for
+    ``backend: opencv``."""
     config = with_box_targets(config, y)
-    choice = None if config.backend == "tf" else Choice("dali", resolve_device(config))
+    dali = config.backend not in ("tf", "opencv")
+    choice = Choice("dali", resolve_device(config)) if dali else None
     return prepare(config, x=x, y=y, choice=choice)
 
 

@@ -100,6 +100,15 @@ Fill = float | Literal["nearest", "reflect", "wrap"]
 border pixel, or ``"reflect"`` / ``"wrap"`` to mirror or tile the image (TensorFlow backend
 only)."""
 
+
+def fill_value(fill: Fill) -> Fill:
+    """The warp's fill as the engines use it: a constant rounded half up and saturated to
+    0..255 (as DALI's ``uint8`` fill), a mode name unchanged."""
+    if isinstance(fill, str):
+        return fill
+    return float(min(max(math.floor(float(fill) + 0.5), 0), 255))
+
+
 TF_ONLY_FILLS = ("reflect", "wrap")
 """Fills that TensorFlow's ``ImageProjectiveTransformV3`` has and DALI's ``warp_affine`` lacks."""
 

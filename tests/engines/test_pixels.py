@@ -21,6 +21,7 @@ from PIL import Image, ImageEnhance, ImageOps
 from scipy import ndimage
 
 from daliaug.engines.dali import pixels as dali_pixels
+from daliaug.engines.opencv import pixels as cv_pixels
 from daliaug.engines.tf import pixels as tf_pixels
 
 
@@ -85,6 +86,12 @@ def run_dali(op: Callable[..., Any], batch: np.ndarray, *params: Sequence[float]
     return np.stack([np.asarray(t) for t in out])
 
 
+def run_cv(op: Callable[..., Any], batch: np.ndarray, *params: Sequence[float]) -> np.ndarray:
+    """``op`` on the batch and per-sample parameters, NumPy arrays."""
+    values = [np.asarray(p, np.float32) for p in params]
+    return np.asarray(op(np.asarray(batch), *values))
+
+
 @dataclass(frozen=True)
 class Engine:
     name: str
@@ -98,12 +105,16 @@ class Engine:
         return self.run(partial(getattr(self.module, op), **fixed), batch, *params)
 
 
-ENGINES = {"tf": Engine("tf", tf_pixels, run_tf), "dali": Engine("dali", dali_pixels, run_dali)}
+ENGINES = {
+    "tf": Engine("tf", tf_pixels, run_tf),
+    "dali": Engine("dali", dali_pixels, run_dali),
+    "opencv": Engine("opencv", cv_pixels, run_cv),
+}
 
 
 @pytest.fixture(params=list(ENGINES))
 def engine(request: pytest.FixtureRequest) -> Engine:
-    """Each engine: TensorFlow (XLA) and DALI on the CPU."""
+    """Each engine: TensorFlow (XLA), DALI on the CPU, OpenCV and NumPy."""
     return ENGINES[request.param]
 
 

@@ -184,13 +184,13 @@ SEGMENTATION = {"type": "segmentation", "images": "i", "masks": "m", "num_classe
 def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
     """No GPU: ``auto`` runs the path ``bench.choose`` measured faster for the source kind and
     plan: the TensorFlow backend, but DALI's CPU operators for segmentation and for a policy;
-    ``cpu`` still forces DALI, ``tf`` TensorFlow."""
+    ``cpu`` still forces DALI, ``tf`` TensorFlow, ``opencv`` the OpenCV engine."""
     from daliaug.engines.select import Choice, choose, cuda_driver, dali_gpu_count, resolve_backend
     from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 
     assert dali_gpu_count() == 0
     assert not cuda_driver()  # so auto does not import DALI to look for a GPU
-    cases = [("auto", {}, "tf"), ("cpu", {}, "cpu"), ("tf", {}, "tf")]
+    cases = [("auto", {}, "tf"), ("cpu", {}, "cpu"), ("tf", {}, "tf"), ("opencv", {}, "opencv")]
     cases += [(backend, {"source": SEGMENTATION}, backend) for backend in ("cpu", "tf")]
     cases += [("auto", {"source": SEGMENTATION}, "cpu")]
     policy = {"transforms": [{"type": "trivial_augment"}]}
@@ -199,7 +199,8 @@ def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
         config = config_for(demo_dir, backend=backend, batch_size=8, seed=3, **fields)
         assert resolve_backend(config) == expected, (backend, fields)
         chosen = choose(config, "tensorflow", tf_sees_gpu)
-        assert chosen == (Choice("tf", "cpu") if expected == "tf" else Choice("dali", "cpu"))
+        name = expected if expected in ("tf", "opencv") else "dali"
+        assert chosen == Choice(name, "cpu")
     auto = make_dataset(config_for(demo_dir, backend="auto", batch_size=8, seed=3))
     forced = make_dataset(config_for(demo_dir, backend="tf", batch_size=8, seed=3))
     (a, labels_a), (b, labels_b) = next(iter(auto)), next(iter(forced))

@@ -294,3 +294,14 @@ def test_preview_captions_soft_labels_with_their_weights() -> None:
     assert caption(np.int32(2), names) == "fox"
     assert caption(np.array([0.25, 0.75, 0.0], np.float32), names) == "dog 0.75 / cat 0.25"
     assert caption(np.array([0.3], np.float32), names[:2]) == "cat 0.70 / dog 0.30"
+
+
+@pytest.mark.slow
+def test_parity_checks_the_opencv_engine_against_the_stored_reference(tmp_path: Path) -> None:
+    import json
+
+    report = tmp_path / "parity.json"
+    result = daliaug("parity", "--check-reference", "--engine", "opencv", "--json", report)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(report.read_text())
+    assert data["backends"] == "OpenCV vs stored TF reference" and data["passed"]

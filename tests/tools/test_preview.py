@@ -18,9 +18,12 @@ def test_caption_names_the_class_or_the_mixed_weights() -> None:
     assert caption(np.array([0.38, 0.62, 0.0]), names) == "dog 0.62 / cat 0.38"
 
 
+@pytest.mark.parametrize("backend", ["cpu", "opencv"])
 @pytest.mark.parametrize("stage", [{"type": "mixup", "alpha": 0.4}, {"type": "cutmix"}])
-def test_mixed_batches_show_their_label_weights(demo_dir: Path, stage: dict) -> None:
-    config = config_for(demo_dir, label_mode="categorical", transforms=[stage], shuffle=True)
+def test_mixed_batches_show_their_label_weights(demo_dir: Path, stage: dict, backend: str) -> None:
+    config = config_for(
+        demo_dir, label_mode="categorical", transforms=[stage], shuffle=True, backend=backend
+    )
     images, labels, names = augmented_samples(config, 8)
     assert images.dtype == np.uint8 and labels.shape == (8, len(names))
     np.testing.assert_allclose(labels.sum(axis=1), 1.0, atol=1e-5)

@@ -21,7 +21,7 @@ import tensorflow as tf
 from daliaug.config import Config
 from daliaug.engines.tf import pixels
 from daliaug.sources.segmentation import MaskTargets
-from daliaug.transforms.base import CUT_TOLERANCE, Fill
+from daliaug.transforms.base import CUT_TOLERANCE, Fill, fill_value
 from daliaug.transforms.saturation import LUMA
 
 _DCT = "INTEGER_ACCURATE"
@@ -143,14 +143,6 @@ def _fill_outside(
     inside = (x >= low) & (x <= high_x) & (y >= low) & (y <= high_y)
     inside = tf.reshape(inside, [tf.shape(images)[0], images.shape[1], images.shape[2], 1])
     return tf.where(inside, images, tf.constant(fill, images.dtype))
-
-
-def fill_value(fill: Fill) -> Fill:
-    """The warp's fill as the pipelines use it: a constant rounded half up and saturated to
-    0..255 (as DALI's ``uint8`` fill), a mode name unchanged."""
-    if isinstance(fill, str):
-        return fill
-    return float(np.clip(np.floor(float(fill) + 0.5), 0, 255))
 
 
 def resample(image: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Tensor:

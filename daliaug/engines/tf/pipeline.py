@@ -20,7 +20,6 @@ from daliaug.engines.feed import WarpLayout
 from daliaug.engines.tf import pixels
 from daliaug.engines.tf.image import (
     decode,
-    fill_value,
     finish,
     mask_target,
     outputs,
@@ -29,6 +28,7 @@ from daliaug.engines.tf.image import (
     stage_column,
 )
 from daliaug.sources.base import Samples
+from daliaug.transforms.base import fill_value
 
 RESIZES = False
 """TensorFlow takes warp matrices even for axis-aligned plans: :func:`resample` finds its

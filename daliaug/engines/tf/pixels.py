@@ -18,19 +18,9 @@ from contextvars import ContextVar
 import numpy as np
 import tensorflow as tf
 
+from daliaug.kernels import MIN_SIGMA, POSTERIZE_STEPS, SMOOTH_DETAIL, clahe_neighbours
+
 Value = tf.Tensor | float
-
-SMOOTH_DETAIL = ((1, 1, 1), (1, -8, 1), (1, 1, 1))
-"""PIL's ``ImageFilter.SMOOTH`` kernel ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]]`` minus 13 times the
-identity: divided by 13 and correlated with an image, it gives ``smooth(x) - x``."""
-
-MIN_SIGMA = 1e-3
-"""Smaller blur sigmas act as this one (the kernel is then the identity to float precision)."""
-
-POSTERIZE_STEPS = tuple(float(2 ** (8 - bits)) for bits in range(9))
-"""The quantization step ``2 ** (8 - bits)`` for ``bits`` = 0..8, looked up (exact) rather
-than computed with ``pow``."""
-
 
 _SAMPLE: ContextVar[tf.Tensor | None] = ContextVar("daliaug_tf_sample", default=None)
 """The index of the sample computed on its own (:func:`each_sample`), if one is."""
@@ -334,17 +324,8 @@ def clahe(images: tf.Tensor, tiles: tuple[int, int], clip_limit: float) -> tf.Te
     lut = tf.concat([lut[:, :1], lut, lut[:, -1:]], 1)
     lut = tf.reshape(tf.concat([lut[:, :, :1], lut, lut[:, :, -1:]], 2), [-1])
 
-    def between(size: int, tile: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each padded row (or column): the two surrounding tables' indices and the weight of
-        the second (tile centres at ``(k + 1/2) tile``, tables offset by the border's one)."""
-        at = (np.arange(size, dtype=np.float32) - tile / 2.0) / tile + 1.0
-        low = np.floor(at)
-        first = np.clip(low, 0, count + 1).astype(np.int32)
-        second = np.clip(low + 1, 0, count + 1).astype(np.int32)
-        return first, second, (at - low).astype(np.float32)
-
-    y0, y1, wy = (v[None, :, None, None] for v in between(th * rows, th, rows))
-    x0, x1, wx = (v[None, None, :, None] for v in between(tw * cols, tw, cols))
+    y0, y1, wy = (v[None, :, None, None] for v in clahe_neighbours(th * rows, th, rows))
+    x0, x1, wx = (v[None, None, :, None] for v in clahe_neighbours(tw * cols, tw, cols))
     base = (tf.range(n)[:, None, None, None] * (rows + 2) * (cols + 2) * c) * 256
     base = base + tf.range(c)[None, None, None, :] * 256 + values
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import tensorflow as tf
 
+from daliaug.engines import undecodable_in_threads
 from daliaug.errors import first_line
 
 
@@ -22,8 +22,5 @@ def _reason(path: str) -> str | None:
 
 
 def undecodable(paths: Sequence[str]) -> Iterator[tuple[str, str]]:
-    """The files of ``paths`` TensorFlow cannot decode, with TensorFlow's reason."""
-    with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 1)) as pool:
-        for path, reason in zip(paths, pool.map(_reason, paths), strict=True):
-            if reason is not None:
-                yield path, reason
+    """The files of ``paths`` TensorFlow cannot decode, with the reason."""
+    return undecodable_in_threads(_reason, paths)

@@ -1,6 +1,7 @@
 """The ``tf.data`` dataset of one engine's graph: DALI's through ``DALIDatasetWithInputs``
 (:mod:`~daliaug.outputs.tfdata.dali_dataset`), TensorFlow's as ``tf.data`` maps
-(:mod:`~daliaug.outputs.tfdata.tf_dataset`), and whether TensorFlow sees the GPU that a
+(:mod:`~daliaug.outputs.tfdata.tf_dataset`), OpenCV's NumPy batches
+(:mod:`~daliaug.outputs.tfdata.cv_dataset`), and whether TensorFlow sees the GPU that a
 ``tf.data`` dataset of DALI on the GPU needs. Importing this module imports neither TensorFlow
 nor DALI."""
 
@@ -32,6 +33,10 @@ def engine_dataset(
         from daliaug.outputs.tfdata.dali_dataset import dali_dataset
 
         return dali_dataset(config, samples, device, options)
+    if name == "opencv":
+        from daliaug.outputs.tfdata.cv_dataset import cv_dataset
+
+        return cv_dataset(config, samples, options)
     from daliaug.outputs.tfdata.tf_dataset import tf_dataset
 
     return tf_dataset(config, samples, options)

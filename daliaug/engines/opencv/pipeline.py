@@ -1,0 +1,196 @@
+"""The OpenCV engine's graph of one batch: from the feed protocol's batch (the samples'
+indices, ``warp``, labels, moved boxes, weights) to finished ``(images, targets[, weights])``
+NumPy batches, the DALI graph's and the TF engine's twin.
+
+Each sample is read, decoded, cut to its window, warped, recoloured and clipped on a thread
+of a pool sized from the cores this process may use (OpenCV and libjpeg-turbo release the GIL);
+without pixel or batch stages the same thread writes it, normalized, into its row of the
+batch's output array, allocated once per batch. With stages the samples land in a float32 batch
+that the stages (:mod:`daliaug.engines.opencv.pixels`) then take whole. A batch is submitted
+before the previous one is handed on, so the pool works while the consumer does.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from daliaug.config import Config, target_column
+from daliaug.engines.feed import WarpLayout
+from daliaug.engines.opencv import image, pixels
+from daliaug.sources.base import Samples
+from daliaug.transforms.base import fill_value
+
+RESIZES = False
+"""The engine takes warp matrices for every plan (one ``cv2.warpAffine`` per sample)."""
+
+Batch = tuple[np.ndarray, ...]
+
+
+def threads(config: Config) -> int:
+    """The pool's threads: ``num_threads``, else the cores this process may use."""
+    if config.num_threads is not None:
+        return int(config.num_threads)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@dataclass
+class Graph:
+    """The config's computation of a batch of ``samples`` (see the module docstring)."""
+
+    config: Config
+    samples: Samples
+    layout: WarpLayout
+    pool: ThreadPoolExecutor = field(init=False)
+    _scratch: threading.local = field(init=False, default_factory=threading.local)
+
+    def __post_init__(self) -> None:
+        self.pool = ThreadPoolExecutor(threads(self.config), thread_name_prefix="daliaug-cv")
+        plan = self.config.plan
+        self.staged = bool(plan.stage_keys)
+        self.fill = fill_value(self.config.fill)
+        self.nearest = self.config.interpolation == "nearest"
+        self.cut = self.config.fill_edge == "cut"
+        self.norm = image.normalizer(self.config)
+        self.unmoved = not plan.warps and "image" in self.samples.columns
+        source = self.config.source
+        self.masks = "mask_path" in self.samples.columns
+        self.mask_fill = float(source.mask_fill) if self.masks else 0.0  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, batch: dict[str, np.ndarray]) -> Callable[[], Batch]:
+        """Start computing ``batch`` on the pool; the returned call waits and finishes it."""
+        n = len(batch["index"])
+        h, w = self.config.image_size
+        c = self.config.channels
+        floats = np.empty((n, h, w, c), np.float32) if self.staged else None
+        out = image.output_array(self.config, n)
+        masks = (
+            np.empty((n, h, w, 3 if self._colour_masks else 1), np.float32) if self.masks else None
+        )
+        futures: list[Future[None]] = [
+            self.pool.submit(self._sample, batch, i, floats, out, masks) for i in range(n)
+        ]
+
+        def finished() -> Batch:
+            for f in futures:
+                f.result()
+            return self._finish(batch, floats, out, masks)
+
+        return finished
+
+    @property
+    def _colour_masks(self) -> bool:
+        return self.config.source.colour_coded  # type: ignore[attr-defined]
+
+    def _encoded(self, batch: dict[str, np.ndarray], i: int) -> bytes | np.ndarray:
+        if "encoded" in batch:
+            return batch["encoded"][i]
+        with open(self.samples.files["path"][int(batch["index"][i])], "rb") as f:
+            return f.read()
+
+    def _buffer(self) -> np.ndarray:
+        """This thread's float32 image of the output's size (samples finished one at a time)."""
+        buffer = getattr(self._scratch, "image", None)
+        if buffer is None:
+            h, w = self.config.image_size
+            buffer = self._scratch.image = np.empty((h, w, self.config.channels), np.float32)
+        return buffer
+
+    def _sample(
+        self,
+        batch: dict[str, np.ndarray],
+        i: int,
+        floats: np.ndarray | None,
+        out: np.ndarray,
+        masks: np.ndarray | None,
+    ) -> None:
+        config = self.config
+        inputs = self.layout.unpack(batch["warp"][i], np.reshape)
+        if "image" in self.samples.columns:
+            source = self.samples.columns["image"][int(batch["index"][i])]
+        else:
+            source = image.window(image.decode(self._encoded(batch, i), config.channels), inputs)
+        target = self._buffer() if floats is None else floats[i]
+        if self.unmoved and source.shape[:2] == tuple(config.image_size):
+            target[...] = source
+        else:
+            size = config.image_size
+            image.warp(source, inputs["matrix"], size, self.fill, self.nearest, self.cut, target)
+        image.recolour(target, inputs, config.channels)
+        if floats is None:
+            image.to_output(target, self.norm, config.output.layout, out[i])
+        if masks is not None:
+            path = self.samples.files["mask_path"][int(batch["index"][i])]
+            with open(path, "rb") as f:
+                mask = image.decode_mask(f.read(), config)
+            size = config.image_size
+            image.warp(mask, inputs["mask_matrix"], size, self.mask_fill, True, out=masks[i])
+
+    def _finish(
+        self,
+        batch: dict[str, np.ndarray],
+        floats: np.ndarray | None,
+        out: np.ndarray,
+        masks: np.ndarray | None,
+    ) -> Batch:
+        config, plan = self.config, self.config.plan
+        column = _column(batch["warp"], self.layout)
+        if floats is not None:
+            floats = plan.pixels(floats, column, pixels)
+            floats = plan.batch_images(floats, column, pixels)
+            np.clip(floats, 0.0, 255.0, out=floats)
+            layout = config.output.layout
+            for i in range(len(floats)):
+                image.to_output(floats[i], self.norm, layout, out[i])
+        outputs: list[Any] = [out]
+        boxes = [batch[name] for name in ("boxes", "box_labels", "keypoints") if name in batch]
+        if boxes:  # moved on the host (daliaug.detection): passed through
+            outputs += boxes
+        elif masks is not None:
+            outputs.append(self._masks(masks, column))
+        elif config.label_mode == "input":
+            outputs.append(out)
+        elif config.label_mode != "none":
+            label = batch.get(target_column(config.label_mode))
+            targets = image.label_target(label, config, self.samples.num_classes)
+            if plan.batch_stages:
+                targets = plan.batch_targets(targets, column, pixels, masks=False)
+            outputs.append(targets)
+        if "weight" in batch:
+            outputs.append(batch["weight"])
+        return tuple(outputs)
+
+    def _masks(self, masks: np.ndarray, column: Callable[[Any], Any]) -> np.ndarray:
+        """Warped masks through the pixel stages that move them, as classes, then the batch
+        stages' cuts (in the output layout, as the TF engine's ``cut_masks``)."""
+        plan = self.config.plan
+        if plan.moves_masks:
+            masks = plan.mask_pixels(masks, column, pixels, self.mask_fill)
+        classes = image.mask_classes(masks, self.config)
+        if not plan.batch_stages:
+            return classes
+        first = classes.ndim == 4 and self.config.output.layout == "NCHW"
+        if first:
+            classes = classes.transpose(0, 2, 3, 1)
+        classes = plan.batch_targets(classes, column, pixels, masks=True)
+        return classes.transpose(0, 3, 1, 2) if first else classes
+
+
+def _column(warp: np.ndarray, layout: WarpLayout) -> Callable[[Any], Any]:
+    """The per-sample values of the plan's stage parameters (:meth:`Plan.pixels`)."""
+    if "stages" not in layout.names:
+        return lambda k: None
+    stages = layout.unpack(warp, np.reshape, batched=True)["stages"]
+    return lambda k: stages[:, k]

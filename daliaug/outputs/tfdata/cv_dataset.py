@@ -1,0 +1,39 @@
+"""The OpenCV engine's batches as a ``tf.data`` dataset: each epoch's NumPy batches
+(:class:`~daliaug.outputs.opencv.CvLoader`) read into the graph by the streams' Python calls
+(:func:`~daliaug.outputs.tfdata.streams.counted`, one per batch), with the element spec and the
+number of batches ``model.fit`` expects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import tensorflow as tf
+
+from daliaug.config import Config
+from daliaug.detection import box_shapes
+from daliaug.outputs.opencv import CvLoader
+from daliaug.outputs.options import DatasetOptions
+from daliaug.outputs.tfdata.streams import counted, element_spec, nested
+from daliaug.sources.sample_set import SampleSet
+
+
+def cv_dataset(config: Config, samples: SampleSet, options: DatasetOptions) -> tf.data.Dataset:
+    """``(images, targets[, weights])`` batches of ``samples`` computed by the OpenCV engine,
+    one epoch per iteration as ``options.clock`` numbers them."""
+    clock = options.epoch_clock()
+    loader = CvLoader(config, samples=samples, options=options)
+    boxes = box_shapes(config, samples)
+    weighted = options.weights(samples.num_classes) is not None
+    specs = element_spec(config, samples.num_classes, weighted, samples.target_shape, boxes)
+
+    def epoch_batches(epoch: int) -> Iterator:
+        loader.epoch = epoch
+        return iter(loader)
+
+    batches = nested(counted(epoch_batches, specs, clock), tuple(boxes))
+    ds = batches.prefetch(config.prefetch_depth("cpu")).apply(
+        tf.data.experimental.assert_cardinality(len(loader))
+    )
+    ds.batches_per_epoch = len(loader)
+    ds.epoch_clock = clock
+    return ds
