@@ -39,11 +39,12 @@ def _feed(name: str, quick: bool) -> Any:
     """Workload ``name``'s feed as ``DaliLoader`` builds it on the GPU (samples checked)."""
     from daliaug.engines.dali.pipeline import RESIZES
     from daliaug.engines.feed import EpochFeed
+    from daliaug.engines.select import Choice
     from daliaug.prepare import prepare as prepare_config
 
     data = prepare(name, quick)
     config = WORKLOADS[name].daliaug_config(data, backend="gpu")
-    prepared = prepare_config(config, samples=data.samples(), device="cpu")
+    prepared = prepare_config(config, samples=data.samples(), choice=Choice("dali", "cpu"))
     return EpochFeed(config, prepared.samples, resizes=RESIZES)
 
 

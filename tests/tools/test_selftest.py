@@ -75,8 +75,10 @@ def stand_in_report(host: Host) -> Report:
 def run_cli(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, report: Report, *args: str
 ) -> tuple[int, str, str]:
+    from daliaug.cli.common import console
+
     monkeypatch.setattr(selftest, "selftest", lambda steps, progress: report)
-    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(console, "width", 200)  # made at import: COLUMNS read then, or never
     code = main(["selftest", *args])
     out = capsys.readouterr()
     return code, out.out, out.err
