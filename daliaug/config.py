@@ -506,6 +506,24 @@ def load_config(
     raise ConfigError(format_errors(errors, origin)) from None
 
 
+def load_with_targets(config: Any, y: object) -> Config:
+    """``config`` (anything :func:`load_config` takes) loaded once for the targets ``y`` that
+    come with it (``make_dataset``'s, ``daliaug.preview``'s): given Keras' ``bounding_boxes``
+    dict, an arrays source's targets are boxes (``source.boxes``)."""
+    if isinstance(y, Mapping):
+        boxes = {"source": {"boxes": True}}
+        try:
+            return load_config(config, boxes)
+        except ConfigError as error:
+            try:  # an arrays source takes boxes: its errors are the detection config's
+                load_config(config, {**boxes, "transforms": []})
+            except ConfigError:
+                pass  # the config's own errors, or a source of files (prepare names it)
+            else:
+                raise error from None
+    return load_config(config)
+
+
 _STAND_INS: dict[str, Any] = {"source": {"type": "arrays"}, "image_size": 1}
 _NEUTRAL = {"type": "flip", "horizontal": 0.0}
 """A transform that breaks no rule, standing in for a bad one (indices stay)."""

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from daliaug.algebra import Canvas
 from daliaug.boxes import Rules, Targets
-from daliaug.config import Config, load_config
+from daliaug.config import Config
 from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
@@ -30,24 +29,6 @@ inputs made of them per batch (padded)."""
 
 KERAS_NAMES = {"boxes": "boxes", "box_labels": "labels", "keypoints": "keypoints"}
 """Each graph input's key in the batches' targets (Keras' ``bounding_boxes`` dict)."""
-
-
-def with_box_targets(config: Any, y: object) -> Config:
-    """``config`` (anything :func:`~daliaug.config.load_config` takes) loaded; given Keras'
-    ``bounding_boxes`` dict as ``y`` (``make_dataset``'s, ``daliaug.preview``'s), an arrays
-    source's targets are boxes (``source.boxes``)."""
-    if isinstance(y, Mapping):
-        boxes = {"source": {"boxes": True}}
-        try:
-            return load_config(config, boxes)
-        except ConfigError as error:
-            try:  # an arrays source takes boxes: its errors are the detection config's
-                load_config(config, {**boxes, "transforms": []})
-            except ConfigError:
-                pass  # the config's own errors, or a source of files (prepare names it)
-            else:
-                raise error from None
-    return load_config(config)
 
 
 def box_names(samples: SampleSet) -> tuple[str, ...]:

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from daliaug.config import Config
-from daliaug.detection import with_box_targets
+from daliaug.config import Config, load_with_targets
 from daliaug.engines.select import Choice, Device, choose
 from daliaug.epoch import EpochClock, resolve_seed
 from daliaug.errors import ConfigError
@@ -138,7 +137,7 @@ def make_dataset(
             f"strategy: a tf.distribute strategy needs framework='tensorflow', not {framework!r}"
             " (for JAX, use keras.distribution.DataParallel)"
         )
-    config = with_box_targets(config, y)
+    config = load_with_targets(config, y)
     if config.source.both:
         if samples is not None or x is not None or sample_weight is not None:
             raise ConfigError("source.subset: both reads the folder; give no samples, x or weights")

@@ -13,8 +13,8 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from daliaug.boxes import to_xyxy
-from daliaug.config import Config, Output
-from daliaug.detection import box_names, with_box_targets
+from daliaug.config import Config, Output, load_with_targets
+from daliaug.detection import box_names
 from daliaug.engines.select import Choice, resolve_device
 from daliaug.prepare import Prepared, prepare
 from daliaug.sources.base import Samples
@@ -63,7 +63,7 @@ def _prepare(config: Config, x: Any = None, y: Any = None) -> Prepared:
     the device ``backend`` names here, or the TensorFlow engine for ``backend: tf`` (the
     configs whose transforms DALI lacks, such as ``fill: reflect``), or the OpenCV engine for
     ``backend: opencv``."""
-    config = with_box_targets(config, y)
+    config = load_with_targets(config, y)
     dali = config.backend not in ("tf", "opencv")
     choice = Choice("dali", resolve_device(config)) if dali else None
     return prepare(config, x=x, y=y, choice=choice)
