@@ -17,6 +17,7 @@ from itertools import count
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
@@ -134,6 +135,7 @@ def only_daliaug_errors(entry: str, config: dict, mutation: tuple | None, fault:
         print(f"{entry} {fault}: ran", flush=True)
 
 
+@pytest.mark.slow
 def test_every_error_leaving_the_api_is_daliaugs(tmp_path: Path) -> None:
     env = {**os.environ, "DALIAUG_CACHE": str(tmp_path / "cache"), "TF_CPP_MIN_LOG_LEVEL": "3"}
     env["CASES_ROOT"] = str(tmp_path)

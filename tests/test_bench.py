@@ -50,6 +50,7 @@ def check_measured(c: dict, repeats: int) -> None:
     assert c["peak_rss_mb"] > 0
 
 
+@pytest.mark.slow
 def test_gpu_suite_runs_without_tensorflow(tmp_path: Path) -> None:
     """The GPU half runs DALI only: here its CPU twins run, the GPU tools say why not."""
     blocked = tmp_path / "blocked" / "tensorflow"
@@ -99,6 +100,7 @@ def test_an_epoch_shorter_than_the_warm_up_is_named_and_gpu_epochs_are_longer(
     assert len(gpu.samples()) == GPU_EPOCH_SCALE * len(cpu.samples())
 
 
+@pytest.mark.slow
 def test_cpu_suite_and_targets(tmp_path: Path) -> None:
     tools = ("daliaug", "dali-cpu", "idg", "tfdata-layers", "daliaug-tf")
     result = bench(
@@ -133,6 +135,7 @@ def check_reports_a_clock_too_coarse(result: dict) -> None:
     assert "nan" in markdown(result, {})
 
 
+@pytest.mark.slow
 def test_tf_stage_profile() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "bench.tf_stages", "--quick"],
@@ -147,6 +150,7 @@ def test_tf_stage_profile() -> None:
     assert all(r["cpu_ms_per_image"] > 0 for r in rows)
 
 
+@pytest.mark.slow
 def test_backend_choice_per_source_kind(tmp_path: Path) -> None:
     out = tmp_path / "results"
     result = subprocess.run(
@@ -182,6 +186,7 @@ def test_equivalent_parameters_come_from_the_configs() -> None:
     assert b.zoom[0] == pytest.approx(0.08**0.5) and a.batch_size == b.batch_size == 128
 
 
+@pytest.mark.slow
 def test_doctor_reports_the_bound_and_a_timeline(demo_dir: Path, tmp_path: Path) -> None:
     timeline = tmp_path / "timeline.png"
     result = subprocess.run(
@@ -210,6 +215,7 @@ def test_doctor_reports_the_bound_and_a_timeline(demo_dir: Path, tmp_path: Path)
     assert timeline.stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_gpu_tf_suite_runs_here_and_says_why_its_gpu_tools_cannot(tmp_path: Path) -> None:
     """What users run on a GPU host (make_dataset through the plugin, alone and feeding
     ResNet-50, the decoder alone with the pipeline's windows): unavailable here, each saying
@@ -263,6 +269,7 @@ def test_the_decoder_alone_decodes_the_pipelines_own_windows(
     assert shapes == expected
 
 
+@pytest.mark.slow
 def test_the_hw_decoder_load_sweep_writes_every_pair(tmp_path: Path) -> None:
     """On DALI's CPU decoder here (the load only matters to the GPU's hardware decoder)."""
     from bench import gpu_sweep
@@ -342,6 +349,7 @@ def test_demo_seeds_reads_the_demos_epoch_lines() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_workload_c_runs_every_cpu_tool(tmp_path: Path) -> None:
     """Workload (c) (RandAugment, MixUp): daliaug's paths, Keras 3 layers in tf.data and the
     hand-written DALI ``auto_aug`` pipeline all build and yield batches; its targets are
@@ -361,6 +369,7 @@ def test_workload_c_runs_every_cpu_tool(tmp_path: Path) -> None:
     assert verdicts["daliaug DALI-CPU vs hand-written DALI auto_aug"] == QUICK
 
 
+@pytest.mark.slow
 def test_keras_io_mixup_row_runs_both_pipelines_on_the_same_arrays(tmp_path: Path) -> None:
     """keras-io's own tf.data MixUp and daliaug's default path: the same batches' shapes and
     soft labels, and one interleaved run written as Markdown and JSON."""
@@ -385,6 +394,7 @@ def test_keras_io_mixup_row_runs_both_pipelines_on_the_same_arrays(tmp_path: Pat
     assert "keras-io tf.data MixUp" in report.read_text()
 
 
+@pytest.mark.slow
 def test_pixel_op_costs_are_measured_on_both_cpu_engines(tmp_path: Path) -> None:
     from bench.pixel_ops import main
 

@@ -226,6 +226,7 @@ def perspective_case() -> tuple[dict[str, float], list[list[float]], list[list[f
     return params, [[x + 0.5, y + 0.5] for x, y in start], [[x + 0.5, y + 0.5] for x, y in end]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(TORCHVISION))
 def test_boxes_move_as_torchvision_moves_them(name: str) -> None:
     transforms, params, out, (op, kwargs) = TORCHVISION[name]

@@ -106,6 +106,7 @@ print(count, listed)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["cpu", "tf"])
 def test_mutated_files_are_decoded_or_named(mutants: Path, tmp_path: Path, backend: str) -> None:
     env = {**os.environ, "DALIAUG_CACHE": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -122,6 +123,7 @@ def test_mutated_files_are_decoded_or_named(mutants: Path, tmp_path: Path, backe
     assert empty <= set(named) and len(named) >= 100
 
 
+@pytest.mark.slow
 def test_the_check_command_names_every_bad_mutant(mutants: Path, tmp_path: Path) -> None:
     env = {**os.environ, "DALIAUG_CACHE": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "3"}
     code = "import sys; from daliaug.cli import main; sys.exit(main(['check', sys.argv[1]]))"
@@ -146,6 +148,7 @@ _outputs = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -314,6 +317,7 @@ def trains_or_is_refused(path: str, value: object) -> None:
     print(f"trained: {path} = {value!r}", flush=True)
 
 
+@pytest.mark.slow
 def test_numeric_fields_train_one_batch_or_are_refused(tmp_path: Path) -> None:
     """Adversarial values in every numeric field, through both engines in a process of its own
     (a signal death or a hang fails the test instead of ending the run)."""

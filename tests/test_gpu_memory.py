@@ -73,6 +73,7 @@ def run(code: str, env: dict[str, str] | None = None) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", STARTS)
 def test_import_daliaug_turns_memory_growth_on_before_tensorflows_runtime_starts(
     start: str,
@@ -83,12 +84,14 @@ def test_import_daliaug_turns_memory_growth_on_before_tensorflows_runtime_starts
     assert run(code) == {"at_start": "true", "policy": "set", "started": True}
 
 
+@pytest.mark.slow
 def test_the_users_own_setting_is_kept() -> None:
     code = DRIVER + "import daliaug\nimport tensorflow\n" + WATCH + STARTS["a tf op"] + REPORT
     found = run(code, {cuda.GROWTH_VARIABLE: "false"})
     assert found == {"at_start": "false", "policy": "user", "started": True}
 
 
+@pytest.mark.slow
 def test_too_late_when_tensorflow_started_before_import_daliaug() -> None:
     """Nothing is set that the runtime would no longer read; the GPU dataset warns then
     (tests/engines/test_tf_gpu_rules.py)."""
@@ -97,12 +100,14 @@ def test_too_late_when_tensorflow_started_before_import_daliaug() -> None:
     assert found == {"at_start": None, "policy": "too late", "started": True}
 
 
+@pytest.mark.slow
 def test_nothing_is_set_without_a_cuda_driver() -> None:
     assert not cuda.cuda_driver()  # this machine
     found = run("import daliaug\nimport tensorflow\n" + WATCH + STARTS["a tf op"] + REPORT)
     assert found == {"at_start": None, "policy": "no driver", "started": True}
 
 
+@pytest.mark.slow
 def test_the_gpu_dataset_applies_the_policy_before_it_starts_the_runtime() -> None:
     """Where the variable is not set (TensorFlow imported first, or the driver not found at
     import), the GPU dataset turns memory growth on through ``tf.config`` before it starts the

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "module",
     [

@@ -46,6 +46,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return found
 
 
+@pytest.mark.slow
 def test_wheel_holds_every_package_config_and_marker(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     packages = {
@@ -75,6 +76,7 @@ def fresh_venv(venv: Path) -> tuple[Path, Path]:
     return python, Path(site)
 
 
+@pytest.mark.slow
 def test_installed_wheel_works_outside_the_source_tree(wheel: Path, tmp_path: Path) -> None:
     """Installed next to this environment's dependencies (a ``.pth`` line reuses its
     site-packages without running its editable-install hook), from a folder outside the

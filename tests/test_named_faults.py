@@ -44,6 +44,7 @@ def folders(root: Path, count: int = 8) -> Path:
     return write_image_dir(root, {"a": images[::2], "b": images[1::2]}, fmt="jpg")
 
 
+@pytest.mark.slow
 def test_a_garbage_keras_file_is_called_what_it_is(tmp_path: Path) -> None:
     model = tmp_path / "model.keras"
     model.write_bytes(b"GARBAGE!" * 100)
@@ -54,6 +55,7 @@ def test_a_garbage_keras_file_is_called_what_it_is(tmp_path: Path) -> None:
     assert "File not found" not in out and "Traceback" not in out
 
 
+@pytest.mark.slow
 def test_a_jpeg_declaring_a_huge_size_is_told_the_size_and_the_limit(tmp_path: Path) -> None:
     data = folders(tmp_path / "data")
     bomb = data / "a" / "0000.jpg"
@@ -116,6 +118,7 @@ def fix_named(out: str, cache: Path) -> bool:
     return f"DALIAUG_CACHE={cache}" in out and "set DALIAUG_CACHE to a folder you can write" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["file", "read-only", "full"])
 def test_make_dataset_goes_on_without_a_cache_it_cannot_write(kind: str, tmp_path: Path) -> None:
     data = folders(tmp_path / "data")
@@ -125,6 +128,7 @@ def test_make_dataset_goes_on_without_a_cache_it_cannot_write(kind: str, tmp_pat
     assert "samples 8" in out and "cache warnings 1 " in out and fix_named(out, cache), out
 
 
+@pytest.mark.slow
 def test_tfrecord_indexes_go_elsewhere_or_name_index_dir(tmp_path: Path) -> None:
     from daliaug.sources.directory import DirectorySource
     from daliaug.tools.convert import write_tfrecords
@@ -139,6 +143,7 @@ def test_tfrecord_indexes_go_elsewhere_or_name_index_dir(tmp_path: Path) -> None
         load_config({"source": config, "image_size": 32}).source.samples()
 
 
+@pytest.mark.slow
 def test_check_lists_bad_files_without_a_cache(tmp_path: Path) -> None:
     data = folders(tmp_path / "data")
     (data / "b" / "0001.jpg").write_bytes(b"\xff\xd8\xff broken")
@@ -194,6 +199,7 @@ except daliaug.DataError as e:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["cpu", "tf"])
 @pytest.mark.parametrize("fault", ["garbage", "truncated", "deleted", "folder"])
 def test_a_file_broken_mid_training_leaves_fit_as_a_data_error_naming_it(
@@ -231,6 +237,7 @@ except daliaug.DataError as e:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["jax", "torch"])
 def test_a_file_replaced_unseen_is_named_on_jax_and_pytorch(framework: str, tmp_path: Path) -> None:
     """The JAX and PyTorch outputs name the file before its batch, as the ``tf.data`` output

@@ -124,6 +124,7 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_both_engines_run_the_new_stages(copy: Path) -> None:
     result = run(copy, "-c", CHECKS, str(copy))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -143,6 +144,7 @@ def test_both_engines_run_the_new_stages(copy: Path) -> None:
     assert 0 < sum(inverted) < len(inverted)  # the probability took effect both ways
 
 
+@pytest.mark.slow
 def test_parity_and_preview_see_the_new_stages(copy: Path) -> None:
     images = [structured_image(40, 48, seed=i) for i in range(8)]
     data = write_image_dir(copy / "data", {"a": images[:4], "b": images[4:]})

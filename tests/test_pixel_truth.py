@@ -296,6 +296,7 @@ def on_files(test):
     return SETTINGS(known(drawn(test)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["cpu", "tf", "opencv"])
 @on_files
 def test_masks_from_files_agree_with_their_images(
@@ -308,6 +309,7 @@ def test_masks_from_files_agree_with_their_images(
     assert_masks_agree(images, masks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["cpu", "tf", "opencv"])
 @on_files
 def test_boxes_and_keypoints_from_files_agree_with_their_pixels(
@@ -320,6 +322,7 @@ def test_boxes_and_keypoints_from_files_agree_with_their_pixels(
     assert_boxes_agree(images, targets, fused_only(chain), square(chain))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["cpu", "tf", "opencv"])
 @SETTINGS
 @example(chain=KNOWN[2], size=(64, 80), out=(64, 64), seed=1)

@@ -122,6 +122,7 @@ def test_class_weights_come_out_of_the_pipeline(backend: str, numbered_list: Pat
         assert np.array_equal(weights.numpy(), expected)
 
 
+@pytest.mark.slow
 def test_class_weights_on_tfrecords(backend: str, demo_dir: Path, tmp_path: Path) -> None:
     from daliaug.sources.directory import DirectorySource
     from daliaug.tools.convert import write_tfrecords

@@ -23,6 +23,7 @@ REFERENCE = ROOT / "daliaug" / "parity" / "reference.npz"
 REGENERATE = "daliaug parity --write-reference daliaug/parity/reference.npz"
 
 
+@pytest.mark.slow
 def test_reference_matches_the_current_tf_backend(tmp_path: Path) -> None:
     """Recomputed TF outputs equal the stored ones. Up to 1 grey level on at most 0.1% of the
     values is allowed: another CPU may round TensorFlow's vectorized float math differently,
@@ -49,6 +50,7 @@ def test_reference_covers_every_transform_and_pipeline(tmp_path: Path) -> None:
     assert REFERENCE.stat().st_size < 3_000_000
 
 
+@pytest.mark.slow
 def test_dali_cpu_matches_the_reference() -> None:
     report = check_reference(REFERENCE, "cpu")
     assert report.passed, report.as_dict()
@@ -68,6 +70,7 @@ def test_dali_gpu_matches_the_reference() -> None:
     assert report.passed, report.as_dict()
 
 
+@pytest.mark.slow
 def test_check_reference_needs_no_tensorflow(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     code = (

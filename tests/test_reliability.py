@@ -115,6 +115,7 @@ def test_a_file_changed_after_the_check_is_named_when_read(
     assert isinstance(carried, DataError) and str(changed) in str(carried)
 
 
+@pytest.mark.slow
 def test_check_command_lists_bad_files_and_caches(tmp_path: Path, cache: Path) -> None:
     data = folders(tmp_path / "data", count=30)
     bad = truncate(data / "b" / "0005.jpg")
@@ -136,6 +137,7 @@ def epoch_arrays(config: daliaug.Config, **kwargs: object) -> list[np.ndarray]:
     return [np.concatenate([b[0].numpy() for b in daliaug.make_dataset(config, **kwargs)])]
 
 
+@pytest.mark.slow
 def test_one_seed_gives_bitwise_identical_runs(backend: str, numbered_list: Path) -> None:
     source = {"type": "file_list", "path": str(numbered_list)}
     transforms = [
@@ -175,6 +177,7 @@ class Recorder:
         self.model.compile("adam", "sparse_categorical_crossentropy", run_eagerly=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("initial_epoch", [0, 2])
 def test_fit_reads_the_data_epoch_of_each_keras_epoch_without_a_callback(
     backend: str, numbered_list: Path, initial_epoch: int
@@ -202,6 +205,7 @@ def test_fit_reads_the_data_epoch_of_each_keras_epoch_without_a_callback(
     assert recorder.seen == expected
 
 
+@pytest.mark.slow
 def test_fit_interrupted_and_resumed_sees_the_same_data(backend: str, numbered_list: Path) -> None:
     """Keras' epochs read the data epochs of their numbers (EpochSync), so a run resumed at
     epoch k with model.fit(initial_epoch=k) sees what an uninterrupted run saw from k on."""
@@ -279,6 +283,7 @@ def ends_after(process: subprocess.Popen, sig: int, what: str, seconds: float = 
         pytest.fail(f"{what} did not end within {seconds:g} s of {signal.Signals(sig).name}")
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_the_demo_ends_it_at_once(demo_dir: Path, tmp_path: Path) -> None:
     command = [sys.executable, "-m", "daliaug.cli", "demo", "--data", str(demo_dir)]
     env = {**os.environ, "DALIAUG_CACHE": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -305,6 +310,7 @@ model.fit(daliaug.make_dataset(config), epochs=10000, verbose=0)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["cpu", "tf"])
 def test_ctrl_c_during_model_fit_ends_the_process(demo_dir: Path, backend: str) -> None:
     """A user's script: Python's KeyboardInterrupt ends it promptly (no hang in DALI's
@@ -354,6 +360,7 @@ time.sleep(0.7)  # the prefetching thread is inside a call now
 """
 
 
+@pytest.mark.slow
 def test_a_script_ending_while_a_stream_is_read_exits(tmp_path: Path) -> None:
     """A script that ends while its dataset's stream is inside a Python call (an iterator left
     half read) exits: the streams end at interpreter exit, before the iterator is destroyed
@@ -381,6 +388,7 @@ print(len(records), result.files, len(result.bad))
 """
 
 
+@pytest.mark.slow
 def test_two_processes_filling_the_cache_at_once(demo_dir: Path, tmp_path: Path) -> None:
     """Demo data, TFRecords and their index files, the check's results: made by two processes
     at the same time, each sees them whole."""
@@ -435,6 +443,7 @@ except daliaug.ConfigError as e:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fields", "named"),
     [
@@ -513,6 +522,7 @@ sys.exit(main(["check", sys.argv[1]]))
 """
 
 
+@pytest.mark.slow
 def test_odd_file_names_train_once_each_and_are_named_whole(tmp_path: Path, cache: Path) -> None:
     """Both engines read every image once, with its class's label, the non-UTF-8 name too;
     the check names the bad file readably and whole (not cut at 80 columns, no markup error),
@@ -571,6 +581,7 @@ write_classification_dataset(Path(sys.argv[1]), per_class=2000, size=(64, 64))
 """
 
 
+@pytest.mark.slow
 def test_the_demo_data_a_killed_process_left_half_written_is_removed(tmp_path: Path) -> None:
     """``kill -9`` while the demo data is written leaves its temporary folder; the next run
     removes it (a running writer's stays)."""

@@ -54,6 +54,7 @@ def test_a_child_must_say_it_decoded() -> None:
     assert canary.run_child(child(f"print({canary.PASSED!r})")).passed
 
 
+@pytest.mark.slow
 def test_the_real_child_decodes_its_windows_on_dalis_cpu() -> None:
     outcome = canary.run_child(canary.child_command("cpu", 0))
     assert outcome.passed, outcome.reason

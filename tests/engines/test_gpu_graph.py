@@ -96,6 +96,7 @@ def samples_of(config: Config) -> Any:
     return array_samples(x if config.channels == 3 else x[..., 0], np.arange(4) % 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("shipped", SHIPPED, ids=lambda p: p.stem)
 def test_gpu_graphs_keep_dalis_device_rules(
@@ -397,6 +398,7 @@ def test_the_cpu_side_of_each_shipped_gpu_graph_stays_small(
     assert all(len(c) <= b for c, b in zip(counts, bounds, strict=True)), counts
 
 
+@pytest.mark.slow
 def test_the_cpu_side_of_each_parity_example_stays_small(demo_dir: Path) -> None:
     from daliaug.parity.examples import transform_examples
 

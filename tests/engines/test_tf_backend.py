@@ -25,6 +25,7 @@ JITTER = [
 ]
 
 
+@pytest.mark.slow
 def test_one_seed_gives_both_backends_the_same_epochs(numbered_list: Path) -> None:
     """Same order, batches and random parameters on DALI and TF: the same images, to rounding."""
     fields = {
@@ -119,6 +120,7 @@ except BackendError as e:
 """
 
 
+@pytest.mark.slow
 def test_auto_falls_back_to_tf_without_dali(square_dir: Path) -> None:
     code = textwrap.dedent(_WITHOUT_DALI.format(root=str(square_dir)))
     out = subprocess.run(
@@ -143,6 +145,7 @@ print(images.shape, "nvidia.dali" in sys.modules)
 """
 
 
+@pytest.mark.slow
 def test_auto_without_a_cuda_driver_never_imports_dali(square_dir: Path) -> None:
     """No CUDA driver: ``auto`` runs the TensorFlow backend (the full check included)
     without importing DALI, which would only add its libraries to the process's memory."""
@@ -192,6 +195,7 @@ def _assert_same(pairs: list, exact_targets: bool = True) -> None:
 BASE = {"image_size": 40, "batch_size": 4, "shuffle": True, "seed": 5, "num_threads": 1}
 
 
+@pytest.mark.slow
 def test_in_memory_arrays_on_both_backends() -> None:
     from tests.helpers import structured_image
 
@@ -200,6 +204,7 @@ def test_in_memory_arrays_on_both_backends() -> None:
     _assert_same(_both_backends(config, x=x, y=np.arange(9)))
 
 
+@pytest.mark.slow
 def test_tfrecords_on_both_backends(numbered_list: Path, tmp_path: Path) -> None:
     from daliaug.config import load_config
     from daliaug.tools.convert import write_tfrecords
@@ -212,6 +217,7 @@ def test_tfrecords_on_both_backends(numbered_list: Path, tmp_path: Path) -> None
     _assert_same(_both_backends({**BASE, "source": source, "transforms": JITTER}))
 
 
+@pytest.mark.slow
 def test_segmentation_masks_on_both_backends(tmp_path: Path) -> None:
     from daliaug.tools.demo_data import write_segmentation_dataset
 

@@ -261,6 +261,7 @@ def fit_two_epochs(train: tf.data.Dataset, validation: tf.data.Dataset) -> dict:
     return seen
 
 
+@pytest.mark.slow
 def test_model_fit_knows_the_epoch_length_of_a_gpu_placed_dataset(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -146,6 +146,7 @@ AXIS_ALIGNED = {k: v for k, v in EVERYTHING.items() if k not in ("rotation_range
 CONSTANT = {**EVERYTHING, "fill_mode": "constant", "cval": 90.0}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kwargs", [EVERYTHING, AXIS_ALIGNED, CONSTANT], ids=["all", "axis-aligned", "constant"]
 )

@@ -210,6 +210,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_each_layer_moves_boxes_as_keras(monkeypatch: pytest.MonkeyPatch, case: Case) -> None:
     layer = case.layer()
@@ -341,6 +342,7 @@ def test_random_crop_moves_boxes_as_keras_pixels(monkeypatch: pytest.MonkeyPatch
     assert_boxes_match(found, kept(boxes, np.where(area > 0, labels, -1), "xyxy", (30, 40)))
 
 
+@pytest.mark.slow
 def test_perspective_moves_boxes_as_keras_pixels(monkeypatch: pytest.MonkeyPatch) -> None:
     """``RandomPerspective`` with its draws pinned as in ``test_keras_perspective.py``: Keras
     maps the box corners in pixel-index coordinates (its boxes half a pixel off its pixels,
@@ -497,6 +499,7 @@ def test_box_formats_are_keras_own(fmt: str) -> None:
     np.testing.assert_allclose(to_xyxy(theirs, fmt, SIZE), boxes, rtol=1e-6, atol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("op", "a", "b"), [("translate", 0.15, -0.25), ("color", 0.6, 0.0)])
 def test_rand_augment_moves_boxes_as_keras(
     monkeypatch: pytest.MonkeyPatch, op: str, a: float, b: float

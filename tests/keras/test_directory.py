@@ -27,6 +27,7 @@ def epoch(ds: object) -> list[tuple[np.ndarray, ...]]:
     return [tuple(t.numpy() for t in b) if isinstance(b, tuple) else (b.numpy(),) for b in ds]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("subset", [None, "training", "validation"])
 def test_files_and_attributes_equal_keras(class_dir: Path, subset: str | None) -> None:
     split = 0.4 if subset else 0.0

@@ -20,6 +20,7 @@ def ours_epoch(ds: object) -> list[tuple[np.ndarray, ...]]:
     return [tuple(t.numpy() for t in b) if isinstance(b, tuple) else (b.numpy(),) for b in ds]
 
 
+@pytest.mark.slow
 def test_what_flow_yields(backend: str) -> None:
     x, y = images(10), np.arange(10) % 3
     generator = daliaug_generator(rotation_range=20, horizontal_flip=True, backend=backend)
@@ -38,6 +39,7 @@ def test_what_flow_yields(backend: str) -> None:
     assert np.array_equal(np.concatenate([b[1] for b in targets]), one_hot)
 
 
+@pytest.mark.slow
 def test_epochs_shuffle_and_next() -> None:
     x, y = images(9), np.arange(9)
     flow = daliaug_generator().flow(x, y, batch_size=4, seed=3)
@@ -129,6 +131,7 @@ def test_float_input_of_any_range_equals_keras(backend: str) -> None:
         daliaug_generator().flow(np.minimum(x, 250) + np.float32(0.3))
 
 
+@pytest.mark.slow
 def test_augmentation_works_in_the_inputs_range(backend: str) -> None:
     """The fill, the channel shift and the brightness act on ``x / 255`` as on ``x`` scaled:
     ``cval`` and ``channel_shift_range`` are in the input's units (as in Keras), the same seed
@@ -163,6 +166,7 @@ def test_any_number_of_channels(backend: str, channels: int) -> None:
     assert np.abs(ours - theirs).max() <= 0.01
 
 
+@pytest.mark.slow
 def test_other_inputs_as_keras(backend: str) -> None:
     """``flow((x, extra), y)`` yields ``((images, extra), y[, weights])`` (Keras: a list for
     the inputs), in the same batches; ``model.fit`` trains a two-input model on it."""
@@ -193,6 +197,7 @@ def test_other_inputs_as_keras(backend: str) -> None:
     assert np.isfinite(model.fit(flow, epochs=1, verbose=0).history["loss"]).all()
 
 
+@pytest.mark.slow
 def test_save_to_dir_writes_what_it_yields(tmp_path: Path) -> None:
     """Every yielded image is written as Keras names it (``{prefix}_{index}_{hash}.png``,
     the sample's index) and scales it (its own range to 0..255)."""

@@ -265,6 +265,7 @@ def _rows(config: Config, case: Case) -> np.ndarray:
     return draw_rows(config.plan, np.random.default_rng(0), N)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_each_layer_matches_keras_on_photos(backend: str, case: Case) -> None:
     if case.tf_only and backend != "tf":
@@ -411,6 +412,7 @@ def test_draws_follow_keras_distributions(make: Callable[[], Any]) -> None:
         assert stats.ks_2samp(values, ours[name]).pvalue > 1e-3, name
 
 
+@pytest.mark.slow
 def test_random_crop_corners_follow_keras() -> None:
     """Keras draws one corner per batch: its draws over many batches against daliaug's per
     sample, both over the whole-pixel offsets."""

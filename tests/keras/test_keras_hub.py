@@ -45,6 +45,7 @@ def run_job(
     return report, arrays["boxes"]
 
 
+@pytest.mark.slow
 def test_keras_hub_refuses_the_backends_own_batches_naming_the_fix(shapes: Path) -> None:
     """KerasHub's ``fit`` converts what is not ``tf.data`` with ``from_tensor_slices``: the
     JAX and PyTorch batches say what to pass instead (in this process, before any training)."""

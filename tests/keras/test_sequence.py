@@ -29,6 +29,7 @@ def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("daliaug.keras.batches.WINDOW", 8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kwargs",
     [AUGMENT, {**AUGMENT, "samplewise_center": True, "channel_shift_range": 20.0}],
@@ -55,6 +56,7 @@ def test_files_item_is_the_batch_iteration_yields(backend: str, class_dir: Path)
     assert [same(flow[i], batches[i]) for i in (1, 0, 2)] == [True] * 3
 
 
+@pytest.mark.slow
 def test_item_does_not_move_the_epochs_of_iteration() -> None:
     flow = daliaug_generator(**AUGMENT).flow(images(6), np.arange(6), batch_size=4, seed=1)
     peek = flow[1]
@@ -63,6 +65,7 @@ def test_item_does_not_move_the_epochs_of_iteration() -> None:
     assert same(peek, batches[1])
 
 
+@pytest.mark.slow
 def test_protocol_as_keras() -> None:
     """``len``, ``next`` running on into the next epoch, ``reset``, the error past the end,
     and ``flow(x)`` giving the images alone, as Keras' own iterators."""

@@ -251,6 +251,7 @@ def _keras_io_model(fill_mode: str) -> keras.Model:
     return keras.Model(inputs, outputs)
 
 
+@pytest.mark.slow
 def test_a_keras_io_functional_model_trains_and_predicts_as_before() -> None:
     """Its augmentation leaves it (Rescaling stays), the trimmed model shares its layers (so the
     model itself predicts as the trained one, at inference as before) and trains on the

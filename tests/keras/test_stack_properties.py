@@ -247,6 +247,7 @@ def inputs(passed: Any, odd: dict[str, Any]) -> dict[str, Any]:
     return {"image_size": None if is_model(passed) else SIZE, **odd}
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(stack=stacks(), label_mode=st.sampled_from(["int", "categorical"]), odd=st.sampled_from(ODD))
 def test_from_keras_raises_only_daliaug_errors_and_drops_nothing(
@@ -267,6 +268,7 @@ def test_from_keras_raises_only_daliaug_errors_and_drops_nothing(
     assert made == sum(map(transforms_of, leading(top))), [t.type for t in config.transforms]
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(stack=stacks(), unsupported=st.sampled_from(["error", "keep"]), odd=st.sampled_from(ODD))
 def test_split_model_raises_only_daliaug_errors_and_drops_nothing(

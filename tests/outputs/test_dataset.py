@@ -129,6 +129,7 @@ def test_dali_loader_epochs(numbered_list: Path) -> None:
     assert epochs[0] != epochs[1]
 
 
+@pytest.mark.slow
 def test_model_fit_loss_falls(backend: str, demo_dir: Path) -> None:
     from daliaug.tools.models import small_cnn
 
@@ -160,6 +161,7 @@ def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(p.name for p in PIPELINES))
 def test_every_shipped_pipeline_runs(name: str, demo_cache: Path, monkeypatch) -> None:
     """Each config in pipelines/ builds and yields batches of its element spec, on the demo

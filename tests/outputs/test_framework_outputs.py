@@ -167,6 +167,7 @@ def refusal(
     return result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("missing", "framework", "named"),
     [

@@ -79,6 +79,7 @@ def check_epochs(results: list[dict], replicas: int) -> None:
         assert losses[-1] < losses[0], losses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("cpus", "backend"), [(2, "cpu"), (3, "cpu"), (2, "tf")])
 def test_mirrored_strategy_over_logical_cpus(
     data: Path, tmp_path: Path, cpus: int, backend: str
@@ -125,6 +126,7 @@ def two_workers(data: Path, tmp_path_factory: pytest.TempPathFactory) -> list[di
     return [finish(p, out) for p, out in zip(processes, outs, strict=True)]
 
 
+@pytest.mark.slow
 def test_multi_worker_mirrored_strategy_with_two_workers(two_workers: list[dict]) -> None:
     """Datasets and training steps (strategy.run) across two worker processes."""
     check_epochs(two_workers, 2)

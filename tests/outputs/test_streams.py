@@ -112,6 +112,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
 def test_a_daliaug_dataset_leaves_the_processs_malloc_settings_alone() -> None:
     """A MiB allocated and freed 100 times after an epoch: reused memory (a few page faults)

@@ -526,6 +526,7 @@ def test_configs_take_the_box_sources(demo: Path) -> None:
 # ---------------------------------------------------------------- daliaug check
 
 
+@pytest.mark.slow
 def test_check_names_each_bad_annotation(coco: Path, yolo: Path, tmp_path: Path) -> None:
     daliaug = partial(run_cli, cache=tmp_path / "cache")
     config = coco / "coco.yaml"

@@ -316,6 +316,7 @@ def test_pairs_list_equals_folders(seg_root: Path) -> None:
     assert folders.files == listed.files
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("mask_output", ["index", "one_hot"])
 def test_segmenter_trains_on_every_mask_layout(seg_root: Path, layout: str, mask_output) -> None:
@@ -466,6 +467,7 @@ def union_of_shards(make, num_shards: int) -> list[int]:
     return sorted(seen)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_shards", [2, 3, 5])
 def test_shards_partition_every_source(
     num_shards: int, arrays, numbered_list: Path, records: Path, tmp_path: Path

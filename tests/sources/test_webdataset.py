@@ -560,6 +560,7 @@ def server(bucket: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
     storage._client.cache_clear()
 
 
+@pytest.mark.slow
 def test_s3_shards_give_the_batches_of_local_ones(
     server: Server, shards: Path, tmp_path: Path
 ) -> None:

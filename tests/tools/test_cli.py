@@ -34,6 +34,7 @@ def test_validate_prints_the_normalized_config() -> None:
     assert "random_resized_crop" in result.stdout and "size:\n  - 224" in result.stdout
 
 
+@pytest.mark.slow
 def test_validate_takes_a_shipped_configs_name() -> None:
     result = daliaug("validate", "imagenet_train")
     assert result.returncode == 0, result.stderr
@@ -44,6 +45,7 @@ def test_validate_takes_a_shipped_configs_name() -> None:
     assert f"shipped: {names}" in unknown.stderr
 
 
+@pytest.mark.slow
 def test_validate_bad_config_exits_2_naming_the_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
@@ -56,6 +58,7 @@ def test_validate_bad_config_exits_2_naming_the_field(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_version_and_help_give_whole_summaries() -> None:
     from daliaug import __version__
     from daliaug.cli import COMMANDS, summary
@@ -72,6 +75,7 @@ def test_version_and_help_give_whole_summaries() -> None:
         assert f"{name} {whole}" in text, name
 
 
+@pytest.mark.slow
 def test_doctor_preview_and_check_on_the_demo_config_use_the_demo_data(tmp_path: Path) -> None:
     env = {"DALIAUG_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
     demo = ROOT / "pipelines" / "demo.yaml"
@@ -93,6 +97,7 @@ def test_doctor_preview_and_check_on_the_demo_config_use_the_demo_data(tmp_path:
     assert edited.returncode == 3 and "data/train" in edited.stderr
 
 
+@pytest.mark.slow
 def test_preview_writes_a_grid(demo_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "grid.png"
     result = daliaug(
@@ -110,6 +115,7 @@ def test_preview_writes_a_grid(demo_dir: Path, tmp_path: Path) -> None:
         assert im.size[0] > 200 and im.size[1] > 100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setup", ["missing", "empty", "no_images"])
 def test_bad_data_directories_exit_3_naming_the_path(tmp_path: Path, setup: str) -> None:
     data = tmp_path / "data"
@@ -125,6 +131,7 @@ def test_bad_data_directories_exit_3_naming_the_path(tmp_path: Path, setup: str)
     assert str(data) in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_corrupt_image_is_named(demo_dir: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     for cls in ("a", "b"):
@@ -146,6 +153,7 @@ def test_corrupt_image_is_named(demo_dir: Path, tmp_path: Path) -> None:
     assert result.returncode == 3 and str(not_an_image) in result.stderr
 
 
+@pytest.mark.slow
 def test_gpu_backend_without_a_gpu_is_an_error(demo_dir: Path, tmp_path: Path) -> None:
     from daliaug.engines.select import dali_gpu_count
 
@@ -157,12 +165,14 @@ def test_gpu_backend_without_a_gpu_is_an_error(demo_dir: Path, tmp_path: Path) -
     assert result.returncode == 4 and "backend: gpu" in result.stderr
 
 
+@pytest.mark.slow
 def test_demo_trains_on_user_data(demo_dir: Path) -> None:
     result = daliaug("demo", "--data", demo_dir, "--epochs", "2", "--backend", "cpu")
     assert result.returncode == 0, result.stderr
     assert "images/s" in result.stderr and "validation accuracy" in result.stderr
 
 
+@pytest.mark.slow
 def test_preview_overlays_segmentation_masks(tmp_path: Path) -> None:
     from daliaug.tools.demo_data import write_segmentation_dataset
 
@@ -182,6 +192,7 @@ def test_preview_overlays_segmentation_masks(tmp_path: Path) -> None:
     assert out.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_convert_writes_shards_that_train(demo_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "records"
     result = daliaug("convert", demo_dir, out, "--shards", "2")
@@ -197,6 +208,7 @@ def test_convert_writes_shards_that_train(demo_dir: Path, tmp_path: Path) -> Non
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_demo_segmentation_mean_iou_rises(tmp_path: Path) -> None:
     result = daliaug(
         "demo",
@@ -218,6 +230,7 @@ def test_demo_segmentation_mean_iou_rises(tmp_path: Path) -> None:
     assert best > first + 5
 
 
+@pytest.mark.slow
 def test_parity_on_user_images_reports_every_comparison(tmp_path: Path) -> None:
     import json
 
@@ -256,6 +269,7 @@ def test_parity_on_user_images_reports_every_comparison(tmp_path: Path) -> None:
     assert missing.returncode == 3 and str(tmp_path / "no") in missing.stderr
 
 
+@pytest.mark.slow
 def test_selftest_runs_everything_here_and_says_what_was_skipped(tmp_path: Path) -> None:
     """On this machine (no GPU): DALI on the CPU against the stored reference, the plugin,
     epochs, training steps through make_dataset, the GPU part reported as skipped;
@@ -280,6 +294,7 @@ def test_selftest_runs_everything_here_and_says_what_was_skipped(tmp_path: Path)
     assert report["device"] == "cpu" and report["missing"][0]["what"].startswith("CUDA driver")
 
 
+@pytest.mark.slow
 def test_demo_trains_under_a_mirrored_strategy(demo_dir: Path) -> None:
     env = {"COLUMNS": "200"}
     result = daliaug("demo", "--data", demo_dir, "--epochs", "1", "--replicas", "2", env=env)

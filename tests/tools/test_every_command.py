@@ -70,6 +70,7 @@ def run(command: str, config: Path, tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("name", sorted(shipped_configs()))
 def test_every_command_runs_every_shipped_config(
@@ -110,6 +111,7 @@ def from_keras(data: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) 
     return small(yaml.safe_load(out.read_text()), out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_runs_the_config_from_keras_default_layers(
     command: str, from_keras: Path, tmp_path: Path
@@ -119,6 +121,7 @@ def test_every_command_runs_the_config_from_keras_default_layers(
     run(command, from_keras, tmp_path)
 
 
+@pytest.mark.slow
 def test_doctor_compiles_a_model_saved_before_compile_and_names_its_augmentation(
     data: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -152,6 +152,7 @@ def test_the_canary_row_says_how_windows_are_decoded(
     assert row.detail.endswith("(cached)" if passed else "decodes whole images on this GPU")
 
 
+@pytest.mark.slow
 def test_the_epoch_comparison_sees_the_same_samples_in_the_same_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

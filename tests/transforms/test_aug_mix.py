@@ -67,6 +67,7 @@ def _torchvision_mix(images: np.ndarray) -> np.ndarray:
     return mix.to(torch.uint8).permute(0, 2, 3, 1).numpy().astype(np.float32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_pinned_chains_match_torchvisions_mix(engine: str) -> None:
     images = photos()
@@ -131,6 +132,7 @@ def test_draws_follow_torchvision(all_ops: bool) -> None:
     assert abs(drawn["original"].mean() - 0.5) < 0.01
 
 
+@pytest.mark.slow
 def test_engines_agree_on_drawn_chains(tmp_path: Path) -> None:
     """DALI on the CPU and the TF engine on eight photos with drawn parameters."""
     root = write_image_dir(tmp_path, {"a": photo_crops(8)})
@@ -139,6 +141,7 @@ def test_engines_agree_on_drawn_chains(tmp_path: Path) -> None:
     assert (diff > 0.05).mean() < 2e-3, (diff > 0.05).mean()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transform", ["aug_mix", "keras_aug_mix"])
 def test_tf_engine_sample_by_sample_equals_the_whole_batch(
     transform: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

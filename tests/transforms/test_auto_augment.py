@@ -71,6 +71,7 @@ def test_only_the_imagenet_policy() -> None:
         _config({"type": "auto_augment", "policy": "cifar10"})
 
 
+@pytest.mark.slow
 def test_engines_agree(tmp_path: Path) -> None:
     root = write_image_dir(tmp_path, {"a": photo_crops(8)})
     diff = engine_difference(root, {"type": "auto_augment"}, 11)

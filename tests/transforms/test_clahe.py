@@ -25,6 +25,7 @@ def keras_clahe(**kwargs: Any) -> Any:
     return keras.layers.ContrastLimitedAdaptiveHistogramEqualization(**kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("size", "grid", "clip"),
     [((48, 64), (8, 8), 4.0), ((50, 70), (3, 5), 2.0), ((48, 64), (4, 4), 0.0)],
@@ -103,6 +104,7 @@ def test_a_grid_larger_than_the_output_is_refused() -> None:
         )
 
 
+@pytest.mark.slow
 def test_after_rescaling_on_keras_value_range() -> None:
     """On ``value_range=(0, 1)`` after ``Rescaling(1/255)``: the same tables (Keras scales the
     values to 0..255 and back)."""

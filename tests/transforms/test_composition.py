@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from daliaug.epoch import draw_rows
 from daliaug.outputs.numpy import DaliLoader
@@ -81,6 +82,7 @@ def test_no_roi_decoding_unless_the_crop_comes_first(square_dir: Path) -> None:
     assert _op_counts(config)["decoders__ImageSlice"] == 0
 
 
+@pytest.mark.slow
 def test_masks_ignore_every_colour_and_pixel_stage(backend: str, tmp_path: Path) -> None:
     """Segmentation masks with every pixel stage that moves no pixel and blends no versions
     of the image (its parity example, at

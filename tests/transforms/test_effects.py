@@ -74,6 +74,7 @@ PIXEL_EXAMPLES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PIXEL_EXAMPLES))
 def test_a_stage_that_moves_pixels_moves_boxes_or_refuses_them(name: str) -> None:
     """A stage that keeps boxes leaves at least half of the dots where they were (an erasure

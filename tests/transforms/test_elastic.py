@@ -76,6 +76,7 @@ def convert(layer: Any, engine: str = "tf") -> Any:
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(
     "fill", [{}, {"fill_mode": "nearest"}, {"fill_mode": "constant", "fill_value": 40.0}]
@@ -138,6 +139,7 @@ def keras_field(layer: Any, count: int) -> np.ndarray:
     return out[..., 0] - ramp[None, ..., 0]
 
 
+@pytest.mark.slow
 def test_field_has_keras_statistics() -> None:
     """Standard deviation and correlation at one and two sigma of the shifts, away from the
     borders, against Keras' own field (the pixels of its layer on a ramp, ``fill_mode``
@@ -207,6 +209,7 @@ def test_draws_follow_keras_probability_and_scale() -> None:
     assert np.mean(nodes[:, :, 1:] * nodes[:, :, :-1]) == pytest.approx(math.exp(-0.25), abs=0.02)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 def test_masks_follow_with_nearest(tmp_path: Path, engine: str) -> None:
     """Nearest images and masks through the same field: the images keep their masks' palette."""

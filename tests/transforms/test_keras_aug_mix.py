@@ -82,11 +82,13 @@ def _expect(layer: Any, backend: str, border: int = 0) -> None:
     assert not np.allclose(ours, photos(*SIZE)), "the mix changed nothing"
 
 
+@pytest.mark.slow
 def test_pinned_chains_match_keras_on_photos(backend: str) -> None:
     layer = _constant_fill(keras.layers.AugMix(num_chains=3, chain_depth=3, factor=0.5))
     _expect(layer, backend)
 
 
+@pytest.mark.slow
 def test_keras_reflect_fill_matches(backend: str) -> None:
     """Keras' default fill: TensorFlow's projective transform's ``reflect`` on both engines."""
     _expect(keras.layers.AugMix(num_chains=3, chain_depth=3, factor=0.5), backend)

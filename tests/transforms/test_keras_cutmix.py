@@ -73,6 +73,7 @@ def test_label_weights_are_the_pasted_area(engine: str) -> None:
     assert (share.max(axis=1) < 1).sum() >= 4  # boxes pasted from other classes
 
 
+@pytest.mark.slow
 def test_lam_and_boxes_follow_keras_draws() -> None:
     """Keras draws ``alpha ~ U(factor)`` per batch, then ``lam ~ Beta(alpha, alpha)`` per
     image: its draws over many batches against daliaug's per image (``lam``: Keras' weight is

@@ -102,6 +102,7 @@ def _constant_fill(layer: Any) -> Any:
     return layer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("op", "a", "b"), PINNED, ids=[f"{op}-{a:g}" for op, a, _ in PINNED])
 def test_each_op_matches_keras_on_photos(backend: str, op: str, a: float, b: float) -> None:
     x = photos(*SIZE).astype(np.float32)
@@ -109,6 +110,7 @@ def test_each_op_matches_keras_on_photos(backend: str, op: str, a: float, b: flo
     _expect_op(layer, backend, op, a, b, x)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["shear", "translate", "rotate"])
 def test_geometric_ops_with_keras_reflect_fill_match_on_the_tf_engine(op: str) -> None:
     x = photos(*SIZE).astype(np.float32)
@@ -149,6 +151,7 @@ TWO_SLOTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("first", "second"), TWO_SLOTS, ids=[f"{a[0]}-{b[0]}" for a, b in TWO_SLOTS]
 )
@@ -178,6 +181,7 @@ def test_two_slots_match_keras_in_its_order(backend: str, first: tuple, second: 
     assert_matches(config, ours, np.stack(expected).astype(np.float64), rows)
 
 
+@pytest.mark.slow
 def test_engines_agree_on_the_whole_policy(tmp_path: Path) -> None:
     """DALI on the CPU and the TF engine on eight photos with drawn parameters."""
     from tests.helpers import write_image_dir
@@ -207,6 +211,7 @@ def _our_draws(factor: float | tuple[float, float], n: int, num_ops: int = 2) ->
     return {k.split(".", 1)[1]: rows[:, i] for i, k in enumerate(config.plan.param_keys)}
 
 
+@pytest.mark.slow
 def test_every_op_is_reachable_with_keras_frequencies() -> None:
     """Keras draws each slot's layer with ``randint(0, 11)`` (once per batch): its draws over
     many calls against daliaug's per image, each slot, and the slots independent."""

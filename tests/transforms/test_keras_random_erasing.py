@@ -62,6 +62,7 @@ def test_matches_keras_with_its_draws_pinned(
     assert ((theirs != PHOTOS).any(axis=-1).sum(axis=(1, 2)) > 0).tolist() == [1, 1, 0, 1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_noise_fill_follows_keras_distribution(
     monkeypatch: pytest.MonkeyPatch, engine: str

@@ -24,6 +24,7 @@ def _config(**transform: object):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("u", "saturation_range"), [(0.3, (0, 255)), (-0.6, (0, 255)), (0.9, (0, 1)), (-1.0, (0, 1))]
 )
@@ -41,6 +42,7 @@ def test_matches_keras_random_saturation(
     np.testing.assert_allclose(out, np.clip(expected, 0, 255), atol=2e-3)
 
 
+@pytest.mark.slow
 def test_half_keeps_the_image_and_zero_makes_it_grey(
     backend: str, square_dir: Path, square_image: np.ndarray
 ) -> None:

@@ -152,6 +152,7 @@ def test_gpu_graphs_keep_dalis_device_rules(seg_root: Path, mask_output: str) ->
     assert not graph_problems(define)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_outputs_never_leave_0_to_255(engine: str) -> None:
     """A white image seen through a near-degenerate map filled with 255, then blurred: float

@@ -240,6 +240,7 @@ def engine_difference(root: Path, transform: dict, seed: int) -> np.ndarray:
     return np.abs(outs[0] - outs[1])
 
 
+@pytest.mark.slow
 def test_engines_agree_on_the_whole_policy(tmp_path: Path) -> None:
     """DALI on the CPU and the TF engine on eight photos with drawn parameters."""
     root = write_image_dir(tmp_path, {"a": photo_crops(8)})

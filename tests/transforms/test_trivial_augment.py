@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from daliaug.transforms.policy import RAND_AUGMENT_OPS, SIGNED_OPS, UNMAGNIFIED_OPS, magnitudes
@@ -73,6 +74,7 @@ def test_wide_ranges_match_dali_auto_aug_where_it_follows_torchvision() -> None:
             np.testing.assert_allclose(theirs, ours, rtol=1e-6, err_msg=op)
 
 
+@pytest.mark.slow
 def test_engines_agree(tmp_path: Path) -> None:
     root = write_image_dir(tmp_path, {"a": photo_crops(8)})
     diff = engine_difference(root, {"type": "trivial_augment"}, 5)
