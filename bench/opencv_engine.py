@@ -4,6 +4,9 @@ run.
 
     python -m bench.opencv_engine [--repeats 2] [--seconds 15] [--out bench/results]
 
+The detection row is also measured through the ``tf.data``, JAX and PyTorch outputs
+(``opencv.<framework>-det``), each in a process of its own.
+
 * classification: the JPEGs of workload (b) (about 500x375, :mod:`bench.workloads`), random
   resized crop to 224 (scale 0.08-1), horizontal flip, brightness and contrast 0.4, ImageNet
   mean/std, batch 32, float32 NHWC.
@@ -22,6 +25,7 @@ albumentations``). Each measurement is a process of its own (warm-up batches, th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from statistics import median
 from typing import Any
@@ -31,7 +35,16 @@ import numpy as np
 from bench import machine
 from bench.workloads import IMAGENET_MEAN, IMAGENET_STD
 
-TOOLS = ("albumentations-cls", "opencv-cls", "decode-cls", "albumentations-det", "opencv-det")
+OUTPUTS = ("tensorflow", "jax", "torch")
+"""The other outputs the detection row is measured through (``opencv.<framework>-det``)."""
+TOOLS = (
+    "albumentations-cls",
+    "opencv-cls",
+    "decode-cls",
+    "albumentations-det",
+    "opencv-det",
+    *(f"opencv.{framework}-det" for framework in OUTPUTS),
+)
 SIZES = {"cls": (224, 32, (0.08, 1.0)), "det": (512, 16, (0.3, 1.0))}
 JITTER = 0.4
 MAX_BOXES = 100
@@ -77,10 +90,14 @@ def _forever(make: Any) -> Iterator[int]:
             yield len(batch[0])
 
 
-def opencv_batches(kind: str) -> Iterator[int]:
+def opencv_batches(kind: str, framework: str = "numpy") -> Iterator[int]:
+    """The engine's batches through ``framework``'s output (Keras' backend set to it first for
+    JAX and PyTorch, whose batches are Keras data adapters)."""
+    if framework in ("jax", "torch"):
+        os.environ["KERAS_BACKEND"] = framework
     import daliaug
 
-    batches = daliaug.make_dataset(_config(kind), framework="numpy")
+    batches = daliaug.make_dataset(_config(kind), framework=framework)
     return _forever(lambda: batches)
 
 
@@ -165,6 +182,8 @@ def decode_batches(kind: str) -> Iterator[int]:
 
 def measure(tool: str, seconds: float) -> dict[str, Any]:
     name, kind = tool.rsplit("-", 1)
+    if name.startswith("opencv."):
+        return machine.timed(tool, opencv_batches(kind, name.split(".")[1]), seconds, warmup=5)
     make = {"opencv": opencv_batches, "decode": decode_batches}.get(name, albumentations_batches)
     return machine.timed(tool, make(kind), seconds, warmup=5)
 
@@ -210,7 +229,16 @@ def report(samples: list[dict[str, Any]], described: dict[str, Any]) -> str:
         f"The ceiling of the classification row, the same files read and decoded whole on the "
         f"engine's threads and nothing else: {ceiling:,.0f} img/s; the engine reaches "
         f"{rates['opencv-cls'] / ceiling:.2f}x of it.",
+        "",
+        "The detection row through every output (the same engine and batches):",
+        "",
+        "| output | images/s | x Albumentations + DataLoader |",
+        "|---|---:|---:|",
     ]
+    albumentations = rates["albumentations-det"]
+    for framework in ("numpy", *OUTPUTS):
+        rate = rates["opencv-det" if framework == "numpy" else f"opencv.{framework}-det"]
+        lines.append(f"| {framework} | {rate:,.0f} | {rate / albumentations:.2f}x |")
     return "\n".join(lines) + "\n"
 
 
