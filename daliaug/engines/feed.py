@@ -420,7 +420,8 @@ class EpochFeed:
         if "warp" in names or "params" in names or moves_boxes:
             rows = self.params[index] if drawn is None else drawn[start:stop]
             out["params"] = rows
-            params = self.plan.paired(rows, valid, self.epochs.batch_size)
+        if "warp" in names or moves_boxes:  # the partners paired once, for both
+            params = self.plan.paired(out["params"], valid, self.epochs.batch_size)
             sizes = self.samples.sizes[index]
         if "warp" in names:
             out["warp"] = self.layout.evaluate(params, sizes, NUMPY)
