@@ -3,11 +3,11 @@ moving the same boxes, in one interleaved run.
 
     python -m bench.detection [--repeats 3] [--seconds 20] [--out bench/results]
 
-The data (made once, cached under daliaug's cache): 400 JPEGs cut from scikit-learn's two
-sample photos at random sizes around 640x480, each with boxes drawn as COCO's train2017
-spreads them (about 7 per image, a geometric count capped at 50; 41 % small, 34 % medium,
-25 % large by area), 80 classes, one COCO JSON. Both sides get boxes in ``xyxy``, at most 100
-per image, padded with -1, batch 32.
+The data (made once, cached under daliaug's cache; scikit-learn installed for it alone): 400
+JPEGs cut from scikit-learn's two sample photos at random sizes around 640x480, each with
+boxes drawn as COCO's train2017 spreads them (about 7 per image, a geometric count capped at
+50; 41 % small, 34 % medium, 25 % large by area), 80 classes, one COCO JSON. Both sides get
+boxes in ``xyxy``, at most 100 per image, padded with -1, batch 32.
 
 * ``keras``: ``tf.data`` reads and decodes each file, resizes it to 640x640 (as
   ``image_dataset_from_directory`` does), pads its boxes, batches, and maps Keras 3's layers

@@ -1,5 +1,6 @@
 """How far ``rand_augment``'s fused order (geometric ops, then colour, then pixel ops) is from
-torchvision's (the slots' ops in turn, uint8 after each), on scikit-learn's sample photos.
+torchvision's (the slots' ops in turn, uint8 after each), on scikit-learn's sample photos
+(scikit-learn installed for it alone).
 
 Each sample's ops are run three ways: by daliaug (DALI on the CPU) and twice with PIL, the
 library torchvision's PIL path calls: in slot order (torchvision) and in daliaug's kind order.

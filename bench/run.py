@@ -55,6 +55,8 @@ SUITES = {
             "dali-cpu",
             "loader-cpu",
             "daliaug-tf",
+            "opencv",
+            "opencv-numpy",
             "idg",
             "idg-daliaug",
             "idg-pool",

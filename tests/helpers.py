@@ -35,6 +35,40 @@ def structured_image(h: int = 64, w: int = 64, seed: int = 0) -> np.ndarray:
     return np.clip(np.round(img), 0, 255).astype(np.uint8)
 
 
+def sample_photos() -> tuple[np.ndarray, np.ndarray]:
+    """Two 427x640 RGB uint8 photos made from matplotlib's sample photo (``grace_hopper.jpg``,
+    shipped with matplotlib, which daliaug needs): the photo resized, and its lower part
+    turned a quarter. Real photographic texture without scikit-learn, whose import Keras
+    makes at every start when it is installed (2 s a process here)."""
+    from matplotlib import cbook
+
+    with cbook.get_sample_data("grace_hopper.jpg") as f:
+        photo = Image.open(f).convert("RGB")
+    turned = photo.crop((0, 200, 512, 600)).transpose(Image.Transpose.ROTATE_90)
+    size = (640, 427)
+    return tuple(np.asarray(p.resize(size, Image.Resampling.BILINEAR)) for p in (photo, turned))
+
+
+def rendered_digits(count: int, size: int = 32, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` greyscale ``size`` x ``size`` uint8 images of the digits 0-9 drawn in
+    Pillow's default font at random sizes, places and strokes, with noise, and their labels:
+    a small learnable ten-class set (the shape of scikit-learn's digits, upscaled)."""
+    from PIL import ImageDraw, ImageFont
+
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 10, count)
+    images = np.empty((count, size, size), np.uint8)
+    for i, label in enumerate(labels):
+        canvas = Image.new("L", (size, size))
+        font = ImageFont.load_default(float(rng.uniform(0.55, 0.8) * size))
+        x, y = rng.uniform(0.05, 0.35, 2) * size
+        stroke = int(rng.integers(0, 2))
+        ImageDraw.Draw(canvas).text((x, y - size * 0.1), str(label), 255, font, stroke_width=stroke)
+        noisy = np.asarray(canvas, np.float32) + rng.normal(0, 20, (size, size))
+        images[i] = np.clip(noisy, 0, 255).astype(np.uint8)
+    return images, labels.astype(np.int32)
+
+
 def write_image_dir(root: Path, images: dict[str, list[np.ndarray]], fmt: str = "png") -> Path:
     """``root/<class>/<i>.<fmt>`` for each class's list of images."""
     for name, arrays in images.items():

@@ -102,7 +102,10 @@ def test_an_epoch_shorter_than_the_warm_up_is_named_and_gpu_epochs_are_longer(
 
 @pytest.mark.slow
 def test_cpu_suite_and_targets(tmp_path: Path) -> None:
-    tools = ("daliaug", "dali-cpu", "idg", "tfdata-layers", "daliaug-tf")
+    """Workload (a)'s own tools (daliaug's default path, ImageDataGenerator, Keras' layers in
+    ``tf.data``), the OpenCV engine's NumPy loader and the report's judgement; DALI-CPU and the
+    TF engine run in the (c) test."""
+    tools = ("daliaug", "idg", "tfdata-layers", "opencv-numpy")
     result = bench(
         tmp_path,
         *("--workload", "a", "--tools", *tools),

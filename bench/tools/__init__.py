@@ -134,6 +134,22 @@ TOOLS = {
             _unset,
         ),
         Tool(
+            "opencv",
+            "daliaug OpenCV engine (make_dataset, tf.data)",
+            "daliaug_tools:opencv_dataset",
+            ABC,
+            "num_threads (the engine's thread pool)",
+            _unset,
+        ),
+        Tool(
+            "opencv-numpy",
+            "daliaug OpenCV engine (CvLoader, NumPy)",
+            "daliaug_tools:opencv_loader",
+            ABC,
+            "num_threads (the engine's thread pool)",
+            _unset,
+        ),
+        Tool(
             "idg",
             "ImageDataGenerator, 1 process",
             "idg:single",

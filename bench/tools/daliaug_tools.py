@@ -63,6 +63,24 @@ def tf_backend(workload: Workload, data: Data, threads: int | None, device: str)
     return _dataset_epoch(_config(workload, data, threads, backend="tf"), data)
 
 
+def opencv_dataset(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
+    """``make_dataset`` with ``backend: opencv`` (the OpenCV engine's ``tf.data`` output)."""
+    return _dataset_epoch(_config(workload, data, threads, backend="opencv"), data)
+
+
+def opencv_loader(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
+    """``CvLoader``: the OpenCV engine's NumPy batches (what JAX and PyTorch users get)."""
+    from daliaug.outputs.opencv import CvLoader
+
+    cv = CvLoader(_config(workload, data, threads, backend="opencv"), samples=data.samples())
+
+    def epoch() -> Iterator[int]:
+        for images, *_ in cv:
+            yield len(images)
+
+    return epoch
+
+
 def loader(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
     """``DaliLoader`` on ``device``: NumPy batches on the CPU; on the GPU the raw DALI outputs,
     left on the device (no copy to the host, as a GPU training step would take them)."""

@@ -23,20 +23,13 @@ from scipy import ndimage
 from daliaug.engines.dali import pixels as dali_pixels
 from daliaug.engines.opencv import pixels as cv_pixels
 from daliaug.engines.tf import pixels as tf_pixels
+from tests.helpers import sample_photos
 
 
 def _photos() -> np.ndarray:
-    """Six 48x64 RGB crops of scikit-learn's two sample photos (PIL-made images without it)."""
-    try:
-        from sklearn.datasets import load_sample_images
-
-        china, flower = load_sample_images().images
-    except ImportError:  # scikit-learn is a test extra; keep the file running without it
-        china = np.asarray(Image.radial_gradient("L").convert("RGB").resize((640, 427)))
-        flower = np.asarray(Image.effect_mandelbrot((640, 427), (-2, -1.5, 1, 1.5), 64))
-        flower = np.stack([flower, 255 - flower, flower // 2], -1)
+    """Six 48x64 RGB crops of the two sample photos (:func:`tests.helpers.sample_photos`)."""
     corners = [(40, 60), (200, 300), (300, 500)]
-    crops = [p[y : y + 48, x : x + 64] for p in (china, flower) for y, x in corners]
+    crops = [p[y : y + 48, x : x + 64] for p in sample_photos() for y, x in corners]
     return np.stack(crops).astype(np.float32)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from daliaug.parity.inputs import parity_image
-from tests.helpers import write_image_dir
+from tests.helpers import sample_photos, write_image_dir
 
 
 def keras_generator(**kwargs: Any) -> Any:
@@ -74,13 +74,13 @@ def inside(params: dict, shape: tuple[int, int], margin: float = 1.0) -> np.ndar
 
 
 def photos(h: int = 48, w: int = 64) -> np.ndarray:
-    """Four real photos as ``(4, h, w, 3)`` uint8: scikit-learn's two sample images, whole and
-    their left halves, resized (bilinear) to ``h x w``."""
+    """Four real photos as ``(4, h, w, 3)`` uint8: the two sample photos
+    (:func:`tests.helpers.sample_photos`), whole and their left halves, resized (bilinear) to
+    ``h x w``."""
     from PIL import Image
-    from sklearn.datasets import load_sample_images
 
     out = []
-    for image in load_sample_images().images:
+    for image in sample_photos():
         for part in (image, image[:, : image.shape[1] // 2]):
             small = Image.fromarray(part).resize((w, h), Image.Resampling.BILINEAR)
             out.append(np.asarray(small))

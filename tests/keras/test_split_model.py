@@ -15,6 +15,7 @@ import pytest
 import daliaug
 from daliaug.cli import main as cli
 from daliaug.config import load_config
+from tests.helpers import rendered_digits
 from tests.keras.conftest import photos
 
 L = keras.layers
@@ -124,16 +125,12 @@ def test_a_kept_stack_maps_over_the_dataset() -> None:
 
 @pytest.mark.slow
 def test_training_through_split_model_matches_training_the_keras_way() -> None:
-    """scikit-learn's digits, upscaled to 32x32: the same model (augmentation layers inside)
-    trained on the arrays by Keras, and trained through ``split_model`` + ``make_dataset``
-    (DALI on the CPU), reach the same validation accuracy within noise."""
-    from PIL import Image
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    big = [Image.fromarray((d * 255 / 16).astype(np.uint8)).resize((32, 32)) for d in digits.images]
-    x = np.stack([np.asarray(b) for b in big])[..., np.newaxis]
-    y = digits.target.astype(np.int32)
+    """Digits drawn at 32x32 (:func:`tests.helpers.rendered_digits`, as many as
+    scikit-learn's digits): the same model (augmentation layers inside) trained on the arrays
+    by Keras, and trained through ``split_model`` + ``make_dataset`` (DALI on the CPU), reach
+    the same validation accuracy within noise."""
+    x, y = rendered_digits(1797)
+    x = x[..., np.newaxis]
     order = np.random.default_rng(0).permutation(len(x))
     train, val = order[:1400], order[1400:]
 

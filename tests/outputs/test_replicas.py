@@ -80,7 +80,7 @@ def check_epochs(results: list[dict], replicas: int) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("cpus", "backend"), [(2, "cpu"), (3, "cpu"), (2, "tf")])
+@pytest.mark.parametrize(("cpus", "backend"), [(3, "cpu"), (2, "tf")])  # odd and even
 def test_mirrored_strategy_over_logical_cpus(
     data: Path, tmp_path: Path, cpus: int, backend: str
 ) -> None:

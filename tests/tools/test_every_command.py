@@ -1,10 +1,13 @@
 """Every command works on every valid config: ``daliaug preview``, ``check``, ``doctor`` and
 ``parity`` on each shipped config and on the config ``convert --from-keras`` writes from Keras'
-default layers (``fill_mode: reflect``, which only the TensorFlow engine runs), each a CLI run
-in its own process, on a few small images in batches of 4."""
+default layers (``fill_mode: reflect``, which only the TensorFlow engine runs), on a few small
+images in batches of 4. A config's four commands run one after another in one process of its
+own (``daliaug.cli.main``, as the ``daliaug`` script calls it), so that the suite pays for one
+start of TensorFlow and DALI per config rather than four."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -61,24 +64,42 @@ def small(config: dict, out: Path, data: Path | None = None) -> Path:
     return out
 
 
-def run(command: str, config: Path, tmp_path: Path) -> None:
-    args: list[object] = [command, config, *COMMANDS[command]]
-    if command == "preview":
-        args += ["--out", tmp_path / "grid.png"]
-    result = daliaug(*args, cache=tmp_path / "cache")
+EVERY_COMMAND = """
+import json, sys
+from daliaug.cli import main
+for args in json.loads(sys.argv[1]):
+    print("=== daliaug", *args, file=sys.stderr, flush=True)
+    code = main(args)
+    if code:
+        sys.exit(f"daliaug {args[0]} exited with {code}")
+"""
+
+
+def run_every_command(config: Path, tmp_path: Path) -> None:
+    """Each command of :data:`COMMANDS` on ``config``, in turn, in one process."""
+    runs = [[command, str(config), *COMMANDS[command]] for command in COMMANDS]
+    runs[list(COMMANDS).index("preview")] += ["--out", str(tmp_path / "grid.png")]
+    result = subprocess.run(
+        [sys.executable, "-c", EVERY_COMMAND, json.dumps(runs)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+        env={**os.environ, "DALIAUG_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
+    assert result.stderr.count("=== daliaug") == len(COMMANDS)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("name", sorted(shipped_configs()))
 def test_every_command_runs_every_shipped_config(
-    name: str, command: str, data: dict[str, Path], tmp_path: Path
+    name: str, data: dict[str, Path], tmp_path: Path
 ) -> None:
     config = yaml.safe_load(shipped_configs()[name].read_text())
     written = small(config, tmp_path / f"{name}.yaml", data[config["source"]["type"]])
-    run(command, written, tmp_path)
+    run_every_command(written, tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -112,13 +133,12 @@ def from_keras(data: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_runs_the_config_from_keras_default_layers(
-    command: str, from_keras: Path, tmp_path: Path
+    from_keras: Path, tmp_path: Path
 ) -> None:
     config = yaml.safe_load(from_keras.read_text())
     assert config["backend"] == "tf" and config["transforms"][2]["fill"] == "reflect"
-    run(command, from_keras, tmp_path)
+    run_every_command(from_keras, tmp_path)
 
 
 @pytest.mark.slow

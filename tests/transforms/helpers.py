@@ -10,6 +10,7 @@ from scipy import ndimage
 
 from daliaug.algebra import Affine
 from daliaug.parity.measure import inside_source
+from tests.helpers import sample_photos
 
 
 def inner(a: np.ndarray, border: int = 1) -> np.ndarray:
@@ -51,20 +52,9 @@ def about_centre(linear: np.ndarray, c: float = 32.0) -> np.ndarray:
 
 
 def photos() -> np.ndarray:
-    """Six 48x64 RGB uint8 crops of scikit-learn's two sample photos (PIL-made images
-    without scikit-learn)."""
-    try:
-        from sklearn.datasets import load_sample_images
-
-        china, flower = load_sample_images().images
-    except ImportError:  # scikit-learn is a test extra
-        from PIL import Image
-
-        china = np.asarray(Image.radial_gradient("L").convert("RGB").resize((640, 427)))
-        flower = np.asarray(Image.effect_mandelbrot((640, 427), (-2, -1.5, 1, 1.5), 64))
-        flower = np.stack([flower, 255 - flower, flower // 2], -1)
+    """Six 48x64 RGB uint8 crops of the two sample photos (:func:`tests.helpers.sample_photos`)."""
     corners = [(40, 60), (200, 300), (300, 500)]
-    return np.stack([p[y : y + 48, x : x + 64] for p in (china, flower) for y, x in corners])
+    return np.stack([p[y : y + 48, x : x + 64] for p in sample_photos() for y, x in corners])
 
 
 def run_arrays(
@@ -106,15 +96,9 @@ def run_arrays(
 
 
 def photo_crops(count: int, size: int = 64) -> list[np.ndarray]:
-    """``count`` ``size`` x ``size`` crops of scikit-learn's two sample photos (lossless PNG
-    when written), or structured images where scikit-learn is missing."""
-    try:
-        from sklearn.datasets import load_sample_images
-    except ImportError:
-        from tests.helpers import structured_image
-
-        return [structured_image(size, size, seed=i) for i in range(count)]
-    sources = load_sample_images().images
+    """``count`` ``size`` x ``size`` crops of the two sample photos (lossless PNG when
+    written)."""
+    sources = sample_photos()
     out = []
     for i in range(count):
         img = sources[i % len(sources)]
