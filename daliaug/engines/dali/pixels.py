@@ -324,12 +324,13 @@ def blend(batch: DataNode, partners: Sequence[Value], weights: Sequence[Value]) 
 def mosaic(batch: DataNode, partners: Sequence[Value], row: Value, column: Value) -> DataNode:
     """On the CPU one ``fn.multi_paste`` of the four quarters onto the output, the sample's own
     (its first input) and its partners' (``fn.permute_batch``): one write of the output and a
-    copy of each partner, where the cuts below make about nine copies of the image. Each
-    quarter's extent needs the image's size on the host, which a CPU graph reads from the
-    images' shape. A GPU graph does not: reading the shape of a GPU node makes DALI's CPU
-    thread wait for the GPU (the graph's device rules, :mod:`daliaug.engines.dali.check`), so
-    there the quarters are cut by subscripts and joined by ``fn.cat``
-    (:func:`_mosaic_by_cuts`), copies in device memory."""
+    copy of each partner, where the cuts below make about nine copies of the image (its
+    ``in_ids`` would spare the partners' copies, but need each sample's own index in the batch,
+    which no operator gives and the kernel is not handed). Each quarter's extent needs the
+    image's size on the host, which a CPU graph reads from the images' shape. A GPU graph does
+    not: reading the shape of a GPU node makes DALI's CPU thread wait for the GPU (the graph's
+    device rules, :mod:`daliaug.engines.dali.check`), so there the quarters are cut by
+    subscripts and joined by ``fn.cat`` (:func:`_mosaic_by_cuts`), copies in device memory."""
     if batch.device == "gpu":
         return _mosaic_by_cuts(batch, partners, row, column)
     height, width = (batch.shape(dtype=types.FLOAT)[k] for k in (0, 1))
