@@ -285,22 +285,33 @@ MOSAIC_CUTS = {
 }
 
 
-@pytest.mark.parametrize("cuts", list(MOSAIC_CUTS))
-def test_mosaic_is_the_window_of_the_four_images(engine: Engine, cuts: str) -> None:
+def _assert_mosaic(kernel: Callable[..., Any], run: Callable[..., np.ndarray], cuts: str) -> None:
     """Images and ``uint8`` masks alike: each sample the window of the 2x2 canvas of itself
     and its three partners at its cut."""
     rows, columns = MOSAIC_CUTS[cuts]
     expected = _canvas_window(PHOTOS, MOSAIC_PARTNERS, rows, columns)
 
     def mosaic(x: Any, a: Any, b: Any, c: Any, row: Any, column: Any) -> Any:
-        return engine.module.mosaic(x, [a, b, c], row, column)
+        return kernel(x, [a, b, c], row, column)
 
-    out = engine.run(mosaic, PHOTOS, *MOSAIC_PARTNERS, rows, columns)
+    out = run(mosaic, PHOTOS, *MOSAIC_PARTNERS, rows, columns)
     np.testing.assert_array_equal(out, expected)
     masks = (PHOTOS[..., :1] // 64).astype(np.uint8)
-    moved = engine.run(mosaic, masks, *MOSAIC_PARTNERS, rows, columns)
+    moved = run(mosaic, masks, *MOSAIC_PARTNERS, rows, columns)
     assert moved.dtype == np.uint8
     np.testing.assert_array_equal(moved, (expected[..., :1] // 64).astype(np.uint8))
+
+
+@pytest.mark.parametrize("cuts", list(MOSAIC_CUTS))
+def test_mosaic_is_the_window_of_the_four_images(engine: Engine, cuts: str) -> None:
+    _assert_mosaic(engine.module.mosaic, engine.run, cuts)
+
+
+@pytest.mark.parametrize("cuts", list(MOSAIC_CUTS))
+def test_dali_gpu_graphs_mosaic_cuts_give_the_same_windows(cuts: str) -> None:
+    """The kernel DALI's GPU graphs take (subscripts and ``cat``: no image shape read on the
+    host), run on the CPU here."""
+    _assert_mosaic(dali_pixels._mosaic_by_cuts, run_dali, cuts)
 
 
 def test_blend_weighs_each_partner(engine: Engine) -> None:

@@ -322,11 +322,40 @@ def blend(batch: DataNode, partners: Sequence[Value], weights: Sequence[Value]) 
 
 
 def mosaic(batch: DataNode, partners: Sequence[Value], row: Value, column: Value) -> DataNode:
-    """The parts cut by subscripts (``x[:, column:]``: per-sample bounds from the CPU) and
-    joined by ``fn.cat``: no image shape is read back from the GPU. Columns are joined first
-    over the whole height, then rows over the whole width: ``cat`` leaves out an input that
-    is empty in every sample, which is harmless only where each part spans the other axis
-    whole."""
+    """On the CPU one ``fn.multi_paste`` of the four quarters onto the output, the sample's own
+    (its first input) and its partners' (``fn.permute_batch``): one write of the output and a
+    copy of each partner, where the cuts below make about nine copies of the image (its
+    ``in_ids`` would spare the partners' copies, but need each sample's own index in the batch,
+    which no operator gives and the kernel is not handed). Each quarter's extent needs the
+    image's size on the host, which a CPU graph reads from the images' shape. A GPU graph does
+    not: reading the shape of a GPU node makes DALI's CPU thread wait for the GPU (the graph's
+    device rules, :mod:`daliaug.engines.dali.check`), so there the quarters are cut by
+    subscripts and joined by ``fn.cat`` (:func:`_mosaic_by_cuts`), copies in device memory."""
+    if batch.device == "gpu":
+        return _mosaic_by_cuts(batch, partners, row, column)
+    height, width = (batch.shape(dtype=types.FLOAT)[k] for k in (0, 1))
+    top, left = height - row, width - column
+
+    def pairs(*values: Value) -> DataNode:  # one (y, x) row per quarter
+        return fn.reshape(_vector(values, types.INT32), shape=[4, 2])
+
+    # quarters: the sample above left, then its partners above right, below left, below right
+    return fn.multi_paste(
+        batch,
+        *(fn.permute_batch(batch, indices=_index(p)) for p in partners),
+        in_anchors=pairs(row, column, row, 0.0, 0.0, column, 0.0, 0.0),
+        shapes=pairs(top, left, top, column, row, left, row, column),
+        out_anchors=pairs(0.0, 0.0, 0.0, left, top, 0.0, top, left),
+    )
+
+
+def _mosaic_by_cuts(
+    batch: DataNode, partners: Sequence[Value], row: Value, column: Value
+) -> DataNode:
+    """:func:`mosaic` from parts cut by subscripts (``x[:, column:]``: per-sample bounds from
+    the CPU) and joined by ``fn.cat``: no image shape is read. Columns are joined first over
+    the whole height, then rows over the whole width: ``cat`` leaves out an input that is empty
+    in every sample, which is harmless only where each part spans the other axis whole."""
     b, c, d = (fn.permute_batch(batch, indices=_index(p)) for p in partners)
     y, x = (fn.cast(v, dtype=types.INT32) if isinstance(v, DataNode) else v for v in (row, column))
     upper = fn.cat(batch[:, x:], b[:, :x], axis=1)
