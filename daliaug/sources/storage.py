@@ -96,8 +96,9 @@ def s3_errors(bucket: str, key: str, doing: str) -> Iterator[None]:
 
 def list_files(location: str, suffix: str) -> list[str]:
     """The files ending with ``suffix`` at ``location``: a file, a folder (not recursive), a
-    glob (absolute paths), an ``s3://bucket/key`` object or every such object under an
-    ``s3://bucket/prefix``; sorted. None is a :class:`DataError` naming the location."""
+    glob (absolute paths), an ``s3://bucket/key`` object, a glob of keys or every such object
+    under an ``s3://bucket/prefix`` (see :func:`list_objects`); sorted. None is a
+    :class:`DataError` naming the location."""
     if is_s3(location):
         found = _list_s3(location, suffix)
     else:

@@ -24,7 +24,7 @@ from daliaug.prepare import prepare_samples
 from daliaug.sources import storage
 from daliaug.sources.tfrecord import RecordSamples
 from daliaug.tools.convert import write_tfrecords
-from tests.helpers import free_port
+from tests.helpers import free_port, joined_epoch, shards_config
 from tests.s3_server import Server, serving
 
 COUNT = 23
@@ -50,23 +50,7 @@ def server(bucket: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
 
 
 def records_config(path: str | Path, tmp_path: Path, **fields):
-    source = {"type": "tfrecord", "path": str(path), "index_dir": str(tmp_path / "idx")}
-    source |= fields.pop("source", {})
-    base = {
-        "source": source,
-        "image_size": 16,
-        "batch_size": 5,
-        "seed": 3,
-        "num_threads": 1,
-        "transforms": [{"type": "random_resized_crop"}, {"type": "brightness", "factor": 0.2}],
-    }
-    return load_config({**base, **fields})
-
-
-def epoch(dataset) -> tuple[np.ndarray, np.ndarray]:
-    """One epoch's images and labels, joined."""
-    batches = [(np.asarray(x), np.asarray(y)) for x, y in dataset]
-    return np.concatenate([b[0] for b in batches]), np.concatenate([b[1] for b in batches])
+    return shards_config("tfrecord", path, tmp_path, **{"batch_size": 5, **fields})
 
 
 @pytest.mark.slow
@@ -77,15 +61,16 @@ def test_s3_records_give_the_batches_of_local_ones(
     DALI's graph under ``tf.data`` shares); class names from the ``daliaug.json`` beside them;
     the server gone before the next epoch, a DataError naming the object and the server."""
     remote = make_dataset(records_config("s3://data/rec", tmp_path, backend="tf"))
-    got = epoch(remote)
-    want = epoch(make_dataset(records_config(bucket / "data" / "rec", tmp_path, backend="tf")))
+    got = joined_epoch(remote)
+    local = records_config(bucket / "data" / "rec", tmp_path, backend="tf")
+    want = joined_epoch(make_dataset(local))
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_array_equal(got[0], want[0])
     assert sorted(got[1].tolist()) == list(range(COUNT))
     server.stop()
     start = time.monotonic()
     with pytest.raises(DataError, match=rf"s3://data/rec/data-.*unreachable.*{server.url}"):
-        epoch(remote)
+        joined_epoch(remote)
     assert time.monotonic() - start < 60
 
 

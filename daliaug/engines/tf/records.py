@@ -123,7 +123,8 @@ def shard_records(records: RecordSamples, start: int) -> tf.data.Dataset:
     """The serialized records of the shard (``start``: its first record's position): read by
     ``TFRecordDataset`` from local files, from ``s3://`` objects by the host
     (:meth:`RecordSamples.host_records`: boto3, one streamed read per file), which TensorFlow
-    2.21 cannot read itself (no S3 file system, and tensorflow-io has no build for it)."""
+    2.21 cannot read itself (no S3 file system; tensorflow-io's newest, 0.37.1, which had one,
+    asks for TensorFlow 2.16)."""
     if not records.on_s3:
         return tf.data.TFRecordDataset(records.files).skip(start).take(len(records))
     spec = tf.TensorSpec((), tf.string)
