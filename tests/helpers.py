@@ -194,3 +194,26 @@ def run_keras_job(
     out = Path(spec["out"])
     with np.load(out) as arrays:
         return json.loads(out.with_suffix(".json").read_text()), dict(arrays)
+
+
+def shards_config(kind: str, path: str | Path, tmp_path: Path, **fields: Any) -> Config:
+    """A small config over the shards at ``path`` (a ``kind`` source, its indexes kept in
+    ``tmp_path / "idx"``): a random crop and brightness to 32x32 in batches of 4, seed 3, one
+    thread; ``source`` goes into the source, the other ``fields`` into the config."""
+    source = {"type": kind, "path": str(path), "index_dir": str(tmp_path / "idx")}
+    source |= fields.pop("source", {})
+    base = {
+        "source": source,
+        "image_size": 32,
+        "batch_size": 4,
+        "seed": 3,
+        "num_threads": 1,
+        "transforms": [{"type": "random_resized_crop"}, {"type": "brightness", "factor": 0.2}],
+    }
+    return load_config({**base, **fields})
+
+
+def joined_epoch(dataset: Any) -> tuple[np.ndarray, np.ndarray]:
+    """One epoch's images and labels, joined."""
+    batches = [(np.asarray(x), np.asarray(y)) for x, y in dataset]
+    return np.concatenate([b[0] for b in batches]), np.concatenate([b[1] for b in batches])

@@ -10,10 +10,11 @@ S3 goes through boto3, which takes its credentials and endpoint from the usual A
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import functools
 import glob
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -95,8 +96,9 @@ def s3_errors(bucket: str, key: str, doing: str) -> Iterator[None]:
 
 def list_files(location: str, suffix: str) -> list[str]:
     """The files ending with ``suffix`` at ``location``: a file, a folder (not recursive), a
-    glob (absolute paths), an ``s3://bucket/key`` object or every such object under an
-    ``s3://bucket/prefix``; sorted. None is a :class:`DataError` naming the location."""
+    glob (absolute paths), an ``s3://bucket/key`` object, a glob of keys or every such object
+    under an ``s3://bucket/prefix`` (see :func:`list_objects`); sorted. None is a
+    :class:`DataError` naming the location."""
     if is_s3(location):
         found = _list_s3(location, suffix)
     else:
@@ -111,23 +113,45 @@ def list_files(location: str, suffix: str) -> list[str]:
 
 
 def _list_s3(url: str, suffix: str) -> list[str]:
+    return list_objects(url, lambda key: key.endswith(suffix))
+
+
+GLOB = "*?["
+"""The characters that make an S3 key a pattern (:func:`fnmatch.fnmatchcase`'s)."""
+
+
+def list_objects(url: str, wanted: Callable[[str], bool]) -> list[str]:
+    """The objects at ``url`` whose keys are ``wanted``, sorted: the object itself where its
+    key is wanted; where the key is a glob, the objects under the part before its first
+    pattern character that match it; else every wanted object under ``url`` as a prefix
+    (a folder)."""
     bucket, prefix = split_s3(url)
-    if prefix.endswith(suffix):
+    pattern = next((i for i, c in enumerate(prefix) if c in GLOB), None)
+    if pattern is None and wanted(prefix):
         return [url]
-    prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
+    glob_ = prefix
+
+    def keep(key: str) -> bool:
+        return wanted(key) and (pattern is None or fnmatch.fnmatchcase(key, glob_))
+
+    if pattern is not None:
+        prefix = prefix[:pattern]
+    elif prefix and not prefix.endswith("/"):
+        prefix += "/"
     keys: list[str] = []
     with s3_errors(bucket, prefix, "list the objects"):
         for page in (
             _client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         ):
-            keys += [o["Key"] for o in page.get("Contents", []) if o["Key"].endswith(suffix)]
+            keys += [o["Key"] for o in page.get("Contents", []) if keep(o["Key"])]
     return [f"{S3}{bucket}/{key}" for key in sorted(keys)]
 
 
 @contextlib.contextmanager
-def open_stream(location: str) -> Iterator[BinaryIO]:
-    """The file or object at ``location``, to read from its start (S3: one streamed GET, read
-    errors named as those of :func:`s3_errors`)."""
+def open_stream(location: str, start: int = 0, stop: int | None = None) -> Iterator[BinaryIO]:
+    """The file or object at ``location``, to read from byte ``start`` (S3: one streamed GET,
+    of the bytes before ``stop`` where given; read errors named as those of
+    :func:`s3_errors`)."""
     if not is_s3(location):
         try:
             f = open(Path(location).expanduser(), "rb")  # noqa: SIM115 (closed below)
@@ -135,17 +159,23 @@ def open_stream(location: str) -> Iterator[BinaryIO]:
             raise DataError(f"cannot read shard {location}: {e.strerror or e}") from e
         with f:
             try:
+                f.seek(start)
                 yield f
             except OSError as e:
                 raise DataError(f"cannot read shard {location}: {e.strerror or e}") from e
         return
     bucket, key = split_s3(location)
+    span = {} if start == 0 and stop is None else {"Range": f"bytes={start}-{_last(stop)}"}
     with s3_errors(bucket, key, "read the object"):
-        body = _client().get_object(Bucket=bucket, Key=key)["Body"]
+        body = _client().get_object(Bucket=bucket, Key=key, **span)["Body"]
         try:
             yield body
         finally:
             body.close()
+
+
+def _last(stop: int | None) -> str:
+    return "" if stop is None else str(stop - 1)
 
 
 S3_READERS = 16

@@ -7,14 +7,17 @@ import hashlib
 import json
 import os
 import struct
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar, Literal, NoReturn
+from typing import BinaryIO, ClassVar, Literal, NoReturn
 
 from daliaug.cache import default_cache_dir, write_atomically, write_cached
 from daliaug.config_files import read_text
 from daliaug.errors import ConfigError, DataError
-from daliaug.fields import ClassCount, ClassNames, FilePath
+from daliaug.fields import ClassCount, ClassNames, FilePath, Location
+from daliaug.sources import storage
 from daliaug.sources.base import SourceConfig
 from daliaug.sources.sample_set import SampleSet, shard_range
 
@@ -52,15 +55,39 @@ class RecordSamples(SampleSet):
         that contiguous range)."""
         return replace(self, shard_id=shard_id, num_shards=num_shards)
 
+    @property
+    def on_s3(self) -> bool:
+        """The files are ``s3://`` objects."""
+        return storage.is_s3(self.files[0])
+
+    def spans(self, file: int, first: int, stop: int) -> tuple[int, int]:
+        """The bytes ``[start, end)`` of records ``first`` to ``stop - 1`` of file ``file``,
+        from its index."""
+        lines = Path(self.index_files[file]).read_text().splitlines()
+        offset, _ = map(int, lines[first].split())
+        last, size = map(int, lines[stop - 1].split())
+        return offset, last + size
+
+    def host_records(self) -> Iterator[bytes]:
+        """This shard's records in order (the range DALI's reader reads), read on the host:
+        one streamed read of each file's part of the range (see :func:`read_records`)."""
+        start, stop = shard_range(sum(self.counts), self.shard_id, self.num_shards)
+        first = 0
+        for i, (file, count) in enumerate(zip(self.files, self.counts, strict=True)):
+            low, high = max(start - first, 0), min(stop - first, count)
+            first += count
+            if low < high:
+                yield from read_records(file, *self.spans(i, low, high))
+
     def check_readable(self) -> None:
-        """The first record holds both feature keys, with the expected kinds of values (read
-        with TensorFlow)."""
+        """The first record holds both feature keys, with the expected kinds of values (its
+        ``tf.train.Example`` parsed with TensorFlow)."""
         import tensorflow as tf
 
-        first = next(iter(tf.data.TFRecordDataset(self.files[:1])), None)
-        if first is None:
+        if not self.counts[0]:
             raise DataError(f"TFRecord file {self.files[0]} holds no records")
-        feature = tf.train.Example.FromString(first.numpy()).features.feature
+        first = next(read_records(self.files[0], *self.spans(0, 0, 1)))
+        feature = tf.train.Example.FromString(first).features.feature
         for key, kind in ((self.image_key, "bytes_list"), (self.label_key, "int64_list")):
             if key not in feature or feature[key].WhichOneof("kind") != kind:
                 raise DataError(
@@ -98,29 +125,80 @@ def _unsplit(field: str, folder: Path) -> DataError:
 
 def write_index(record_file: str, index_file: Path) -> int:
     """Write DALI's index (``offset size`` per record) of one TFRecord file; returns the count."""
-    text, count = index_text(record_file)
+    text, count = index_text(record_file, int(storage.identity(record_file).split()[0]))
     write_atomically(index_file, text)
     return count
 
 
-def index_text(record_file: str) -> tuple[str, int]:
-    """DALI's index of one TFRecord file (``offset size`` per record), and the record count."""
-    size = os.path.getsize(record_file)
+HEADER = 12
+"""Bytes before a record's data: its length (8) and the length's checksum (4)."""
+FOOTER = 4
+"""Bytes after a record's data: its checksum."""
+
+
+def _truncated(record_file: str, offset: int) -> DataError:
+    return DataError(f"TFRecord file {record_file} is truncated at byte {offset}")
+
+
+def _read_exactly(stream: BinaryIO, count: int) -> bytes:
+    """``count`` bytes of ``stream``, fewer only at its end (a network stream may give them in
+    parts)."""
+    parts, left = [], count
+    while left > 0:
+        part = stream.read(min(left, 1 << 20))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def _record_end(stream: BinaryIO, record_file: str, offset: int) -> int:
+    """Where the record at ``offset`` ends, from the header read from ``stream``."""
+    header = _read_exactly(stream, HEADER)
+    if len(header) < HEADER:
+        raise _truncated(record_file, offset)
+    (length,) = struct.unpack("<Q", header[:8])
+    return offset + HEADER + length + FOOTER
+
+
+def index_text(record_file: str, size: int) -> tuple[str, int]:
+    """DALI's index of one TFRecord file of ``size`` bytes, local or ``s3://`` (``offset
+    size`` per record), and the record count: one pass over the headers (a local file seeks
+    past each record's data, an S3 object is streamed once)."""
     lines, offset = [], 0
-    with open(record_file, "rb") as f:
+    with storage.open_stream(record_file) as f:
+        skip = f.seekable()
         while offset < size:
-            header = f.read(12)
-            if len(header) < 12:
-                raise DataError(f"TFRecord file {record_file} is truncated at byte {offset}")
-            (length,) = struct.unpack("<Q", header[:8])
-            end = offset + 12 + length + 4
+            end = _record_end(f, record_file, offset)
             if end > size:
-                raise DataError(f"TFRecord file {record_file} is truncated at byte {offset}")
+                raise _truncated(record_file, offset)
+            if skip:
+                f.seek(end)
+            elif len(_read_exactly(f, end - offset - HEADER)) < end - offset - HEADER:
+                raise _truncated(record_file, offset)
             lines.append(f"{offset} {end - offset}\n")
-            f.seek(end)
             offset = end
     return "".join(lines), len(lines)
 
+
+def read_records(record_file: str, start: int, stop: int) -> Iterator[bytes]:
+    """The data of the records in bytes ``[start, stop)`` of a TFRecord file, local or
+    ``s3://`` (one streamed read); a record cut short is a :class:`DataError` naming the file
+    and where."""
+    with storage.open_stream(record_file, start, stop) as f:
+        offset = start
+        while offset < stop:
+            end = _record_end(f, record_file, offset)
+            body = _read_exactly(f, end - offset - HEADER)
+            if len(body) < end - offset - HEADER:
+                raise _truncated(record_file, offset)
+            yield body[:-FOOTER]
+            offset = end
+
+
+INDEXERS = 8
+"""Files indexed at once (an S3 object's first index is one streamed read of it)."""
 
 SAMPLED = 1 << 16
 """Bytes read from each end of a TFRecord file for the key of its index."""
@@ -154,19 +232,22 @@ def indexed_count(index_file: Path, size: int) -> int | None:
 class TFRecordSource(SourceConfig):
     """``tf.train.Example`` records with the encoded image under ``image_key`` (bytes) and an
     integer label under ``label_key``. ``path`` is a file, a folder of ``*.tfrecord*`` files or a
-    glob. DALI's reader needs an index per file: daliaug writes them itself, to ``index_dir``
-    (default: a per-user cache folder), keyed by the shard's size, modification time and the
-    bytes at its ends (:func:`contents_key`), and rewrites one when any of them changes or the
-    index does not span the shard (even for a file replaced by an older one). Class names
-    come from ``class_names``, else from the ``daliaug.json`` that ``daliaug convert`` writes,
-    else ``num_classes``.
+    glob, or the same on S3: an ``s3://bucket/key`` object, a glob of keys, or every
+    ``*.tfrecord*`` object under an ``s3://bucket/prefix`` (credentials and endpoint from the
+    AWS variables). DALI's reader needs an index per file: daliaug writes them itself, to
+    ``index_dir`` (default: a per-user cache folder), keyed by the shard's size, modification
+    time and the bytes at its ends (:func:`contents_key`), or an object's size and ETag (read
+    once, streamed, to write it), and rewrites one when any of them changes or the index does
+    not span the shard (even for a file replaced by an older one). Class names come from
+    ``class_names``, else from the ``daliaug.json`` that ``daliaug convert`` writes, else
+    ``num_classes``.
     """
 
     type: Literal["tfrecord"] = "tfrecord"
     streamed: ClassVar[str | None] = (
         "TFRecords are streamed (convert them to a directory or file list)"
     )
-    path: FilePath
+    path: Location
     image_key: str = "image/encoded"
     label_key: str = "image/class/label"
     class_names: ClassNames | None = None
@@ -174,6 +255,11 @@ class TFRecordSource(SourceConfig):
     index_dir: FilePath | None = None
 
     def record_files(self) -> list[str]:
+        if isinstance(self.path, str):
+            files = storage.list_objects(self.path, lambda key: ".tfrecord" in Path(key).name)
+            if not files:
+                raise DataError(f"source.path: found no TFRecord files at {self.path}")
+            return files
         root = self.path.expanduser()
         if root.is_dir():
             files = sorted(str(p) for p in root.iterdir() if ".tfrecord" in p.name and p.is_file())
@@ -186,9 +272,16 @@ class TFRecordSource(SourceConfig):
     def _class_names(self, files: list[str]) -> list[str]:
         if self.class_names:
             return list(self.class_names)
-        meta = Path(files[0]).parent / METADATA
-        if meta.is_file():
-            text = read_text(meta, "source: cannot read TFRecord metadata")
+        meta: str | Path
+        if storage.is_s3(files[0]):
+            meta = f"{files[0].rpartition('/')[0]}/{METADATA}"
+            text = storage.read_text(meta)
+        else:
+            meta = Path(files[0]).parent / METADATA
+            text = (
+                read_text(meta, "source: cannot read TFRecord metadata") if meta.is_file() else None
+            )
+        if text is not None:
             try:
                 return [str(name) for name in json.loads(text)["class_names"]]
             except (json.JSONDecodeError, KeyError, TypeError) as e:
@@ -209,13 +302,19 @@ class TFRecordSource(SourceConfig):
         default folder (in the cache) cannot take it, it goes to a temporary folder, with one
         warning; where ``index_dir`` cannot, a :class:`ConfigError` names it."""
         folder = (self.index_dir or default_cache_dir() / "tfrecord-index").expanduser()
-        place = hashlib.sha1(os.fsencode(os.path.abspath(record_file))).hexdigest()[:16]
+        if storage.is_s3(record_file):
+            size, contents = storage.identity(record_file).split(" ", 1)
+            where, contents = record_file, hashlib.sha1(contents.encode()).hexdigest()[:16]
+        else:
+            size, where = str(os.path.getsize(record_file)), os.path.abspath(record_file)
+            contents = contents_key(record_file)
+        place = hashlib.sha1(os.fsencode(where)).hexdigest()[:16]
         stem = f"{Path(record_file).name}.{place}"
-        name = f"{stem}.{contents_key(record_file)}.idx"
-        count = indexed_count(folder / name, os.path.getsize(record_file))
+        name = f"{stem}.{contents}.idx"
+        count = indexed_count(folder / name, int(size))
         if count is not None:
             return str(folder / name), count
-        text, count = index_text(record_file)
+        text, count = index_text(record_file, int(size))
         try:
             for old in folder.glob(f"{glob.escape(stem)}*.idx"):
                 old.unlink(missing_ok=True)
@@ -231,7 +330,8 @@ class TFRecordSource(SourceConfig):
 
     def samples(self, seed: int | None = None) -> RecordSamples:  # type: ignore[override]
         files = self.record_files()
-        indexed = [self._index(f) for f in files]
+        with ThreadPoolExecutor(min(INDEXERS, len(files))) as pool:
+            indexed = list(pool.map(self._index, files))
         return RecordSamples(
             files=files,
             index_files=[i for i, _ in indexed],

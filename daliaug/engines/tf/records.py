@@ -95,7 +95,7 @@ def _record_stream(
         return tf.random.experimental.stateless_shuffle(block, seed=seed)
 
     def epoch_records(epoch: tf.Tensor) -> tf.data.Dataset:
-        ds = tf.data.TFRecordDataset(records.files).skip(start).take(len(records))
+        ds = shard_records(records, start)
         if config.shuffle:
             key = tf.stack([tf.constant(int(base >> 1), tf.int64), epoch])
             blocks = ds.batch(window).enumerate()
@@ -117,6 +117,18 @@ def _record_stream(
         return encoded, labels, weight, layout.evaluate(config.plan.paired(r), sizes, TF_ARRAYS)
 
     return tf.data.Dataset.zip(batches, rows).map(with_warp)
+
+
+def shard_records(records: RecordSamples, start: int) -> tf.data.Dataset:
+    """The serialized records of the shard (``start``: its first record's position): read by
+    ``TFRecordDataset`` from local files, from ``s3://`` objects by the host
+    (:meth:`RecordSamples.host_records`: boto3, one streamed read per file), which TensorFlow
+    2.21 cannot read itself (no S3 file system; tensorflow-io's newest, 0.37.1, which had one,
+    asks for TensorFlow 2.16)."""
+    if not records.on_s3:
+        return tf.data.TFRecordDataset(records.files).skip(start).take(len(records))
+    spec = tf.TensorSpec((), tf.string)
+    return tf.data.Dataset.from_generator(records.host_records, output_signature=spec)
 
 
 def packed(stream: tf.data.Dataset, layout: RecordLayout) -> tf.data.Dataset:
