@@ -9,6 +9,8 @@ nearest neighbours; labels as ``label_mode`` says. The twins of
 
 from __future__ import annotations
 
+import functools
+import threading
 from typing import Any
 
 import cv2
@@ -99,7 +101,7 @@ def warp(
         if flip_x or flip_y:
             code = -1 if flip_x and flip_y else 1 if flip_x else 0
             source = cv2.flip(source, code).reshape(image.shape)
-        source = source.astype(np.float32)
+        source = _float32(source, "source")
         flat = target.reshape(h, w) if channels == 1 else target
         cv2.resize(source, (w, h), dst=flat, interpolation=cv2.INTER_LINEAR)
         if constant:
@@ -107,7 +109,7 @@ def warp(
             if cut:
                 _fill_outside(target, m, image.shape[:2], float(fill))
         return target
-    source = image if image.dtype == np.float32 else image.astype(np.float32)
+    source = image if image.dtype == np.float32 else _float32(image, "source")
     border = cv2.BORDER_CONSTANT if constant else _BORDERS[str(fill)]
     value = (float(fill),) * 4 if constant else (0.0,) * 4
     flags = (cv2.INTER_NEAREST if nearest else cv2.INTER_LINEAR) | cv2.WARP_INVERSE_MAP
@@ -123,6 +125,32 @@ def warp(
     if cut and constant:
         _fill_outside(target, m, image.shape[:2], float(fill))
     return target
+
+
+_SCRATCH = threading.local()
+"""Each thread's float32 buffers, reused sample after sample (a fresh array of a megabyte
+costs its page faults each time)."""
+_SCRATCH_MAX = 1 << 22
+"""The most floats a thread keeps (16 MiB a buffer); a larger image gets an array of its own."""
+
+
+def _scratch(shape: tuple[int, ...], name: str) -> np.ndarray:
+    """This thread's buffer ``name`` as an uninitialised float32 array of ``shape``."""
+    size = int(np.prod(shape))
+    if size > _SCRATCH_MAX:
+        return np.empty(shape, np.float32)
+    buffer = getattr(_SCRATCH, name, None)
+    if buffer is None or buffer.size < size:
+        buffer = np.empty(size, np.float32)
+        setattr(_SCRATCH, name, buffer)
+    return buffer[:size].reshape(shape)
+
+
+def _float32(image: np.ndarray, name: str) -> np.ndarray:
+    """``image`` as float32 in this thread's buffer ``name`` (valid until its next use)."""
+    out = _scratch(image.shape, name)
+    np.copyto(out, image, casting="unsafe")
+    return out
 
 
 def _resize_flips(
@@ -155,13 +183,20 @@ def _blend_edges(image: np.ndarray, source: tuple[int, int], fill: float) -> Non
     the outermost pixel centres by ``t`` (< 1) takes ``(1 - t) x + t fill``, as bilinear
     sampling with the fill outside gives (one axis after the other: the fill is constant)."""
     for axis, length in ((1, source[1]), (0, source[0])):
-        count = image.shape[axis]
-        at = (np.arange(count) + 0.5) * (length / count) - 0.5
-        beyond = np.clip(np.maximum(-at, at - (length - 1)), 0.0, 1.0).astype(np.float32)
-        for k in np.flatnonzero(beyond > 0):
+        for k, t in _beyond(length, image.shape[axis]):
             line = image[:, k] if axis == 1 else image[k]
-            line *= 1.0 - beyond[k]
-            line += beyond[k] * fill
+            line *= 1.0 - t
+            line += t * fill
+
+
+@functools.lru_cache(maxsize=1024)
+def _beyond(length: int, count: int) -> tuple[tuple[int, np.float32], ...]:
+    """The lines of :func:`_blend_edges` for a resize of ``length`` to ``count`` pixels: each
+    output line whose source coordinate lies beyond the outermost pixel centres, and by how
+    much (a few lines at each end, the same for every sample of that size)."""
+    at = (np.arange(count) + 0.5) * (length / count) - 0.5
+    beyond = np.clip(np.maximum(-at, at - (length - 1)), 0.0, 1.0).astype(np.float32)
+    return tuple((int(k), beyond[k]) for k in np.flatnonzero(beyond > 0))
 
 
 def _fill_outside(image: np.ndarray, m: np.ndarray, source: tuple[int, int], fill: float) -> None:
@@ -191,7 +226,7 @@ def recolour(image: np.ndarray, inputs: dict[str, np.ndarray], channels: int) ->
         mean = image.reshape(-1, channels).mean(axis=0)
         colour[:, channels] += means @ mean
     flat = image.reshape(image.shape[0], image.shape[1], channels)
-    moved = cv2.transform(flat, colour)
+    moved = cv2.transform(flat, colour, dst=_scratch(flat.shape, "moved"))
     np.clip(moved.reshape(image.shape), 0.0, 255.0, out=image)
 
 
@@ -210,6 +245,9 @@ def to_output(image: np.ndarray, norm: np.ndarray | None, layout: str, out: np.n
     """One float32 0..255 HWC image written into ``out`` (its row of the output batch, in
     ``layout``): for ``uint8`` output (``norm`` ``None``) rounded half up, else through the
     normalization matrix ``norm`` (:func:`normalizer`) in the output's dtype."""
+    if norm is not None and layout == "NHWC" and out.dtype == np.float32:
+        cv2.transform(image, norm, dst=out.reshape(image.shape))  # no copy: the row itself
+        return
     if norm is not None:
         image = cv2.transform(image, norm).reshape(image.shape)
     if layout == "NCHW":
