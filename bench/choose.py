@@ -327,21 +327,19 @@ def render(results: dict[str, Any], described: dict[str, Any], args: argparse.Na
     head = " | ".join(f"{_OUTPUT[f]} {NAMES[b]}" for f, b in columns)
     fastest = " | ".join(f"fastest, {_OUTPUT[f]}" for f in args.outputs)
     for title, value, digits in (("images/s", _rate, 0), ("CPU ms/image", _cpu_ms, 3)):
+        ranked = digits == 0  # the images/s table names the fastest engine per output
         lines += [
             f"{title}:",
             "",
-            f"| source kind | {head}" + (f" | {fastest} |" if title == "images/s" else " |"),
-            "|---"
-            + "|---:" * len(columns)
-            + ("|---" * len(args.outputs) if digits == 0 else "")
-            + "|",
+            f"| source kind | {head}" + (f" | {fastest} |" if ranked else " |"),
+            "|---" + "|---:" * len(columns) + ("|---" * len(args.outputs) if ranked else "") + "|",
         ]
         for kind, runs in results.items():
             cells = [
                 f"{value(runs[f'{f}/{b}']):,.{digits}f}" if f"{f}/{b}" in runs else "-"
                 for f, b in columns
             ]
-            if title == "images/s":
+            if ranked:
                 cells += [_fastest(runs, f) for f in args.outputs]
             lines.append(f"| {kind} | " + " | ".join(cells) + " |")
         lines.append("")
