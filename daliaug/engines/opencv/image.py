@@ -10,7 +10,6 @@ nearest neighbours; labels as ``label_mode`` says. The twins of
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any
 
 import cv2
@@ -101,7 +100,7 @@ def warp(
         if flip_x or flip_y:
             code = -1 if flip_x and flip_y else 1 if flip_x else 0
             source = cv2.flip(source, code).reshape(image.shape)
-        source = _float32(source, "source")
+        source = source.astype(np.float32)
         flat = target.reshape(h, w) if channels == 1 else target
         cv2.resize(source, (w, h), dst=flat, interpolation=cv2.INTER_LINEAR)
         if constant:
@@ -109,7 +108,7 @@ def warp(
             if cut:
                 _fill_outside(target, m, image.shape[:2], float(fill))
         return target
-    source = image if image.dtype == np.float32 else _float32(image, "source")
+    source = image if image.dtype == np.float32 else image.astype(np.float32)
     border = cv2.BORDER_CONSTANT if constant else _BORDERS[str(fill)]
     value = (float(fill),) * 4 if constant else (0.0,) * 4
     flags = (cv2.INTER_NEAREST if nearest else cv2.INTER_LINEAR) | cv2.WARP_INVERSE_MAP
@@ -125,32 +124,6 @@ def warp(
     if cut and constant:
         _fill_outside(target, m, image.shape[:2], float(fill))
     return target
-
-
-_SCRATCH = threading.local()
-"""Each thread's float32 buffers, reused sample after sample (a fresh array of a megabyte
-costs its page faults each time)."""
-_SCRATCH_MAX = 1 << 22
-"""The most floats a thread keeps (16 MiB a buffer); a larger image gets an array of its own."""
-
-
-def _scratch(shape: tuple[int, ...], name: str) -> np.ndarray:
-    """This thread's buffer ``name`` as an uninitialised float32 array of ``shape``."""
-    size = int(np.prod(shape))
-    if size > _SCRATCH_MAX:
-        return np.empty(shape, np.float32)
-    buffer = getattr(_SCRATCH, name, None)
-    if buffer is None or buffer.size < size:
-        buffer = np.empty(size, np.float32)
-        setattr(_SCRATCH, name, buffer)
-    return buffer[:size].reshape(shape)
-
-
-def _float32(image: np.ndarray, name: str) -> np.ndarray:
-    """``image`` as float32 in this thread's buffer ``name`` (valid until its next use)."""
-    out = _scratch(image.shape, name)
-    np.copyto(out, image, casting="unsafe")
-    return out
 
 
 def _resize_flips(
@@ -226,7 +199,7 @@ def recolour(image: np.ndarray, inputs: dict[str, np.ndarray], channels: int) ->
         mean = image.reshape(-1, channels).mean(axis=0)
         colour[:, channels] += means @ mean
     flat = image.reshape(image.shape[0], image.shape[1], channels)
-    moved = cv2.transform(flat, colour, dst=_scratch(flat.shape, "moved"))
+    moved = cv2.transform(flat, colour)
     np.clip(moved.reshape(image.shape), 0.0, 255.0, out=image)
 
 
