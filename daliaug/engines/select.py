@@ -203,11 +203,11 @@ def cpu_placement(config: Config, framework: str = "tensorflow") -> Placement:
 
 
 def opencv_runs(config: Config) -> bool:
-    """Whether the OpenCV engine can run the config: not TFRecords (it has no reader for
-    them), nor masks read from WebDataset shards, nor ``fill: reflect`` or ``wrap`` (DALI's
-    borders, which it shares)."""
+    """Whether the OpenCV engine can run the config: not a streamed source (TFRecords: it has
+    no reader for them), nor masks read from WebDataset shards, nor ``fill: reflect`` or
+    ``wrap`` (DALI's borders, which it shares)."""
     source = config.source
-    if source.type == "tfrecord" or (source.type == "webdataset" and source.segmentation):
+    if source.streamed is not None or (source.type == "webdataset" and source.segmentation):
         return False
     return config.fill not in TF_ONLY_FILLS
 
