@@ -217,15 +217,14 @@ def opencv_fastest(config: Config, framework: str) -> bool:
     ``framework``'s output (``python -m bench.choose``, interleaved, on a shared 2-core VM:
     bench/results/choose-20261129-1133.md, -1149.md and -1158.md).
 
-    Through the NumPy output (the JAX and PyTorch outputs share its loaders) it beat DALI's
-    CPU operators on files: a JPEG folder 2.45x the images/s (2.47 against 4.32 CPU ms per
-    image), segmentation 1.57x, COCO JPEGs with boxes 1.38x, two pixel stages added 1.17x; not
-    on in-memory arrays (DALI 1.57x:
-    32x32 images, where the per-sample Python of the engine outweighs the pixels) nor for a
-    policy (a tie, 1.01x). Through ``tf.data`` the TensorFlow engine and DALI keep their
-    kinds: the OpenCV engine's batches reach ``tf.data`` through Python calls (a JPEG folder
-    0.95x the TF engine), and where it was ahead (segmentation, 1.81x the images/s at the same
-    CPU per image) it is not chosen, because ``choose`` does not see a ``tf.distribute``
+    Through the NumPy output (the JAX and PyTorch outputs share its loaders) it beat DALI's CPU
+    operators on files: a JPEG folder 2.45x the images/s (2.47 against 4.32 CPU ms per image),
+    segmentation 1.57x, COCO JPEGs with boxes 1.38x, two pixel stages added 1.17x; not on in-
+    memory arrays (DALI 1.57x: 32x32 images, where the engine's per-sample Python outweighs the
+    pixels) nor for a policy (a tie, 1.01x). Through ``tf.data`` the TensorFlow engine and DALI
+    keep their kinds: the OpenCV engine's batches reach ``tf.data`` through Python calls (a JPEG
+    folder 0.95x the TF engine), and where it was ahead (segmentation, 1.81x the images/s at the
+    same CPU per image) it is not chosen, because ``choose`` does not see a ``tf.distribute``
     strategy, which that engine is not wired to. A folder of PNGs measured slower on OpenCV
     (DALI 1.87x), but a config does not say its files' format: JPEG folders are taken as the
     rule."""
