@@ -219,8 +219,8 @@ def opencv_fastest(config: Config, framework: str) -> bool:
 
     Through the NumPy output (the JAX and PyTorch outputs share its loaders) it beat DALI's CPU
     operators on files: a JPEG folder 2.45x the images/s (2.47 against 4.32 CPU ms per image),
-    segmentation 1.57x, COCO JPEGs with boxes 1.38x, two pixel stages added 1.17x; not on in-
-    memory arrays (DALI 1.57x: 32x32 images, where the engine's per-sample Python outweighs the
+    segmentation 1.57x, COCO JPEGs with boxes 1.38x, two pixel stages added 1.17x; not on
+    in-memory arrays (DALI 1.57x: 32x32 images, where the engine's per-sample Python outweighs the
     pixels) nor for a policy (a tie, 1.01x). Through ``tf.data`` the TensorFlow engine and DALI
     keep their kinds: the OpenCV engine's batches reach ``tf.data`` through Python calls (a JPEG
     folder 0.95x the TF engine), and where it was ahead (segmentation, 1.81x the images/s at the
