@@ -1,7 +1,10 @@
-"""Which backend ``backend: auto`` should run without a GPU: ``make_dataset`` with DALI on the
-CPU against the TensorFlow backend, for every source kind and for plans with pixel stages.
+"""Which engine ``backend: auto`` should run without a GPU: ``make_dataset`` with DALI on the
+CPU, the TensorFlow backend and the OpenCV engine, for every source kind and for plans with
+pixel stages, through ``tf.data`` and through the NumPy output (which the JAX and PyTorch
+outputs share: the same loaders, the arrays then handed to the framework).
 
     python -m bench.choose [--repeats 3] [--seconds 4] [--out bench/results] [--quick]
+        [--kinds KIND ...] [--outputs tensorflow numpy]
 
 Each source kind gets workload (b)'s transforms (random resized crop, flip, colour jitter,
 normalize) on its own data: the JPEG folder of workload (b) read as a ``directory``, as a
@@ -10,9 +13,12 @@ folder, and from ``rclone serve s3`` on the loopback address: ``webdataset-s3``)
 (a)'s arrays and transforms for ``arrays``; the demo's segmentation data (96x96, masks warped
 with their images) with the shipped ``segmentation.yaml`` pipeline. Two more cases vary the
 plan on (b)'s folder: ``pixel`` adds two per-sample pixel stages (sharpness, solarize) to (b),
-``policy`` is workload (c) (RandAugment and MixUp). Every case runs in a process of its own (as
-:mod:`bench.worker`), repeats interleaved; images/s and CPU ms/image are medians. The rule in
-:func:`daliaug.engines.select.resolve_backend` follows from the result (``choose-*.md``).
+``policy`` is workload (c) (RandAugment and MixUp). ``detection`` is (b)'s transforms on the
+COCO JPEGs with boxes of :mod:`bench.detection`. Every case (a source kind through one output
+on one engine: :data:`CASES`) runs in a process of its own (as :mod:`bench.worker`), repeats
+interleaved; images/s and CPU ms/image are medians. The OpenCV engine does not read TFRecords
+(:data:`REFUSED`). The rule in :func:`daliaug.engines.select.cpu_placement` follows from the
+result (``choose-*.md``).
 """
 
 from __future__ import annotations
@@ -49,10 +55,19 @@ KINDS = (
     "segmentation",
     "pixel",
     "policy",
+    "detection",
 )
 PIXEL_STAGES = [{"type": "sharpness"}, {"type": "solarize"}]
 """The ``pixel`` kind: workload (b) with two per-sample pixel stages before its normalize."""
-BACKENDS = ("cpu", "tf")
+CASES = {
+    "tensorflow": ("cpu", "tf", "opencv"),
+    "numpy": ("cpu", "opencv"),
+}
+"""The backends measured through each output: ``tf.data``, and NumPy (JAX's and PyTorch's
+loaders: the TensorFlow backend serves ``tf.data`` alone)."""
+NAMES = {"cpu": "DALI-CPU", "tf": "TF", "opencv": "OpenCV"}
+REFUSED = {("tfrecord", "opencv")}
+"""Cases an engine cannot run (the OpenCV engine has no TFRecord reader)."""
 
 
 def _png_folder(folder: Path) -> Path:
@@ -137,6 +152,16 @@ def case_config(kind: str, backend: str, quick: bool) -> tuple[dict[str, Any], A
     if kind == "arrays":
         data = prepare("a", quick)
         return {**WORKLOADS["a"].config, "backend": backend}, data.arrays_xy()
+    if kind == "detection":
+        from bench.detection import dataset_root
+
+        root = dataset_root()
+        coco = {
+            "type": "coco",
+            "annotations": str(root / "annotations.json"),
+            "images": str(root / "images"),
+        }
+        return {**WORKLOADS["b"].config, "source": coco, "backend": backend}, None
     if kind == "segmentation":
         import yaml
 
@@ -170,13 +195,16 @@ def case_config(kind: str, backend: str, quick: bool) -> tuple[dict[str, Any], A
     return {**WORKLOADS["b"].config, "source": source, "backend": backend}, None
 
 
-def _epoch(kind: str, backend: str, quick: bool) -> Callable[[], Iterator[int]]:
-    """A fresh run over ``make_dataset``'s batches (epoch after epoch) per call: batch sizes."""
+def _epoch(
+    kind: str, backend: str, quick: bool, framework: str = "tensorflow"
+) -> Callable[[], Iterator[int]]:
+    """A fresh run over ``make_dataset``'s batches through ``framework``'s output (epoch after
+    epoch) per call: batch sizes."""
     from daliaug.outputs.dataset import make_dataset
 
     config, arrays = case_config(kind, backend, quick)
     x, y = arrays if arrays is not None else (None, None)
-    dataset = make_dataset(config, x=x, y=y)
+    dataset = make_dataset(config, x=x, y=y, framework=framework)
 
     def epoch() -> Iterator[int]:
         while True:
@@ -186,11 +214,13 @@ def _epoch(kind: str, backend: str, quick: bool) -> Callable[[], Iterator[int]]:
     return epoch
 
 
-def run_case(kind: str, backend: str, repeats: int, seconds: float, quick: bool) -> None:
-    """One case in this process: one JSON line of measurements per repeat read on stdin."""
+def run_case(kind: str, case: str, repeats: int, seconds: float, quick: bool) -> None:
+    """One case (``framework/backend``) in this process: one JSON line of measurements per
+    repeat read on stdin."""
     from bench.worker import measure
 
-    epoch = _epoch(kind, backend, quick)
+    framework, backend = case.split("/")
+    epoch = _epoch(kind, backend, quick, framework)
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     out.write(json.dumps({"ready": True}) + "\n")
@@ -206,9 +236,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument("--outputs", nargs="+", choices=list(CASES), default=list(CASES))
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--case", nargs=2, metavar=("KIND", "BACKEND"), help=argparse.SUPPRESS)
+    parser.add_argument("--case", nargs=2, metavar=("KIND", "CASE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
         run_case(*args.case, args.repeats, args.seconds, args.quick)
@@ -221,11 +252,17 @@ def main() -> None:
     if "webdataset-s3" in args.kinds:
         env |= server.enter_context(s3_server(_shards(prepare("b", args.quick).directory)))
     for kind in args.kinds:
+        cases = [
+            f"{framework}/{backend}"
+            for framework in args.outputs
+            for backend in CASES[framework]
+            if (kind, backend) not in REFUSED
+        ]
         workers = {}
-        for backend in BACKENDS:
-            command = [sys.executable, "-m", "bench.choose", "--case", kind, backend]
+        for case in cases:
+            command = [sys.executable, "-m", "bench.choose", "--case", kind, case]
             command += ["--seconds", str(seconds)] + (["--quick"] if args.quick else [])
-            workers[backend] = subprocess.Popen(
+            workers[case] = subprocess.Popen(
                 command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -234,19 +271,20 @@ def main() -> None:
                 cwd=machine.ROOT,
                 env=env,
             )
-            assert json.loads(workers[backend].stdout.readline())["ready"]
-        runs: dict[str, list[dict[str, Any]]] = {b: [] for b in BACKENDS}
+        for worker in workers.values():  # started side by side, measured one at a time
+            assert json.loads(worker.stdout.readline())["ready"]
+        runs: dict[str, list[dict[str, Any]]] = {c: [] for c in cases}
         for r in range(args.repeats):
-            for backend in BACKENDS if r % 2 == 0 else reversed(BACKENDS):
-                worker = workers[backend]
+            for case in cases if r % 2 == 0 else reversed(cases):
+                worker = workers[case]
                 worker.stdin.write("measure\n")
                 worker.stdin.flush()
-                runs[backend].append(json.loads(worker.stdout.readline()))
+                runs[case].append(json.loads(worker.stdout.readline()))
         for worker in workers.values():
             worker.stdin.close()
             worker.wait()
         results[kind] = runs
-        print(f"{kind}: " + ", ".join(f"{b} {_rate(runs[b]):,.0f} images/s" for b in BACKENDS))
+        print(f"{kind}: " + ", ".join(f"{c} {_rate(runs[c]):,.0f} images/s" for c in cases))
     server.close()
     report = render(results, machine.describe(), args)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
@@ -266,32 +304,60 @@ def _cpu_ms(runs: list[dict[str, Any]]) -> float:
 
 
 def render(results: dict[str, Any], described: dict[str, Any], args: argparse.Namespace) -> str:
-    """The markdown table: per source kind, both backends and the faster one."""
+    """Two markdown tables (images/s, CPU ms/image): per source kind, each engine through each
+    output, and the fastest per output."""
+    command = f"python -m bench.choose --repeats {args.repeats}"
+    command += f" --kinds {' '.join(args.kinds)} --outputs {' '.join(args.outputs)}"
     lines = [
-        "# Which backend is faster on the CPU, per source kind",
+        "# Which engine is fastest on the CPU, per source kind and output",
         "",
         f"- Machine: {described['cpu']}, {described['cores_usable']} cores, "
         f"{described['memory_gib']} GiB, GPU: {described['gpu'] or 'none'}; "
         f"{described['date']}; load average after: "
         + " / ".join(f"{v:.2f}" for v in os.getloadavg()),
-        f"- Commit {described['commit']}; command: `python -m bench.choose"
-        f" --repeats {args.repeats}{' --quick' if args.quick else ''}`",
-        "- `make_dataset` with `backend: cpu` (DALI's CPU operators) and `backend: tf`, "
-        "workload (b)'s transforms (arrays: workload (a)'s), batch 128; medians of "
-        f"{args.repeats} interleaved repeats.",
+        f"- Commit {described['commit']}; command: `{command}{' --quick' if args.quick else ''}`",
+        "- `make_dataset` with `backend: cpu` (DALI's CPU operators), `backend: tf` (`tf.data` "
+        "only) and `backend: opencv`, through `tf.data` and through the NumPy output (the JAX "
+        "and PyTorch outputs' loaders); workload (b)'s transforms (arrays: workload (a)'s), "
+        f"batch 128; medians of {args.repeats} interleaved repeats; - where an engine cannot "
+        "run the source.",
         "",
-        "| source kind | DALI-CPU images/s | TF images/s | DALI-CPU CPU ms/image "
-        "| TF CPU ms/image | faster |",
-        "| --- | ---: | ---: | ---: | ---: | --- |",
     ]
-    for kind, runs in results.items():
-        cpu, tf = _rate(runs["cpu"]), _rate(runs["tf"])
-        faster = f"{'TF' if tf >= cpu else 'DALI-CPU'} ({max(cpu, tf) / min(cpu, tf):.2f}x)"
-        lines.append(
-            f"| {kind} | {cpu:,.0f} | {tf:,.0f} | {_cpu_ms(runs['cpu']):.3f} "
-            f"| {_cpu_ms(runs['tf']):.3f} | {faster} |"
-        )
-    return "\n".join(lines) + "\n"
+    columns = [(f, b) for f in args.outputs for b in CASES[f]]
+    head = " | ".join(f"{_OUTPUT[f]} {NAMES[b]}" for f, b in columns)
+    fastest = " | ".join(f"fastest, {_OUTPUT[f]}" for f in args.outputs)
+    for title, value, digits in (("images/s", _rate, 0), ("CPU ms/image", _cpu_ms, 3)):
+        ranked = digits == 0  # the images/s table names the fastest engine per output
+        lines += [
+            f"{title}:",
+            "",
+            f"| source kind | {head}" + (f" | {fastest} |" if ranked else " |"),
+            "|---" + "|---:" * len(columns) + ("|---" * len(args.outputs) if ranked else "") + "|",
+        ]
+        for kind, runs in results.items():
+            cells = [
+                f"{value(runs[f'{f}/{b}']):,.{digits}f}" if f"{f}/{b}" in runs else "-"
+                for f, b in columns
+            ]
+            if ranked:
+                cells += [_fastest(runs, f) for f in args.outputs]
+            lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+_OUTPUT = {"tensorflow": "tf.data", "numpy": "NumPy"}
+
+
+def _fastest(runs: dict[str, Any], framework: str) -> str:
+    """The fastest engine through ``framework``'s output, and by how much over the next."""
+    rates = sorted(
+        ((_rate(r), c.split("/")[1]) for c, r in runs.items() if c.startswith(f"{framework}/")),
+        reverse=True,
+    )
+    if len(rates) < 2:
+        return NAMES[rates[0][1]] if rates else "-"
+    return f"{NAMES[rates[0][1]]} ({rates[0][0] / rates[1][0]:.2f}x)"
 
 
 if __name__ == "__main__":

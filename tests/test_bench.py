@@ -159,7 +159,7 @@ def test_backend_choice_per_source_kind(tmp_path: Path) -> None:
     result = subprocess.run(
         [
             *(sys.executable, "-m", "bench.choose", "--quick", "--repeats", "2"),
-            *("--kinds", "arrays", "segmentation", "--out", str(out)),
+            *("--kinds", "arrays", "segmentation", "--outputs", "numpy", "--out", str(out)),
         ],
         capture_output=True,
         text=True,
@@ -171,6 +171,7 @@ def test_backend_choice_per_source_kind(tmp_path: Path) -> None:
     (report,) = out.glob("choose-quick-*.md")
     table = report.read_text()
     assert "| arrays |" in table and "| segmentation |" in table
+    assert "| source kind | NumPy DALI-CPU | NumPy OpenCV | fastest, NumPy |" in table
 
 
 def test_equivalent_parameters_come_from_the_configs() -> None:

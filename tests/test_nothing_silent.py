@@ -147,7 +147,7 @@ import numpy as np
 
 class Missing:
     def find_spec(self, name, path=None, target=None):
-        if name == "nvidia.dali" or name.startswith("nvidia.dali."):
+        if name in ("nvidia.dali", "cv2") or name.startswith("nvidia.dali."):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 if sys.argv[2] == "without-dali":
@@ -163,7 +163,8 @@ except daliaug.DaliaugError as e:
 
 
 def test_installs_with_a_part_missing_are_named(tmp_path: Path) -> None:
-    """TensorFlow installed but broken (a shared library missing); DALI missing for NumPy."""
+    """TensorFlow installed but broken (a shared library missing); DALI (and OpenCV, which
+    ``auto`` would run instead) missing for NumPy."""
     broken = tmp_path / "site" / "tensorflow"
     broken.mkdir(parents=True)
     (broken / "__init__.py").write_text(

@@ -49,10 +49,13 @@ def run(args: argparse.Namespace) -> int:
     if args.backend:
         config = config.model_copy(update={"backend": args.backend})
     with console.status("measuring: pipeline alone, model alone, then model.fit"):
+        from daliaug.engines.select import placed
+        from daliaug.outputs.dataset import DatasetEngine
         from daliaug.tools.doctor import diagnose, plot_timeline
 
         result = diagnose(config, args.model, args.steps, args.warmup)
-    augments = "TensorFlow ops" if result.device == "tf" else f"DALI on the {result.device.upper()}"
+    engine = placed(result.device)  # type: ignore[arg-type]
+    augments = str(DatasetEngine(engine.engine, engine.device))
     table = Table(title=f"model {result.model}, batch {result.batch_size}, {augments}")
     for column in ("phase", "images/s", "steps", "CPU (this process)", "GPU"):
         table.add_column(column, justify="left" if column == "phase" else "right")

@@ -3,12 +3,13 @@
 :func:`choose` is the one decision, for every framework and output: ``make_dataset``,
 ``DaliLoader``, preview, check and Keras' ``it[i]`` all ask it. A placement is ``gpu`` or
 ``cpu`` (DALI on that device), ``tf`` (the TensorFlow engine) or ``opencv`` (the OpenCV
-engine, where the config asks for it); ``backend: auto`` gives DALI on the GPU where DALI sees
-one, else the faster CPU path for the source kind and plan (:func:`cpu_placement`).
+engine); ``backend: auto`` gives DALI on the GPU where DALI sees one, else the fastest CPU path
+for the output, source kind and plan (:func:`cpu_placement`).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import warnings
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import Literal
 from daliaug.config import Config
 from daliaug.cuda import cuda_driver
 from daliaug.errors import BackendError, BackendWarning, ConfigError, user_stacklevel
+from daliaug.transforms.base import TF_ONLY_FILLS
 from daliaug.transforms.policy import PolicyTransform
 
 Device = Literal["cpu", "gpu"]
@@ -46,20 +48,27 @@ def choose(
     places it; DALI on the GPU only where ``tf_sees_gpu()`` (the ``tf.data`` output's question,
     asked only then) says TensorFlow sees it too (:func:`_tensorflow_blind`). ``jax``, ``torch``
     and ``numpy`` run DALI (:func:`_without_tensorflow`), or the OpenCV engine where the config
-    asks for it.
+    asks for it or ``auto`` finds it fastest on a CPU host (:func:`cpu_placement`).
 
     >>> from daliaug import load_config
     >>> choose(load_config({"source": {"type": "directory", "path": "."}, "backend": "tf"}))
     Choice(engine='tf', device='cpu')
     """
-    placement = resolve_backend(config)
+    placement = resolve_backend(config, framework)
     if placement == "opencv":
-        return Choice("opencv", "cpu")
+        return placed(placement)
     if framework != "tensorflow":
         return Choice("dali", _without_tensorflow(config, framework, placement))
     if placement == "gpu" and tf_sees_gpu is not None and not tf_sees_gpu():
         placement = _tensorflow_blind(config)
-    return Choice("tf", "cpu") if placement == "tf" else Choice("dali", placement)
+    return placed(placement)
+
+
+def placed(placement: Placement) -> Choice:
+    """The engine and device of a placement (``tf`` and ``opencv`` run on the CPU)."""
+    if placement == "tf" or placement == "opencv":
+        return Choice(placement, "cpu")
+    return Choice("dali", placement)
 
 
 def _without_tensorflow(config: Config, framework: str, placement: Placement) -> Device:
@@ -70,8 +79,9 @@ def _without_tensorflow(config: Config, framework: str, placement: Placement) ->
     if placement == "tf" and not dali_installed():
         raise BackendError(
             f"framework={framework!r} needs NVIDIA DALI, which is not installed here; install "
-            "nvidia-dali-cuda120 (pip install 'nvidia-dali-cuda120==2.4.*'), or use "
-            "framework='tensorflow' with backend: tf"
+            "nvidia-dali-cuda120 (pip install 'nvidia-dali-cuda120==2.4.*') or OpenCV (pip "
+            "install 'daliaug[opencv]', backend: opencv), or use framework='tensorflow' with "
+            "backend: tf"
         )
     if placement == "tf":
         raise ConfigError(
@@ -91,7 +101,7 @@ def _tensorflow_blind(config: Config) -> Placement:
             "(or use backend: cpu to run DALI on the CPU)"
         )
     fallback = cpu_placement(config)
-    ops = "TensorFlow ops" if fallback == "tf" else "DALI's CPU operators"
+    ops = {"tf": "TensorFlow ops", "opencv": "OpenCV"}.get(fallback, "DALI's CPU operators")
     warnings.warn(
         f"DALI sees a GPU but TensorFlow does not, so the pipeline runs on the CPU with {ops}; "
         f"{TF_CUDA_FIX}",
@@ -167,17 +177,24 @@ def _instead(lacking: list[str], device: Device) -> Placement:
     return "tf"
 
 
-def cpu_placement(config: Config) -> Placement:
-    """The faster CPU path of ``make_dataset`` for the config, as measured by
-    ``python -m bench.choose`` (bench/results/choose-*.md): DALI's CPU operators for
-    segmentation (images and masks warped together) and for a policy (``rand_augment``,
-    ``trivial_augment``, ``keras_rand_augment``, ...: DALI runs each operation only for the
-    images that drew it, the TensorFlow engine runs every operation on every image and keeps
-    the drawn one), the TensorFlow backend otherwise (arrays, directory, file_list, PNGs,
-    TFRecords; other pixel stages too, AugMix's chains included: the TensorFlow engine
-    computes them sample by sample, each running only its drawn operations, about 4x DALI's
-    CPU operators' speed, bench/README), and always for a transform DALI's CPU lacks (with a
-    ``BackendWarning`` where DALI's CPU operators would have been chosen)."""
+def cpu_placement(config: Config, framework: str = "tensorflow") -> Placement:
+    """The fastest CPU path for the config through ``framework``'s output, as measured by
+    ``python -m bench.choose`` (bench/results/choose-*.md).
+
+    The OpenCV engine where :func:`opencv_fastest` says it measured fastest and it is installed
+    (:func:`opencv_installed`; without it, the rest of this rule, silently). Else DALI's CPU
+    operators for segmentation (images and masks warped together) and for a policy
+    (``rand_augment``, ``trivial_augment``, ``keras_rand_augment``, ...: DALI runs each
+    operation only for the images that drew it, the TensorFlow engine runs every operation on
+    every image and keeps the drawn one), the TensorFlow backend otherwise (arrays, directory,
+    file_list, PNGs, TFRecords; other pixel stages too, AugMix's chains included: the
+    TensorFlow engine computes them sample by sample, each running only its drawn operations,
+    about 4x DALI's CPU operators' speed, bench/README), and always for a transform DALI's CPU
+    lacks (with a ``BackendWarning`` where DALI's CPU operators would have been chosen). For
+    JAX, PyTorch and NumPy a ``tf`` here means DALI on the CPU (:func:`_without_tensorflow`).
+    """
+    if opencv_fastest(config, framework) and opencv_installed():
+        return "opencv"
     policy = any(isinstance(t, PolicyTransform) for t in config.plan.transforms)
     if not (config.source.type == "segmentation" or policy):
         return "tf"
@@ -185,21 +202,69 @@ def cpu_placement(config: Config) -> Placement:
     return _instead(lacking, "cpu") if lacking else "cpu"
 
 
-def resolve_backend(config: Config) -> Placement:
-    """Where ``make_dataset`` runs the config: ``backend: cpu`` and ``gpu`` on DALI's device,
-    ``tf`` on the TensorFlow backend, ``opencv`` on the OpenCV engine; ``auto`` on DALI's GPU
-    where DALI sees GPU ``device_id``, else on :func:`cpu_placement` (the TensorFlow backend
-    without DALI); DALI is imported only where a CUDA driver is found (:func:`cuda_driver`).
-    ``DaliLoader`` (no TensorFlow) runs DALI on the CPU instead (:func:`resolve_device`)."""
+def opencv_runs(config: Config) -> bool:
+    """Whether the OpenCV engine can run the config: not a streamed source (TFRecords: it has
+    no reader for them), nor masks read from WebDataset shards, nor ``fill: reflect`` or
+    ``wrap`` (DALI's borders, which it shares)."""
+    source = config.source
+    if source.streamed is not None or (source.type == "webdataset" and source.segmentation):
+        return False
+    return config.fill not in TF_ONLY_FILLS
+
+
+def opencv_fastest(config: Config, framework: str) -> bool:
+    """Whether the OpenCV engine measured fastest on a CPU host for the config through
+    ``framework``'s output (``python -m bench.choose``, interleaved, on a shared 2-core VM:
+    bench/results/choose-20261129-1133.md, -1149.md and -1158.md).
+
+    Through the NumPy output (the JAX and PyTorch outputs share its loaders) it beat DALI's CPU
+    operators on files: a JPEG folder 2.45x the images/s (2.47 against 4.32 CPU ms per image),
+    segmentation 1.57x, COCO JPEGs with boxes 1.38x, two pixel stages added 1.17x; not on
+    in-memory arrays (DALI 1.57x: 32x32 images, where the engine's per-sample Python outweighs the
+    pixels) nor for a policy (a tie, 1.01x). Through ``tf.data`` the TensorFlow engine and DALI
+    keep their kinds: the OpenCV engine's batches reach ``tf.data`` through Python calls (a JPEG
+    folder 0.95x the TF engine), and where it was ahead (segmentation, 1.81x the images/s at the
+    same CPU per image) it is not chosen, because ``choose`` does not see a ``tf.distribute``
+    strategy, which that engine is not wired to. A folder of PNGs measured slower on OpenCV
+    (DALI 1.87x), but a config does not say its files' format: JPEG folders are taken as the
+    rule."""
+    if framework == "tensorflow" or not opencv_runs(config):
+        return False
+    policy = any(isinstance(t, PolicyTransform) for t in config.plan.transforms)
+    return config.source.type != "arrays" and not policy
+
+
+@functools.cache
+def opencv_installed() -> bool:
+    """Whether the OpenCV engine can be imported here: OpenCV (the ``opencv`` extra) and its
+    JPEG decoder, simplejpeg (imported once, at the first question)."""
+    try:
+        import cv2  # noqa: F401
+        import simplejpeg  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def resolve_backend(config: Config, framework: str = "tensorflow") -> Placement:
+    """Where ``make_dataset`` runs the config for ``framework``: ``backend: cpu`` and ``gpu``
+    on DALI's device, ``tf`` on the TensorFlow backend, ``opencv`` on the OpenCV engine;
+    ``auto`` on DALI's GPU where DALI sees GPU ``device_id``, else on :func:`cpu_placement`
+    (without DALI: the OpenCV engine for JAX, PyTorch and NumPy where it is installed and runs
+    the config, else the TensorFlow backend); DALI is imported only where a CUDA driver is
+    found (:func:`cuda_driver`). ``DaliLoader`` (no TensorFlow) runs DALI on the CPU instead
+    (:func:`resolve_device`)."""
     if config.backend in ("tf", "opencv"):
         return config.backend
     if config.backend == "auto":
         if not dali_installed():
+            if framework != "tensorflow" and opencv_runs(config) and opencv_installed():
+                return "opencv"
             return "tf"
         if cuda_driver() and dali_gpu_count() > config.device_id:
             lacking = dali_lacks(config, "gpu")
             return _instead(lacking, "gpu") if lacking else "gpu"
-        return cpu_placement(config)
+        return cpu_placement(config, framework)
     return resolve_device(config)
 
 

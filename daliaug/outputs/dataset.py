@@ -189,6 +189,8 @@ def _batches(
     """The batches of ``framework`` (``jax``, ``torch`` or ``numpy``) for ``samples``
     (prepared and checked), computed by the chosen engine (DALI or OpenCV) on its device."""
     name, device = choice.engine, choice.device
+    if name == "opencv":  # the loaders run the engine the config names (auto may pick it)
+        config = config.model_copy(update={"backend": "opencv"})
     if options.weighs:
         samples.check_reader_weights(framework)
     if framework in ("jax", "torch"):

@@ -81,12 +81,14 @@ def test_frameworks_without_tensorflow_refuse_tensorflow_ops_and_strategies(
         daliaug.make_dataset(config_for(demo_dir), framework="torch", strategy=object())
 
 
-def test_auto_takes_dali_for_frameworks_without_tensorflow(demo_dir: Path) -> None:
+def test_auto_takes_opencv_for_frameworks_without_tensorflow(demo_dir: Path) -> None:
     """``backend: auto`` on the CPU puts arrays and files on TensorFlow's ops for ``tf.data``;
-    the other frameworks take DALI's CPU operators instead (the same batches as ``cpu``)."""
+    the other frameworks take the OpenCV engine for files, measured fastest there (the same
+    batches as ``opencv``; tests/engines/test_choose_opencv.py has the whole rule)."""
     auto = daliaug.make_dataset(config_for(demo_dir, backend="auto"), framework="numpy")
-    cpu = daliaug.make_dataset(config_for(demo_dir, backend="cpu"), framework="numpy")
-    for got, want in zip(auto, cpu, strict=True):
+    assert str(daliaug.describe(auto)) == "OpenCV on the CPU"
+    cv = daliaug.make_dataset(config_for(demo_dir, backend="opencv"), framework="numpy")
+    for got, want in zip(auto, cv, strict=True):
         for a, b in zip(got, want, strict=True):
             np.testing.assert_array_equal(a, b)
 

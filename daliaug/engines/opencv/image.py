@@ -9,6 +9,7 @@ nearest neighbours; labels as ``label_mode`` says. The twins of
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import cv2
@@ -155,13 +156,20 @@ def _blend_edges(image: np.ndarray, source: tuple[int, int], fill: float) -> Non
     the outermost pixel centres by ``t`` (< 1) takes ``(1 - t) x + t fill``, as bilinear
     sampling with the fill outside gives (one axis after the other: the fill is constant)."""
     for axis, length in ((1, source[1]), (0, source[0])):
-        count = image.shape[axis]
-        at = (np.arange(count) + 0.5) * (length / count) - 0.5
-        beyond = np.clip(np.maximum(-at, at - (length - 1)), 0.0, 1.0).astype(np.float32)
-        for k in np.flatnonzero(beyond > 0):
+        for k, t in _beyond(length, image.shape[axis]):
             line = image[:, k] if axis == 1 else image[k]
-            line *= 1.0 - beyond[k]
-            line += beyond[k] * fill
+            line *= 1.0 - t
+            line += t * fill
+
+
+@functools.lru_cache(maxsize=1024)
+def _beyond(length: int, count: int) -> tuple[tuple[int, np.float32], ...]:
+    """The lines of :func:`_blend_edges` for a resize of ``length`` to ``count`` pixels: each
+    output line whose source coordinate lies beyond the outermost pixel centres, and by how
+    much (a few lines at each end, the same for every sample of that size)."""
+    at = (np.arange(count) + 0.5) * (length / count) - 0.5
+    beyond = np.clip(np.maximum(-at, at - (length - 1)), 0.0, 1.0).astype(np.float32)
+    return tuple((int(k), beyond[k]) for k in np.flatnonzero(beyond > 0))
 
 
 def _fill_outside(image: np.ndarray, m: np.ndarray, source: tuple[int, int], fill: float) -> None:
@@ -210,6 +218,9 @@ def to_output(image: np.ndarray, norm: np.ndarray | None, layout: str, out: np.n
     """One float32 0..255 HWC image written into ``out`` (its row of the output batch, in
     ``layout``): for ``uint8`` output (``norm`` ``None``) rounded half up, else through the
     normalization matrix ``norm`` (:func:`normalizer`) in the output's dtype."""
+    if norm is not None and layout == "NHWC" and out.dtype == np.float32:
+        cv2.transform(image, norm, dst=out.reshape(image.shape))  # no copy: the row itself
+        return
     if norm is not None:
         image = cv2.transform(image, norm).reshape(image.shape)
     if layout == "NCHW":
