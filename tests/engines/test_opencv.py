@@ -113,3 +113,23 @@ def test_jax_and_torch_take_the_numpy_batches(tmp_path: Path, framework: str) ->
     for (a, la), (b, lb) in zip(numpy, batches, strict=True):
         np.testing.assert_array_equal(a, np.asarray(b))
         np.testing.assert_array_equal(la, np.asarray(lb))
+
+
+@pytest.mark.parametrize(("dtype", "layout"), [("float32", "NHWC"), ("uint8", "NCHW")])
+def test_output_batches_are_aligned_for_a_handover_without_copies(dtype, layout) -> None:
+    from daliaug.config import load_config
+    from daliaug.engines.opencv.image import ALIGN, output_array
+
+    config = load_config(
+        {
+            "source": {"type": "arrays"},
+            "image_size": [7, 9],
+            "batch_size": 3,
+            "output": {"dtype": dtype, "layout": layout},
+        }
+    )
+    for count in (1, 3):
+        batch = output_array(config, count)
+        shape = (count, 7, 9, 3) if layout == "NHWC" else (count, 3, 7, 9)
+        assert batch.shape == shape and batch.dtype == np.dtype(dtype)
+        assert batch.ctypes.data % ALIGN == 0 and batch.flags.c_contiguous and batch.flags.writeable
