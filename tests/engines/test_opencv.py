@@ -135,6 +135,7 @@ def test_output_batches_are_aligned_for_a_handover_without_copies(dtype, layout)
         assert batch.ctypes.data % ALIGN == 0 and batch.flags.c_contiguous and batch.flags.writeable
 
 
+@pytest.mark.slow
 def test_tf_data_turns_autotuning_off(tmp_path: Path) -> None:
     """Nothing in the OpenCV engine's ``tf.data`` dataset is tuned, and autotuning's model
     thread held each finished iterator for seconds when it was deleted."""
