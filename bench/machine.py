@@ -142,21 +142,26 @@ def interleaved_main(
     measure: Callable[[str, float], dict[str, Any]],
     report: Callable[[list[Any], dict[str, Any]], str],
     defaults: tuple[int, float],
+    subsets: bool = False,
 ) -> None:
     """The command of an interleaved comparison (``python -m module``): ``--repeats`` and
     ``--seconds`` (``defaults``), ``--out`` (writes ``<name>-<date>.md`` with ``report``'s
     table and ``.json`` with the machine and samples; the name is the module's, dashed);
-    ``--measure TOOL`` is one worker's measurement (:func:`alternated`)."""
+    ``--measure TOOL`` is one worker's measurement (:func:`alternated`). With ``subsets``
+    (``report`` takes the samples of some tools only), ``--tools`` measures those alone."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=defaults[0])
     parser.add_argument("--seconds", type=float, default=defaults[1])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--measure", choices=tools, help=argparse.SUPPRESS)
+    if subsets:
+        parser.add_argument("--tools", nargs="+", choices=tools, default=list(tools))
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.seconds)))
         return
-    samples = alternated(module, tools, args.repeats, args.seconds)
+    chosen = [t for t in tools if t in args.tools] if subsets else tools
+    samples = alternated(module, chosen, args.repeats, args.seconds)
     described = describe()
     text = report(samples, described)
     print(text)

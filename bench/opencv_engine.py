@@ -3,9 +3,11 @@
 run.
 
     python -m bench.opencv_engine [--repeats 2] [--seconds 15] [--out bench/results]
+        [--tools albumentations-det opencv-det opencv.tensorflow-det ...]
 
-The detection row is also measured through the ``tf.data``, JAX and PyTorch outputs
-(``opencv.<framework>-det``), each in a process of its own.
+Both rows are also measured through the ``tf.data``, JAX and PyTorch outputs
+(``opencv.<framework>-cls``, ``opencv.<framework>-det``), each in a process of its own;
+``--tools`` measures some of the tools alone (the report shows the rows they make).
 
 * classification: the JPEGs of workload (b) (about 500x375, :mod:`bench.workloads`), random
   resized crop to 224 (scale 0.08-1), horizontal flip, brightness and contrast 0.4, ImageNet
@@ -36,11 +38,12 @@ from bench import machine
 from bench.workloads import IMAGENET_MEAN, IMAGENET_STD
 
 OUTPUTS = ("tensorflow", "jax", "torch")
-"""The other outputs the detection row is measured through (``opencv.<framework>-det``)."""
+"""The other outputs both rows are measured through (``opencv.<framework>-<kind>``)."""
 TOOLS = (
     "albumentations-cls",
     "opencv-cls",
     "decode-cls",
+    *(f"opencv.{framework}-cls" for framework in OUTPUTS),
     "albumentations-det",
     "opencv-det",
     *(f"opencv.{framework}-det" for framework in OUTPUTS),
@@ -200,51 +203,68 @@ def _versions() -> str:
     )
 
 
+TITLES = {
+    "cls": "classification: (b) JPEGs -> RRC 224, flip, brightness/contrast, normalize, batch 32",
+    "det": "detection: COCO-style JPEGs with boxes -> RRC 512 (0.3-1), flip, "
+    "brightness/contrast, normalize, batch 16",
+}
+
+
 def report(samples: list[dict[str, Any]], described: dict[str, Any]) -> str:
-    rates = {t: median(s["images_per_s"] for s in samples if s["tool"] == t) for t in TOOLS}
+    """The tables of the tools measured (``--tools`` may leave some out)."""
+    measured = [t for t in TOOLS if any(s["tool"] == t for s in samples)]
+    rates = {t: median(s["images_per_s"] for s in samples if s["tool"] == t) for t in measured}
+    kinds = [k for k in TITLES if {f"albumentations-{k}", f"opencv-{k}"} <= set(rates)]
     lines = [
         "# The OpenCV engine against Albumentations + DataLoader",
         "",
         f"Machine: {described['cpu']} ({described['cores']} cores, {described['memory_gib']} "
         f"GiB), {described.get('gpu') or 'no GPU'}; commit {described['commit']}; "
-        f"{_versions()}. Medians of {len(samples) // len(TOOLS)} interleaved repeats, each a "
+        f"{_versions()}. Medians of {len(samples) // len(measured)} interleaved repeats, each a "
         "process of its own.",
         "",
         "| workload | Albumentations + DataLoader (2 workers) | daliaug backend: opencv, "
         "NumPy output | ratio |",
         "|---|---:|---:|---:|",
     ]
-    titles = {
-        "cls": "classification: (b) JPEGs -> RRC 224, flip, brightness/contrast, normalize, "
-        "batch 32",
-        "det": "detection: COCO-style JPEGs with boxes -> RRC 512 (0.3-1), flip, "
-        "brightness/contrast, normalize, batch 16",
-    }
-    for kind, title in titles.items():
+    for kind in kinds:
         a, o = rates[f"albumentations-{kind}"], rates[f"opencv-{kind}"]
-        lines.append(f"| {title} | {a:,.0f} img/s | {o:,.0f} img/s | {o / a:.2f}x |")
-    ceiling = rates["decode-cls"]
-    lines += [
-        "",
-        f"The ceiling of the classification row, the same files read and decoded whole on the "
-        f"engine's threads and nothing else: {ceiling:,.0f} img/s; the engine reaches "
-        f"{rates['opencv-cls'] / ceiling:.2f}x of it.",
-        "",
-        "The detection row through every output (the same engine and batches):",
-        "",
-        "| output | images/s | x Albumentations + DataLoader |",
-        "|---|---:|---:|",
-    ]
-    albumentations = rates["albumentations-det"]
-    for framework in ("numpy", *OUTPUTS):
-        rate = rates["opencv-det" if framework == "numpy" else f"opencv.{framework}-det"]
-        lines.append(f"| {framework} | {rate:,.0f} | {rate / albumentations:.2f}x |")
+        lines.append(f"| {TITLES[kind]} | {a:,.0f} img/s | {o:,.0f} img/s | {o / a:.2f}x |")
+    if "decode-cls" in rates and "opencv-cls" in rates:
+        ceiling = rates["decode-cls"]
+        lines += [
+            "",
+            f"The ceiling of the classification row, the same files read and decoded whole on "
+            f"the engine's threads and nothing else: {ceiling:,.0f} img/s; the engine reaches "
+            f"{rates['opencv-cls'] / ceiling:.2f}x of it.",
+        ]
+    for kind in kinds:
+        lines += [
+            "",
+            f"The {TITLES[kind].split(':')[0]} row through every output (the same engine and "
+            "batches):",
+            "",
+            "| output | images/s | x Albumentations + DataLoader |",
+            "|---|---:|---:|",
+        ]
+        albumentations = rates[f"albumentations-{kind}"]
+        for framework in ("numpy", *OUTPUTS):
+            tool = f"opencv-{kind}" if framework == "numpy" else f"opencv.{framework}-{kind}"
+            if tool in rates:
+                rate = rates[tool]
+                lines.append(f"| {framework} | {rate:,.0f} | {rate / albumentations:.2f}x |")
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     machine.interleaved_main(
-        "bench.opencv_engine", __doc__ or "", TOOLS, measure, report, defaults=(2, 15.0)
+        "bench.opencv_engine",
+        __doc__ or "",
+        TOOLS,
+        measure,
+        report,
+        defaults=(2, 15.0),
+        subsets=True,
     )
 
 

@@ -113,3 +113,39 @@ def test_jax_and_torch_take_the_numpy_batches(tmp_path: Path, framework: str) ->
     for (a, la), (b, lb) in zip(numpy, batches, strict=True):
         np.testing.assert_array_equal(a, np.asarray(b))
         np.testing.assert_array_equal(la, np.asarray(lb))
+
+
+@pytest.mark.parametrize(("dtype", "layout"), [("float32", "NHWC"), ("uint8", "NCHW")])
+def test_output_batches_are_aligned_for_a_handover_without_copies(dtype, layout) -> None:
+    from daliaug.config import load_config
+    from daliaug.engines.opencv.image import ALIGN, output_array
+
+    config = load_config(
+        {
+            "source": {"type": "arrays"},
+            "image_size": [7, 9],
+            "batch_size": 3,
+            "output": {"dtype": dtype, "layout": layout},
+        }
+    )
+    for count in (1, 3):
+        batch = output_array(config, count)
+        shape = (count, 7, 9, 3) if layout == "NHWC" else (count, 3, 7, 9)
+        assert batch.shape == shape and batch.dtype == np.dtype(dtype)
+        assert batch.ctypes.data % ALIGN == 0 and batch.flags.c_contiguous and batch.flags.writeable
+
+
+@pytest.mark.slow
+def test_tf_data_turns_autotuning_off(tmp_path: Path) -> None:
+    """Nothing in the OpenCV engine's ``tf.data`` dataset is tuned, and autotuning's model
+    thread held each finished iterator for seconds when it was deleted."""
+    root = write_image_dir(tmp_path, {"a": [structured_image(20, 24, seed=i) for i in range(2)]})
+    config = {
+        "source": {"type": "directory", "path": str(root)},
+        "image_size": 16,
+        "batch_size": 2,
+        "backend": "opencv",
+    }
+    dataset = daliaug.make_dataset(config, framework="tensorflow")
+    assert dataset.options().autotune.enabled is False
+    assert [tuple(images.shape) for images, _ in dataset] == [(2, 16, 16, 3)]

@@ -1,7 +1,13 @@
 """The OpenCV engine's batches as a ``tf.data`` dataset: each epoch's NumPy batches
 (:class:`~daliaug.outputs.opencv.CvLoader`) read into the graph by the streams' Python calls
-(:func:`~daliaug.outputs.tfdata.streams.counted`, one per batch), with the element spec and the
-number of batches ``model.fit`` expects."""
+(:func:`~daliaug.outputs.tfdata.streams.counted`, one per batch; the engine's batch arrays are
+aligned so that TensorFlow takes them without a copy), with the element spec and the number of
+batches ``model.fit`` expects.
+
+``tf.data``'s autotuning is off: the dataset has nothing to tune (one call per batch, a fixed
+prefetch), and its model thread held each finished iterator for up to seconds when it was
+deleted (``model.fit`` deletes one per epoch; measured 1-5 s on this project's 2-core VM, where a
+detection epoch of 240 images takes 3 s; ``bench/README.md``)."""
 
 from __future__ import annotations
 
@@ -31,8 +37,12 @@ def cv_dataset(config: Config, samples: SampleSet, options: DatasetOptions) -> t
         return iter(loader)
 
     batches = nested(counted(epoch_batches, specs, clock), tuple(boxes))
-    ds = batches.prefetch(config.prefetch_depth("cpu")).apply(
-        tf.data.experimental.assert_cardinality(len(loader))
+    untuned = tf.data.Options()
+    untuned.autotune.enabled = False
+    ds = (
+        batches.prefetch(config.prefetch_depth("cpu"))
+        .apply(tf.data.experimental.assert_cardinality(len(loader)))
+        .with_options(untuned)
     )
     ds.batches_per_epoch = len(loader)
     ds.epoch_clock = clock
