@@ -49,9 +49,17 @@ def add_config_argument(
     )
 
 
+def data_location(text: str) -> str | Path:
+    """``--data``: an ``s3://`` URL as written (a path would fold its ``//``), else a path."""
+    return text if text.startswith("s3://") else Path(text)
+
+
 def add_data_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--data", type=Path, help="data for the config's source (replaces its path)"
+        "--data",
+        type=data_location,
+        help="data for the config's source (replaces its path; an s3:// URL for the "
+        "webdataset, file_list and tfrecord sources)",
     )
 
 

@@ -255,9 +255,10 @@ class SourceConfig(Tagged):
         ``seed`` where the source holds some out): all of them here."""
         return samples
 
-    def with_path(self, path: Path) -> SourceConfig:
-        """The same source reading from ``path`` (the CLI's ``--data``)."""
-        return self.model_validate({**self.model_dump(), "path": path})
+    def with_path(self, path: Path | str) -> SourceConfig:
+        """The same source reading from ``path`` (the CLI's ``--data``: a path, or an ``s3://``
+        URL where the source's path takes one)."""
+        return self.model_validate({**self.model_dump(), "path": str(path)})
 
 
 def is_image(path: Path) -> bool:

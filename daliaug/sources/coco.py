@@ -66,8 +66,9 @@ class CocoSource(SourceConfig):
     def detection(self) -> bool:
         return True
 
-    def with_path(self, path: Path) -> CocoSource:
+    def with_path(self, path: Path | str) -> CocoSource:
         """``path/annotations.json`` over ``path/images`` (the demo's layout)."""
+        path = Path(path)
         update = {"annotations": path / "annotations.json", "images": path / "images"}
         return self.model_validate({**self.model_dump(), **update})
 

@@ -187,8 +187,9 @@ class SegmentationSource(MaskTargets):
             raise ValueError("give either 'images' and 'masks' folders, or a 'pairs' CSV")
         return self
 
-    def with_path(self, path: Path) -> SegmentationSource:
+    def with_path(self, path: Path | str) -> SegmentationSource:
         """``path/images`` and ``path/masks`` (and ``path/classes.csv`` for colour masks)."""
+        path = Path(path)
         update = {"images": path / "images", "masks": path / "masks", "pairs": None}
         if self.classes is not None:
             update["classes"] = path / "classes.csv"

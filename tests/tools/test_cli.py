@@ -320,3 +320,17 @@ def test_parity_checks_the_opencv_engine_against_the_stored_reference(tmp_path: 
     assert result.returncode == 0, result.stderr
     data = json.loads(report.read_text())
     assert data["backends"] == "OpenCV vs stored TF reference" and data["passed"]
+
+
+def test_data_takes_an_s3_url_as_written(tmp_path: Path) -> None:
+    """``--data s3://bucket/prefix`` reaches a source whose path takes URLs unfolded (a path
+    would make it ``s3:/bucket/prefix``); a local ``--data`` reaches it too (the webdataset
+    source's validation used to refuse the path object)."""
+    from daliaug.cli import build_parser
+    from daliaug.cli.common import config_from_args
+
+    config = tmp_path / "shards.yaml"
+    config.write_text("source: {type: webdataset, path: shards}\nimage_size: 32\n")
+    for data, expected in (("s3://bucket/train", "s3://bucket/train"), ("local", "local")):
+        args = build_parser().parse_args(["preview", str(config), "--data", data])
+        assert str(config_from_args(args).source.path) == expected
