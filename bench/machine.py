@@ -96,15 +96,16 @@ def describe() -> dict[str, Any]:
     }
 
 
-def run_worker(*args: str) -> Any:
-    """``python -m ARGS`` in a process of its own (from the repository root, TensorFlow's
-    info logs off); the JSON its last line of output holds."""
+def run_worker(*args: str, root: Path = ROOT) -> Any:
+    """``python -m ARGS`` in a process of its own (from the checkout ``root``, whose ``bench``
+    and ``daliaug`` it imports; TensorFlow's info logs off); the JSON its last line of output
+    holds."""
     run = subprocess.run(
         [sys.executable, "-m", *args],
         capture_output=True,
         text=True,
-        cwd=ROOT,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root), "TF_CPP_MIN_LOG_LEVEL": "2"},
         check=True,
     )
     return json.loads(run.stdout.strip().splitlines()[-1])

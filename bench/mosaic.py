@@ -26,6 +26,8 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from bench import machine
+
 SIDE, BATCH, WARMUP = 512, 32, 2
 CONFIG: dict[str, Any] = {
     "image_size": SIDE,
@@ -81,15 +83,8 @@ def _commit(root: Path) -> str:
 
 def _measured(root: Path, folder: Path, seconds: float) -> dict[str, Any]:
     """:func:`measure` in a process of its own on ``root``'s ``daliaug``."""
-    run = subprocess.run(
-        [sys.executable, __file__, "--measure", str(folder), "--seconds", str(seconds)],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root), "TF_CPP_MIN_LOG_LEVEL": "2"},
-        check=True,
-    )
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    args = ("--measure", str(folder), "--seconds", str(seconds))
+    return machine.run_worker("bench.mosaic", *args, root=root)
 
 
 def report(samples: dict[str, list[dict[str, Any]]], commits: dict[str, str], cpu: str) -> str:

@@ -21,7 +21,6 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -38,15 +37,8 @@ STEPS = ("decode", "window", "warp", "recolour", "to_output")
 
 def _rate(root: Path, tool: str, seconds: float) -> dict[str, Any]:
     """One measurement of ``tool`` (``opencv-cls`` or ``decode-cls``) by ``root``'s code."""
-    run = subprocess.run(
-        [sys.executable, "-m", "bench.opencv_engine", "--measure", tool, "--seconds", str(seconds)],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root), "TF_CPP_MIN_LOG_LEVEL": "2"},
-        check=True,
-    )
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    args = ("--measure", tool, "--seconds", str(seconds))
+    return machine.run_worker("bench.opencv_engine", *args, root=root)
 
 
 def _timing(f: Callable[..., Any], label: str, spent: dict[str, float]) -> Callable[..., Any]:
