@@ -181,7 +181,7 @@ _transform = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, database=None, derandomize=True)
 @given(st.lists(_transform, max_size=6))
 def test_fuzzed_valid_configs_round_trip(transforms: list[dict]) -> None:
     config = load_config({**BASE, "transforms": transforms})
@@ -198,7 +198,7 @@ _junk = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, database=None, derandomize=True)
 @given(
     st.dictionaries(
         st.sampled_from(["type", "angle", "factor", "size", "fill", "x", "p"]), _junk, max_size=4

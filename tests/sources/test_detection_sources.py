@@ -43,7 +43,7 @@ coordinate = st.floats(-3, 25) | st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, database=None, derandomize=True)
 @given(st.lists(st.tuples(coordinate, coordinate, coordinate, coordinate), max_size=4))
 def test_boxes_within_a_pixel_are_clipped_the_rest_refused(boxes: list) -> None:
     """An image 20 wide and 10 high: a box is clipped when it reaches at most 1 pixel out and
