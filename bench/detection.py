@@ -25,6 +25,7 @@ tools alternate repeat by repeat, and the medians are reported (``detection-*.md
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from bench import machine
+from bench.workloads import Data, Workload
 
 SIDE, BATCH, MAX_BOXES, IMAGES, CLASSES = 640, 32, 100, 400, 80
 TOOLS = ("keras", "daliaug")
@@ -40,6 +42,9 @@ LABELS = {
     "daliaug": "daliaug default (make_dataset, backend: auto)",
 }
 JITTER = 0.4
+GPU_IMAGES = 128
+"""The GPU suite's detection set: small enough to be carried to the GPU host with (b)'s
+JPEGs (64 MiB in all)."""
 
 
 def dataset_root() -> Path:
@@ -48,19 +53,22 @@ def dataset_root() -> Path:
 
     root = default_cache_dir() / "bench-detection"
     if not (root / "annotations.json").exists():
-        _write(root)
+        from sklearn.datasets import load_sample_images
+
+        write_dataset(root, load_sample_images().images, IMAGES)
     return root
 
 
-def _write(root: Path) -> None:
+def write_dataset(root: Path, photos: Sequence[np.ndarray], count: int) -> None:
+    """``count`` JPEGs cut from ``photos`` (RGB uint8, each at least 427x640) at random sizes
+    around 640x480, scaled by 4/3, with COCO-like boxes (:func:`_boxes`): ``root/images`` and
+    ``root/annotations.json``."""
     from PIL import Image
-    from sklearn.datasets import load_sample_images
 
     rng = np.random.default_rng(0)
-    photos = load_sample_images().images
     (root / "images").mkdir(parents=True, exist_ok=True)
     images, annotations = [], []
-    for i in range(IMAGES):
+    for i in range(count):
         photo = photos[i % len(photos)]
         h = int(rng.integers(360, 427))
         w = int(rng.integers(480, 640))
@@ -85,6 +93,37 @@ def _write(root: Path) -> None:
     categories = [{"id": k, "name": f"class{k}"} for k in range(1, CLASSES + 1)]
     text = json.dumps({"images": images, "annotations": annotations, "categories": categories})
     (root / "annotations.json").write_text(text)
+
+
+def sample_photos() -> list[np.ndarray]:
+    """matplotlib's sample photo (``grace_hopper.jpg``, no scikit-learn needed) scaled to
+    683x800, and its mirror image."""
+    from matplotlib import cbook
+    from PIL import Image, ImageOps
+
+    with cbook.get_sample_data("grace_hopper.jpg") as f:
+        photo = Image.open(f).convert("RGB").resize((800, 683), Image.Resampling.BICUBIC)
+    return [np.asarray(photo), np.asarray(ImageOps.mirror(photo))]
+
+
+def gpu_workload() -> Workload:
+    """The daliaug side as the GPU suite's workload (d): its source's files come from
+    :func:`prepare`'s data."""
+    title = f"(d) COCO JPEGs with boxes: bench.detection's daliaug config at {SIDE}, batch {BATCH}"
+    return Workload("d", title, daliaug_config({"type": "coco"}))
+
+
+def prepare(quick: bool, cache: Path | None = None, scale: int = 1) -> Data:
+    """The GPU suite's detection set (written once, cached under ``cache``, else daliaug's
+    cache): :data:`GPU_IMAGES` JPEGs from :func:`sample_photos` with COCO-like boxes, each
+    epoch 16 passes over them (16 images x 8 in quick mode), ``scale`` times longer."""
+    from daliaug.cache import default_cache_dir
+
+    count, repeat = (16, 8) if quick else (GPU_IMAGES, 16)
+    root = (cache or default_cache_dir()) / "bench" / f"detection-{count}"
+    if not (root / "annotations.json").exists():
+        write_dataset(root, sample_photos(), count)
+    return Data(None, root / "images", repeat * scale, root / "annotations.json")
 
 
 def _boxes(rng: np.random.Generator, height: int, width: int) -> list[list[float]]:
@@ -156,6 +195,17 @@ def daliaug_way(root: Path) -> Any:
     """daliaug's default path over the same files and boxes."""
     import daliaug
 
+    source = {
+        "type": "coco",
+        "annotations": str(root / "annotations.json"),
+        "images": str(root / "images"),
+    }
+    return daliaug.make_dataset(daliaug_config(source))
+
+
+def daliaug_config(source: dict[str, Any]) -> dict[str, Any]:
+    """daliaug's side as a config over ``source``: random resized crop, flip, colour jitter,
+    ``mosaic`` where daliaug has it, rescale (the GPU suite's detection row runs it too)."""
     jitter = [1 - JITTER, 1 + JITTER]
     transforms = [
         {"type": "random_resized_crop", "scale": [0.3, 1.0]},
@@ -166,12 +216,8 @@ def daliaug_way(root: Path) -> Any:
     ]
     if has_mosaic():
         transforms.append({"type": "mosaic"})
-    config = {
-        "source": {
-            "type": "coco",
-            "annotations": str(root / "annotations.json"),
-            "images": str(root / "images"),
-        },
+    return {
+        "source": source,
         "image_size": SIDE,
         "batch_size": BATCH,
         "max_boxes": MAX_BOXES,
@@ -179,7 +225,6 @@ def daliaug_way(root: Path) -> Any:
         "output": {"rescale": 1 / 255},
         "seed": 0,
     }
-    return daliaug.make_dataset(config)
 
 
 def has_mosaic() -> bool:

@@ -16,7 +16,10 @@ table), so that a stop or a crash keeps everything measured before it:
    with the pipeline's windows (the ceiling); before them, a few batches of each workload
    through ``DaliLoader`` with nvImageCodec's log and NVML's JPEG engine read, to count the
    images per decoder; daliaug's runs at the defaults judged host-bound or not as ``daliaug
-   doctor`` judges (:func:`bound`);
+   doctor`` judges (:func:`bound`); then detection, workload (d): :mod:`bench.detection`'s
+   daliaug config (COCO JPEGs with boxes, random resized crop to 640 decoded as a window, flip,
+   colour jitter, mosaic, boxes moved on the host, batch 32) through ``DaliLoader`` at the
+   defaults alone (no sweep), its decoders counted as (b)'s and (c)'s;
 3. the fit overhead (:mod:`bench.fit_overhead`): ResNet-50 on Keras' JAX backend fed by
    ``make_dataset`` against one constant batch on the device.
 
@@ -46,16 +49,21 @@ from bench import machine
 from bench.run import GPU_EPOCH_SCALE, Timing, timing
 from bench.tools import TOOLS, Unavailable
 from bench.worker import measure
-from bench.workloads import WORKLOADS, Data, prepare
+from bench.workloads import WORKLOADS, Data, Workload, prepare
 from daliaug.config import HW_DECODER_LOAD, Config
 
 ROWS = {
     "b": ("loader-gpu", "jax", "dali-rn50", "decode-gpu-roi"),
     "c": ("loader-gpu", "jax", "dali-autoaug-gpu"),
+    "d": ("loader-gpu",),
 }
-"""Each workload's rows, daliaug's first; the last is the reference (DALI's own)."""
+"""Each workload's rows, daliaug's first; the last of (b) and (c) is the reference (DALI's
+own); (d), detection, is daliaug's loader alone."""
 DALIAUG = ("loader-gpu", "jax")
 """The rows measured at the config's defaults too."""
+SWEPT = ("b", "c")
+"""The workloads whose rows are measured at every sweep point too ((d): at the defaults
+only)."""
 BASELINE = {"b": "dali-rn50", "c": "dali-autoaug-gpu"}
 GPU_TIMING = Timing(warmup=2, warmup_seconds=1.0, seconds=2.0, max_images=10**9)
 TARGETS = {"b": 0.9, "c": 0.8}
@@ -116,6 +124,24 @@ def first_canary(dry_run: bool) -> dict[str, Any]:
     return dataclasses.asdict(outcome)
 
 
+def suite_workload(name: str) -> Workload:
+    """Workload ``name``: (b) and (c) of :mod:`bench.workloads`, (d) of :mod:`bench.detection`."""
+    from bench import detection
+
+    return detection.gpu_workload() if name == "d" else WORKLOADS[name]
+
+
+def data_for(name: str, quick: bool, cache: Path | None) -> Data:
+    """Workload ``name``'s data (written once under ``cache``), its epochs
+    :data:`~bench.run.GPU_EPOCH_SCALE` times longer unless ``quick``."""
+    from bench import detection
+
+    scale = 1 if quick else GPU_EPOCH_SCALE
+    if name == "d":
+        return detection.prepare(quick, cache=cache, scale=scale)
+    return prepare(name, quick, cache=cache, scale=scale)
+
+
 def decoders(name: str, data: Data, device: str, batches: int = 3) -> dict[str, Any]:
     """The images per decoder of a few batches of workload ``name`` through ``DaliLoader`` at
     the defaults (nvImageCodec's log read, NVML's JPEG engine read after each batch; DALI's
@@ -127,7 +153,7 @@ def decoders(name: str, data: Data, device: str, batches: int = 3) -> dict[str, 
     tool = dataclasses.replace(TOOLS["loader-gpu"], device=device)
     busy = []
     with decoder_log() as log:
-        batch_sizes = tool.build(WORKLOADS[name], data, None)()
+        batch_sizes = tool.build(suite_workload(name), data, None)()
         for _ in range(batches):
             next(batch_sizes)
             busy.append(nvml.jpeg_utilisation())
@@ -145,8 +171,9 @@ def point(name: str, workload: str, data: Data, device: str, clock: Timing, **at
     ``hw_decoder_load``."""
     tool = dataclasses.replace(TOOLS[name], device=device)
     window = {"decode_window": at["decode_window"]} if "decode_window" in at else {}
-    loaded = {**WORKLOADS[workload].config, "hw_decoder_load": at["hw_decoder_load"], **window}
-    chosen = dataclasses.replace(WORKLOADS[workload], config=loaded)
+    base = suite_workload(workload)
+    loaded = {**base.config, "hw_decoder_load": at["hw_decoder_load"], **window}
+    chosen = dataclasses.replace(base, config=loaded)
     run: dict[str, Any] = {"tool": name, **at}
     try:
         epoch = tool.build(chosen, data, at["threads"])
@@ -168,20 +195,19 @@ def default_load(loads: list[float]) -> float:
 def points(workload: str, name: str, threads: int, loads: int, windows: bool = True) -> int:
     """How many points row ``name`` of ``workload`` measures (see :func:`throughput`)."""
     extra = (name in DALIAUG) + (workload == "b" and name == WHOLE and windows)
-    return extra + threads * loads
+    return extra + (threads * loads if workload in SWEPT else 0)
 
 
 def throughput(
     args: argparse.Namespace, device: str, windows: bool, results: dict[str, Any], save: Any
 ) -> None:
     """Per workload and row, into ``results``: the run at the defaults (daliaug's rows; (b)'s
-    loader with whole images decoded too, where ``windows``: the canary passed) and the
-    sweep's runs, ``save`` called after each point."""
+    loader with whole images decoded too, where ``windows``: the canary passed) and, for the
+    :data:`SWEPT` workloads, the sweep's runs, ``save`` called after each point."""
     for workload in args.workload:
-        scale = 1 if args.dry_run else GPU_EPOCH_SCALE
-        data = prepare(workload, args.dry_run, cache=args.data, scale=scale)
+        data = data_for(workload, args.dry_run, args.data)
         clock = timing(workload, True) if args.dry_run else GPU_TIMING
-        rows = results[workload] = {"decoders": decoders(workload, data, device)}
+        rows = results[workload] = {"decoders": counted(workload, data, device)}
         save()
         for name in ROWS[workload]:
             row: dict[str, Any] = {"sweep": []}
@@ -195,12 +221,22 @@ def throughput(
                     at["decode_window"] = "whole"
                     row["whole"] = point(name, workload, data, device, clock, **at)
                     save()
-            for t in args.threads:
+            for t in args.threads if workload in SWEPT else []:
                 for load in args.loads:
                     at = {"threads": t, "hw_decoder_load": load}
                     row["sweep"].append(point(name, workload, data, device, clock, **at))
                     save()
             print(f"  ({workload}) {name}: {best_text(row)}", file=sys.stderr, flush=True)
+
+
+def counted(workload: str, data: Data, device: str) -> dict[str, Any]:
+    """:func:`decoders`, or why the count failed (its windows then never judged on the GPU
+    alone: see :func:`verdicts`), so that the rows after it are still measured."""
+    try:
+        return decoders(workload, data, device)
+    except Exception as e:
+        error = f"{type(e).__name__}: {e}"
+        return {"error": error, "cpu_fallback": False, "summary": f"not counted ({error})"}
 
 
 def time_plan(
@@ -246,8 +282,7 @@ def bound(run: dict[str, Any]) -> str | None:
 def fit(args: argparse.Namespace, device: str) -> dict[str, Any]:
     from bench.fit_overhead import fit_overhead
 
-    scale = 1 if args.dry_run else GPU_EPOCH_SCALE
-    data = prepare("b", args.dry_run, cache=args.data, scale=scale)
+    data = data_for("b", args.dry_run, args.data)
     if args.dry_run:
         return fit_overhead(data, device, batch_size=8, steps=2, warmup=1, image_size=32)
     return fit_overhead(data, device)
@@ -314,8 +349,11 @@ def verdicts(result: dict[str, Any]) -> list[tuple[str, str, str]]:
         label = f"({workload}) JAX output best / {TOOLS[BASELINE[workload]].label} best >= {share}x"
         judge(label, ratio, (ratio or 0) >= share, f"{ratio or 0:.2f}x")
     windows = [speed[w]["decoders"] for w in speed]
-    cpu = sum(w["cpu"] + w["failed"] for w in windows) if windows else None
-    seen = all(w.get("unknown", 0) == 0 or w.get("jpeg_engine_percent") for w in windows)
+    cpu = sum(w.get("cpu", 0) + w.get("failed", 0) for w in windows) if windows else None
+    seen = all(
+        "error" not in w and (w.get("unknown", 0) == 0 or w.get("jpeg_engine_percent"))
+        for w in windows
+    )
     judge("decode windows on the CPU fallback: 0", cpu, cpu == 0 and (seen or None), f"{cpu}")
     fitted = result.get("fit") or {}
     over = fitted.get("overhead")
@@ -412,7 +450,7 @@ def check_plan(args: argparse.Namespace) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.gpu_suite")
     parser.add_argument("--dry-run", action="store_true")
-    parser.add_argument("--workload", nargs="+", choices=sorted(ROWS), default=["b", "c"])
+    parser.add_argument("--workload", nargs="+", choices=sorted(ROWS), default=sorted(ROWS))
     parser.add_argument(
         "--threads", type=int, nargs="+", help="default: all usable cores (the GPU default)"
     )
@@ -424,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.make_data:
         for workload in args.workload:
-            prepare(workload, False, cache=args.data, scale=GPU_EPOCH_SCALE)
+            data_for(workload, False, args.data)
         return 0
     if not args.dry_run and args.data is not None and not (args.data / "bench").is_dir():
         print(f"no data in {args.data}: build it with --make-data and carry it", file=sys.stderr)

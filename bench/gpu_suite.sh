@@ -10,7 +10,8 @@
 # and (c) through DaliLoader and the JAX output at the defaults (every core), (b)'s loader
 # with whole-image decoding too, then each row at every --threads x --loads point, against
 # DALI's own rn50 pipeline as DALI's examples write it (b) and its auto_aug pipeline (c), DALI's
-# decoder alone as the ceiling; (iii) the fit overhead: Keras' ResNet-50 on the JAX backend fed
+# decoder alone as the ceiling; detection (d), bench/detection.py's daliaug config on COCO
+# JPEGs with boxes, through DaliLoader at the defaults only; (iii) the fit overhead: Keras' ResNet-50 on the JAX backend fed
 # by make_dataset against one constant batch on the device. The driver is bench/gpu_suite.py
 # (its flags pass through: --workload, --threads, --loads, --data). gpu-suite-<date>.json
 # (GPU, cores, versions, every raw figure) and .md are written after every measured point, so

@@ -8,6 +8,7 @@ brightness/contrast/saturation jitter 0.4, ImageNet mean/std.
 (c) The JPEGs of (b): random resized crop to 224, horizontal flip, RandAugment (2 ops,
 magnitude 9 of 31), then MixUp (alpha 0.2) and CutMix (alpha 1) in turn (soft labels), ImageNet
 mean/std: the shipped recipe ``imagenet_randaug_mix.yaml``.
+(d), the GPU suite's detection workload, is :mod:`bench.detection`'s (its config and data).
 
 Both use batch size 128: the CIFAR example's batch and a common per-GPU ImageNet batch; on two
 cores a batch of (b) still takes well under a second for the fast tools, so every timed window
@@ -96,7 +97,9 @@ class Workload:
 
     def daliaug_config(self, data: Data, **overrides: Any) -> Config:
         source = dict(self.config["source"])
-        if data.directory is not None:
+        if data.annotations is not None:
+            source.update(annotations=str(data.annotations), images=str(data.directory))
+        elif data.directory is not None:
             source["path"] = str(data.directory)
         return load_config({**self.config, "source": source, **overrides})
 
@@ -171,7 +174,8 @@ WORKLOADS = {
 
 @dataclass(frozen=True)
 class Data:
-    """A workload's data on disk: an ``.npz`` of arrays (a) or a folder of JPEGs (b).
+    """A workload's data on disk: an ``.npz`` of arrays (a), a folder of JPEGs (b), or a folder
+    of JPEGs with a COCO ``annotations`` file (:func:`bench.detection.prepare`).
 
     ``repeat`` makes one epoch that many passes over the data (tools see a longer epoch),
     so that a timed window never crosses an epoch boundary.
@@ -180,6 +184,7 @@ class Data:
     arrays: Path | None
     directory: Path | None
     repeat: int
+    annotations: Path | None = None
 
     def arrays_xy(self) -> tuple[np.ndarray, np.ndarray]:
         assert self.arrays is not None
@@ -194,11 +199,15 @@ class Data:
     def samples(self) -> Samples:
         """The daliaug samples of one (repeated) epoch."""
         from daliaug.sources.arrays import array_samples
+        from daliaug.sources.coco import CocoSource
         from daliaug.sources.directory import DirectorySource
 
         if self.arrays is not None:
             return array_samples(*self.arrays_xy())
-        base = DirectorySource(path=self.directory).samples()
+        if self.annotations is not None:
+            base = CocoSource(annotations=self.annotations, images=self.directory).samples()
+        else:
+            base = DirectorySource(path=self.directory).samples()
         return base.subset(np.tile(np.arange(len(base)), self.repeat))
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.gpu_suite import BUDGET_S, ROWS, default_load, table, time_plan, verdicts
+from bench.gpu_suite import BUDGET_S, ROWS, default_load, points, table, time_plan, verdicts
 
 ROOT = Path(__file__).parents[1]
 
@@ -155,7 +155,7 @@ def fit(args, device):
 
 suite.first_canary = lambda dry_run: {"passed": True, "reason": "stub", "cached": False}
 suite.selftest = lambda dry_run, out, timeout: {"exit": 0, "report": {"checks": []}}
-suite.prepare = lambda *a, **k: Data(None, None, 1)
+suite.data_for = lambda *a, **k: Data(None, None, 1)
 suite.decoders = lambda *a: {"cpu": 0, "failed": 0, "cpu_fallback": False, "summary": "stub"}
 suite.point, suite.fit, suite.bound = point, fit, lambda run: None
 sys.exit(suite.main(["--dry-run", "--out", sys.argv[1], "--threads", "1", "--loads", "0.5"]))
@@ -201,10 +201,39 @@ def test_a_stopped_run_keeps_every_point_measured(tmp_path: Path) -> None:
 
 
 def test_the_gpu_runs_time_plan_fits_and_counts_every_point() -> None:
-    plan = time_plan(["b", "c"], threads=1, loads=2, selftest_s=100)
-    assert plan["point_count"] == 19  # (b): 4 + 3 + 2 + 2, (c): 3 + 3 + 2
+    plan = time_plan(["b", "c", "d"], threads=1, loads=2, selftest_s=100)
+    assert plan["point_count"] == 20  # (b): 4 + 3 + 2 + 2, (c): 3 + 3 + 2, (d): 1
     assert plan["total"] <= BUDGET_S
-    assert time_plan(["b", "c"], threads=2, loads=3, selftest_s=100)["total"] > BUDGET_S
+    assert time_plan(["b", "c"], threads=1, loads=2, selftest_s=100)["point_count"] == 19
+    assert time_plan(["b", "c", "d"], threads=2, loads=3, selftest_s=100)["total"] > BUDGET_S
+    assert points("d", "loader-gpu", threads=2, loads=3) == 1  # at the defaults, no sweep
+
+
+def test_a_failed_decoder_count_is_never_a_pass() -> None:
+    result = made_up(12_000, 12_500, 0, 0.03)
+    result["throughput"]["d"] = {
+        "decoders": {"error": "E", "cpu_fallback": False, "summary": "not counted (E)"},
+        "loader-gpu": {"defaults": run(800.0), "sweep": []},
+    }
+    rows = {t: s for t, _, s in verdicts(result)}
+    assert rows["decode windows on the CPU fallback: 0"] == "UNKNOWN"
+    text = table(result)
+    assert "- (d) decoders: not counted (E)" in text and "| (d) | daliaug DALI-GPU" in text
+
+
+def test_the_detection_data_needs_no_scikit_learn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench.gpu_suite import data_for, suite_workload
+
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # not installed in CI
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    data = data_for("d", True, tmp_path)
+    samples = data.samples()
+    assert len(samples) == 16 * 8 and samples.has_boxes
+    config = suite_workload("d").daliaug_config(data)
+    assert config.source.type == "coco" and config.source.images == data.directory
+    assert config.image_size == (640, 640) and config.batch_size == 32
 
 
 def test_the_defaults_rows_take_a_load_given() -> None:

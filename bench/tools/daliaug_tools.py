@@ -83,7 +83,8 @@ def opencv_loader(workload: Workload, data: Data, threads: int | None, device: s
 
 def loader(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
     """``DaliLoader`` on ``device``: NumPy batches on the CPU; on the GPU the raw DALI outputs,
-    left on the device (no copy to the host, as a GPU training step would take them)."""
+    left on the device (no copy to the host, as a GPU training step would take them); the
+    images first, then the targets (a detection workload's: boxes, labels)."""
     _gpu_check(device)
     from daliaug.outputs.numpy import DaliLoader
 
@@ -92,7 +93,7 @@ def loader(workload: Workload, data: Data, threads: int | None, device: str) -> 
 
     def epoch() -> Iterator[int]:  # runs on across DaliLoader's epochs (a reset is cheap)
         while True:
-            for images, _ in dali.raw_batches() if device == "gpu" else dali:
+            for images, *_ in dali.raw_batches() if device == "gpu" else dali:
                 yield len(images)
 
     return epoch
