@@ -96,6 +96,11 @@ def describe() -> dict[str, Any]:
     }
 
 
+def _first_on_path(root: Path) -> str:
+    """``PYTHONPATH`` with ``root`` first (what the caller's path held stays after it)."""
+    return os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+
+
 def run_worker(*args: str, root: Path = ROOT) -> Any:
     """``python -m ARGS`` in a process of its own (from the checkout ``root``, whose ``bench``
     and ``daliaug`` it imports; TensorFlow's info logs off); the JSON its last line of output
@@ -105,7 +110,7 @@ def run_worker(*args: str, root: Path = ROOT) -> Any:
         capture_output=True,
         text=True,
         cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root), "TF_CPP_MIN_LOG_LEVEL": "2"},
+        env={**os.environ, "PYTHONPATH": _first_on_path(root), "TF_CPP_MIN_LOG_LEVEL": "2"},
         check=True,
     )
     return json.loads(run.stdout.strip().splitlines()[-1])
