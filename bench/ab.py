@@ -12,6 +12,7 @@ under ``--out`` with median images/s and CPU ms/image per checkout and their rat
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import subprocess
@@ -36,7 +37,12 @@ def _commit(root: Path) -> str:
 def compare(workload: str, tools: tuple[str, ...], roots: dict[str, Path], repeats: int, log: Any):
     data = prepare(workload, False, None)
     settings = timing(workload, False)
-    data_spec = {k: str(v) if isinstance(v, Path) else v for k, v in vars(data).items()}
+    # fields at their defaults are left out, so that an older checkout's worker takes the spec
+    data_spec = {
+        f.name: str(v) if isinstance(v, Path) else v
+        for f in dataclasses.fields(data)
+        if (v := getattr(data, f.name)) != f.default
+    }
     cases = [(tool, side) for tool in tools for side in roots]
     workers = {}
     for tool, side in cases:
