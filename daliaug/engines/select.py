@@ -195,8 +195,7 @@ def cpu_placement(config: Config, framework: str = "tensorflow") -> Placement:
     """
     if opencv_fastest(config, framework) and opencv_installed():
         return "opencv"
-    policy = any(isinstance(t, PolicyTransform) for t in config.plan.transforms)
-    if not (config.source.type == "segmentation" or policy):
+    if not (config.source.type == "segmentation" or _has_policy(config)):
         return "tf"
     lacking = dali_lacks(config, "cpu")
     return _instead(lacking, "cpu") if lacking else "cpu"
@@ -230,8 +229,12 @@ def opencv_fastest(config: Config, framework: str) -> bool:
     rule."""
     if framework == "tensorflow" or not opencv_runs(config):
         return False
-    policy = any(isinstance(t, PolicyTransform) for t in config.plan.transforms)
-    return config.source.type != "arrays" and not policy
+    return config.source.type != "arrays" and not _has_policy(config)
+
+
+def _has_policy(config: Config) -> bool:
+    """Whether the plan holds a policy (``rand_augment``, ``trivial_augment``, ...)."""
+    return any(isinstance(t, PolicyTransform) for t in config.plan.transforms)
 
 
 @functools.cache
