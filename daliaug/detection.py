@@ -27,10 +27,6 @@ COLUMNS = ("boxes", "box_labels", "keypoints")
 inputs made of them per batch (padded)."""
 
 
-KERAS_NAMES = {"boxes": "boxes", "box_labels": "labels", "keypoints": "keypoints"}
-"""Each graph input's key in the batches' targets (Keras' ``bounding_boxes`` dict)."""
-
-
 def box_names(samples: SampleSet) -> tuple[str, ...]:
     """The detection inputs a graph fed ``samples`` passes through (none without boxes)."""
     if not samples.has_boxes:
@@ -47,17 +43,6 @@ def box_shapes(config: Config, samples: SampleSet) -> dict[str, tuple[int, ...]]
         count = max((p.shape[1] for p in samples.columns["keypoints"]), default=0)  # type: ignore[attr-defined]
         shapes["keypoints"] = (n, count, 3)
     return {name: shapes[name] for name in box_names(samples)}
-
-
-def nest(batch: tuple, names: tuple[str, ...]) -> tuple:
-    """A graph's flat ``(images, *names, *rest)`` batch as ``(images, targets, *rest)`` with
-    the targets Keras' dict (``{"boxes", "labels"[, "keypoints"]}``); unchanged without
-    ``names``. Any array type: only the structure changes."""
-    if not names:
-        return batch
-    images, rest = batch[0], batch[1 + len(names) :]
-    targets = {KERAS_NAMES[n]: t for n, t in zip(names, batch[1 : 1 + len(names)], strict=True)}
-    return (images, targets, *rest)
 
 
 class BoxTargets:

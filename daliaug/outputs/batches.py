@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from daliaug.detection import box_names, nest
+from daliaug.outputs.layout import Layout
 
 if TYPE_CHECKING:
     from daliaug.config import Config
+    from daliaug.engines.select import Choice
     from daliaug.outputs.options import DatasetOptions
     from daliaug.sources.sample_set import SampleSet
 
@@ -91,29 +92,31 @@ class Batches:
 class Joined:
     """Several shards' epochs side by side: every ``iter()`` runs the next epoch of each, and
     each batch is theirs joined along the batch axis, in order (they run equal batch counts),
-    passed through ``convert``; detection inputs ``boxes`` become Keras' dict
-    (:func:`~daliaug.detection.nest`)."""
+    passed through ``convert`` and nested as ``layout`` says."""
 
     def __init__(
-        self,
-        shards: list[Iterable[Batch]],
-        convert: Callable[[Batch], Batch],
-        boxes: tuple[str, ...] = (),
+        self, shards: list[Iterable[Batch]], convert: Callable[[Batch], Batch], layout: Layout
     ) -> None:
-        self.shards, self.convert, self.boxes = shards, convert, boxes
+        self.shards, self.convert, self.layout = shards, convert, layout
 
     def __iter__(self) -> Iterator[Batch]:
         if len(self.shards) == 1:
             for batch in self.shards[0]:
-                yield nest(self.convert(batch), self.boxes)
+                yield self.layout.nest(self.convert(batch))
             return
         for parts in zip(*self.shards, strict=True):
             joined = tuple(np.concatenate(a) for a in zip(*parts, strict=True))
-            yield nest(self.convert(joined), self.boxes)
+            yield self.layout.nest(self.convert(joined))
 
 
 Shard = tuple["Config", "SampleSet", "DatasetOptions"]
 """One shard's config, samples and options (see :class:`~daliaug.outputs.shards.Shards`)."""
+
+
+def shard_layout(shard: Shard) -> Layout:
+    """The layout of a shard's batches (DALI's iterators' ``output_map`` is its names)."""
+    config, samples, options = shard
+    return Layout.of(config, samples, options.weighs)
 
 
 def local_batches(
@@ -133,13 +136,14 @@ def local_batches(
 
 
 def cpu_loaders(
-    shards: list[Shard], convert: Callable[[Batch], Batch], device: str = "cpu"
+    shards: list[Shard], convert: Callable[[Batch], Batch], choice: Choice
 ) -> Callable[[int], Joined]:
-    """``open_at`` for ``shards`` run on the host's side of ``device``: one loader each, their
+    """``open_at`` for ``shards`` run on the host's side of ``choice``: one loader each, their
     NumPy batches joined and ``convert``-ed: the OpenCV engine's
-    :class:`~daliaug.outputs.opencv.CvLoader` where the config says ``backend: opencv``, else
-    DALI's :class:`~daliaug.outputs.numpy.DaliLoader` on ``device``."""
-    if shards[0][0].backend == "opencv":
+    :class:`~daliaug.outputs.opencv.CvLoader` where ``choice`` names it, else DALI's
+    :class:`~daliaug.outputs.numpy.DaliLoader` on its device."""
+    device = choice.device
+    if choice.engine == "opencv":
         from daliaug.outputs.opencv import CvLoader
 
         def loader(c: Config, s: SampleSet, o: DatasetOptions, epoch: int) -> Iterable[Batch]:
@@ -150,8 +154,10 @@ def cpu_loaders(
         def loader(c: Config, s: SampleSet, o: DatasetOptions, epoch: int) -> Iterable[Batch]:
             return DaliLoader(c, samples=s, device=device, options=o, initial_epoch=epoch)
 
+    layout = shard_layout(shards[0])
+
     def open_at(epoch: int) -> Joined:
         loaders = [loader(c, s, o, epoch) for c, s, o in shards]
-        return Joined(loaders, convert, box_names(shards[0][1]))
+        return Joined(loaders, convert, layout)
 
     return open_at

@@ -188,9 +188,6 @@ def _batches(
 ) -> Batches:
     """The batches of ``framework`` (``jax``, ``torch`` or ``numpy``) for ``samples``
     (prepared and checked), computed by the chosen engine (DALI or OpenCV) on its device."""
-    name, device = choice.engine, choice.device
-    if name == "opencv":  # the loaders run the engine the config names (auto may pick it)
-        config = config.model_copy(update={"backend": "opencv"})
     if options.weighs:
         samples.check_reader_weights(framework)
     if framework in ("jax", "torch"):
@@ -198,17 +195,17 @@ def _batches(
     if framework == "jax":
         from daliaug.outputs.jax import jax_dataset
 
-        batches = jax_dataset(config, samples, device, options, initial_epoch)
+        batches = jax_dataset(config, samples, choice, options, initial_epoch)
     elif framework == "torch":
         from daliaug.outputs.torch import torch_dataset
 
-        batches = torch_dataset(config, samples, device, options, initial_epoch)
+        batches = torch_dataset(config, samples, choice, options, initial_epoch)
     else:
         from daliaug.outputs.batches import cpu_loaders, local_batches
 
         shards = [(config, samples, options)]
-        batches = local_batches(shards, cpu_loaders(shards, tuple, device), initial_epoch)
-    return _described(batches, name, device, batches.pipelines)
+        batches = local_batches(shards, cpu_loaders(shards, tuple, choice), initial_epoch)
+    return _described(batches, choice.engine, choice.device, batches.pipelines)
 
 
 def _described(dataset: Any, engine: str, device: Device, replicas: int) -> Any:

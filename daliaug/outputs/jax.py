@@ -25,10 +25,11 @@ from typing import Any
 import numpy as np
 
 from daliaug.config import Config
+from daliaug.engines.select import Choice
 from daliaug.errors import ConfigError
-from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches
+from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches, shard_layout
 from daliaug.outputs.fit import FitBatches
-from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, output_names
+from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
 from daliaug.sources.sample_set import SampleSet
@@ -37,11 +38,12 @@ from daliaug.sources.sample_set import SampleSet
 def jax_dataset(
     config: Config,
     samples: SampleSet,
-    device: str,
+    choice: Choice,
     options: DatasetOptions,
     initial_epoch: int,
 ) -> FitBatches:
-    """The config's batches as ``jax.Array``\\ s for ``model.fit`` on the JAX backend."""
+    """The config's batches as ``jax.Array``\\ s for ``model.fit`` on the JAX backend, made by
+    the ``choice``'s engine on its device."""
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -50,7 +52,7 @@ def jax_dataset(
     if devices:
         axis = "batch"
         sharding = NamedSharding(Mesh(np.array(devices), (axis,)), PartitionSpec(axis))
-    if device == "gpu":
+    if choice.device == "gpu":
         if devices:  # one GPU pipeline per local device, sharing this process's cores
             shards = [
                 (
@@ -65,7 +67,7 @@ def jax_dataset(
     def convert(batch: Batch) -> Batch:
         return tuple(jax.device_put(batch, sharding))
 
-    return local_batches(shards, cpu_loaders(shards, convert), initial_epoch, FitBatches)
+    return local_batches(shards, cpu_loaders(shards, convert, choice), initial_epoch, FitBatches)
 
 
 def _local_shards(
@@ -97,19 +99,19 @@ def _dali_jax(shards: list[Shard], sharding: Any) -> Callable[[int], IteratorEpo
     from nvidia.dali.plugin.jax import DALIGenericIterator
 
     config, samples, options = shards[0]
-    names = output_names(config, samples, options)
+    layout = shard_layout(shards[0])
     # DALI's iterator takes the epoch's size only with several pipelines (all full batches).
     size = -1 if len(shards) == 1 else len(shards) * options.epochs(config, len(samples)).positions
 
     def open_at(epoch: int) -> IteratorEpochs:
         iterator = DALIGenericIterator(
             dali_gpu_pipelines(shards, epoch),
-            names,
+            list(layout.names),
             size=size,
             auto_reset=True,
             sharding=sharding,
             prepare_first_batch=False,
         )
-        return IteratorEpochs(iterator, names)
+        return IteratorEpochs(iterator, layout)
 
     return open_at

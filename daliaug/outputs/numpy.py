@@ -17,7 +17,6 @@ import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
 from daliaug.config import Config, load_config
-from daliaug.detection import box_names, nest
 from daliaug.engines.dali.pipeline import (
     RESIZES,
     GraphOptions,
@@ -27,6 +26,7 @@ from daliaug.engines.dali.pipeline import (
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.select import Choice, Device, resolve_device
 from daliaug.errors import DataError, first_line
+from daliaug.outputs.layout import Layout
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.prepare import prepare
 from daliaug.sources.base import Samples
@@ -260,16 +260,16 @@ def batches(
     """The first epoch of engine ``engine`` on ``device`` as NumPy ``(images, targets)``
     batches (parity, preview; detection targets as Keras' dict); ``params`` (one row of
     ``plan.param_keys`` per sample) replaces the random draws."""
-    names = box_names(samples)
+    layout = Layout.of(config, samples)
     if engine == "dali":
         for batch in DaliLoader(config, samples=samples, device=device, params=params):
-            yield nest(batch, names)
+            yield layout.nest(batch)
         return
     if engine == "opencv":
         from daliaug.outputs.opencv import cv_batches
 
         for batch in cv_batches(config, samples, params=params):
-            yield nest(batch, names)
+            yield layout.nest(batch)
         return
     import tensorflow as tf
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from daliaug.config import Config
-from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches
+from daliaug.engines.select import Choice
+from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches, shard_layout
 from daliaug.outputs.fit import FitBatches
-from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, output_names
+from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
 from daliaug.sources.sample_set import SampleSet
@@ -31,21 +32,22 @@ from daliaug.sources.sample_set import SampleSet
 def torch_dataset(
     config: Config,
     samples: SampleSet,
-    device: str,
+    choice: Choice,
     options: DatasetOptions,
     initial_epoch: int,
 ) -> FitBatches:
-    """The config's batches as ``torch.Tensor`` for ``model.fit`` on the PyTorch backend."""
+    """The config's batches as ``torch.Tensor`` for ``model.fit`` on the PyTorch backend, made
+    by the ``choice``'s engine on its device."""
     import torch
 
-    shard = _rank_shard(config, samples, options, device)
-    if device == "gpu":
+    shard = _rank_shard(config, samples, options, choice.device)
+    if choice.device == "gpu":
         return local_batches([shard], _dali_torch(shard), initial_epoch, FitBatches)
 
     def convert(batch: Batch) -> Batch:
         return tuple(torch.from_numpy(a) for a in batch)
 
-    return local_batches([shard], cpu_loaders([shard], convert), initial_epoch, FitBatches)
+    return local_batches([shard], cpu_loaders([shard], convert, choice), initial_epoch, FitBatches)
 
 
 def _rank_shard(config: Config, samples: SampleSet, options: DatasetOptions, device: str) -> Shard:
@@ -68,11 +70,13 @@ def _dali_torch(shard: Shard) -> Callable[[int], IteratorEpochs]:
     """``open_at`` for ``shard`` on its GPU: DALI's PyTorch iterator over its pipeline."""
     from nvidia.dali.plugin.pytorch import DALIGenericIterator
 
-    names = output_names(*shard)
+    layout = shard_layout(shard)
 
     def open_at(epoch: int) -> IteratorEpochs:
         pipelines = dali_gpu_pipelines([shard], epoch)
-        iterator = DALIGenericIterator(pipelines, names, auto_reset=True, prepare_first_batch=False)
-        return IteratorEpochs(iterator, names)
+        iterator = DALIGenericIterator(
+            pipelines, list(layout.names), auto_reset=True, prepare_first_batch=False
+        )
+        return IteratorEpochs(iterator, layout)
 
     return open_at

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from daliaug.config import Config
 from daliaug.detection import box_shapes
+from daliaug.outputs.layout import Layout
 from daliaug.outputs.opencv import CvLoader
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.tfdata.streams import counted, element_spec, nested
@@ -36,7 +37,7 @@ def cv_dataset(config: Config, samples: SampleSet, options: DatasetOptions) -> t
         loader.epoch = epoch
         return iter(loader)
 
-    batches = nested(counted(epoch_batches, specs, clock), tuple(boxes))
+    batches = nested(counted(epoch_batches, specs, clock), Layout.of(config, samples, weighted))
     untuned = tf.data.Options()
     untuned.autotune.enabled = False
     ds = (

@@ -25,6 +25,7 @@ from daliaug.engines.select import TF_CUDA_FIX, Device
 from daliaug.engines.tf.records import packed, read_records
 from daliaug.epoch import EpochClock, Epochs
 from daliaug.errors import BackendError, BackendWarning, user_stacklevel
+from daliaug.outputs.layout import Layout
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.outputs.tfdata.faults import named_faults
 from daliaug.outputs.tfdata.streams import (
@@ -201,7 +202,7 @@ def dali_dataset(
     else:
         # Fails loudly should an epoch ever hold a different number of batches.
         ds = on_first_batch(ds).apply(tf.data.experimental.assert_cardinality(len(epochs)))
-    ds = nested(ds, tuple(boxes))
+    ds = nested(ds, Layout.of(config, samples, weighted))
     ds.batches_per_epoch = len(epochs)
     ds.epoch_clock = clock
     return named_faults(ds, feed)

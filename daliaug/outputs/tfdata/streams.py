@@ -21,9 +21,9 @@ import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
-from daliaug.detection import nest
 from daliaug.engines.feed import INPUTS, EpochFeed
 from daliaug.epoch import EpochClock
+from daliaug.outputs.layout import Layout
 from daliaug.sources.segmentation import MaskTargets
 
 CHUNK = 8192
@@ -82,13 +82,12 @@ def element_spec(
     return images, targets, *weights
 
 
-def nested(dataset: tf.data.Dataset, names: tuple[str, ...]) -> tf.data.Dataset:
-    """A graph's flat batches with detection inputs ``names`` as ``(images, targets[,
-    weights])``, the targets Keras' ``bounding_boxes`` dict (:func:`~daliaug.detection.nest`);
-    ``dataset`` itself without them."""
-    if not names:
+def nested(dataset: tf.data.Dataset, layout: Layout) -> tf.data.Dataset:
+    """A graph's flat batches as ``layout`` nests them (:meth:`Layout.nest
+    <daliaug.outputs.layout.Layout.nest>`); ``dataset`` itself without detection inputs."""
+    if not layout.boxes:
         return dataset
-    return dataset.map(lambda *batch: nest(batch, names))
+    return dataset.map(lambda *batch: layout.nest(batch))
 
 
 def counted(

@@ -14,6 +14,7 @@ from daliaug.detection import box_names, box_shapes
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.tf.pipeline import RESIZES, array_batches, file_batches, record_batches
 from daliaug.engines.tf.records import read_records
+from daliaug.outputs.layout import Layout
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.outputs.tfdata.faults import named_faults
 from daliaug.outputs.tfdata.streams import (
@@ -78,7 +79,7 @@ def _dataset(
         return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
 
     ds = (
-        nested(batches.map(shaped), tuple(boxes))
+        nested(batches.map(shaped), Layout.of(config, samples, weighted))
         .prefetch(config.prefetch_depth("cpu"))  # bounded, as DALI's queue: batches are large
         .apply(tf.data.experimental.assert_cardinality(len(epochs)))
     )
