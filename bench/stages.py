@@ -151,7 +151,7 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
     if "colour" in inputs:
         stages["+ coord_transform colour, clamp"] = coloured
     stages["+ crop_mirror_normalize (full: daliaug's finish)"] = lambda n: finish(
-        resampled(n), n, config
+        resampled(n), n, config, config.plan
     )
     if "colour" in inputs:
         stages.update({f"(compare) {label}": graph for label, graph in alternatives.items()})

@@ -34,10 +34,10 @@ def box_names(samples: SampleSet) -> tuple[str, ...]:
     return tuple(name for name in COLUMNS if name in samples.columns)  # type: ignore[attr-defined]
 
 
-def box_shapes(config: Config, samples: SampleSet) -> dict[str, tuple[int, ...]]:
+def box_shapes(samples: SampleSet, max_boxes: int) -> dict[str, tuple[int, ...]]:
     """The per-sample shape of each detection input of ``samples`` (see :func:`box_names`):
     ``max_boxes`` rows, keypoints as many per box as the samples have."""
-    n = config.max_boxes
+    n = max_boxes
     shapes = {"boxes": (n, 4), "box_labels": (n,)}
     if "keypoints" in box_names(samples):
         count = max((p.shape[1] for p in samples.columns["keypoints"]), default=0)  # type: ignore[attr-defined]
@@ -55,7 +55,7 @@ class BoxTargets:
     def __init__(self, config: Config, samples: Samples, fuse_roi: bool) -> None:
         columns = samples.columns
         self.config = config
-        self.shapes = box_shapes(config, samples)
+        self.shapes = box_shapes(samples, config.max_boxes)
         self.boxes = columns["boxes"]
         self.labels = columns["box_labels"]
         self.keypoints = columns.get("keypoints")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from daliaug.outputs.layout import Layout
+from daliaug.outputs.batch_layout import BatchLayout
 
 if TYPE_CHECKING:
     from daliaug.config import Config
@@ -95,7 +95,7 @@ class Joined:
     passed through ``convert`` and nested as ``layout`` says."""
 
     def __init__(
-        self, shards: list[Iterable[Batch]], convert: Callable[[Batch], Batch], layout: Layout
+        self, shards: list[Iterable[Batch]], convert: Callable[[Batch], Batch], layout: BatchLayout
     ) -> None:
         self.shards, self.convert, self.layout = shards, convert, layout
 
@@ -113,10 +113,10 @@ Shard = tuple["Config", "SampleSet", "DatasetOptions"]
 """One shard's config, samples and options (see :class:`~daliaug.outputs.shards.Shards`)."""
 
 
-def shard_layout(shard: Shard) -> Layout:
+def shard_layout(shard: Shard) -> BatchLayout:
     """The layout of a shard's batches (DALI's iterators' ``output_map`` is its names)."""
     config, samples, options = shard
-    return Layout.of(config, samples, options.weighs)
+    return BatchLayout.of(samples, config.label_mode, config.max_boxes, options.weighs)
 
 
 def local_batches(

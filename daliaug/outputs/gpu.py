@@ -8,8 +8,8 @@ from typing import Any
 
 from nvidia.dali.pipeline import Pipeline
 
+from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.outputs.batches import Batch, Shard
-from daliaug.outputs.layout import Layout
 from daliaug.outputs.numpy import define_fed_pipeline
 
 
@@ -22,7 +22,7 @@ class IteratorEpochs:
     """A DALI framework iterator (``auto_reset``) as an iterable whose every ``iter()`` is the
     next epoch: its outputs as ``layout`` nests them."""
 
-    def __init__(self, iterator: Any, layout: Layout) -> None:
+    def __init__(self, iterator: Any, layout: BatchLayout) -> None:
         self.iterator, self.layout = iterator, layout
 
     def __iter__(self) -> Iterator[Batch]:

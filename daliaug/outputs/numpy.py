@@ -26,7 +26,7 @@ from daliaug.engines.dali.pipeline import (
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.select import Choice, Device, resolve_device
 from daliaug.errors import DataError, first_line
-from daliaug.outputs.layout import Layout
+from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.prepare import prepare
 from daliaug.sources.base import Samples
@@ -260,7 +260,7 @@ def batches(
     """The first epoch of engine ``engine`` on ``device`` as NumPy ``(images, targets)``
     batches (parity, preview; detection targets as Keras' dict); ``params`` (one row of
     ``plan.param_keys`` per sample) replaces the random draws."""
-    layout = Layout.of(config, samples)
+    layout = BatchLayout.of(samples, config.label_mode, config.max_boxes)
     if engine == "dali":
         for batch in DaliLoader(config, samples=samples, device=device, params=params):
             yield layout.nest(batch)

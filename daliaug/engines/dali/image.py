@@ -15,9 +15,10 @@ from nvidia.dali.pipeline import DataNode
 
 from daliaug.config import HW_DECODER_LOAD, Config
 from daliaug.engines.dali import branches, pixels
-from daliaug.engines.dali.canary import window_mode
+from daliaug.engines.dali.canary import WindowMode, window_mode
 from daliaug.engines.select import Device
 from daliaug.errors import BackendError
+from daliaug.plan import Plan
 from daliaug.sources.segmentation import MaskTargets
 from daliaug.transforms.base import CUT_TOLERANCE, TF_ONLY_FILLS
 
@@ -58,14 +59,17 @@ def decode(
     config: Config,
     device: Device,
     size_hint: tuple[int, int] | None = None,
+    mode: WindowMode | None = None,
 ) -> DataNode:
     """Decode a batch of JPEG/PNG bytes (nvJPEG on the GPU) to the config's channels: only the
     plan's decode window (``crop_start`` x, y and ``crop_shape`` w, h) when ``warp`` has one,
-    decoded alone or cut from the whole image as :func:`~daliaug.engines.dali.canary.window_mode`
-    says (``decode_window``); ``size_hint``: see :func:`decoder_args`."""
+    decoded alone or cut from the whole image as ``mode`` says (default: as
+    :func:`~daliaug.engines.dali.canary.window_mode` says for ``decode_window``);
+    ``size_hint``: see :func:`decoder_args`."""
     image_type = types.RGB if config.channels == 3 else types.GRAY
     load = config.hw_decoder_load
-    whole = "crop_start" not in warp or window_mode(config, device) == "whole"
+    mode = mode or window_mode(config, device)
+    whole = "crop_start" not in warp or mode == "whole"
     args = decoder_args(device, image_type, size_hint, roi=not whole, hw_decoder_load=load)
     window = {"normalized_anchor": False, "normalized_shape": False, "axis_names": "WH"}
     if not whole:
@@ -185,9 +189,11 @@ def finish(
     image: DataNode,
     warp: dict[str, object],
     config: Config,
+    plan: Plan,
     column: Callable[[int | slice], DataNode] | None = None,
 ) -> DataNode:
-    """A batch of resampled float images to the output: shifted and clipped to each image's
+    """A batch of resampled float images to the output (``plan``: ``config.plan``, read once
+    per graph): shifted and clipped to each image's
     own range (the plan's ``offset``), recoloured where ``recolour`` holds (the plan's
     ``colour`` matrix, plus its ``colour_mean`` matrix times the image's per-channel mean when
     given) and clipped to 0..255, through the pixel and batch stages (clipped to 0..255
@@ -206,8 +212,8 @@ def finish(
         image = dmath.clamp(image, 0.0, 255.0)
     if "stages" in warp:
         column = column or stage_column(warp)
-        image = config.plan.pixels(image, column, pixels)
-        image = config.plan.batch_images(image, column, pixels)
+        image = plan.pixels(image, column, pixels)
+        image = plan.batch_images(image, column, pixels)
         # the stages' float arithmetic can leave 0..255 by a rounding step (255.00002)
         image = dmath.clamp(image, 0.0, 255.0)
     mean, std = config.output.mean_std(config.channels)

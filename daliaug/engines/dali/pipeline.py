@@ -32,6 +32,7 @@ from daliaug.config import Config
 from daliaug.detection import COLUMNS as BOX_INPUTS
 from daliaug.engines.dali import pixels
 from daliaug.engines.dali.branches import conditional_pipeline
+from daliaug.engines.dali.canary import window_mode
 from daliaug.engines.dali.image import (
     decode,
     finish,
@@ -204,7 +205,8 @@ def _mask_stages(
 def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
     """A DALI pipeline producing ``(images, targets[, weights])`` batches (targets: labels as
     ``label_mode`` says, masks, or the images again; none for ``label_mode: none``)."""
-    plan = config.plan
+    mode = window_mode(config, options.device)  # the config's facts, read once per graph
+    plan, warp_fill = config.plan, config.fill
 
     def graph() -> tuple[DataNode, ...]:
         nodes = _input_nodes(options) if options.inputs else {}
@@ -224,12 +226,12 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             image = nodes["image"]
             image = image.gpu() if options.device == "gpu" else image
         else:
-            image = decode(encoded, warp, config, options.device, options.size_hint)
+            image = decode(encoded, warp, config, options.device, options.size_hint, mode)
         nearest = config.interpolation == "nearest"
         cut = config.fill_edge == "cut"
-        image = resample(image, warp, "", config, nearest, config.fill, cut=cut)
+        image = resample(image, warp, "", config, nearest, warp_fill, cut=cut)
         column = stage_column(warp)  # each stage parameter read once for the whole graph
-        image = finish(image, warp, config, column)
+        image = finish(image, warp, config, plan, column)
         outputs = [image]
         boxes = [nodes[name] for name in BOX_INPUTS if name in nodes]
         if boxes:  # moved on the host (daliaug.detection): passed through

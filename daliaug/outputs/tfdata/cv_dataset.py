@@ -16,11 +16,9 @@ from collections.abc import Iterator
 import tensorflow as tf
 
 from daliaug.config import Config
-from daliaug.detection import box_shapes
-from daliaug.outputs.layout import Layout
 from daliaug.outputs.opencv import CvLoader
 from daliaug.outputs.options import DatasetOptions
-from daliaug.outputs.tfdata.streams import counted, element_spec, nested
+from daliaug.outputs.tfdata.streams import counted, nested, signature
 from daliaug.sources.sample_set import SampleSet
 
 
@@ -29,15 +27,13 @@ def cv_dataset(config: Config, samples: SampleSet, options: DatasetOptions) -> t
     one epoch per iteration as ``options.clock`` numbers them."""
     clock = options.epoch_clock()
     loader = CvLoader(config, samples=samples, options=options)
-    boxes = box_shapes(config, samples)
-    weighted = options.weights(samples.num_classes) is not None
-    specs = element_spec(config, samples.num_classes, weighted, samples.target_shape, boxes)
+    layout, specs = signature(config, samples, options.weights(samples.num_classes) is not None)
 
     def epoch_batches(epoch: int) -> Iterator:
         loader.epoch = epoch
         return iter(loader)
 
-    batches = nested(counted(epoch_batches, specs, clock), Layout.of(config, samples, weighted))
+    batches = nested(counted(epoch_batches, specs, clock), layout)
     untuned = tf.data.Options()
     untuned.autotune.enabled = False
     ds = (

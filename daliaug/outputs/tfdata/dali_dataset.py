@@ -18,23 +18,21 @@ from nvidia.dali.plugin import tf as dali_tf
 
 from daliaug.config import Config
 from daliaug.cuda import GROWTH_VARIABLE
-from daliaug.detection import box_shapes
 from daliaug.engines.dali.pipeline import RESIZES, named_pipeline
 from daliaug.engines.feed import EpochFeed, RecordLayout
 from daliaug.engines.select import TF_CUDA_FIX, Device
 from daliaug.engines.tf.records import packed, read_records
 from daliaug.epoch import EpochClock, Epochs
 from daliaug.errors import BackendError, BackendWarning, user_stacklevel
-from daliaug.outputs.layout import Layout
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.outputs.tfdata.faults import named_faults
 from daliaug.outputs.tfdata.streams import (
     column_stream,
     counted,
-    element_spec,
     feed_stream,
     in_flight,
     nested,
+    signature,
 )
 from daliaug.sources.sample_set import SampleSet
 
@@ -176,8 +174,7 @@ def dali_dataset(
         copy = tf.data.experimental.copy_to_device(place)
         inputs = {name: stream.apply(copy) for name, stream in inputs.items()}
     weighted = options.weighs
-    boxes = box_shapes(config, samples)
-    specs = element_spec(config, samples.num_classes, weighted, samples.target_shape, boxes)
+    layout, specs = signature(config, samples, weighted)
     # inputs copied to the GPU reach DALI there where only GPU operators read them
     pipeline = named_pipeline(config, samples, device, weighted, on_gpu, options.gpus)
     with tf.device(place):
@@ -202,7 +199,7 @@ def dali_dataset(
     else:
         # Fails loudly should an epoch ever hold a different number of batches.
         ds = on_first_batch(ds).apply(tf.data.experimental.assert_cardinality(len(epochs)))
-    ds = nested(ds, Layout.of(config, samples, weighted))
+    ds = nested(ds, layout)
     ds.batches_per_epoch = len(epochs)
     ds.epoch_clock = clock
     return named_faults(ds, feed)

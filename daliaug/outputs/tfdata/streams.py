@@ -23,7 +23,8 @@ import tensorflow as tf
 from daliaug.config import Config
 from daliaug.engines.feed import INPUTS, EpochFeed
 from daliaug.epoch import EpochClock
-from daliaug.outputs.layout import Layout
+from daliaug.outputs.batch_layout import BatchLayout
+from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.segmentation import MaskTargets
 
 CHUNK = 8192
@@ -82,9 +83,20 @@ def element_spec(
     return images, targets, *weights
 
 
-def nested(dataset: tf.data.Dataset, layout: Layout) -> tf.data.Dataset:
-    """A graph's flat batches as ``layout`` nests them (:meth:`Layout.nest
-    <daliaug.outputs.layout.Layout.nest>`); ``dataset`` itself without detection inputs."""
+def signature(
+    config: Config, samples: SampleSet, weighted: bool
+) -> tuple[BatchLayout, tuple[tf.TensorSpec, ...]]:
+    """The layout of ``samples``' batches under ``config`` (``weighted``: with weights) and
+    the element spec of a graph's flat batches in it."""
+    layout = BatchLayout.of(samples, config.label_mode, config.max_boxes, weighted)
+    spec = element_spec(config, samples.num_classes, weighted, samples.target_shape, layout.boxes)
+    return layout, spec
+
+
+def nested(dataset: tf.data.Dataset, layout: BatchLayout) -> tf.data.Dataset:
+    """A graph's flat batches as ``layout`` nests them (:meth:`BatchLayout.nest
+    <daliaug.outputs.batch_layout.BatchLayout.nest>`); ``dataset`` itself without detection
+    inputs."""
     if not layout.boxes:
         return dataset
     return dataset.map(lambda *batch: layout.nest(batch))

@@ -10,19 +10,18 @@ import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
-from daliaug.detection import box_names, box_shapes
+from daliaug.detection import box_names
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.tf.pipeline import RESIZES, array_batches, file_batches, record_batches
 from daliaug.engines.tf.records import read_records
-from daliaug.outputs.layout import Layout
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.outputs.tfdata.faults import named_faults
 from daliaug.outputs.tfdata.streams import (
     counted,
-    element_spec,
     feed_stream,
     in_flight,
     nested,
+    signature,
 )
 from daliaug.sources.sample_set import SampleSet
 
@@ -71,15 +70,13 @@ def _dataset(
             batches = array_batches(config, samples, feed.layout, stream)
         else:
             batches = file_batches(config, samples, feed.layout, stream)
-    boxes = box_shapes(config, samples)
-    weighted = weights is not None
-    specs = element_spec(config, samples.num_classes, weighted, samples.target_shape, boxes)
+    layout, specs = signature(config, samples, weights is not None)
 
     def shaped(*batch: tf.Tensor) -> tuple[tf.Tensor, ...]:
         return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
 
     ds = (
-        nested(batches.map(shaped), Layout.of(config, samples, weighted))
+        nested(batches.map(shaped), layout)
         .prefetch(config.prefetch_depth("cpu"))  # bounded, as DALI's queue: batches are large
         .apply(tf.data.experimental.assert_cardinality(len(epochs)))
     )

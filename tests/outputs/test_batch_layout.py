@@ -1,4 +1,4 @@
-"""The one batch layout: every output's batches come from :class:`Layout`, so its names and
+"""The one batch layout: every output's batches come from :class:`BatchLayout`, so its names and
 nesting are checked here once for each kind of target (the outputs' own tests check the
 batches they deliver)."""
 
@@ -9,18 +9,13 @@ import doctest
 import numpy as np
 import pytest
 
-import daliaug.outputs.layout
-from daliaug.config import load_config
-from daliaug.outputs.layout import Layout
+import daliaug.outputs.batch_layout
+from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.sources.base import Samples
 
 
 def test_docstring_examples_run() -> None:
-    assert doctest.testmod(daliaug.outputs.layout).failed == 0
-
-
-def _config(**fields: object):
-    return load_config({"source": {"type": "directory", "path": "photos"}, "image_size": [8, 8], **fields})
+    assert doctest.testmod(daliaug.outputs.batch_layout).failed == 0
 
 
 def _samples(**columns: np.ndarray) -> Samples:
@@ -37,19 +32,21 @@ def _samples(**columns: np.ndarray) -> Samples:
         ("none", True, ("images", "weights")),
     ],
 )
-def test_labels_and_weights_follow_the_images(label_mode: str, weights: bool, names) -> None:
-    config = _config(label_mode=label_mode)
-    layout = Layout.of(config, _samples(), weights)
+def test_labels_and_weights_follow_the_images(
+    label_mode: str, weights: bool, names: tuple[str, ...]
+) -> None:
+    layout = BatchLayout.of(_samples(), label_mode, 8, weights)
     assert layout.names == names
     batch = tuple(range(len(names)))
     assert layout.nest(batch) == batch  # no boxes: handed over as the graph yields it
 
 
 def test_boxes_become_keras_dict_and_keep_the_rest_in_order() -> None:
-    ragged = np.empty(2, dtype=object)
-    boxes = _samples(boxes=ragged, box_labels=ragged, keypoints=ragged)
-    layout = Layout.of(_config(), boxes, weights=True)
-    assert layout.names == ("images", "boxes", "box_labels", "keypoints", "weights")
+    boxes, labels, points = (np.empty(2, dtype=object) for _ in range(3))
+    points[:] = [np.zeros((1, 5, 3)), np.zeros((0, 5, 3))]
+    layout = BatchLayout.of(_samples(boxes=boxes, box_labels=labels, keypoints=points), "int", 8)
+    assert layout.names == ("images", "boxes", "box_labels", "keypoints")
+    assert layout.boxes == {"boxes": (8, 4), "box_labels": (8,), "keypoints": (8, 5, 3)}
     images, targets, weights, params = layout.nest(("i", "b", "l", "k", "w", "p"))
     assert (images, weights, params) == ("i", "w", "p")
     assert targets == {"boxes": "b", "labels": "l", "keypoints": "k"}

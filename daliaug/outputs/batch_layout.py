@@ -7,7 +7,8 @@ inputs it passes through (``boxes``, ``box_labels``[, ``keypoints``], moved on t
 :mod:`daliaug.detection`). The user gets ``(images, targets[, weights])`` with detection
 targets as Keras' ``bounding_boxes`` dict::
 
-    >>> layout = Layout(boxes=("boxes", "box_labels"), targets=False, weights=False)
+    >>> shapes = {"boxes": (8, 4), "box_labels": (8,)}  # per sample: max_boxes rows
+    >>> layout = BatchLayout(boxes=shapes, targets=False, weights=False)
     >>> layout.names
     ('images', 'boxes', 'box_labels')
     >>> layout.nest(("img", "xyxy", "cls"))
@@ -19,10 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from daliaug.detection import box_names
+from daliaug.detection import box_shapes
 
 if TYPE_CHECKING:
-    from daliaug.config import Config
     from daliaug.sources.sample_set import SampleSet
 
 KERAS_NAMES = {"boxes": "boxes", "box_labels": "labels", "keypoints": "keypoints"}
@@ -30,20 +30,23 @@ KERAS_NAMES = {"boxes": "boxes", "box_labels": "labels", "keypoints": "keypoints
 
 
 @dataclass(frozen=True)
-class Layout:
-    """A graph's flat outputs: ``images``, the detection inputs ``boxes`` (none without
-    boxes), else one ``targets`` output unless ``targets`` is false (``label_mode: none``),
-    then ``weights`` if ``weights``."""
+class BatchLayout:
+    """A graph's flat outputs: ``images``, the detection inputs ``boxes`` (their per-sample
+    shapes by name; none without boxes), else one ``targets`` output unless ``targets`` is
+    false (``label_mode: none``), then ``weights`` if ``weights``."""
 
-    boxes: tuple[str, ...]
+    boxes: dict[str, tuple[int, ...]]
     targets: bool
     weights: bool
 
     @classmethod
-    def of(cls, config: Config, samples: SampleSet, weights: bool = False) -> Layout:
-        """The layout of ``samples`` under ``config`` (``weights``: weighted batches)."""
-        boxes = box_names(samples)
-        return cls(boxes, not boxes and config.label_mode != "none", weights)
+    def of(
+        cls, samples: SampleSet, label_mode: str, max_boxes: int, weights: bool = False
+    ) -> BatchLayout:
+        """The layout of ``samples`` under a config's ``label_mode`` and ``max_boxes``
+        (``weights``: weighted batches)."""
+        boxes = box_shapes(samples, max_boxes)
+        return cls(boxes, not boxes and label_mode != "none", weights)
 
     @property
     def names(self) -> tuple[str, ...]:
