@@ -306,25 +306,26 @@ def test_parity_on_user_images_reports_every_comparison(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_selftest_runs_everything_here_and_says_what_was_skipped(tmp_path: Path) -> None:
     """On this machine (no GPU): DALI on the CPU against the stored reference, the plugin,
-    epochs, training steps through make_dataset, the GPU part reported as skipped;
-    --require-gpu then exits with 4 naming the missing driver, --json gives the report."""
+    epochs, training steps through make_dataset, the GPU part reported as skipped, every check
+    passed; --require-gpu then exits with 4 naming the missing driver, --json gives the report.
+    One run does both (the checks run before --require-gpu is weighed); that a passed report
+    exits 0 without --require-gpu: tests/tools/test_selftest.py."""
     from daliaug.engines.select import dali_gpu_count
 
     if dali_gpu_count() > 0:
         pytest.skip("this machine has a GPU")
     env = {"DALIAUG_CACHE": str(tmp_path), "COLUMNS": "200"}
-    result = daliaug("selftest", "--steps", "3", env=env)
-    assert result.returncode == 0, result.stderr
+    result = daliaug("selftest", "--steps", "3", "--require-gpu", "--json", env=env)
+    assert result.returncode == 4, result.stderr
     out = result.stderr
     assert re.search(r"DALI-CPU vs stored TensorFlow reference\s*│ ok", out), out
     assert re.search(r"model\.fit, 3 steps\s*│ ok", out) and "skipped: DALI sees no GPU" in out
     assert re.search(r"DALI's TensorFlow plugin\s*│ ok", out)
     assert re.search(r"5 epochs, one after another\s*│ ok", out)
-    required = daliaug("selftest", "--steps", "1", "--require-gpu", "--json", env=env)
-    assert required.returncode == 4
-    message = " ".join(required.stderr[required.stderr.index("--require-gpu") :].split())
+    message = " ".join(out[out.index("--require-gpu") :].split())
     assert "CUDA driver" in message and "nvidia-smi" in message, message
-    report = json.loads(required.stdout)
+    report = json.loads(result.stdout)
+    assert report["passed"], [c for c in report["checks"] if c["passed"] is False]
     assert report["device"] == "cpu" and report["missing"][0]["what"].startswith("CUDA driver")
 
 
