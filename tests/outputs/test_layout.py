@@ -20,7 +20,9 @@ def test_docstring_examples_run() -> None:
 
 
 def _config(**fields: object):
-    return load_config({"source": {"type": "directory", "path": "photos"}, "image_size": [8, 8], **fields})
+    return load_config(
+        {"source": {"type": "directory", "path": "photos"}, "image_size": [8, 8], **fields}
+    )
 
 
 def _samples(**columns: np.ndarray) -> Samples:
