@@ -28,6 +28,33 @@ def daliaug(*args: str, env: dict | None = None, timeout: int = 600) -> subproce
     )
 
 
+RUNS = """
+import json, sys
+from daliaug.cli import main
+for args in json.loads(sys.argv[1]):
+    print("=== daliaug", *args, file=sys.stderr, flush=True)
+    code = main(args)
+    print(f"=== exit {code}", file=sys.stderr, flush=True)
+"""
+
+
+def daliaug_runs(*runs: list, env: dict) -> list[tuple[int, str]]:
+    """Each of ``runs`` (a command line's arguments) in turn in one process, as the ``daliaug``
+    script runs one (``daliaug.cli.main``): one start of Python, DALI and TensorFlow for all.
+    Returns each run's exit code and what it printed on stderr."""
+    result = subprocess.run(
+        [sys.executable, "-c", RUNS, json.dumps([list(map(str, args)) for args in runs])],
+        capture_output=True,
+        text=True,
+        timeout=600 * len(runs),  # as much as each run had in a process of its own
+        cwd=ROOT,
+        env={**os.environ, **env},
+    )
+    parts = re.findall(r"^=== daliaug .*?\n(.*?)^=== exit (\d+)$", result.stderr, re.M | re.S)
+    assert result.returncode == 0 and len(parts) == len(runs), result.stderr[-3000:]
+    return [(int(code), text) for text, code in parts]
+
+
 def test_validate_prints_the_normalized_config() -> None:
     result = daliaug("validate", ROOT / "pipelines" / "imagenet_train.yaml")
     assert result.returncode == 0, result.stderr
@@ -77,24 +104,31 @@ def test_version_and_help_give_whole_summaries() -> None:
 
 @pytest.mark.slow
 def test_doctor_preview_and_check_on_the_demo_config_use_the_demo_data(tmp_path: Path) -> None:
+    """The five commands run in one process (each through ``daliaug.cli.main``, as the script
+    runs it): the demo data is written once and every command still finds it by itself."""
     env = {"DALIAUG_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
     demo = ROOT / "pipelines" / "demo.yaml"
     out = tmp_path / "grid.png"
-    preview = daliaug("preview", "--out", out, "--count", "4", env=env)  # the config left out
-    assert preview.returncode == 0, preview.stderr
-    assert out.stat().st_size > 10_000 and (tmp_path / "cache" / "demo" / "train").is_dir()
-    check = daliaug("check", demo, env=env)
-    assert check.returncode == 0, check.stderr
-    assert re.search(r"│\s+800 │", check.stderr) and "every file decodes" in check.stderr
-    doctor = daliaug("doctor", demo, "--steps", "1", "--warmup", "1", env=env)
-    assert doctor.returncode == 0, doctor.stderr
-    assert "bounds training" in doctor.stderr
     copy = tmp_path / "mine.yaml"  # an unchanged copy is the demo config too; an edited one not
     copy.write_text(demo.read_text())
-    assert daliaug("check", copy, env=env).returncode == 0
-    copy.write_text(demo.read_text() + "seed: 1\n")
-    edited = daliaug("check", copy, env=env)
-    assert edited.returncode == 3 and "data/train" in edited.stderr
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(demo.read_text() + "seed: 1\n")
+    preview, check, doctor, checked_copy, checked_edit = daliaug_runs(
+        ["preview", "--out", out, "--count", "4"],  # the config left out
+        ["check", demo],
+        ["doctor", demo, "--steps", "1", "--warmup", "1"],
+        ["check", copy],
+        ["check", edited],
+        env=env,
+    )
+    assert preview[0] == 0, preview[1]
+    assert out.stat().st_size > 10_000 and (tmp_path / "cache" / "demo" / "train").is_dir()
+    assert check[0] == 0, check[1]
+    assert re.search(r"│\s+800 │", check[1]) and "every file decodes" in check[1]
+    assert doctor[0] == 0, doctor[1]
+    assert "bounds training" in doctor[1]
+    assert checked_copy[0] == 0, checked_copy[1]
+    assert checked_edit[0] == 3 and "data/train" in checked_edit[1], checked_edit[1]
 
 
 @pytest.mark.slow
@@ -272,25 +306,26 @@ def test_parity_on_user_images_reports_every_comparison(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_selftest_runs_everything_here_and_says_what_was_skipped(tmp_path: Path) -> None:
     """On this machine (no GPU): DALI on the CPU against the stored reference, the plugin,
-    epochs, training steps through make_dataset, the GPU part reported as skipped;
-    --require-gpu then exits with 4 naming the missing driver, --json gives the report."""
+    epochs, training steps through make_dataset, the GPU part reported as skipped, every check
+    passed; --require-gpu then exits with 4 naming the missing driver, --json gives the report.
+    One run does both (the checks run before --require-gpu is weighed); that a passed report
+    exits 0 without --require-gpu: tests/tools/test_selftest.py."""
     from daliaug.engines.select import dali_gpu_count
 
     if dali_gpu_count() > 0:
         pytest.skip("this machine has a GPU")
     env = {"DALIAUG_CACHE": str(tmp_path), "COLUMNS": "200"}
-    result = daliaug("selftest", "--steps", "3", env=env)
-    assert result.returncode == 0, result.stderr
+    result = daliaug("selftest", "--steps", "3", "--require-gpu", "--json", env=env)
+    assert result.returncode == 4, result.stderr
     out = result.stderr
     assert re.search(r"DALI-CPU vs stored TensorFlow reference\s*│ ok", out), out
     assert re.search(r"model\.fit, 3 steps\s*│ ok", out) and "skipped: DALI sees no GPU" in out
     assert re.search(r"DALI's TensorFlow plugin\s*│ ok", out)
     assert re.search(r"5 epochs, one after another\s*│ ok", out)
-    required = daliaug("selftest", "--steps", "1", "--require-gpu", "--json", env=env)
-    assert required.returncode == 4
-    message = " ".join(required.stderr[required.stderr.index("--require-gpu") :].split())
+    message = " ".join(out[out.index("--require-gpu") :].split())
     assert "CUDA driver" in message and "nvidia-smi" in message, message
-    report = json.loads(required.stdout)
+    report = json.loads(result.stdout)
+    assert report["passed"], [c for c in report["checks"] if c["passed"] is False]
     assert report["device"] == "cpu" and report["missing"][0]["what"].startswith("CUDA driver")
 
 
