@@ -338,7 +338,12 @@ def diagnose(config: Config, model: str = "small", steps: int = 20, warmup: int 
 
         monitor.mark("fit")
         recorder = step_recorder()
-        keras_model.fit(dataset, epochs=epochs, verbose=0, shuffle=False, callbacks=[recorder])
+        # the timed steps and no more where one epoch holds them (a large source's whole epoch
+        # would take as long as training on it), else whole epochs
+        within = {"steps_per_epoch": total} if epochs == 1 else {}
+        keras_model.fit(
+            dataset, epochs=epochs, verbose=0, shuffle=False, callbacks=[recorder], **within
+        )
         phase("fit", recorder.times)
     if device == "gpu":
         result.notes.append(_gpu_bound(config, result.phases[0]).message)
