@@ -28,8 +28,8 @@ Every point is a fresh pipeline in this process, measured as :mod:`bench.run` me
 machine (``--make-data DIR``) and carried to the host (``--data DIR``). Writes
 ``gpu-suite-<date>.json`` (machine, cores, versions, every raw figure) and ``.md`` under
 ``--out`` and prints the table last. ``--dry-run`` stands DALI's CPU operators in for the GPU,
-with tiny data, windows and model, so the whole suite runs on a machine without a GPU, and
-asserts the GPU run's time plan (:func:`time_plan`: at most :data:`BUDGET_S` on 16 cores).
+with tiny data, batches, windows and model, so the whole suite runs on a machine without a
+GPU, and asserts the GPU run's time plan (:func:`time_plan`: at most :data:`BUDGET_S` on 16 cores).
 """
 
 from __future__ import annotations
@@ -142,10 +142,12 @@ def data_for(name: str, quick: bool, cache: Path | None) -> Data:
     return prepare(name, quick, cache=cache, scale=scale)
 
 
-def decoders(name: str, data: Data, device: str, batches: int = 3) -> dict[str, Any]:
-    """The images per decoder of a few batches of workload ``name`` through ``DaliLoader`` at
-    the defaults (nvImageCodec's log read, NVML's JPEG engine read after each batch; DALI's
-    prefetching decodes a few batches more)."""
+def decoders(
+    name: str, data: Data, device: str, batch_size: int | None, batches: int = 3
+) -> dict[str, Any]:
+    """The images per decoder of a few batches (of ``batch_size``; ``None``: the workload's) of
+    workload ``name`` through ``DaliLoader`` at the defaults (nvImageCodec's log read, NVML's
+    JPEG engine read after each batch; DALI's prefetching decodes a few batches more)."""
     from daliaug.tools.decoders import account, decoder_log
     from daliaug.tools.monitor import Nvml
 
@@ -153,7 +155,7 @@ def decoders(name: str, data: Data, device: str, batches: int = 3) -> dict[str, 
     tool = dataclasses.replace(TOOLS["loader-gpu"], device=device)
     busy = []
     with decoder_log() as log:
-        batch_sizes = tool.build(suite_workload(name), data, None)()
+        batch_sizes = tool.build(suite_workload(name).at_batch(batch_size), data, None)()
         for _ in range(batches):
             next(batch_sizes)
             busy.append(nvml.jpeg_utilisation())
@@ -171,7 +173,7 @@ def point(name: str, workload: str, data: Data, device: str, clock: Timing, **at
     ``hw_decoder_load``."""
     tool = dataclasses.replace(TOOLS[name], device=device)
     window = {"decode_window": at["decode_window"]} if "decode_window" in at else {}
-    base = suite_workload(workload)
+    base = suite_workload(workload).at_batch(clock.batch_size)
     loaded = {**base.config, "hw_decoder_load": at["hw_decoder_load"], **window}
     chosen = dataclasses.replace(base, config=loaded)
     run: dict[str, Any] = {"tool": name, **at}
@@ -207,7 +209,7 @@ def throughput(
     for workload in args.workload:
         data = data_for(workload, args.dry_run, args.data)
         clock = timing(workload, True) if args.dry_run else GPU_TIMING
-        rows = results[workload] = {"decoders": counted(workload, data, device)}
+        rows = results[workload] = {"decoders": counted(workload, data, device, clock)}
         save()
         for name in ROWS[workload]:
             row: dict[str, Any] = {"sweep": []}
@@ -229,11 +231,12 @@ def throughput(
             print(f"  ({workload}) {name}: {best_text(row)}", file=sys.stderr, flush=True)
 
 
-def counted(workload: str, data: Data, device: str) -> dict[str, Any]:
-    """:func:`decoders`, or why the count failed (its windows then never judged on the GPU
-    alone: see :func:`verdicts`), so that the rows after it are still measured."""
+def counted(workload: str, data: Data, device: str, clock: Timing) -> dict[str, Any]:
+    """:func:`decoders` at ``clock``'s batch, or why the count failed (its windows then never
+    judged on the GPU alone: see :func:`verdicts`), so that the rows after it are still
+    measured."""
     try:
-        return decoders(workload, data, device)
+        return decoders(workload, data, device, clock.batch_size)
     except Exception as e:
         error = f"{type(e).__name__}: {e}"
         return {"error": error, "cpu_fallback": False, "summary": f"not counted ({error})"}

@@ -41,7 +41,7 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
         for load in args.loads:
             for threads in args.threads:
                 run = {"tool": name, "hw_decoder_load": load, "threads": threads}
-                workload = WORKLOADS["b"]
+                workload = WORKLOADS["b"].at_batch(clock.batch_size)
                 loaded = {**workload.config, "hw_decoder_load": load}
                 try:
                     epoch = tool.build(dataclasses.replace(workload, config=loaded), data, threads)

@@ -29,7 +29,7 @@ from rich.console import Console
 from bench import machine
 from bench.tools import TOOLS
 from bench.worker import cpu_ms
-from bench.workloads import WORKLOADS, Data, prepare
+from bench.workloads import QUICK_BATCH_SIZE, WORKLOADS, Data, prepare
 
 console = Console(stderr=True, highlight=False)
 
@@ -120,11 +120,15 @@ class Timing:
     """...and untimed seconds at least, so that start-up bursts are drained."""
     seconds: float
     max_images: int
+    batch_size: int | None = None
+    """The batch the tools run at (``None``: the workload's own)."""
 
 
 def timing(workload: str, quick: bool) -> Timing:
     if quick:
-        return Timing(warmup=1, warmup_seconds=0.0, seconds=0.2, max_images=256)
+        return Timing(
+            warmup=1, warmup_seconds=0.0, seconds=0.2, max_images=256, batch_size=QUICK_BATCH_SIZE
+        )
     if workload == "a":
         return Timing(warmup=5, warmup_seconds=1.0, seconds=2.5, max_images=10**9)
     return Timing(warmup=2, warmup_seconds=2.0, seconds=6.0, max_images=10**9)
@@ -214,12 +218,18 @@ def run_group(
     settings: Timing,
     log: TextIO,
     group: str,
+    unavailable: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Measure ``cases`` (tool, threads) ``repeats`` times each, interleaved and rotated."""
+    """Measure ``cases`` (tool, threads) ``repeats`` times each, interleaved and rotated; the
+    tools in ``unavailable`` (its reason by tool, from an earlier group) start no worker."""
     results = [_case_result(name, threads, group) for name, threads in cases]
+    unavailable = unavailable or {}
     workers: dict[int, Worker] = {}
     data_spec = {k: str(v) if isinstance(v, Path) else v for k, v in vars(data).items()}
     for i, (name, threads) in enumerate(cases):
+        if name in unavailable:
+            results[i].update(status="unavailable", reason=unavailable[name])
+            continue
         console.print(f"  starting {name} (threads {results[i]['threads']})")
         log.write(f"\n===== {workload} {name} threads={threads} =====\n")
         log.flush()
@@ -271,11 +281,11 @@ def run_group(
 
 
 def run_workload(name: str, args: argparse.Namespace, suite: Suite, log: TextIO) -> dict:
-    workload = WORKLOADS[name]
+    settings = timing(name, args.quick)
+    workload = WORKLOADS[name].at_batch(settings.batch_size)
     console.print(f"[bold]{workload.title}[/]")
     with console.status("preparing data (cached after the first run)"):
         data = prepare(name, args.quick, args.cache, suite.epoch_scale)
-    settings = timing(name, args.quick)
     chosen = [t for t in suite.tools if name in TOOLS[t].workloads]
     if args.tools:
         chosen = [t for t in chosen if t in args.tools]
@@ -292,7 +302,10 @@ def run_workload(name: str, args: argparse.Namespace, suite: Suite, log: TextIO)
             for n in args.threads or suite.threads
             if (t, n) not in done
         ]
-        cases += run_group(extra, name, data, args.scaling_repeats, settings, log, "scaling")
+        unavailable = {c["tool"]: c["reason"] for c in cases if c["status"] == "unavailable"}
+        cases += run_group(
+            extra, name, data, args.scaling_repeats, settings, log, "scaling", unavailable
+        )
     return {
         "title": workload.title,
         "config": workload.config,

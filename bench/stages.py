@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from bench.workloads import WORKLOADS, Data, prepare
+from bench.workloads import QUICK_BATCH_SIZE, WORKLOADS, Data, prepare
 from daliaug.config import Config
 
 Stage = Callable[[dict[str, Any]], Any]
@@ -197,7 +197,8 @@ def profile(name: str, quick: bool, repeats: int, seconds: float) -> list[dict[s
     from daliaug.engines.dali.branches import conditional_pipeline
 
     data = prepare(name, quick)
-    config = WORKLOADS[name].daliaug_config(data, num_threads=1)
+    workload = WORKLOADS[name].at_batch(QUICK_BATCH_SIZE if quick else None)
+    config = workload.daliaug_config(data, num_threads=1)
     feed, inputs = _feed(config, data)
     dtypes = [types.UINT8] + [types.FLOAT] * (len(inputs) - 1)
     layouts = ["HWC" if i == "image" else None for i in inputs]

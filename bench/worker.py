@@ -93,7 +93,8 @@ def main(spec: dict[str, Any], out: Any) -> None:
     with Monitor(interval=0.2, gpu=gpu) as monitor:
         started = time.perf_counter()
         try:
-            epoch = tool.build(WORKLOADS[spec["workload"]], data, spec["threads"])
+            workload = WORKLOADS[spec["workload"]].at_batch(spec["batch_size"])
+            epoch = tool.build(workload, data, spec["threads"])
         except Unavailable as e:
             reply({"unavailable": str(e)})
             return

@@ -17,7 +17,7 @@ spans many batches. Imports neither TensorFlow nor Keras.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,9 @@ from daliaug.config import Config, load_config
 from daliaug.sources import Samples
 
 BATCH_SIZE = 128
+QUICK_BATCH_SIZE = 8
+"""A quick (smoke) run's batch, every workload's: each tool, stage and row still builds and
+yields whole batches (MixUp and CutMix still pair samples), of 16 times fewer pixels than (b)'s."""
 IMAGENET_MEAN = [123.675, 116.28, 103.53]
 IMAGENET_STD = [58.395, 57.12, 57.375]
 
@@ -102,6 +105,12 @@ class Workload:
         elif data.directory is not None:
             source["path"] = str(data.directory)
         return load_config({**self.config, "source": source, **overrides})
+
+    def at_batch(self, batch_size: int | None) -> Workload:
+        """This workload with batches of ``batch_size`` (``None``: its own)."""
+        if batch_size is None:
+            return self
+        return replace(self, config={**self.config, "batch_size": batch_size})
 
     @cached_property
     def equivalent(self) -> Equivalent:

@@ -227,6 +227,7 @@ def test_gpu_tf_suite_runs_here_and_says_why_its_gpu_tools_cannot(tmp_path: Path
     result = bench(
         tmp_path,
         *("--suite", "gpu-tf", "--workload", "b", "--repeats", "1", "--scaling-repeats", "0"),
+        "--no-stages",  # the DALI stage profile: test_gpu_suite_runs_without_tensorflow
     )
     check_measured(case(result, "b", "tfdata-tuned"), 1)
     for tool in ("dali-gpu", "dali-gpu-fit", "decode-gpu-roi", "decode-gpu", "loader-gpu"):

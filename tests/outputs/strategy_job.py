@@ -18,8 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
+LOOP_EPOCHS = 3
+"""The custom loop's epochs: the first's summed loss already lies well above the third's."""
+FIT_EPOCHS = 2
+"""``model.fit``'s epochs: the second iterates the dataset again."""
 
-def custom_loop(strategy: object, model: object, dataset: object, epochs: int = 6) -> list[float]:
+
+def custom_loop(
+    strategy: object, model: object, dataset: object, epochs: int = LOOP_EPOCHS
+) -> list[float]:
     """Training steps through ``strategy.run`` (what ``model.fit`` does, without Keras' first-
     batch build, which fails under ``MultiWorkerMirroredStrategy`` in Keras 3): mean loss per
     epoch, padding weighed 0."""
@@ -117,7 +124,10 @@ def main(spec: dict) -> None:
     fit_losses, fit_error = [], ""
     try:
         history = model.fit(
-            daliaug.make_dataset(fit_config, strategy=strategy), epochs=6, verbose=0, shuffle=False
+            daliaug.make_dataset(fit_config, strategy=strategy),
+            epochs=FIT_EPOCHS,
+            verbose=0,
+            shuffle=False,
         )
         fit_losses = history.history["loss"]
     except ValueError as e:  # Keras 3 under MultiWorkerMirroredStrategy (keras#20585)

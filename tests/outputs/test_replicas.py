@@ -20,6 +20,7 @@ import pytest
 from daliaug.epoch import replica_length
 from daliaug.errors import ConfigError, DataError
 from tests.helpers import config_for, structured_image, write_image_dir
+from tests.outputs.strategy_job import FIT_EPOCHS
 
 ROOT = Path(__file__).parents[2]
 TIMEOUT = 300
@@ -92,7 +93,10 @@ def test_mirrored_strategy_over_logical_cpus(
         "root": str(data),
         "out": str(out),
     }
-    check_epochs([finish(job(spec), out)], cpus)
+    result = finish(job(spec), out)
+    check_epochs([result], cpus)
+    assert not result["fit_error"], result["fit_error"]  # model.fit too, every epoch
+    assert len(result["fit_losses"]) == FIT_EPOCHS
 
 
 def free_ports(count: int) -> list[int]:
