@@ -40,8 +40,8 @@ plain = tf.autograph.experimental.do_not_convert
 """A map's function traced as written, not rewritten by AutoGraph (as the XLA functions are,
 ``autograph=False``): the graph has no Python control flow on tensors to rewrite (choices are
 ``tf.where`` and ``tf.cond``), and AutoGraph's rewriting of every function the trace calls
-costs each dataset's build (every dataset traces its own graph): the parity reference's 69
-graphs, 8 % less CPU without it on this 2-core VM."""
+took most of the time a graph took to build (a new config's graph is built, and traced, per
+dataset)."""
 
 
 def finisher(config: Config, layout: WarpLayout) -> Finisher:
