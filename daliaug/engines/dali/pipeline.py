@@ -205,8 +205,11 @@ def _mask_stages(
 def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
     """A DALI pipeline producing ``(images, targets[, weights])`` batches (targets: labels as
     ``label_mode`` says, masks, or the images again; none for ``label_mode: none``)."""
-    mode = window_mode(config, options.device)  # the config's facts, read once per graph
+    # the config's facts, read once per graph; the window mode only where a window is decoded
+    # (on a GPU, decode_window: auto asks the canary, a child process)
     plan, warp_fill = config.plan, config.fill
+    windows = plan.roi_step is not None and "image" not in options.inputs
+    mode = window_mode(config, options.device) if windows else "whole"
 
     def graph() -> tuple[DataNode, ...]:
         nodes = _input_nodes(options) if options.inputs else {}
