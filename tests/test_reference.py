@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -68,6 +69,33 @@ def test_opencv_matches_the_reference() -> None:
 def test_dali_gpu_matches_the_reference() -> None:
     report = check_reference(REFERENCE, "gpu")
     assert report.passed, report.as_dict()
+
+
+def test_a_case_that_fails_to_run_is_named_and_the_others_still_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One case whose engine raises (as DALI's GPU remap did on its first GPU run) fails the
+    report under its own name; every other case is still compared."""
+    from daliaug.errors import DataError
+    from daliaug.parity import reference
+    from daliaug.parity.report import table
+    from daliaug.tools.selftest import _parity
+
+    def engine(config, samples, rows, outputs, which):
+        if any(t.type == "hue" for t in config.transforms):
+            raise DataError("DALI failed on a batch: Assert on ndim failed")
+        return np.zeros(4)
+
+    monkeypatch.setattr(reference, "engine_differences", engine)
+    report = check_reference(REFERENCE, "cpu")
+    assert not report.passed
+    assert report.errors == {"hue": "DataError: DALI failed on a batch: Assert on ndim failed"}
+    assert len(report.results) > 50 and all(r.passed for r in report.results)
+    assert "hue" in list(table(report).columns[0].cells)
+    selftest = SimpleNamespace(device="cpu", checks=[])
+    _parity(selftest)
+    (check,) = selftest.checks
+    assert not check.passed and "failed to run: hue: DataError" in check.detail
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ import numpy as np
 
 from daliaug.config import Config, load_config
 from daliaug.engines.select import Device, dali_lacks
+from daliaug.errors import DaliaugError, first_line
 from daliaug.parity.examples import pipeline_examples, transform_examples
 from daliaug.parity.harness import decoder_runs, engine_differences, prepared
 from daliaug.parity.inputs import builtin_inputs, image_samples
@@ -146,10 +147,12 @@ def check_reference(
 ) -> Report:
     """DALI on ``device`` (or the OpenCV engine, ``engine="opencv"``, every case) against the
     stored TF outputs (no TensorFlow needed); cases of the same name (the decoders at each
-    image size) are pooled into one row; without the cases DALI cannot run on ``device``.
+    image size) are pooled into one row; without the cases DALI cannot run on ``device``; a
+    case whose engine raises is a named error of the report, and the others still run.
     ``decode_window``: every case's, where given (``whole`` on a GPU: decoded with fancy
     upsampling, as the reference was)."""
     pooled: dict[tuple[str, Kind], list[np.ndarray]] = {}
+    errors: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         files, cases, seed = load_reference(path, Path(tmp))
         for c in cases:
@@ -158,13 +161,18 @@ def check_reference(
             config = c.config
             if decode_window is not None:
                 config = config.model_copy(update={"decode_window": decode_window})
-            diff = engine_differences(
-                config, files.subset(c.inputs), c.rows, c.outputs, (engine, device)
-            )
+            try:
+                diff = engine_differences(
+                    config, files.subset(c.inputs), c.rows, c.outputs, (engine, device)
+                )
+            except (DaliaugError, RuntimeError) as e:  # DALI's own errors are RuntimeErrors
+                errors[c.name] = f"{type(e).__name__}: {first_line(e)}"
+                continue
             pooled.setdefault((c.name, c.kind), []).append(diff)
     results = [
         Result(name, kind, Stats.of_differences(np.concatenate(parts)))
         for (name, kind), parts in pooled.items()
+        if name not in errors
     ]
     name = "OpenCV" if engine == "opencv" else f"DALI-{device.upper()}"
-    return Report(f"{name} vs stored TF reference", seed, results)
+    return Report(f"{name} vs stored TF reference", seed, results, errors=errors)

@@ -44,10 +44,13 @@ class Report:
     results: list[Result] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     """Comparisons not made, each with the reason (an operation only one engine has)."""
+    errors: dict[str, str] = field(default_factory=dict)
+    """Comparisons whose engine raised, each with its error: failed, and named, so that one
+    broken case hides none of the others."""
 
     @property
     def passed(self) -> bool:
-        return all(r.passed for r in self.results)
+        return not self.errors and all(r.passed for r in self.results)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +59,7 @@ class Report:
             "passed": self.passed,
             "results": [r.as_dict() for r in self.results],
             "skipped": self.skipped,
+            "errors": self.errors,
         }
 
 
@@ -70,6 +74,8 @@ def table(report: Report) -> Table:
         out.add_row(
             r.name, f"{s.max_error:.0f}", f"{s.mean_error:.4f}", f"{s.share_over:.3%}", verdict
         )
+    for name, error in report.errors.items():
+        out.add_row(name, "-", "-", "-", Text(f"FAIL: {error}", "bold red"))
     for name, reason in report.skipped.items():
         out.add_row(name, "-", "-", "-", Text(f"not compared: {reason}", "yellow"))
     out.caption = (

@@ -272,14 +272,21 @@ def _parity(report: Report) -> None:
     # decode has none; the decode-window row checks those against a reference of their own).
     window = "whole" if report.device == "gpu" else None
     result = check_reference(SHIPPED, report.device, window)
-    worst = max(result.results, key=lambda r: r.stats.mean_error)
-    detail = (
-        f"{len(result.results)} comparisons; largest mean difference {worst.stats.mean_error:.4f} "
-        f"({worst.name}), largest difference {max(r.stats.max_error for r in result.results):.0f}"
-    )
+    detail = f"{len(result.results)} comparisons"
+    if result.results:
+        worst = max(result.results, key=lambda r: r.stats.mean_error)
+        largest = max(r.stats.max_error for r in result.results)
+        detail += (
+            f"; largest mean difference {worst.stats.mean_error:.4f} ({worst.name}), "
+            f"largest difference {largest:.0f}"
+        )
     failed = [r.name for r in result.results if not r.passed]
     if failed:
         detail += f"; out of tolerance: {', '.join(failed)}"
+    if result.errors:
+        errors = "; ".join(f"{name}: {error}" for name, error in result.errors.items())
+        detail += f"; failed to run: {errors}"
+        failed += list(result.errors)
     if window:
         detail += "; decode windows cut from whole images (fancy upsampling, as the reference)"
     name = f"DALI-{report.device.upper()} vs stored TensorFlow reference"

@@ -218,22 +218,27 @@ def elastic(
     """Two ``fn.experimental.remap`` (GPU only; constant border 0, pixel centres at whole
     numbers): the node grid to each pixel's shift, then the image to its shifted points,
     brought inside for a ``fill`` mode first, or shifted by a constant ``fill`` around the
-    remap's 0. ``values``: a vector per sample (the spacing, the height and width, the grid)."""
+    remap's 0. ``values``: a vector per sample (the spacing, the height and width, the grid).
+    DALI's remap gives an output of its input's size and reads its maps as ``HW`` planes on the
+    GPU, so the grid is padded to the image's size (at least the grid's) and the maps are
+    planes; the shifted points are then cut to the image's size."""
     nodes = fn.reshape(values[3:], shape=[grid, grid, 1])
     nodes = fn.cat(nodes, nodes[0:1], axis=0)
-    nodes = _on(fn.cat(nodes, nodes[:, 0:1], axis=1), images)
+    nodes = fn.cat(nodes, nodes[:, 0:1], axis=1)
     size = values[1:3]
-    x, y = _grid(images, size)
+    room = dmath.max(size, float(grid + 1))
+    field = _on(fn.pad(nodes, axes=(0, 1), shape=fn.cast(room, dtype=types.INT32)), images)
+    x, y = _grid(images, room)
     spacing = _on(values[0], images)
     shift = fn.experimental.remap(
-        nodes,
-        _wrapped(x / spacing, float(grid)),
-        _wrapped(y / spacing, float(grid)),
+        field,
+        _plane(_wrapped(x / spacing, float(grid))),
+        _plane(_wrapped(y / spacing, float(grid))),
         pixel_origin="center",
         interp=types.INTERP_LINEAR,
     )
-    x = _folded(x + shift, _on(size[1], images), fill)
-    y = _folded(y + shift, _on(size[0], images), fill)
+    x = _plane(_folded(_cut(x + shift, size), _on(size[1], images), fill))
+    y = _plane(_folded(_cut(y + shift, size), _on(size[0], images), fill))
     offset = 0.0 if isinstance(fill, str) else float(fill)
     moved = fn.experimental.remap(
         images - offset,
@@ -243,6 +248,16 @@ def elastic(
         interp=types.INTERP_NN if nearest else types.INTERP_LINEAR,
     )
     return moved + offset
+
+
+def _plane(v: DataNode) -> DataNode:
+    """An ``(H, W, 1)`` map as the ``(H, W)`` plane DALI's GPU remap reads."""
+    return v[:, :, 0]
+
+
+def _cut(v: DataNode, size: DataNode) -> DataNode:
+    """The top-left ``size`` (height, width; a vector per sample on the CPU) of ``v``."""
+    return fn.slice(v, start=[0, 0], shape=size, axes=[0, 1])
 
 
 def _rgb_to_hsv(images: DataNode) -> tuple[DataNode, DataNode, DataNode]:
