@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The short GPU run, the most important numbers first, planned for at most 6 minutes on a
+# The short GPU run, the most important numbers first, planned for at most 8 minutes on a
 # 16-core GPU host once the kit and the data are there (bench/README.md, "The GPU run"):
 #   python -m bench.gpu_suite --make-data --data .gpu-data   # here: the data, to carry
 #   bash bench/gpu_suite.sh             # the GPU host (reads .gpu-data when it is there)
 #   bash bench/gpu_suite.sh --dry-run   # any machine: DALI's CPU operators, tiny sizes; fails
-#                                       # when the GPU run's time plan is over 6 minutes
+#                                       # when the GPU run's time plan is over 8 minutes
 # (0) the window-decode canary in a child process (nvImageCodec#55), before anything decodes
 # a window on the GPU; (i) `daliaug selftest --require-gpu --json` in its own process; (ii) (b)
 # and (c) through DaliLoader and the JAX output at the defaults (every core), (b)'s loader

@@ -12,7 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from bench.gpu_suite import BUDGET_S, ROWS, default_load, points, table, time_plan, verdicts
+from bench.gpu_suite import (
+    BUDGET_S,
+    ROWS,
+    SELFTEST_S,
+    default_load,
+    points,
+    table,
+    time_plan,
+    verdicts,
+)
 
 ROOT = Path(__file__).parents[1]
 
@@ -201,11 +210,11 @@ def test_a_stopped_run_keeps_every_point_measured(tmp_path: Path) -> None:
 
 
 def test_the_gpu_runs_time_plan_fits_and_counts_every_point() -> None:
-    plan = time_plan(["b", "c", "d"], threads=1, loads=2, selftest_s=100)
+    plan = time_plan(["b", "c", "d"], threads=1, loads=2, selftest_s=SELFTEST_S)
     assert plan["point_count"] == 20  # (b): 4 + 3 + 2 + 2, (c): 3 + 3 + 2, (d): 1
     assert plan["total"] <= BUDGET_S
-    assert time_plan(["b", "c"], threads=1, loads=2, selftest_s=100)["point_count"] == 19
-    assert time_plan(["b", "c", "d"], threads=2, loads=3, selftest_s=100)["total"] > BUDGET_S
+    assert time_plan(["b", "c"], threads=1, loads=2, selftest_s=SELFTEST_S)["point_count"] == 19
+    assert time_plan(["b", "c", "d"], threads=2, loads=2, selftest_s=SELFTEST_S)["total"] > BUDGET_S
     assert points("d", "loader-gpu", threads=2, loads=3) == 1  # at the defaults, no sweep
 
 
