@@ -76,7 +76,7 @@ canary passed (where it failed, every row decodes whole images)."""
 
 BUDGET_S = 480.0
 """The GPU run's time plan, at most (one command may run 10 minutes; the lease is 15 minutes,
-of which the first run spent 1 minute starting the host and sending the kit). Was 360 s until
+of which its first run spent 1 minute starting the host and sending the kit). Was 360 s until
 that run (H200, 2026-11-29) measured the selftest: its stored-reference check builds a GPU
 pipeline per case, about 2 s each, and had not finished after 125 s."""
 PLAN_CORES = 16
