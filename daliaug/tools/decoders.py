@@ -17,10 +17,15 @@ and the window goes on to the CPU decoder) and ``HW decoder not supported by thi
 (no hardware JPEG engine). Where ``pynvml`` imports (``nvidia-ml-py``), NVML's JPEG-engine
 utilisation is read while decoding (``Nvml.jpeg_utilisation``): the hardware decoder's own
 witness, as its batches are not named image by image. The images of each batch come from
-``ImageGenericDecoder::decode num_samples=<n>``; an image no line names is ``unknown``, never
-counted as a GPU decode. Lines that two threads' output merged still count (only a decoder's
-name and `` process #`` are read), as tests/tools/test_decoders.py checks on a log captured
-from this project's CPU decoders.
+``ImageGenericDecoder::decode num_samples=<n>``. An image no line names and none failed is the
+hardware decoder's, inferred from nvImageCodec 0.9's source (:data:`INFERRED_VERSION`): every
+decoder that takes images one by one (the CUDA decoder and every CPU decoder) logs ``process
+#`` at INFO for each image it tries, while the hardware decoder takes batches only and logs
+them at DEBUG, compiled out of release builds (levels 4 and 5 printed the same lines on an
+H200). With another nvImageCodec such images are ``unknown``, never counted as a GPU decode.
+Lines that two threads' output merged still count (only a decoder's name and `` process #``
+are read), as tests/tools/test_decoders.py checks on a log captured from this project's CPU
+decoders.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Any
 
 import numpy as np
@@ -62,9 +68,13 @@ FAILED = re.compile(r"set failure #\d+")
 ROI_FANCY = "ROI decode with fancy upsampling may produce wrong results"
 NO_HARDWARE = "HW decoder not supported by this platform"
 UNKNOWN = "unknown"
-"""Images no line names the decoder of: the images decoded less those the log names (see
-:func:`account`). nvImageCodec's hardware decoder takes batches, and names them only on its
-fancy-upsampling path; never counted as a GPU decode without other evidence (NVML)."""
+"""Images no line names the decoder of, where the nvImageCodec installed is not
+:data:`INFERRED_VERSION` (see :func:`account`); never counted as a GPU decode without other
+evidence (NVML)."""
+INFERRED_VERSION = "0.9."
+"""The nvImageCodec whose log :func:`account` reads images it does not name as the hardware
+decoder's (``ImageGenericCodec::processSample`` logs ``process #`` for every image a decoder
+without a batch API tries; ``nvjpeg_hw_decoder`` has only a batch API and logs at DEBUG)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,8 @@ class DecoderAccount:
     """Images no decoder accepted."""
     no_hardware: bool = False
     """nvImageCodec said this GPU has no hardware JPEG decoder."""
+    inferred: int = 0
+    """Of the hardware decoder's images, those no line names (see :data:`INFERRED_VERSION`)."""
 
     def count(self, kind: str) -> int:
         return sum(n for name, n in self.decoders.items() if _kind(name) == kind)
@@ -105,6 +117,11 @@ class DecoderAccount:
         counts = {kind: self.count(kind) for kind in KIND_ORDER}
         kinds = ", ".join(f"{kind} {n:,}" for kind, n in counts.items() if n)
         parts = [f"{self.images:,} images: {kinds}"]
+        if self.inferred:
+            parts.append(
+                f"{self.inferred:,} of them named by no line: the hardware decoder's "
+                "(nvImageCodec 0.9 logs its batches only at DEBUG)"
+            )
         cpu = sorted(name for name in self.decoders if _kind(name) == "cpu")
         if cpu:
             parts.append(f"CPU fallback through {', '.join(cpu)}")
@@ -125,6 +142,7 @@ class DecoderAccount:
             "roi_fancy_refusals": self.roi_fancy_refusals,
             "failed": self.failed,
             "no_hardware": self.no_hardware,
+            "inferred_hardware": self.inferred,
             "cpu_fallback": self.cpu_fallback,
         }
 
@@ -133,10 +151,12 @@ def _kind(name: str) -> str:
     return "unknown" if name == UNKNOWN else KINDS.get(name, "cpu")
 
 
-def account(log: str, images: int | None = None) -> DecoderAccount:
+def account(log: str, images: int | None = None, codec: str | None = None) -> DecoderAccount:
     """Count, in nvImageCodec's log text, the images each decoder took and the refusals;
-    ``images``: how many were decoded, where known, else the batches' sizes the log gives (the
-    images beyond those the log names or failed: :data:`UNKNOWN`)."""
+    ``images``: how many were decoded, where known, else the batches' sizes the log gives. The
+    images beyond those the log names or failed are the hardware decoder's where ``codec`` (the
+    nvImageCodec version; default: the one installed) is :data:`INFERRED_VERSION`, else
+    :data:`UNKNOWN`."""
     decoders = Counter(PROCESSED.findall(log))
     if "nvjpeg_hw_decoder" not in decoders:
         hardware = sum(int(n) for n in HW_BATCH.findall(log))
@@ -145,14 +165,30 @@ def account(log: str, images: int | None = None) -> DecoderAccount:
     failed = len(FAILED.findall(log))
     if images is None:
         images = sum(int(n) for n in SUBMITTED.findall(log))
-    if images > sum(decoders.values()) + failed:
-        decoders[UNKNOWN] = images - sum(decoders.values()) - failed
+    rest = images - sum(decoders.values()) - failed
+    codec = nvimgcodec_version() if codec is None else codec
+    hardware_here = NO_HARDWARE not in log
+    inferred = rest if rest > 0 and hardware_here and codec.startswith(INFERRED_VERSION) else 0
+    if rest > 0:
+        name = "nvjpeg_hw_decoder" if inferred else UNKNOWN
+        decoders[name] = decoders.get(name, 0) + rest
     return DecoderAccount(
         decoders=dict(decoders),
         roi_fancy_refusals=log.count(ROI_FANCY),
         failed=failed,
-        no_hardware=NO_HARDWARE in log,
+        no_hardware=not hardware_here,
+        inferred=inferred,
     )
+
+
+def nvimgcodec_version() -> str:
+    """The installed nvImageCodec's version (its CUDA 12 or 13 wheel), ``""`` without one."""
+    for name in ("nvidia-nvimgcodec-cu12", "nvidia-nvimgcodec-cu13"):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return ""
 
 
 @contextmanager

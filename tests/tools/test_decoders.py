@@ -64,11 +64,30 @@ def test_hardware_and_cuda_decoders_are_told_apart() -> None:
     assert result.summary() == "64 images: hardware 52, cuda 12"
 
 
-def test_images_the_log_does_not_name_are_unknown_never_gpu() -> None:
-    result = account(processed("nvjpeg_cuda_decoder", range(4)), images=10)
+def test_images_the_log_does_not_name_are_unknown_never_gpu_beyond_nvimgcodec_09() -> None:
+    result = account(processed("nvjpeg_cuda_decoder", range(4)), images=10, codec="0.10.0")
     assert result.decoders == {"nvjpeg_cuda_decoder": 4, UNKNOWN: 6}
     assert result.count("unknown") == 6 and not result.named
     assert result.summary() == "10 images: cuda 4, unknown 6"
+
+
+GPU_LOG = Path(__file__).parents[1] / "data" / "nvimgcodec-gpu-windows-h200.log"
+"""nvImageCodec 0.9.0.20's log (DALI 2.4, ``DALI_NVIMGCODEC_LOG_LEVEL=5``) of the selftest's
+152 demo JPEG windows decoded on an NVIDIA H200 (2026-11-29): no line names an image."""
+
+
+def test_on_nvimgcodec_09_what_no_line_names_is_the_hardware_decoders() -> None:
+    """The H200's real log: its 152 windows in 5 batches, none named, none failed: the
+    hardware decoder's (the one decoder without a per-image line), said to be inferred. With a
+    CPU fallback or a GPU without the hardware decoder, nothing is inferred."""
+    result = account(GPU_LOG.read_text(), codec="0.9.0.20")
+    assert result.decoders == {"nvjpeg_hw_decoder": 152} and result.inferred == 152
+    assert result.named and not result.cpu_fallback
+    assert "152 of them named by no line: the hardware decoder's" in result.summary()
+    mixed = account(processed("libjpeg_turbo_decoder", range(2)), images=5, codec="0.9.0.20")
+    assert mixed.count("cpu") == 2 and mixed.count("hardware") == 3 and mixed.cpu_fallback
+    no_engine = f"{INFO}[nvjpeg_hw_decoder] HW decoder not supported by this platform. Skip.\n"
+    assert account(no_engine, images=3, codec="0.9.0.20").count("unknown") == 3
 
 
 REAL_LOG = Path(__file__).parents[1] / "data" / "nvimgcodec-cpu-windows.log"
