@@ -134,11 +134,18 @@ def test_draws_follow_torchvision(all_ops: bool) -> None:
 
 @pytest.mark.slow
 def test_engines_agree_on_drawn_chains(tmp_path: Path) -> None:
-    """DALI on the CPU and the TF engine on eight photos with drawn parameters."""
-    root = write_image_dir(tmp_path, {"a": photo_crops(8)})
-    diff = engine_difference(root, {"type": "aug_mix", "fill": 30}, 5)
+    """DALI on the CPU and the TF engine on 24 photos with drawn parameters: one chain each
+    (the graphs, a third of three chains', are most of the time), as many chains as eight
+    images of three, every operation drawn; the mix of several chains on both engines is
+    ``test_pinned_chains_match_torchvisions_mix``'s."""
+    root = write_image_dir(tmp_path, {"a": photo_crops(8) * 3})
+    diff = engine_difference(root, {"type": "aug_mix", "fill": 30, "mixture_width": 1}, 5, 24)
     # quantizing ops (posterize, equalize) turn float rounding differences into whole steps
     assert (diff > 0.05).mean() < 2e-3, (diff > 0.05).mean()
+
+
+WIDTH = {"aug_mix": "mixture_width", "keras_aug_mix": "num_chains"}
+"""Each chain-mixing transform's field for its number of chains."""
 
 
 @pytest.mark.slow
@@ -149,13 +156,23 @@ def test_tf_engine_sample_by_sample_equals_the_whole_batch(
     """The TF engine computes the chains one sample at a time, each running only the operations
     it drew (``each_sample``); the same drawn parameters on the whole batch (every operation
     for every sample, the drawn one kept) give the same images: no parameter of another sample
-    is read."""
+    is read. One chain (every chain runs the same code; its graph, traced and compiled twice,
+    is most of the time) on sixteen samples whose draws pick every operation and every chain
+    length."""
     from daliaug.engines.tf import pixels
     from tests.helpers import config_for, run_backend
 
-    root = write_image_dir(tmp_path, {"a": photo_crops(8)})
-    config = config_for(root, transforms=[{"type": transform}], backend="tf", batch_size=8)
-    rows = draw_rows(config.plan, np.random.default_rng(4), 8)
+    root = write_image_dir(tmp_path, {"a": photo_crops(8) * 2})
+    stage = {"type": transform, WIDTH[transform]: 1}
+    config = config_for(root, transforms=[stage], backend="tf", batch_size=16)
+    rows = draw_rows(config.plan, np.random.default_rng(8), 16)
+    chain = config.transforms[-1].chain
+    keys = [k.split(".", 1)[1] for k in config.plan.param_keys]
+    flags = np.stack(
+        [[rows[:, keys.index(f"c0_{j}_{op}")] for op in chain.operations] for j in range(3)]
+    )
+    assert flags.sum(axis=(0, 2)).min() > 0, "an operation no sample drew"
+    assert set(flags.sum(axis=(0, 1))) >= {1.0, 2.0, 3.0}, "a chain length no sample drew"
     by_sample = run_backend(config, rows)
     monkeypatch.setattr(pixels, "each_sample", lambda op, images: op(images))
     whole = run_backend(config, rows)

@@ -222,10 +222,12 @@ def test_every_op_is_reachable_with_keras_frequencies(monkeypatch: pytest.Monkey
     layer, n = keras.layers.RandAugment(num_ops=2), 800  # ~70 draws per op: enough for chi2
     for name in layer._AUGMENT_LAYERS:
         monkeypatch.setattr(getattr(layer, name), "get_random_transformation", lambda *_, **k: {})
+    import tensorflow as tf
+
     image = np.zeros((1, 8, 8, 3), np.float32)
-    theirs = np.array(
-        [np.asarray(layer.get_random_transformation(image)["layer_idxes"]) for _ in range(n)]
-    )
+    # one graph run per call (the eager calls' draws, a few eager ops fewer each)
+    draw = tf.function(lambda: layer.get_random_transformation(image)["layer_idxes"])
+    theirs = np.array([draw().numpy() for _ in range(n)])
     drawn = _our_draws(0.5, n)
     for slot in (0, 1):
         flags = np.stack([drawn[f"{slot}_{op}"] for op in KERAS_OPS], axis=1)

@@ -229,13 +229,13 @@ def test_rotate_turns_like_pil(backend: str, photo_dir: Path, photo: np.ndarray)
     assert np.abs(inner(out, 4) - inner(expected, 4)).mean() < 3.0
 
 
-def engine_difference(root: Path, transform: dict, seed: int) -> np.ndarray:
-    """|DALI on the CPU - the TF engine| for ``transform`` on the images at ``root``, with the
-    same drawn parameters (``seed``) for both."""
+def engine_difference(root: Path, transform: dict, seed: int, count: int = 8) -> np.ndarray:
+    """|DALI on the CPU - the TF engine| for ``transform`` on the ``count`` images at
+    ``root``, in one batch, with the same drawn parameters (``seed``) for both."""
     outs = []
     for backend in ("cpu", "tf"):
-        config = config_for(root, transforms=[transform], backend=backend, batch_size=8)
-        rows = draw_rows(config.plan, np.random.default_rng(seed), 8)
+        config = config_for(root, transforms=[transform], backend=backend, batch_size=count)
+        rows = draw_rows(config.plan, np.random.default_rng(seed), count)
         outs.append(run_backend(config, rows).astype(np.float64))
     return np.abs(outs[0] - outs[1])
 
