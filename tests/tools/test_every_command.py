@@ -1,13 +1,12 @@
 """Every command works on every valid config: ``daliaug preview``, ``check``, ``doctor`` and
 ``parity`` on each shipped config and on the config ``convert --from-keras`` writes from Keras'
 default layers (``fill_mode: reflect``, which only the TensorFlow engine runs), on a few small
-images in batches of 4. A config's four commands run one after another in one process of its
-own (``daliaug.cli.main``, as the ``daliaug`` script calls it), so that the suite pays for one
-start of TensorFlow and DALI per config rather than four."""
+images in batches of 4. The commands run one after another in one process (``daliaug.cli.main``,
+as the ``daliaug`` script calls it): the shipped configs' all in one, the converted config's in
+one of its own, so that the suite pays for one start of TensorFlow and DALI for all of them."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import yaml
 from daliaug.config import load_config
 from daliaug.config_files import shipped_configs
 from tests.helpers import structured_image, write_image_dir
+from tests.tools.test_cli import daliaug_runs
 
 ROOT = Path(__file__).parents[2]
 COMMANDS = {
@@ -64,42 +64,49 @@ def small(config: dict, out: Path, data: Path | None = None) -> Path:
     return out
 
 
-EVERY_COMMAND = """
-import json, sys
-from daliaug.cli import main
-for args in json.loads(sys.argv[1]):
-    print("=== daliaug", *args, file=sys.stderr, flush=True)
-    code = main(args)
-    if code:
-        sys.exit(f"daliaug {args[0]} exited with {code}")
-"""
+def command_runs(config: Path, out: Path) -> list[list]:
+    """Each command of :data:`COMMANDS` on ``config``, its preview written under ``out``."""
+    runs = [[command, config, *COMMANDS[command]] for command in COMMANDS]
+    runs[list(COMMANDS).index("preview")] += ["--out", out / f"{config.stem}.png"]
+    return runs
+
+
+def check_runs(runs: list[tuple[int, str]]) -> None:
+    """Every command exited 0 and printed no traceback."""
+    assert len(runs) == len(COMMANDS)
+    for command, (code, text) in zip(COMMANDS, runs, strict=True):
+        assert code == 0 and "Traceback" not in text, f"daliaug {command}: {text[-3000:]}"
 
 
 def run_every_command(config: Path, tmp_path: Path) -> None:
     """Each command of :data:`COMMANDS` on ``config``, in turn, in one process."""
-    runs = [[command, str(config), *COMMANDS[command]] for command in COMMANDS]
-    runs[list(COMMANDS).index("preview")] += ["--out", str(tmp_path / "grid.png")]
-    result = subprocess.run(
-        [sys.executable, "-c", EVERY_COMMAND, json.dumps(runs)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=ROOT,
-        env={**os.environ, "DALIAUG_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"},
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr
-    assert result.stderr.count("=== daliaug") == len(COMMANDS)
+    env = {"DALIAUG_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
+    check_runs(daliaug_runs(*command_runs(config, tmp_path), env=env))
+
+
+@pytest.fixture(scope="module")
+def shipped_runs(
+    data: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, list[tuple[int, str]]]:
+    """Each shipped config's commands (exit code, stderr), all run in one process."""
+    root = tmp_path_factory.mktemp("shipped")
+    runs = {}
+    for name, path in sorted(shipped_configs().items()):
+        config = yaml.safe_load(path.read_text())
+        runs[name] = command_runs(
+            small(config, root / f"{name}.yaml", data[config["source"]["type"]]), root
+        )
+    env = {"DALIAUG_CACHE": str(root / "cache"), "COLUMNS": "200"}
+    done = iter(daliaug_runs(*(run for each in runs.values() for run in each), env=env))
+    return {name: [next(done) for _ in each] for name, each in runs.items()}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(shipped_configs()))
 def test_every_command_runs_every_shipped_config(
-    name: str, data: dict[str, Path], tmp_path: Path
+    name: str, shipped_runs: dict[str, list[tuple[int, str]]]
 ) -> None:
-    config = yaml.safe_load(shipped_configs()[name].read_text())
-    written = small(config, tmp_path / f"{name}.yaml", data[config["source"]["type"]])
-    run_every_command(written, tmp_path)
+    check_runs(shipped_runs[name])
 
 
 @pytest.fixture(scope="module")
