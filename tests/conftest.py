@@ -36,6 +36,13 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``DALIAUG_CACHE`` the session's tests share: the demo data, written in each source's
+    form by the first test that asks for it, is written once."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
 def numbered_list(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A file list of 23 images whose label is their own index (to check each appears once)."""
     root = tmp_path_factory.mktemp("numbered")

@@ -176,11 +176,12 @@ def free_port() -> int:
 
 
 def run_keras_job(
-    module: str, backend: str, spec: dict, timeout: float
+    module: str, backend: str, spec: dict, timeout: float, env: dict[str, str] | None = None
 ) -> tuple[dict, dict[str, np.ndarray]]:
-    """``python -m module SPEC`` on Keras' ``backend`` in a process of its own: the report it
-    writes next to ``spec["out"]`` (``.json``) and the arrays in ``spec["out"]`` (``.npz``)."""
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    """``python -m module SPEC`` on Keras' ``backend`` in a process of its own (with ``env``
+    added to this one's): the report it writes next to ``spec["out"]`` (``.json``) and the
+    arrays in ``spec["out"]`` (``.npz``)."""
+    env = {**os.environ, **(env or {}), "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
     process = subprocess.run(
         [sys.executable, "-m", module, json.dumps(spec)],
         cwd=Path(__file__).parents[1],

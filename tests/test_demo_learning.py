@@ -12,7 +12,7 @@ import pytest
 
 @pytest.mark.slow
 def test_the_demo_model_learns_the_demo_data(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    demo_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Fourteen epochs of the demo (DALI on the CPU, seed 0) take validation accuracy to twice
     chance or more, where daliaug 0.2's demo sat at chance for up to ten epochs."""
@@ -23,7 +23,7 @@ def test_the_demo_model_learns_the_demo_data(
     from daliaug.tools.demo import fit, splits
     from daliaug.tools.models import model_for
 
-    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path))
+    monkeypatch.setenv("DALIAUG_CACHE", str(demo_cache))  # the demo data, written once
     config = load_config(str(files("daliaug.pipelines") / "demo.yaml"), {"backend": "cpu"})
     train, val = splits(config, None)
     epochs, batches = 14, math.ceil(len(train) / config.batch_size)

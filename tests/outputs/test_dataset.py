@@ -156,11 +156,6 @@ def test_model_fit_loss_falls(backend: str, demo_dir: Path) -> None:
     assert len(history.history["val_loss"]) == 6
 
 
-@pytest.fixture(scope="module")
-def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cache")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(p.name for p in PIPELINES))
 def test_every_shipped_pipeline_runs(name: str, demo_cache: Path, monkeypatch) -> None:
