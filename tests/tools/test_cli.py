@@ -1,4 +1,6 @@
-"""The daliaug command line, run as a user would (in a subprocess)."""
+"""The daliaug command line, run as a user would: in a subprocess, except the segmentation
+demo, which runs the command's own ``run`` in the test's process (a second TensorFlow and DALI
+start saved)."""
 
 from __future__ import annotations
 
