@@ -359,8 +359,9 @@ EXAMPLE_CPU_OPERATORS = {
     "perspective": 18,
     "keras_perspective": 18,
     "keras_contrast": 13,
-    # the grid padded to the image (max, cast, pad): DALI's remap keeps its input's size
-    "elastic": 22,
+    # the grid padded to the image (max, cast, pad) and the points cut to it (cast): DALI's
+    # remap keeps its input's size
+    "elastic": 23,
     # 3 chains: each chain's stage values read one by one (163 slices) and a conditional per
     # step and pixel op (3 x 3 x 5) and per chain's warp and colour pass, each splitting its
     # CPU arguments: not yet vectorized

@@ -237,8 +237,9 @@ def elastic(
         pixel_origin="center",
         interp=types.INTERP_LINEAR,
     )
-    x = _plane(_folded(_cut(x + shift, size), _on(size[1], images), fill))
-    y = _plane(_folded(_cut(y + shift, size), _on(size[0], images), fill))
+    whole = fn.cast(size, dtype=types.INT32)
+    x = _plane(_folded(_cut(x + shift, whole), _on(size[1], images), fill))
+    y = _plane(_folded(_cut(y + shift, whole), _on(size[0], images), fill))
     offset = 0.0 if isinstance(fill, str) else float(fill)
     moved = fn.experimental.remap(
         images - offset,
@@ -256,7 +257,8 @@ def _plane(v: DataNode) -> DataNode:
 
 
 def _cut(v: DataNode, size: DataNode) -> DataNode:
-    """The top-left ``size`` (height, width; a vector per sample on the CPU) of ``v``."""
+    """The top-left ``size`` (height, width; an ``int32`` vector per sample on the CPU, as
+    ``fn.slice`` takes it) of ``v``."""
     return fn.slice(v, start=[0, 0], shape=size, axes=[0, 1])
 
 
