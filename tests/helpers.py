@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -218,3 +219,30 @@ def joined_epoch(dataset: Any) -> tuple[np.ndarray, np.ndarray]:
     """One epoch's images and labels, joined."""
     batches = [(np.asarray(x), np.asarray(y)) for x, y in dataset]
     return np.concatenate([b[0] for b in batches]), np.concatenate([b[1] for b in batches])
+
+
+RUNS = """
+import json, sys
+from daliaug.cli import main
+for args in json.loads(sys.argv[1]):
+    print("=== daliaug", *args, file=sys.stderr, flush=True)
+    code = main(args)
+    print(f"=== exit {code}", file=sys.stderr, flush=True)
+"""
+
+
+def daliaug_runs(*runs: list, env: dict) -> list[tuple[int, str]]:
+    """Each of ``runs`` (a command line's arguments) in turn in one process, as the ``daliaug``
+    script runs one (``daliaug.cli.main``): one start of Python, DALI and TensorFlow for all.
+    Returns each run's exit code and what it printed on stderr."""
+    result = subprocess.run(
+        [sys.executable, "-c", RUNS, json.dumps([list(map(str, args)) for args in runs])],
+        capture_output=True,
+        text=True,
+        timeout=600 * len(runs),  # as much as each run had in a process of its own
+        cwd=Path(__file__).parents[1],
+        env={**os.environ, **env},
+    )
+    parts = re.findall(r"^=== daliaug .*?\n(.*?)^=== exit (\d+)$", result.stderr, re.M | re.S)
+    assert result.returncode == 0 and len(parts) == len(runs), result.stderr[-3000:]
+    return [(int(code), text) for text, code in parts]

@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from tests.helpers import daliaug_runs
+
 ROOT = Path(__file__).parents[2]
 
 
@@ -28,33 +30,6 @@ def daliaug(*args: str, env: dict | None = None, timeout: int = 600) -> subproce
         cwd=ROOT,
         env={**os.environ, **(env or {})},
     )
-
-
-RUNS = """
-import json, sys
-from daliaug.cli import main
-for args in json.loads(sys.argv[1]):
-    print("=== daliaug", *args, file=sys.stderr, flush=True)
-    code = main(args)
-    print(f"=== exit {code}", file=sys.stderr, flush=True)
-"""
-
-
-def daliaug_runs(*runs: list, env: dict) -> list[tuple[int, str]]:
-    """Each of ``runs`` (a command line's arguments) in turn in one process, as the ``daliaug``
-    script runs one (``daliaug.cli.main``): one start of Python, DALI and TensorFlow for all.
-    Returns each run's exit code and what it printed on stderr."""
-    result = subprocess.run(
-        [sys.executable, "-c", RUNS, json.dumps([list(map(str, args)) for args in runs])],
-        capture_output=True,
-        text=True,
-        timeout=600 * len(runs),  # as much as each run had in a process of its own
-        cwd=ROOT,
-        env={**os.environ, **env},
-    )
-    parts = re.findall(r"^=== daliaug .*?\n(.*?)^=== exit (\d+)$", result.stderr, re.M | re.S)
-    assert result.returncode == 0 and len(parts) == len(runs), result.stderr[-3000:]
-    return [(int(code), text) for text, code in parts]
 
 
 def test_validate_prints_the_normalized_config() -> None:

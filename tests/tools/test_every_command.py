@@ -18,8 +18,7 @@ import yaml
 
 from daliaug.config import load_config
 from daliaug.config_files import shipped_configs
-from tests.helpers import structured_image, write_image_dir
-from tests.tools.test_cli import daliaug_runs
+from tests.helpers import daliaug_runs, structured_image, write_image_dir
 
 ROOT = Path(__file__).parents[2]
 COMMANDS = {
