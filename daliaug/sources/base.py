@@ -20,20 +20,25 @@ from pydantic import model_validator
 
 from daliaug.errors import DataError
 from daliaug.fields import ShardCount, ShardId
-from daliaug.sources.checks import FileKey, describe_rejected, file_key
+from daliaug.sources.checks import FileKey, assert_unchanged, describe_rejected, read_files
 from daliaug.sources.listing import IMAGE_EXTENSIONS
 from daliaug.sources.sample_set import SampleSet, shard_range
 from daliaug.tagged import Tagged
 
 
+def padded(rows: Sequence[bytes | np.ndarray]) -> np.ndarray:
+    """Byte strings as one zero-padded ``uint8`` matrix, a row each (decoders stop at an
+    image's end; ``fn.io.file.read`` at a name's first zero)."""
+    out = np.zeros((len(rows), max(map(len, rows), default=1)), dtype=np.uint8)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = np.frombuffer(row, dtype=np.uint8)
+    return out
+
+
 def encode_paths(paths: Sequence[str]) -> np.ndarray:
     """File names as a zero-padded ``uint8`` matrix, one row per file (for ``fn.io.file.read``):
     the bytes of each name on the file system (any name Linux allows)."""
-    raw = [os.fsencode(p) for p in paths]
-    out = np.zeros((len(raw), max(map(len, raw), default=1)), dtype=np.uint8)
-    for i, b in enumerate(raw):
-        out[i, : len(b)] = np.frombuffer(b, dtype=np.uint8)
-    return out
+    return padded([os.fsencode(p) for p in paths])
 
 
 @dataclass(frozen=True)
@@ -152,16 +157,14 @@ class Samples(SampleSet):
             return
         for paths in self.files.values():
             for i in indices:
-                path = paths[i]
-                try:
-                    changed = file_key(path)
-                except OSError as e:
-                    raise DataError(f"image file {path} is gone since it was checked: {e}") from e
-                if changed != self.checked[path]:
-                    raise DataError(
-                        f"image file {path} changed after daliaug checked it; run again to "
-                        "check it anew"
-                    )
+                assert_unchanged(paths[i], self.checked[paths[i]])
+
+    def read(self, column: str, indices: np.ndarray) -> list[np.ndarray]:
+        """The bytes of the files of column ``column`` (``path``, ``mask_path``) at
+        ``indices``, each the file the full check passed (else a :class:`DataError` naming the
+        first that changed or went missing: :func:`~daliaug.sources.checks.read_files`)."""
+        paths = self.files[column]
+        return read_files([paths[i] for i in indices.tolist()], self.checked)
 
     def shard(self, shard_id: int, num_shards: int) -> Samples:
         return self.subset(np.arange(*shard_range(len(self), shard_id, num_shards)))

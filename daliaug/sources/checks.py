@@ -13,6 +13,7 @@ source's samples (``source.on_error``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -197,8 +198,76 @@ def file_key(path: str) -> FileKey:
     inode) or rewritten (a new status-change time, which no program can set back) differs even
     where its size and modification time were kept. The decode check's cache, kept between
     runs, compares the first two only."""
-    stat = os.stat(path)
+    return _key(os.stat(path))
+
+
+def _key(stat: os.stat_result) -> FileKey:
     return stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns
+
+
+def _gone(path: str, error: OSError) -> DataError:
+    return DataError(f"image file {path} is gone since it was checked: {error}")
+
+
+def _changed(path: str) -> DataError:
+    return DataError(
+        f"image file {path} changed after daliaug checked it; run again to check it anew"
+    )
+
+
+def assert_unchanged(path: str, checked: FileKey) -> None:
+    """A :class:`DataError` naming ``path`` if it changed or went missing since it was found
+    to be ``checked`` (its :func:`file_key` then)."""
+    try:
+        now = file_key(path)
+    except OSError as e:
+        raise _gone(path, e) from e
+    if now != checked:
+        raise _changed(path)
+
+
+def read_unchanged(path: str, checked: FileKey | None) -> np.ndarray:
+    """The bytes of ``path`` as ``uint8``, and a :class:`DataError` naming it if the file read
+    is not the one found to be ``checked`` (its :func:`file_key` then; ``None``: never
+    checked) or is gone. The key is taken from the open file after the read, so the bytes
+    handed on are those of the checked file: a file replaced or rewritten before or during
+    the read is named."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+            now = _key(os.fstat(f.fileno()))
+    except OSError as e:
+        raise _gone(path, e) from e
+    if checked is not None and now != checked:
+        raise _changed(path)
+    return np.frombuffer(data, np.uint8)
+
+
+FILE_READERS = 4
+"""Threads that read a batch's files (:func:`read_files`), each a contiguous part of it: the
+reads release the GIL, and a few parts keep the pool's own cost per batch small."""
+
+
+@functools.cache
+def _reader_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(FILE_READERS, thread_name_prefix="daliaug-read")
+
+
+os.register_at_fork(after_in_child=_reader_pool.cache_clear)
+
+
+def read_files(paths: Sequence[str], checked: dict[str, FileKey] | None) -> list[np.ndarray]:
+    """The bytes of each file (:func:`read_unchanged`, against its key in ``checked`` where
+    it has one), read :data:`FILE_READERS` parts at a time; the error of the first file in
+    ``paths`` that fails."""
+    keys = checked or {}
+    step = -(-len(paths) // FILE_READERS) or 1
+    parts = [paths[i : i + step] for i in range(0, len(paths), step)]
+
+    def read(part: Sequence[str]) -> list[np.ndarray]:
+        return [read_unchanged(path, keys.get(path)) for path in part]
+
+    return [data for part in _reader_pool().map(read, parts) for data in part]
 
 
 def _stored(path: str) -> str | bytes:

@@ -31,7 +31,7 @@ from daliaug.cache import default_cache_dir, write_atomically, write_cached
 from daliaug.errors import CacheError, ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath
 from daliaug.sources.annotations import ImageAnnotations, checked_targets, object_column
-from daliaug.sources.base import Samples
+from daliaug.sources.base import Samples, padded
 from daliaug.sources.checks import image_header, pillow_reason
 from daliaug.sources.segmentation import MaskTargets
 from daliaug.sources.storage import identity, list_files, open_stream, read_ranges, read_text
@@ -105,11 +105,7 @@ class MemberColumn:
         return MemberColumn(self.shards, self.where[index])
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        data = read_ranges([(self.shards[s], o, n) for s, o, n in self.where.tolist()])
-        out = np.zeros((len(data), max(map(len, data), default=1)), np.uint8)
-        for i, b in enumerate(data):
-            out[i, : len(b)] = np.frombuffer(b, np.uint8)
-        return out
+        return padded(read_ranges([(self.shards[s], o, n) for s, o, n in self.where.tolist()]))
 
 
 @dataclass
