@@ -25,7 +25,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from math import prod
 from typing import Any, ClassVar, Protocol
 
@@ -37,7 +37,7 @@ from daliaug.detection import BoxTargets
 from daliaug.epoch import Epochs, ParameterRows, columns
 from daliaug.errors import DataError, carried_error
 from daliaug.plan import Plan
-from daliaug.sources.base import Samples
+from daliaug.sources.base import Samples, padded
 from daliaug.sources.checks import explain_failure
 from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.tfrecord import RecordSamples
@@ -256,15 +256,53 @@ class RecordLayout:
         return self.warp_bytes.stop
 
 
-def graph_inputs(samples: SampleSet, weighted: bool, label_mode: str = "int") -> tuple[str, ...]:
-    """The inputs of a graph fed ``samples``: packed ``record`` rows for TFRecords, else the
-    source's columns that ``label_mode`` uses, ``warp``, and ``weight`` if ``weighted`` (the
-    feed protocol's one choice between the kinds of :class:`SampleSet`)."""
+READ_ON_HOST = {"path": "encoded", "mask_path": "mask_encoded"}
+"""The input a file column becomes where the host reads the files (:attr:`FeedForm.reads`)."""
+
+WARP_PART = "warp_"
+"""The prefix of an input holding one named part of ``warp`` (:attr:`FeedForm.warp`)."""
+
+
+@dataclass(frozen=True)
+class FeedForm:
+    """How a graph takes its inputs. ``reads``: the host reads the files of the file columns
+    (:data:`READ_ON_HOST`), each checked to be the file the full check passed, and the graph
+    takes their bytes; ``warp``: the parts of ``warp`` (:attr:`WarpLayout.names`) the graph
+    reads, each an input of its own (``warp_<name>``, in its per-sample shape), or ``None``
+    for the one flat ``warp`` vector. A graph that reads its parameters without cutting a
+    vector apart needs no operator per parameter."""
+
+    reads: bool = False
+    warp: tuple[str, ...] | None = None
+
+
+FLAT = FeedForm()
+"""The graph reads the files named by the file columns and cuts ``warp`` apart itself."""
+
+
+def input_spec(name: str, layout: WarpLayout) -> Input:
+    """The :class:`Input` of ``name``: one of :data:`INPUTS`, or a part of ``warp`` in
+    ``layout`` (:data:`WARP_PART`)."""
+    if name.startswith(WARP_PART):
+        return Input("float32", len(layout.shape(name.removeprefix(WARP_PART))))
+    return INPUTS[name]
+
+
+def graph_inputs(
+    samples: SampleSet, weighted: bool, label_mode: str = "int", form: FeedForm = FLAT
+) -> tuple[str, ...]:
+    """The inputs of a graph fed ``samples`` in ``form``: packed ``record`` rows for
+    TFRecords, else the source's columns that ``label_mode`` uses (files as their bytes where
+    the host reads them), ``warp`` (or its parts), and ``weight`` if ``weighted`` (the feed
+    protocol's one choice between the kinds of :class:`SampleSet`)."""
     if isinstance(samples, RecordSamples):
         return ("record",)
     unused = {"label", "target"} - {target_column(label_mode)}
     used = [name for name in samples.columns if name not in unused]
-    return (*used, "warp", *(("weight",) if weighted else ()))
+    if form.reads:
+        used = [READ_ON_HOST.get(name, name) for name in used]
+    warp = ("warp",) if form.warp is None else tuple(WARP_PART + name for name in form.warp)
+    return (*used, *warp, *(("weight",) if weighted else ()))
 
 
 FEED_CHUNK = 1024
@@ -276,11 +314,11 @@ class EpochFeed:
     """A shard's samples (columns) as a graph's inputs, one epoch at a time, made on the host:
     :class:`~daliaug.epoch.Epochs` gives each batch's samples and parameter rows (or the
     explicit ``params``, one row per sample), the columns are gathered and the plan evaluated
-    with NumPy, vectorized over the batch. ``resizes``: see :meth:`WarpLayout.of`. With
-    ``weights`` (one per sample) the feed also gives each sample's ``weight``, 0 where the
-    epoch pads. It keeps the sample indices of the ``recent`` batches it gave with
-    ``check_files`` (the ones a graph may be reading), to name the file when the graph fails
-    (:meth:`explain`)."""
+    with NumPy, vectorized over the batch. ``resizes``: see :meth:`WarpLayout.of`; ``form``:
+    how the graph takes the inputs (:class:`FeedForm`). With ``weights`` (one per sample) the
+    feed also gives each sample's ``weight``, 0 where the epoch pads. It keeps the sample
+    indices of the ``recent`` batches it gave with ``check_files`` (the ones a graph may be
+    reading), to name the file when the graph fails (:meth:`explain`)."""
 
     def __init__(
         self,
@@ -288,12 +326,14 @@ class EpochFeed:
         samples: Samples,
         *,
         resizes: bool,
+        form: FeedForm = FLAT,
         params: np.ndarray | None = None,
         epochs: Epochs | None = None,
         weights: np.ndarray | None = None,
         recent: int = 2,
     ) -> None:
         self.samples = samples
+        self.form = form
         self.recent: deque[np.ndarray] = deque(maxlen=recent)
         self.label_mode = config.label_mode
         self.plan = config.plan
@@ -306,8 +346,14 @@ class EpochFeed:
             else None
         )
         self.params = None if params is None else np.asarray(params, dtype=np.float32)
-        self._targets: OrderedDict[tuple[int, int, int], dict[str, np.ndarray]] = OrderedDict()
-        self._targets_lock = threading.Lock()
+        self._shared: OrderedDict[tuple[str, int, int, int], dict[str, np.ndarray]] = OrderedDict()
+        self._shared_lock = threading.Lock()
+        # input -> file column, for the files the host reads (form.reads)
+        self._host_files = {
+            READ_ON_HOST[name]: name
+            for name in READ_ON_HOST
+            if form.reads and name in samples.columns and name in samples.files
+        }
         expected = (len(samples), len(self.plan.param_keys))
         if self.params is not None and self.params.shape != expected:
             raise ValueError(f"params has shape {self.params.shape}, expected {expected}")
@@ -330,41 +376,68 @@ class EpochFeed:
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        return graph_inputs(self.samples, self.weights is not None, self.label_mode)
+        return graph_inputs(self.samples, self.weights is not None, self.label_mode, self.form)
 
     def gathers(self, name: str) -> bool:
         """Whether input ``name`` is a source column held as it is (a graph may gather it from
         the batch's indices), not made or read per batch here (``warp``, ``weight``, the moved
-        boxes, ``encoded`` images read from their shards)."""
+        boxes, images read from files or shards)."""
         made = () if self.boxes is None else self.boxes.shapes
         column = self.samples.columns.get(name)
         return isinstance(column, np.ndarray) and name not in made
+
+    def checks_files(self, name: str) -> bool:
+        """Whether a stream of input ``name`` alone should ask for ``check_files``: the first
+        input the host reads from files (its reads check them; one stream keeps
+        :attr:`recent`)."""
+        return name == next(iter(self._host_files), None)
+
+    def _stored(self, name: str) -> bool:
+        """Whether input ``name`` is read from storage for each batch (files the host reads,
+        a column read from shards), not held in memory."""
+        column = self.samples.columns.get(name)
+        stored_column = column is not None and not isinstance(column, np.ndarray)
+        return name in self._host_files or stored_column
+
+    def _read(self, name: str, index: np.ndarray) -> list[np.ndarray] | np.ndarray:
+        """The stored input ``name`` of the samples ``index``: the files' bytes (one array a
+        file) or the column's zero-padded rows."""
+        column = self._host_files.get(name)
+        if column is not None:
+            return self.samples.read(column, index)
+        return np.asarray(self.samples.columns[name][index])
 
     def chunks(
         self, epoch: int, names: Sequence[str], size: int, check_files: bool = False
     ) -> Iterator[dict[str, np.ndarray]]:
         """:meth:`batches` joined a few at a time, about ``size`` samples per chunk (whole
         batches: cutting a chunk into ``batch_size`` pieces gives the batches back), each
-        chunk made at once (the plan evaluated over all its samples); one batch per chunk where
-        ``names`` holds a column read from storage (``encoded``), which is not held in memory."""
-        for group, chunk, given in self._groups(epoch, names, size, check_files):
+        chunk made at once (the plan evaluated over all its samples), stored inputs as
+        zero-padded ``uint8`` rows; one batch per chunk where ``names`` holds a stored input
+        (files, shards), which is not held in memory."""
+        stored = [name for name in names if self._stored(name)]
+        per_chunk = 1 if stored else max(1, size // self.epochs.batch_size)
+        for group, index, chunk, given in self._groups(epoch, names, per_chunk, check_files):
+            for name in stored:
+                rows = self._read(name, index)
+                chunk[name] = padded(rows) if isinstance(rows, list) else rows
             for j in group:
                 given(j)
-            yield chunk
+            yield {name: chunk[name] for name in names}
 
     def _groups(
-        self, epoch: int, names: Sequence[str], size: int, check_files: bool
-    ) -> Iterator[tuple[range, dict[str, np.ndarray], Callable[[int], None]]]:
-        """Each chunk of :meth:`chunks`: its batches' numbers, its arrays, and ``given``, to
-        call for each batch before it is handed on (with ``check_files``: the batch's files
-        checked unchanged, its samples kept as :attr:`recent`)."""
-        columns = self.samples.columns
-        stored = any(n in columns and not isinstance(columns[n], np.ndarray) for n in names)
-        per_chunk = 1 if stored else max(1, size // self.epochs.batch_size)
+        self, epoch: int, names: Sequence[str], per_chunk: int, check_files: bool
+    ) -> Iterator[tuple[range, np.ndarray, dict[str, np.ndarray], Callable[[int], None]]]:
+        """Each chunk of ``per_chunk`` batches: its batches' numbers, its samples, its arrays
+        of ``names`` but the stored ones, and ``given``, to call for each batch before it is
+        handed on (with ``check_files``: the batch's files checked unchanged, unless the host
+        reads them, which checks them as it reads; its samples kept as :attr:`recent`)."""
         drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
         batches = self.epochs.batches(epoch)
         bounds = self.epochs.bounds
-        watch = FileWatch(self.samples, batches) if check_files and self.samples.checked else None
+        watched = check_files and self.samples.checked and not self._host_files
+        watch = FileWatch(self.samples, batches) if watched else None
+        made = [name for name in names if not self._stored(name)]
 
         def given(j: int) -> None:
             if watch is not None:
@@ -377,30 +450,35 @@ class EpochFeed:
                 group = batches[k : k + per_chunk]
                 index = group[0] if len(group) == 1 else np.concatenate(group)
                 span = (bounds[k][0], bounds[k + len(group) - 1][1])
-                chunk = self._batch(names, index, span, drawn, epoch)
-                yield range(k, k + len(group)), chunk, given
+                chunk = self._batch(made, index, span, drawn, epoch)
+                yield range(k, k + len(group)), index, chunk, given
         finally:
             if watch is not None:
                 watch.close()
 
     def batches(
         self, epoch: int, names: Sequence[str], check_files: bool = False
-    ) -> Iterator[dict[str, np.ndarray]]:
-        """Each batch of ``epoch`` as the arrays ``names`` asks for: inputs of :attr:`inputs`,
-        ``index`` (the samples' indices) and ``params`` (their parameter rows). With
-        ``check_files``, a file that changed since the full check stops it, before the first
-        batch that holds it, with a :class:`~daliaug.errors.DataError` naming the file (the
-        feed that makes the batches the graph reads its files from should ask for it); the
-        files are checked on a thread of their own (:class:`FileWatch`). The batches are made
-        :data:`FEED_CHUNK` samples at a time and cut apart (the plan's Python work paid once
-        per chunk: ``bench/host_cost.py``)."""
+    ) -> Iterator[dict[str, Any]]:
+        """Each batch of ``epoch`` as the arrays ``names`` asks for: inputs of :attr:`inputs`
+        (files the host reads as a list of their bytes), ``index`` (the samples' indices) and
+        ``params`` (their parameter rows). With ``check_files``, a file that changed since
+        the full check stops it, before the first batch that holds it, with a
+        :class:`~daliaug.errors.DataError` naming the file (the feed that makes the batches
+        the graph reads its files from should ask for it); the files are checked as the host
+        reads them, or else on a thread of their own (:class:`FileWatch`). The batches are
+        made :data:`FEED_CHUNK` samples at a time and cut apart (the plan's Python work paid
+        once per chunk: ``bench/host_cost.py``), their stored inputs read batch by batch."""
         bounds = self.epochs.bounds
-        for group, chunk, given in self._groups(epoch, names, FEED_CHUNK, check_files):
+        stored = [name for name in names if self._stored(name)]
+        per_chunk = max(1, FEED_CHUNK // self.epochs.batch_size)
+        for group, index, chunk, given in self._groups(epoch, names, per_chunk, check_files):
             at = 0
             for j in group:
-                given(j)
                 size = bounds[j][1] - bounds[j][0]
-                yield {name: array[at : at + size] for name, array in chunk.items()}
+                batch = {name: array[at : at + size] for name, array in chunk.items()}
+                batch.update({name: self._read(name, index[at : at + size]) for name in stored})
+                given(j)
+                yield {name: batch[name] for name in names}
                 at += size
 
     def _batch(
@@ -417,16 +495,24 @@ class EpochFeed:
         out: dict[str, np.ndarray] = {"index": index}
         valid = self.epochs.valid(start, stop)
         moves_boxes = self.boxes is not None and not self.boxes.shapes.keys().isdisjoint(names)
-        if "warp" in names or "params" in names or moves_boxes:
+        parts = any(name.startswith(WARP_PART) for name in names)
+        evaluates = "warp" in names or parts
+        if evaluates or "params" in names or moves_boxes:
             rows = self.params[index] if drawn is None else drawn[start:stop]
             out["params"] = rows
-        if "warp" in names or moves_boxes:  # the partners paired once, for both
+        if evaluates or moves_boxes:  # the partners paired once, for both
             params = self.plan.paired(out["params"], valid, self.epochs.batch_size)
             sizes = self.samples.sizes[index]
         if "warp" in names:
             out["warp"] = self.layout.evaluate(params, sizes, NUMPY)
+        if parts:
+            out.update(
+                self._made(("warp", epoch, start, stop), partial(self._parts, params, sizes))
+            )
         if moves_boxes:
-            out.update(self._box_targets((epoch, start, stop), index, params, sizes, valid))
+            assert self.boxes is not None
+            boxes = partial(self.boxes.batch, index, params, sizes, valid, self.epochs.batch_size)
+            out.update(self._made(("boxes", epoch, start, stop), boxes))
         if "weight" in names and self.weights is not None:
             out["weight"] = np.where(valid, self.weights[index], 0.0).astype(np.float32)
         for name in names:
@@ -434,27 +520,31 @@ class EpochFeed:
                 out[name] = np.asarray(self.samples.columns[name][index])
         return {name: out[name] for name in names}
 
-    TARGETS_KEPT = 8
-    """Chunks whose box targets a feed keeps: the streams of one dataset (one per detection
-    input: ``boxes``, ``box_labels``, ``keypoints``) ask for the same chunks, a few apart."""
+    def _parts(self, params: Mapping[str, np.ndarray], sizes: np.ndarray) -> dict[str, np.ndarray]:
+        """The parts of ``warp`` (:attr:`FeedForm.warp`) of samples with ``params`` on images
+        of ``sizes``, each as one contiguous array of its per-sample shape."""
+        warp = self.layout.evaluate(params, sizes, NUMPY)
+        parts = self.layout.unpack(warp, np.reshape, batched=True)
+        return {
+            WARP_PART + name: np.ascontiguousarray(parts[name]) for name in self.form.warp or ()
+        }
 
-    def _box_targets(
-        self,
-        key: tuple[int, int, int],
-        index: np.ndarray,
-        params: Mapping[str, np.ndarray],
-        sizes: np.ndarray,
-        valid: np.ndarray,
+    SHARED_KEPT = 16
+    """Chunks whose made inputs (box targets, warp parts) a feed keeps: the streams of one
+    dataset (one per input: ``boxes``, ``box_labels``, ``keypoints``, each part of ``warp``)
+    ask for the same chunks, a few apart."""
+
+    def _made(
+        self, key: tuple[str, int, int, int], make: Callable[[], dict[str, np.ndarray]]
     ) -> dict[str, np.ndarray]:
-        """The box targets of the chunk ``key`` (epoch, start, stop), made once for every
-        stream that asks (:meth:`BoxTargets.batch`; made again only if it was let go)."""
-        with self._targets_lock:
-            made = self._targets.get(key)
+        """What ``make`` gives for the chunk ``key`` (what, epoch, start, stop), made once for
+        every stream that asks (made again only if it was let go)."""
+        with self._shared_lock:
+            made = self._shared.get(key)
         if made is None:
-            assert self.boxes is not None
-            made = self.boxes.batch(index, params, sizes, valid, self.epochs.batch_size)
-            with self._targets_lock:
-                self._targets[key] = made
-                while len(self._targets) > self.TARGETS_KEPT:
-                    self._targets.popitem(last=False)
+            made = make()
+            with self._shared_lock:
+                self._shared[key] = made
+                while len(self._shared) > self.SHARED_KEPT:
+                    self._shared.popitem(last=False)
         return made
