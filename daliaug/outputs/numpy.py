@@ -9,8 +9,10 @@ shuffle is a buffer rather than a full permutation.
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +23,7 @@ from daliaug.engines.dali.pipeline import (
     RESIZES,
     GraphOptions,
     define_pipeline,
+    feed_form,
     reader_pipeline,
 )
 from daliaug.engines.feed import EpochFeed
@@ -32,44 +35,98 @@ from daliaug.prepare import prepare
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
 
+AHEAD = 4
+"""Batches the host's feed makes ahead of the pipeline, on a thread of its own."""
+
+_END = object()
+
 
 class _Source:
-    """The pipeline's one external source: every input of a batch per call, epoch by epoch.
+    """The pipeline's external sources (:class:`~daliaug.engines.dali.pipeline.Feed`): each
+    batch's inputs, epoch by epoch, made by a thread of their own up to :data:`AHEAD` batches
+    ahead of the pipeline (the file reads, the plan evaluated, the box targets), so the thread
+    that runs the pipeline only takes them; each external source takes its :meth:`part`.
 
-    Raising ``StopIteration`` ends an epoch; the next call (after the pipeline's reset) starts
-    the next epoch. Keeps each batch's parameter rows and sample indices until the batch comes
-    out (the feed keeps the recent batches' sample indices, to name a file that fails).
+    An epoch's end is ``StopIteration`` in every part; the next call (after the pipeline's
+    reset) starts the next epoch. Keeps each batch's parameter rows until it comes out; the
+    feed keeps the recent batches' sample indices, to name a file that fails.
     """
 
     def __init__(self, feed: EpochFeed, epoch: int) -> None:
         self.feed = feed
         self.epoch = epoch
-        self.pending: Iterator[dict[str, np.ndarray]] | None = None
         self.params: deque[np.ndarray] = deque()
-        self.indices: deque[np.ndarray] = deque()
+        self._parts: list[tuple[tuple[str, ...], deque]] = []
+        self._made: queue.Queue | None = None
+        self._closed = threading.Event()
 
-    def came_out(self) -> None:
-        """The oldest batch given came out of the graph, its files read: a
-        :class:`~daliaug.errors.DataError` naming one that changed since the full check (the
-        file watch checked it before the graph read it; this closes the time between)."""
-        self.feed.samples.assert_unchanged(self.indices.popleft())
+    def part(self, names: Sequence[str]) -> Callable[[], tuple[Any, ...]]:
+        waiting: deque = deque()
+        self._parts.append((tuple(names), waiting))
+
+        def take() -> tuple[Any, ...]:
+            if not waiting:  # the first part DALI asks for in this batch
+                self._take()
+            given = waiting.popleft()
+            if given is _END:
+                raise StopIteration
+            return given
+
+        return take
+
+    def _take(self) -> None:
+        """The next batch, handed to every part (:data:`_END` at the epoch's end); the
+        feed's error where it failed."""
+        if self._made is None:
+            self._made = queue.Queue(AHEAD)
+            names = tuple(
+                dict.fromkeys(("params", *(n for names, _ in self._parts for n in names)))
+            )
+            threading.Thread(
+                target=self._make,
+                args=(self._made, self.epoch, names),
+                name="daliaug-feed",
+                daemon=True,
+            ).start()
+        batch = self._made.get()
+        if isinstance(batch, BaseException):
+            self._made = None
+            raise batch
+        if batch is _END:
+            self._made = None
+            self.epoch += 1
+        else:
+            self.params.append(batch["params"])
+        for names, waiting in self._parts:
+            waiting.append(batch if batch is _END else tuple(batch[n] for n in names))
+
+    def _make(self, made: queue.Queue, epoch: int, names: tuple[str, ...]) -> None:
+        """Epoch ``epoch``'s batches into ``made``, then :data:`_END` (or the error)."""
+        try:
+            for batch in self.feed.batches(epoch, names, True):
+                if not self._put(made, batch):
+                    return
+        except Exception as e:  # raised on the pipeline's thread, by _take
+            self._put(made, e)
+            return
+        self._put(made, _END)
+
+    def _put(self, made: queue.Queue, item: object) -> bool:
+        """``item`` into ``made`` when there is room; False once the source is closed."""
+        while not self._closed.is_set():
+            try:
+                made.put(item, timeout=0.1)
+            except queue.Full:
+                continue
+            return True
+        return False
 
     def end_epoch(self) -> None:
         self.params.clear()
-        self.indices.clear()
 
-    def __call__(self) -> tuple[np.ndarray, ...]:
-        names = self.feed.inputs
-        if self.pending is None:
-            self.pending = self.feed.batches(self.epoch, ("index", "params", *names), True)
-        batch = next(self.pending, None)
-        if batch is None:
-            self.pending = None
-            self.epoch += 1
-            raise StopIteration
-        self.params.append(batch["params"])
-        self.indices.append(batch["index"])
-        return tuple(batch[name] for name in names)
+    def close(self) -> None:
+        """Stop making batches (the loader is gone)."""
+        self._closed.set()
 
 
 def _pipeline(
@@ -91,10 +148,11 @@ def _pipeline(
         config,
         samples,
         resizes=RESIZES,
+        form=feed_form(config.plan, samples.column_names, device),
         params=params,
         epochs=options.epochs(config, len(samples)),
         weights=options.per_sample(samples),
-        recent=config.prefetch_depth(device) + 2,
+        recent=config.prefetch_depth(device) + 2 + AHEAD,
     )
     source = _Source(feed, initial_epoch)
     options = GraphOptions(
@@ -103,6 +161,7 @@ def _pipeline(
         inputs=feed.inputs,
         feed=source,
         target_shape=samples.target_shape,
+        gpu_inputs=device == "gpu",
         size_hint=samples.size_hint,
         gpus=options.gpus,
     )
@@ -196,7 +255,6 @@ class DaliLoader:
                 return
             except RuntimeError as e:
                 raise self._explain(e) from None
-            self._source.came_out()
             yield outputs
 
     def _reader_batches(self) -> Iterator[tuple]:
@@ -222,6 +280,11 @@ class DaliLoader:
                 params = self._source.params.popleft()
                 batch = (*batch, params) if self.return_params else batch
             yield batch
+
+    def __del__(self) -> None:
+        source = getattr(self, "_source", None)
+        if source is not None:
+            source.close()
 
     def _explain(self, error: RuntimeError) -> DataError:
         assert self._source is not None

@@ -145,9 +145,9 @@ def test_the_graph_check_catches_seeded_mistakes(
             ),
         )
         assert any("argument" in p and "gpu" in p.lower() for p in problems())
-    with monkeypatch.context() as m:  # a CPU-only operator fed a GPU node (DALI's own check)
-        read = fn.io.file.read
-        m.setattr(fn.io.file, "read", lambda node: read(node.gpu()))
+    with monkeypatch.context() as m:  # a mixed operator fed a GPU node (DALI's own check)
+        decode = pipeline.decode
+        m.setattr(pipeline, "decode", lambda encoded, *a: decode(encoded.gpu(), *a))
         assert any("incompatible device" in p for p in problems())
     with monkeypatch.context() as m:  # one that DALI lets through: only the walk sees it
         m.setattr(pipeline, "label_target", lambda label, *a: fn.peek_image_shape(label.gpu()))
@@ -210,12 +210,13 @@ def test_inputs_on_the_gpu_reach_dali_there_where_only_gpu_operators_read_them(
     sources: dict[str, dict],
 ) -> None:
     """A GPU-placed dataset's inputs are copied to the GPU; images, labels and weights then
-    enter DALI there (not copied back to the host and up again); file names and the warp
-    parameters feed CPU operators and argument inputs, which read host memory."""
+    enter DALI there (not copied back to the host and up again); the encoded images and the
+    warp parameters feed the decoder and argument inputs, which read host memory."""
+    masks = {"warp_mask_matrix": "cpu", "warp_matrix": "cpu"}
     expected = {
-        "files": {"path": "cpu", "warp": "cpu", "label": "gpu", "weight": "gpu"},
-        "arrays": {"image": "gpu", "label": "gpu", "warp": "cpu", "weight": "gpu"},
-        "masks-index": {"path": "cpu", "mask_path": "cpu", "warp": "cpu", "weight": "gpu"},
+        "files": {"encoded": "cpu", "warp_matrix": "cpu", "label": "gpu", "weight": "gpu"},
+        "arrays": {"image": "gpu", "label": "gpu", "warp_matrix": "cpu", "weight": "gpu"},
+        "masks-index": {"encoded": "cpu", "mask_encoded": "cpu", **masks, "weight": "gpu"},
     }
     for kind, devices in expected.items():
         config = variant(SHIPPED[0], sources[kind], "NHWC", 3, "float16")
@@ -332,19 +333,43 @@ def test_the_decode_check_runs_on_the_configs_gpu(
 
 
 SHIPPED_CPU_OPERATORS = {
-    "cifar_train": (3, 6),
-    "demo": (12, 13),
-    "imagenet_randaug_mix": (92, 94),
-    "imagenet_train": (12, 13),
-    "imagenet_val": (5, 6),
-    "segmentation": (16, 16),
+    "cifar_train": (1, 1),
+    "demo": (5, 5),
+    "imagenet_randaug_mix": (83, 83),
+    "imagenet_train": (6, 6),
+    "imagenet_val": (2, 2),
+    "segmentation": (7, 7),
 }
 """The most CPU operators each shipped config's GPU graph may hold, on its own kind of source:
-``make_dataset``'s graph (its inputs on the GPU), ``build_pipeline``'s. Each runs per sample
-on DALI's CPU threads, so the plan's numbers come from the host in one ``warp`` row: one
-slice per input (a reshape for the matrices only), each stage parameter read once, the
-recolour predicate computed on the host. Before issue 31: 3/6, 17/18, 104/106, 19/20, 5/6,
-21/21."""
+``make_dataset``'s graph (its inputs on the GPU), ``build_pipeline``'s. Each runs on DALI's
+CPU stage, one after another for each batch, so the host feeds the graph its files' bytes and
+each part of the plan's numbers as an external source of its own (no slice, reshape or
+comparison cuts them apart), labels from GPU external sources, and the colour pass runs on
+every sample (no conditional). DALI's own rn50-style graph, counted the same way: 2 (its
+examples) to 5 (bench/). Before issue 31: 3/6, 17/18, 104/106, 19/20, 5/6, 21/21; before
+issue 53: 3/6, 12/13, 92/94, 12/13, 5/6, 16/16."""
+
+
+def test_workload_b_gpu_graph_is_as_small_as_dalis_own(demo_dir: Path) -> None:
+    """Workload (b) of bench/ (random resized crop decoded as a window, flip, colour jitter,
+    normalize): its GPU graph holds at most 6 CPU operators in both forms, the encoded images
+    and the plan's numbers, and one mixed and at most five GPU operators."""
+    from bench.workloads import WORKLOADS, Data
+
+    config = WORKLOADS["b"].daliaug_config(Data(None, demo_dir, 1), backend="auto")
+    samples = samples_of(config)
+    forms = (
+        partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs=True),
+        partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
+    )
+    for define in forms:
+        pipe = define()
+        pipe._build_graph()
+        devices = [op._op.device for op in pipe._ops]
+        cpu = cpu_operators(define)
+        assert cpu == ["ExternalSource"] * 6, cpu
+        assert devices.count("mixed") == 1 and devices.count("gpu") <= 5, devices
+
 
 EXAMPLE_CPU_OPERATORS = {
     "cutmix": 28,

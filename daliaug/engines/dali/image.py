@@ -196,7 +196,8 @@ def finish(
     per graph): shifted and clipped to each image's
     own range (the plan's ``offset``), recoloured where ``recolour`` holds (the plan's
     ``colour`` matrix, plus its ``colour_mean`` matrix times the image's per-channel mean when
-    given) and clipped to 0..255, through the pixel and batch stages (clipped to 0..255
+    given; every sample where ``warp`` has no ``recolour`` predicate) and clipped to 0..255,
+    through the pixel and batch stages (clipped to 0..255
     again), normalized (``uint8`` output: rounded half up) in the output dtype and layout;
     nothing is rounded before that. ``column``: the graph's :func:`stage_column` (one is made
     without it)."""
@@ -207,8 +208,10 @@ def finish(
         image = dmath.clamp(image + offset, low, high)
     if "colour" in warp:
         recolour = partial(_recolour, warp=warp, channels=config.channels)
-        # recolour: 1.0 or 0.0 from the host, or recolours' predicate where DALI reads
-        image = branches.where(warp["recolour"] > 0.5, recolour, image)
+        if "recolour" in warp:  # 1.0 or 0.0 from the host, or recolours' predicate
+            image = branches.where(warp["recolour"] > 0.5, recolour, image)
+        else:  # every sample (see pipeline.feed_form)
+            image = recolour(image)
         image = dmath.clamp(image, 0.0, 255.0)
     if "stages" in warp:
         column = column or stage_column(warp)

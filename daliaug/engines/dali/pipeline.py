@@ -18,11 +18,11 @@ and the plan evaluated inside the graph, since the host never sees those images.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any, Protocol
 
-import numpy as np
 from nvidia.dali import fn, types
 from nvidia.dali import tfrecord as tfrec
 from nvidia.dali.pipeline import DataNode, Pipeline
@@ -43,7 +43,14 @@ from daliaug.engines.dali.image import (
     stage_column,
 )
 from daliaug.engines.dali.math import MATH, DaliRandom, as_tensor_arg
-from daliaug.engines.feed import INPUTS, RecordLayout, WarpLayout, graph_inputs
+from daliaug.engines.feed import (
+    WARP_PART,
+    FeedForm,
+    RecordLayout,
+    WarpLayout,
+    graph_inputs,
+    input_spec,
+)
 from daliaug.engines.select import Device, dali_gpu_count
 from daliaug.errors import BackendError
 from daliaug.plan import Plan
@@ -58,9 +65,29 @@ about three times faster on the CPU than ``fn.warp_affine``)."""
 
 GPU_INPUTS = frozenset({"image", "label", "target", "weight"})
 """The inputs only GPU operators read in a GPU graph. With :attr:`GraphOptions.gpu_inputs`
-their placeholders take GPU tensors (``external_source(device="gpu")``), so inputs already on
-the GPU stay there; the others (file names, ``warp``, packed records) feed CPU operators or
-argument inputs, which read host memory."""
+they come from GPU external sources (``external_source(device="gpu")``), so inputs already on
+the GPU stay there and none is a CPU operator; the others (encoded images, the parts of
+``warp``, packed records) feed the decoder or argument inputs, which read host memory."""
+
+
+def feed_form(plan: Plan, columns: Sequence[str], device: Device) -> FeedForm:
+    """How the graph on ``device`` takes a feed of these source columns: the files read on
+    the host, each part of ``warp`` an input of its own (no CPU operator cuts a vector
+    apart), on the GPU without the recolour predicate (every sample goes through the colour
+    pass, which gives back the values of a sample it does not change exactly: cheaper there
+    than splitting and merging the batch; on the CPU the pass is skipped where it changes
+    nothing)."""
+    names = WarpLayout.of(plan, columns, RESIZES).names
+    skipped = {"recolour"} if device == "gpu" else set()
+    return FeedForm(reads=True, warp=tuple(name for name in names if name not in skipped))
+
+
+class Feed(Protocol):
+    """A host feed of a graph's inputs, batch by batch: :meth:`part` gives the callable of one
+    external source (DALI calls each once per batch)."""
+
+    def part(self, names: Sequence[str]) -> Callable[[], tuple[Any, ...]]:
+        """Each batch's inputs ``names``; ``StopIteration`` at an epoch's end."""
 
 
 class DaliaugPipeline(Pipeline):
@@ -89,8 +116,8 @@ class GraphOptions:
     num_classes: int
     inputs: tuple[str, ...]
     """The inputs fed per batch (of the feed protocol's ``INPUTS``), in this order."""
-    feed: Callable[[], tuple[np.ndarray, ...]] | None = None
-    """One callable returning a batch of every input; ``None`` for named placeholders."""
+    feed: Feed | None = None
+    """The host's feed of the inputs; ``None`` for named placeholders."""
     records: RecordSamples | None = None
     """Read these TFRecords with DALI's reader (and draw the parameters in the graph)."""
     weighted: bool = False
@@ -108,32 +135,39 @@ class GraphOptions:
     :meth:`Config.dali_threads`)."""
 
 
-def _input_nodes(options: GraphOptions) -> dict[str, DataNode]:
-    specs = [INPUTS[name] for name in options.inputs]
-    dtypes = [_TYPES[spec.dtype] for spec in specs]
-    ndims = [len(options.target_shape) if spec.ndim < 0 else spec.ndim for spec in specs]
-    if options.feed is not None:
-        nodes = fn.external_source(
-            source=options.feed,
-            num_outputs=len(specs),
-            dtype=dtypes,
-            ndim=ndims,
-            layout=[spec.layout for spec in specs],
+def _input_nodes(options: GraphOptions, layout: WarpLayout) -> dict[str, DataNode]:
+    """One external source per input (of ``layout`` where a part of ``warp``): named
+    placeholders, or one group per device fed by the host's feed; the inputs that only GPU
+    operators read come from GPU external sources with :attr:`GraphOptions.gpu_inputs`."""
+    groups: dict[str, list[str]] = {}
+    for name in options.inputs:
+        gpu = options.gpu_inputs and name in GPU_INPUTS
+        groups.setdefault("gpu" if gpu else "cpu", []).append(name)
+
+    def described(names: Sequence[str]) -> dict[str, list]:
+        specs = [input_spec(name, layout) for name in names]
+        return {
+            "dtype": [_TYPES[spec.dtype] for spec in specs],
+            "ndim": [len(options.target_shape) if spec.ndim < 0 else spec.ndim for spec in specs],
+            "layout": [spec.layout for spec in specs],
+        }
+
+    nodes = {}
+    for device, names in groups.items():
+        if options.feed is None:
+            for name in names:
+                one = {key: values[0] for key, values in described([name]).items()}
+                nodes[name] = fn.external_source(name=name, device=device, batch=True, **one)
+            continue
+        outputs = fn.external_source(
+            source=options.feed.part(names),
+            num_outputs=len(names),
+            device=device,
             batch=True,
+            **described(names),
         )
-    else:
-        nodes = [
-            fn.external_source(
-                name=name,
-                device="gpu" if options.gpu_inputs and name in GPU_INPUTS else "cpu",
-                dtype=dtype,
-                ndim=ndim,
-                layout=spec.layout,
-                batch=True,
-            )
-            for name, spec, dtype, ndim in zip(options.inputs, specs, dtypes, ndims, strict=True)
-        ]
-    return dict(zip(options.inputs, nodes, strict=True))
+        nodes.update(zip(names, outputs, strict=True))
+    return nodes
 
 
 def _read_records(records: RecordSamples, config: Config) -> tuple[DataNode, DataNode]:
@@ -177,6 +211,18 @@ def _reshape(node: DataNode, shape: list[int]) -> DataNode:
     return fn.reshape(node, shape=shape)
 
 
+def _warp(nodes: dict[str, DataNode], layout: WarpLayout) -> dict[str, DataNode]:
+    """The plan's per-sample inputs: its parts where each is an input of its own
+    (:class:`FeedForm`), else the one ``warp`` vector cut apart."""
+    if "warp" in nodes:
+        return layout.unpack(nodes["warp"], _reshape)
+    return {
+        name.removeprefix(WARP_PART): node
+        for name, node in nodes.items()
+        if name.startswith(WARP_PART)
+    }
+
+
 def _unpack_record(
     record: DataNode, layout: RecordLayout
 ) -> tuple[DataNode, DataNode, DataNode, dict]:
@@ -212,7 +258,8 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
     mode = window_mode(config, options.device) if windows else "whole"
 
     def graph() -> tuple[DataNode, ...]:
-        nodes = _input_nodes(options) if options.inputs else {}
+        layout = WarpLayout.of(plan, options.inputs, RESIZES)
+        nodes = _input_nodes(options, layout) if options.inputs else {}
         label, weight = nodes.get("label", nodes.get("target")), nodes.get("weight")
         masked = "mask_path" in nodes or "mask_encoded" in nodes
         if options.records is not None:
@@ -224,7 +271,7 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             weight = packed_weight if options.weighted else None
         else:
             encoded = fn.io.file.read(nodes["path"]) if "path" in nodes else nodes.get("encoded")
-            warp = WarpLayout.of(plan, tuple(nodes), RESIZES).unpack(nodes["warp"], _reshape)
+            warp = _warp(nodes, layout)
         if encoded is None:
             image = nodes["image"]
             image = image.gpu() if options.device == "gpu" else image
@@ -321,7 +368,8 @@ def named_pipeline(
     placeholder per input (:func:`~daliaug.engines.feed.graph_inputs`); ``gpu_inputs``: the
     inputs arrive on the GPU (see :data:`GPU_INPUTS`); ``gpus``: see
     :attr:`GraphOptions.gpus`."""
-    inputs = graph_inputs(samples, weighted, config.label_mode)
+    form = feed_form(config.plan, samples.column_names, device)
+    inputs = graph_inputs(samples, weighted, config.label_mode, form)
     options = GraphOptions(
         device,
         samples.num_classes,

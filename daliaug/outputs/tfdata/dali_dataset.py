@@ -18,7 +18,7 @@ from nvidia.dali.plugin import tf as dali_tf
 
 from daliaug.config import Config
 from daliaug.cuda import GROWTH_VARIABLE
-from daliaug.engines.dali.pipeline import RESIZES, named_pipeline
+from daliaug.engines.dali.pipeline import RESIZES, feed_form, named_pipeline
 from daliaug.engines.feed import EpochFeed, RecordLayout
 from daliaug.engines.select import TF_CUDA_FIX, Device
 from daliaug.engines.tf.records import packed, read_records
@@ -135,6 +135,7 @@ def _inputs(
         config,
         samples,
         resizes=RESIZES,
+        form=feed_form(config.plan, samples.column_names, device),
         epochs=epochs,
         weights=per_sample,
         recent=in_flight(config, device),
@@ -142,7 +143,7 @@ def _inputs(
     streams = {
         name: column_stream(feed, name, clock)
         if feed.gathers(name)
-        else feed_stream(feed, name, clock)
+        else feed_stream(feed, name, clock, check_files=feed.checks_files(name))
         for name in feed.inputs
     }
     return streams, epochs, feed

@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
-from daliaug.engines.feed import INPUTS, EpochFeed
+from daliaug.engines.feed import INPUTS, WARP_PART, EpochFeed
 from daliaug.epoch import EpochClock
 from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.sources.sample_set import SampleSet
@@ -239,10 +239,14 @@ def _spec(feed: EpochFeed, name: str) -> tf.TensorSpec:
         return tf.TensorSpec((None, len(feed.plan.param_keys)), tf.float32)
     if name == "warp":
         return tf.TensorSpec((None, feed.layout.width), tf.float32)
+    if name.startswith(WARP_PART):
+        return tf.TensorSpec((None, *feed.layout.shape(name.removeprefix(WARP_PART))), tf.float32)
     if name == "weight":
         return tf.TensorSpec((None,), tf.float32)
     if feed.boxes is not None and name in feed.boxes.shapes:
         return tf.TensorSpec((None, *feed.boxes.shapes[name]), tf.as_dtype(INPUTS[name].dtype))
+    if name not in feed.samples.columns:  # bytes the host reads from files
+        return tf.TensorSpec((None, None), tf.uint8)
     column = feed.samples.columns[name]
     spec = INPUTS[name]
     shape = column.shape[1:] if spec.ndim < 0 else column.shape[1 : 1 + spec.ndim]
