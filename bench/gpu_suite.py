@@ -42,6 +42,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ from bench.tools import TOOLS, Unavailable
 from bench.worker import measure
 from bench.workloads import WORKLOADS, Data, Workload, prepare
 from daliaug.config import HW_DECODER_LOAD, Config
+from daliaug.cuda import xla_command_buffers_off
 
 ROWS = {
     "b": ("loader-gpu", "jax", "dali-rn50", "decode-gpu-roi"),
@@ -87,8 +89,9 @@ CANARY_S = 45.0
 """The canary's child at most (starting CUDA and DALI, a few windows)."""
 DECODERS_S = 10.0
 """The decoder count's few batches, per workload (planned)."""
-FIT_S = 60.0
-"""The fit overhead's two fits, compilation included (planned)."""
+FIT_S = 80.0
+"""The fit overhead's eight fits (two feeds x two recorders x two repeats, 105 steps each),
+compilation included (planned; was 60 s for two fits of 35 steps)."""
 SELFTEST_S = 200.0
 """The selftest at most: more than 125 s on an H200 (its first GPU run, stopped there)."""
 
@@ -173,9 +176,14 @@ def decoders(
     return {**counted.as_dict(), "jpeg_engine_percent": engine, "summary": summary}
 
 
-def point(name: str, workload: str, data: Data, device: str, clock: Timing, **at: Any) -> dict:
+def point(
+    name: str, workload: str, data: Data, device: str, clock: Timing, **at: Any
+) -> dict[str, Any]:
     """One measurement of tool ``name`` at ``threads`` (``None``: the default) and
-    ``hw_decoder_load``."""
+    ``hw_decoder_load``; on the GPU with NVML (``nvidia-ml-py``) importable, the GPU's mean
+    utilisation over the timed window too (``gpu_percent``), for :func:`bound`."""
+    from daliaug.tools.monitor import Monitor, Nvml
+
     tool = dataclasses.replace(TOOLS[name], device=device)
     window = {"decode_window": at["decode_window"]} if "decode_window" in at else {}
     base = suite_workload(workload).at_batch(clock.batch_size)
@@ -185,7 +193,12 @@ def point(name: str, workload: str, data: Data, device: str, clock: Timing, **at
     try:
         epoch = tool.build(chosen, data, at["threads"])
         settings = (clock.warmup, clock.warmup_seconds, clock.seconds, clock.max_images)
-        run.update(measure(epoch, *settings, device=device))
+        nvml = Nvml() if device == "gpu" else None
+        with Monitor(interval=0.2, gpu=nvml) if nvml and nvml.available else nullcontext() as seen:
+            run.update(measure(epoch, *settings, device=device))
+        if seen is not None:
+            start = run["warmup_seconds"]
+            run["gpu_percent"] = seen.mean("gpu_percent", start, start + run["seconds"])
     except Unavailable as e:
         run["unavailable"] = str(e)
     except Exception as e:  # one failing row must not cost the others
@@ -266,8 +279,10 @@ def time_plan(
 
 
 def bound(run: dict[str, Any]) -> str | None:
-    """``daliaug doctor``'s judgement of a run at the defaults: host-bound or not, and the knob
-    (no GPU utilisation here: the bench reads none)."""
+    """``daliaug doctor``'s judgement of a run at the defaults: host-bound or not, and the knob,
+    with the GPU's utilisation where :func:`point` read it through NVML. (The first GPU run,
+    2026-11-29, passed none here although ``nvidia-ml-py`` was installed: its "no NVML" meant
+    this, not the host.)"""
     from daliaug.tools.doctor import input_bound
 
     if "images_per_s" not in run:
@@ -280,7 +295,7 @@ def bound(run: dict[str, Any]) -> str | None:
         busy,
         cores,
         defaults.dali_threads("gpu"),
-        None,
+        run.get("gpu_percent"),
         defaults.hw_decoder_load,
         defaults.prefetch_depth("gpu"),
     )
@@ -416,13 +431,14 @@ def table(result: dict[str, Any]) -> str:
             lines.append(f"| ({workload}) | {TOOLS[name].label} | {shown} | {best_text(row)} |")
     fitted = result.get("fit") or {}
     if "images_per_s" in fitted:
-        rates = fitted["images_per_s"]
-        lines += [
-            "",
-            f"Fit ({fitted['model']}, batch {fitted['batch_size']}, JAX): constant batch "
-            f"{rates['constant']:,.0f} images/s, make_dataset {rates['make_dataset']:,.0f}: "
-            f"overhead {fitted['overhead']:.1%}",
-        ]
+        lines += ["", f"Fit ({fitted['model']}, batch {fitted['batch_size']}, JAX):"]
+        recorders = fitted.get("recorders") or {"sync": fitted}  # older results: one recorder
+        for name, measured in recorders.items():
+            rates = measured["images_per_s"]
+            lines.append(
+                f"- {name} step recorder: constant batch {rates['constant']:,.0f} images/s, "
+                f"make_dataset {rates['make_dataset']:,.0f}: overhead {measured['overhead']:.1%}"
+            )
     elif "error" in fitted:
         lines += ["", f"Fit: {fitted['error']}"]
     lines += ["", "| target | measured | status |", "| --- | ---: | --- |"]
@@ -479,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = check_plan(args)
     args.threads = args.threads or ([1, 2] if args.dry_run else [cores])
     device = "cpu" if args.dry_run else "gpu"
+    if device == "gpu":  # the JAX rows and fit beside DALI: before anything starts JAX
+        xla_command_buffers_off()
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")

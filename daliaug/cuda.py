@@ -8,6 +8,12 @@ pipelines later, then runs out of memory (NVIDIA/DALI#2326). The runtime reads
 ``TF_FORCE_GPU_ALLOW_GROWTH`` when it creates its GPU devices, so ``import daliaug`` sets it to
 ``true`` where a CUDA driver is present and the user has not set it (:func:`grow_gpu_memory`).
 ``TF_FORCE_GPU_ALLOW_GROWTH=false`` keeps TensorFlow's default.
+
+XLA may capture CUDA graphs (its command buffers) while DALI runs on the same GPU, which DALI
+documents as unsafe (DALI 2.1's release notes, NVIDIA/DALI#6286 and #6449) and answers with
+``XLA_FLAGS=--xla_gpu_enable_command_buffer=``. XLA reads ``XLA_FLAGS`` when JAX starts its
+backend, so :func:`xla_command_buffers_off` adds the flag before then, keeping the user's other
+flags and any command-buffer setting of theirs.
 """
 
 from __future__ import annotations
@@ -19,6 +25,15 @@ import sys
 from typing import Literal
 
 GROWTH_VARIABLE = "TF_FORCE_GPU_ALLOW_GROWTH"
+XLA_VARIABLE = "XLA_FLAGS"
+COMMAND_BUFFER_FLAG = "--xla_gpu_enable_command_buffer"
+COMMAND_BUFFERS_OFF = f"{COMMAND_BUFFER_FLAG}="
+"""XLA's command buffers (CUDA graphs) off: no command types, DALI's advice beside JAX."""
+
+CommandBufferPolicy = Literal["set", "user", "too late"]
+"""How :func:`xla_command_buffers_off` found ``XLA_FLAGS``: ``set`` (daliaug added
+:data:`COMMAND_BUFFERS_OFF` before JAX's backend started), ``user`` (the flags already set
+command buffers, whichever way), ``too late`` (JAX's backend had started without the flag)."""
 
 GrowthPolicy = Literal["set", "user", "no driver", "too late"]
 """How :func:`grow_gpu_memory` found TensorFlow's memory policy: ``set`` (daliaug turned
@@ -65,3 +80,23 @@ def grow_gpu_memory() -> GrowthPolicy:
 
 GROWTH: GrowthPolicy = grow_gpu_memory()
 """What ``import daliaug`` found and did (see :func:`grow_gpu_memory`)."""
+
+
+def jax_backend_started() -> bool:
+    """Whether JAX has started a backend (and so read ``XLA_FLAGS``) in this process. Never
+    imports JAX: without it imported no backend can have started."""
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    return bool(getattr(bridge, "_backends", None))
+
+
+def xla_command_buffers_off() -> CommandBufferPolicy:
+    """Add :data:`COMMAND_BUFFERS_OFF` to ``XLA_FLAGS`` (after the user's flags) unless the
+    flags set command buffers already or JAX's backend has started; say which held
+    (:data:`CommandBufferPolicy`)."""
+    flags = os.environ.get(XLA_VARIABLE, "")
+    if any(flag.split("=", 1)[0] == COMMAND_BUFFER_FLAG for flag in flags.split()):
+        return "user"
+    if jax_backend_started():
+        return "too late"
+    os.environ[XLA_VARIABLE] = f"{flags} {COMMAND_BUFFERS_OFF}".strip()
+    return "set"

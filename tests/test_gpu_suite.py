@@ -16,6 +16,7 @@ from bench.gpu_suite import (
     BUDGET_S,
     ROWS,
     SELFTEST_S,
+    bound,
     default_load,
     points,
     table,
@@ -82,6 +83,32 @@ def test_the_table_ends_with_the_targets() -> None:
     assert "overhead 3.0%" in text
 
 
+def test_the_bound_names_the_gpu_utilisation_nvml_read() -> None:
+    """The first GPU run's "no NVML" was the suite passing none although NVML was there."""
+    run = {"images_per_s": 1000.0, "cpu_seconds": 1.0, "seconds": 2.0}
+    assert "GPU busy 40%" in (bound({**run, "gpu_percent": 40.0}) or "")
+    assert "GPU busy: unknown (no NVML)" in (bound(run) or "")
+
+
+def test_the_fit_recorders_differ_only_in_keras_async_dispatch() -> None:
+    """Keras 3 dispatches batch-end callbacks asynchronously only when each overriding one is
+    ``async_safe``: the ``sync`` recorder turns that off (a wait per step), ``async`` not."""
+    import keras
+    from keras.src import backend
+
+    from daliaug.tools.doctor import step_recorder
+
+    dispatch = {
+        safe: keras.callbacks.CallbackList([step_recorder(async_safe=safe)])._async_train
+        for safe in (True, False)
+    }
+    assert dispatch == {True: backend.IS_THREAD_SAFE, False: False}
+    recorder = step_recorder(async_safe=True)
+    for batch in (2, 0, 1):  # Keras' callback threads may run them out of order
+        recorder.on_train_batch_end(batch)
+    assert len(recorder.times) == 3 and recorder.times[2] < recorder.times[0]  # by step
+
+
 @pytest.mark.slow
 def test_the_dry_run_runs_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "out"
@@ -115,6 +142,8 @@ def test_the_dry_run_runs_end_to_end(tmp_path: Path) -> None:
             runs = [rows[name].get("defaults"), *rows[name]["sweep"]]
             assert all(r is None or r["images_per_s"] > 0 for r in runs), (workload, name)
     assert result["fit"]["images_per_s"]["constant"] > 0
+    for recorder in ("async", "sync"):  # both, each repeat of each
+        assert all(len(v) == 2 for v in result["fit"]["recorders"][recorder]["runs"].values())
     assert done.stdout.rstrip().endswith("| DRY RUN |")  # the table comes last
     assert path.with_suffix(".md").read_text() in done.stdout
 

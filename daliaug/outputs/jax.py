@@ -14,19 +14,25 @@ part of the global batch (``batch_size / processes`` samples: its devices' batch
 order), laid out over its devices; Keras joins the processes' parts into the global batch
 (``jax.make_array_from_process_local_data``), device for device without a copy. Every sample
 comes once per epoch over all processes and every process runs the same number of steps.
+
+On GPUs, XLA's command buffers are turned off before JAX starts its backend (DALI's advice:
+:func:`daliaug.cuda.xla_command_buffers_off`); where JAX started first without the flag, a
+``BackendWarning`` names it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from daliaug.config import Config
+from daliaug.cuda import COMMAND_BUFFERS_OFF, XLA_VARIABLE, xla_command_buffers_off
 from daliaug.engines.select import Choice
-from daliaug.errors import ConfigError
+from daliaug.errors import BackendWarning, ConfigError, user_stacklevel
 from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches, shard_layout
 from daliaug.outputs.fit import FitBatches
 from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines
@@ -47,6 +53,8 @@ def jax_dataset(
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+    if choice.device == "gpu":
+        command_buffers_off()
     devices, shards = _local_shards(config, samples, options)
     sharding = None
     if devices:
@@ -68,6 +76,20 @@ def jax_dataset(
         return tuple(jax.device_put(batch, sharding))
 
     return local_batches(shards, cpu_loaders(shards, convert, choice), initial_epoch, FitBatches)
+
+
+def command_buffers_off() -> None:
+    """XLA's command buffers off before JAX starts its backend, or a ``BackendWarning`` naming
+    the variable to set where it has started without them off."""
+    if xla_command_buffers_off() == "too late":
+        warnings.warn(
+            "JAX started before daliaug could turn XLA's command buffers off: XLA may capture "
+            "CUDA graphs while DALI runs on the GPU (NVIDIA/DALI#6449). Set "
+            f"{XLA_VARIABLE}={COMMAND_BUFFERS_OFF} before anything starts JAX (or make the "
+            "dataset first)",
+            BackendWarning,
+            stacklevel=user_stacklevel(),
+        )
 
 
 def _local_shards(

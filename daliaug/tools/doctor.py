@@ -254,17 +254,27 @@ def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, Any]:
     return x, rng.integers(0, num_classes, y_shape).astype(targets.dtype.name)
 
 
-def step_recorder() -> Any:
-    """A Keras callback recording when each training step ends (in ``.times``)."""
+def step_recorder(async_safe: bool = False) -> Any:
+    """A Keras callback recording when each training step ends (``.times``, in step order).
+
+    Keras 3 dispatches batch-end callbacks on a thread of its own only when every callback that
+    overrides them says ``async_safe``; without it (the default here) the training loop waits
+    for every step's logs. With ``async_safe`` the end of step ``i`` is read on Keras' callback
+    thread once that step's logs are ready, and the loop runs on meanwhile."""
     import keras
 
     class StepTimes(keras.callbacks.Callback):
         def __init__(self) -> None:
             super().__init__()
-            self.times: list[float] = []
+            self.async_safe = async_safe
+            self.ends: dict[int, float] = {}
 
         def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-            self.times.append(time.perf_counter())
+            self.ends[batch] = time.perf_counter()
+
+        @property
+        def times(self) -> list[float]:
+            return [self.ends[i] for i in sorted(self.ends)]
 
     return StepTimes()
 
