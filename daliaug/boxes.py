@@ -118,8 +118,18 @@ def clip_outline(outline: np.ndarray, axis: int, bound: np.ndarray, above: bool)
     return np.where(kept[..., None] > 0, out, np.nan)
 
 
-PointMap = Callable[[np.ndarray], np.ndarray]
-"""A batch's map of points: ``(B, N, 2)`` source ``(x, y)`` to output ``(x, y)``."""
+@dataclass(frozen=True)
+class PointMap:
+    """A batch's map of points, ``move``: ``(B, N, 2)`` source ``(x, y)`` to output ``(x, y)``
+    (``float32``). ``axis_aligned``: each output ``x`` depends on the source ``x`` alone and each
+    ``y`` on the source ``y`` alone (a scale, flip or shift per image), so that a box stays a
+    rectangle and its two corners say where it lands (:meth:`Targets.moved`)."""
+
+    move: Callable[[np.ndarray], np.ndarray]
+    axis_aligned: bool = False
+
+    def __call__(self, xy: np.ndarray) -> np.ndarray:
+        return self.move(xy)
 
 
 @dataclass(frozen=True)
@@ -186,18 +196,27 @@ class Targets:
         mirrored: np.ndarray,
         rules: Rules,
         window: np.ndarray | None = None,
-    ):
+    ) -> Targets:
         """The targets through the batch's map ``points`` onto outputs of ``size`` (height,
         width): each box the enclosing box of its moved :attr:`outline`, clipped to the output
         (or to each image's ``window``, ``(B, 4)`` ``xyxy`` within it), as Keras and
         torchvision clip, and kept by ``rules`` while some of its outline is inside (the kept
         ones first, in their order; the outline cut to the window for the next map);
         keypoints moved, invisible outside the output (the window), swapped by
-        ``rules.flip_indices`` where ``mirrored`` (per image)."""
+        ``rules.flip_indices`` where ``mirrored`` (per image).
+
+        Where the boxes are their own outlines and ``points`` is axis-aligned, each box moves
+        as its two corners and stays a rectangle, its clipped box the outline it becomes: the
+        same boxes, decisions and keypoints as the outline's four corners moved and cut
+        (``tests/test_boxes.py``), without cutting them."""
         b, n = self.boxes.shape[:2]
         if window is None:
             window = np.tile(np.array([0.0, 0.0, size[1], size[0]], np.float32), (b, 1))
-        outline = self.outline if self.outline is not None else corners(self.boxes)
+        rectangles = self.outline is None and points.axis_aligned
+        if rectangles:  # its two corners say where a box lands
+            outline = self.boxes.reshape(b, n, 2, 2)
+        else:
+            outline = corners(self.boxes) if self.outline is None else self.outline
         v = outline.shape[2]
         moved = points(outline.reshape(b, n * v, 2)).reshape(b, n, v, 2)
         low, high = moved.min(axis=2), moved.max(axis=2)
@@ -205,19 +224,28 @@ class Targets:
         start, stop = window[:, None, :2], window[:, None, 2:]
         low, high = np.clip(low, start, stop), np.clip(high, start, stop)
         visible = np.prod(np.maximum(high - low, 0.0), axis=-1)
-        for axis in (0, 1):  # the outline cut by each side of the window in turn
-            moved = clip_outline(moved, axis, window[:, None, None, axis], above=True)
-            moved = clip_outline(moved, axis, window[:, None, None, 2 + axis], above=False)
         shown = visible if self.shown is None else visible * self.shown
         keep = self.real & (visible > 0) & (visible >= rules.min_area)
-        keep &= np.isfinite(moved[:, :, 0, 0])  # some of the object is inside
         keep &= shown >= rules.min_visibility * area
+        cut = None  # a kept rectangle has area inside: its clipped box is its outline now
+        if not rectangles:
+            cut = self._cut(moved, window)
+            keep &= np.isfinite(cut[:, :, 0, 0])  # some of the object is inside
         boxes = np.concatenate([low, high], axis=-1).astype(np.float32)
         keypoints = None
         if self.keypoints is not None:
             keypoints = self._moved_keypoints(points, window, mirrored, rules)
         share = np.divide(shown, area, out=np.zeros_like(area), where=area > 0)
-        return self._kept(boxes, keep, keypoints, share, moved)
+        return self._kept(boxes, keep, keypoints, share, cut)
+
+    @staticmethod
+    def _cut(outline: np.ndarray, window: np.ndarray) -> np.ndarray:
+        """Moved outlines ``(B, N, V, 2)`` cut by each side of each image's ``window`` in
+        turn (NaN where wholly outside)."""
+        for axis in (0, 1):
+            outline = clip_outline(outline, axis, window[:, None, None, axis], above=True)
+            outline = clip_outline(outline, axis, window[:, None, None, 2 + axis], above=False)
+        return outline
 
     def through(
         self, maps: list[PointMap], size: tuple[int, int], mirrored: np.ndarray, rules: Rules
@@ -253,7 +281,7 @@ class Targets:
         keep: np.ndarray,
         keypoints: np.ndarray | None,
         shown: np.ndarray,
-        outline: np.ndarray,
+        outline: np.ndarray | None,
     ) -> Targets:
         order = np.argsort(~keep, axis=1, kind="stable")
         count = keep.sum(axis=1)
@@ -264,7 +292,7 @@ class Targets:
         if keypoints is not None:
             keypoints = np.where(real[..., None, None], keypoints[rows, order], PAD)
         shown = np.where(real, shown[rows, order], 0.0)
-        outline = outline[rows, order]
+        outline = None if outline is None else outline[rows, order]
         return Targets(boxes.astype(np.float32), labels, keypoints, count, shown, outline)
 
     def joined(self, other: Targets) -> Targets:
