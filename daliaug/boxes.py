@@ -298,20 +298,25 @@ class Targets:
     def joined(self, other: Targets) -> Targets:
         """Each image's targets followed by ``other``'s at the same position (Keras' ``MixUp``
         keeps both images' boxes)."""
-        per_image = [
-            (
-                np.concatenate([a.boxes[i, : a.count[i]] for a in (self, other)]),
-                np.concatenate([a.labels[i, : a.count[i]] for a in (self, other)]),
-                None
-                if self.keypoints is None
-                else np.concatenate([a.keypoints[i, : a.count[i]] for a in (self, other)]),
-            )  # type: ignore[index]
-            for i in range(len(self.count))
-        ]
-        boxes, labels, points = zip(*per_image, strict=True) if per_image else ((), (), ())
-        if self.keypoints is None:
-            return Targets.of(list(boxes), list(labels), None)
-        return Targets.of(list(boxes), list(labels), list(points), self.keypoints.shape[2])
+        count = self.count + other.count
+        slot = np.arange(max(int(count.max(initial=0)), 1))
+        own = slot < self.count[:, None]
+        real = slot < count[:, None]
+        mine = np.minimum(slot, self.boxes.shape[1] - 1)
+        theirs = np.clip(slot - self.count[:, None], 0, other.boxes.shape[1] - 1)
+        rows = np.arange(len(count))[:, None]
+
+        def join(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            tail = (1,) * (a.ndim - 2)
+            both = np.where(own.reshape(*own.shape, *tail), a[:, mine], b[rows, theirs])
+            return np.where(real.reshape(*real.shape, *tail), both, PAD).astype(a.dtype)
+
+        points = None
+        if self.keypoints is not None and other.keypoints is not None:
+            points = join(self.keypoints, other.keypoints)
+        return Targets(
+            join(self.boxes, other.boxes), join(self.labels, other.labels), points, count
+        )
 
     def gather(self, index: np.ndarray) -> Targets:
         """The targets of the images at ``index``."""

@@ -193,6 +193,17 @@ def test_joined_keeps_both_images_boxes() -> None:
     np.testing.assert_array_equal(joined.boxes[1, 0], [6, 6, 7, 7])
 
 
+def test_joined_keeps_both_images_keypoints() -> None:
+    points = np.arange(2 * 1 * 2 * 3, dtype=np.float32).reshape(2, 1, 2, 3)
+    a = targets([[[0, 0, 1, 1]], []], points)
+    b = targets([[[2, 2, 3, 3]], [[6, 6, 7, 7]]], points + 100)
+    joined = a.joined(b)
+    assert joined.keypoints is not None and joined.keypoints.shape == (2, 2, 2, 3)
+    np.testing.assert_array_equal(joined.keypoints[0], [points[0, 0], points[0, 0] + 100])
+    np.testing.assert_array_equal(joined.keypoints[1, 0], points[1, 0] + 100)
+    assert (joined.keypoints[1, 1] == PAD).all()
+
+
 QUARTERS = st.integers(-80, 320).map(lambda q: q / 4)
 """Coordinates on a quarter-pixel grid, so that boxes often meet a window's edge exactly."""
 OUT = (60, 60)
