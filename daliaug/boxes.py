@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
 from typing import Literal
 
 import numpy as np
@@ -116,6 +117,11 @@ def clip_outline(outline: np.ndarray, axis: int, bound: np.ndarray, above: bool)
     last = np.minimum(np.arange(count), np.maximum(kept - 1, 0))  # repeat the last vertex
     out = np.take_along_axis(emitted, last[..., None], axis=-2)
     return np.where(kept[..., None] > 0, out, np.nan)
+
+
+def _area(sides: np.ndarray) -> np.ndarray:
+    """Width times height of ``(..., 2)`` sides."""
+    return sides[..., 0] * sides[..., 1]
 
 
 @dataclass(frozen=True)
@@ -219,11 +225,12 @@ class Targets:
             outline = corners(self.boxes) if self.outline is None else self.outline
         v = outline.shape[2]
         moved = points(outline.reshape(b, n * v, 2)).reshape(b, n, v, 2)
-        low, high = moved.min(axis=2), moved.max(axis=2)
-        area = np.prod(high - low, axis=-1)
+        vertices = [moved[:, :, k] for k in range(v)]  # NumPy reduces a short axis slowly
+        low, high = reduce(np.minimum, vertices), reduce(np.maximum, vertices)
+        area = _area(high - low)
         start, stop = window[:, None, :2], window[:, None, 2:]
         low, high = np.clip(low, start, stop), np.clip(high, start, stop)
-        visible = np.prod(np.maximum(high - low, 0.0), axis=-1)
+        visible = _area(np.maximum(high - low, 0.0))
         shown = visible if self.shown is None else visible * self.shown
         keep = self.real & (visible > 0) & (visible >= rules.min_area)
         keep &= shown >= rules.min_visibility * area
