@@ -132,7 +132,8 @@ def table(result: dict[str, Any]) -> str:
     """Markdown: parts down, workloads across (µs/image, medians; a part a workload has not:
     blank)."""
     described, runs = result["machine"], result["workloads"]
-    parts = list(dict.fromkeys(part for run in runs.values() for part in run["us_per_image"]))
+    named = dict.fromkeys(part for run in runs.values() for part in run["us_per_image"])
+    parts = sorted(named, key=lambda part: part.startswith("total"))  # the totals last
     lines = [
         "# The GPU path's host side alone (µs per image, one thread)",
         "",
