@@ -290,33 +290,36 @@ class Targets:
         shown: np.ndarray,
         outline: np.ndarray | None,
     ) -> Targets:
-        order = np.argsort(~keep, axis=1, kind="stable")
-        count = keep.sum(axis=1)
-        rows = np.arange(len(boxes))[:, None]
-        real = np.arange(boxes.shape[1]) < count[:, None]
-        boxes = np.where(real[..., None], boxes[rows, order], PAD)
-        labels = np.where(real, self.labels[rows, order], int(PAD)).astype(np.int32)
-        if keypoints is not None:
-            keypoints = np.where(real[..., None, None], keypoints[rows, order], PAD)
-        shown = np.where(real, shown[rows, order], 0.0)
-        outline = None if outline is None else outline[rows, order]
-        return Targets(boxes.astype(np.float32), labels, keypoints, count, shown, outline)
+        i, j = np.nonzero(keep)
+        slot = (np.cumsum(keep, axis=1) - 1)[i, j]  # the kept rows first, in their order
+
+        def packed(values: np.ndarray, pad: float) -> np.ndarray:
+            out = np.full_like(values, pad)
+            out[i, slot] = values[i, j]
+            return out
+
+        return Targets(
+            packed(boxes, PAD),
+            packed(self.labels, PAD),
+            None if keypoints is None else packed(keypoints, PAD),
+            keep.sum(axis=1),
+            packed(shown, 0.0),
+            None if outline is None else packed(outline, np.nan),
+        )
 
     def joined(self, other: Targets) -> Targets:
         """Each image's targets followed by ``other``'s at the same position (Keras' ``MixUp``
         keeps both images' boxes)."""
         count = self.count + other.count
-        slot = np.arange(max(int(count.max(initial=0)), 1))
-        own = slot < self.count[:, None]
-        real = slot < count[:, None]
-        mine = np.minimum(slot, self.boxes.shape[1] - 1)
-        theirs = np.clip(slot - self.count[:, None], 0, other.boxes.shape[1] - 1)
-        rows = np.arange(len(count))[:, None]
+        width = max(int(count.max(initial=0)), 1)
+        i, j = np.nonzero(self.real)
+        k, m = np.nonzero(other.real)
 
         def join(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-            tail = (1,) * (a.ndim - 2)
-            both = np.where(own.reshape(*own.shape, *tail), a[:, mine], b[rows, theirs])
-            return np.where(real.reshape(*real.shape, *tail), both, PAD).astype(a.dtype)
+            out = np.full((len(count), width, *a.shape[2:]), PAD, a.dtype)
+            out[i, j] = a[i, j]
+            out[k, self.count[k] + m] = b[k, m]  # after the image's own rows
+            return out
 
         points = None
         if self.keypoints is not None and other.keypoints is not None:
