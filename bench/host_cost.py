@@ -1,12 +1,15 @@
 """The GPU path's host side alone, per image: what Python does for each batch of a DALI
 pipeline fed by daliaug, measured without a GPU.
 
-    python -m bench.host_cost [--workload b c] [--repeats 7] [--quick] [--out bench/results]
+    python -m bench.host_cost [--workload b c d] [--repeats 7] [--quick] [--out bench/results]
 
 On the GPU the images never touch the host's cores, but every batch's inputs are made there,
 in the thread that feeds DALI's external source (``DaliLoader``, the JAX and PyTorch outputs):
 the epoch's order, the parameter rows, the plan evaluated into each sample's ``warp``, the file
-names gathered, the changed-file check. ``total`` runs exactly that callable
+names gathered, the changed-file check, and for (d), detection, each chunk's boxes moved
+(``boxes``: the feed's chunks of :data:`FEED_CHUNK` samples with their box inputs alone,
+the parameter rows drawn again and paired, the boxes moved once for the chunk's batches).
+``total`` runs exactly that callable
 (:class:`daliaug.outputs.numpy._Source`, fed by :class:`~daliaug.engines.feed.EpochFeed`) over
 whole epochs, as wall time and as the CPU time of the feed's thread (the changed-file checks
 run on a thread of their own, so ``checks`` is not on the feed thread's time); the other rows
@@ -28,11 +31,14 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from bench import machine
+from bench import detection, machine
 from bench.workloads import WORKLOADS, prepare
+from daliaug.engines.feed import FEED_CHUNK
 
 TARGET_US = 5.0
 """Issue 31's target for (b): at most this many microseconds of host time per image."""
+DETECTION_TARGET_US = 100.0
+"""Issue 53's target for (d): at most this many microseconds of the feed thread's CPU per image."""
 
 
 def _feed(name: str, quick: bool) -> Any:
@@ -42,8 +48,9 @@ def _feed(name: str, quick: bool) -> Any:
     from daliaug.engines.select import Choice
     from daliaug.prepare import prepare as prepare_config
 
-    data = prepare(name, quick)
-    config = WORKLOADS[name].daliaug_config(data, backend="gpu")
+    data = detection.prepare(quick) if name == "d" else prepare(name, quick)
+    workload = detection.gpu_workload() if name == "d" else WORKLOADS[name]
+    config = workload.daliaug_config(data, backend="gpu")
     prepared = prepare_config(config, samples=data.samples(), choice=Choice("dali", "cpu"))
     return EpochFeed(config, prepared.samples, resizes=RESIZES)
 
@@ -52,7 +59,8 @@ def _parts(feed: Any, epoch: int) -> dict[str, float]:
     """Seconds per part of ``feed``'s work for one epoch, as :meth:`EpochFeed.batches` does it."""
     from daliaug.engines.feed import NUMPY
 
-    spent = dict.fromkeys(("order", "parameters", "plan", "file names", "checks"), 0.0)
+    parts = ("order", "parameters", "plan", "file names", "checks")
+    spent = dict.fromkeys((*parts, "boxes") if feed.boxes is not None else parts, 0.0)
 
     @contextmanager
     def timed(part: str) -> Iterator[None]:
@@ -75,6 +83,10 @@ def _parts(feed: Any, epoch: int) -> dict[str, float]:
             feed.layout.evaluate(paired, sizes, NUMPY)
         with timed("file names"):
             feed.samples.columns["path"][index]
+    if feed.boxes is not None:
+        with timed("boxes"):
+            for _ in feed.chunks(epoch, tuple(feed.boxes.shapes), FEED_CHUNK):
+                pass
     return spent
 
 
@@ -117,9 +129,11 @@ def measure(name: str, repeats: int, quick: bool) -> dict[str, Any]:
 
 
 def table(result: dict[str, Any]) -> str:
-    """Markdown: parts down, workloads across (µs/image, medians)."""
+    """Markdown: parts down, workloads across (µs/image, medians; a part a workload has not:
+    blank)."""
     described, runs = result["machine"], result["workloads"]
-    parts = list(next(iter(runs.values()))["us_per_image"])
+    named = dict.fromkeys(part for run in runs.values() for part in run["us_per_image"])
+    parts = sorted(named, key=lambda part: part.startswith("total"))  # the totals last
     lines = [
         "# The GPU path's host side alone (µs per image, one thread)",
         "",
@@ -127,8 +141,10 @@ def table(result: dict[str, Any]) -> str:
         f"commit {described['commit']}; {result['repeats']} epochs per workload, medians; "
         f"1-minute load average {result['loadavg_before'][0]:.1f} before, "
         f"{result['loadavg_after'][0]:.1f} after (the machine is shared).",
-        f"- Target: (b) total at most {TARGET_US:g} µs/image (issue 31); the checks run on a "
-        "thread of their own, beside the feed's.",
+        f"- Target: (b) total at most {TARGET_US:g} µs/image (issue 31), (d) the feed thread's "
+        f"CPU at most {DETECTION_TARGET_US:g} µs/image (issue 53); the checks run on a thread of "
+        "their own, beside the feed's; (d)'s boxes are timed a chunk of "
+        f"{FEED_CHUNK:,} samples at a time, as the feed makes them.",
         "",
         "| part | "
         + " | ".join(f"({w}), {runs[w]['images_per_epoch']:,} images" for w in runs)
@@ -136,14 +152,15 @@ def table(result: dict[str, Any]) -> str:
         "| --- |" + " ---: |" * len(runs),
     ]
     for part in parts:
-        cells = [f"{runs[w]['us_per_image'][part]:.2f}" for w in runs]
+        spent = [runs[w]["us_per_image"].get(part) for w in runs]
+        cells = ["" if us is None else f"{us:.2f}" for us in spent]
         lines.append(f"| {part} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> Path:
     parser = argparse.ArgumentParser(prog="python -m bench.host_cost")
-    parser.add_argument("--workload", nargs="+", choices=["b", "c"], default=["b", "c"])
+    parser.add_argument("--workload", nargs="+", choices=["b", "c", "d"], default=["b", "c"])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="tiny data (smoke test)")
     parser.add_argument("--out", type=Path, default=Path("bench/results"))

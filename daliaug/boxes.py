@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
 from typing import Literal
 
 import numpy as np
@@ -118,8 +119,23 @@ def clip_outline(outline: np.ndarray, axis: int, bound: np.ndarray, above: bool)
     return np.where(kept[..., None] > 0, out, np.nan)
 
 
-PointMap = Callable[[np.ndarray], np.ndarray]
-"""A batch's map of points: ``(B, N, 2)`` source ``(x, y)`` to output ``(x, y)``."""
+def _area(sides: np.ndarray) -> np.ndarray:
+    """Width times height of ``(..., 2)`` sides."""
+    return sides[..., 0] * sides[..., 1]
+
+
+@dataclass(frozen=True)
+class PointMap:
+    """A batch's map of points, ``move``: ``(B, N, 2)`` source ``(x, y)`` to output ``(x, y)``
+    (``float32``). ``axis_aligned``: each output ``x`` depends on the source ``x`` alone and each
+    ``y`` on the source ``y`` alone (a scale, flip or shift per image), so that a box stays a
+    rectangle and its two corners say where it lands (:meth:`Targets.moved`)."""
+
+    move: Callable[[np.ndarray], np.ndarray]
+    axis_aligned: bool = False
+
+    def __call__(self, xy: np.ndarray) -> np.ndarray:
+        return self.move(xy)
 
 
 @dataclass(frozen=True)
@@ -186,38 +202,57 @@ class Targets:
         mirrored: np.ndarray,
         rules: Rules,
         window: np.ndarray | None = None,
-    ):
+    ) -> Targets:
         """The targets through the batch's map ``points`` onto outputs of ``size`` (height,
         width): each box the enclosing box of its moved :attr:`outline`, clipped to the output
         (or to each image's ``window``, ``(B, 4)`` ``xyxy`` within it), as Keras and
         torchvision clip, and kept by ``rules`` while some of its outline is inside (the kept
         ones first, in their order; the outline cut to the window for the next map);
         keypoints moved, invisible outside the output (the window), swapped by
-        ``rules.flip_indices`` where ``mirrored`` (per image)."""
+        ``rules.flip_indices`` where ``mirrored`` (per image).
+
+        Where the boxes are their own outlines and ``points`` is axis-aligned, each box moves
+        as its two corners and stays a rectangle, its clipped box the outline it becomes: the
+        same boxes, decisions and keypoints as the outline's four corners moved and cut
+        (``tests/test_boxes.py``), without cutting them."""
         b, n = self.boxes.shape[:2]
         if window is None:
             window = np.tile(np.array([0.0, 0.0, size[1], size[0]], np.float32), (b, 1))
-        outline = self.outline if self.outline is not None else corners(self.boxes)
+        rectangles = self.outline is None and points.axis_aligned
+        if rectangles:  # its two corners say where a box lands
+            outline = self.boxes.reshape(b, n, 2, 2)
+        else:
+            outline = corners(self.boxes) if self.outline is None else self.outline
         v = outline.shape[2]
         moved = points(outline.reshape(b, n * v, 2)).reshape(b, n, v, 2)
-        low, high = moved.min(axis=2), moved.max(axis=2)
-        area = np.prod(high - low, axis=-1)
+        vertices = [moved[:, :, k] for k in range(v)]  # NumPy reduces a short axis slowly
+        low, high = reduce(np.minimum, vertices), reduce(np.maximum, vertices)
+        area = _area(high - low)
         start, stop = window[:, None, :2], window[:, None, 2:]
         low, high = np.clip(low, start, stop), np.clip(high, start, stop)
-        visible = np.prod(np.maximum(high - low, 0.0), axis=-1)
-        for axis in (0, 1):  # the outline cut by each side of the window in turn
-            moved = clip_outline(moved, axis, window[:, None, None, axis], above=True)
-            moved = clip_outline(moved, axis, window[:, None, None, 2 + axis], above=False)
+        visible = _area(np.maximum(high - low, 0.0))
         shown = visible if self.shown is None else visible * self.shown
         keep = self.real & (visible > 0) & (visible >= rules.min_area)
-        keep &= np.isfinite(moved[:, :, 0, 0])  # some of the object is inside
         keep &= shown >= rules.min_visibility * area
+        cut = None  # a kept rectangle has area inside: its clipped box is its outline now
+        if not rectangles:
+            cut = self._cut(moved, window)
+            keep &= np.isfinite(cut[:, :, 0, 0])  # some of the object is inside
         boxes = np.concatenate([low, high], axis=-1).astype(np.float32)
         keypoints = None
         if self.keypoints is not None:
             keypoints = self._moved_keypoints(points, window, mirrored, rules)
         share = np.divide(shown, area, out=np.zeros_like(area), where=area > 0)
-        return self._kept(boxes, keep, keypoints, share, moved)
+        return self._kept(boxes, keep, keypoints, share, cut)
+
+    @staticmethod
+    def _cut(outline: np.ndarray, window: np.ndarray) -> np.ndarray:
+        """Moved outlines ``(B, N, V, 2)`` cut by each side of each image's ``window`` in
+        turn (NaN where wholly outside)."""
+        for axis in (0, 1):
+            outline = clip_outline(outline, axis, window[:, None, None, axis], above=True)
+            outline = clip_outline(outline, axis, window[:, None, None, 2 + axis], above=False)
+        return outline
 
     def through(
         self, maps: list[PointMap], size: tuple[int, int], mirrored: np.ndarray, rules: Rules
@@ -253,37 +288,45 @@ class Targets:
         keep: np.ndarray,
         keypoints: np.ndarray | None,
         shown: np.ndarray,
-        outline: np.ndarray,
+        outline: np.ndarray | None,
     ) -> Targets:
-        order = np.argsort(~keep, axis=1, kind="stable")
-        count = keep.sum(axis=1)
-        rows = np.arange(len(boxes))[:, None]
-        real = np.arange(boxes.shape[1]) < count[:, None]
-        boxes = np.where(real[..., None], boxes[rows, order], PAD)
-        labels = np.where(real, self.labels[rows, order], int(PAD)).astype(np.int32)
-        if keypoints is not None:
-            keypoints = np.where(real[..., None, None], keypoints[rows, order], PAD)
-        shown = np.where(real, shown[rows, order], 0.0)
-        outline = outline[rows, order]
-        return Targets(boxes.astype(np.float32), labels, keypoints, count, shown, outline)
+        i, j = np.nonzero(keep)
+        slot = (np.cumsum(keep, axis=1) - 1)[i, j]  # the kept rows first, in their order
+
+        def packed(values: np.ndarray, pad: float) -> np.ndarray:
+            out = np.full_like(values, pad)
+            out[i, slot] = values[i, j]
+            return out
+
+        return Targets(
+            packed(boxes, PAD),
+            packed(self.labels, PAD),
+            None if keypoints is None else packed(keypoints, PAD),
+            keep.sum(axis=1),
+            packed(shown, 0.0),
+            None if outline is None else packed(outline, np.nan),
+        )
 
     def joined(self, other: Targets) -> Targets:
         """Each image's targets followed by ``other``'s at the same position (Keras' ``MixUp``
         keeps both images' boxes)."""
-        per_image = [
-            (
-                np.concatenate([a.boxes[i, : a.count[i]] for a in (self, other)]),
-                np.concatenate([a.labels[i, : a.count[i]] for a in (self, other)]),
-                None
-                if self.keypoints is None
-                else np.concatenate([a.keypoints[i, : a.count[i]] for a in (self, other)]),
-            )  # type: ignore[index]
-            for i in range(len(self.count))
-        ]
-        boxes, labels, points = zip(*per_image, strict=True) if per_image else ((), (), ())
-        if self.keypoints is None:
-            return Targets.of(list(boxes), list(labels), None)
-        return Targets.of(list(boxes), list(labels), list(points), self.keypoints.shape[2])
+        count = self.count + other.count
+        width = max(int(count.max(initial=0)), 1)
+        i, j = np.nonzero(self.real)
+        k, m = np.nonzero(other.real)
+
+        def join(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            out = np.full((len(count), width, *a.shape[2:]), PAD, a.dtype)
+            out[i, j] = a[i, j]
+            out[k, self.count[k] + m] = b[k, m]  # after the image's own rows
+            return out
+
+        points = None
+        if self.keypoints is not None and other.keypoints is not None:
+            points = join(self.keypoints, other.keypoints)
+        return Targets(
+            join(self.boxes, other.boxes), join(self.labels, other.labels), points, count
+        )
 
     def gather(self, index: np.ndarray) -> Targets:
         """The targets of the images at ``index``."""

@@ -294,7 +294,8 @@ class Plan:
         same per-sample parameters (NumPy) as its pixels: one map of ``(B, N, 2)``
         pixel-corner ``(x, y)`` per stage boundary (the fused warp, then each pixel stage that
         boxes follow, :meth:`PixelTransform.points`), after each of which what lies outside
-        the output canvas is gone; and per sample whether the warp mirrors the image."""
+        the output canvas is gone; and per sample whether the warp mirrors the image. The
+        warp's map is axis-aligned where no sample's warp turns or shears (:class:`PointMap`)."""
         m = Math.of(np)
         forward = self.geometry(params, source, m, fuse_roi=fuse_roi).source_forward
         count = np.shape(source.w)
@@ -307,10 +308,11 @@ class Plan:
             return np.stack(moved, -1).astype(np.float32)
 
         stages = [
-            partial(t.points, p=t.stage(self._params_of(params, i), self.image_size, m))
+            PointMap(partial(t.points, p=t.stage(self._params_of(params, i), self.image_size, m)))
             for i, t in self._following("boxes")
         ]
-        return [warp, *stages], a * e - b * d < 0
+        aligned = not (np.any(b) or np.any(d))
+        return [PointMap(warp, axis_aligned=aligned), *stages], a * e - b * d < 0
 
     def warp_inputs(
         self,

@@ -10,8 +10,10 @@ import itertools
 import keras
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from daliaug.boxes import FORMATS, PAD, Rules, Targets, from_xyxy, to_xyxy
+from daliaug.boxes import FORMATS, PAD, PointMap, Rules, Targets, from_xyxy, to_xyxy
 
 SIZE = (48, 80)
 """Height, width: unequal, so that a ``rel_`` format mixing them up is caught."""
@@ -77,12 +79,11 @@ def test_formats_keep_leading_axes() -> None:
     np.testing.assert_allclose(to_xyxy(out, "center_yxhw", SIZE), batch, atol=1e-5)
 
 
-def identity(xy: np.ndarray) -> np.ndarray:
-    return xy.astype(np.float32)
+identity = PointMap(lambda xy: xy.astype(np.float32))
 
 
-def shifted(dx: float, dy: float):
-    return lambda xy: (xy + np.array([dx, dy])).astype(np.float32)
+def shifted(dx: float, dy: float) -> PointMap:
+    return PointMap(lambda xy: (xy + np.array([dx, dy])).astype(np.float32))
 
 
 def targets(boxes: list[list[list[float]]], keypoints: np.ndarray | None = None) -> Targets:
@@ -190,3 +191,101 @@ def test_joined_keeps_both_images_boxes() -> None:
     assert joined.count.tolist() == [3, 1]
     assert joined.labels.tolist() == [[0, 0, 1], [10, -1, -1]]
     np.testing.assert_array_equal(joined.boxes[1, 0], [6, 6, 7, 7])
+
+
+def test_joined_keeps_both_images_keypoints() -> None:
+    points = np.arange(2 * 1 * 2 * 3, dtype=np.float32).reshape(2, 1, 2, 3)
+    a = targets([[[0, 0, 1, 1]], []], points)
+    b = targets([[[2, 2, 3, 3]], [[6, 6, 7, 7]]], points + 100)
+    joined = a.joined(b)
+    assert joined.keypoints is not None and joined.keypoints.shape == (2, 2, 2, 3)
+    np.testing.assert_array_equal(joined.keypoints[0], [points[0, 0], points[0, 0] + 100])
+    np.testing.assert_array_equal(joined.keypoints[1, 0], points[1, 0] + 100)
+    assert (joined.keypoints[1, 1] == PAD).all()
+
+
+QUARTERS = st.integers(-80, 320).map(lambda q: q / 4)
+"""Coordinates on a quarter-pixel grid, so that boxes often meet a window's edge exactly."""
+OUT = (60, 60)
+FACTORS = st.sampled_from([-2.0, -1.0, -0.75, 0.5, 1.0, 1.25, 3.0])
+TURN = PointMap(lambda xy: (xy @ np.array([[1.0, -0.25], [0.5, 1.0]]) + 3.0).astype(np.float32))
+"""A sheared map, ``x' = x + 0.5 y + 3``, ``y' = y - 0.25 x + 3``: the outline's path."""
+
+
+def axis_map(coefficients: np.ndarray, axis_aligned: bool) -> PointMap:
+    """Per image ``(sx, sy, tx, ty)``: ``x' = sx x + tx``, ``y' = sy y + ty`` (in float64, as
+    the plan's warp), flagged ``axis_aligned`` or not (then it takes the outline's path)."""
+    scale, shift = coefficients[:, None, :2], coefficients[:, None, 2:]
+    return PointMap(lambda xy: (xy * scale + shift).astype(np.float32), axis_aligned)
+
+
+@st.composite
+def axis_aligned_cases(draw: st.DrawFn) -> tuple[Targets, list[np.ndarray], np.ndarray, Rules]:
+    """Ragged boxes (some inverted or of no width) with two keypoints each on a few images, two
+    axis-aligned maps (per-image scales, flips among them, and shifts), a window per image
+    within the output (some of no width) and rules."""
+    images = draw(st.integers(1, 3))
+    quads = st.tuples(QUARTERS, QUARTERS, QUARTERS, QUARTERS)
+    boxes = [draw(st.lists(quads, max_size=4)) for _ in range(images)]
+    count = max(len(b) for b in boxes)
+    xy = draw(st.lists(QUARTERS, min_size=images * count * 4, max_size=images * count * 4))
+    seen = np.arange(images * count * 2) % 3 > 0  # some keypoints invisible from the start
+    points = np.concatenate([np.reshape(xy, (-1, 2)), seen[:, None]], -1)
+    points = points.reshape(images, count, 2, 3)
+    case = Targets.of(
+        [np.reshape(b, (-1, 4)) for b in boxes],
+        [np.arange(len(b)) for b in boxes],
+        [points[i, : len(b)] for i, b in enumerate(boxes)],
+        2,
+    )
+    maps = [
+        np.array(
+            draw(
+                st.lists(
+                    st.tuples(FACTORS, FACTORS, QUARTERS, QUARTERS),
+                    min_size=images,
+                    max_size=images,
+                )
+            )
+        )
+        for _ in range(2)
+    ]
+    ends = np.clip(np.array(draw(st.lists(quads, min_size=images, max_size=images))), 0, 60)
+    window = np.concatenate(
+        [np.minimum(ends[:, :2], ends[:, 2:]), np.maximum(ends[:, :2], ends[:, 2:])], -1
+    )
+    rules = Rules(
+        draw(st.sampled_from([0.0, 4.0, 30.0])), draw(st.sampled_from([0.0, 0.3, 0.7])), (1, 0)
+    )
+    return case, maps, window.astype(np.float32), rules
+
+
+def assert_same(a: Targets, b: Targets) -> None:
+    for name in ("boxes", "labels", "keypoints", "count", "shown"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+@settings(max_examples=200, deadline=None, database=None, derandomize=True)
+@given(axis_aligned_cases())
+def test_axis_aligned_maps_move_boxes_as_their_outlines_do(
+    case: tuple[Targets, list[np.ndarray], np.ndarray, Rules],
+) -> None:
+    # Two corners moved, clipped and kept over a flat layout (the fast path) against the
+    # outline's four corners moved and cut (the polygon path): the same boxes, shares, rules'
+    # decisions and keypoints, through a window, a second map and then a turn (which cuts the
+    # fast path's rectangle as the polygon path cuts its outline).
+    start, maps, window, rules = case
+    mirrored = maps[0][:, 0] < 0
+    fast = slow = start
+    for k, coefficients in enumerate(maps):
+        at = window if k == 0 else None
+        flips = mirrored if k == 0 else np.zeros_like(mirrored)
+        fast = fast.moved(axis_map(coefficients, True), OUT, flips, rules, at)
+        slow = slow.moved(axis_map(coefficients, False), OUT, flips, rules, at)
+        assert_same(fast, slow)
+        assert fast.outline is None and slow.outline is not None
+        real = fast.real
+        envelope = np.concatenate([slow.outline.min(axis=2), slow.outline.max(axis=2)], -1)
+        np.testing.assert_array_equal(envelope[real], fast.boxes[real])
+    turned = np.zeros_like(mirrored)
+    assert_same(fast.moved(TURN, OUT, turned, rules), slow.moved(TURN, OUT, turned, rules))

@@ -826,6 +826,34 @@ def test_a_decoded_window_moves_points_as_the_whole_image_does() -> None:
     np.testing.assert_allclose(window[0](xy), whole[0](xy), atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    ("turn", "axis_aligned"),
+    [
+        (None, True),
+        ({"type": "rotation", "angle": 30}, False),
+        ({"type": "shear", "angle": 20}, False),
+        ({"type": "keras_affine", "rotation_range": 10, "zoom_range": 0.2}, False),
+    ],
+)
+def test_only_a_warp_that_turns_or_shears_moves_outlines(
+    turn: dict[str, Any] | None, axis_aligned: bool
+) -> None:
+    """Crops, flips, zooms and shifts keep boxes rectangles: the warp's map is axis-aligned
+    and boxes move as two corners; a turn or a shear moves and cuts their outlines."""
+    steps = [{"type": "random_resized_crop"}, {"type": "flip"}, {"type": "zoom", "factor": 0.3}]
+    steps += [{"type": "shift", "x": 0.2}, *([turn] if turn else [])]
+    config = daliaug.load_config(
+        {"source": {"type": "arrays"}, "image_size": [40, 36], "transforms": steps}
+    )
+    plan = config.plan
+    rows = {key: np.random.default_rng(0).uniform(0.1, 0.9, 5) for key in plan.param_keys}
+    maps, mirrored = plan.point_maps(rows, Canvas(h=np.full(5, 48.0), w=np.full(5, 64.0)), True)
+    assert [m.axis_aligned for m in maps] == [axis_aligned]
+    boxes = Targets.of([BOXES] * 5, [np.arange(len(BOXES))] * 5, None)
+    moved = boxes.through(maps, plan.image_size, mirrored, Rules())
+    assert (moved.outline is None) == axis_aligned
+
+
 def test_targets_stay_with_their_images_shuffled_over_epochs(backend: str) -> None:
     """Shuffled, with a short last batch, two epochs: each image's box (flipped) is its own,
     as its pixels show."""

@@ -3,18 +3,17 @@ by the area each shows, their boxes cut to their quadrants (the YOLO augmentatio
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from functools import partial
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import AfterValidator
 
 from daliaug.algebra import Math, Random, add, div, mul, sub
+from daliaug.boxes import PointMap, Rules, Targets
 from daliaug.fields import bounded
 from daliaug.kernels import Kernels
 from daliaug.transforms.base import BatchTransform, Effects, Params, Probability, ordered
-
-if TYPE_CHECKING:
-    from daliaug.boxes import Rules, Targets
 
 CenterRange = Annotated[
     tuple[float, float], AfterValidator(ordered), bounded(0.0, 1.0, "fractions of the side")
@@ -117,10 +116,8 @@ class Mosaic(BatchTransform):
         mirrored = np.zeros(len(top), bool)
         out = None
         for index, offset, window in zip(indices, offsets, windows, strict=True):
-            shift = np.stack(offset, -1)[:, None, :]
-            moved = targets.gather(index).moved(
-                lambda xy, shift=shift: xy + shift, size, mirrored, rules, np.stack(window, -1)
-            )
+            shift = PointMap(partial(np.add, np.stack(offset, -1)[:, None, :]), axis_aligned=True)
+            moved = targets.gather(index).moved(shift, size, mirrored, rules, np.stack(window, -1))
             out = moved if out is None else out.joined(moved)
         assert out is not None
         return out
