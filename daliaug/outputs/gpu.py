@@ -8,6 +8,7 @@ from typing import Any
 
 from nvidia.dali.pipeline import Pipeline
 
+from daliaug.outputs.ahead import Ahead
 from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.outputs.batches import Batch, Shard
 from daliaug.outputs.numpy import define_fed_pipeline
@@ -18,16 +19,24 @@ def dali_gpu_pipelines(shards: list[Shard], epoch: int) -> list[Pipeline]:
     return [define_fed_pipeline(c, s, "gpu", epoch, o) for c, s, o in shards]
 
 
+PREFETCH = 2
+"""Batches a DALI framework iterator makes ahead of the training step, on a thread of its own."""
+
+
 class IteratorEpochs:
     """A DALI framework iterator (``auto_reset``) as an iterable whose every ``iter()`` is the
-    next epoch: its outputs as ``layout`` nests them."""
+    next epoch: its outputs as ``layout`` nests them, made on a thread of their own up to
+    :data:`PREFETCH` batches ahead, so that the training step's ``next()`` only takes one
+    (the iterator's Python work, the pipeline's run and its outputs' hand-over happen beside
+    the step, not in it)."""
 
     def __init__(self, iterator: Any, layout: BatchLayout) -> None:
         self.iterator, self.layout = iterator, layout
 
     def __iter__(self) -> Iterator[Batch]:
-        for outputs in self.iterator:
-            yield self.layout.nest(tuple(_first(outputs)[name] for name in self.layout.names))
+        names = self.layout.names
+        nested = (self.layout.nest(tuple(_first(out)[n] for n in names)) for out in self.iterator)
+        yield from Ahead(nested, PREFETCH, "daliaug-prefetch")
 
 
 def _first(outputs: Any) -> dict[str, Any]:

@@ -9,8 +9,6 @@ shuffle is a buffer rather than a full permutation.
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -29,6 +27,7 @@ from daliaug.engines.dali.pipeline import (
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.select import Choice, Device, resolve_device
 from daliaug.errors import DataError, first_line
+from daliaug.outputs.ahead import END, Ahead
 from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.prepare import prepare
@@ -37,8 +36,6 @@ from daliaug.sources.sample_set import SampleSet
 
 AHEAD = 4
 """Batches the host's feed makes ahead of the pipeline, on a thread of its own."""
-
-_END = object()
 
 
 class _Source:
@@ -57,8 +54,7 @@ class _Source:
         self.epoch = epoch
         self.params: deque[np.ndarray] = deque()
         self._parts: list[tuple[tuple[str, ...], deque]] = []
-        self._made: queue.Queue | None = None
-        self._closed = threading.Event()
+        self._made: Ahead | None = None
 
     def part(self, names: Sequence[str]) -> Callable[[], tuple[Any, ...]]:
         waiting: deque = deque()
@@ -68,65 +64,39 @@ class _Source:
             if not waiting:  # the first part DALI asks for in this batch
                 self._take()
             given = waiting.popleft()
-            if given is _END:
+            if given is END:
                 raise StopIteration
             return given
 
         return take
 
     def _take(self) -> None:
-        """The next batch, handed to every part (:data:`_END` at the epoch's end); the
-        feed's error where it failed."""
+        """The next batch, handed to every part (:data:`END` at the epoch's end); the feed's
+        error where it failed."""
         if self._made is None:
-            self._made = queue.Queue(AHEAD)
-            names = tuple(
-                dict.fromkeys(("params", *(n for names, _ in self._parts for n in names)))
-            )
-            threading.Thread(
-                target=self._make,
-                args=(self._made, self.epoch, names),
-                name="daliaug-feed",
-                daemon=True,
-            ).start()
-        batch = self._made.get()
-        if isinstance(batch, BaseException):
+            wanted = ("params", *(name for names, _ in self._parts for name in names))
+            batches = self.feed.batches(self.epoch, tuple(dict.fromkeys(wanted)), True)
+            self._made = Ahead(batches, AHEAD, "daliaug-feed")
+        try:
+            batch = self._made.take()
+        except Exception:
             self._made = None
-            raise batch
-        if batch is _END:
+            raise
+        if batch is END:
             self._made = None
             self.epoch += 1
         else:
             self.params.append(batch["params"])
         for names, waiting in self._parts:
-            waiting.append(batch if batch is _END else tuple(batch[n] for n in names))
-
-    def _make(self, made: queue.Queue, epoch: int, names: tuple[str, ...]) -> None:
-        """Epoch ``epoch``'s batches into ``made``, then :data:`_END` (or the error)."""
-        try:
-            for batch in self.feed.batches(epoch, names, True):
-                if not self._put(made, batch):
-                    return
-        except Exception as e:  # raised on the pipeline's thread, by _take
-            self._put(made, e)
-            return
-        self._put(made, _END)
-
-    def _put(self, made: queue.Queue, item: object) -> bool:
-        """``item`` into ``made`` when there is room; False once the source is closed."""
-        while not self._closed.is_set():
-            try:
-                made.put(item, timeout=0.1)
-            except queue.Full:
-                continue
-            return True
-        return False
+            waiting.append(batch if batch is END else tuple(batch[n] for n in names))
 
     def end_epoch(self) -> None:
         self.params.clear()
 
     def close(self) -> None:
         """Stop making batches (the loader is gone)."""
-        self._closed.set()
+        if self._made is not None:
+            self._made.close()
 
 
 def _pipeline(
