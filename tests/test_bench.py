@@ -411,3 +411,15 @@ def test_pixel_op_costs_are_measured_on_both_cpu_engines(tmp_path: Path) -> None
     assert {"recolour", "perspective, reflect", "equalize", "where 30%"} <= set(result["dali_cpu"])
     (report,) = tmp_path.glob("pixel-ops-*.md")
     assert "| equalize |" in report.read_text()
+
+
+def test_graph_ops_counts_both_gpu_graphs_without_a_gpu(tmp_path: Path) -> None:
+    """bench.graph_ops defines daliaug's GPU graph and DALI's own rn50-style one for (b) and
+    counts each device's operators: daliaug's CPU side at most 6, one decoder each."""
+    from bench import graph_ops
+
+    base = graph_ops.main(["--workload", "b", "--out", str(tmp_path)])
+    found = json.loads(base.with_suffix(".json").read_text())["workloads"]["b"]
+    assert found["daliaug"]["cpu"] <= 6 and found["daliaug"]["mixed"] == 1
+    assert found["theirs"]["mixed"] == 1 and found["theirs"]["cpu"] >= 2
+    assert "| b | daliaug (build_pipeline) |" in base.with_suffix(".md").read_text()
