@@ -170,8 +170,10 @@ def _regular(path: str) -> str:
     except OSError as e:
         raise DataError(f"source.path: cannot read {path}: {e.strerror or e}") from e
     if not stat.S_ISREG(mode):
-        kind = "a folder" if stat.S_ISDIR(mode) else "a device, pipe or socket"
-        raise DataError(f"source.path: {path} is not a regular file but {kind}; it is not read")
+        raise DataError(
+            f"source.path: {path} is not a regular file but a device, pipe or socket; it is "
+            "not read"
+        )
     return path
 
 
