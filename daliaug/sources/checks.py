@@ -198,10 +198,10 @@ def file_key(path: str) -> FileKey:
     inode) or rewritten (a new status-change time, which no program can set back) differs even
     where its size and modification time were kept. The decode check's cache, kept between
     runs, compares the first two only."""
-    return _key(os.stat(path))
+    return stat_key(os.stat(path))
 
 
-def _key(stat: os.stat_result) -> FileKey:
+def stat_key(stat: os.stat_result) -> FileKey:
     return stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns
 
 
@@ -235,7 +235,7 @@ def read_unchanged(path: str, checked: FileKey | None) -> np.ndarray:
     try:
         with open(path, "rb") as f:
             data = f.read()
-            now = _key(os.fstat(f.fileno()))
+            now = stat_key(os.fstat(f.fileno()))
     except OSError as e:
         raise _gone(path, e) from e
     if checked is not None and now != checked:

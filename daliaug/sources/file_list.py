@@ -100,25 +100,26 @@ class FileListSource(SourceConfig):
         reads them again per batch."""
         with ThreadPoolExecutor(storage.S3_READERS) as pool:
             found = list(pool.map(self._object, paths))
-        rejected = {p: why for p, (why, _, _) in zip(paths, found, strict=True) if why}
+        rejected = {p: why for p, (why, _, _, _) in zip(paths, found, strict=True) if why}
         keep = [i for i, p in enumerate(paths) if p not in rejected]
         where = np.asarray([(i, 0, found[i][1]) for i in keep], np.int64).reshape(-1, 3)
         sizes = np.asarray([found[i][2] for i in keep], np.int64).reshape(-1, 2)
-        columns = {"encoded": MemberColumn(paths, where), "label": labels[keep]}
+        identities = [identity for _, _, _, identity in found]
+        columns = {"encoded": MemberColumn(paths, where, identities), "label": labels[keep]}
         return Samples(columns, class_names, sizes, rejected=rejected)
 
-    def _object(self, path: str) -> tuple[str | None, int, tuple[int, int]]:
-        """``(why it cannot be used or None, its size in bytes, its (height, width))``."""
+    def _object(self, path: str) -> tuple[str | None, int, tuple[int, int], str]:
+        """``(why it cannot be used or None, its size in bytes, its (height, width), its
+        identity as read)``: each batch's read checks that it is still that object."""
         try:
-            with storage.open_stream(path) as stream:
-                data = stream.read()
+            data, identity = storage.read_object(path)
             _, height, width = image_header(path, data)
         except DataError as e:
-            return str(e), 0, (0, 0)
+            return str(e), 0, (0, 0), ""
         broken = pillow_reason(io.BytesIO(data)) if self.check == "full" else None
         if broken is not None:
-            return f"cannot decode image {path}: {broken}", 0, (0, 0)
-        return None, len(data), (height, width)
+            return f"cannot decode image {path}: {broken}", 0, (0, 0), identity
+        return None, len(data), (height, width), identity
 
 
 def _parent(location: str | Path) -> str | Path:

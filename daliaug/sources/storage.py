@@ -10,16 +10,19 @@ S3 goes through boto3, which takes its credentials and endpoint from the usual A
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import functools
 import glob
 import os
-from collections.abc import Callable, Iterator, Sequence
+import stat
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from daliaug.errors import DataError
+from daliaug.sources.checks import stat_key
 
 S3 = "s3://"
 CONNECT_TIMEOUT = 5.0
@@ -84,6 +87,8 @@ def s3_errors(bucket: str, key: str, doing: str) -> Iterator[None]:
             "403": "access denied",
             "InvalidAccessKeyId": "the access key is not known to the server",
             "SignatureDoesNotMatch": "the secret key does not match the access key",
+            "PreconditionFailed": CHANGED,
+            "412": CHANGED,
         }.get(code, f"{code}: {error.get('Message', e)}")
         raise DataError(f"{where}: cannot {doing}: {why}") from e
     except (bce.BotoCoreError, OSError) as e:
@@ -94,26 +99,82 @@ def s3_errors(bucket: str, key: str, doing: str) -> Iterator[None]:
         ) from e
 
 
-def list_files(location: str, suffix: str) -> list[str]:
-    """The files ending with ``suffix`` at ``location``: a file, a folder (not recursive), a
-    glob (absolute paths), an ``s3://bucket/key`` object, a glob of keys or every such object
-    under an ``s3://bucket/prefix`` (see :func:`list_objects`); sorted. None is a
-    :class:`DataError` naming the location."""
-    if is_s3(location):
-        found = _list_s3(location, suffix)
-    else:
-        root = Path(os.path.abspath(Path(location).expanduser()))
-        if root.is_dir():
-            found = sorted(str(p) for p in root.iterdir() if p.name.endswith(suffix))
+@dataclass
+class Found:
+    """What a listing found: the files (or objects) in order, and what it left out beside
+    them (other files, folders, a file listed twice), with the reason."""
+
+    files: list[str] = field(default_factory=list)
+    ignored: dict[str, str] = field(default_factory=dict)
+
+
+def list_files(locations: Sequence[str], wanted: Callable[[str], bool], what: str) -> Found:
+    """The files at each of ``locations`` (see :func:`_list_local`, :func:`list_objects`)
+    whose names are ``wanted`` (``what`` they are, for the messages), each location's sorted;
+    a file that two locations give is read once (the first), and named in ``ignored``. None
+    at a location is a :class:`DataError` naming it."""
+    found = Found()
+    seen: dict[str, str] = {}
+    for location in locations:
+        if is_s3(location):
+            here = Found(list_objects(location, lambda key: wanted(key.rsplit("/", 1)[-1])))
         else:
-            found = sorted(glob.glob(str(root)))
-    if not found:
-        raise DataError(f"source.path: found no {suffix} files at {location}")
+            here = _list_local(location, wanted, what)
+        if not here.files:
+            raise DataError(f"source.path: found no {what} files at {location}")
+        found.ignored.update(here.ignored)
+        for file in here.files:
+            same = file if is_s3(file) else os.path.realpath(file)
+            if same in seen:
+                found.ignored[file] = f"the file {seen[same]} again (listed twice); read once"
+                continue
+            seen[same] = file
+            found.files.append(file)
     return found
 
 
-def _list_s3(url: str, suffix: str) -> list[str]:
-    return list_objects(url, lambda key: key.endswith(suffix))
+def _list_local(location: str, wanted: Callable[[str], bool], what: str) -> Found:
+    """The file ``location`` names (taken literally, whatever its name holds), every wanted
+    file in the folder it names (not recursive; the other entries in ``ignored``), or, where
+    no such file or folder exists, every wanted file its glob matches (absolute paths). Each
+    must be a regular file (a device or a pipe is refused unread)."""
+    root = os.path.abspath(Path(location).expanduser())
+    if not os.path.lexists(root):
+        found = Found()
+        for path in sorted(glob.glob(root)):
+            _sort(path, wanted, what, found)
+        return found
+    if not os.path.isdir(root):
+        return Found([_regular(root)])
+    found = Found()
+    for path in sorted(os.path.join(root, name) for name in os.listdir(root)):
+        _sort(path, wanted, what, found)
+    return found
+
+
+def _sort(path: str, wanted: Callable[[str], bool], what: str, found: Found) -> None:
+    """``path`` into ``found``'s files where it is a wanted file, else into its ``ignored``."""
+    if os.path.isdir(path):
+        found.ignored[path] = f"a folder (no {what} files are looked for in subfolders)"
+    elif not wanted(os.path.basename(path)):
+        found.ignored[path] = f"not a {what} file"
+    else:
+        found.files.append(_regular(path))
+
+
+def _regular(path: str) -> str:
+    """``path``, a :class:`DataError` naming it where it is no regular file or cannot be
+    looked up (so that a device or a pipe is never read: ``/dev/zero`` would never end)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise DataError(f"source.path: cannot read {path}: {e.strerror or e}") from e
+    if not stat.S_ISREG(mode):
+        raise DataError(
+            f"source.path: {path} is not a regular file but a device, pipe or socket; it is "
+            "not read"
+        )
+    return path
 
 
 GLOB = "*?["
@@ -122,36 +183,42 @@ GLOB = "*?["
 
 def list_objects(url: str, wanted: Callable[[str], bool]) -> list[str]:
     """The objects at ``url`` whose keys are ``wanted``, sorted: the object itself where its
-    key is wanted; where the key is a glob, the objects under the part before its first
-    pattern character that match it; else every wanted object under ``url`` as a prefix
-    (a folder)."""
-    bucket, prefix = split_s3(url)
-    pattern = next((i for i, c in enumerate(prefix) if c in GLOB), None)
-    if pattern is None and wanted(prefix):
+    key is wanted (taken literally where it exists, whatever its key holds); else every wanted
+    object under ``url`` as a prefix (a folder); where there is none and the key is a glob,
+    the objects under the part before its first pattern character that match it."""
+    bucket, key = split_s3(url)
+    pattern = next((i for i, c in enumerate(key) if c in GLOB), None)
+    if wanted(key) and (pattern is None or _keys(bucket, key, 1)[:1] == [key]):
         return [url]
-    glob_ = prefix
+    folder = key if not key or key.endswith("/") else f"{key}/"
+    keys = [k for k in _keys(bucket, folder) if wanted(k)]
+    if not keys and pattern is not None:
+        keys = [k for k in _keys(bucket, key[:pattern]) if wanted(k) and fnmatchcase(k, key)]
+    return [f"{S3}{bucket}/{k}" for k in sorted(keys)]
 
-    def keep(key: str) -> bool:
-        return wanted(key) and (pattern is None or fnmatch.fnmatchcase(key, glob_))
 
-    if pattern is not None:
-        prefix = prefix[:pattern]
-    elif prefix and not prefix.endswith("/"):
-        prefix += "/"
+def _keys(bucket: str, prefix: str, most: int | None = None) -> list[str]:
+    """The keys under ``prefix`` (the ``most`` first where given, in the server's order)."""
     keys: list[str] = []
     with s3_errors(bucket, prefix, "list the objects"):
+        if most is not None:
+            page = _client().list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=most)
+            return [o["Key"] for o in page.get("Contents", [])]
         for page in (
             _client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         ):
-            keys += [o["Key"] for o in page.get("Contents", []) if keep(o["Key"])]
-    return [f"{S3}{bucket}/{key}" for key in sorted(keys)]
+            keys += [o["Key"] for o in page.get("Contents", [])]
+    return keys
 
 
 @contextlib.contextmanager
-def open_stream(location: str, start: int = 0, stop: int | None = None) -> Iterator[BinaryIO]:
+def open_stream(
+    location: str, start: int = 0, stop: int | None = None, expect: str | None = None
+) -> Iterator[BinaryIO]:
     """The file or object at ``location``, to read from byte ``start`` (S3: one streamed GET,
     of the bytes before ``stop`` where given; read errors named as those of
-    :func:`s3_errors`)."""
+    :func:`s3_errors`). With ``expect`` (its :func:`identity`), a :class:`DataError` names
+    it where what was read is not that file or object (:func:`unchanged`)."""
     if not is_s3(location):
         try:
             f = open(Path(location).expanduser(), "rb")  # noqa: SIM115 (closed below)
@@ -161,21 +228,39 @@ def open_stream(location: str, start: int = 0, stop: int | None = None) -> Itera
             try:
                 f.seek(start)
                 yield f
+                now = _stat_identity(os.fstat(f.fileno()))
             except OSError as e:
                 raise DataError(f"cannot read shard {location}: {e.strerror or e}") from e
+        unchanged(location, expect, now)
         return
     bucket, key = split_s3(location)
     span = {} if start == 0 and stop is None else {"Range": f"bytes={start}-{_last(stop)}"}
     with s3_errors(bucket, key, "read the object"):
-        body = _client().get_object(Bucket=bucket, Key=key, **span)["Body"]
+        got = _client().get_object(Bucket=bucket, Key=key, **span, **_if_match(expect))
+        unchanged(location, expect, _s3_identity(got))
         try:
-            yield body
+            yield got["Body"]
         finally:
-            body.close()
+            got["Body"].close()
 
 
 def _last(stop: int | None) -> str:
     return "" if stop is None else str(stop - 1)
+
+
+def read_object(location: str) -> tuple[bytes, str]:
+    """The bytes of the file or object at ``location`` and its :func:`identity`, taken from
+    the same read (the open file, the GET's response)."""
+    if is_s3(location):
+        bucket, key = split_s3(location)
+        with s3_errors(bucket, key, "read the object"):
+            got = _client().get_object(Bucket=bucket, Key=key)
+            return got["Body"].read(), _s3_identity(got)
+    try:
+        with open(Path(location).expanduser(), "rb") as f:
+            return f.read(), _stat_identity(os.fstat(f.fileno()))
+    except OSError as e:
+        raise DataError(f"cannot read {location}: {e.strerror or e}") from e
 
 
 S3_READERS = 16
@@ -187,9 +272,13 @@ def _s3_pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(S3_READERS, thread_name_prefix="daliaug-s3")
 
 
-def read_ranges(ranges: Sequence[tuple[str, int, int]]) -> list[bytes]:
+def read_ranges(
+    ranges: Sequence[tuple[str, int, int]], identities: Mapping[str, str]
+) -> list[bytes]:
     """The bytes of each ``(location, offset, size)``: a local file opened once for all its
-    ranges, S3 ranges read :data:`S3_READERS` at a time (one GET each)."""
+    ranges, S3 ranges read :data:`S3_READERS` at a time (one GET each); a :class:`DataError`
+    names a file or object that is not the one of its ``identities`` entry (taken when it was
+    listed): the bytes handed on are those of the file listed (:func:`unchanged`)."""
     out: list[bytes] = [b""] * len(ranges)
     local: dict[str, list[int]] = {}
     remote = []
@@ -198,7 +287,7 @@ def read_ranges(ranges: Sequence[tuple[str, int, int]]) -> list[bytes]:
             remote.append(i)
         else:
             local.setdefault(location, []).append(i)
-    read = _s3_pool().map(lambda i: _s3_range(*ranges[i]), remote)
+    read = _s3_pool().map(lambda i: _s3_range(*ranges[i], identities[ranges[i][0]]), remote)
     for i, data in zip(remote, read, strict=True):
         out[i] = data
     for location, indices in local.items():
@@ -206,8 +295,10 @@ def read_ranges(ranges: Sequence[tuple[str, int, int]]) -> list[bytes]:
             with open(Path(location).expanduser(), "rb") as f:
                 for i in indices:
                     out[i] = os.pread(f.fileno(), ranges[i][2], ranges[i][1])
+                now = _stat_identity(os.fstat(f.fileno()))
         except OSError as e:
             raise DataError(f"cannot read shard {location}: {e.strerror or e}") from e
+        unchanged(location, identities[location], now)
     for (location, offset, size), data in zip(ranges, out, strict=True):
         if len(data) != size:
             raise DataError(
@@ -226,28 +317,69 @@ def _forget_s3() -> None:
 os.register_at_fork(after_in_child=_forget_s3)
 
 
-def _s3_range(url: str, offset: int, size: int) -> bytes:
+def _s3_range(url: str, offset: int, size: int, expect: str) -> bytes:
     bucket, key = split_s3(url)
     with s3_errors(bucket, key, f"read bytes {offset}-{offset + size - 1}"):
         got = _client().get_object(
-            Bucket=bucket, Key=key, Range=f"bytes={offset}-{offset + size - 1}"
+            Bucket=bucket, Key=key, Range=f"bytes={offset}-{offset + size - 1}", **_if_match(expect)
         )
+        unchanged(url, expect, _s3_identity(got))
         return got["Body"].read()
 
 
 def identity(location: str) -> str:
-    """What identifies the contents of the file or object at ``location``: its size and
-    modification time, or its size and ETag."""
+    """What tells the contents of the file or object at ``location`` apart: a local file's
+    size, modification time, inode and status-change time (:func:`~daliaug.sources.checks.
+    file_key`: a file rewritten in place at the same size and time gets a new status-change
+    time, one replaced a new inode); an object's size and ETag (its last modification time
+    where the server gives no ETag)."""
     if is_s3(location):
         bucket, key = split_s3(location)
         with s3_errors(bucket, key, "look the object up"):
-            head = _client().head_object(Bucket=bucket, Key=key)
-        return f"{head['ContentLength']} {head.get('ETag', '')}"
+            return _s3_identity(_client().head_object(Bucket=bucket, Key=key))
     try:
-        stat = os.stat(Path(location).expanduser())
+        return _stat_identity(os.stat(Path(location).expanduser()))
     except OSError as e:
         raise DataError(f"cannot read shard {location}: {e.strerror or e}") from e
-    return f"{stat.st_size} {stat.st_mtime_ns}"
+
+
+def _stat_identity(status: os.stat_result) -> str:
+    return " ".join(map(str, stat_key(status)))
+
+
+ETAG = "etag "
+"""How an S3 identity that holds an ETag spells it (``size etag "..."``)."""
+
+
+def _s3_identity(response: Mapping[str, Any]) -> str:
+    """The :func:`identity` of the object a HEAD or GET ``response`` is of: its whole size
+    (a ranged GET's ``Content-Range`` says it) and ETag (else its modification time)."""
+    whole = str(response.get("ContentRange", "")).rpartition("/")[2]
+    size = whole if whole.isdigit() else str(response["ContentLength"])
+    tag = response.get("ETag")
+    return f"{size} {ETAG}{tag}" if tag else f"{size} modified {response.get('LastModified')}"
+
+
+def _if_match(expect: str | None) -> dict[str, str]:
+    """The ``IfMatch`` of a GET that only an object of identity ``expect`` may answer (a
+    server that honours it answers another with 412, which :func:`s3_errors` names)."""
+    if expect is None or ETAG not in expect:
+        return {}
+    return {"IfMatch": expect.split(ETAG, 1)[1]}
+
+
+def unchanged(location: str, expect: str | None, now: str) -> None:
+    """A :class:`DataError` naming ``location`` where its identity ``now`` (taken from the
+    read itself) is not ``expect``, the one it had when it was listed (``None``: never
+    listed)."""
+    if expect is not None and now != expect:
+        raise DataError(f"{location} {CHANGED}")
+
+
+CHANGED = (
+    "changed after daliaug listed it (another size, time or ETag: rewritten or replaced); "
+    "run again to list it anew"
+)
 
 
 def read_text(location: str) -> str | None:

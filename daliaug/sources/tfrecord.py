@@ -255,19 +255,10 @@ class TFRecordSource(SourceConfig):
     index_dir: FilePath | None = None
 
     def record_files(self) -> list[str]:
-        if isinstance(self.path, str):
-            files = storage.list_objects(self.path, lambda key: ".tfrecord" in Path(key).name)
-            if not files:
-                raise DataError(f"source.path: found no TFRecord files at {self.path}")
-            return files
-        root = self.path.expanduser()
-        if root.is_dir():
-            files = sorted(str(p) for p in root.iterdir() if ".tfrecord" in p.name and p.is_file())
-        else:
-            files = sorted(glob.glob(str(root)))
-        if not files:
-            raise DataError(f"source.path: found no TFRecord files at {self.path}")
-        return files
+        """The TFRecord files at ``path``, sorted (:func:`~daliaug.sources.storage.list_files`:
+        a file or object taken literally, else a folder, else a glob)."""
+        found = storage.list_files([str(self.path)], lambda name: ".tfrecord" in name, "TFRecord")
+        return found.files
 
     def _class_names(self, files: list[str]) -> list[str]:
         if self.class_names:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Literal
 
 import numpy as np
-from pydantic import model_validator
+from pydantic import field_validator, model_validator
 
 from daliaug.boxes import BoxFormat, to_xyxy
 from daliaug.cache import default_cache_dir, write_atomically, write_cached
@@ -34,7 +34,14 @@ from daliaug.sources.annotations import ImageAnnotations, checked_targets, objec
 from daliaug.sources.base import Samples, padded
 from daliaug.sources.checks import image_header, pillow_reason
 from daliaug.sources.segmentation import MaskTargets
-from daliaug.sources.storage import identity, list_files, open_stream, read_ranges, read_text
+from daliaug.sources.storage import (
+    Found,
+    identity,
+    list_files,
+    open_stream,
+    read_ranges,
+    read_text,
+)
 from daliaug.sources.tfrecord import METADATA
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png")
@@ -87,12 +94,16 @@ def members(stream: BinaryIO) -> Iterator[tuple[str, str, int, bytes]]:
 
 class MemberColumn:
     """The ``encoded`` column: each sample's image member, as ``(shard, offset, size)`` rows
-    into ``shards``. Indexing gives the rows' column; :func:`numpy.asarray` reads the images
-    (zero-padded ``uint8`` rows, as the feed gives them; decoders stop at the image's end)."""
+    into ``shards``, whose ``identities`` (:func:`~daliaug.sources.storage.identity`, taken
+    when they were listed) each read checks. Indexing gives the rows' column;
+    :func:`numpy.asarray` reads the images (zero-padded ``uint8`` rows, as the feed gives
+    them; decoders stop at the image's end), a :class:`DataError` naming a shard that is no
+    longer the one listed."""
 
-    def __init__(self, shards: Sequence[str], where: np.ndarray) -> None:
+    def __init__(self, shards: Sequence[str], where: np.ndarray, identities: Sequence[str]) -> None:
         self.shards = tuple(shards)
         self.where = np.asarray(where, np.int64).reshape(-1, 3)
+        self.identities = dict(zip(self.shards, identities, strict=True))
 
     def __len__(self) -> int:
         return len(self.where)
@@ -102,17 +113,19 @@ class MemberColumn:
         return len(self), None
 
     def __getitem__(self, index: Any) -> MemberColumn:
-        return MemberColumn(self.shards, self.where[index])
+        return MemberColumn(self.shards, self.where[index], list(self.identities.values()))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return padded(read_ranges([(self.shards[s], o, n) for s, o, n in self.where.tolist()]))
+        rows = [(self.shards[s], o, n) for s, o, n in self.where.tolist()]
+        return padded(read_ranges(rows, self.identities))
 
 
 @dataclass
 class ShardListing:
     """One shard read through: its samples' keys, image members, sizes and labels (or
     boxes: :meth:`WebDatasetSource._boxes`), what was left out (``rejected``, by
-    ``shard#key``), and its ``wds2idx`` index text."""
+    ``shard#key``), its ``wds2idx`` index text and the shard's ``identity`` when it was read
+    (:func:`~daliaug.sources.storage.identity`)."""
 
     keys: list[str] = field(default_factory=list)
     where: list[tuple[int, int]] = field(default_factory=list)
@@ -122,6 +135,7 @@ class ShardListing:
     masks: list[tuple[int, int]] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)
     index: list[str] = field(default_factory=list)
+    identity: str = ""
 
 
 class WebDatasetSource(MaskTargets):
@@ -168,19 +182,28 @@ class WebDatasetSource(MaskTargets):
     def segmentation(self) -> bool:
         return self.targets == "masks"
 
+    @field_validator("path", mode="before")
+    @classmethod
+    def _some_path(cls, path: Any) -> Any:
+        if isinstance(path, list | tuple) and not path:
+            raise ValueError("an empty list names no shards; give a .tar file, folder or glob")
+        return path
+
     @model_validator(mode="after")
     def _mask_classes_fit(self) -> WebDatasetSource:
         if self.segmentation and (self.num_classes or 0) > 255:
             raise ValueError(f"num_classes {self.num_classes}: 8-bit masks hold at most 255")
         return self
 
-    def shard_files(self) -> list[str]:
-        """The shards, in order (each location's sorted)."""
+    def shard_files(self) -> Found:
+        """The shards, in order (each location's sorted, each shard once), and what the
+        listing left out beside them."""
         locations = [self.path] if isinstance(self.path, str) else self.path
-        return [f for location in locations for f in list_files(location, ".tar")]
+        return list_files(locations, lambda name: name.endswith(".tar"), ".tar")
 
     def list_samples(self) -> Samples:
-        shards = self.shard_files()
+        found = self.shard_files()
+        shards = found.files
         with ThreadPoolExecutor(min(READERS, len(shards))) as pool:
             listings = list(pool.map(self._list_shard, shards))
         for shard, listing in zip(shards, listings, strict=True):
@@ -195,11 +218,15 @@ class WebDatasetSource(MaskTargets):
             for key in one.keys
         ]
         sizes = np.asarray([s for one in listings for s in one.sizes], np.int64).reshape(-1, 2)
-        columns = {"encoded": MemberColumn(shards, np.asarray(where).reshape(-1, 3))}
+        identities = [one.identity for one in listings]
+        columns = {"encoded": MemberColumn(shards, np.asarray(where).reshape(-1, 3), identities)}
+        ignored = found.ignored
         if self.segmentation:
             masks = [(s, o, n) for s, one in enumerate(listings) for o, n in one.masks]
-            columns["mask_encoded"] = MemberColumn(shards, np.asarray(masks).reshape(-1, 3))
-            return Samples(columns, self.mask_classes(), sizes, rejected=rejected)
+            columns["mask_encoded"] = MemberColumn(
+                shards, np.asarray(masks).reshape(-1, 3), identities
+            )
+            return Samples(columns, self.mask_classes(), sizes, rejected=rejected, ignored=ignored)
         if self.detection:
             boxes = [b for one in listings for b in one.boxes]
             names, targets = self._box_columns(shards[0], keys, boxes)
@@ -208,11 +235,22 @@ class WebDatasetSource(MaskTargets):
                 for k, b in zip(keys, boxes, strict=True)
                 if not b["boxes"]
             }
-            return Samples({**columns, **targets}, names, sizes, rejected=rejected, notes=notes)
+            return Samples(
+                {**columns, **targets},
+                names,
+                sizes,
+                rejected=rejected,
+                ignored=ignored,
+                notes=notes,
+            )
         labels = [label for one in listings for label in one.labels]
         names, values = self._classes(shards[0], labels, keys)
         return Samples(
-            {**columns, "label": np.asarray(values, np.int32)}, names, sizes, rejected=rejected
+            {**columns, "label": np.asarray(values, np.int32)},
+            names,
+            sizes,
+            rejected=rejected,
+            ignored=ignored,
         )
 
     def _box_columns(
@@ -252,24 +290,26 @@ class WebDatasetSource(MaskTargets):
         return names, columns
 
     def _list_shard(self, shard: str) -> ShardListing:
-        """``shard``'s listing: the one kept in the cache for its contents (its size and
-        modification time or ETag), these label fields and ``check``, else read anew and
-        kept."""
+        """``shard``'s listing: the one kept in the cache for its contents (its
+        :func:`~daliaug.sources.storage.identity`: size, times and inode, or size and ETag),
+        these label fields and ``check``, else read anew (checked to be of that identity as
+        read) and kept."""
         settings = self.model_dump_json(exclude={"path", "shard_id", "num_shards", "index_dir"})
-        fields = (shard, identity(shard), settings)
-        contents = "\0".join(fields)
+        known = identity(shard)
+        contents = "\0".join((shard, known, settings))
         relative = f"webdataset-listing/{hashlib.sha1(contents.encode()).hexdigest()[:24]}.json"
         with contextlib.suppress(CacheError, OSError, ValueError, TypeError):
-            return ShardListing(**json.loads((default_cache_dir() / relative).read_text()))
-        listing = self._read_shard(shard)
+            kept = json.loads((default_cache_dir() / relative).read_text())
+            return ShardListing(**{**kept, "identity": known})
+        listing = self._read_shard(shard, known)
         write_cached(relative, json.dumps(dataclasses.asdict(listing)), "a WebDataset listing")
         return listing
 
-    def _read_shard(self, shard: str) -> ShardListing:
-        out = ShardListing()
+    def _read_shard(self, shard: str, known: str) -> ShardListing:
+        out = ShardListing(identity=known)
         sample: dict[str, tuple[int, int, bytes]] = {}
         key = None
-        with open_stream(shard) as stream:
+        with open_stream(shard, expect=known) as stream:
             try:
                 for name, ext, offset, data in members(stream):
                     if name != key:

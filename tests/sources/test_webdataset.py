@@ -155,7 +155,9 @@ def test_listings_are_kept_until_a_shard_changes(
     first = prepare_samples(config)
     real = webdataset.open_stream
     read = []
-    monkeypatch.setattr(webdataset, "open_stream", lambda shard: read.append(shard) or real(shard))
+    monkeypatch.setattr(
+        webdataset, "open_stream", lambda shard, **kw: read.append(shard) or real(shard, **kw)
+    )
     again = prepare_samples(config)
     assert read == [] and again.labels.tolist() == first.labels.tolist()
     np.testing.assert_array_equal(again.sizes, first.sizes)
