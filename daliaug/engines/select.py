@@ -203,12 +203,9 @@ def cpu_placement(config: Config, framework: str = "tensorflow") -> Placement:
 
 def opencv_runs(config: Config) -> bool:
     """Whether the OpenCV engine can run the config: not a streamed source (TFRecords: it has
-    no reader for them), nor masks read from WebDataset shards, nor ``fill: reflect`` or
-    ``wrap`` (DALI's borders, which it shares)."""
-    source = config.source
-    if source.streamed is not None or (source.type == "webdataset" and source.segmentation):
-        return False
-    return config.fill not in TF_ONLY_FILLS
+    no reader for them), nor ``fill: reflect`` or ``wrap`` (DALI's borders, which it
+    shares)."""
+    return config.source.streamed is None and config.fill not in TF_ONLY_FILLS
 
 
 def opencv_fastest(config: Config, framework: str) -> bool:
@@ -226,10 +223,14 @@ def opencv_fastest(config: Config, framework: str) -> bool:
     same CPU per image) it is not chosen, because ``choose`` does not see a ``tf.distribute``
     strategy, which that engine is not wired to. A folder of PNGs measured slower on OpenCV
     (DALI 1.87x), but a config does not say its files' format: JPEG folders are taken as the
-    rule."""
+    rule. Masks from WebDataset shards were not measured: DALI's CPU operators, as for
+    segmentation before."""
     if framework == "tensorflow" or not opencv_runs(config):
         return False
-    return config.source.type != "arrays" and not _has_policy(config)
+    source = config.source
+    if source.type == "arrays" or (source.type == "webdataset" and source.segmentation):
+        return False
+    return not _has_policy(config)
 
 
 def _has_policy(config: Config) -> bool:

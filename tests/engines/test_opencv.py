@@ -149,3 +149,43 @@ def test_tf_data_turns_autotuning_off(tmp_path: Path) -> None:
     dataset = daliaug.make_dataset(config, framework="tensorflow")
     assert dataset.options().autotune.enabled is False
     assert [tuple(images.shape) for images, _ in dataset] == [(2, 16, 16, 3)]
+
+
+@pytest.mark.parametrize("classes", ["index", "colour"])
+def test_masks_from_shards_are_the_masks_of_their_files(tmp_path: Path, classes: str) -> None:
+    """Segmentation written as WebDataset shards (``mask.png`` members) gives, on the OpenCV
+    engine, the batches of the segmentation files it came from, masks and all, through NumPy
+    and through ``tf.data`` (issue 54: the masks were dropped, or ``tf.data`` failed)."""
+    from daliaug.config import load_config
+    from daliaug.prepare import prepare_samples
+    from daliaug.tools.convert import write_webdataset
+    from daliaug.tools.demo_data import write_segmentation_dataset
+
+    root = write_segmentation_dataset(tmp_path / "seg", count=5, size=(40, 48))
+    masks, fields = (
+        ("masks", {"num_classes": 5})
+        if classes == "index"
+        else ("masks_rgb", {"classes": str(root / "classes.csv")})
+    )
+    base = {
+        "image_size": 32,
+        "batch_size": 2,
+        "seed": 3,
+        "num_threads": 1,
+        "backend": "opencv",
+        "transforms": [{"type": "rotation", "angle": 10}, {"type": "flip"}],
+    }
+    paired = {"type": "segmentation", "images": str(root / "images"), "masks": str(root / masks)}
+    files = load_config({**base, "source": {**paired, **fields}})
+    write_webdataset(prepare_samples(files), tmp_path / "shards", 2)
+    shard_source = {"type": "webdataset", "path": str(tmp_path / "shards"), "targets": "masks"}
+    shards = {**base, "source": {**shard_source, "index_dir": str(tmp_path / "idx"), **fields}}
+    want = list(daliaug.make_dataset(files, framework="numpy"))
+    got = list(daliaug.make_dataset(shards, framework="numpy"))
+    through_tf = [tuple(t.numpy() for t in b) for b in daliaug.make_dataset(shards)]
+    assert len(want) == len(got) == len(through_tf) == 3
+    for a, b, c in zip(want, got, through_tf, strict=True):
+        assert b[1] is not None and b[1].shape == (len(b[0]), 32, 32)
+        for x, y, z in zip(a, b, c, strict=True):
+            np.testing.assert_array_equal(x, y)
+            np.testing.assert_array_equal(x, z)

@@ -17,7 +17,7 @@ import numpy as np
 import simplejpeg
 
 from daliaug.config import Config
-from daliaug.sources.segmentation import SegmentationSource
+from daliaug.sources.segmentation import MaskTargets
 from daliaug.transforms.base import CUT_TOLERANCE, Fill
 
 _BORDERS = {"nearest": cv2.BORDER_REPLICATE, "reflect": cv2.BORDER_REFLECT, "wrap": cv2.BORDER_WRAP}
@@ -249,13 +249,14 @@ def output_array(config: Config, count: int) -> np.ndarray:
     return raw[start : start + size].view(dtype).reshape(shape)
 
 
-def decode_mask(data: bytes, config: Config) -> np.ndarray:
-    """One mask file as float32 HWC: one channel of class indices, or RGB for colour-coded
-    masks."""
+def decode_mask(data: bytes | np.ndarray, config: Config) -> np.ndarray:
+    """One encoded mask (a file's bytes, or a shard member's zero-padded row) as float32 HWC:
+    one channel of class indices, or RGB for colour-coded masks."""
     source = config.source
-    assert isinstance(source, SegmentationSource)
+    assert isinstance(source, MaskTargets)
     table = source.class_table()
-    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+    buffer = np.frombuffer(data, np.uint8) if isinstance(data, bytes) else data
+    image = cv2.imdecode(buffer, cv2.IMREAD_UNCHANGED)
     if image is None:
         raise ValueError("OpenCV cannot decode the mask")
     if image.ndim == 2:
@@ -273,7 +274,7 @@ def mask_classes(masks: np.ndarray, config: Config) -> np.ndarray:
     """A batch of warped masks (float32 ``(N, H, W, C)``) as class indices or one-hot, as the
     source says (the TF engine's :func:`~daliaug.engines.tf.image.mask_target`)."""
     source = config.source
-    assert isinstance(source, SegmentationSource)
+    assert isinstance(source, MaskTargets)
     table = source.class_table()
     if table is None:
         index = masks[..., 0].astype(np.int32)

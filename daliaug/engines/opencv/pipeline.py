@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from daliaug.config import Config, target_column
-from daliaug.engines.feed import WarpLayout
+from daliaug.engines.feed import READ_ON_HOST, WarpLayout
 from daliaug.engines.opencv import image, pixels
 from daliaug.sources.base import Samples
 from daliaug.transforms.base import fill_value
@@ -63,7 +63,7 @@ class Graph:
         self.norm = image.normalizer(self.config)
         self.unmoved = not plan.warps and "image" in self.samples.columns
         source = self.config.source
-        self.masks = "mask_path" in self.samples.columns
+        self.masks = not {"mask_path", "mask_encoded"}.isdisjoint(self.samples.columns)
         self.mask_fill = float(source.mask_fill) if self.masks else 0.0  # type: ignore[attr-defined]
 
     def close(self) -> None:
@@ -94,10 +94,15 @@ class Graph:
     def _colour_masks(self) -> bool:
         return self.config.source.colour_coded  # type: ignore[attr-defined]
 
-    def _encoded(self, batch: dict[str, np.ndarray], i: int) -> bytes | np.ndarray:
-        if "encoded" in batch:
-            return batch["encoded"][i]
-        with open(self.samples.files["path"][int(batch["index"][i])], "rb") as f:
+    def _encoded(
+        self, batch: dict[str, np.ndarray], i: int, column: str = "path"
+    ) -> bytes | np.ndarray:
+        """Sample ``i``'s encoded image (``path``) or mask (``mask_path``): the bytes the host
+        read (shard members, :data:`~daliaug.engines.feed.READ_ON_HOST`), else its file's."""
+        read = READ_ON_HOST[column]
+        if read in batch:
+            return batch[read][i]
+        with open(self.samples.files[column][int(batch["index"][i])], "rb") as f:
             return f.read()
 
     def _buffer(self) -> np.ndarray:
@@ -132,9 +137,7 @@ class Graph:
         if floats is None:
             image.to_output(target, self.norm, config.output.layout, out[i])
         if masks is not None:
-            path = self.samples.files["mask_path"][int(batch["index"][i])]
-            with open(path, "rb") as f:
-                mask = image.decode_mask(f.read(), config)
+            mask = image.decode_mask(self._encoded(batch, i, "mask_path"), config)
             size = config.image_size
             image.warp(mask, inputs["mask_matrix"], size, self.mask_fill, True, out=masks[i])
 
