@@ -297,10 +297,11 @@ class Config(BaseModel):
                 yield f"transforms.{i}.{problem}"
             if t.needs_rgb and self.channels != 3:
                 yield f"transforms.{i}: '{t.type}' needs channels: 3"
-            if self.backend in t.dali_lacks:
+            lacks = t.dali_lacking(self.channels)
+            if self.backend in lacks:
                 yield (
                     f"transforms.{i}: '{t.type}' cannot run on DALI's {self.backend} "
-                    f"({t.dali_lacks[self.backend]}); use backend: tf or auto"
+                    f"({lacks[self.backend]}); use backend: tf, opencv or auto"
                 )
             if isinstance(t, OffsetTransform) and colour is not None:
                 yield (

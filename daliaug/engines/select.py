@@ -146,10 +146,11 @@ def dali_device(requested: str, device_id: int = 0) -> Device:
 def dali_lacks(config: Config, device: Device) -> list[str]:
     """The config's transforms that DALI cannot run on ``device``, ``transforms.<i> (<type>:
     why)``."""
+    lacking = [
+        (i, t.type, t.dali_lacking(config.channels)) for i, t in enumerate(config.transforms)
+    ]
     return [
-        f"transforms.{i} ({t.type}: {t.dali_lacks[device]})"
-        for i, t in enumerate(config.transforms)
-        if device in t.dali_lacks
+        f"transforms.{i} ({kind}: {lacks[device]})" for i, kind, lacks in lacking if device in lacks
     ]
 
 

@@ -180,6 +180,10 @@ class Transform(Tagged):
     """The DALI devices (``cpu``, ``gpu``) that cannot run it, each with why: ``backend`` set
     to one refuses it, ``auto`` picks the TensorFlow engine instead."""
 
+    def dali_lacking(self, channels: int) -> dict[str, str]:
+        """:attr:`dali_lacks` for images of ``channels`` channels."""
+        return self.dali_lacks
+
     def draw(self, rng: Random) -> Params:
         """Draw this transform's parameters for one sample (all of :attr:`params`)."""
         return {}
@@ -241,6 +245,11 @@ class GeometricTransform(Transform):
         return "fill" in type(self).model_fields
 
 
+DALI_COLOUR_CHANNELS = 6
+"""The most channels DALI recolours: its colour pass maps each pixel with
+``fn.coord_transform``, whose points have at most 6 dimensions."""
+
+
 class ColourTransform(Transform):
     """A per-pixel affine colour change; all of them fuse into one colour pass."""
 
@@ -249,6 +258,16 @@ class ColourTransform(Transform):
 
     def colour(self, p: Params, channels: int, m: Math) -> ColourMatrix:
         raise NotImplementedError
+
+    def dali_lacking(self, channels: int) -> dict[str, str]:
+        """Beyond :data:`DALI_COLOUR_CHANNELS` channels, DALI on either device."""
+        if channels <= DALI_COLOUR_CHANNELS:
+            return self.dali_lacks
+        why = (
+            f"DALI's colour pass takes at most {DALI_COLOUR_CHANNELS} channels "
+            f"(fn.coord_transform), channels: {channels}"
+        )
+        return {"cpu": why, "gpu": why}
 
 
 class OffsetTransform(ColourTransform):

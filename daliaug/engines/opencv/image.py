@@ -10,6 +10,7 @@ nearest neighbours; labels as ``label_mode`` says. The twins of
 from __future__ import annotations
 
 import functools
+import itertools
 from typing import Any
 
 import cv2
@@ -88,8 +89,12 @@ def warp(
     ``cut`` a constant fill takes every point beyond the outermost pixel centres."""
     h, w = size
     channels = image.shape[2]
-    constant = not isinstance(fill, str)
     target = out if out is not None else np.empty((h, w, channels), np.float32)
+    if channels not in WARPED_WHOLE:
+        for group in _channel_groups(channels):
+            target[..., group] = warp(image[..., group], matrix, size, fill, nearest, cut)
+        return target
+    constant = not isinstance(fill, str)
     m = index_matrix(matrix)
     flips = None if nearest else _resize_flips(matrix, size, image.shape[:2])
     if flips is not None:
@@ -124,6 +129,19 @@ def warp(
     if cut and constant:
         _fill_outside(target, m, image.shape[:2], float(fill))
     return target
+
+
+WARPED_WHOLE = (1, 3, 4)
+"""The channel counts OpenCV's warp and resize take whole; with others (2, 5 and more) they
+sample otherwise (several grey levels off the same image warped channel by channel)."""
+
+
+def _channel_groups(channels: int) -> list[slice]:
+    """``channels`` cut into runs of :data:`WARPED_WHOLE` sizes: fours, then a three or ones."""
+    fours, rest = divmod(channels, 4)
+    sizes = [4] * fours + ([3] if rest == 3 else [1] * rest)
+    starts = np.cumsum([0, *sizes])
+    return [slice(int(a), int(b)) for a, b in itertools.pairwise(starts)]
 
 
 def _resize_flips(
