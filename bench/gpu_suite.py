@@ -52,7 +52,6 @@ from bench.tools import TOOLS, Unavailable
 from bench.worker import measure
 from bench.workloads import WORKLOADS, Data, Workload, prepare
 from daliaug.config import HW_DECODER_LOAD, Config
-from daliaug.cuda import xla_command_buffers_off
 
 ROWS = {
     "b": ("loader-gpu", "jax", "dali-rn50", "decode-gpu-roi"),
@@ -495,8 +494,6 @@ def main(argv: list[str] | None = None) -> int:
     plan = check_plan(args)
     args.threads = args.threads or ([1, 2] if args.dry_run else [cores])
     device = "cpu" if args.dry_run else "gpu"
-    if device == "gpu":  # the JAX rows and fit beside DALI: before anything starts JAX
-        xla_command_buffers_off()
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")

@@ -23,7 +23,6 @@ from typing import Any
 
 from bench.tools import TOOLS, Epoch, Unavailable, sync
 from bench.workloads import WORKLOADS, Data
-from daliaug.cuda import xla_command_buffers_off
 from daliaug.tools.monitor import Monitor, Nvml, children, tree_cpu_seconds
 
 
@@ -89,8 +88,6 @@ def main(spec: dict[str, Any], out: Any) -> None:
         out.flush()
 
     tool = TOOLS[spec["tool"]]
-    if tool.device == "gpu":  # before anything starts JAX beside DALI (DALI's XLA advice)
-        xla_command_buffers_off()
     data = Data(**{k: Path(v) if k != "repeat" and v else v for k, v in spec["data"].items()})
     gpu = Nvml() if tool.device == "gpu" else None
     with Monitor(interval=0.2, gpu=gpu) as monitor:

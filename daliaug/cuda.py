@@ -12,8 +12,9 @@ pipelines later, then runs out of memory (NVIDIA/DALI#2326). The runtime reads
 XLA may capture CUDA graphs (its command buffers) while DALI runs on the same GPU, which DALI
 documents as unsafe (DALI 2.1's release notes, NVIDIA/DALI#6286 and #6449) and answers with
 ``XLA_FLAGS=--xla_gpu_enable_command_buffer=``. XLA reads ``XLA_FLAGS`` when JAX starts its
-backend, so :func:`xla_command_buffers_off` adds the flag before then, keeping the user's other
-flags and any command-buffer setting of theirs.
+backend, so ``import daliaug`` (where a CUDA driver is present) and the JAX output on GPUs
+add the flag before then (:func:`xla_command_buffers_off`), keeping the user's other flags and
+any command-buffer setting of theirs.
 """
 
 from __future__ import annotations
@@ -100,3 +101,9 @@ def xla_command_buffers_off() -> CommandBufferPolicy:
         return "too late"
     os.environ[XLA_VARIABLE] = f"{flags} {COMMAND_BUFFERS_OFF}".strip()
     return "set"
+
+
+XLA: CommandBufferPolicy | None = xla_command_buffers_off() if cuda_driver() else None
+"""What ``import daliaug`` did to XLA's command buffers on a host with a CUDA driver (see
+:func:`xla_command_buffers_off`: most Keras-on-JAX scripts import daliaug before a model
+starts JAX); ``None`` without a driver."""

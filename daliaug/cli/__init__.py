@@ -23,7 +23,6 @@ from rich.text import Text
 
 from daliaug import __version__
 from daliaug.cli.common import console
-from daliaug.cuda import cuda_driver, xla_command_buffers_off
 from daliaug.errors import DaliaugError, carried_error, readable
 
 COMMANDS = ("demo", "validate", "preview", "convert", "check", "parity", "doctor", "selftest")
@@ -75,8 +74,6 @@ def summary(doc: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's info and warning lines
     args = build_parser().parse_args(argv)
-    if cuda_driver():  # a command may start JAX beside DALI on the GPU: DALI's XLA advice
-        xla_command_buffers_off()
     if threading.current_thread() is threading.main_thread():  # where signals can be handled
         signal.signal(signal.SIGTERM, _terminate)
     try:
