@@ -213,7 +213,8 @@ class Config(BaseModel):
     """Detection: a moved box whose visible part is a smaller share of its whole goes."""
     flip_indices: Annotated[list[int], AfterValidator(_permutation)] | None = None
     """Detection with keypoints: keypoint ``k`` becomes ``flip_indices[k]`` in a mirrored
-    image (left and right swap), e.g. COCO's 17 person keypoints ``[0, 2, 1, 4, 3, ...]``."""
+    image (left and right swap), e.g. COCO's 17 person keypoints ``[0, 2, 1, 4, 3, ...]``;
+    without it, the order the data declares (a YOLO pose ``data.yaml``'s ``flip_idx``)."""
 
     def dali_threads(self, device: str, gpus: int = 1) -> int:
         """DALI's CPU threads for a pipeline on ``device`` in a process running ``gpus`` GPU

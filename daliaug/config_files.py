@@ -6,14 +6,15 @@ A config is a few dozen values a few levels deep. Anything far larger is refused
 :data:`MAX_DEPTH` (PyYAML's composer and Python's ``json`` would recurse until a
 ``RecursionError``), or more than :data:`MAX_NODES` values counting each YAML alias as the
 values it stands for (a few hundred bytes of nested aliases, "billion laughs", would expand
-to billions).
+to billions). A key given twice in one mapping is refused too, naming the key and its line
+(YAML and JSON parsers keep the last value silently).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,25 @@ class _BoundedLoader(yaml.SafeLoader):
         self.sizes[id(node)] = self.nodes - before
         return node
 
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """PyYAML's mapping, refusing a key written twice in it (keys merged in by ``<<`` may
+        be overridden, as YAML says)."""
+        seen: dict[Any, yaml.Mark] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found key {key!r} twice (first on line {seen[key].line + 1}); "
+                    "a config gives each key once",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
     def _count(self, nodes: int, event: yaml.Event) -> None:
         self.nodes += nodes
         if self.nodes > MAX_NODES:
@@ -90,6 +110,16 @@ def _load_yaml(text: str, name: str) -> Any:
         return loader.get_single_data()
     finally:
         loader.dispose()
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict, refusing a key given twice."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise ValueError(f"found key {key!r} twice in one object; a config gives each key once")
+        data[key] = value
+    return data
 
 
 def check_size(data: Any, origin: str) -> None:
@@ -118,7 +148,11 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     text = read_text(p, "cannot read config file", ConfigError)
     kind = "JSON" if p.suffix.lower() == ".json" else "YAML"
     try:
-        data = json.loads(text) if kind == "JSON" else _load_yaml(text, str(p))
+        data = (
+            json.loads(text, object_pairs_hook=_unique_keys)
+            if kind == "JSON"
+            else _load_yaml(text, str(p))
+        )
     except RecursionError:
         raise ConfigError(f"config file {p} is nested too deeply to be a config") from None
     except (ValueError, yaml.YAMLError) as e:  # JSONDecodeError, a number too long to read

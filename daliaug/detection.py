@@ -64,7 +64,7 @@ class BoxTargets:
         self.rules = Rules(
             config.min_area,
             config.min_visibility,
-            None if config.flip_indices is None else tuple(config.flip_indices),
+            samples.flip_indices if config.flip_indices is None else tuple(config.flip_indices),
         )
         if self.keypoints is not None:
             self._check_keypoints()

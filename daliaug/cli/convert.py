@@ -48,6 +48,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--prefix", default="data", help="shard file name prefix (default data)")
     parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="OUT may hold an earlier conversion (its daliaug.json): replace it whole (by "
+        "default OUT must be new or empty)",
+    )
+    parser.add_argument(
         "--from-keras",
         type=Path,
         metavar="MODEL",
@@ -101,10 +107,12 @@ def run(args: argparse.Namespace) -> int:
 
         if webdataset:
             files = write_webdataset(
-                samples, args.out, args.shard_size, args.prefix, advance, box_format
+                samples, args.out, args.shard_size, args.prefix, advance, box_format, args.overwrite
             )
         else:
-            files = write_tfrecords(samples, args.out, args.shards, args.prefix, advance)
+            files = write_tfrecords(
+                samples, args.out, args.shards, args.prefix, advance, args.overwrite
+            )
     console.print(
         f"wrote {len(samples)} {'samples' if webdataset else 'records'} of "
         f"{samples.num_classes} classes "

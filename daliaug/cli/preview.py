@@ -13,12 +13,17 @@ from daliaug.cli.common import (
     console,
     positive_int,
 )
-from daliaug.tools.preview import preview
+from daliaug.tools.preview import grid_path, preview
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     add_config_argument(parser)
-    parser.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG to write")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("preview.png"),
+        help="PNG to write (in a folder: its preview.png)",
+    )
     parser.add_argument(
         "--count", type=positive_int, default=4, help="number of samples, one per row (default 4)"
     )
@@ -33,9 +38,11 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    replaced = grid_path(args.out).exists()
     with console.status("decoding and augmenting samples"):
-        preview(config, args.count, args.out, args.versions)
+        path = preview(config, args.count, args.out, args.versions)
     console.print(
-        f"wrote {args.count} samples, each beside {args.versions} augmented versions, to {args.out}"
+        f"wrote {args.count} samples, each beside {args.versions} augmented versions, to {path}"
+        + (" (replacing the file there)" if replaced else "")
     )
     return 0

@@ -6,7 +6,7 @@ Boxes come out in absolute pixel ``xyxy`` of the source image, with pixel-corner
 array per sample, ``box_labels`` one int32 ``(n,)`` array of class indices, and ``keypoints``
 (where the source has them) one float32 ``(n, K, 3)`` array of ``(x, y, visible)``. A box
 within :data:`TOLERANCE` pixels outside its image is clipped to it; a box further out, of no
-area or not finite, fails its sample (``source.on_error``).
+area or not finite, or keypoints not finite, fail its sample (``source.on_error``).
 """
 
 from __future__ import annotations
@@ -115,6 +115,11 @@ def checked_targets(
             and (boxes[:, 2:] <= np.array([width, height]) + TOLERANCE).all()
         )
     problems = list(found.problems)
+    problems += [
+        f"{where}: its keypoints are not all finite numbers"
+        for where, p in zip(found.where, found.keypoints, strict=False)
+        if not np.isfinite(np.asarray(p, np.float64)).all()
+    ]
     if not fine:  # each bad box named
         reasons = (
             box_problem(b, height, width, w) for b, w in zip(boxes, found.where, strict=True)

@@ -65,6 +65,9 @@ class Samples(SampleSet):
     notes: dict[str, str] = field(default_factory=dict)
     """Samples kept that a check should mention (an image without annotations, annotations
     left out), by file, with why; ``daliaug check`` names them."""
+    flip_indices: tuple[int, ...] | None = None
+    """Keypoints: the order a mirror gives them, as the data declares it (YOLO's
+    ``flip_idx``); a config's ``flip_indices`` goes first."""
 
     @staticmethod
     def of_files(
@@ -144,6 +147,7 @@ class Samples(SampleSet):
             self.rejected,
             self.ignored,
             self.notes,
+            self.flip_indices,
         )
 
     def with_checked(self, keys: dict[str, FileKey]) -> Samples:

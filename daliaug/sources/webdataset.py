@@ -115,6 +115,11 @@ class MemberColumn:
     def __getitem__(self, index: Any) -> MemberColumn:
         return MemberColumn(self.shards, self.where[index], list(self.identities.values()))
 
+    def member(self, k: int) -> bytes:
+        """Row ``k``'s bytes, exactly."""
+        shard, offset, size = self.where[k].tolist()
+        return read_ranges([(self.shards[shard], offset, size)])[0]
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         rows = [(self.shards[s], o, n) for s, o, n in self.where.tolist()]
         return padded(read_ranges(rows, self.identities))
@@ -308,13 +313,17 @@ class WebDatasetSource(MaskTargets):
     def _read_shard(self, shard: str, known: str) -> ShardListing:
         out = ShardListing(identity=known)
         sample: dict[str, tuple[int, int, bytes]] = {}
+        twice: set[str] = set()
         key = None
         with open_stream(shard, expect=known) as stream:
             try:
                 for name, ext, offset, data in members(stream):
                     if name != key:
-                        self._add(out, shard, key, sample)
-                        key, sample = name, {}
+                        self._add(out, shard, key, sample, twice)
+                        key, sample, twice = name, {}, set()
+                    if ext in sample:
+                        twice.add(ext)
+                        continue
                     sample[ext] = (offset, len(data), data)
             except (tarfile.TarError, EOFError) as e:
                 out.rejected[f"{shard}#{key or 'start'}"] = (
@@ -322,14 +331,19 @@ class WebDatasetSource(MaskTargets):
                     f"{key or 'its start'} on are left out"
                 )
                 return out
-        self._add(out, shard, key, sample)
+        self._add(out, shard, key, sample, twice)
         return out
 
     def _add(
-        self, out: ShardListing, shard: str, key: str | None, sample: dict[str, tuple]
+        self,
+        out: ShardListing,
+        shard: str,
+        key: str | None,
+        sample: dict[str, tuple],
+        twice: set[str],
     ) -> None:
-        """Sample ``key`` of ``shard`` (its members by extension) into ``out``, or into its
-        ``rejected`` with the reason."""
+        """Sample ``key`` of ``shard`` (its members by extension, the first of each; those
+        given ``twice`` refuse it) into ``out``, or into its ``rejected`` with the reason."""
         if key is None:
             return
         name = f"{shard}#{key}"
@@ -338,6 +352,11 @@ class WebDatasetSource(MaskTargets):
         )
         image = next((ext for ext in IMAGE_EXTENSIONS if ext in sample), None)
         try:
+            if twice:
+                raise DataError(
+                    f"sample {name} holds more than one {' and '.join(sorted(twice))} member; "
+                    "a sample gives each member once"
+                )
             if image is None:
                 raise DataError(
                     f"sample {name} has no image member ({', '.join(IMAGE_EXTENSIONS)}); "
@@ -391,7 +410,9 @@ class WebDatasetSource(MaskTargets):
             raise DataError(f"sample {name} has no json member (source.targets: {self.targets})")
         try:
             return json.loads(sample["json"][2].decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        except RecursionError:
+            raise DataError(f"sample {name}: its json member is nested too deeply") from None
+        except (UnicodeDecodeError, ValueError) as e:
             raise DataError(f"sample {name}: its json member is not JSON: {e}") from None
 
     def _boxes(self, name: str, sample: dict[str, tuple], height: int, width: int) -> dict:
@@ -400,8 +421,11 @@ class WebDatasetSource(MaskTargets):
         member, checked as every detection source's (:mod:`daliaug.sources.annotations`)."""
         where = f"{name}.json"
         y = self._json(name, sample)
-        if not isinstance(y, dict) or not isinstance(y.get("boxes", []), list):
-            raise DataError(f"{where}: expected a mapping with a 'boxes' list, got {str(y)[:100]}")
+        if not isinstance(y, dict) or not isinstance(y.get("boxes"), list):
+            raise DataError(
+                f"{where}: expected a mapping with a 'boxes' list (source.targets: boxes; "
+                f"[] where the image holds none), got {str(y)[:100]}"
+            )
         labels = y.get("labels", [])
         fine = isinstance(labels, list) and len(labels) == len(y.get("boxes", []))
         if not fine or any(type(v) is not int or v < 0 for v in labels):
@@ -443,18 +467,18 @@ class WebDatasetSource(MaskTargets):
         member = self.label_member
         if member not in sample:
             raise DataError(f"sample {name} has no {member} member (source.label_member)")
-        text = sample[member][2].decode("utf-8", "replace").strip()
         if member == "cls":
-            if not text.isdigit():
+            text = sample[member][2].decode("utf-8", "replace").strip()
+            if not (text.isascii() and text.isdigit()):
                 raise DataError(f"sample {name}: its cls member {text[:20]!r} is no class index")
             return int(text)
-        try:
-            value = json.loads(text)[self.json_field]
-        except (json.JSONDecodeError, TypeError, KeyError) as e:
+        y = self._json(name, sample)
+        if not isinstance(y, dict) or self.json_field not in y:
             raise DataError(
                 f"sample {name}: its json member has no {self.json_field!r} "
-                f"(source.json_field): {e}"
-            ) from e
+                f"(source.json_field): {str(y)[:100]}"
+            )
+        value = y[self.json_field]
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise DataError(f"sample {name}: its json {self.json_field!r} is {value!r}")
         return value
@@ -467,6 +491,15 @@ class WebDatasetSource(MaskTargets):
         if names is None and self.num_classes:
             names = [str(i) for i in range(self.num_classes)]
         numeric = all(isinstance(label, int) for label in labels)
+        if names is None and not numeric and any(isinstance(label, int) for label in labels):
+            number, name = (
+                next(o for o, label in zip(owners, labels, strict=True) if isinstance(label, kind))
+                for kind in (int, str)
+            )
+            raise DataError(
+                f"source: the labels mix class indices (sample {number}) and class names "
+                f"(sample {name}); give source.class_names to say which name each index is"
+            )
         if names is None:
             top = max((int(label) for label in labels), default=0) if numeric else 0
             names = [str(i) for i in range(top + 1)] if numeric else sorted(set(map(str, labels)))

@@ -5,6 +5,7 @@ polygon, whose enclosing box is taken)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Literal
@@ -44,9 +45,12 @@ KeypointShape = tuple[int, int]
 (``px py v``)."""
 
 
-def _kpt_shape(path: Path) -> KeypointShape | None:
-    """The ``kpt_shape`` of a YOLO ``data.yaml``: ``None`` without one."""
-    shape = read_config_file(path).get("kpt_shape")
+def _pose(path: Path) -> tuple[KeypointShape, tuple[int, ...] | None] | None:
+    """The ``kpt_shape`` of a YOLO ``data.yaml`` and its ``flip_idx`` (keypoint ``k`` of a
+    mirrored image is keypoint ``flip_idx[k]`` of the image, as Ultralytics flips them; a
+    permutation of the keypoints), ``None`` without a ``kpt_shape``."""
+    data = read_config_file(path)
+    shape = data.get("kpt_shape")
     if shape is None:
         return None
     fine = (
@@ -61,7 +65,14 @@ def _kpt_shape(path: Path) -> KeypointShape | None:
             f"{path}: 'kpt_shape' must be [keypoints, 2 or 3] (px py, or px py v, each), got "
             f"{str(shape)[:200]}"
         )
-    return shape[0], shape[1]
+    flip = data.get("flip_idx")
+    fine = isinstance(flip, list) and all(type(v) is int for v in flip)
+    if flip is not None and not (fine and sorted(flip) == list(range(shape[0]))):
+        raise DataError(
+            f"{path}: 'flip_idx' must list each of the {shape[0]} keypoints once (keypoint k "
+            f"of a mirrored image is keypoint flip_idx[k]), got {str(flip)[:200]}"
+        )
+    return (shape[0], shape[1]), None if flip is None else tuple(flip)
 
 
 def _numbers(fields: list[str]) -> list[float] | None:
@@ -145,8 +156,10 @@ class YoloSource(SourceConfig):
     ``labels/a/b.txt``, a line ``class cx cy w h`` each (centre and size as fractions of the
     image), converted to absolute ``xyxy`` with the image's header size. A pose dataset (its
     ``data.yaml`` has ``kpt_shape: [K, 2 or 3]``) follows each box with its K keypoints
-    ``px py [v]`` (the ``keypoints`` column); a segment line ``class x1 y1 x2 y2 ...`` (a
-    polygon of 3 points or more) gives the polygon's enclosing box (no mask).
+    ``px py [v]`` (the ``keypoints`` column), swapped by its ``flip_idx`` where a flip
+    mirrors the image (unless the config gives ``flip_indices``); a segment line ``class x1
+    y1 x2 y2 ...`` (a polygon of 3 points or more) gives the polygon's enclosing box (no
+    mask).
 
     Class names come from the ``names`` of a ``data.yaml`` (or ``dataset.yaml``) in ``path``
     or its parent, else from a ``classes.txt`` (one name a line) in ``path`` or ``labels/``,
@@ -205,7 +218,8 @@ class YoloSource(SourceConfig):
         }
         stems = [str(Path(p).relative_to(images_dir).with_suffix("")) for p in paths]
         source = self._class_file()
-        kpt_shape = None if source is None or source.suffix == ".txt" else _kpt_shape(source)
+        pose = None if source is None or source.suffix == ".txt" else _pose(source)
+        kpt_shape, flip = (None, None) if pose is None else pose
         notes: dict[str, str] = {}
         found = []
         for path, stem in zip(paths, stems, strict=True):
@@ -223,4 +237,5 @@ class YoloSource(SourceConfig):
             ignored[label_files[stem]] = f"a label file without an image images/{stem}.*"
         names = self._class_names(found)
         num_keypoints = None if kpt_shape is None else kpt_shape[0]
-        return detection_samples(paths, found, names, ignored, notes, num_keypoints)
+        samples = detection_samples(paths, found, names, ignored, notes, num_keypoints)
+        return dataclasses.replace(samples, flip_indices=flip)

@@ -66,22 +66,19 @@ def check(target: str | Config, progress: Callable[[int], None] | None = None) -
     config, samples = config_and_samples(target)
     choice = choose(config, "tensorflow", tf_sees_gpu)
     engine, device = named_engine(choice.engine), choice.device
-    if not isinstance(samples, Samples) or not samples.files:
+    decoder = f"{engine.name}-{device}"
+    if not isinstance(samples, Samples):
         samples.check_readable()
-        note = (
-            f"a {config.source.type} source holds no image files to decode: its "
-            f"{len(samples):,} samples were read and checked as the pipeline reads them"
-        )
-        return CheckReport(0, 0, {}, 0.0, f"{engine.name}-{device}", None, {}, note)
+        return CheckReport(0, 0, {}, 0.0, decoder, None, {}, _read_note(config, samples))
     files = samples.image_files
     if progress is not None and samples.rejected:
         progress(len(samples.rejected))
-    decoder = f"{engine.name}-{device}"
     undecodable = partial(engine.undecodable, device=device, device_id=config.device_id)
     result = check_files(files, decoder, undecodable, progress=progress)
-    bad = {**samples.rejected, **result.bad}
+    bad = {**samples.rejected, **result.bad}  # what prepare.checked refuses, the same way
     listed = skip_list(bad, [*files, *samples.rejected]) if bad else None
-    total = result.files + len(samples.rejected)
+    note = None if files else _read_note(config, samples)
+    total = (result.files if files else len(samples)) + len(samples.rejected)
     return CheckReport(
         total,
         result.cached,
@@ -90,7 +87,16 @@ def check(target: str | Config, progress: Callable[[int], None] | None = None) -
         decoder,
         listed,
         samples.ignored,
-        notes=samples.notes,
+        note,
+        samples.notes,
+    )
+
+
+def _read_note(config: Config, samples: SampleSet) -> str:
+    """What a check of a source without image files (arrays, shards, TFRecords) did."""
+    return (
+        f"a {config.source.type} source holds no image files to decode: its "
+        f"{len(samples):,} samples were read and checked as the pipeline reads them"
     )
 
 

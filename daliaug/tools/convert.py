@@ -19,6 +19,8 @@ from daliaug.errors import ConfigError
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import image_header
 from daliaug.sources.tfrecord import METADATA
+from daliaug.sources.webdataset import MemberColumn
+from daliaug.tools.out_paths import replaced_folder
 
 IMAGE_KEY = "image/encoded"
 LABEL_KEY = "image/class/label"
@@ -30,9 +32,12 @@ def write_tfrecords(
     shards: int = 4,
     prefix: str = "data",
     progress: Callable[[int], None] | None = None,
+    overwrite: bool = False,
 ) -> list[Path]:
     """Write ``samples`` (files with labels) to ``shards`` TFRecord files in ``out``, in order,
-    plus the ``daliaug.json`` the ``tfrecord`` source reads class names from.
+    plus the ``daliaug.json`` the ``tfrecord`` source reads class names from. ``out`` is new or
+    empty, or with ``overwrite`` an earlier conversion's, replaced whole (written beside it
+    and renamed into place: :func:`~daliaug.tools.out_paths.replaced_folder`).
 
     Each record holds ``image/encoded`` (the file's bytes), ``image/class/label`` (int64),
     ``image/format`` and ``image/filename``. ``progress`` is called with each record's count.
@@ -41,34 +46,34 @@ def write_tfrecords(
 
     labels = samples.labels
     assert labels is not None and samples.paths, "convert needs image files with labels"
-    out.mkdir(parents=True, exist_ok=True)
     shards = max(1, min(shards, len(samples)))
-    files = [out / f"{prefix}-{i:05d}-of-{shards:05d}.tfrecord" for i in range(shards)]
+    names = [f"{prefix}-{i:05d}-of-{shards:05d}.tfrecord" for i in range(shards)]
     n = len(samples)
-    for shard, path in enumerate(files):
-        with tf.io.TFRecordWriter(str(path)) as writer:
-            for i in range(n * shard // shards, n * (shard + 1) // shards):
-                source = samples.paths[i]
-                feature = {
-                    IMAGE_KEY: _bytes(Path(source).read_bytes()),
-                    LABEL_KEY: tf.train.Feature(
-                        int64_list=tf.train.Int64List(value=[int(labels[i])])
-                    ),
-                    "image/format": _bytes(image_header(source)[0].lower().encode()),
-                    "image/filename": _bytes(Path(source).name.encode()),
-                }
-                example = tf.train.Example(features=tf.train.Features(feature=feature))
-                writer.write(example.SerializeToString())
-                if progress is not None:
-                    progress(1)
-    meta = {
-        "class_names": samples.class_names,
-        "image_key": IMAGE_KEY,
-        "label_key": LABEL_KEY,
-        "count": n,
-    }
-    (out / METADATA).write_text(json.dumps(meta, indent=2))
-    return files
+    with replaced_folder(out, "convert: OUT", overwrite, METADATA) as tmp:
+        for shard, name in enumerate(names):
+            with tf.io.TFRecordWriter(str(tmp / name)) as writer:
+                for i in range(n * shard // shards, n * (shard + 1) // shards):
+                    source = samples.paths[i]
+                    feature = {
+                        IMAGE_KEY: _bytes(Path(source).read_bytes()),
+                        LABEL_KEY: tf.train.Feature(
+                            int64_list=tf.train.Int64List(value=[int(labels[i])])
+                        ),
+                        "image/format": _bytes(image_header(source)[0].lower().encode()),
+                        "image/filename": _bytes(Path(source).name.encode()),
+                    }
+                    example = tf.train.Example(features=tf.train.Features(feature=feature))
+                    writer.write(example.SerializeToString())
+                    if progress is not None:
+                        progress(1)
+        meta = {
+            "class_names": samples.class_names,
+            "image_key": IMAGE_KEY,
+            "label_key": LABEL_KEY,
+            "count": n,
+        }
+        (tmp / METADATA).write_text(json.dumps(meta, indent=2))
+    return [out / name for name in names]
 
 
 def write_webdataset(
@@ -78,6 +83,7 @@ def write_webdataset(
     prefix: str = "data",
     progress: Callable[[int], None] | None = None,
     box_format: str = "xyxy",
+    overwrite: bool = False,
 ) -> list[Path]:
     """Write ``samples`` in order to WebDataset tar shards of ``shard_size`` samples in
     ``out``, each with its index in DALI's ``wds2idx`` format (``<shard>.idx``), plus the
@@ -86,35 +92,40 @@ def write_webdataset(
     ``.cls`` (the class index) and ``.json`` (``label``, ``class``, ``filename``); with boxes,
     ``.json`` holds ``boxes`` (in ``box_format``), ``labels`` (and ``keypoints``: ``x, y,
     visible``, relative for a ``rel_`` format), what ``targets: boxes`` reads; with masks,
-    ``.mask.png`` holds the mask file's bytes, what ``targets: masks`` reads."""
+    ``.mask.png`` holds the mask file's bytes, what ``targets: masks`` reads. Images and masks
+    are files, shards' members or arrays. ``out`` is new or empty, or with ``overwrite`` an
+    earlier conversion's, replaced whole."""
     if not {"label", "boxes", "mask_path"} & set(samples.columns):
         raise ConfigError(
             "convert --format webdataset: the source's samples have no labels, boxes or "
             "masks; shards are written from samples with targets"
         )
-    out.mkdir(parents=True, exist_ok=True)
     count = -(-len(samples) // shard_size)
-    files = [out / f"{prefix}-{i:05d}-of-{count:05d}.tar" for i in range(count)]
-    for shard, path in enumerate(files):
-        lines = []
-        with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
-            for k in range(shard * shard_size, min(len(samples), (shard + 1) * shard_size)):
-                members = {**_image_member(samples, k), **_targets(samples, k, box_format)}
-                lines.append(" ".join(_add_member(tar, f"{k:08d}", *m) for m in members.items()))
-                if progress is not None:
-                    progress(1)
-        path.with_suffix(".idx").write_text(f"v1.2 {len(lines)}\n" + "\n".join(lines) + "\n")
-    meta = {"class_names": samples.class_names, "count": len(samples)}
-    (out / METADATA).write_text(json.dumps(meta, indent=2))
-    return files
+    names = [f"{prefix}-{i:05d}-of-{count:05d}.tar" for i in range(count)]
+    with replaced_folder(out, "convert: OUT", overwrite, METADATA) as tmp:
+        for shard, name in enumerate(names):
+            lines = []
+            with tarfile.open(tmp / name, "w", format=tarfile.USTAR_FORMAT) as tar:
+                for k in range(shard * shard_size, min(len(samples), (shard + 1) * shard_size)):
+                    members = {**_image_member(samples, k), **_targets(samples, k, box_format)}
+                    added = (_add_member(tar, f"{k:08d}", *m) for m in members.items())
+                    lines.append(" ".join(added))
+                    if progress is not None:
+                        progress(1)
+            index = f"v1.2 {len(lines)}\n" + "\n".join(lines) + "\n"
+            (tmp / name).with_suffix(".idx").write_text(index)
+        meta = {"class_names": samples.class_names, "count": len(samples)}
+        (tmp / METADATA).write_text(json.dumps(meta, indent=2))
+    return [out / name for name in names]
 
 
 def _image_member(samples: Samples, k: int) -> dict[str, bytes]:
-    """Sample ``k``'s image member: its file's bytes, or its array as PNG."""
-    if samples.paths:
-        source = samples.paths[k]
-        kind = "jpg" if image_header(source)[0] == "JPEG" else "png"
-        return {kind: Path(source).read_bytes()}
+    """Sample ``k``'s image member: its file's (or shard member's) bytes, or its array as
+    PNG."""
+    data = _encoded(samples, "path", "encoded", k)
+    if data is not None:
+        kind = "jpg" if image_header(f"sample {k}", data)[0] == "JPEG" else "png"
+        return {kind: data}
     from PIL import Image
 
     image = np.asarray(samples.columns["image"][k])
@@ -126,9 +137,10 @@ def _image_member(samples: Samples, k: int) -> dict[str, bytes]:
 def _targets(samples: Samples, k: int, box_format: str) -> dict[str, bytes]:
     """Sample ``k``'s target members: ``cls`` and ``json`` of its label, ``json`` of its
     boxes in ``box_format``, or ``mask.png``."""
-    name = Path(samples.paths[k]).name if samples.paths else f"array {k}"
-    if "mask_path" in samples.files:
-        return {"mask.png": Path(samples.files["mask_path"][k]).read_bytes()}
+    name = Path(samples.paths[k]).name if samples.paths else f"sample {k}"
+    mask = _encoded(samples, "mask_path", "mask_encoded", k)
+    if mask is not None:
+        return {"mask.png": mask}
     if not samples.has_boxes:
         label = int(samples.columns["label"][k])
         meta = {"label": label, "class": samples.class_names[label], "filename": name}
@@ -146,6 +158,15 @@ def _targets(samples: Samples, k: int, box_format: str) -> dict[str, bytes]:
             points[..., :2] /= (width, height)
         meta["keypoints"] = points.tolist()
     return {"json": json.dumps(meta).encode()}
+
+
+def _encoded(samples: Samples, files: str, members: str, k: int) -> bytes | None:
+    """Sample ``k``'s bytes: its file of ``samples.files[files]``, or its member of the column
+    ``members`` (shards, S3 objects); ``None`` where it has neither (arrays)."""
+    if files in samples.files:
+        return Path(samples.files[files][k]).read_bytes()
+    column = samples.columns.get(members)
+    return column.member(k) if isinstance(column, MemberColumn) else None
 
 
 def _add_member(tar: tarfile.TarFile, key: str, ext: str, data: bytes) -> str:

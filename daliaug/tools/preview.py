@@ -19,6 +19,10 @@ from daliaug.engines.select import Choice, resolve_device
 from daliaug.prepare import Prepared, prepare
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
+from daliaug.tools.out_paths import make_parent
+
+FORMATS = ("png", "jpg", "jpeg", "pdf", "svg")
+"""The suffixes a preview's grid is written as; any other path is written as a PNG."""
 
 Targets = np.ndarray | dict[str, np.ndarray]
 """A batch's targets: labels or masks, or Keras' ``bounding_boxes`` dict for detection."""
@@ -225,8 +229,9 @@ def save_grid(
     marks: Sequence[Marks | None] = (),
     names: list[str] | None = None,
 ) -> Path:
-    """Write the images as a captioned grid PNG, ``cols`` to a row (default: a square), with
-    each image's ``marks`` (boxes named by ``names``, keypoints) drawn where given."""
+    """Write the images as a captioned grid to ``path`` exactly (a PNG, or the image format its
+    suffix names), ``cols`` to a row (default: a square), with each image's ``marks`` (boxes
+    named by ``names``, keypoints) drawn where given."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -243,10 +248,16 @@ def save_grid(
         if i < len(marks) and marks[i] is not None:
             _draw(ax, marks[i], names or [])
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    suffix = path.suffix[1:].lower()
+    fig.savefig(path, dpi=100, format=suffix if suffix in FORMATS else "png")
     plt.close(fig)
     return path
+
+
+def grid_path(out: Path) -> Path:
+    """Where a preview asked to go to ``out`` is written: ``out``, or ``preview.png`` in it
+    where it is a folder."""
+    return out / "preview.png" if out.is_dir() else out
 
 
 def preview(
@@ -256,7 +267,10 @@ def preview(
     file name) beside ``versions`` augmented versions (captioned by class, with masks
     overlaid, or with boxes drawn and named and keypoints dotted). A streamed source
     (TFRecords) shows ``count * versions`` augmented samples instead. ``x`` and ``y``: an
-    ``arrays`` source's images and targets (Keras' ``bounding_boxes`` dict for boxes)."""
+    ``arrays`` source's images and targets (Keras' ``bounding_boxes`` dict for boxes).
+    Returns where the grid went (:func:`grid_path`)."""
+    path = grid_path(path)
+    make_parent(path, "preview: --out")  # before the work: a file in the way named at once
     shown = augmented_versions(config, count, versions, x, y)
     names = shown.class_names
     tiles, titles, marks = _tiles(config, shown.augmented, shown.targets, names)

@@ -374,6 +374,40 @@ def test_yolo_pose_without_visibility_and_bad_kpt_shape(tmp_path: Path) -> None:
             YoloSource(path=root).samples()
 
 
+def mirrored_keypoints(root: Path, **fields: object) -> np.ndarray:
+    """The keypoints of the first image of the YOLO set at ``root`` through a sure
+    horizontal flip (``fields`` into the config)."""
+    from daliaug import make_dataset
+
+    config = {
+        "source": {"type": "yolo", "path": str(root)},
+        "image_size": [50, 100],
+        "batch_size": 1,
+        "backend": "cpu",
+        "transforms": [{"type": "flip", "horizontal": 1.0}],
+        **fields,
+    }
+    _, targets = next(iter(make_dataset(load_config(config), framework="numpy")))
+    return np.asarray(targets["keypoints"])[0, 0]
+
+
+def test_yolo_pose_flip_idx_swaps_mirrored_keypoints(tmp_path: Path) -> None:
+    """A pose ``data.yaml``'s ``flip_idx`` swaps left and right keypoints where a flip mirrors
+    the image, as Ultralytics does (keypoint k becomes keypoint flip_idx[k]); the config's
+    ``flip_indices`` goes first; a ``flip_idx`` that is no permutation is named."""
+    line = "0 0.5 0.5 0.6 0.6 0.3 0.5 2 0.7 0.5 2 0.5 0.4 2\n"  # left eye, right eye, nose
+    data = {"names": ["p"], "kpt_shape": [3, 3], "flip_idx": [1, 0, 2]}
+    root = yolo_set(tmp_path, {"a": line}, data)
+    swapped = [[30, 25, 1], [70, 25, 1], [50, 20, 1]]  # the left eye still on the left
+    np.testing.assert_allclose(mirrored_keypoints(root), swapped)
+    kept = mirrored_keypoints(root, flip_indices=[0, 1, 2])
+    np.testing.assert_allclose(kept, [[70, 25, 1], [30, 25, 1], [50, 20, 1]])
+    for flip in ([0, 0, 1], [1, 0], "1,0,2"):
+        (root / "data.yaml").write_text(yaml.safe_dump({**data, "flip_idx": flip}))
+        with pytest.raises(DataError, match=r"data\.yaml: 'flip_idx' must list each of the 3"):
+            YoloSource(path=root).samples()
+
+
 def test_yolo_segment_polygons_give_their_box(tmp_path: Path) -> None:
     labels = {
         "a": "0 0.1 0.2 0.5 0.1 0.4 0.8 0.2 0.6\n1 0.5 0.5 0.2 0.4\n",

@@ -40,11 +40,12 @@ def encode(k: int) -> tuple[str, bytes]:
     return ("jpg" if k % 2 else "png"), out.getvalue()
 
 
-def write_tar(path: Path, samples: dict[str, dict[str, bytes]]) -> Path:
-    """A tar of ``key.ext`` members, in order."""
+def write_tar(path: Path, samples: dict[str, dict[str, bytes] | list[tuple[str, bytes]]]) -> Path:
+    """A tar of ``key.ext`` members, in order (a list of ``(ext, data)`` may give an ``ext``
+    twice)."""
     with tarfile.open(path, "w") as tar:
         for key, members in samples.items():
-            for ext, data in members.items():
+            for ext, data in members.items() if isinstance(members, dict) else members:
                 info = tarfile.TarInfo(f"{key}.{ext}")
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))

@@ -89,7 +89,7 @@ def test_doctor_preview_and_check_on_the_demo_config_use_the_demo_data(tmp_path:
     copy = tmp_path / "mine.yaml"  # an unchanged copy is the demo config too; an edited one not
     copy.write_text(demo.read_text())
     edited = tmp_path / "edited.yaml"
-    edited.write_text(demo.read_text() + "seed: 1\n")
+    edited.write_text(demo.read_text().replace("\nseed: 0\n", "\nseed: 1\n"))
     preview, check, doctor, checked_copy, checked_edit = daliaug_runs(
         ["preview", "--out", out, "--count", "4"],  # the config left out
         ["check", demo],

@@ -1,0 +1,69 @@
+"""Where a command writes: its OUT taken as given, a file in the way of its folders named, and
+a folder of outputs (``convert``'s shards) written whole beside it and renamed into place, so
+that no run leaves a mix of two runs' files."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from daliaug.errors import ConfigError
+
+
+def make_parent(out: Path, what: str) -> None:
+    """The folders ``out`` goes in, made; a :class:`ConfigError` starting with ``what`` where a
+    file stands in their way or they cannot be made."""
+    for folder in [out.parent, *out.parent.parents]:
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                raise ConfigError(f"{what} {out}: {folder} is a file, not a folder")
+            break
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"{what} {out}: cannot make its folder: {e.strerror or e}") from None
+
+
+@contextlib.contextmanager
+def replaced_folder(out: Path, what: str, overwrite: bool, marker: str) -> Iterator[Path]:
+    """A new folder beside ``out`` to write into, renamed to ``out`` once the block is done
+    (deleted if it fails). ``out`` must be new or empty; with ``overwrite`` it may hold an
+    earlier run's output (its ``marker`` file), which is then replaced whole. Each refusal is a
+    :class:`ConfigError` starting with ``what``."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{what} {out} is a file; give a folder to write into")
+    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+    if held and not overwrite:
+        raise ConfigError(
+            f"{what} {out} already holds {len(held)} files ({shown}); give --overwrite to "
+            "replace an earlier conversion there, or a new or empty folder"
+        )
+    if held and marker not in held:
+        raise ConfigError(
+            f"{what} {out} holds files no conversion wrote (no {marker}: {shown}); "
+            "--overwrite replaces only an earlier conversion's folder"
+        )
+    make_parent(out, what)
+    try:
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+    except OSError as e:
+        raise ConfigError(f"{what} {out}: cannot write beside it: {e.strerror or e}") from None
+    try:
+        yield tmp
+        old = tmp.with_suffix(".old")
+        if out.is_dir():
+            os.rename(out, old)
+        try:
+            os.rename(tmp, out)
+        except OSError:
+            if old.is_dir():
+                os.rename(old, out)  # the earlier output back, whole
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
