@@ -118,7 +118,7 @@ class MemberColumn:
     def member(self, k: int) -> bytes:
         """Row ``k``'s bytes, exactly."""
         shard, offset, size = self.where[k].tolist()
-        return read_ranges([(self.shards[shard], offset, size)])[0]
+        return read_ranges([(self.shards[shard], offset, size)], self.identities)[0]
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         rows = [(self.shards[s], o, n) for s, o, n in self.where.tolist()]
