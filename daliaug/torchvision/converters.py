@@ -299,6 +299,11 @@ def _center_crop(transform: Any, walk: Walk) -> None:
     height, width = _size(transform)
     walk.geometric(transform, {"type": "center_crop", "size": [height, width], "fill": 0.0})
     walk.size = (height, width)
+    walk.notes.append(
+        f"{label(transform)}: where an image and the crop differ by an odd number of pixels, "
+        "torchvision rounds the offset half to even and daliaug half up: one pixel apart for "
+        "some sizes"
+    )
 
 
 def _jitter_range(transform: Any, name: str) -> list[float] | None:
@@ -397,9 +402,9 @@ def _random_erasing(transform: Any, walk: Walk) -> None:
     the value frame (0 after ``Normalize`` is each channel's mean); ``value='random'`` (normal
     noise per pixel) is refused."""
     value = transform.value
-    if isinstance(value, str) or value is None:
+    if isinstance(value, str) or value is None:  # torchvision keeps 'random' as None
         raise Unsupported(
-            f"{label(transform)}: value={value!r} fills with normal noise per pixel; daliaug "
+            f"{label(transform)}: value='random' fills with normal noise per pixel; daliaug "
             "fills with a number or one per channel"
         )
     values = np.broadcast_to(np.asarray(value, np.float64), (walk.channels,))
