@@ -73,19 +73,22 @@ def walk_into(transform: Any, walk: Walk) -> None:
 
 
 def _random_apply(transform: Any, inner: Any, walk: Walk) -> None:
-    """``RandomApply([t], p)``: ``t``'s one transform with its probability times ``p``."""
+    """``RandomApply([t], p)``: ``t``'s one transform with its probability times ``p`` (a
+    flip's: it flips one axis)."""
     p = float(transform.p)
     before = len(walk.transforms)
     walk_into(inner, walk)
     added = walk.transforms[before:]
     if p == 1.0 or not added:
         return
-    if len(added) != 1 or "probability" not in added[0]:
+    keys = [k for k in ("probability", "horizontal", "vertical") if k in added[-1]]
+    if len(added) != 1 or not keys:
         raise Unsupported(
             f"RandomApply: p={p} over {label(inner)}, which daliaug runs as "
             f"{len(added)} transforms without one probability of their own"
         )
-    added[0]["probability"] = float(added[0]["probability"]) * p
+    for key in keys:
+        added[0][key] = float(added[0][key]) * p
 
 
 def from_torchvision(

@@ -349,8 +349,10 @@ POLICY_NOTE = (
 
 def _policy(transform: Any, walk: Walk, entry: dict[str, Any]) -> None:
     """A policy adds to the warp, the colour pass and a pixel stage: it must come before the
-    pixel stages and find the images in torchvision's range."""
+    pixel stages and find the images in torchvision's range (``num_ops=0`` does nothing)."""
     walk._before_stages(transform)
+    if entry.get("num_ops") == 0:
+        return
     walk.pixels(transform, {**entry, "fill": _fill(transform, walk)})
     walk.notes.append(f"{label(transform)}: {POLICY_NOTE}")
 
