@@ -49,6 +49,9 @@ class Walk:
     transforms: list[dict[str, Any]] = field(default_factory=list)
     interpolations: dict[str, str] = field(default_factory=dict)
     """Each resampling transform's interpolation, by :func:`label` (the one warp has one)."""
+    fills: dict[str, float] = field(default_factory=dict)
+    """Each revealing transform's fill on the 0..255 values, by :func:`label` (the one warp
+    has one)."""
     stage: str | None = None
     """The first transform that became a pixel stage: the pipeline runs those after its warp
     and colour pass, so no geometry or colour may follow."""
@@ -105,6 +108,17 @@ class Walk:
                     f"interpolation, but they differ ({listed})"
                 )
         self.transforms.append(entry)
+
+    def fill(self, transform: Any, value: float) -> float:
+        """Record ``transform``'s fill of the one warp (torchvision's crops pad with 0)."""
+        self.fills[label(transform)] = value
+        if len(set(self.fills.values())) > 1:
+            listed = ", ".join(f"{k}: {v:g}" for k, v in self.fills.items())
+            raise Unsupported(
+                f"{label(transform)}: the transforms fuse into one warp with one fill, but they "
+                f"fill differently on the 0..255 values ({listed})"
+            )
+        return value
 
     def colour(self, transform: Any, entries: list[dict[str, Any]]) -> None:
         self._before_stages(transform)
@@ -297,7 +311,8 @@ def _resize(transform: Any, walk: Walk) -> None:
 def _center_crop(transform: Any, walk: Walk) -> None:
     """A window centred as torchvision's (padded with 0 where the image is smaller)."""
     height, width = _size(transform)
-    walk.geometric(transform, {"type": "center_crop", "size": [height, width], "fill": 0.0})
+    walk.geometric(transform, {"type": "center_crop", "size": [height, width]})
+    walk.fill(transform, 0.0)
     walk.size = (height, width)
     walk.notes.append(
         f"{label(transform)}: where an image and the crop differ by an odd number of pixels, "
@@ -353,7 +368,10 @@ def _policy(transform: Any, walk: Walk, entry: dict[str, Any]) -> None:
     walk._before_stages(transform)
     if entry.get("num_ops") == 0:
         return
-    walk.pixels(transform, {**entry, "fill": _fill(transform, walk)})
+    fill = _fill(transform, walk)
+    if entry["type"] != "aug_mix":  # its chains resample on their own
+        walk.fill(transform, fill)
+    walk.pixels(transform, {**entry, "fill": fill})
     walk.notes.append(f"{label(transform)}: {POLICY_NOTE}")
 
 

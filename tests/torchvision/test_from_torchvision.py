@@ -224,6 +224,7 @@ def _refusals(t: Any) -> list[tuple[Any, str]]:
             "ColorJitter: the images reach it as",
         ),
         (t.Compose([t.RandomErasing(), t.CenterCrop(8)]), "CenterCrop: it comes after Random"),
+        (t.AutoAugment(fill=9), "AutoAugment: the transforms fuse into one warp with one fill"),
     ]
 
 
@@ -247,3 +248,37 @@ def test_random_apply_of_one_transform_scales_its_probability() -> None:
 def test_a_pipeline_keeping_each_images_size_is_told_to_end_at_one() -> None:
     with pytest.raises(ConfigError, match="image_size: the transforms keep each image's"):
         compile_for(v2().Compose([v2().Resize(32)]))
+
+
+@pytest.mark.parametrize(("name", "wide"), [("RandAugment", False), ("TrivialAugmentWide", True)])
+def test_the_policies_ops_and_magnitude_bins_are_torchvisions(name: str, wide: bool) -> None:
+    """daliaug's op list, tables (translations as fractions of the side, solarize's threshold
+    on 0..255) and signs are those torchvision's policy reads, bin for bin."""
+    from daliaug.transforms.policy import RAND_AUGMENT_OPS, SIGNED_OPS, magnitudes
+
+    space = getattr(v2(), name)()._AUGMENTATION_SPACE
+    ours = [op.replace("_", "") for op in RAND_AUGMENT_OPS]
+    assert [n.lower() for n in space] == ours
+    for (tv_name, (table, signed)), op in zip(space.items(), RAND_AUGMENT_OPS, strict=True):
+        theirs = np.asarray(table(31, 1, 1), np.float64).reshape(-1)
+        theirs = theirs * 255.0 if tv_name == "Solarize" else theirs
+        found = np.asarray(magnitudes(op, 31, wide=wide))
+        assert np.allclose(found, theirs if theirs.size > 1 else found[0]), tv_name
+        assert signed == (op in SIGNED_OPS), tv_name
+
+
+def test_the_policies_arguments_carry_over() -> None:
+    t = v2()
+    stack = t.Compose(
+        [
+            t.CenterCrop(16),
+            t.RandomChoice(
+                [t.AugMix(severity=5, mixture_width=2, chain_depth=1, alpha=0.5, all_ops=False)]
+            ),
+        ]
+    )
+    mix = compile_for(stack).transforms[1]
+    assert (mix.type, mix.severity, mix.mixture_width, mix.chain_depth) == ("aug_mix", 5, 2, 1)
+    assert (mix.alpha, mix.all_ops) == (0.5, False)
+    trivial = compile_for(t.Compose([t.RandomResizedCrop(8), t.TrivialAugmentWide(15, fill=9)]))
+    assert (trivial.transforms[1].num_magnitude_bins, trivial.transforms[1].fill) == (15, 9.0)
