@@ -98,7 +98,7 @@ class Walk:
     def geometric(self, transform: Any, entry: dict[str, Any], interpolation: Any = None) -> None:
         """Add a geometric transform (``interpolation``: torchvision's mode, where it
         resamples)."""
-        self._before_stages(transform)
+        self.before_stages(transform)
         if interpolation is not None:
             self.interpolations[label(transform)] = _interpolation(transform, interpolation)
             if len(set(self.interpolations.values())) > 1:
@@ -121,7 +121,7 @@ class Walk:
         return value
 
     def colour(self, transform: Any, entries: list[dict[str, Any]]) -> None:
-        self._before_stages(transform)
+        self.before_stages(transform)
         self.in_range(transform)
         self.transforms.extend(entries)
 
@@ -133,7 +133,7 @@ class Walk:
         self.transforms.append(entry)
         self.stage = self.stage or label(transform)
 
-    def _before_stages(self, transform: Any) -> None:
+    def before_stages(self, transform: Any) -> None:
         if self.stage is not None:
             raise Unsupported(
                 f"{label(transform)}: it comes after {self.stage}, which daliaug runs as a "
@@ -222,15 +222,13 @@ def _as_is(transform: Any, walk: Walk) -> None:
 def _to_dtype(transform: Any, walk: Walk) -> None:
     """``float32`` (with ``scale=True``: the values over 255); the output is float32."""
     dtype = transform.dtype
-    if isinstance(dtype, dict):
-        images = {str(k) for k, v in dtype.items() if v is not None}
-        dtype = next((v for k, v in dtype.items() if "Image" in str(k)), dtype.get("others"))
-        if dtype is None:
-            raise Unsupported(f"{label(transform)}: dtype={images} gives images no dtype")
+    if isinstance(dtype, dict):  # by tv_tensors type: the images' own, else "others"
+        by_name = {getattr(k, "__name__", k): v for k, v in dtype.items()}
+        dtype = by_name.get("Image", by_name.get("others"))
     if str(dtype) != "torch.float32":
         raise Unsupported(f"{label(transform)}: dtype={dtype}; daliaug hands float32 (or uint8)")
-    if walk.floating:
-        raise Unsupported(f"{label(transform)}: the images are float32 already")
+    if walk.floating:  # torchvision hands float32 images back as they are
+        return
     walk.floating = True
     if transform.scale:
         walk.values(np.full(walk.channels, 1.0 / 255.0), np.zeros(walk.channels))
@@ -301,6 +299,10 @@ def _resize(transform: Any, walk: Walk) -> None:
             transform, {"type": "resize", "shorter_side": size[0]}, transform.interpolation
         )
         walk.size = None
+        walk.notes.append(
+            f"{label(transform)}: daliaug rounds the longer side where torchvision truncates it: "
+            "one pixel longer for some image sizes"
+        )
     else:
         walk.geometric(transform, {"type": "resize", "size": size}, transform.interpolation)
         walk.size = (size[0], size[1])
@@ -365,7 +367,7 @@ POLICY_NOTE = (
 def _policy(transform: Any, walk: Walk, entry: dict[str, Any]) -> None:
     """A policy adds to the warp, the colour pass and a pixel stage: it must come before the
     pixel stages and find the images in torchvision's range (``num_ops=0`` does nothing)."""
-    walk._before_stages(transform)
+    walk.before_stages(transform)
     if entry.get("num_ops") == 0:
         return
     fill = _fill(transform, walk)

@@ -96,7 +96,23 @@ def _vertical_flip_uint8(t: Any) -> Any:
     return t.Compose([t.RandomVerticalFlip(p=1.0), t.CenterCrop((40, 40))])
 
 
+def _eval_recipe(t: Any) -> Any:
+    """PyTorch's evaluation recipe, at a size where the longer side is whole."""
+    import torch
+
+    return t.Compose(
+        [
+            t.Resize(24, antialias=False),
+            t.CenterCrop(20),
+            t.PILToTensor(),
+            t.ToDtype(torch.float32, scale=True),
+            t.Normalize(MEAN, STD),
+        ]
+    )
+
+
 FIXED: dict[str, Callable[[Any], Any]] = {
+    "eval_recipe": _eval_recipe,
     "center_flip_normalize": _center_flip_normalize,
     "resize_brightness": _resize_brightness,
     "saturation": _saturation,
