@@ -72,6 +72,7 @@ def build_pipeline(config: Any, device: str | None = None, **kwargs: Any) -> Pip
 _LAZY = {
     "DaliLoader": "daliaug.outputs.numpy",
     "from_keras": "daliaug.keras.compile",
+    "from_torchvision": "daliaug.torchvision.compile",
     "split_model": "daliaug.keras.split",
 }
 """Public names imported on first use, the callable itself (no wrapper of daliaug's in between,
@@ -83,7 +84,10 @@ def __getattr__(name: str) -> Any:
     epochs as NumPy batches with DALI alone (no TensorFlow; see
     :class:`daliaug.outputs.numpy.DaliLoader`); ``daliaug.from_keras(layers, source=...)``, the
     config that does what Keras' preprocessing layers do (imports Keras; see
-    :func:`daliaug.keras.compile.from_keras`); ``daliaug.split_model(model)``, a model's
+    :func:`daliaug.keras.compile.from_keras`); ``daliaug.from_torchvision(transforms,
+    source=...)``, the same for a torchvision v2 ``Compose`` (imports neither torch nor
+    torchvision; see :func:`daliaug.torchvision.compile.from_torchvision`);
+    ``daliaug.split_model(model)``, a model's
     leading augmentation layers as config fields and the model without them (see
     :func:`daliaug.keras.split.split_model`)."""
     if name in _LAZY:
@@ -108,6 +112,7 @@ __all__ = [
     "build_pipeline",
     "describe",
     "from_keras",
+    "from_torchvision",
     "load_config",
     "make_dataset",
     "split_model",

@@ -29,6 +29,7 @@ import pytest
         "daliaug.tools.demo_data",
         "daliaug.tools.demo_sources",
         "daliaug.parity",
+        "daliaug.torchvision.compile",
     ],
 )
 def test_module_does_not_import_tensorflow(module: str) -> None:
@@ -56,3 +57,14 @@ def test_import_daliaug_loads_neither_framework_and_its_loader_dali_alone() -> N
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "False", "True"]
+
+
+def test_from_torchvision_imports_neither_torch_nor_torchvision() -> None:
+    """It reads the transforms' attributes: compiling a pipeline needs neither imported by
+    daliaug (the user's own import of torchvision brings them)."""
+    code = (
+        "import sys, daliaug; daliaug.from_torchvision; "
+        "print('torch' in sys.modules, 'torchvision' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

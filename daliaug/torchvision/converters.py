@@ -1,0 +1,450 @@
+"""The table ``from_torchvision`` reads: one small converter per torchvision v2 transform class,
+each writing what its transform does into a :class:`Walk` in daliaug's terms.
+
+A converter reads the transform's own attributes (the ranges torchvision parsed, its
+``interpolation``, ``fill``...) and adds daliaug transforms with torchvision's semantics, or
+changes the value frame (``ToDtype``, ``Normalize``). What a transform does that daliaug cannot
+run exactly raises :class:`Unsupported` naming it and why; where daliaug's draw differs in
+distribution only, the walk keeps a note (a warning). A class with no entry is refused as a
+whole. Adding a class is one function decorated with :func:`converts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from daliaug.errors import ConfigError
+
+PIPELINE_RANGE = (0.0, 255.0)
+"""The values daliaug's pipeline computes on: the decoded images' 0..255."""
+
+
+class Unsupported(ConfigError):
+    """A transform (or one of its arguments) daliaug cannot run with torchvision's semantics."""
+
+
+def label(transform: Any) -> str:
+    """How messages name a transform: its class (``RandomResizedCrop``)."""
+    return type(transform).__name__
+
+
+@dataclass
+class Walk:
+    """What the transforms so far do, in the pipeline's terms.
+
+    ``size``: ``[height, width]`` after them (``None``: each image keeps its own size).
+    ``scale`` and ``offset`` (per channel) are the value frame: a transform sees ``scale * v +
+    offset`` where the pipeline holds ``v`` (0..255); ``floating`` once ``ToDtype`` made the
+    images floats (torchvision's colour ops then work on 0..1)."""
+
+    channels: int = 3
+    size: tuple[int, int] | None = None
+    scale: np.ndarray = field(default_factory=lambda: np.ones(3))
+    offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    floating: bool = False
+    transforms: list[dict[str, Any]] = field(default_factory=list)
+    interpolations: dict[str, str] = field(default_factory=dict)
+    """Each resampling transform's interpolation, by :func:`label` (the one warp has one)."""
+    fills: dict[str, float] = field(default_factory=dict)
+    """Each revealing transform's fill on the 0..255 values, by :func:`label` (the one warp
+    has one)."""
+    stage: str | None = None
+    """The first transform that became a pixel stage: the pipeline runs those after its warp
+    and colour pass, so no geometry or colour may follow."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def identity_frame(self) -> bool:
+        return bool(np.all(self.scale == 1.0) and np.all(self.offset == 0.0))
+
+    def to_pipeline(self, transform: Any, what: str, value: Any) -> float:
+        """A value as ``transform`` sees it (one number, or one per channel that are equal
+        through the frame), on the pipeline's 0..255 scale."""
+        values = np.broadcast_to(np.asarray(value, np.float64), (self.channels,))
+        pipeline = (values - self.offset) / self.scale
+        if not np.allclose(pipeline, pipeline[0], atol=1e-4):
+            raise Unsupported(
+                f"{label(transform)}: its {what} means {np.round(pipeline, 3).tolist()} per "
+                "channel on the pipeline's 0..255 values; daliaug takes one value here"
+            )
+        if not PIPELINE_RANGE[0] - 1e-3 <= pipeline[0] <= PIPELINE_RANGE[1] + 1e-3:
+            raise Unsupported(
+                f"{label(transform)}: its {what} {value!r} is {pipeline[0]:g} on the "
+                "pipeline's 0..255 values; daliaug fills within them"
+            )
+        return float(np.clip(pipeline[0], *PIPELINE_RANGE))
+
+    def values(self, scale: np.ndarray, offset: np.ndarray) -> None:
+        """A transform maps each value ``x`` it sees to ``scale * x + offset`` (per channel)."""
+        self.scale = self.scale * scale
+        self.offset = self.offset * scale + offset
+
+    def in_range(self, transform: Any) -> None:
+        """:class:`Unsupported` unless the images reach ``transform`` in the range torchvision's
+        colour ops clip to: 0..255 as uint8, 0..1 as floats."""
+        bound = 1.0 / 255.0 if self.floating else 1.0
+        if not (np.allclose(self.scale, bound) and np.all(self.offset == 0.0)):
+            frame = f"{np.round(self.scale, 6).tolist()} * v + {np.round(self.offset, 6).tolist()}"
+            raise Unsupported(
+                f"{label(transform)}: the images reach it as {frame} of the 0..255 pixels (the "
+                "ToDtype or Normalize before it), where torchvision clips to "
+                f"{'0..1' if self.floating else '0..255'}; put it before them"
+            )
+
+    def geometric(self, transform: Any, entry: dict[str, Any], interpolation: Any = None) -> None:
+        """Add a geometric transform (``interpolation``: torchvision's mode, where it
+        resamples)."""
+        self.before_stages(transform)
+        if interpolation is not None:
+            self.interpolations[label(transform)] = _interpolation(transform, interpolation)
+            if len(set(self.interpolations.values())) > 1:
+                listed = ", ".join(f"{k}: {v!r}" for k, v in self.interpolations.items())
+                raise Unsupported(
+                    f"{label(transform)}: the transforms fuse into one warp with one "
+                    f"interpolation, but they differ ({listed})"
+                )
+        self.transforms.append(entry)
+
+    def fill(self, transform: Any, value: float) -> float:
+        """Record ``transform``'s fill of the one warp (torchvision's crops pad with 0)."""
+        self.fills[label(transform)] = value
+        if len(set(self.fills.values())) > 1:
+            listed = ", ".join(f"{k}: {v:g}" for k, v in self.fills.items())
+            raise Unsupported(
+                f"{label(transform)}: the transforms fuse into one warp with one fill, but they "
+                f"fill differently on the 0..255 values ({listed})"
+            )
+        return value
+
+    def colour(self, transform: Any, entries: list[dict[str, Any]]) -> None:
+        self.before_stages(transform)
+        self.in_range(transform)
+        self.transforms.extend(entries)
+
+    def pixels(self, transform: Any, entry: dict[str, Any], *, in_range: bool = True) -> None:
+        """Add a pixel stage (run after the warp and the colour pass; nothing but pixel stages
+        may follow it)."""
+        if in_range:
+            self.in_range(transform)
+        self.transforms.append(entry)
+        self.stage = self.stage or label(transform)
+
+    def before_stages(self, transform: Any) -> None:
+        if self.stage is not None:
+            raise Unsupported(
+                f"{label(transform)}: it comes after {self.stage}, which daliaug runs as a "
+                "pixel stage after the warp and the colour pass; put it before that transform"
+            )
+
+
+def _interpolation(transform: Any, mode: Any) -> str:
+    name = str(getattr(mode, "value", mode))
+    known = {"bilinear": "linear", "nearest": "nearest"}
+    if name not in known:
+        raise Unsupported(
+            f"{label(transform)}: interpolation={name!r}; daliaug's warp samples 'bilinear' or "
+            "'nearest'"
+        )
+    return known[name]
+
+
+Converter = Callable[[Any, Walk], None]
+CONVERTERS: dict[str, Converter] = {}
+"""torchvision v2 class name -> its converter."""
+
+
+def converts(name: str) -> Callable[[Converter], Converter]:
+    """Register the decorated function as the converter of torchvision's class ``name``."""
+
+    def register(convert: Converter) -> Converter:
+        CONVERTERS[name] = convert
+        return convert
+
+    return register
+
+
+REFUSED: dict[str, str] = {
+    "ColorJitter": "",  # see _color_jitter
+    "RandomAffine": "daliaug's affine transforms draw rotation, translation, scale and shear "
+    "with their own centres and roundings, not checked against torchvision's yet",
+    "RandomPerspective": "daliaug's perspective draws its corners differently, not checked "
+    "against torchvision's yet",
+    "ElasticTransform": "torchvision blurs a full-resolution random field; daliaug's elastic "
+    "draws a coarse grid (Keras')",
+    "RandomCrop": "its padding and pad_if_needed are not converted yet",
+    "MixUp": "it mixes a batch's labels, which torchvision takes as class indices in the call; "
+    "use daliaug's mixup transform with label_mode 'categorical'",
+    "CutMix": "it mixes a batch's labels, which torchvision takes as class indices in the call; "
+    "use daliaug's cutmix transform with label_mode 'categorical'",
+    "Lambda": "it runs arbitrary Python on each image",
+}
+"""Why a torchvision class with no converter is refused, where there is more to say."""
+
+
+def supported() -> list[str]:
+    """The torchvision v2 classes daliaug compiles."""
+    return sorted(CONVERTERS)
+
+
+def _pair(values: Any) -> list[float]:
+    return [float(v) for v in values]
+
+
+def _size(transform: Any) -> tuple[int, int]:
+    height, width = (int(v) for v in transform.size)
+    return height, width
+
+
+def _fill(transform: Any, walk: Walk) -> float:
+    """A policy's ``fill`` (``None``: 0) on the pipeline's values; per-type fills refused."""
+    fill = getattr(transform, "fill", None)
+    if isinstance(fill, dict):
+        fills = set(map(str, fill.values()))
+        if len(fills) > 1:
+            raise Unsupported(f"{label(transform)}: fill={fill!r} differs by input type")
+        fill = next(iter(fill.values()), None)
+    return walk.to_pipeline(transform, "fill", 0.0 if fill is None else fill)
+
+
+@converts("Identity")
+@converts("ToImage")
+@converts("PILToTensor")
+@converts("ToPureTensor")
+def _as_is(transform: Any, walk: Walk) -> None:
+    """The decoded image as a uint8 tensor: what daliaug's pipeline holds already."""
+
+
+@converts("ToDtype")
+def _to_dtype(transform: Any, walk: Walk) -> None:
+    """``float32`` (with ``scale=True``: the values over 255); the output is float32."""
+    dtype = transform.dtype
+    if isinstance(dtype, dict):  # by tv_tensors type: the images' own, else "others"
+        by_name = {getattr(k, "__name__", k): v for k, v in dtype.items()}
+        dtype = by_name.get("Image", by_name.get("others"))
+    if str(dtype) != "torch.float32":
+        raise Unsupported(f"{label(transform)}: dtype={dtype}; daliaug hands float32 (or uint8)")
+    if walk.floating:  # torchvision hands float32 images back as they are
+        return
+    walk.floating = True
+    if transform.scale:
+        walk.values(np.full(walk.channels, 1.0 / 255.0), np.zeros(walk.channels))
+
+
+@converts("Normalize")
+def _normalize(transform: Any, walk: Walk) -> None:
+    """``(x - mean) / std`` per channel, on float images (torchvision refuses uint8)."""
+    if not walk.floating:
+        raise Unsupported(
+            f"{label(transform)}: torchvision normalizes float images only; put ToDtype("
+            "torch.float32, scale=True) before it"
+        )
+    mean = np.broadcast_to(np.asarray(transform.mean, np.float64), (walk.channels,))
+    std = np.broadcast_to(np.asarray(transform.std, np.float64), (walk.channels,))
+    if np.any(std <= 0):
+        raise Unsupported(f"{label(transform)}: std={list(transform.std)} is not above 0")
+    walk.values(1.0 / std, -mean / std)
+
+
+@converts("RandomResizedCrop")
+def _random_resized_crop(transform: Any, walk: Walk) -> None:
+    """``random_resized_crop`` with torchvision's ``scale`` and ``ratio``; daliaug draws once
+    and cuts the window to the image where torchvision redraws up to ten times (a note)."""
+    height, width = _size(transform)
+    entry = {
+        "type": "random_resized_crop",
+        "scale": _pair(transform.scale),
+        "ratio": _pair(transform.ratio),
+        "size": [height, width],
+    }
+    walk.geometric(transform, entry, transform.interpolation)
+    walk.size = (height, width)
+    walk.notes.append(
+        f"{label(transform)}: daliaug draws the window once and cuts it to the image (torchvision "
+        "redraws up to 10 times, then takes a centred crop): windows of extreme ratios differ"
+    )
+    _antialias(transform, walk)
+
+
+def _antialias(transform: Any, walk: Walk) -> None:
+    if getattr(transform, "antialias", False):
+        walk.notes.append(
+            f"{label(transform)}: antialias=True, but daliaug resamples without antialiasing: "
+            "where it shrinks, pixels differ (give antialias=False for torchvision's same "
+            "pixels)"
+        )
+
+
+@converts("RandomHorizontalFlip")
+def _horizontal_flip(transform: Any, walk: Walk) -> None:
+    walk.geometric(transform, {"type": "flip", "horizontal": float(transform.p), "vertical": 0.0})
+
+
+@converts("RandomVerticalFlip")
+def _vertical_flip(transform: Any, walk: Walk) -> None:
+    walk.geometric(transform, {"type": "flip", "horizontal": 0.0, "vertical": float(transform.p)})
+
+
+@converts("Resize")
+def _resize(transform: Any, walk: Walk) -> None:
+    """One size (the shorter side, each image's own size after it) or ``[height, width]``."""
+    if transform.max_size is not None or transform.size is None:
+        raise Unsupported(f"{label(transform)}: max_size={transform.max_size} is not converted")
+    size = [int(v) for v in transform.size]
+    if len(size) == 1:
+        walk.geometric(
+            transform, {"type": "resize", "shorter_side": size[0]}, transform.interpolation
+        )
+        walk.size = None
+        walk.notes.append(
+            f"{label(transform)}: daliaug rounds the longer side where torchvision truncates it: "
+            "one pixel longer for some image sizes"
+        )
+    else:
+        walk.geometric(transform, {"type": "resize", "size": size}, transform.interpolation)
+        walk.size = (size[0], size[1])
+    _antialias(transform, walk)
+
+
+@converts("CenterCrop")
+def _center_crop(transform: Any, walk: Walk) -> None:
+    """A window centred as torchvision's (padded with 0 where the image is smaller)."""
+    height, width = _size(transform)
+    walk.geometric(transform, {"type": "center_crop", "size": [height, width]})
+    walk.fill(transform, 0.0)
+    walk.size = (height, width)
+    walk.notes.append(
+        f"{label(transform)}: where an image and the crop differ by an odd number of pixels, "
+        "torchvision rounds the offset half to even and daliaug half up: one pixel apart for "
+        "some sizes"
+    )
+
+
+def _jitter_range(transform: Any, name: str) -> list[float] | None:
+    value = getattr(transform, name)
+    return None if value is None else _pair(value)
+
+
+@converts("ColorJitter")
+def _color_jitter(transform: Any, walk: Walk) -> None:
+    """One of brightness or saturation (daliaug's are torchvision's blends, one factor per
+    image); torchvision applies several in a random order per call, with a clip after each,
+    where daliaug fuses colour into one matrix with one clip in a fixed order, so several are
+    refused; its contrast (the image's grey mean) and hue (HSV) are not daliaug's."""
+    given = {
+        name: _jitter_range(transform, name)
+        for name in ("brightness", "contrast", "saturation", "hue")
+        if getattr(transform, name) is not None
+    }
+    if len(given) > 1:
+        raise Unsupported(
+            f"{label(transform)}: {', '.join(given)} given; torchvision applies them in a "
+            "random order per image, clipping after each, and daliaug fuses its colour ops into "
+            "one pass in a fixed order: give one ColorJitter per factor (in a fixed order, "
+            "without the random permutation) or drop all but one"
+        )
+    if "contrast" in given or "hue" in given:
+        why = (
+            "its contrast blends with the image's grey mean (daliaug's contrast centres on 128)"
+            if "contrast" in given
+            else "its hue shifts HSV hue (daliaug's hue turns the YIQ chroma plane)"
+        )
+        raise Unsupported(f"{label(transform)}: {why}")
+    entries = [{"type": name, "factor": bounds} for name, bounds in given.items()]
+    walk.colour(transform, entries)
+
+
+POLICY_NOTE = (
+    "daliaug runs all its geometric ops first (one warp, the pipeline's interpolation: "
+    "torchvision's default is nearest), then its colour ops (one clip), then its pixel ops, and "
+    "translates without torchvision's int() truncation (see daliaug.transforms.policy)"
+)
+
+
+def _policy(transform: Any, walk: Walk, entry: dict[str, Any]) -> None:
+    """A policy adds to the warp, the colour pass and a pixel stage: it must come before the
+    pixel stages and find the images in torchvision's range (``num_ops=0`` does nothing)."""
+    walk.before_stages(transform)
+    if entry.get("num_ops") == 0:
+        return
+    fill = _fill(transform, walk)
+    if entry["type"] != "aug_mix":  # its chains resample on their own
+        walk.fill(transform, fill)
+    walk.pixels(transform, {**entry, "fill": fill})
+    walk.notes.append(f"{label(transform)}: {POLICY_NOTE}")
+
+
+@converts("RandAugment")
+def _rand_augment(transform: Any, walk: Walk) -> None:
+    """``rand_augment``: torchvision's fourteen ops and magnitude tables."""
+    entry = {
+        "type": "rand_augment",
+        "num_ops": int(transform.num_ops),
+        "magnitude": int(transform.magnitude),
+        "num_magnitude_bins": int(transform.num_magnitude_bins),
+    }
+    _policy(transform, walk, entry)
+
+
+@converts("TrivialAugmentWide")
+def _trivial_augment(transform: Any, walk: Walk) -> None:
+    entry = {"type": "trivial_augment", "num_magnitude_bins": int(transform.num_magnitude_bins)}
+    _policy(transform, walk, entry)
+
+
+@converts("AutoAugment")
+def _auto_augment(transform: Any, walk: Walk) -> None:
+    policy = str(getattr(transform.policy, "value", transform.policy))
+    if policy != "imagenet":
+        raise Unsupported(
+            f"{label(transform)}: policy={policy!r}; daliaug has torchvision's 'imagenet' policy"
+        )
+    _policy(transform, walk, {"type": "auto_augment", "policy": "imagenet"})
+
+
+@converts("AugMix")
+def _aug_mix(transform: Any, walk: Walk) -> None:
+    entry = {
+        "type": "aug_mix",
+        "severity": int(transform.severity),
+        "mixture_width": int(transform.mixture_width),
+        "chain_depth": int(transform.chain_depth),
+        "alpha": float(transform.alpha),
+        "all_ops": bool(transform.all_ops),
+    }
+    _policy(transform, walk, entry)
+
+
+@converts("RandomErasing")
+def _random_erasing(transform: Any, walk: Walk) -> None:
+    """``random_erasing`` with torchvision's ``scale`` and ``ratio``; its value is read through
+    the value frame (0 after ``Normalize`` is each channel's mean); ``value='random'`` (normal
+    noise per pixel) is refused."""
+    value = transform.value
+    if isinstance(value, str) or value is None:  # torchvision keeps 'random' as None
+        raise Unsupported(
+            f"{label(transform)}: value='random' fills with normal noise per pixel; daliaug "
+            "fills with a number or one per channel"
+        )
+    values = np.broadcast_to(np.asarray(value, np.float64), (walk.channels,))
+    levels = (values - walk.offset) / walk.scale
+    if np.any(levels < PIPELINE_RANGE[0] - 1e-3) or np.any(levels > PIPELINE_RANGE[1] + 1e-3):
+        raise Unsupported(
+            f"{label(transform)}: value={list(value)} is {np.round(levels, 3).tolist()} on the "
+            "pipeline's 0..255 values; daliaug fills within them"
+        )
+    entry = {
+        "type": "random_erasing",
+        "probability": float(transform.p),
+        "scale": _pair(transform.scale),
+        "ratio": _pair(transform.ratio),
+        "value": [float(v) for v in np.clip(levels, *PIPELINE_RANGE)],
+    }
+    walk.pixels(transform, entry, in_range=False)
+    walk.notes.append(
+        f"{label(transform)}: daliaug draws the box once and cuts it to the image (torchvision "
+        "redraws up to 10 times, then erases nothing)"
+    )

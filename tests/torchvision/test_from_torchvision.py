@@ -1,0 +1,300 @@
+"""``from_torchvision`` against torchvision v2 itself: the ImageNet recipe's config, each
+refusal named, and pixels on every engine (DALI on the CPU, TensorFlow, OpenCV) within two
+levels of 255 (mean under half a level: :data:`MAX_LEVELS`) of torchvision's own output on
+the same parameters."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import daliaug
+from daliaug.algebra import Canvas, Math
+from daliaug.config import Config
+from daliaug.epoch import draw_rows
+from daliaug.errors import ConfigError
+from daliaug.outputs.numpy import batches as engine_batches
+from daliaug.sources.arrays import array_samples
+from tests.torchvision.conftest import photos, v2
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+MAX_LEVELS, MEAN_LEVELS = 2.0, 0.5
+"""The tolerance on the 0..255 scale: torchvision rounds to uint8 after a resize and truncates
+after each colour op (an error the next factor scales: 1.3 x 0.5 + 1 at most here), daliaug
+rounds once."""
+
+
+def compile_for(transforms: Any) -> Config:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return daliaug.from_torchvision(
+            transforms,
+            source={"type": "arrays"},
+            batch_size=4,
+            shuffle=False,
+            label_mode="none",
+            seed=0,
+        )
+
+
+def levels(config: Config, images: np.ndarray) -> np.ndarray:
+    """NCHW output back on the 0..255 scale."""
+    mean, std = (np.asarray(v).reshape(1, -1, 1, 1) for v in config.output.mean_std(3))
+    return np.asarray(images, np.float64) * std + mean
+
+
+def as_tensors(x: np.ndarray) -> Any:
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+
+
+def _center_flip_normalize(t: Any) -> Any:
+    import torch
+
+    return t.Compose(
+        [
+            t.CenterCrop((32, 40)),
+            t.RandomHorizontalFlip(p=1.0),
+            t.ToImage(),
+            t.ToDtype(torch.float32, scale=True),
+            t.Normalize(MEAN, STD),
+        ]
+    )
+
+
+def _resize_brightness(t: Any) -> Any:
+    import torch
+
+    return t.Compose(
+        [
+            t.Resize((24, 32), antialias=False),
+            t.ColorJitter(brightness=(1.3, 1.3)),
+            t.ToDtype(torch.float32, scale=True),
+        ]
+    )
+
+
+def _saturation(t: Any) -> Any:
+    """On floats (on uint8 torchvision truncates the blend: 0.7 of a level lower on average)."""
+    import torch
+
+    return t.Compose(
+        [
+            t.CenterCrop((48, 64)),
+            t.ToDtype(torch.float32, scale=True),
+            t.ColorJitter(saturation=(0.4, 0.4)),
+        ]
+    )
+
+
+def _vertical_flip_uint8(t: Any) -> Any:
+    return t.Compose([t.RandomVerticalFlip(p=1.0), t.CenterCrop((40, 40))])
+
+
+def _eval_recipe(t: Any) -> Any:
+    """PyTorch's evaluation recipe, at a size where the longer side is whole."""
+    import torch
+
+    return t.Compose(
+        [
+            t.Resize(24, antialias=False),
+            t.CenterCrop(20),
+            t.PILToTensor(),
+            t.ToDtype(torch.float32, scale=True),
+            t.Normalize(MEAN, STD),
+        ]
+    )
+
+
+FIXED: dict[str, Callable[[Any], Any]] = {
+    "eval_recipe": _eval_recipe,
+    "center_flip_normalize": _center_flip_normalize,
+    "resize_brightness": _resize_brightness,
+    "saturation": _saturation,
+    "vertical_flip_uint8": _vertical_flip_uint8,
+}
+"""Chains whose every parameter is fixed: torchvision's output is the batch's."""
+
+
+def ours(config: Config, engine: str, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    batches = engine_batches(engine, config, array_samples(x, None), "cpu", params=rows)
+    return levels(config, np.concatenate([batch[0] for batch in batches]))
+
+
+def assert_close(found: np.ndarray, expected: np.ndarray) -> None:
+    assert found.shape == expected.shape, (found.shape, expected.shape)
+    diff = np.abs(found - expected)
+    assert diff.max() <= MAX_LEVELS and diff.mean() <= MEAN_LEVELS, (diff.max(), diff.mean())
+
+
+ENGINES = ["dali", "tf", "opencv"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", sorted(FIXED))
+def test_fixed_chains_match_torchvision_on_every_engine(engine: str, name: str) -> None:
+    t = v2()
+    x = photos()
+    transforms = FIXED[name](t)
+    config = compile_for(transforms)
+    expected = levels(config, transforms(as_tensors(x)).numpy())
+    rows = draw_rows(config.plan, np.random.default_rng(0), len(x))
+    assert_close(ours(config, engine, x, rows), expected)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ENGINES)
+def test_random_resized_crop_matches_torchvision_on_the_same_windows(engine: str) -> None:
+    """The window daliaug draws (its parameter rows, torchvision's ``scale`` and ``ratio``),
+    cut and resized by torchvision's ``resized_crop``: the same pixels."""
+    import torch
+
+    t = v2()
+    from torchvision.transforms.v2 import functional
+
+    x = photos()
+    transforms = t.Compose(
+        [
+            t.RandomResizedCrop((24, 24), scale=(0.3, 0.9), antialias=False),
+            t.ToDtype(torch.float32, scale=True),
+            t.Normalize(MEAN, STD),
+        ]
+    )
+    config = compile_for(transforms)
+    rows = draw_rows(config.plan, np.random.default_rng(1), len(x))
+    keys = list(config.plan.param_keys)
+    found = ours(config, engine, x, rows)
+    for i, image in enumerate(as_tensors(x)):
+        p = {k.rpartition(".")[2]: float(rows[i, keys.index(k)]) for k in keys}
+        box = config.transforms[0].crop_box(p, Canvas(*map(float, x.shape[1:3])), Math.of(np))
+        crop = functional.resized_crop(
+            image, int(box.y), int(box.x), int(box.h), int(box.w), [24, 24], antialias=False
+        )
+        for each in transforms.transforms[1:]:
+            crop = each(crop)
+        assert_close(found[i : i + 1], levels(config, crop.numpy()[None]))
+
+
+def test_the_imagenet_recipe_becomes_one_config_channels_first() -> None:
+    """PyTorch's reference recipe (its RandAugment variant): one config, torchvision's
+    statistics on the 0..255 scale, NCHW float32, each distribution difference warned."""
+    import torch
+
+    t = v2()
+    recipe = t.Compose(
+        [
+            t.RandomResizedCrop(224),
+            t.RandomHorizontalFlip(),
+            t.RandAugment(),
+            t.PILToTensor(),
+            t.ToDtype(torch.float32, scale=True),
+            t.Normalize(MEAN, STD),
+            t.RandomErasing(0.25),
+        ]
+    )
+    with pytest.warns(UserWarning) as caught:
+        config = daliaug.from_torchvision(recipe, source={"type": "arrays"})
+    named = sorted({str(w.message).split(":")[0] for w in caught})
+    assert named == ["RandAugment", "RandomErasing", "RandomResizedCrop"]
+    assert [x.type for x in config.transforms] == [
+        "random_resized_crop",
+        "flip",
+        "rand_augment",
+        "random_erasing",
+    ]
+    assert config.image_size == (224, 224) and config.output.layout == "NCHW"
+    assert config.output.dtype == "float32"
+    assert np.allclose(config.output.mean, np.multiply(MEAN, 255))
+    assert np.allclose(config.output.std, np.multiply(STD, 255))
+    assert np.allclose(config.transforms[3].value, np.multiply(MEAN, 255))  # 0 after Normalize
+    rand = config.transforms[2]
+    assert (rand.num_ops, rand.magnitude, rand.num_magnitude_bins) == (2, 9, 31)
+
+
+def _refusals(t: Any) -> list[tuple[Any, str]]:
+    import torch
+
+    return [
+        (t.ColorJitter(0.4, 0.4, 0.4), "ColorJitter: brightness, contrast, saturation given"),
+        (t.ColorJitter(contrast=0.4), "ColorJitter: its contrast blends with the image's grey"),
+        (t.ColorJitter(hue=0.1), "ColorJitter: its hue shifts HSV hue"),
+        (t.RandomAffine(10), "RandomAffine: daliaug's affine"),
+        (t.RandomApply([t.RandomHorizontalFlip(), t.CenterCrop(8)]), "RandomApply: it holds 2"),
+        (t.RandomOrder([t.RandomHorizontalFlip(), t.RandomVerticalFlip()]), "RandomOrder"),
+        (t.RandomApply([t.CenterCrop(8)], p=0.5), "RandomApply: p=0.5 over CenterCrop"),
+        (t.Normalize(MEAN, STD), "Normalize: torchvision normalizes float images only"),
+        (t.AutoAugment(t.AutoAugmentPolicy.CIFAR10), "AutoAugment: policy='cifar10'"),
+        (t.RandomErasing(value="random"), "RandomErasing: value='random'"),
+        (t.Resize(16, interpolation=t.InterpolationMode.BICUBIC), "interpolation='bicubic'"),
+        (t.ToDtype(torch.float16), "ToDtype: dtype=torch.float16"),
+        (t.GaussianBlur(3), "GaussianBlur: daliaug has no equivalent"),
+        (type("MyFlip", (t.RandomHorizontalFlip,), {})(), "MyFlip: a subclass of torchvision"),
+        (
+            t.Compose([t.ToDtype(torch.float32), t.ColorJitter(brightness=0.2)]),
+            "ColorJitter: the images reach it as",
+        ),
+        (t.Compose([t.RandomErasing(), t.CenterCrop(8)]), "CenterCrop: it comes after Random"),
+        (t.AutoAugment(fill=9), "AutoAugment: the transforms fuse into one warp with one fill"),
+    ]
+
+
+def test_what_cannot_run_exactly_is_refused_by_name() -> None:
+    t = v2()
+    for transform, named in _refusals(t):
+        stack = t.Compose([t.CenterCrop(16), transform])
+        with pytest.raises(ConfigError, match="daliaug compiles") as caught:
+            compile_for(stack)
+        assert named in str(caught.value), (named, str(caught.value))
+
+
+def test_random_apply_of_one_transform_scales_its_probability() -> None:
+    t = v2()
+    stack = t.Compose([t.CenterCrop(16), t.RandomApply([t.RandomErasing(p=0.5)], p=0.5)])
+    assert compile_for(stack).transforms[1].probability == 0.25
+    choice = t.RandomChoice([t.RandomVerticalFlip(0.3)])
+    assert compile_for(t.Compose([choice, t.CenterCrop(16)])).transforms[0].vertical == 0.3
+
+
+def test_a_pipeline_keeping_each_images_size_is_told_to_end_at_one() -> None:
+    with pytest.raises(ConfigError, match="image_size: the transforms keep each image's"):
+        compile_for(v2().Compose([v2().Resize(32)]))
+
+
+@pytest.mark.parametrize(("name", "wide"), [("RandAugment", False), ("TrivialAugmentWide", True)])
+def test_the_policies_ops_and_magnitude_bins_are_torchvisions(name: str, wide: bool) -> None:
+    """daliaug's op list, tables (translations as fractions of the side, solarize's threshold
+    on 0..255) and signs are those torchvision's policy reads, bin for bin."""
+    from daliaug.transforms.policy import RAND_AUGMENT_OPS, SIGNED_OPS, magnitudes
+
+    space = getattr(v2(), name)()._AUGMENTATION_SPACE
+    ours = [op.replace("_", "") for op in RAND_AUGMENT_OPS]
+    assert [n.lower() for n in space] == ours
+    for (tv_name, (table, signed)), op in zip(space.items(), RAND_AUGMENT_OPS, strict=True):
+        theirs = np.asarray(table(31, 1, 1), np.float64).reshape(-1)
+        theirs = theirs * 255.0 if tv_name == "Solarize" else theirs
+        found = np.asarray(magnitudes(op, 31, wide=wide))
+        assert np.allclose(found, theirs if theirs.size > 1 else found[0]), tv_name
+        assert signed == (op in SIGNED_OPS), tv_name
+
+
+def test_the_policies_arguments_carry_over() -> None:
+    t = v2()
+    stack = t.Compose(
+        [
+            t.CenterCrop(16),
+            t.RandomChoice(
+                [t.AugMix(severity=5, mixture_width=2, chain_depth=1, alpha=0.5, all_ops=False)]
+            ),
+        ]
+    )
+    mix = compile_for(stack).transforms[1]
+    assert (mix.type, mix.severity, mix.mixture_width, mix.chain_depth) == ("aug_mix", 5, 2, 1)
+    assert (mix.alpha, mix.all_ops) == (0.5, False)
+    trivial = compile_for(t.Compose([t.RandomResizedCrop(8), t.TrivialAugmentWide(15, fill=9)]))
+    assert (trivial.transforms[1].num_magnitude_bins, trivial.transforms[1].fill) == (15, 9.0)
