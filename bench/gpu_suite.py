@@ -116,16 +116,16 @@ def selftest(dry_run: bool, out: Path, timeout: float) -> dict[str, Any]:
     return {"exit": done.returncode, "report": report}
 
 
-def first_canary(dry_run: bool) -> dict[str, Any]:
-    """The window-decode canary in its own process, before any window is decoded here (on the
-    GPU its outcome is cached for this run's ``decode_window: auto``; in a dry run the child
-    decodes on DALI's CPU)."""
+def first_canary(dry_run: bool, timeout: float = CANARY_S) -> dict[str, Any]:
+    """The window-decode canary in its own process (killed after ``timeout`` seconds), before
+    any window is decoded here (on the GPU its outcome is cached for this run's ``decode_window:
+    auto``; in a dry run the child decodes on DALI's CPU)."""
     from daliaug.engines.dali import canary
 
     if dry_run:
-        outcome = canary.run_child(canary.child_command("cpu", 0), timeout=CANARY_S)
+        outcome = canary.run_child(canary.child_command("cpu", 0), timeout=timeout)
     else:
-        outcome = canary.canary(0, timeout=CANARY_S)
+        outcome = canary.canary(0, timeout=timeout)
     return dataclasses.asdict(outcome)
 
 
@@ -434,11 +434,17 @@ def write(result: dict[str, Any], base: Path, started: float) -> str:
     """The result so far as ``base``.json and .md (each replaced whole); the table."""
     result["seconds"] = time.perf_counter() - started
     text = table(result)
+    replace_whole(base, result, text)
+    return text
+
+
+def replace_whole(base: Path, result: dict[str, Any], text: str) -> None:
+    """``result`` as ``base``.json and ``text`` as ``base``.md, each replaced whole (a reader,
+    or a stop, never sees half a file)."""
     for suffix, data in ((".json", json.dumps(result, indent=1, default=str)), (".md", text)):
         tmp = base.with_suffix(suffix + ".tmp")
         tmp.write_text(data)
         tmp.replace(base.with_suffix(suffix))
-    return text
 
 
 def check_plan(args: argparse.Namespace) -> dict[str, float]:

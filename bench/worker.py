@@ -36,7 +36,9 @@ def measure(
 ) -> dict[str, Any]:
     """Time one epoch's batches after ``warmup`` untimed ones (and ``warmup_seconds``); CPU
     time covers the process and its children (pool workers). For a tool on the GPU the queued
-    work is waited for before each clock of the timed window is read (:func:`sync`)."""
+    work is waited for before each clock of the timed window is read (:func:`sync`).
+    ``clock_unix``: the timed window's bounds in Unix time, for readings taken meanwhile by
+    another process (NVML's, in :mod:`bench.gpu_probe`)."""
     start = time.perf_counter()
     batches = epoch()
     try:
@@ -60,6 +62,7 @@ def measure(
                 break
         sync(device)
         elapsed = time.perf_counter() - t0
+        ended = time.time()
         if not images:
             raise RuntimeError("the epoch ended with the warm-up: make the epoch longer")
         cpu = tree_cpu_seconds(children(os.getpid())) - cpu0
@@ -73,6 +76,7 @@ def measure(
         "images_per_s": images / elapsed,
         "cpu_seconds": cpu,
         "warmup_seconds": t0 - start,
+        "clock_unix": [ended - elapsed, ended],
         "loadavg": os.getloadavg()[0],
     }
 

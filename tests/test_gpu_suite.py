@@ -22,6 +22,7 @@ from bench.gpu_suite import (
     time_plan,
     verdicts,
 )
+from tests.helpers import gpu_dry_run
 
 ROOT = Path(__file__).parents[1]
 
@@ -84,21 +85,7 @@ def test_the_table_ends_with_the_targets() -> None:
 
 @pytest.mark.slow
 def test_the_dry_run_runs_end_to_end(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    env = {
-        **os.environ,
-        "OUT": str(out),
-        "PYTHON": sys.executable,
-        "DALIAUG_CACHE": str(tmp_path / "cache"),
-    }
-    done = subprocess.run(
-        ["bash", "bench/gpu_suite.sh", "--dry-run", "--threads", "1", "--loads", "0.99"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done, out = gpu_dry_run("gpu_suite.sh", tmp_path, "--threads", "1", "--loads", "0.99")
     assert done.returncode == 0, done.stderr[-3000:]
     (path,) = out.glob("gpu-suite-dry-*.json")
     result = json.loads(path.read_text())
