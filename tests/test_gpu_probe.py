@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,29 @@ def test_a_step_stopped_at_its_limit_keeps_what_it_reported(
     assert "not" in step["error"] and str(tmp_path / "baseline") in step["error"]
     text = (tmp_path / "gpu-probe-dry-x.md").read_text()
     assert "| (b) baseline 1 | baseline |" in text and "killed at its limit" in text
+
+
+def test_nvml_is_read_over_each_points_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in NVML (no GPU here): the readings inside a clock's window, their mean and
+    peak."""
+    from daliaug.tools import monitor
+
+    class Reading:
+        available, note = True, ""
+        values = iter(range(10**6))
+
+        def utilisation(self) -> float:
+            return float(next(self.values) % 2 * 100)  # 0, 100, 0, ...
+
+        def jpeg_utilisation(self) -> float | None:
+            return None  # a GPU without JPEG engines
+
+    monkeypatch.setattr(monitor, "Nvml", Reading)
+    trace = gpu_probe.NvmlTrace()
+    began = time.time()
+    time.sleep(12 * gpu_probe.NVML_PERIOD)
+    seen = trace.during([began, time.time()])
+    trace.stop.set()
+    assert seen["readings"] >= 4 and seen["gpu_percent_peak"] == 100.0
+    assert 0 < seen["gpu_percent_mean"] < 100 and "jpeg_percent_mean" not in seen
+    assert trace.during([0.0, began - 1])["readings"] == 0
