@@ -216,17 +216,21 @@ def grid_epoch(front: str, decoder: str, data: Data, device: str, batch_size: in
     eq, gpu = workload.equivalent, device == "gpu"
     paths, starts, shapes = daliaug_windows(data, batch_size)
     steps = len(paths) // batch_size
+    reads, slices = front != FRONTS[0], decoder == DECODERS[1]
     state = {"batch": 0}
 
     def host_inputs() -> list[list[np.ndarray]]:
+        """The batch's inputs from the host: its files (names or bytes) unless DALI's reader
+        reads them, its windows where they are decoded."""
         i = state["batch"] % steps
         state["batch"] += 1
         cut = slice(i * batch_size, (i + 1) * batch_size)
+        given = []
         if front == FRONTS[1]:
-            files = [np.frombuffer(p.encode(), np.uint8) for p in paths[cut]]
-        else:
-            files = [np.fromfile(p, np.uint8) for p in paths[cut]]
-        return [files, list(starts[cut]), list(shapes[cut])]
+            given.append([np.frombuffer(p.encode(), np.uint8) for p in paths[cut]])
+        elif front == FRONTS[2]:
+            given.append([np.fromfile(p, np.uint8) for p in paths[cut]])
+        return given + ([list(starts[cut]), list(shapes[cut])] if slices else [])
 
     @pipeline_def(
         batch_size=batch_size,
@@ -236,18 +240,18 @@ def grid_epoch(front: str, decoder: str, data: Data, device: str, batch_size: in
         seed=0,
     )
     def graph() -> Any:
-        given, start, shape = fn.external_source(source=host_inputs, num_outputs=3, batch=True)
-        if front == FRONTS[0]:
-            encoded, _ = fn.readers.file(files=paths, random_shuffle=False, name="files")
+        count = reads + 2 * slices
+        given = fn.external_source(host_inputs, num_outputs=count, batch=True) if count else []
+        if reads:
+            files, *given = given
+            encoded = fn.io.file.read(files) if front == FRONTS[1] else files
         else:
-            encoded = fn.io.file.read(given) if front == FRONTS[1] else given
-        if decoder == DECODERS[0]:
+            encoded, _ = fn.readers.file(files=paths, random_shuffle=False, name="files")
+        if not slices:
             return random_crop(encoded, eq, gpu, config.hw_decoder_load)
         window = {"normalized_anchor": False, "normalized_shape": False, "axis_names": "WH"}
         load = config.hw_decoder_load
-        images = fn.decoders.image_slice(
-            encoded, start, shape, **window, **example_decoder(gpu, load)
-        )
+        images = fn.decoders.image_slice(encoded, *given, **window, **example_decoder(gpu, load))
         return fn.resize(images, size=list(eq.size), interp_type=types.INTERP_TRIANGULAR)
 
     pipe = graph()
