@@ -173,12 +173,13 @@ def build_plugin(wheels: Path, python312: str, dali_site: Path | None) -> None:
     installed), then ``pip wheel`` of the plugin's sdist."""
     venv = GPU / "build-py312"
     shutil.rmtree(venv, ignore_errors=True)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # nothing written beside linked DALI
     subprocess.run([python312, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "-q"]
     (tf,) = wheels.glob("tensorflow-*.whl")
-    subprocess.run([*pip, "install", str(tf), "astunparse", "gast", "dm-tree"], check=True)
+    subprocess.run([*pip, "install", str(tf), "astunparse", "gast", "dm-tree"], check=True, env=env)
     if dali_site is None:
-        subprocess.run([*pip, "install", "--no-deps", DALI], check=True)
+        subprocess.run([*pip, "install", "--no-deps", DALI], check=True, env=env)
     else:  # DALI's wheel is py3-none (a backend for each Python): its files linked, read-only
         (site,) = (venv / "lib").glob("python3.*/site-packages")
         (site / "nvidia").mkdir(exist_ok=True)
@@ -189,7 +190,6 @@ def build_plugin(wheels: Path, python312: str, dali_site: Path | None) -> None:
             if "tf_plugin" not in info.name:
                 shutil.copytree(info, site / info.name)
     build = ["wheel", "--no-deps", "--no-build-isolation", f"--wheel-dir={wheels}", PLUGIN]
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     subprocess.run([*pip, *build], check=True, env=env)
 
 

@@ -506,6 +506,8 @@ def table(result: dict[str, Any]) -> str:
         else:
             shown = "; ".join(_rate(p) for p in record["points"]) or "no point"
         shown += "".join(f"; {record[k]}" for k in ("stopped", "skipped", "error") if k in record)
+        if record.get("exit"):  # a crash: negative, the signal's number
+            shown += f"; exited {record['exit']} (see its log)"
         took = record.get("seconds")
         lines.append(
             f"| {name} | {record['code']} | {record['planned_s']:.0f} | "

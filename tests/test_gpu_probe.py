@@ -53,37 +53,49 @@ def test_the_dry_run_runs_end_to_end(tmp_path: Path) -> None:
 
 
 STAND_IN = """
-import json, sys, time
+import json, os, signal, sys, time
 print("PROBE " + json.dumps({"daliaug": sys.argv[1]}), flush=True)
 now = time.time()
 run = {"images": 8, "images_per_s": 80.0, "cpu_seconds": 0.1, "clock_unix": [now - 0.1, now]}
 print("PROBE " + json.dumps(run), flush=True)
+if sys.argv[2] == "crash":
+    os.kill(os.getpid(), signal.SIGSEGV)
 time.sleep(60)  # killed meanwhile
 """
+
+
+def stand_in(tmp_path: Path, how: str, code: str) -> tuple[dict, str]:
+    """A stand-in child that reports one point, then hangs (``how="hang"``) or crashes, run as
+    step ``(b) <code> 1`` with a 1 s limit: the step's record as saved, and the table."""
+
+    class StandIn(Probe):
+        def command(self, spec: dict) -> list[str]:
+            return [sys.executable, "-c", STAND_IN, str(ROOT / "daliaug"), how]
+
+    args = argparse.Namespace(dry_run=True, out=tmp_path)
+    probe = StandIn(args, tmp_path / "gpu-probe-dry-x", tmp_path / "baseline")
+    probe.run(Step(f"(b) {code} 1", "loader", code=code), {})
+    saved = json.loads((tmp_path / "gpu-probe-dry-x.json").read_text())
+    return saved["steps"][f"(b) {code} 1"], (tmp_path / "gpu-probe-dry-x.md").read_text()
 
 
 def test_a_step_stopped_at_its_limit_keeps_what_it_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A stand-in child that reports one point, then hangs: killed at the step's limit, its
-    point kept in the JSON; a baseline step that imported the working tree's daliaug is an
-    error."""
-
-    class StandIn(Probe):
-        def command(self, spec: dict) -> list[str]:
-            return [sys.executable, "-c", STAND_IN, str(ROOT / "daliaug")]
-
+    """Killed at the step's limit, its point kept in the JSON; a baseline step that imported
+    the working tree's daliaug is an error."""
     monkeypatch.setitem(gpu_probe.DRY, "budget", 1.0)
-    args = argparse.Namespace(dry_run=True, out=tmp_path)
-    probe = StandIn(args, tmp_path / "gpu-probe-dry-x", tmp_path / "baseline")
-    probe.run(Step("(b) baseline 1", "loader", code="baseline"), {})
-    saved = json.loads((tmp_path / "gpu-probe-dry-x.json").read_text())
-    step = saved["steps"]["(b) baseline 1"]
+    step, text = stand_in(tmp_path, "hang", "baseline")
     assert step["stopped"] == "killed at its limit, 1 s" and step["seconds"] < 30
     assert [p["images_per_s"] for p in step["points"]] == [80.0]
     assert "not" in step["error"] and str(tmp_path / "baseline") in step["error"]
-    text = (tmp_path / "gpu-probe-dry-x.md").read_text()
     assert "| (b) baseline 1 | baseline |" in text and "killed at its limit" in text
+
+
+def test_a_crashed_step_keeps_its_points_and_says_so(tmp_path: Path) -> None:
+    step, text = stand_in(tmp_path, "crash", "current")
+    assert step["exit"] == -11 and "error" not in step and len(step["points"]) == 1
+    assert "80/s" in text and "exited -11 (see its log)" in text
 
 
 def test_nvml_is_read_over_each_points_clock(monkeypatch: pytest.MonkeyPatch) -> None:
