@@ -107,7 +107,7 @@ KITS = {
     "tf": Kit(
         ("tensorflow[and-cuda]==2.21.*",),
         # One GPU: MirroredStrategy there all-reduces nothing, so NCCL (loaded by TF only for
-        # collectives) stays; CUPTI is the profiler's.
+        # collectives) stays here; so does CUPTI, the profiler's.
         leave=frozenset({"nvidia-nccl-cu12", "nvidia-cuda-cupti-cu12"}),
         drop=("tensorflow/include", "tensorflow/lite"),
         plugin=True,
@@ -179,7 +179,7 @@ def build_plugin(wheels: Path, python312: str, dali_site: Path | None) -> None:
     (tf,) = wheels.glob("tensorflow-*.whl")
     subprocess.run([*pip, "install", str(tf), "astunparse", "gast", "dm-tree"], check=True, env=env)
     if dali_site is None:
-        subprocess.run([*pip, "install", "--no-deps", DALI], check=True, env=env)
+        subprocess.run([*pip, "install", DALI], check=True, env=env)
     else:  # DALI's wheel is py3-none (a backend for each Python): its files linked, read-only
         (site,) = (venv / "lib").glob("python3.*/site-packages")
         (site / "nvidia").mkdir(exist_ok=True)
