@@ -27,9 +27,9 @@ keeps every number before it:
    on the decode windows daliaug's feed gives epoch 0}, each then resized to 224;
 5. workload (d), detection (:mod:`bench.detection`), baseline and current interleaved as (b).
 
-NVML (``nvidia-ml-py``, where it imports) is read in this process every
-:data:`NVML_PERIOD` seconds throughout: each point's GPU and JPEG-engine utilisation is the
-mean and peak of the readings inside its timed window (``clock_unix``). The plan's seconds
+NVML (``nvidia-ml-py``, where it imports) is read in this process throughout
+(:class:`bench.worker.NvmlTrace`): each point's GPU and JPEG-engine utilisation is the mean and
+peak of the readings inside its timed window (``clock_unix``). The plan's seconds
 (:func:`time_plan`) sum to at most :data:`BUDGET_S`; the table is printed last.
 
 ``--dry-run``: DALI's CPU operators, tiny data (batches of 8), short clocks and budgets; it fails
@@ -64,10 +64,12 @@ from bench.gpu_suite import (
     first_canary,
     point,
     replace_whole,
+    seen,
     suite_workload,
 )
 from bench.run import Timing, timing
 from bench.tools import Epoch
+from bench.worker import NvmlTrace
 from bench.workloads import Data
 
 ROOT = Path(__file__).parents[1]
@@ -82,7 +84,6 @@ REFERENCE_S = 160.0
 on the GPU (66 on DALI's CPU, which has no remap for ``elastic``'s two)."""
 SLACK = 1.5
 """A measuring step is killed at this many times its planned seconds."""
-NVML_PERIOD = 0.1
 LONG = Timing(warmup=2, warmup_seconds=1.0, seconds=3.0, max_images=10**9)
 """The A/B points' and rn50's clock: 3 s after 1 s of warm-up."""
 BASELINE_COMMIT = "fb09615"
@@ -142,39 +143,6 @@ def time_plan(plan: list[Step] = PLAN) -> dict[str, float]:
     """Seconds per step on the GPU host, the probe's own start and ``total``."""
     steps = {s.name: s.seconds for s in plan}
     return {"start": START_S, **steps, "total": START_S + sum(steps.values())}
-
-
-class NvmlTrace:
-    """NVML's GPU and JPEG-engine utilisation read every :data:`NVML_PERIOD` s on a thread of
-    this process (none where ``nvidia-ml-py`` does not import or sees no GPU)."""
-
-    def __init__(self) -> None:
-        from daliaug.tools.monitor import Nvml
-
-        self.nvml = Nvml()
-        self.readings: list[tuple[float, float | None, float | None]] = []
-        self.stop = threading.Event()
-        if self.nvml.available:
-            threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        while not self.stop.wait(NVML_PERIOD):
-            self.readings.append(
-                (time.time(), self.nvml.utilisation(), self.nvml.jpeg_utilisation())
-            )
-
-    def during(self, window: list[float]) -> dict[str, Any]:
-        """Mean and peak utilisation of the readings inside ``window`` (Unix seconds)."""
-        if not self.nvml.available:
-            return {"note": self.nvml.note}
-        inside = [r for r in list(self.readings) if window[0] <= r[0] <= window[1]]
-        out: dict[str, Any] = {"readings": len(inside)}
-        for i, name in ((1, "gpu"), (2, "jpeg")):
-            values = [r[i] for r in inside if r[i] is not None]
-            if values:
-                out[f"{name}_percent_mean"] = statistics.fmean(values)
-                out[f"{name}_percent_peak"] = max(values)
-        return out
 
 
 # The children: one step each, run as ``python -P -m bench.gpu_probe --child SPEC``.
@@ -408,9 +376,7 @@ class Probe:
                 if Path(said["daliaug"]).resolve() != wanted:
                     record["error"] = f"imported daliaug from {said['daliaug']}, not {wanted}"
                 continue
-            if "clock_unix" in said:
-                said["nvml"] = self.nvml.during(said["clock_unix"])
-            points.append(said)
+            points.append(seen(said, self.nvml))
             self.save()
 
 
@@ -442,12 +408,12 @@ def _rate(run: dict[str, Any]) -> str:
     cpu = 1000 * run["cpu_seconds"] / run["images"]
     nvml = run.get("nvml", {})
     gpu = nvml.get("gpu_percent_mean")
-    seen = (
+    shown = (
         f"; GPU {gpu:.0f}% JPEG {nvml.get('jpeg_percent_mean', float('nan')):.0f}% (NVML means)"
         if gpu is not None
         else ""
     )
-    return f"{run['images_per_s']:,.0f}/s, {cpu:.2f} CPU ms/image{seen}"
+    return f"{run['images_per_s']:,.0f}/s, {cpu:.2f} CPU ms/image{shown}"
 
 
 def _median(steps: dict[str, Any], prefix: str) -> float | None:

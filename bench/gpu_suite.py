@@ -48,7 +48,7 @@ from typing import Any
 from bench import machine
 from bench.run import GPU_EPOCH_SCALE, Timing, timing
 from bench.tools import TOOLS, Unavailable
-from bench.worker import measure
+from bench.worker import NvmlTrace, measure
 from bench.workloads import WORKLOADS, Data, Workload, prepare
 from daliaug.config import HW_DECODER_LOAD, Config
 
@@ -206,11 +206,17 @@ def points(workload: str, name: str, threads: int, loads: int, windows: bool = T
 
 
 def throughput(
-    args: argparse.Namespace, device: str, windows: bool, results: dict[str, Any], save: Any
+    args: argparse.Namespace,
+    device: str,
+    windows: bool,
+    results: dict[str, Any],
+    save: Any,
+    trace: NvmlTrace,
 ) -> None:
     """Per workload and row, into ``results``: the run at the defaults (daliaug's rows; (b)'s
     loader with whole images decoded too, where ``windows``: the canary passed) and, for the
-    :data:`SWEPT` workloads, the sweep's runs, ``save`` called after each point."""
+    :data:`SWEPT` workloads, the sweep's runs, each with NVML's readings from ``trace``,
+    ``save`` called after each point."""
     for workload in args.workload:
         data = data_for(workload, args.dry_run, args.data)
         clock = timing(workload, True) if args.dry_run else GPU_TIMING
@@ -221,19 +227,27 @@ def throughput(
             rows[name] = row
             if name in DALIAUG:
                 at = {"threads": None, "hw_decoder_load": default_load(args.loads)}
-                row["defaults"] = point(name, workload, data, device, clock, **at)
+                row["defaults"] = seen(point(name, workload, data, device, clock, **at), trace)
                 row["bound"] = bound(row["defaults"])
                 save()
                 if workload == "b" and name == WHOLE and windows:
                     at["decode_window"] = "whole"
-                    row["whole"] = point(name, workload, data, device, clock, **at)
+                    row["whole"] = seen(point(name, workload, data, device, clock, **at), trace)
                     save()
             for t in args.threads if workload in SWEPT else []:
                 for load in args.loads:
                     at = {"threads": t, "hw_decoder_load": load}
-                    row["sweep"].append(point(name, workload, data, device, clock, **at))
+                    run = point(name, workload, data, device, clock, **at)
+                    row["sweep"].append(seen(run, trace))
                     save()
             print(f"  ({workload}) {name}: {best_text(row)}", file=sys.stderr, flush=True)
+
+
+def seen(run: dict[str, Any], trace: NvmlTrace) -> dict[str, Any]:
+    """``run`` with NVML's GPU and JPEG-engine utilisation over its clock (where it has one)."""
+    if "clock_unix" in run:
+        run["nvml"] = trace.during(run["clock_unix"])
+    return run
 
 
 def counted(workload: str, data: Data, device: str, clock: Timing) -> dict[str, Any]:
@@ -267,7 +281,7 @@ def time_plan(
 
 def bound(run: dict[str, Any]) -> str | None:
     """``daliaug doctor``'s judgement of a run at the defaults: host-bound or not, and the knob
-    (no GPU utilisation here: the bench reads none)."""
+    (GPU utilisation: NVML's mean over the run's clock, where :func:`seen` read one)."""
     from daliaug.tools.doctor import input_bound
 
     if "images_per_s" not in run:
@@ -280,7 +294,7 @@ def bound(run: dict[str, Any]) -> str | None:
         busy,
         cores,
         defaults.dali_threads("gpu"),
-        None,
+        (run.get("nvml") or {}).get("gpu_percent_mean"),
         defaults.hw_decoder_load,
         defaults.prefetch_depth("gpu"),
     )
@@ -504,7 +518,9 @@ def main(argv: list[str] | None = None) -> int:
     save()
     print("(ii) throughput", file=sys.stderr, flush=True)
     result["throughput"] = {}
-    throughput(args, device, result["canary"]["passed"], result["throughput"], save)
+    trace = NvmlTrace()
+    throughput(args, device, result["canary"]["passed"], result["throughput"], save, trace)
+    trace.stop.set()
     print("(iii) fit overhead", file=sys.stderr, flush=True)
     try:
         result["fit"] = fit(args, device)

@@ -101,7 +101,7 @@ def test_a_crashed_step_keeps_its_points_and_says_so(tmp_path: Path) -> None:
 def test_nvml_is_read_over_each_points_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """A stand-in NVML (no GPU here): the readings inside a clock's window, their mean and
     peak."""
-    from daliaug.tools import monitor
+    from bench import worker
 
     class Reading:
         available, note = True, ""
@@ -113,10 +113,10 @@ def test_nvml_is_read_over_each_points_clock(monkeypatch: pytest.MonkeyPatch) ->
         def jpeg_utilisation(self) -> float | None:
             return None  # a GPU without JPEG engines
 
-    monkeypatch.setattr(monitor, "Nvml", Reading)
-    trace = gpu_probe.NvmlTrace()
+    monkeypatch.setattr(worker, "Nvml", Reading)
+    trace = worker.NvmlTrace()
     began = time.time()
-    time.sleep(12 * gpu_probe.NVML_PERIOD)
+    time.sleep(12 * worker.NVML_PERIOD)
     seen = trace.during([began, time.time()])
     trace.stop.set()
     assert seen["readings"] >= 4 and seen["gpu_percent_peak"] == 100.0

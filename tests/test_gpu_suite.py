@@ -132,6 +132,9 @@ def test_runs_at_the_defaults_are_judged_as_the_doctor_judges() -> None:
     busy = {"images_per_s": 3000.0, "cpu_seconds": 3.0 * cores, "seconds": 3.0}
     assert bound(busy).startswith("host-bound")
     assert bound({"error": "x"}) is None
+    idle = {"images_per_s": 3000.0, "cpu_seconds": 0.3, "seconds": 3.0}
+    assert "GPU busy: unknown (no NVML)" in bound(idle)
+    assert "GPU busy 40%" in bound({**idle, "nvml": {"gpu_percent_mean": 40.0}})  # NVML read
     result = made_up(12_000, 12_500, 0, 0.03)
     result["throughput"]["b"]["jax"]["bound"] = bound(busy)
     assert "- (b) daliaug JAX output (make_dataset, framework jax): host-bound" in table(result)
