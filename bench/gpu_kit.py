@@ -67,13 +67,15 @@ XZ_PER_WHEEL = {
     "nvidia-cublas-": 0.824,
     "nvidia-cudnn-": 0.721,
     "nvidia-cusparse-": 0.663,
+    "nvidia-dali-": 0.557,
     "nvidia-": 0.744,
     "": 1.0,
 }
 """The packed size over the wheel's, by name prefix (the first that matches), measured here
 on 2026-12-05 with ``xz -6`` on every tenth 4 MiB block of the unpacked wheels (TensorFlow
-2.21 without ``include/``); the other ``nvidia-`` wheels take the three measured ones' ratio
-by size, the rest (small, not measured) 1.0."""
+2.21 without ``include/``); DALI's, the whole DALI kit's (280.5 MiB of parts from 504 MiB
+downloaded, packed in full here); the other ``nvidia-`` wheels take the three CUDA wheels'
+ratio by size, the rest (small, not measured) 1.0."""
 PLUGIN = "nvidia-dali-tf-plugin-cuda120==2.4.0"
 DALI = "nvidia-dali-cuda120==2.4.0"
 JAX_HOST = {"numpy", "setuptools", "wheel", "pip", "jax", "jaxlib", "scipy", "pillow"}
