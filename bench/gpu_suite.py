@@ -42,14 +42,13 @@ import os
 import subprocess
 import sys
 import time
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from bench import machine
 from bench.run import GPU_EPOCH_SCALE, Timing, timing
 from bench.tools import TOOLS, Unavailable
-from bench.worker import measure
+from bench.worker import NvmlTrace, measure
 from bench.workloads import WORKLOADS, Data, Workload, prepare
 from daliaug.config import HW_DECODER_LOAD, Config
 
@@ -118,16 +117,16 @@ def selftest(dry_run: bool, out: Path, timeout: float) -> dict[str, Any]:
     return {"exit": done.returncode, "report": report}
 
 
-def first_canary(dry_run: bool) -> dict[str, Any]:
-    """The window-decode canary in its own process, before any window is decoded here (on the
-    GPU its outcome is cached for this run's ``decode_window: auto``; in a dry run the child
-    decodes on DALI's CPU)."""
+def first_canary(dry_run: bool, timeout: float = CANARY_S) -> dict[str, Any]:
+    """The window-decode canary in its own process (killed after ``timeout`` seconds), before
+    any window is decoded here (on the GPU its outcome is cached for this run's ``decode_window:
+    auto``; in a dry run the child decodes on DALI's CPU)."""
     from daliaug.engines.dali import canary
 
     if dry_run:
-        outcome = canary.run_child(canary.child_command("cpu", 0), timeout=CANARY_S)
+        outcome = canary.run_child(canary.child_command("cpu", 0), timeout=timeout)
     else:
-        outcome = canary.canary(0, timeout=CANARY_S)
+        outcome = canary.canary(0, timeout=timeout)
     return dataclasses.asdict(outcome)
 
 
@@ -179,10 +178,7 @@ def point(
     name: str, workload: str, data: Data, device: str, clock: Timing, **at: Any
 ) -> dict[str, Any]:
     """One measurement of tool ``name`` at ``threads`` (``None``: the default) and
-    ``hw_decoder_load``; on the GPU with NVML (``nvidia-ml-py``) importable, the GPU's mean
-    utilisation over the timed window too (``gpu_percent``), for :func:`bound`."""
-    from daliaug.tools.monitor import Monitor, Nvml
-
+    ``hw_decoder_load``."""
     tool = dataclasses.replace(TOOLS[name], device=device)
     window = {"decode_window": at["decode_window"]} if "decode_window" in at else {}
     base = suite_workload(workload).at_batch(clock.batch_size)
@@ -192,12 +188,7 @@ def point(
     try:
         epoch = tool.build(chosen, data, at["threads"])
         settings = (clock.warmup, clock.warmup_seconds, clock.seconds, clock.max_images)
-        nvml = Nvml() if device == "gpu" else None
-        with Monitor(interval=0.2, gpu=nvml) if nvml and nvml.available else nullcontext() as seen:
-            run.update(measure(epoch, *settings, device=device))
-        if seen is not None:
-            start = run["warmup_seconds"]
-            run["gpu_percent"] = seen.mean("gpu_percent", start, start + run["seconds"])
+        run.update(measure(epoch, *settings, device=device))
     except Unavailable as e:
         run["unavailable"] = str(e)
     except Exception as e:  # one failing row must not cost the others
@@ -218,11 +209,17 @@ def points(workload: str, name: str, threads: int, loads: int, windows: bool = T
 
 
 def throughput(
-    args: argparse.Namespace, device: str, windows: bool, results: dict[str, Any], save: Any
+    args: argparse.Namespace,
+    device: str,
+    windows: bool,
+    results: dict[str, Any],
+    save: Any,
+    trace: NvmlTrace,
 ) -> None:
     """Per workload and row, into ``results``: the run at the defaults (daliaug's rows; (b)'s
     loader with whole images decoded too, where ``windows``: the canary passed) and, for the
-    :data:`SWEPT` workloads, the sweep's runs, ``save`` called after each point."""
+    :data:`SWEPT` workloads, the sweep's runs, each with NVML's readings from ``trace``,
+    ``save`` called after each point."""
     for workload in args.workload:
         data = data_for(workload, args.dry_run, args.data)
         clock = timing(workload, True) if args.dry_run else GPU_TIMING
@@ -233,19 +230,27 @@ def throughput(
             rows[name] = row
             if name in DALIAUG:
                 at = {"threads": None, "hw_decoder_load": default_load(args.loads)}
-                row["defaults"] = point(name, workload, data, device, clock, **at)
+                row["defaults"] = seen(point(name, workload, data, device, clock, **at), trace)
                 row["bound"] = bound(row["defaults"])
                 save()
                 if workload == "b" and name == WHOLE and windows:
                     at["decode_window"] = "whole"
-                    row["whole"] = point(name, workload, data, device, clock, **at)
+                    row["whole"] = seen(point(name, workload, data, device, clock, **at), trace)
                     save()
             for t in args.threads if workload in SWEPT else []:
                 for load in args.loads:
                     at = {"threads": t, "hw_decoder_load": load}
-                    row["sweep"].append(point(name, workload, data, device, clock, **at))
+                    run = point(name, workload, data, device, clock, **at)
+                    row["sweep"].append(seen(run, trace))
                     save()
             print(f"  ({workload}) {name}: {best_text(row)}", file=sys.stderr, flush=True)
+
+
+def seen(run: dict[str, Any], trace: NvmlTrace) -> dict[str, Any]:
+    """``run`` with NVML's GPU and JPEG-engine utilisation over its clock (where it has one)."""
+    if "clock_unix" in run:
+        run["nvml"] = trace.during(run["clock_unix"])
+    return run
 
 
 def counted(workload: str, data: Data, device: str, clock: Timing) -> dict[str, Any]:
@@ -278,10 +283,10 @@ def time_plan(
 
 
 def bound(run: dict[str, Any]) -> str | None:
-    """``daliaug doctor``'s judgement of a run at the defaults: host-bound or not, and the knob,
-    with the GPU's utilisation where :func:`point` read it through NVML. (The first GPU run,
-    2026-11-29, passed none here although ``nvidia-ml-py`` was installed: its "no NVML" meant
-    this, not the host.)"""
+    """``daliaug doctor``'s judgement of a run at the defaults: host-bound or not, and the knob
+    (GPU utilisation: NVML's mean over the run's clock, where :func:`seen` read one; the first
+    GPU run, 2026-11-29, passed none here although ``nvidia-ml-py`` was installed: its "no
+    NVML" meant this, not the host)."""
     from daliaug.tools.doctor import input_bound
 
     if "images_per_s" not in run:
@@ -294,7 +299,7 @@ def bound(run: dict[str, Any]) -> str | None:
         busy,
         cores,
         defaults.dali_threads("gpu"),
-        run.get("gpu_percent"),
+        (run.get("nvml") or {}).get("gpu_percent_mean"),
         defaults.hw_decoder_load,
         defaults.prefetch_depth("gpu"),
     )
@@ -449,11 +454,17 @@ def write(result: dict[str, Any], base: Path, started: float) -> str:
     """The result so far as ``base``.json and .md (each replaced whole); the table."""
     result["seconds"] = time.perf_counter() - started
     text = table(result)
+    replace_whole(base, result, text)
+    return text
+
+
+def replace_whole(base: Path, result: dict[str, Any], text: str) -> None:
+    """``result`` as ``base``.json and ``text`` as ``base``.md, each replaced whole (a reader,
+    or a stop, never sees half a file)."""
     for suffix, data in ((".json", json.dumps(result, indent=1, default=str)), (".md", text)):
         tmp = base.with_suffix(suffix + ".tmp")
         tmp.write_text(data)
         tmp.replace(base.with_suffix(suffix))
-    return text
 
 
 def check_plan(args: argparse.Namespace) -> dict[str, float]:
@@ -513,7 +524,9 @@ def main(argv: list[str] | None = None) -> int:
     save()
     print("(ii) throughput", file=sys.stderr, flush=True)
     result["throughput"] = {}
-    throughput(args, device, result["canary"]["passed"], result["throughput"], save)
+    trace = NvmlTrace()
+    throughput(args, device, result["canary"]["passed"], result["throughput"], save, trace)
+    trace.stop.set()
     print("(iii) fit overhead", file=sys.stderr, flush=True)
     try:
         result["fit"] = fit(args, device)

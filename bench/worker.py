@@ -15,7 +15,9 @@ import itertools
 import json
 import os
 import resource
+import statistics
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -24,6 +26,9 @@ from typing import Any
 from bench.tools import TOOLS, Epoch, Unavailable, sync
 from bench.workloads import WORKLOADS, Data
 from daliaug.tools.monitor import Monitor, Nvml, children, tree_cpu_seconds
+
+NVML_PERIOD = 0.1
+"""Seconds between :class:`NvmlTrace`'s readings."""
 
 
 def measure(
@@ -36,7 +41,9 @@ def measure(
 ) -> dict[str, Any]:
     """Time one epoch's batches after ``warmup`` untimed ones (and ``warmup_seconds``); CPU
     time covers the process and its children (pool workers). For a tool on the GPU the queued
-    work is waited for before each clock of the timed window is read (:func:`sync`)."""
+    work is waited for before each clock of the timed window is read (:func:`sync`).
+    ``clock_unix``: the timed window's bounds in Unix time, for readings taken meanwhile by
+    another process (NVML's, in :mod:`bench.gpu_probe`)."""
     start = time.perf_counter()
     batches = epoch()
     try:
@@ -60,6 +67,7 @@ def measure(
                 break
         sync(device)
         elapsed = time.perf_counter() - t0
+        ended = time.time()
         if not images:
             raise RuntimeError("the epoch ended with the warm-up: make the epoch longer")
         cpu = tree_cpu_seconds(children(os.getpid())) - cpu0
@@ -73,8 +81,40 @@ def measure(
         "images_per_s": images / elapsed,
         "cpu_seconds": cpu,
         "warmup_seconds": t0 - start,
+        "clock_unix": [ended - elapsed, ended],
         "loadavg": os.getloadavg()[0],
     }
+
+
+class NvmlTrace:
+    """NVML's GPU and JPEG-engine utilisation read every :data:`NVML_PERIOD` s on a thread of
+    this process (none where ``nvidia-ml-py`` does not import or sees no GPU)."""
+
+    def __init__(self) -> None:
+        self.nvml = Nvml()
+        self.readings: list[tuple[float, float | None, float | None]] = []
+        self.stop = threading.Event()
+        if self.nvml.available:
+            threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while not self.stop.wait(NVML_PERIOD):
+            self.readings.append(
+                (time.time(), self.nvml.utilisation(), self.nvml.jpeg_utilisation())
+            )
+
+    def during(self, window: list[float]) -> dict[str, Any]:
+        """Mean and peak utilisation of the readings inside ``window`` (Unix seconds)."""
+        if not self.nvml.available:
+            return {"note": self.nvml.note}
+        inside = [r for r in list(self.readings) if window[0] <= r[0] <= window[1]]
+        out: dict[str, Any] = {"readings": len(inside)}
+        for i, name in ((1, "gpu"), (2, "jpeg")):
+            values = [r[i] for r in inside if r[i] is not None]
+            if values:
+                out[f"{name}_percent_mean"] = statistics.fmean(values)
+                out[f"{name}_percent_peak"] = max(values)
+        return out
 
 
 def cpu_ms(sample: dict[str, Any]) -> float:

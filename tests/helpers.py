@@ -246,3 +246,27 @@ def daliaug_runs(*runs: list, env: dict) -> list[tuple[int, str]]:
     parts = re.findall(r"^=== daliaug .*?\n(.*?)^=== exit (\d+)$", result.stderr, re.M | re.S)
     assert result.returncode == 0 and len(parts) == len(runs), result.stderr[-3000:]
     return [(int(code), text) for text, code in parts]
+
+
+def gpu_dry_run(
+    script: str, tmp_path: Path, *args: str, timeout: float = 900, **env: str
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """``bash bench/<script> --dry-run *args`` (DALI's CPU operators standing in for the GPU),
+    its results and daliaug's cache under ``tmp_path``, this interpreter as its Python; the
+    finished process and the folder of its results (``$OUT``)."""
+    out = tmp_path / "out"
+    done = subprocess.run(
+        ["bash", f"bench/{script}", "--dry-run", *args],
+        cwd=Path(__file__).parents[1],
+        env={
+            **os.environ,
+            "OUT": str(out),
+            "PYTHON": sys.executable,
+            "DALIAUG_CACHE": str(tmp_path / "cache"),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return done, out

@@ -334,9 +334,11 @@ def test_the_training_step_tool_trains_on_each_batch() -> None:
 
 
 def test_the_gpu_suite_script_runs_what_users_run() -> None:
-    script = (ROOT / "bench" / "gpu_suite.sh").read_text()
-    assert subprocess.run(["bash", "-n", "-c", script]).returncode == 0
-    assert "-m bench.gpu_suite" in script and "KERAS_BACKEND=jax" in script
+    script, env = ((ROOT / "bench" / name).read_text() for name in ("gpu_suite.sh", "gpu_env.sh"))
+    for text in (script, env):
+        assert subprocess.run(["bash", "-n", "-c", text]).returncode == 0
+    assert "-m bench.gpu_suite" in script and "source bench/gpu_env.sh" in script
+    assert "KERAS_BACKEND=jax" in env
     driver = (ROOT / "bench" / "gpu_suite.py").read_text()
     assert '"selftest", "--require-gpu", "--json"' in driver
     from bench.run import SUITES

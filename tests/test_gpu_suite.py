@@ -16,13 +16,13 @@ from bench.gpu_suite import (
     BUDGET_S,
     ROWS,
     SELFTEST_S,
-    bound,
     default_load,
     points,
     table,
     time_plan,
     verdicts,
 )
+from tests.helpers import gpu_dry_run
 
 ROOT = Path(__file__).parents[1]
 
@@ -83,13 +83,6 @@ def test_the_table_ends_with_the_targets() -> None:
     assert "overhead 3.0%" in text
 
 
-def test_the_bound_names_the_gpu_utilisation_nvml_read() -> None:
-    """The first GPU run's "no NVML" was the suite passing none although NVML was there."""
-    run = {"images_per_s": 1000.0, "cpu_seconds": 1.0, "seconds": 2.0}
-    assert "GPU busy 40%" in (bound({**run, "gpu_percent": 40.0}) or "")
-    assert "GPU busy: unknown (no NVML)" in (bound(run) or "")
-
-
 def test_the_fit_recorders_differ_only_in_keras_async_dispatch() -> None:
     """Keras 3 dispatches batch-end callbacks asynchronously only when each overriding one is
     ``async_safe``: the ``sync`` recorder turns that off (a wait per step), ``async`` not."""
@@ -111,21 +104,7 @@ def test_the_fit_recorders_differ_only_in_keras_async_dispatch() -> None:
 
 @pytest.mark.slow
 def test_the_dry_run_runs_end_to_end(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    env = {
-        **os.environ,
-        "OUT": str(out),
-        "PYTHON": sys.executable,
-        "DALIAUG_CACHE": str(tmp_path / "cache"),
-    }
-    done = subprocess.run(
-        ["bash", "bench/gpu_suite.sh", "--dry-run", "--threads", "1", "--loads", "0.99"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done, out = gpu_dry_run("gpu_suite.sh", tmp_path, "--threads", "1", "--loads", "0.99")
     assert done.returncode == 0, done.stderr[-3000:]
     (path,) = out.glob("gpu-suite-dry-*.json")
     result = json.loads(path.read_text())
@@ -176,6 +155,9 @@ def test_runs_at_the_defaults_are_judged_as_the_doctor_judges() -> None:
     busy = {"images_per_s": 3000.0, "cpu_seconds": 3.0 * cores, "seconds": 3.0}
     assert bound(busy).startswith("host-bound")
     assert bound({"error": "x"}) is None
+    idle = {"images_per_s": 3000.0, "cpu_seconds": 0.3, "seconds": 3.0}
+    assert "GPU busy: unknown (no NVML)" in bound(idle)
+    assert "GPU busy 40%" in bound({**idle, "nvml": {"gpu_percent_mean": 40.0}})  # NVML read
     result = made_up(12_000, 12_500, 0, 0.03)
     result["throughput"]["b"]["jax"]["bound"] = bound(busy)
     assert "- (b) daliaug JAX output (make_dataset, framework jax): host-bound" in table(result)

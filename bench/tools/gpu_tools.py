@@ -139,22 +139,37 @@ def random_crop_front(
     and resized to the workload's size as DALI's ResNet-50 examples write it (``mixed`` with
     ``hw_decoder_load`` and the examples' memory paddings on the GPU, 100 attempts, a
     triangular resize); ``(images, labels)``."""
-    from nvidia.dali import fn, types
+    from nvidia.dali import fn
 
     encoded, label = fn.readers.file(
         files=paths, labels=[int(v) for v in labels], random_shuffle=True, name="files"
     )
+    return random_crop(encoded, eq, gpu, hw_decoder_load), label
+
+
+def example_decoder(gpu: bool, hw_decoder_load: float) -> dict[str, Any]:
+    """The decoder's arguments in DALI's ResNet-50 examples: ``mixed`` with ``hw_decoder_load``
+    and the examples' memory paddings on the GPU, RGB."""
+    from nvidia.dali import types
+
     on_gpu = {"device": "mixed", "hw_decoder_load": hw_decoder_load, **EXAMPLE_PADDING}
+    return {"output_type": types.RGB, **(on_gpu if gpu else {})}
+
+
+def random_crop(encoded: Any, eq: Any, gpu: bool, hw_decoder_load: float) -> Any:
+    """Inside a DALI pipeline: a random resized crop of ``encoded`` decoded and resized to the
+    workload's size as DALI's ResNet-50 examples write it (:func:`example_decoder`, 100
+    attempts, a triangular resize)."""
+    from nvidia.dali import fn, types
+
     images = fn.decoders.image_random_crop(
         encoded,
-        output_type=types.RGB,
         random_area=list(eq.crop_scale),
         random_aspect_ratio=list(eq.crop_ratio),
         num_attempts=100,
-        **(on_gpu if gpu else {}),
+        **example_decoder(gpu, hw_decoder_load),
     )
-    resized = fn.resize(images, size=list(eq.size), interp_type=types.INTERP_TRIANGULAR)
-    return resized, label
+    return fn.resize(images, size=list(eq.size), interp_type=types.INTERP_TRIANGULAR)
 
 
 def pipeline_epochs(pipe: Any, steps: int) -> Epoch:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,19 +144,26 @@ def load_reference(path: Path, workdir: Path) -> tuple[Samples, list[ReferenceCa
 
 
 def check_reference(
-    path: Path, device: Device, decode_window: str | None = None, engine: str = "dali"
+    path: Path,
+    device: Device,
+    decode_window: str | None = None,
+    engine: str = "dali",
+    first: Collection[str] = (),
+    on_case: Callable[[Result | str, str], None] | None = None,
 ) -> Report:
     """DALI on ``device`` (or the OpenCV engine, ``engine="opencv"``, every case) against the
     stored TF outputs (no TensorFlow needed); cases of the same name (the decoders at each
     image size) are pooled into one row; without the cases DALI cannot run on ``device``; a
     case whose engine raises is a named error of the report, and the others still run.
     ``decode_window``: every case's, where given (``whole`` on a GPU: decoded with fancy
-    upsampling, as the reference was)."""
+    upsampling, as the reference was). The cases named in ``first`` run before the others;
+    ``on_case`` hears each case's row (or error) and name as soon as it ran, so that a check
+    stopped midway still tells what it found."""
     pooled: dict[tuple[str, Kind], list[np.ndarray]] = {}
     errors: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         files, cases, seed = load_reference(path, Path(tmp))
-        for c in cases:
+        for c in sorted(cases, key=lambda c: c.name not in first):
             if engine == "dali" and dali_lacks(c.config, device):
                 continue
             config = c.config
@@ -167,8 +175,12 @@ def check_reference(
                 )
             except (DaliaugError, RuntimeError) as e:  # DALI's own errors are RuntimeErrors
                 errors[c.name] = f"{type(e).__name__}: {first_line(e)}"
+                if on_case is not None:
+                    on_case(errors[c.name], c.name)
                 continue
             pooled.setdefault((c.name, c.kind), []).append(diff)
+            if on_case is not None:
+                on_case(Result(c.name, c.kind, Stats.of_differences(diff)), c.name)
     results = [
         Result(name, kind, Stats.of_differences(np.concatenate(parts)))
         for (name, kind), parts in pooled.items()
