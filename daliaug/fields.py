@@ -137,3 +137,18 @@ S3Url = Annotated[str, Field(pattern=r"^s3://[^/]+"), AfterValidator(_no_nul)]
 """An ``s3://bucket/key`` object or ``s3://bucket/prefix`` (see :mod:`daliaug.sources.storage`)."""
 Location = S3Url | FilePath
 """A local path or an ``s3://`` URL."""
+
+
+LIBRARY_INTERPOLATIONS = {"bilinear": "linear", "nearest": "nearest"}
+"""The interpolations Keras and torchvision name that daliaug's warp samples, as the config's
+``interpolation`` names them."""
+
+
+def warp_interpolation(name: str, who: str, error: type[Exception]) -> str:
+    """The config's ``interpolation`` for a library's ``name``; ``error`` naming ``who`` (a layer
+    or transform) for one daliaug's warp does not sample."""
+    if name not in LIBRARY_INTERPOLATIONS:
+        raise error(
+            f"{who}: interpolation={name!r}; daliaug's warp samples 'bilinear' or 'nearest'"
+        )
+    return LIBRARY_INTERPOLATIONS[name]

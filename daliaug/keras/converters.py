@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from daliaug.config import format_errors
 from daliaug.errors import ConfigError
+from daliaug.fields import warp_interpolation
 from daliaug.transforms.aug_mix import MOST
 from daliaug.transforms.base import TF_ONLY_FILLS, Fill
 from daliaug.transforms.clahe import Clahe
@@ -121,7 +122,9 @@ class Trace:
             transform = {**transform, "fill": fill}
             self.fills[label(layer)] = fill
         if interpolation is not None:
-            self.interpolations[label(layer)] = _interpolation(layer, interpolation)
+            self.interpolations[label(layer)] = warp_interpolation(
+                interpolation, label(layer), Unsupported
+            )
         self.transforms.append(transform)
 
     def colour(self, layer: Any, transforms: list[dict[str, Any]], value_range: Any = None) -> None:
@@ -251,16 +254,6 @@ class Trace:
                 "the boxes are in one format, and Keras' layers refuse boxes without one: give "
                 "every layer the same bounding_box_format"
             )
-
-
-def _interpolation(layer: Any, name: str) -> str:
-    known = {"bilinear": "linear", "nearest": "nearest"}
-    if name not in known:
-        raise Unsupported(
-            f"{label(layer)}: interpolation={name!r}; daliaug's warp samples 'bilinear' or "
-            "'nearest'"
-        )
-    return known[name]
 
 
 Converter = Callable[[Any, Trace], None]

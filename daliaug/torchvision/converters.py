@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from daliaug.errors import ConfigError
+from daliaug.fields import warp_interpolation
 
 PIPELINE_RANGE = (0.0, 255.0)
 """The values daliaug's pipeline computes on: the decoded images' 0..255."""
@@ -100,7 +101,10 @@ class Walk:
         resamples)."""
         self.before_stages(transform)
         if interpolation is not None:
-            self.interpolations[label(transform)] = _interpolation(transform, interpolation)
+            mode = str(getattr(interpolation, "value", interpolation))
+            self.interpolations[label(transform)] = warp_interpolation(
+                mode, label(transform), Unsupported
+            )
             if len(set(self.interpolations.values())) > 1:
                 listed = ", ".join(f"{k}: {v!r}" for k, v in self.interpolations.items())
                 raise Unsupported(
@@ -139,17 +143,6 @@ class Walk:
                 f"{label(transform)}: it comes after {self.stage}, which daliaug runs as a "
                 "pixel stage after the warp and the colour pass; put it before that transform"
             )
-
-
-def _interpolation(transform: Any, mode: Any) -> str:
-    name = str(getattr(mode, "value", mode))
-    known = {"bilinear": "linear", "nearest": "nearest"}
-    if name not in known:
-        raise Unsupported(
-            f"{label(transform)}: interpolation={name!r}; daliaug's warp samples 'bilinear' or "
-            "'nearest'"
-        )
-    return known[name]
 
 
 Converter = Callable[[Any, Walk], None]
