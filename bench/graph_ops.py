@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
 import tempfile
 from collections import Counter
 from collections.abc import Callable
@@ -110,15 +109,11 @@ def main(argv: list[str] | None = None) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         folder = write_classification_dataset(Path(tmp) / "jpegs", per_class=4, size=(60, 80))
         workloads = {w: count(w, folder) for w in args.workload}
-    now = datetime.datetime.now(datetime.timezone.utc)
-    result = {"machine": machine.describe(), "date": now.isoformat(), "workloads": workloads}
-    base = args.out / f"graph-ops-{now.strftime('%Y%m%d-%H%M')}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    base.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    result = {"machine": machine.describe(), "date": now, "workloads": workloads}
     text = table(result)
-    base.with_suffix(".md").write_text(text)
     print(text)
-    return base
+    return machine.write_record(args.out, "graph-ops", result, text)
 
 
 if __name__ == "__main__":

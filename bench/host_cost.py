@@ -22,8 +22,6 @@ image. Writes ``host-cost-<date>.json`` and ``.md``.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -185,14 +183,11 @@ def main(argv: list[str] | None = None) -> Path:
         "workloads": {w: measure(w, args.repeats, args.quick) for w in args.workload},
         "loadavg_after": os.getloadavg(),
     }
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
-    base = args.out / f"host-cost-{'quick-' if args.quick else ''}{stamp}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    base.with_suffix(".json").write_text(json.dumps(result, indent=1))
     text = table(result)
-    base.with_suffix(".md").write_text(text)
     print(text)
-    return base
+    return machine.write_record(
+        args.out, f"host-cost{'-quick' if args.quick else ''}", result, text
+    )
 
 
 if __name__ == "__main__":

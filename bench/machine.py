@@ -172,8 +172,16 @@ def interleaved_main(
     text = report(samples, described)
     print(text)
     if args.out:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
-        base = args.out / f"{module.rsplit('.', 1)[-1].replace('_', '-')}-{stamp}"
-        base.with_suffix(".md").write_text(text)
-        payload = {"machine": described, "samples": samples}
-        base.with_suffix(".json").write_text(json.dumps(payload, indent=2))
+        name = module.rsplit(".", 1)[-1].replace("_", "-")
+        write_record(args.out, name, {"machine": described, "samples": samples}, text)
+
+
+def write_record(out: Path, name: str, result: dict[str, Any], text: str) -> Path:
+    """``result`` as ``<out>/<name>-<date>.json`` and ``text`` (its table) beside it as
+    ``.md``; the two files' path without the suffix."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
+    base = out / f"{name}-{stamp}"
+    out.mkdir(parents=True, exist_ok=True)
+    base.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    base.with_suffix(".md").write_text(text)
+    return base
