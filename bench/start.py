@@ -20,6 +20,7 @@ first start of daliaug under cProfile and records the top functions. Writes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import datetime
 import io
@@ -145,10 +146,8 @@ def _import_all() -> None:
     for module in pkgutil.walk_packages(daliaug.__path__, "daliaug."):
         if module.name.endswith("__main__"):
             continue
-        try:
+        with contextlib.suppress(ImportError):  # an optional framework (torch, jax)
             importlib.import_module(module.name)
-        except ImportError:  # an optional framework (torch, jax) not installed
-            pass
 
 
 def _max_rss_mib() -> float:
