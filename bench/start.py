@@ -119,14 +119,14 @@ def child(tool: str, train: str, check: str, profile: str | None) -> dict[str, A
             for entry in os.scandir(train):
                 list(os.scandir(entry.path))
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     if profile:
         profiler = cProfile.Profile()
         profiler.runcall(start)
     else:
         start()
-    seconds = time.perf_counter() - t0
-    result: dict[str, Any] = {"seconds": seconds, "max_rss_mib": _max_rss_mib()}
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    result: dict[str, Any] = {"seconds": seconds, "cpu": cpu, "max_rss_mib": _max_rss_mib()}
     if profile:
         profiler.dump_stats(profile)
     return result
@@ -209,15 +209,21 @@ def measure(n: int, root: Path, repeats: int) -> dict[str, Any]:
     row: dict[str, Any] = {"files": n, "tree_seconds": time.perf_counter() - t0}
     with tempfile.TemporaryDirectory(prefix="daliaug-start-") as scratch:
         for tool in ("scandir", "dali", "tf.data"):
-            times = [run(tool, train, Path(scratch) / "x")["seconds"] for _ in range(repeats)]
-            row[tool] = {"first": times[0], "later": median(times)}
+            runs = [run(tool, train, Path(scratch) / "x") for _ in range(repeats)]
+            row[tool] = {
+                "first": runs[0]["seconds"],
+                "later": median(r["seconds"] for r in runs),
+                "later_cpu": median(r["cpu"] for r in runs),
+            }
         for check in ("full", "headers"):
             cache = Path(scratch) / check
             first = run("daliaug", train, cache, check)
             later = [run("daliaug", train, cache, check) for _ in range(repeats)]
             row[f"daliaug {check}"] = {
                 "first": first["seconds"],
+                "first_cpu": first["cpu"],
                 "later": median(r["seconds"] for r in later),
+                "later_cpu": median(r["cpu"] for r in later),
                 "max_rss_mib": max(r["max_rss_mib"] for r in later),
             }
             print(f"{n}: daliaug {check} {row[f'daliaug {check}']}", flush=True)

@@ -171,17 +171,19 @@ def image_headers(paths: Sequence[str]) -> Headers:
     sizes = np.zeros((n, 2), np.int32)
     keys = np.full((n, 4), -1, np.int64)
     by_folder: dict[str, list[int]] = {}
+    names: list[str] = []
     for i, path in enumerate(paths):
-        by_folder.setdefault(os.path.dirname(path), []).append(i)
+        folder, sep, name = path.rpartition(os.sep)
+        by_folder.setdefault(folder or sep, []).append(i)  # ("/" for a file at the root)
+        names.append(name)
     todo: list[tuple[str, FileKey | None, tuple[int, int] | None]] = []
     where: list[int] = []
     fresh: dict[str, tuple[FolderStamp | None, FolderRecord | None, list[int]]] = {}
     for folder, index in by_folder.items():
-        names = [paths[i][len(folder) + 1 :] if folder else paths[i] for i in index]
         stamp = folder_stamp(folder)
         record = FolderRecord.load(folder)
         if record is not None and stamp is not None and record.stamp == stamp:
-            rows = record.rows(names)
+            rows = record.rows([names[i] for i in index])
             hit = rows >= 0
             sizes[np.asarray(index)[hit]] = record.sizes[rows[hit]]
             keys[np.asarray(index)[hit]] = record.keys[rows[hit]]
@@ -190,7 +192,7 @@ def image_headers(paths: Sequence[str]) -> Headers:
             missed = index
         known = record.by_name() if record is not None and missed else {}
         for i in missed:
-            old = known.get(paths[i][len(folder) + 1 :] if folder else paths[i])
+            old = known.get(names[i])
             todo.append((paths[i], *(old or (None, None))))
             where.append(i)
         if missed:
@@ -203,7 +205,7 @@ def image_headers(paths: Sequence[str]) -> Headers:
         rejected = {path: reason for (path, *_), reason in failed.items()}
         for folder, (stamp, _, index) in fresh.items():
             if stamp is not None:
-                FolderRecord.of(folder, stamp, [paths[i] for i in index], sizes[index], keys[index])
+                FolderRecord.of(folder, stamp, [names[i] for i in index], sizes[index], keys[index])
     else:
         rejected = {}
     return Headers(sizes, keys, rejected)
@@ -270,21 +272,17 @@ class FolderRecord:
 
     @staticmethod
     def of(
-        folder: str, stamp: FolderStamp, paths: Sequence[str], sizes: np.ndarray, keys: np.ndarray
+        folder: str, stamp: FolderStamp, names: Sequence[str], sizes: np.ndarray, keys: np.ndarray
     ) -> None:
-        """Keep the folder's good files (``keys`` not -1) for ``stamp``; where the cache cannot
-        take it, go on without it."""
+        """Keep the folder's good files (``keys`` not -1; ``names`` without the folder) for
+        ``stamp``; where the cache cannot take it, go on without it."""
         good = keys[:, 0] >= 0
-        names = [
-            p[len(folder) + 1 :] if folder else p
-            for p, g in zip(paths, good.tolist(), strict=True)
-            if g
-        ]
+        kept = [name for name, g in zip(names, good.tolist(), strict=True) if g]
         out = io.BytesIO()
         np.savez(
             out,
             stamp=np.array(stamp, np.int64),
-            names=np.frombuffer(os.fsencode("\0".join(names)), np.uint8),
+            names=np.frombuffer(os.fsencode("\0".join(kept)), np.uint8),
             sizes=sizes[good],
             keys=keys[good],
         )
