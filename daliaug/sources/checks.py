@@ -138,8 +138,9 @@ def check_each(
 
 def check_image_files(paths: Sequence[str]) -> tuple[np.ndarray, dict[str, str]]:
     """Every file's header read: their ``(height, width)``s (int32; 0 for a file that failed)
-    and the reason of each that is not a readable JPEG or PNG (see :func:`image_headers`)."""
-    headers = image_headers(paths)
+    and the reason of each that is not a readable JPEG or PNG (see :func:`image_headers`;
+    read anew, as the caller hands on no keys)."""
+    headers = image_headers(paths, kept=False)
     return headers.sizes, headers.rejected
 
 
@@ -160,13 +161,15 @@ class Headers:
         )
 
 
-def image_headers(paths: Sequence[str]) -> Headers:
+def image_headers(paths: Sequence[str], kept: bool = True) -> Headers:
     """Every file's header (:func:`image_header`) and key, read once per folder state: each
     folder's good headers and keys are kept in the cache (:class:`FolderRecord`) while the
     folder's own status (:func:`folder_stamp`) holds, so an unchanged folder's files are not
     read again. A file rewritten in place leaves its folder's status as it was; its new key is
     caught when it is read (:func:`read_unchanged`, which forgets the folder's record). Files
-    that failed are read again at every start, so a file fixed in place is seen."""
+    that failed are read again at every start, so a file fixed in place is seen. The caller
+    hands the keys on with the samples (``Samples.listed``), so that the read check holds
+    the file to them; ``kept=False`` reads every header anew, keeping nothing."""
     n = len(paths)
     sizes = np.zeros((n, 2), np.int32)
     keys = np.full((n, 4), -1, np.int64)
@@ -178,10 +181,10 @@ def image_headers(paths: Sequence[str]) -> Headers:
         names.append(name)
     todo: list[tuple[str, FileKey | None, tuple[int, int] | None]] = []
     where: list[int] = []
-    fresh: dict[str, tuple[FolderStamp | None, FolderRecord | None, list[int]]] = {}
+    fresh: dict[str, tuple[FolderStamp, list[int]]] = {}
     for folder, index in by_folder.items():
-        stamp = folder_stamp(folder)
-        record = FolderRecord.load(folder)
+        stamp = folder_stamp(folder) if kept else None
+        record = FolderRecord.load(folder) if kept else None
         if record is not None and stamp is not None and record.stamp == stamp:
             rows = record.rows([names[i] for i in index])
             hit = rows >= 0
@@ -195,27 +198,27 @@ def image_headers(paths: Sequence[str]) -> Headers:
             old = known.get(names[i])
             todo.append((paths[i], *(old or (None, None))))
             where.append(i)
-        if missed:
-            fresh[folder] = (stamp, record, index)
+        if missed and stamp is not None:
+            fresh[folder] = (stamp, index)
     if todo:
-        read, failed = check_each(_header_and_key, todo, "reading image headers")
+        reader = partial(_header_and_key, keyed=kept)
+        read, failed = check_each(reader, todo, "reading image headers")
         for i, got in zip(where, read, strict=True):
             if got is not None:
                 sizes[i], keys[i] = got
         rejected = {path: reason for (path, *_), reason in failed.items()}
-        for folder, (stamp, _, index) in fresh.items():
-            if stamp is not None:
-                FolderRecord.of(folder, stamp, [names[i] for i in index], sizes[index], keys[index])
+        for folder, (stamp, index) in fresh.items():
+            FolderRecord.of(folder, stamp, [names[i] for i in index], sizes[index], keys[index])
     else:
         rejected = {}
     return Headers(sizes, keys, rejected)
 
 
 def _header_and_key(
-    item: tuple[str, FileKey | None, tuple[int, int] | None],
+    item: tuple[str, FileKey | None, tuple[int, int] | None], keyed: bool
 ) -> tuple[tuple[int, int], FileKey]:
-    """A file's ``(height, width)`` and key: kept from its folder's old record where its key
-    still matches (a stat), else its header read."""
+    """A file's ``(height, width)`` and key (zeros unless ``keyed``): kept from its folder's
+    old record where its key still matches (a stat), else its header read."""
     path, old_key, old_size = item
     if old_key is not None and old_size is not None:
         try:
@@ -225,7 +228,7 @@ def _header_and_key(
             pass  # the header read below names it
     _, height, width = image_header(path)
     try:
-        return (height, width), file_key(path)
+        return (height, width), file_key(path) if keyed else (0, 0, 0, 0)
     except OSError as e:
         raise DataError(f"cannot read image file {path}: {e.strerror or e}") from e
 
