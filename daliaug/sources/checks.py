@@ -92,6 +92,8 @@ def image_header(path: str, data: bytes | None = None) -> tuple[str, int, int]:
 
 PROGRESS_FROM = 20_000
 """Checks of at least this many items show a progress bar (on stderr)."""
+CHUNK = 64
+"""Items a thread of :func:`parallel_check` takes at a time."""
 
 
 def describe_rejected(rejected: dict[str, str], total: int, listed: Path | None = None) -> str:
@@ -109,14 +111,20 @@ def describe_rejected(rejected: dict[str, str], total: int, listed: Path | None 
 def parallel_check(
     check: Callable[[Any], Any], items: Sequence[Any], what: str = "checking files"
 ) -> list:
-    """``check`` of every item, run by a thread pool; the first error propagates."""
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        results = pool.map(check, items, chunksize=64)
-        if len(items) < PROGRESS_FROM:
-            return list(results)
-        from rich.progress import track
+    """``check`` of every item, run by a thread pool :data:`CHUNK` items a task (a task per
+    item costs the pool more than reading a header); the first error propagates."""
+    chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
 
-        return list(track(results, description=what, total=len(items), transient=True))
+    def run(chunk: Sequence[Any]) -> list[Any]:
+        return [check(item) for item in chunk]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = pool.map(run, chunks)
+        if len(items) >= PROGRESS_FROM:
+            from rich.progress import track
+
+            results = track(results, description=what, total=len(chunks), transient=True)
+        return [result for chunk in results for result in chunk]
 
 
 def check_each(
