@@ -158,7 +158,7 @@ def checked(samples: Samples, decoder: str, undecodable: Undecodable, on_error: 
     The checked files' keys go along (``Samples.checked``), so that a file that changes
     afterwards is caught when it is read."""
     files = samples.image_files
-    result = check_files(files, decoder, undecodable)
+    result = check_files(files, decoder, undecodable, listed=samples.listed)
     bad = {**samples.rejected, **result.bad}
     if not bad:
         return samples.with_checked(result.keys)

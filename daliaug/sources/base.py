@@ -68,6 +68,9 @@ class Samples(SampleSet):
     flip_indices: tuple[int, ...] | None = None
     """Keypoints: the order a mirror gives them, as the data declares it (YOLO's
     ``flip_idx``); a config's ``flip_indices`` goes first."""
+    listed: dict[str, FileKey] | None = None
+    """Each file's key as the listing found it, where it knows them: the full check takes
+    these rather than asking the file system for every file again."""
 
     @staticmethod
     def of_files(
@@ -77,6 +80,7 @@ class Samples(SampleSet):
         rejected: dict[str, str] | None = None,
         ignored: dict[str, str] | None = None,
         notes: dict[str, str] | None = None,
+        listed: dict[str, FileKey] | None = None,
         **arrays: np.ndarray,
     ) -> Samples:
         """Samples whose file columns are the given file lists (encoded for DALI), without the
@@ -97,6 +101,7 @@ class Samples(SampleSet):
             rejected,
             ignored or {},
             notes or {},
+            listed,
         )
 
     def __len__(self) -> int:
@@ -148,11 +153,12 @@ class Samples(SampleSet):
             self.ignored,
             self.notes,
             self.flip_indices,
+            self.listed,
         )
 
     def with_checked(self, keys: dict[str, FileKey]) -> Samples:
         """The same samples, their files' checked keys recorded (see :attr:`checked`)."""
-        return dataclasses.replace(self, checked=keys)
+        return dataclasses.replace(self, checked=keys, listed=None)
 
     def assert_unchanged(self, indices: np.ndarray) -> None:
         """A :class:`DataError` naming the first file of the samples at ``indices`` that
@@ -165,10 +171,12 @@ class Samples(SampleSet):
 
     def read(self, column: str, indices: np.ndarray) -> list[np.ndarray]:
         """The bytes of the files of column ``column`` (``path``, ``mask_path``) at
-        ``indices``, each the file the full check passed (else a :class:`DataError` naming the
-        first that changed or went missing: :func:`~daliaug.sources.checks.read_files`)."""
+        ``indices``, each the file the full check passed or the listing found (else a
+        :class:`DataError` naming the first that changed or went missing:
+        :func:`~daliaug.sources.checks.read_files`)."""
         paths = self.files[column]
-        return read_files([paths[i] for i in indices.tolist()], self.checked)
+        keys = self.checked if self.checked is not None else self.listed
+        return read_files([paths[i] for i in indices.tolist()], keys)
 
     def shard(self, shard_id: int, num_shards: int) -> Samples:
         return self.subset(np.arange(*shard_range(len(self), shard_id, num_shards)))

@@ -13,6 +13,7 @@ source's samples (``source.on_error``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -29,7 +30,13 @@ from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
-from daliaug.cache import default_cache_dir, go_on_without, write_cached, writing_cache
+from daliaug.cache import (
+    default_cache_dir,
+    go_on_without,
+    write_atomically,
+    write_cached,
+    writing_cache,
+)
 from daliaug.errors import CacheError, DataError, carried_error, first_line, readable
 
 T = TypeVar("T")
@@ -85,6 +92,8 @@ def image_header(path: str, data: bytes | None = None) -> tuple[str, int, int]:
 
 PROGRESS_FROM = 20_000
 """Checks of at least this many items show a progress bar (on stderr)."""
+CHUNK = 64
+"""Items a thread of :func:`parallel_check` takes at a time."""
 
 
 def describe_rejected(rejected: dict[str, str], total: int, listed: Path | None = None) -> str:
@@ -102,14 +111,20 @@ def describe_rejected(rejected: dict[str, str], total: int, listed: Path | None 
 def parallel_check(
     check: Callable[[Any], Any], items: Sequence[Any], what: str = "checking files"
 ) -> list:
-    """``check`` of every item, run by a thread pool; the first error propagates."""
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        results = pool.map(check, items, chunksize=64)
-        if len(items) < PROGRESS_FROM:
-            return list(results)
-        from rich.progress import track
+    """``check`` of every item, run by a thread pool :data:`CHUNK` items a task (a task per
+    item costs the pool more than reading a header); the first error propagates."""
+    chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
 
-        return list(track(results, description=what, total=len(items), transient=True))
+    def run(chunk: Sequence[Any]) -> list[Any]:
+        return [check(item) for item in chunk]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = pool.map(run, chunks)
+        if len(items) >= PROGRESS_FROM:
+            from rich.progress import track
+
+            results = track(results, description=what, total=len(chunks), transient=True)
+        return [result for chunk in results for result in chunk]
 
 
 def check_each(
@@ -131,10 +146,181 @@ def check_each(
 
 def check_image_files(paths: Sequence[str]) -> tuple[np.ndarray, dict[str, str]]:
     """Every file's header read: their ``(height, width)``s (int32; 0 for a file that failed)
-    and the reason of each that is not a readable JPEG or PNG."""
-    headers, failed = check_each(image_header, paths, "reading image headers")
-    sizes = [(h[1], h[2]) if h else (0, 0) for h in headers]
-    return np.array(sizes, dtype=np.int32).reshape(-1, 2), failed
+    and the reason of each that is not a readable JPEG or PNG (see :func:`image_headers`;
+    read anew, as the caller hands on no keys)."""
+    headers = image_headers(paths, kept=False)
+    return headers.sizes, headers.rejected
+
+
+@dataclass(frozen=True)
+class Headers:
+    """Each file's ``(height, width)`` and :data:`FileKey` (0 and -1 for a file that failed),
+    and the reason of each that failed."""
+
+    sizes: np.ndarray
+    keys: np.ndarray
+    rejected: dict[str, str]
+
+    def key_of(self, paths: Sequence[str]) -> dict[str, FileKey]:
+        """The keys of the files that passed, by path."""
+        good = self.keys[:, 0] >= 0
+        return dict(
+            zip(np.asarray(paths, object)[good], map(tuple, self.keys[good].tolist()), strict=True)
+        )
+
+
+def image_headers(paths: Sequence[str], kept: bool = True) -> Headers:
+    """Every file's header (:func:`image_header`) and key, read once per folder state: each
+    folder's good headers and keys are kept in the cache (:class:`FolderRecord`) while the
+    folder's own status (:func:`folder_stamp`) holds, so an unchanged folder's files are not
+    read again. A file rewritten in place leaves its folder's status as it was; its new key is
+    caught when it is read (:func:`read_unchanged`, which forgets the folder's record). Files
+    that failed are read again at every start, so a file fixed in place is seen. The caller
+    hands the keys on with the samples (``Samples.listed``), so that the read check holds
+    the file to them; ``kept=False`` reads every header anew, keeping nothing."""
+    n = len(paths)
+    sizes = np.zeros((n, 2), np.int32)
+    keys = np.full((n, 4), -1, np.int64)
+    by_folder: dict[str, list[int]] = {}
+    names: list[str] = []
+    for i, path in enumerate(paths):
+        folder, sep, name = path.rpartition(os.sep)
+        by_folder.setdefault(folder or sep, []).append(i)  # ("/" for a file at the root)
+        names.append(name)
+    todo: list[tuple[str, FileKey | None, tuple[int, int] | None]] = []
+    where: list[int] = []
+    fresh: dict[str, tuple[FolderStamp, list[int]]] = {}
+    for folder, index in by_folder.items():
+        stamp = folder_stamp(folder) if kept else None
+        record = FolderRecord.load(folder) if kept else None
+        if record is not None and stamp is not None and record.stamp == stamp:
+            rows = record.rows([names[i] for i in index])
+            hit = rows >= 0
+            sizes[np.asarray(index)[hit]] = record.sizes[rows[hit]]
+            keys[np.asarray(index)[hit]] = record.keys[rows[hit]]
+            missed = [i for i, h in zip(index, hit.tolist(), strict=True) if not h]
+        else:
+            missed = index
+        known = record.by_name() if record is not None and missed else {}
+        for i in missed:
+            old = known.get(names[i])
+            todo.append((paths[i], *(old or (None, None))))
+            where.append(i)
+        if missed and stamp is not None:
+            fresh[folder] = (stamp, index)
+    if todo:
+        reader = partial(_header_and_key, keyed=kept)
+        read, failed = check_each(reader, todo, "reading image headers")
+        for i, got in zip(where, read, strict=True):
+            if got is not None:
+                sizes[i], keys[i] = got
+        rejected = {path: reason for (path, *_), reason in failed.items()}
+        for folder, (stamp, index) in fresh.items():
+            FolderRecord.of(folder, stamp, [names[i] for i in index], sizes[index], keys[index])
+    else:
+        rejected = {}
+    return Headers(sizes, keys, rejected)
+
+
+def _header_and_key(
+    item: tuple[str, FileKey | None, tuple[int, int] | None], keyed: bool
+) -> tuple[tuple[int, int], FileKey]:
+    """A file's ``(height, width)`` and key (zeros unless ``keyed``): kept from its folder's
+    old record where its key still matches (a stat), else its header read."""
+    path, old_key, old_size = item
+    if old_key is not None and old_size is not None:
+        try:
+            if file_key(path) == old_key:
+                return old_size, old_key
+        except OSError:
+            pass  # the header read below names it
+    _, height, width = image_header(path)
+    try:
+        return (height, width), file_key(path) if keyed else (0, 0, 0, 0)
+    except OSError as e:
+        raise DataError(f"cannot read image file {path}: {e.strerror or e}") from e
+
+
+FolderStamp = tuple[int, int, int, int]
+"""A folder's modification and status-change times (ns), inode and device: an entry added,
+removed or renamed in it changes them (a status-change time cannot be set back)."""
+
+
+def folder_stamp(folder: str) -> FolderStamp | None:
+    """``folder``'s :data:`FolderStamp`, ``None`` if it cannot be read."""
+    try:
+        st = os.stat(folder or ".")
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
+
+
+def _record_path(folder: str) -> Path:
+    real = os.fsencode(os.path.realpath(folder or "."))
+    return default_cache_dir() / "listing" / f"{hashlib.sha1(real).hexdigest()[:24]}.npz"
+
+
+@dataclass(frozen=True)
+class FolderRecord:
+    """A folder's good image headers and file keys, for the folder's :data:`FolderStamp`: one
+    compact file (NumPy arrays) in the cache per folder, under ``listing/``."""
+
+    stamp: FolderStamp
+    names: list[str]
+    sizes: np.ndarray
+    keys: np.ndarray
+
+    @staticmethod
+    def load(folder: str) -> FolderRecord | None:
+        """The folder's record, ``None`` if there is none (or it cannot be read)."""
+        try:
+            with np.load(_record_path(folder)) as data:
+                names = os.fsdecode(data["names"].tobytes()).split("\0")
+                stamp = tuple(data["stamp"].tolist())
+                return FolderRecord(stamp, names, data["sizes"], data["keys"])  # type: ignore[arg-type]
+        except (OSError, ValueError, KeyError, CacheError):
+            return None
+
+    @staticmethod
+    def of(
+        folder: str, stamp: FolderStamp, names: Sequence[str], sizes: np.ndarray, keys: np.ndarray
+    ) -> None:
+        """Keep the folder's good files (``keys`` not -1; ``names`` without the folder) for
+        ``stamp``; where the cache cannot take it, go on without it."""
+        good = keys[:, 0] >= 0
+        kept = [name for name, g in zip(names, good.tolist(), strict=True) if g]
+        out = io.BytesIO()
+        np.savez(
+            out,
+            stamp=np.array(stamp, np.int64),
+            names=np.frombuffer(os.fsencode("\0".join(kept)), np.uint8),
+            sizes=sizes[good],
+            keys=keys[good],
+        )
+        try:
+            path = _record_path(folder)
+            with writing_cache(path, "the listing's folder records"):
+                write_atomically(path, out.getvalue())
+        except CacheError as e:
+            go_on_without(e)
+
+    def rows(self, names: list[str]) -> np.ndarray:
+        """The row of each of ``names`` in the record, -1 where it has none."""
+        if names == self.names:
+            return np.arange(len(names))
+        index = {name: i for i, name in enumerate(self.names)}
+        return np.array([index.get(name, -1) for name in names], np.int64)
+
+    def by_name(self) -> dict[str, tuple[FileKey, tuple[int, int]]]:
+        """Each file's key and size, by name."""
+        keys, sizes = self.keys.tolist(), self.sizes.tolist()
+        return {n: (tuple(k), tuple(s)) for n, k, s in zip(self.names, keys, sizes, strict=True)}  # type: ignore[misc]
+
+
+def forget_folder(path: str) -> None:
+    """Drop the record of the folder holding the file ``path`` (it changed in place)."""
+    with contextlib.suppress(OSError, CacheError):
+        _record_path(os.path.dirname(path)).unlink(missing_ok=True)
 
 
 def pillow_reason(path: str | BinaryIO) -> str | None:
@@ -210,6 +396,7 @@ def _gone(path: str, error: OSError) -> DataError:
 
 
 def _changed(path: str) -> DataError:
+    forget_folder(path)
     return DataError(
         f"image file {path} changed after daliaug checked it; run again to check it anew"
     )
@@ -315,20 +502,17 @@ class CheckCache:
     def _lookup(
         db: sqlite3.Connection, decoder: str, keys: dict[str, FileKey]
     ) -> dict[str, str | None]:
+        """One query for the decoder's results, matched here (a query per file, or per few
+        hundred files, costs more than the rows of other data sets read along)."""
         found: dict[str, str | None] = {}
-        stored = {_stored(p): p for p in keys}
-        paths = list(stored)
-        for i in range(0, len(paths), 900):  # SQLite's limit on bound parameters
-            chunk = paths[i : i + 900]
-            marks = ",".join("?" * len(chunk))
-            rows = db.execute(
-                "SELECT path, size, mtime_ns, reason FROM files "
-                f"WHERE decoder = ? AND path IN ({marks})",
-                [decoder, *chunk],
-            )
-            for path, size, mtime_ns, reason in rows:
-                if keys[stored[path]][:2] == (size, mtime_ns):
-                    found[stored[path]] = reason
+        rows = db.execute(
+            "SELECT path, size, mtime_ns, reason FROM files WHERE decoder = ?", (decoder,)
+        )
+        for stored, size, mtime_ns, reason in rows:
+            path = stored if isinstance(stored, str) else os.fsdecode(stored)
+            key = keys.get(path)
+            if key is not None and key[0] == size and key[1] == mtime_ns:
+                found[path] = reason
         return found
 
     def store(self, decoder: str, results: dict[str, str | None], keys: dict[str, FileKey]) -> None:
@@ -362,13 +546,16 @@ def check_files(
     cache: CheckCache | None = None,
     progress: Callable[[int], None] | None = None,
     chunk: int = 2048,
+    listed: dict[str, FileKey] | None = None,
 ) -> CheckResult:
     """Decode every file of ``paths`` not in the cache (under ``decoder``'s name) with
-    ``undecodable``; ``progress`` hears how many files each step covered."""
+    ``undecodable``; ``progress`` hears how many files each step covered. ``listed``: the
+    files' keys as their listing found them (:func:`image_headers`), not taken again."""
     start = time.perf_counter()
     cache = cache or CheckCache()
     unique = list(dict.fromkeys(paths))
-    keys = {p: file_key(p) for p in unique}
+    listed = listed or {}
+    keys = {p: listed.get(p) or file_key(p) for p in unique}
     known = cache.lookup(decoder, keys)
     if progress is not None and known:
         progress(len(known))

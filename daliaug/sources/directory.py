@@ -11,7 +11,7 @@ from pydantic import AfterValidator, Field, model_validator
 from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
 from daliaug.fields import ClassNames, FilePath
 from daliaug.sources.base import Samples, SourceConfig
-from daliaug.sources.checks import check_image_files
+from daliaug.sources.checks import image_headers
 from daliaug.sources.listing import IMAGE_EXTENSIONS, Listing, list_images
 
 
@@ -104,6 +104,14 @@ class DirectorySource(SourceConfig):
         labels = np.concatenate(
             [np.full(len(found), i, np.int32) for i, found in enumerate(listing.images.values())]
         )
-        sizes, rejected = check_image_files(paths)
+        headers = image_headers(paths)
         ignored = {**listing.ignored, **listing.skipped}
-        return Samples.of_files({"path": paths}, names, sizes, rejected, ignored, label=labels)
+        return Samples.of_files(
+            {"path": paths},
+            names,
+            headers.sizes,
+            headers.rejected,
+            ignored,
+            listed=headers.key_of(paths),
+            label=labels,
+        )

@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
+_name = attrgetter("name")
 
 
 @dataclass
@@ -74,12 +76,15 @@ def _scan(
 ) -> None:
     """One folder's entries: images into ``found``, folders onto ``pending``, the rest named."""
     try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)  # the same on every run
+        entries = sorted(os.scandir(directory), key=_name)  # the same on every run
     except OSError as e:
         listing.ignored[directory] = f"cannot list the folder: {e.strerror or e}"
         return
     for entry in entries:
-        if entry.is_dir():  # follows links; the d_type from scandir serves the others
+        image = entry.name.lower().endswith(extensions)
+        if image and entry.is_file():  # most entries: one test, from scandir's d_type
+            found.append(entry.path)
+        elif entry.is_dir():  # follows links; the d_type from scandir serves the others
             target = os.path.realpath(entry.path)
             reason = _loop(target, roots, walked) if entry.is_symlink() else None
             if reason:
@@ -87,10 +92,10 @@ def _scan(
                 continue
             walked.add(target)
             pending.append(entry.path)
-        elif not entry.name.lower().endswith(extensions):
+        elif not image:
             listing.ignored[entry.path] = f"not a {'/'.join(extensions)} file"
-        elif entry.is_file() or not os.path.exists(entry.path):
-            found.append(entry.path)  # a broken link too: the header check names it
+        elif not os.path.exists(entry.path):
+            found.append(entry.path)  # a broken link: the header check names it
         else:
             listing.ignored[entry.path] = "not a regular file (a pipe, socket or device)"
 

@@ -1,0 +1,350 @@
+"""Time to the first batch over a class-folder tree of N files (issue 59), against DALI's
+``fn.readers.file`` and tf.data's ``list_files`` over the same folder, in the same run.
+
+    python -m bench.start [--files 10000 100000] [--imagenet] [--profile 100000] --out bench/results
+
+The tree is ``<class>/<i>.jpg`` hard links to a few real small JPEGs (``os.link``: N entries
+cost folder entries, not image bytes), 1,000 files per class (ImageNet's 1,281 per class is
+near), kept under ``$DALIAUG_CACHE/bench/start-<N>`` between runs. ``--imagenet`` adds
+N = 1,281,167. Each start is a fresh process (imports not timed): ``make_dataset(config)`` then
+the first batch, for ``check: full`` (the default) and ``check: headers``; the *first start*
+has a fresh, empty ``DALIAUG_CACHE`` (only the tree is kept elsewhere), *later starts* keep
+that cache. DALI's reader: ``readers.file(file_root)`` + CPU decode + resize, built and run
+once; tf.data: ``list_files`` + its first element. The file system's own cost is
+``os.scandir`` over the tree. The tree is in the page cache throughout (it was just written
+or listed): these are warm-file-system times. ``--profile N`` runs one later start and one
+first start of daliaug under cProfile and records the top functions. Writes
+``start-<date>.json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import datetime
+import io
+import json
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from bench import machine
+
+IMAGENET = 1_281_167
+PER_CLASS = 1000
+SIZE = 32
+BATCH = 32
+SOURCES = 4
+"""Real JPEGs the tree's files are hard links to."""
+
+
+def tree(root: Path, n: int) -> Path:
+    """The tree of ``n`` hard links under ``root`` (made once; a marker says it is whole)."""
+    folder = root / f"start-{n}"
+    marker = folder / ".whole"
+    if marker.exists():
+        return folder / "train"
+    import numpy as np
+    from PIL import Image
+
+    shutil.rmtree(folder, ignore_errors=True)
+    sources = folder / "sources"
+    sources.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    originals = []
+    for i in range(SOURCES):
+        path = sources / f"{i}.jpg"
+        pixels = rng.integers(0, 256, (96 + 8 * i, 128, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(path, quality=85)
+        originals.append(str(path))
+    train = folder / "train"
+    for c in range(-(-n // PER_CLASS)):
+        klass = train / f"n{c:08d}"
+        klass.mkdir(parents=True)
+        for i in range(c * PER_CLASS, min(n, (c + 1) * PER_CLASS)):
+            os.link(originals[i % SOURCES], klass / f"{i:08d}.jpg")
+    marker.touch()
+    return train
+
+
+def config(train: Path, check: str) -> dict[str, Any]:
+    return {
+        "source": {"type": "directory", "path": str(train), "check": check},
+        "image_size": SIZE,
+        "batch_size": BATCH,
+        "shuffle": True,
+        "seed": 0,
+        "label_mode": "int",
+    }
+
+
+def child(tool: str, train: str, check: str, profile: str | None) -> dict[str, Any]:
+    """One start of ``tool`` in this (fresh) process: seconds to the first batch."""
+    if tool == "daliaug":
+        import daliaug
+
+        _import_all()
+
+        def start() -> None:
+            next(iter(daliaug.make_dataset(config(Path(train), check))))
+    elif tool == "dali":
+        from nvidia.dali import fn, pipeline_def
+
+        @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None)
+        def reader() -> Any:
+            files, labels = fn.readers.file(file_root=train, random_shuffle=True, seed=0)
+            images = fn.resize(fn.decoders.image(files), size=(SIZE, SIZE))
+            return images, labels
+
+        def start() -> None:
+            pipe = reader()
+            pipe.build()
+            pipe.run()
+    elif tool == "tf.data":
+        import tensorflow as tf
+
+        def start() -> None:
+            next(iter(tf.data.Dataset.list_files(f"{train}/*/*.jpg", shuffle=False)))
+    else:  # the file system alone
+
+        def start() -> None:
+            for entry in os.scandir(train):
+                list(os.scandir(entry.path))
+
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    if profile:
+        profiler = cProfile.Profile()
+        profiler.runcall(start)
+    else:
+        start()
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    result: dict[str, Any] = {"seconds": seconds, "cpu": cpu, "max_rss_mib": _max_rss_mib()}
+    if profile:
+        profiler.dump_stats(profile)
+    return result
+
+
+def _import_all() -> None:
+    """Keras, TensorFlow, DALI and every daliaug module imported (imports are not timed)."""
+    import importlib
+    import pkgutil
+
+    import keras  # noqa: F401
+    import nvidia.dali  # noqa: F401
+    import tensorflow  # noqa: F401
+
+    import daliaug
+
+    for module in pkgutil.walk_packages(daliaug.__path__, "daliaug."):
+        if module.name.endswith("__main__"):
+            continue
+        with contextlib.suppress(ImportError):  # an optional framework (torch, jax)
+            importlib.import_module(module.name)
+
+
+def _max_rss_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run(tool: str, train: Path, cache: Path, check: str = "full", profile: str = "") -> dict:
+    """``tool``'s start in a fresh process with ``DALIAUG_CACHE=cache``."""
+    env = {**os.environ, "DALIAUG_CACHE": str(cache), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    args = ["--child", tool, "--train", str(train), "--check", check]
+    if profile:
+        args += ["--profile-to", profile]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.start", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=machine.ROOT,
+        check=False,
+    )
+    if done.returncode:
+        raise RuntimeError(f"{tool} {check} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def listed_memory(train: Path, cache: Path) -> dict[str, float]:
+    """Bytes per sample the listed samples hold (tracemalloc), measured in a fresh process
+    on a later start (the cache kept)."""
+    code = (
+        "import tracemalloc, sys, json, daliaug\n"
+        "from daliaug.config import load_config\n"
+        "from bench.start import config\n"
+        "from pathlib import Path\n"
+        "c = load_config(config(Path(sys.argv[1]), 'headers'))\n"
+        "tracemalloc.start()\n"
+        "s = c.source.samples(c.seed)\n"
+        "now, peak = tracemalloc.get_traced_memory()\n"
+        "print(json.dumps({'per_sample_bytes': now / len(s), 'peak_per_sample_bytes': "
+        "peak / len(s), 'samples': len(s)}))\n"
+    )
+    env = {**os.environ, "DALIAUG_CACHE": str(cache), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(train)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=machine.ROOT,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(n: int, root: Path, repeats: int) -> dict[str, Any]:
+    """Every tool's first and later starts over the tree of ``n`` files."""
+    t0 = time.perf_counter()
+    train = tree(root, n)
+    row: dict[str, Any] = {"files": n, "tree_seconds": time.perf_counter() - t0}
+    with tempfile.TemporaryDirectory(prefix="daliaug-start-") as scratch:
+        for tool in ("scandir", "dali", "tf.data"):
+            runs = [run(tool, train, Path(scratch) / "x") for _ in range(repeats)]
+            row[tool] = {
+                "first": runs[0]["seconds"],
+                "later": median(r["seconds"] for r in runs),
+                "later_cpu": median(r["cpu"] for r in runs),
+            }
+        for check in ("full", "headers"):
+            cache = Path(scratch) / check
+            first = run("daliaug", train, cache, check)
+            later = [run("daliaug", train, cache, check) for _ in range(repeats)]
+            row[f"daliaug {check}"] = {
+                "first": first["seconds"],
+                "first_cpu": first["cpu"],
+                "later": median(r["seconds"] for r in later),
+                "later_cpu": median(r["cpu"] for r in later),
+                "max_rss_mib": max(r["max_rss_mib"] for r in later),
+            }
+            print(f"{n}: daliaug {check} {row[f'daliaug {check}']}", flush=True)
+        row["memory"] = listed_memory(train, Path(scratch) / "headers")
+    return row
+
+
+def profiled(n: int, root: Path, out: Path, stamp: str) -> dict[str, Any]:
+    """cProfile of daliaug's first and later start (``check: full``) at ``n`` files: the top
+    functions by cumulative and by own time, written as ``.prof`` text tables too."""
+    train = tree(root, n)
+    record: dict[str, Any] = {"files": n}
+    with tempfile.TemporaryDirectory(prefix="daliaug-start-") as scratch:
+        cache = Path(scratch) / "cache"
+        for start in ("first", "later"):
+            stats_file = str(Path(scratch) / f"{start}.prof")
+            seconds = run("daliaug", train, cache, "full", stats_file)["seconds"]
+            tables = {}
+            for key in ("cumulative", "tottime"):
+                text = io.StringIO()
+                pstats.Stats(stats_file, stream=text).strip_dirs().sort_stats(key).print_stats(25)
+                tables[key] = text.getvalue()
+            record[start] = {"seconds": seconds, **tables}
+    return record
+
+
+def _extrapolate(small: dict[str, Any], big: dict[str, Any], n: int) -> list[float]:
+    """Each column at ``n`` files on the line through the two largest measured N (a fixed
+    cost plus a cost per file), labelled as extrapolated in the report."""
+    columns = [(k, "later") for k in ("scandir", "dali", "tf.data")]
+    columns += [(f"daliaug {c}", s) for c in ("full", "headers") for s in ("first", "later")]
+    values = []
+    for key, start in columns:
+        per_file = (big[key][start] - small[key][start]) / (big["files"] - small["files"])
+        values.append(big[key][start] + per_file * (n - big["files"]))
+    return values
+
+
+def report(rows: list[dict[str, Any]], profile: dict[str, Any] | None, extrapolated: dict) -> str:
+    lines = [
+        "# Time to the first batch (issue 59)",
+        "",
+        f"Class-folder tree of N hard links to {SOURCES} JPEGs (96-120 x 128), {PER_CLASS} per "
+        f"class, image_size {SIZE}, batch {BATCH}; seconds from `make_dataset` (or the "
+        "reader's build) to the first batch, imports excluded, each start a fresh process. "
+        "First start: fresh `DALIAUG_CACHE`; later: the median of the later starts. Warm page "
+        "cache.",
+        "",
+        "| N | scandir | DALI readers.file | tf.data list_files | daliaug full first | "
+        "daliaug full later | daliaug headers first | daliaug headers later | "
+        "full first / DALI | full later / DALI | bytes per listed sample |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        dali = r["dali"]["later"]
+        full, headers = r["daliaug full"], r["daliaug headers"]
+        lines.append(
+            f"| {r['files']:,} | {r['scandir']['later']:.3f} | {dali:.3f} | "
+            f"{r['tf.data']['later']:.3f} | {full['first']:.2f} | {full['later']:.2f} | "
+            f"{headers['first']:.2f} | {headers['later']:.2f} | {full['first'] / dali:.1f}x | "
+            f"{full['later'] / dali:.1f}x | {r['memory']['per_sample_bytes']:.0f} |"
+        )
+    for n, row in extrapolated.items():
+        lines.append(
+            f"| {n:,} (extrapolated: the line through the two largest N) | "
+            + " | ".join(f"{v:.2f}" for v in row)
+            + " | | | |"
+        )
+    if profile:
+        for start in ("first", "later"):
+            p = profile[start]
+            lines += [
+                "",
+                f"## cProfile, daliaug `check: full`, {start} start, "
+                f"{profile['files']:,} files ({p['seconds']:.2f} s under the profiler)",
+                "",
+                "```",
+                p["cumulative"].strip()[-6000:],
+                "```",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--imagenet", action="store_true", help=f"add N = {IMAGENET:,}")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--profile", type=int, default=0, help="cProfile daliaug at this N")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--train", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--check", default="full", help=argparse.SUPPRESS)
+    parser.add_argument("--profile-to", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.train, args.check, args.profile_to)))
+        return
+    from daliaug.cache import default_cache_dir
+
+    root = default_cache_dir() / "bench"
+    sizes = [*args.files, *([IMAGENET] if args.imagenet else [])]
+    rows = [measure(n, root, args.repeats) for n in sizes]
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M")
+    profile = profiled(args.profile, root, args.out or root, stamp) if args.profile else None
+    extrapolated = {}
+    if not args.imagenet and len(rows) > 1:
+        extrapolated[IMAGENET] = _extrapolate(rows[-2], rows[-1], IMAGENET)
+    text = report(rows, profile, extrapolated)
+    print(text)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        record = {
+            "machine": machine.describe(),
+            "rows": rows,
+            "profile": profile,
+            "extrapolated": {str(k): v for k, v in extrapolated.items()},
+        }
+        (args.out / f"start-{stamp}.json").write_text(json.dumps(record, indent=1))
+        (args.out / f"start-{stamp}.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()
