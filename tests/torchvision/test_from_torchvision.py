@@ -19,7 +19,8 @@ from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
 from daliaug.outputs.numpy import batches as engine_batches
 from daliaug.sources.arrays import array_samples
-from tests.torchvision.conftest import photos, v2
+from tests.keras.conftest import photos
+from tests.torchvision.conftest import v2
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 MAX_LEVELS, MEAN_LEVELS = 2.0, 0.5
