@@ -17,15 +17,14 @@ import pytest
 from daliaug import cuda
 from daliaug.errors import BackendWarning
 from daliaug.outputs.jax import command_buffers_off
+from tests.test_gpu_memory import DRIVER
 
 ROOT = Path(__file__).parents[1]
 
-SCRIPT = """
-import ctypes, json, os
-_cdll = ctypes.CDLL
-def _with_driver(name, *args, **kwargs):  # a stand-in libcuda: the driver probe finds it
-    return object() if name == "libcuda.so.1" else _cdll(name, *args, **kwargs)
-ctypes.CDLL = _with_driver
+SCRIPT = (
+    DRIVER
+    + """
+import json, os
 from jax._src import xla_bridge
 _init, _seen = xla_bridge._init_backend, {}
 def _watched(platform):
@@ -38,6 +37,7 @@ import jax
 jax.devices()  # what a command running Keras on JAX does next
 print(json.dumps({"at_start": _seen.get("flags")}))
 """
+)
 
 
 @pytest.mark.parametrize(
