@@ -101,7 +101,7 @@ class Samples(SampleSet):
             rejected,
             ignored or {},
             notes or {},
-            listed,
+            listed=listed,
         )
 
     def __len__(self) -> int:

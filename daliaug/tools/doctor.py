@@ -267,10 +267,14 @@ def step_recorder(async_safe: bool = False) -> Any:
         def __init__(self) -> None:
             super().__init__()
             self.async_safe = async_safe
-            self.ends: dict[int, float] = {}
+            self.epoch = 0
+            self.ends: dict[tuple[int, int], float] = {}  # by (epoch, step in it)
+
+        def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+            self.epoch = epoch
 
         def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-            self.ends[batch] = time.perf_counter()
+            self.ends[self.epoch, batch] = time.perf_counter()
 
         @property
         def times(self) -> list[float]:
