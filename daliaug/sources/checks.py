@@ -13,7 +13,6 @@ source's samples (``source.on_error``).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import io
@@ -170,14 +169,15 @@ class Headers:
 
 
 def image_headers(paths: Sequence[str], kept: bool = True) -> Headers:
-    """Every file's header (:func:`image_header`) and key, read once per folder state: each
-    folder's good headers and keys are kept in the cache (:class:`FolderRecord`) while the
-    folder's own status (:func:`folder_stamp`) holds, so an unchanged folder's files are not
-    read again. A file rewritten in place leaves its folder's status as it was; its new key is
-    caught when it is read (:func:`read_unchanged`, which forgets the folder's record). Files
-    that failed are read again at every start, so a file fixed in place is seen. The caller
-    hands the keys on with the samples (``Samples.listed``), so that the read check holds
-    the file to them; ``kept=False`` reads every header anew, keeping nothing."""
+    """Every file's header (:func:`image_header`) and key, each header read once per state of
+    its file: each folder's good headers and keys are kept in the cache (:class:`FolderRecord`),
+    and a file whose key (one ``stat``) is the one kept is not read again; a file added,
+    replaced or rewritten in place is read anew (rewriting a file leaves its folder's status as
+    it was, so its own key is what tells). A folder's record is written again only where its
+    status (:func:`folder_stamp`) or a file's key changed. Files that failed are read again at
+    every start, so a file fixed in place is seen. The caller hands the keys on with the
+    samples (``Samples.listed``), so that the read check holds the file to them;
+    ``kept=False`` reads every header anew, keeping nothing."""
     n = len(paths)
     sizes = np.zeros((n, 2), np.int32)
     keys = np.full((n, 4), -1, np.int64)
@@ -188,38 +188,25 @@ def image_headers(paths: Sequence[str], kept: bool = True) -> Headers:
         by_folder.setdefault(folder or sep, []).append(i)  # ("/" for a file at the root)
         names.append(name)
     todo: list[tuple[str, FileKey | None, tuple[int, int] | None]] = []
-    where: list[int] = []
-    fresh: dict[str, tuple[FolderStamp, list[int]]] = {}
+    where: list[int] = []  # the path of each of todo
+    records: dict[str, tuple[FolderStamp | None, FolderRecord | None, list[int]]] = {}
     for folder, index in by_folder.items():
         stamp = folder_stamp(folder) if kept else None
         record = FolderRecord.load(folder) if kept else None
-        if record is not None and stamp is not None and record.stamp == stamp:
-            rows = record.rows([names[i] for i in index])
-            hit = rows >= 0
-            sizes[np.asarray(index)[hit]] = record.sizes[rows[hit]]
-            keys[np.asarray(index)[hit]] = record.keys[rows[hit]]
-            missed = [i for i, h in zip(index, hit.tolist(), strict=True) if not h]
-        else:
-            missed = index
-        known = record.by_name() if record is not None and missed else {}
-        for i in missed:
-            old = known.get(names[i])
-            todo.append((paths[i], *(old or (None, None))))
-            where.append(i)
-        if missed and stamp is not None:
-            fresh[folder] = (stamp, index)
-    if todo:
-        reader = partial(_header_and_key, keyed=kept)
-        read, failed = check_each(reader, todo, "reading image headers")
-        for i, got in zip(where, read, strict=True):
-            if got is not None:
-                sizes[i], keys[i] = got
-        rejected = {path: reason for (path, *_), reason in failed.items()}
-        for folder, (stamp, index) in fresh.items():
-            FolderRecord.of(folder, stamp, [names[i] for i in index], sizes[index], keys[index])
-    else:
-        rejected = {}
-    return Headers(sizes, keys, rejected)
+        known = record.by_name() if record is not None else {}
+        todo.extend((paths[i], *(known.get(names[i]) or (None, None))) for i in index)
+        where.extend(index)
+        records[folder] = (stamp, record, index)
+    reader = partial(_header_and_key, keyed=kept)
+    read, failed = check_each(reader, todo, "reading image headers")
+    for i, got in zip(where, read, strict=True):
+        if got is not None:
+            sizes[i], keys[i] = got
+    for folder, (stamp, record, index) in records.items():
+        named = [names[i] for i in index]
+        if stamp is not None and (record is None or not record.holds(stamp, named, keys[index])):
+            FolderRecord.of(folder, stamp, named, sizes[index], keys[index])
+    return Headers(sizes, keys, {path: reason for (path, *_), reason in failed.items()})
 
 
 def _header_and_key(
@@ -304,23 +291,17 @@ class FolderRecord:
         except CacheError as e:
             go_on_without(e)
 
-    def rows(self, names: list[str]) -> np.ndarray:
-        """The row of each of ``names`` in the record, -1 where it has none."""
-        if names == self.names:
-            return np.arange(len(names))
-        index = {name: i for i, name in enumerate(self.names)}
-        return np.array([index.get(name, -1) for name in names], np.int64)
+    def holds(self, stamp: FolderStamp, names: Sequence[str], keys: np.ndarray) -> bool:
+        """Whether this record is what :meth:`of` would keep for ``stamp``, ``names`` and
+        ``keys`` (nothing in the folder changed)."""
+        good = keys[:, 0] >= 0
+        kept = [name for name, g in zip(names, good.tolist(), strict=True) if g]
+        return self.stamp == stamp and self.names == kept and np.array_equal(self.keys, keys[good])
 
     def by_name(self) -> dict[str, tuple[FileKey, tuple[int, int]]]:
         """Each file's key and size, by name."""
         keys, sizes = self.keys.tolist(), self.sizes.tolist()
         return {n: (tuple(k), tuple(s)) for n, k, s in zip(self.names, keys, sizes, strict=True)}  # type: ignore[misc]
-
-
-def forget_folder(path: str) -> None:
-    """Drop the record of the folder holding the file ``path`` (it changed in place)."""
-    with contextlib.suppress(OSError, CacheError):
-        _record_path(os.path.dirname(path)).unlink(missing_ok=True)
 
 
 def pillow_reason(path: str | BinaryIO) -> str | None:
@@ -396,7 +377,6 @@ def _gone(path: str, error: OSError) -> DataError:
 
 
 def _changed(path: str) -> DataError:
-    forget_folder(path)
     return DataError(
         f"image file {path} changed after daliaug checked it; run again to check it anew"
     )
