@@ -173,8 +173,8 @@ def image_headers(paths: Sequence[str], kept: bool = True) -> Headers:
     its file: each folder's good headers and keys are kept in the cache (:class:`FolderRecord`),
     and a file whose key (one ``stat``) is the one kept is not read again; a file added,
     replaced or rewritten in place is read anew (rewriting a file leaves its folder's status as
-    it was, so its own key is what tells). A folder's record is written again only where its
-    status (:func:`folder_stamp`) or a file's key changed. Files that failed are read again at
+    it was, so its own key is what tells). A folder's record is written again only where a file
+    was added, removed or changed. Files that failed are read again at
     every start, so a file fixed in place is seen. The caller hands the keys on with the
     samples (``Samples.listed``), so that the read check holds the file to them;
     ``kept=False`` reads every header anew, keeping nothing."""
@@ -189,23 +189,22 @@ def image_headers(paths: Sequence[str], kept: bool = True) -> Headers:
         names.append(name)
     todo: list[tuple[str, FileKey | None, tuple[int, int] | None]] = []
     where: list[int] = []  # the path of each of todo
-    records: dict[str, tuple[FolderStamp | None, FolderRecord | None, list[int]]] = {}
+    records: dict[str, tuple[FolderRecord | None, list[int]]] = {}
     for folder, index in by_folder.items():
-        stamp = folder_stamp(folder) if kept else None
         record = FolderRecord.load(folder) if kept else None
         known = record.by_name() if record is not None else {}
         todo.extend((paths[i], *(known.get(names[i]) or (None, None))) for i in index)
         where.extend(index)
-        records[folder] = (stamp, record, index)
+        records[folder] = (record, index)
     reader = partial(_header_and_key, keyed=kept)
     read, failed = check_each(reader, todo, "reading image headers")
     for i, got in zip(where, read, strict=True):
         if got is not None:
             sizes[i], keys[i] = got
-    for folder, (stamp, record, index) in records.items():
-        named = [names[i] for i in index]
-        if stamp is not None and (record is None or not record.holds(stamp, named, keys[index])):
-            FolderRecord.of(folder, stamp, named, sizes[index], keys[index])
+    for folder, (record, index) in records.items():
+        good = _good([names[i] for i in index], keys[index])
+        if kept and (record is None or not record.holds(good, keys[index])):
+            FolderRecord.of(folder, good, sizes[index], keys[index])
     return Headers(sizes, keys, {path: reason for (path, *_), reason in failed.items()})
 
 
@@ -228,31 +227,21 @@ def _header_and_key(
         raise DataError(f"cannot read image file {path}: {e.strerror or e}") from e
 
 
-FolderStamp = tuple[int, int, int, int]
-"""A folder's modification and status-change times (ns), inode and device: an entry added,
-removed or renamed in it changes them (a status-change time cannot be set back)."""
-
-
-def folder_stamp(folder: str) -> FolderStamp | None:
-    """``folder``'s :data:`FolderStamp`, ``None`` if it cannot be read."""
-    try:
-        st = os.stat(folder or ".")
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
-
-
 def _record_path(folder: str) -> Path:
     real = os.fsencode(os.path.realpath(folder or "."))
     return default_cache_dir() / "listing" / f"{hashlib.sha1(real).hexdigest()[:24]}.npz"
 
 
+def _good(names: Sequence[str], keys: np.ndarray) -> list[str]:
+    """The ``names`` whose files passed (their ``keys`` not -1)."""
+    return [name for name, key in zip(names, keys[:, 0].tolist(), strict=True) if key >= 0]
+
+
 @dataclass(frozen=True)
 class FolderRecord:
-    """A folder's good image headers and file keys, for the folder's :data:`FolderStamp`: one
-    compact file (NumPy arrays) in the cache per folder, under ``listing/``."""
+    """A folder's good image headers and file keys: one compact file (NumPy arrays) in the
+    cache per folder, under ``listing/``."""
 
-    stamp: FolderStamp
     names: list[str]
     sizes: np.ndarray
     keys: np.ndarray
@@ -263,26 +252,21 @@ class FolderRecord:
         try:
             with np.load(_record_path(folder)) as data:
                 names = os.fsdecode(data["names"].tobytes()).split("\0")
-                stamp = tuple(data["stamp"].tolist())
-                return FolderRecord(stamp, names, data["sizes"], data["keys"])  # type: ignore[arg-type]
+                return FolderRecord(names, data["sizes"], data["keys"])
         except (OSError, ValueError, KeyError, CacheError):
             return None
 
     @staticmethod
-    def of(
-        folder: str, stamp: FolderStamp, names: Sequence[str], sizes: np.ndarray, keys: np.ndarray
-    ) -> None:
-        """Keep the folder's good files (``keys`` not -1; ``names`` without the folder) for
-        ``stamp``; where the cache cannot take it, go on without it."""
-        good = keys[:, 0] >= 0
-        kept = [name for name, g in zip(names, good.tolist(), strict=True) if g]
+    def of(folder: str, good: list[str], sizes: np.ndarray, keys: np.ndarray) -> None:
+        """Keep the folder's ``good`` files (:func:`_good`, without the folder), their rows of
+        ``sizes`` and ``keys``; where the cache cannot take it, go on without it."""
+        good_rows = keys[:, 0] >= 0
         out = io.BytesIO()
         np.savez(
             out,
-            stamp=np.array(stamp, np.int64),
-            names=np.frombuffer(os.fsencode("\0".join(kept)), np.uint8),
-            sizes=sizes[good],
-            keys=keys[good],
+            names=np.frombuffer(os.fsencode("\0".join(good)), np.uint8),
+            sizes=sizes[good_rows],
+            keys=keys[good_rows],
         )
         try:
             path = _record_path(folder)
@@ -291,12 +275,10 @@ class FolderRecord:
         except CacheError as e:
             go_on_without(e)
 
-    def holds(self, stamp: FolderStamp, names: Sequence[str], keys: np.ndarray) -> bool:
-        """Whether this record is what :meth:`of` would keep for ``stamp``, ``names`` and
-        ``keys`` (nothing in the folder changed)."""
-        good = keys[:, 0] >= 0
-        kept = [name for name, g in zip(names, good.tolist(), strict=True) if g]
-        return self.stamp == stamp and self.names == kept and np.array_equal(self.keys, keys[good])
+    def holds(self, good: list[str], keys: np.ndarray) -> bool:
+        """Whether this record is what :meth:`of` would keep for the ``good`` files and the
+        folder's ``keys`` (no file added, removed or changed)."""
+        return self.names == good and np.array_equal(self.keys, keys[keys[:, 0] >= 0])
 
     def by_name(self) -> dict[str, tuple[FileKey, tuple[int, int]]]:
         """Each file's key and size, by name."""
