@@ -93,7 +93,9 @@ def _file_list(folder: Path) -> Path:
             f"{p},{samples.class_names[label]}\n"
             for p, label in zip(samples.paths, samples.labels, strict=True)
         ]
-        out.write_text("path,label\n" + "".join(rows))
+        tmp = out.with_name(f".{out.name}.{os.getpid()}")  # workers write side by side
+        tmp.write_text("path,label\n" + "".join(rows))
+        tmp.replace(out)
     return out
 
 

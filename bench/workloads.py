@@ -17,6 +17,7 @@ spans many batches. Imports neither TensorFlow nor Keras.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -240,7 +241,7 @@ def prepare(name: str, quick: bool, cache: Path | None = None, scale: int = 1) -
             labels = np.arange(count) % len(CLASS_NAMES)
             x = np.stack([render_sample(rng, (32, 32), int(k))[0] for k in labels])
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp.npz")
+            tmp = path.with_name(f".{path.stem}.{os.getpid()}.npz")  # workers write side by side
             np.savez(tmp, x=x, y=labels.astype(np.int32))
             tmp.replace(path)
         return Data(path, None, repeat * scale)
