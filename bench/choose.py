@@ -249,7 +249,6 @@ def main() -> None:
     seconds = 0.3 if args.quick else args.seconds
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    log = open(os.devnull, "w") if args.quick else sys.stderr  # noqa: SIM115
     server = contextlib.ExitStack()
     if "webdataset-s3" in args.kinds:
         env |= server.enter_context(s3_server(_shards(prepare("b", args.quick).directory)))
@@ -268,13 +267,14 @@ def main() -> None:
                 command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=log,
+                stderr=sys.stderr,  # a worker that dies says why
                 text=True,
                 cwd=machine.ROOT,
                 env=env,
             )
-        for worker in workers.values():  # started side by side, measured one at a time
-            assert json.loads(worker.stdout.readline())["ready"]
+        for case, worker in workers.items():  # started side by side, measured one at a time
+            if not worker.stdout.readline():
+                sys.exit(f"bench.choose: the {kind} {case} worker exited {worker.wait()}")
         runs: dict[str, list[dict[str, Any]]] = {c: [] for c in cases}
         for r in range(args.repeats):
             for case in cases if r % 2 == 0 else reversed(cases):
