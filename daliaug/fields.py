@@ -60,13 +60,18 @@ def real_number(v: Any) -> Any:
     return as_float(v)
 
 
-Share = Annotated[float, BeforeValidator(real_number), Field(ge=0.0, le=1.0)]
+Share = Annotated[float, Field(ge=0.0, le=1.0), BeforeValidator(real_number)]
 """A fraction of a whole, from 0 to 1."""
+
+
+NumberOrRange = float | tuple[float, float]
+"""What a range field takes in a config (its JSON Schema): one number, which the field reads as
+a range (``[-a, a]``, ``[0, a]``, ...), or ``[low, high]``."""
 
 
 def whole(ge: int, le: int) -> Any:
     """The annotated type of a whole number from ``ge`` to ``le``."""
-    return Annotated[int, BeforeValidator(whole_number), Field(ge=ge, le=le)]
+    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(whole_number)]
 
 
 def _square(v: Any) -> Any:
@@ -91,9 +96,11 @@ MaskClassCount = whole(1, 255)
 MaskValue = whole(0, 255)
 Side = whole(1, MAX_SIDE)
 BoxCount = whole(1, MAX_BOXES)
-Pixels = Annotated[float, BeforeValidator(real_number), Field(ge=0.0, le=float(MAX_SIDE) ** 2)]
+Pixels = Annotated[float, Field(ge=0.0, le=float(MAX_SIDE) ** 2), BeforeValidator(real_number)]
 """An area in pixels."""
-Size = Annotated[tuple[Side, Side], BeforeValidator(_square)]
+Size = Annotated[
+    tuple[Side, Side], BeforeValidator(_square, json_schema_input_type=Side | tuple[Side, Side])
+]
 """``[height, width]`` in pixels (each 1 to :data:`MAX_SIDE`); a single integer means a
 square."""
 

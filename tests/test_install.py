@@ -59,6 +59,7 @@ def test_wheel_holds_every_package_config_and_marker(wheel: Path) -> None:
         assert f"{package}/__init__.py" in names, package
     for config in (ROOT / "pipelines").glob("*.yaml"):
         assert f"daliaug/pipelines/{config.name}" in names, config.name
+    assert "daliaug/pipelines/config.schema.json" in names  # the configs' schema line finds it
     assert "daliaug/py.typed" in names
     assert "daliaug/parity/reference.npz" in names
 
