@@ -273,7 +273,7 @@ def preview(
     make_parent(path, "preview: --out")  # before the work: a file in the way named at once
     shown = augmented_versions(config, count, versions, x, y)
     names = shown.class_names
-    tiles, titles, marks = _tiles(config, shown.augmented, shown.targets, names)
+    tiles, titles, marks = tiles(config, shown.augmented, shown.targets, names)
     if not shown.originals:
         return save_grid(tiles, titles, path, marks=marks, names=names)
     grid: list[np.ndarray] = []
@@ -289,7 +289,7 @@ def preview(
     return save_grid(grid, captions, path, cols=1 + versions, marks=drawn, names=names)
 
 
-def _tiles(
+def tiles(
     config: Config, images: np.ndarray, targets: Targets, names: list[str]
 ) -> tuple[list[np.ndarray], list[str], list[Marks | None]]:
     """Augmented images as tiles with their captions and marks: the class (or mixed weights),
