@@ -8,11 +8,15 @@ the first batch.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import numpy as np
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 
 STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 """The model config of every config model: unknown keys, changes after validation, NaN and
@@ -118,7 +122,27 @@ ClassNames = Annotated[list[str], AfterValidator(_distinct)]
 """A non-empty list of distinct class names (index = position)."""
 
 
-def bounded(low: float, high: float, what: str) -> AfterValidator:
+@dataclasses.dataclass(frozen=True)
+class Bounded(AfterValidator):
+    """An after-validator whose range values lie within ``[low, high]``, and which says so in
+    the config's JSON Schema: each value of the range's list form gets that ``minimum`` and
+    ``maximum`` (a single number is read differently by each field: ``[-a, a]``, ``[0, a]``)."""
+
+    low: float = -math.inf
+    high: float = math.inf
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        shown = handler.resolve_ref_schema(handler(schema))
+        for form in shown.get("anyOf", [shown]):
+            items = form.get("prefixItems", [form["items"]] if "items" in form else [])
+            for item in items:
+                item.update(minimum=self.low, maximum=self.high)
+        return shown
+
+
+def bounded(low: float, high: float, what: str) -> Bounded:
     """A check that every value of a range lies within ``[low, high]``."""
 
     def check(r: tuple[float, ...]) -> tuple[float, ...]:
@@ -126,7 +150,7 @@ def bounded(low: float, high: float, what: str) -> AfterValidator:
             raise ValueError(f"{what} must lie within [{low:g}, {high:g}], got {list(r)}")
         return r
 
-    return AfterValidator(check)
+    return Bounded(check, low, high)
 
 
 PathOrUrl = TypeVar("PathOrUrl", Path, str)

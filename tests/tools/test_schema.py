@@ -93,6 +93,8 @@ def edited(path: str, value: Any) -> dict:
         ("transforms.1.type", "flips"),
         ("transforms.1.horizontal", 1.5),
         ("transforms.0.scale", [0.1, 0.2, 0.3]),
+        ("transforms.1", {"type": "rotation", "angle": [-400, 10]}),  # beyond a whole turn
+        ("transforms.1", {"type": "brightness", "factor": [0.5, 101]}),
         ("output", {"dtype": "int8"}),
     ],
 )
