@@ -1,4 +1,5 @@
-"""The GPU claims of README.md and bench/README.md, written from the committed GPU records.
+"""The GPU claims of the READMEs and the documentation pages, written from the committed GPU
+records.
 
 Each claim block sits between ``<!-- gpu-claims:NAME:begin -->`` and
 ``<!-- gpu-claims:NAME:end -->``; ``python -m bench.claims`` writes every block again from the
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import posixpath
 import re
 import sys
 import textwrap
@@ -28,7 +30,15 @@ FIRST = "gpu-20261126-1714"
 FIRST_C = "gpu-20261126-1720"
 RECORDS = sorted(p.name for p in RESULTS.glob("gpu-*") if p.suffix in {".json", ".md", ".log"})
 """Every committed GPU record (results, tables, the runs' own records and logs)."""
-FILES = ("README.md", "bench/README.md")
+DOCS = ROOT / "docs" / "pages"
+FILES = (
+    "README.md",
+    "bench/README.md",
+    *sorted(p.relative_to(ROOT).as_posix() for p in DOCS.rglob("*.md")),
+)
+"""Every page whose GPU figures are checked: the READMEs and the documentation site's pages."""
+RUNS_PAGE = "docs/pages/gpu-host.md#gpu-what-was-run-where"
+"""Where the GPU runs are told, which the other claims point to."""
 WIDTH = 96
 """The README's line width."""
 BLOCK = re.compile(
@@ -38,6 +48,16 @@ BLOCK = re.compile(
 )
 SAME = {"threads": 16, "hw_decoder_load": 0.99}
 """DALI's own pipelines' point at daliaug's defaults on the H200 (every usable core, 0.99)."""
+
+
+def link(page: str, target: str) -> str:
+    """``target`` (a path from the repository root, maybe with an anchor) as a link from
+    ``page``: relative to its folder, or the anchor alone on the page itself."""
+    path, _, anchor = target.partition("#")
+    if path == page:
+        return f"#{anchor}"
+    relative = posixpath.relpath(path, posixpath.dirname(page) or ".")
+    return relative + (f"#{anchor}" if anchor else "")
 
 
 def load(name: str) -> Any:
@@ -98,16 +118,16 @@ def wrap(text: str, bullet: bool = False) -> str:
     return lines + "\n"
 
 
-def readme_intro() -> str:
+def readme_intro(page: str) -> str:
     return wrap(
         "DALI on an H200 GPU matched the same stored reference once (`daliaug selftest`, "
         f"2026-11-26, {first_selftest()}, without TensorFlow there); that run did not record "
         "which decoder took its JPEG windows, and the check has not passed on a GPU since (see "
-        "[GPU: what was run where](#gpu-what-was-run-where))."
+        f"[GPU: what was run where]({link(page, RUNS_PAGE)}))."
     )
 
 
-def readme_speed() -> str:
+def readme_speed(page: str) -> str:
     s = load(SUITE)
     b, c = s["throughput"]["b"], s["throughput"]["c"]
     rn50, auto = at(b["dali-rn50"], **SAME), at(c["dali-autoaug-gpu"], **SAME)
@@ -116,7 +136,8 @@ def readme_speed() -> str:
     top, theirs = best(b["jax"]), best(b["dali-rn50"])
     return wrap(
         "On one NVIDIA H200 (16 cores, outputs left on the GPU, 2026-11-29, "
-        f"[bench/results/{SUITE}.md](bench/results/{SUITE}.md)), at daliaug's defaults, the "
+        f"[bench/results/{SUITE}.md]({link(page, f'bench/results/{SUITE}.md')})), at daliaug's "
+        "defaults, the "
         f"ImageNet-style pipeline ran at {rate(loader_b)} images/s through `DaliLoader` and "
         f"{rate(jax_b)} through the JAX output: {ratio(loader_b, rn50)} and "
         f"{ratio(jax_b, rn50)} DALI's own hand-written ResNet-50 pipeline at the same settings "
@@ -128,11 +149,11 @@ def readme_speed() -> str:
         "named them); that it was nvJPEG's hardware decoder, none a CPU decoder, is a later "
         "inference from nvImageCodec 0.9's source. Only DALI's own outputs and JAX ran there, "
         "not `make_dataset` through TensorFlow, and not this tree (see "
-        "[GPU: what was run where](#gpu-what-was-run-where))."
+        f"[GPU: what was run where]({link(page, RUNS_PAGE)}))."
     )
 
 
-def readme_runs() -> str:
+def readme_runs(page: str) -> str:
     s, test = load(SUITE), load(SELFTEST)
     gpu_b, cpu_b, ratio_b = first_b()
     c_gpu, c_cpu = first_c("loader-gpu"), first_c("loader-cpu")
@@ -143,7 +164,8 @@ def readme_runs() -> str:
     decoded, status = verdict(s, "decode windows on the CPU fallback")
     top, theirs = best(b["jax"]), best(b["dali-rn50"])
     first = (
-        f"**Run on the H200 on 2026-11-26** ([its record](bench/results/{FIRST}.md)): "
+        "**Run on the H200 on 2026-11-26** "
+        f"([its record]({link(page, f'bench/results/{FIRST}.md')})): "
         "`daliaug selftest --require-gpu` (DALI on the GPU against the stored TensorFlow "
         f"reference: {first_selftest()}, within the parity tolerances), the GPU tests without "
         "TensorFlow, DALI's JAX and PyTorch GPU iterators through "
@@ -155,7 +177,8 @@ def readme_runs() -> str:
     )
     second = (
         "**Run on the H200 on 2026-11-29** "
-        "([its record](bench/results/gpu-20261129-1834-run.md)): `bash bench/gpu_suite.sh` "
+        f"([its record]({link(page, 'bench/results/gpu-20261129-1834-run.md')})): "
+        "`bash bench/gpu_suite.sh` "
         "(tree 9a76c41) and the selftest. The window-decode canary passed; the selftest decoded "
         f"{seen['account']['unknown']} windows on the GPU, none failed, equal to libjpeg-turbo "
         f"without fancy upsampling (largest difference {seen['largest_difference']:.0f}). Which "
@@ -198,7 +221,7 @@ def first_c(tool: str) -> float:
     return float(case["images_per_s"]["median"])
 
 
-def bench_targets() -> str:
+def bench_targets(page: str) -> str:
     from bench.gpu_suite import verdicts
 
     s = load(SUITE)
@@ -221,7 +244,7 @@ def bench_targets() -> str:
     )
 
 
-def bench_loads() -> str:
+def bench_loads(page: str) -> str:
     s = load(SUITE)
     lines = [
         "| workload | pipeline | images/s at 0.65 | at 0.99 | CPU ms/image at 0.65 | at 0.99 |",
@@ -242,7 +265,7 @@ def bench_loads() -> str:
     return text + "\n" + "\n".join(lines) + "\n"
 
 
-def bench_results() -> str:
+def bench_results(page: str) -> str:
     gpu_b, cpu_b, ratio_b = first_b()
     c_gpu, c_cpu = first_c("loader-gpu"), first_c("loader-cpu")
     b = load(SUITE)["throughput"]["b"]
@@ -262,10 +285,10 @@ def bench_results() -> str:
     )
 
 
-BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
-    "intro": ("README.md", readme_intro),
-    "speed": ("README.md", readme_speed),
-    "runs": ("README.md", readme_runs),
+BLOCKS: dict[str, tuple[str, Callable[[str], str]]] = {
+    "intro": ("docs/pages/benchmarks.md", readme_intro),
+    "speed": ("docs/pages/benchmarks.md", readme_speed),
+    "runs": ("docs/pages/gpu-host.md", readme_runs),
     "targets": ("bench/README.md", bench_targets),
     "loads": ("bench/README.md", bench_loads),
     "results": ("bench/README.md", bench_results),
@@ -280,7 +303,7 @@ def rendered(path: str, text: str) -> str:
         name = match["name"]
         if name not in BLOCKS or BLOCKS[name][0] != path:
             raise KeyError(f"{path}: unknown claim block {name!r}")
-        return match.group(1) + BLOCKS[name][1]() + match.group(4)
+        return match.group(1) + BLOCKS[name][1](path) + match.group(4)
 
     found = {m["name"] for m in BLOCK.finditer(text)}
     missing = {n for n, (p, _) in BLOCKS.items() if p == path} - found

@@ -166,7 +166,7 @@ class Config(BaseModel):
 
     source: AnySource
     image_size: Size
-    channels: Annotated[int, BeforeValidator(whole_number), Field(ge=1, le=64)] = 3
+    channels: Annotated[int, Field(ge=1, le=64), BeforeValidator(whole_number)] = 3
     """1 (grey) or 3 (RGB) for files; in-memory arrays may have any number of channels."""
     batch_size: BatchSize = 32
     shuffle: bool = True

@@ -8,11 +8,15 @@ the first batch.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import numpy as np
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 
 STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 """The model config of every config model: unknown keys, changes after validation, NaN and
@@ -60,13 +64,18 @@ def real_number(v: Any) -> Any:
     return as_float(v)
 
 
-Share = Annotated[float, BeforeValidator(real_number), Field(ge=0.0, le=1.0)]
+Share = Annotated[float, Field(ge=0.0, le=1.0), BeforeValidator(real_number)]
 """A fraction of a whole, from 0 to 1."""
+
+
+NumberOrRange = float | tuple[float, float]
+"""What a range field takes in a config (its JSON Schema): one number, which the field reads as
+a range (``[-a, a]``, ``[0, a]``, ...), or ``[low, high]``."""
 
 
 def whole(ge: int, le: int) -> Any:
     """The annotated type of a whole number from ``ge`` to ``le``."""
-    return Annotated[int, BeforeValidator(whole_number), Field(ge=ge, le=le)]
+    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(whole_number)]
 
 
 def _square(v: Any) -> Any:
@@ -91,9 +100,11 @@ MaskClassCount = whole(1, 255)
 MaskValue = whole(0, 255)
 Side = whole(1, MAX_SIDE)
 BoxCount = whole(1, MAX_BOXES)
-Pixels = Annotated[float, BeforeValidator(real_number), Field(ge=0.0, le=float(MAX_SIDE) ** 2)]
+Pixels = Annotated[float, Field(ge=0.0, le=float(MAX_SIDE) ** 2), BeforeValidator(real_number)]
 """An area in pixels."""
-Size = Annotated[tuple[Side, Side], BeforeValidator(_square)]
+Size = Annotated[
+    tuple[Side, Side], BeforeValidator(_square, json_schema_input_type=Side | tuple[Side, Side])
+]
 """``[height, width]`` in pixels (each 1 to :data:`MAX_SIDE`); a single integer means a
 square."""
 
@@ -111,7 +122,27 @@ ClassNames = Annotated[list[str], AfterValidator(_distinct)]
 """A non-empty list of distinct class names (index = position)."""
 
 
-def bounded(low: float, high: float, what: str) -> AfterValidator:
+@dataclasses.dataclass(frozen=True)
+class Bounded(AfterValidator):
+    """An after-validator whose range values lie within ``[low, high]``, and which says so in
+    the config's JSON Schema: each value of the range's list form gets that ``minimum`` and
+    ``maximum`` (a single number is read differently by each field: ``[-a, a]``, ``[0, a]``)."""
+
+    low: float = -math.inf
+    high: float = math.inf
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        shown = handler.resolve_ref_schema(handler(schema))
+        for form in shown.get("anyOf", [shown]):
+            items = form.get("prefixItems", [form["items"]] if "items" in form else [])
+            for item in items:
+                item.update(minimum=self.low, maximum=self.high)
+        return shown
+
+
+def bounded(low: float, high: float, what: str) -> Bounded:
     """A check that every value of a range lies within ``[low, high]``."""
 
     def check(r: tuple[float, ...]) -> tuple[float, ...]:
@@ -119,7 +150,7 @@ def bounded(low: float, high: float, what: str) -> AfterValidator:
             raise ValueError(f"{what} must lie within [{low:g}, {high:g}], got {list(r)}")
         return r
 
-    return AfterValidator(check)
+    return Bounded(check, low, high)
 
 
 PathOrUrl = TypeVar("PathOrUrl", Path, str)

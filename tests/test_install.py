@@ -19,7 +19,6 @@ import yaml
 ROOT = Path(__file__).parents[1]
 PYPROJECT = (ROOT / "pyproject.toml").read_text()
 DOCKERFILE = (ROOT / "docker" / "Dockerfile").read_text()
-README = (ROOT / "README.md").read_text()
 
 
 def pins() -> dict[str, str]:
@@ -59,6 +58,7 @@ def test_wheel_holds_every_package_config_and_marker(wheel: Path) -> None:
         assert f"{package}/__init__.py" in names, package
     for config in (ROOT / "pipelines").glob("*.yaml"):
         assert f"daliaug/pipelines/{config.name}" in names, config.name
+    assert "daliaug/pipelines/config.schema.json" in names  # the configs' schema line finds it
     assert "daliaug/py.typed" in names
     assert "daliaug/parity/reference.npz" in names
 
@@ -139,7 +139,8 @@ def test_wheel_with_the_jax_extra_runs_the_readme_jax_block_without_tensorflow(
 ) -> None:
     """A fresh venv whose site holds this environment's packages but TensorFlow, its plugin and
     PyTorch (offline: ``--no-index`` finds every requirement of ``daliaug[jax]`` installed, so
-    the extra needs nothing more), then the README's JAX block, run as written."""
+    the extra needs nothing more), then the documentation's Keras-on-JAX block
+    (``docs/pages/keras.md``), run as written."""
     from daliaug.tools.demo_data import write_classification_dataset
     from tests.test_readme import RUN
 
@@ -296,12 +297,13 @@ def test_build_here_uses_stand_in_bases_and_mounts_the_ca_bundle_read_only() -> 
 def test_gpu_extra_and_dockerfile_bring_npp_with_the_same_pin() -> None:
     """DALI looks for NPP at every pipeline build and warns without it; TensorFlow's CUDA
     wheels leave it out. The gpu extra is NPP alone (any framework); TensorFlow's CUDA build
-    comes first, with DALI, in the README's GPU install and the Dockerfile."""
+    comes first, with DALI, in the documented GPU install (``docs/pages/gpu-host.md``) and the
+    Dockerfile."""
     extras = re.search(r"^gpu = \[(.*)\]$", PYPROJECT, re.M).group(1)
     npp = pins()["nvidia-npp-cu12"]
     assert extras == f'"nvidia-npp-cu12{npp}"'
     frameworks = next(args for args in pip_installs(DOCKERFILE) if "tensorflow" in args)
     assert f"'nvidia-npp-cu12{npp}'" in frameworks
-    gpu_install = README.split("## Install on a GPU host")[1]
+    gpu_install = (ROOT / "docs" / "pages" / "gpu-host.md").read_text()
     assert f"'tensorflow[and-cuda]{pins()['tensorflow']}'" in pip_installs(gpu_install)[1]
     assert "'.[tensorflow,gpu]'" in pip_installs(gpu_install)[2]

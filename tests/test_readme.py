@@ -1,8 +1,9 @@
-"""The README's commands are the ones CI runs, its examples name real things, and every Python
-block in it runs as written.
+"""The README's commands are the ones CI runs, the documentation names every transform and
+shipped pipeline, and every Python block of the README and of the documentation site's pages
+(``docs/pages``) runs as written.
 
 Each Python block runs in a process of its own (a block may pick Keras' backend), in a folder
-where the paths the README uses hold small data (an empty one for a block that picks Keras'
+where the paths the pages use hold small data (an empty one for a block that picks Keras'
 backend: it makes its own): ``data/train`` and ``data/val`` are class folders of a few
 procedural images, and ``keras.datasets.cifar10.load_data`` returns 40 random
 32x32 images instead of downloading CIFAR-10 (that swap is the prelude below), and a block that
@@ -24,6 +25,12 @@ import pytest
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()
+PAGES = ROOT / "docs" / "pages"
+DOCUMENTS = {
+    "README.md": README,
+    **{p.relative_to(ROOT).as_posix(): p.read_text() for p in sorted(PAGES.glob("*.md"))},
+}
+"""Every page whose Python blocks run: the README and the site's pages."""
 BLOCK = re.compile(r"(?:<!-- not run: (?P<why>[^>]*?) -->\n)?```python\n(?P<code>.*?)\n```", re.S)
 TINY_CIFAR = """\
 import keras as _keras
@@ -47,16 +54,18 @@ def commands() -> list[str]:
     return re.findall(r"```bash\n(.+?)\n```", README)
 
 
-def python_blocks() -> list[tuple[int, str, str | None]]:
-    """Each Python block: its line in the README, its code, and why it is not run (or None)."""
+def python_blocks() -> list[tuple[str, str, str | None]]:
+    """Each Python block: where it is (``page:line``), its code, and why it is not run (or
+    None)."""
     return [
-        (README[: m.start("code")].count("\n") + 1, m["code"], m["why"])
-        for m in BLOCK.finditer(README)
+        (f"{page}:{text[: m.start('code')].count(chr(10)) + 1}", m["code"], m["why"])
+        for page, text in DOCUMENTS.items()
+        for m in BLOCK.finditer(text)
     ]
 
 
 BLOCKS = python_blocks()
-RUN = [(line, code) for line, code, why in BLOCKS if why is None]
+RUN = [(where, code) for where, code, why in BLOCKS if why is None]
 
 
 def test_readme_has_exactly_two_setup_commands() -> None:
@@ -70,21 +79,30 @@ def test_ci_runs_the_readme_test_command_exactly() -> None:
     assert commands()[1] in ci
 
 
-def test_readme_lists_every_transform_and_shipped_pipeline() -> None:
+def test_the_site_opens_with_the_readme_commands() -> None:
+    assert (
+        re.findall(r"```bash\n(.+?)\n```", DOCUMENTS["docs/pages/index.md"])[:2] == commands()[:2]
+    )
+
+
+def test_the_docs_list_every_transform_and_shipped_pipeline() -> None:
     from daliaug.transforms import TRANSFORMS
 
+    transforms = (PAGES / "transforms.md").read_text()
     for name in TRANSFORMS:
-        assert f"`{name}`" in README, name
+        assert f"`{name}`" in transforms, name
+    pipelines = (PAGES / "pipelines.md").read_text()
     for path in (ROOT / "pipelines").glob("*.yaml"):
-        assert f"`{path.name}`" in README, path.name
+        assert f"`{path.name}`" in pipelines, path.name
 
 
 def test_blocks_not_run_need_a_gpu_or_several_hosts() -> None:
     assert RUN, "no runnable Python block found"
-    for line, code, why in BLOCKS:
-        compile(code, f"README.md:{line}", "exec")
+    assert any(where.startswith("docs/") for where, _ in RUN), "no block of the site found"
+    for where, code, why in BLOCKS:
+        compile(code, where, "exec")
         if why is not None:
-            assert "GPU" in why or "hosts" in why, f"README.md:{line}: {why}"
+            assert "GPU" in why or "hosts" in why, f"{where}: {why}"
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +117,8 @@ def readme_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("line", "code"), RUN, ids=[f"line{line}" for line, _ in RUN])
-def test_python_block_runs(line: int, code: str, readme_folder: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("where", "code"), RUN, ids=[where for where, _ in RUN])
+def test_python_block_runs(where: str, code: str, readme_folder: Path, tmp_path: Path) -> None:
     """A block that picks Keras' backend (the JAX/PyTorch one, KerasHub's) makes its own data:
     it runs in an empty folder."""
     own_data = "KERAS_BACKEND" in code
@@ -121,4 +139,4 @@ def test_python_block_runs(line: int, code: str, readme_folder: Path, tmp_path: 
         text=True,
         timeout=400,
     )
-    assert run.returncode == 0, f"README.md:{line} failed:\n{run.stderr[-3000:]}"
+    assert run.returncode == 0, f"{where} failed:\n{run.stderr[-3000:]}"

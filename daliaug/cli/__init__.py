@@ -25,7 +25,17 @@ from daliaug import __version__
 from daliaug.cli.common import console
 from daliaug.errors import DaliaugError, carried_error, readable
 
-COMMANDS = ("demo", "validate", "preview", "convert", "check", "parity", "doctor", "selftest")
+COMMANDS = (
+    "demo",
+    "validate",
+    "schema",
+    "preview",
+    "convert",
+    "check",
+    "parity",
+    "doctor",
+    "selftest",
+)
 
 
 class Formatter(argparse.HelpFormatter):

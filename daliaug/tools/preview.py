@@ -273,9 +273,9 @@ def preview(
     make_parent(path, "preview: --out")  # before the work: a file in the way named at once
     shown = augmented_versions(config, count, versions, x, y)
     names = shown.class_names
-    tiles, titles, marks = _tiles(config, shown.augmented, shown.targets, names)
+    drawn_tiles, titles, marks = tiles(config, shown.augmented, shown.targets, names)
     if not shown.originals:
-        return save_grid(tiles, titles, path, marks=marks, names=names)
+        return save_grid(drawn_tiles, titles, path, marks=marks, names=names)
     grid: list[np.ndarray] = []
     captions: list[str] = []
     drawn: list[Marks | None] = []
@@ -283,13 +283,13 @@ def preview(
         grid.append(original)
         captions.append(_short(shown.names[row]))
         drawn.append(shown.marks[row])
-        grid.extend(tiles[row * versions : (row + 1) * versions])
+        grid.extend(drawn_tiles[row * versions : (row + 1) * versions])
         captions.extend(titles[row * versions : (row + 1) * versions])
         drawn.extend(marks[row * versions : (row + 1) * versions])
     return save_grid(grid, captions, path, cols=1 + versions, marks=drawn, names=names)
 
 
-def _tiles(
+def tiles(
     config: Config, images: np.ndarray, targets: Targets, names: list[str]
 ) -> tuple[list[np.ndarray], list[str], list[Marks | None]]:
     """Augmented images as tiles with their captions and marks: the class (or mixed weights),

@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from daliaug.algebra import Affine, Box, Canvas, ColourMatrix, Math, Random, Scalar, div, mul, neg
-from daliaug.fields import as_float, bounded, is_number
+from daliaug.fields import NumberOrRange, as_float, bounded, is_number
 from daliaug.kernels import Kernels
 from daliaug.tagged import Tagged
 
@@ -80,13 +80,15 @@ MAX_FACTOR = 100.0
 ratio; the smallest aspect ratio is its inverse)."""
 
 SymmetricRange = Annotated[
-    tuple[float, float], BeforeValidator(_symmetric), AfterValidator(ordered)
+    tuple[float, float],
+    BeforeValidator(_symmetric, json_schema_input_type=NumberOrRange),
+    AfterValidator(ordered),
 ]
 AngleRange = Annotated[SymmetricRange, bounded(-MAX_DEGREES, MAX_DEGREES, "angles")]
 FractionRange = Annotated[SymmetricRange, bounded(-1.0, 1.0, "fractions of the side")]
 FactorRange = Annotated[
     tuple[float, float],
-    BeforeValidator(_around_one),
+    BeforeValidator(_around_one, json_schema_input_type=NumberOrRange),
     AfterValidator(ordered),
     bounded(0.0, MAX_FACTOR, "factors"),
 ]

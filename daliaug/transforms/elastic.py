@@ -9,7 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from daliaug.algebra import Math, Random, Scalar, add, mul
-from daliaug.fields import as_float, bounded, is_number
+from daliaug.fields import NumberOrRange, as_float, bounded, is_number
 from daliaug.kernels import Kernels
 from daliaug.transforms.base import (
     Effects,
@@ -45,7 +45,7 @@ def _from_zero(v: Any) -> Any:
 
 ScaleRange = Annotated[
     tuple[float, float],
-    BeforeValidator(_from_zero),
+    BeforeValidator(_from_zero, json_schema_input_type=NumberOrRange),
     AfterValidator(ordered),
     bounded(0.0, 1.0, "scales"),
 ]

@@ -10,7 +10,7 @@ import numpy as np
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, field_validator
 
 from daliaug.algebra import Affine, Canvas, Math, Random, Scalar, mul, neg, sub
-from daliaug.fields import MAX_SIDE, STRICT, as_float, is_number
+from daliaug.fields import MAX_SIDE, STRICT, NumberOrRange, as_float, is_number
 from daliaug.transforms.base import (
     MAX_DEGREES,
     ZOOMS,
@@ -70,10 +70,13 @@ def keras_zoom(v: Any) -> Any:
     return v
 
 
-Shift = Annotated[ShiftRange, BeforeValidator(keras_shift)]
+Shift = Annotated[
+    ShiftRange,
+    BeforeValidator(keras_shift, json_schema_input_type=float | list[float] | ShiftRange),
+]
 ZoomRange = Annotated[
     tuple[float, float],
-    BeforeValidator(keras_zoom),
+    BeforeValidator(keras_zoom, json_schema_input_type=NumberOrRange),
     AfterValidator(ordered),
     ZOOMS,
 ]

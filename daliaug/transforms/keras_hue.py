@@ -7,7 +7,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BeforeValidator
 
 from daliaug.algebra import Random, mul, sub
-from daliaug.fields import as_float, bounded, is_number
+from daliaug.fields import NumberOrRange, as_float, bounded, is_number
 from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, PixelTransform, ordered
 
@@ -31,7 +31,7 @@ class KerasHue(PixelTransform):
     type: Literal["keras_hue"] = "keras_hue"
     factor: Annotated[
         tuple[float, float],
-        BeforeValidator(_from_zero),
+        BeforeValidator(_from_zero, json_schema_input_type=NumberOrRange),
         AfterValidator(ordered),
         bounded(0.0, 1.0, "hue factors"),
     ]

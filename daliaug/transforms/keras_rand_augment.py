@@ -10,7 +10,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from daliaug.algebra import Random, sub
-from daliaug.fields import as_float, bounded, is_number
+from daliaug.fields import NumberOrRange, as_float, bounded, is_number
 from daliaug.kernels import Kernels
 from daliaug.transforms.base import Params, ordered
 from daliaug.transforms.color_degeneration import ColorDegeneration
@@ -57,7 +57,7 @@ def _below_one(r: tuple[float, float]) -> tuple[float, float]:
 
 Factor = Annotated[
     tuple[float, float],
-    BeforeValidator(_from_zero),
+    BeforeValidator(_from_zero, json_schema_input_type=NumberOrRange),
     AfterValidator(ordered),
     bounded(0.0, 1.0, "factors"),
     AfterValidator(_below_one),
