@@ -289,5 +289,5 @@ def test_dalis_coordinates_are_tfs(fill: object) -> None:
     rows, cols = np.mgrid[0:h, 0:w].astype(np.float32)
     np.testing.assert_allclose(x[..., 0], np.broadcast_to(cols, (2, h, w)), atol=1e-4)
     np.testing.assert_allclose(y[..., 0], np.broadcast_to(rows, (2, h, w)), atol=1e-4)
-    theirs = tf_pixels._folded(tf.constant(points), tf.constant(float(w)), fill)
+    theirs = tf_pixels.KERNELS.folded(tf.constant(points), tf.constant(float(w)), fill)
     np.testing.assert_allclose(folded, np.asarray(theirs), atol=1e-4)

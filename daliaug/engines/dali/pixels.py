@@ -1,6 +1,6 @@
 """DALI's pixel operations for per-sample pixel stages and batch stages, the twins of
-:mod:`daliaug.engines.tf.pixels` (same names, same arguments, same results; the semantics are
-stated there once).
+:class:`daliaug.kernels.formulas.ArrayKernels` and :mod:`daliaug.engines.tf.pixels` (same
+names, same arguments, same results; the semantics are stated there once).
 
 Functions of ``DataNode``s, used inside a graph definition. Images are batches of HWC
 ``float32`` samples on the 0..255 scale, on ``"cpu"`` or ``"gpu"``; every per-sample parameter
@@ -202,7 +202,7 @@ def _wrapped(v: DataNode, period: Value) -> DataNode:
 
 
 def _folded(v: DataNode, size: Value, fill: float | str) -> DataNode:
-    """See :func:`daliaug.engines.tf.pixels._folded`."""
+    """See :meth:`daliaug.kernels.formulas.ArrayKernels.folded`."""
     if not isinstance(fill, str):
         return v
     if fill == "reflect":

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
-from daliaug.engines.tf import pixels
+from daliaug.engines.tf.pixels import KERNELS
 from daliaug.sources.segmentation import MaskTargets
 from daliaug.transforms.base import CUT_TOLERANCE, Fill, fill_value
 from daliaug.transforms.saturation import LUMA
@@ -326,8 +326,8 @@ def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
         images = tf.clip_by_value(recolour(images, colour, config.channels), 0.0, 255.0)
     if "stages" in inputs:
         column = stage_column(inputs)
-        images = config.plan.pixels(images, column, pixels)
-        images = config.plan.batch_images(images, column, pixels)
+        images = config.plan.pixels(images, column, KERNELS)
+        images = config.plan.batch_images(images, column, KERNELS)
         # the stages' float arithmetic can leave 0..255 by a rounding step (255.00002)
         images = tf.clip_by_value(images, 0.0, 255.0)
     if config.output.dtype == "uint8":
@@ -353,7 +353,7 @@ def mask_target(
     mask = transform(mask[tf.newaxis], matrix[tf.newaxis], config.image_size, fill, True)
     if stages is not None and config.plan.moves_masks:
         column = stages[tf.newaxis]
-        mask = config.plan.mask_pixels(mask, lambda k: column[:, k], pixels, float(fill))
+        mask = config.plan.mask_pixels(mask, lambda k: column[:, k], KERNELS, float(fill))
     mask = mask[0]
     if table is None:
         index = tf.cast(mask[..., 0], tf.int32)

@@ -1,13 +1,15 @@
 """The pixel and batch kernels every engine supplies: what the pixel and batch stages
 (:mod:`daliaug.transforms`) write their ``pixels``, ``masks``, ``images`` and ``targets`` with.
 
-An engine implements :class:`Kernels` as one module of functions with these names and
-parameters (:mod:`daliaug.engines.tf.pixels` on TensorFlow tensors,
-:mod:`daliaug.engines.dali.pixels` on DALI's data nodes); ``tests/engines/test_kernels.py``
-holds each to it. ``images`` are a batch of float32 HWC samples on the 0..255 scale; a
-``Value`` is one number per sample (a constant, a DALI node, a ``(N,)`` tensor). A kernel an
-engine lacks is named in the transform's ``dali_lacks`` (``clahe``: the TensorFlow engine's
-only).
+Each kernel is written once, over an array namespace (:mod:`daliaug.kernels.arrays`), in
+:mod:`daliaug.kernels.formulas`; the TensorFlow and OpenCV engines bind it to their library
+(``pixels.KERNELS`` of :mod:`daliaug.engines.tf.pixels`, :mod:`daliaug.engines.opencv.pixels`)
+and write a kernel of their own only where their library is the point, saying why. DALI's graph
+is its own: :mod:`daliaug.engines.dali.pixels`, one module of functions with these names and
+parameters on DALI's data nodes. ``tests/engines/test_kernels.py`` holds each engine to the
+protocol. ``images`` are a batch of float32 HWC samples on the 0..255 scale; a ``Value`` is one
+number per sample (a constant, a DALI node, a ``(N,)`` array or tensor). A kernel an engine
+lacks is named in the transform's ``dali_lacks`` (``clahe``: not DALI's).
 """
 
 from __future__ import annotations
