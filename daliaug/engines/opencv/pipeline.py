@@ -25,7 +25,10 @@ from daliaug.config import Config, target_column
 from daliaug.engines.feed import READ_ON_HOST, WarpLayout
 from daliaug.engines.opencv import image
 from daliaug.engines.opencv.pixels import KERNELS
+from daliaug.kernels.arrays import NUMPY
+from daliaug.kernels.targets import label_target, mask_classes
 from daliaug.sources.base import Samples
+from daliaug.sources.segmentation import MaskTargets
 from daliaug.transforms.base import fill_value
 
 RESIZES = False
@@ -168,7 +171,8 @@ class Graph:
             outputs.append(out)
         elif config.label_mode != "none":
             label = batch.get(target_column(config.label_mode))
-            targets = image.label_target(label, config, self.samples.num_classes)
+            count = self.samples.num_classes
+            targets = label_target(label, config.label_mode, count, NUMPY)
             if plan.batch_stages:
                 targets = plan.batch_targets(targets, column, KERNELS, masks=False)
             outputs.append(targets)
@@ -182,7 +186,9 @@ class Graph:
         plan = self.config.plan
         if plan.moves_masks:
             masks = plan.mask_pixels(masks, column, KERNELS, self.mask_fill)
-        classes = image.mask_classes(masks, self.config)
+        source = self.config.source
+        assert isinstance(source, MaskTargets)
+        classes = mask_classes(masks, source, self.config.output.layout, NUMPY)
         if not plan.batch_stages:
             return classes
         first = classes.ndim == 4 and self.config.output.layout == "NCHW"
