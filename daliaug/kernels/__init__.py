@@ -15,7 +15,7 @@ lacks is named in the transform's ``dali_lacks`` (``clahe``: not DALI's).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -46,6 +46,16 @@ def clahe_neighbours(size: int, tile: int, count: int) -> tuple[np.ndarray, np.n
     return first, second, (at - low).astype(np.float32)
 
 
+class Noise(NamedTuple):
+    """Per-pixel, per-channel noise ``clip(mean + std * n, 0, 255)``, ``n ~ N(0, 1)``, drawn by
+    the engine (so the engines' noise differs): ``seed`` is one value in [0, 1) per sample, of
+    which the TensorFlow and OpenCV engines take the first; DALI draws with the pipeline's."""
+
+    mean: float
+    std: float
+    seed: Value
+
+
 class Kernels(Protocol):
     """The kernels of one engine (see the module docstring); each engine's docstrings give
     the exact definitions, which the parity harness holds equal."""
@@ -61,15 +71,7 @@ class Kernels(Protocol):
         self, images: Images, y0: Value, x0: Value, h: Value, w: Value, fill: Sequence[Value]
     ) -> Images: ...
     def erase_noise(
-        self,
-        images: Images,
-        y0: Value,
-        x0: Value,
-        h: Value,
-        w: Value,
-        mean: float,
-        std: float,
-        seed: Value,
+        self, images: Images, y0: Value, x0: Value, h: Value, w: Value, noise: Noise
     ) -> Images: ...
     def perspective(
         self, images: Images, matrix: Sequence[Value], fill: float | str, nearest: bool

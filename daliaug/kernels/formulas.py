@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from daliaug.kernels import POSTERIZE_STEPS, clahe_neighbours
+from daliaug.kernels import POSTERIZE_STEPS, Noise, clahe_neighbours
 from daliaug.kernels.arrays import Arrays
 
 Images = Any
@@ -159,24 +159,14 @@ class ArrayKernels:
         return xp.floats(xp.where(inside, values[:, None, None, :], images))
 
     def erase_noise(
-        self,
-        images: Images,
-        y0: Value,
-        x0: Value,
-        h: Value,
-        w: Value,
-        mean: float,
-        std: float,
-        seed: Value,
+        self, images: Images, y0: Value, x0: Value, h: Value, w: Value, noise: Noise
     ) -> Images:
-        """:meth:`erase` with per-pixel, per-channel noise ``clip(mean + std * n, 0, 255)``,
-        ``n ~ N(0, 1)``: drawn by the engine, not on the host, so the engines' noise differs
-        (:meth:`Arrays.normal <daliaug.kernels.arrays.Arrays.normal>`; DALI: its
-        ``random.normal``, seeded by the pipeline's seed)."""
+        """:meth:`erase` with ``noise`` (:class:`~daliaug.kernels.Noise`), drawn in the graph,
+        not on the host (:meth:`Arrays.normal <daliaug.kernels.arrays.Arrays.normal>`)."""
         xp = self.xp
         shape = xp.shape(images)
-        noise = xp.clip(xp.normal(shape, mean, std, seed), 0.0, 255.0)
-        return xp.where(self.box(shape, y0, x0, h, w)[..., None], noise, images)
+        drawn = xp.clip(xp.normal(shape, noise.mean, noise.std, noise.seed), 0.0, 255.0)
+        return xp.where(self.box(shape, y0, x0, h, w)[..., None], drawn, images)
 
     def perspective(
         self, images: Images, matrix: Sequence[Value], fill: float | str, nearest: bool
