@@ -68,7 +68,6 @@ def _torchvision_mix(images: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_pinned_chains_match_torchvisions_mix(engine: str) -> None:
     images = photos()
     transform = {"type": "aug_mix", "chain_depth": 2}
