@@ -57,8 +57,9 @@ class Noise(NamedTuple):
 
 
 class Kernels(Protocol):
-    """The kernels of one engine (see the module docstring); each engine's docstrings give
-    the exact definitions, which the parity harness holds equal."""
+    """The kernels of one engine (see the module docstring); the docstrings of
+    :class:`~daliaug.kernels.formulas.ArrayKernels` and of the kernels an engine writes itself
+    give the exact definitions, which the parity harness holds equal."""
 
     def solarize(self, images: Images, threshold: Value) -> Images: ...
     def add_clipped(self, images: Images, delta: Value) -> Images: ...
