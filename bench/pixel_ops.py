@@ -106,7 +106,7 @@ def tf_costs(batch: int, repeats: int) -> dict[str, float]:
     images, factors, flags = _inputs(batch)
     x, v, f = tf.constant(np.stack(images)), tf.constant(factors), tf.constant(flags)
     costs = {}
-    for name, op in operations(pixels, v, f).items():
+    for name, op in operations(pixels.KERNELS, v, f).items():
         compiled = tf.function(op, jit_compile=True)
         costs[name] = _cpu_ms(lambda compiled=compiled: compiled(x).numpy(), batch, repeats)
     return costs

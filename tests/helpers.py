@@ -12,14 +12,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 import pytest
 from PIL import Image
 
 from daliaug.config import Config, load_config
-from daliaug.parity.run import run_dali, run_tf
+from daliaug.engines import NAMES
+from daliaug.engines.select import Placement, placed
+from daliaug.parity.run import outputs
 
 
 def structured_image(h: int = 64, w: int = 64, seed: int = 0) -> np.ndarray:
@@ -94,13 +96,21 @@ def config_for(root: Path, **fields: Any) -> Config:
     return load_config({**base, **fields})
 
 
+ENGINE_BACKENDS = {
+    placed(placement).engine: placement
+    for placement in get_args(Placement)
+    if placed(placement).device == "cpu"
+}
+"""The config's ``backend`` that runs each engine on the CPU (``cpu``: DALI's CPU pipeline)."""
+
+ENGINES = tuple(name for name in NAMES if name in ENGINE_BACKENDS)
+"""The engines the tests run, on the CPU: every one of :data:`daliaug.engines.NAMES`."""
+
+
 def run_backend(config: Config, rows: np.ndarray | None = None) -> np.ndarray:
-    """All output images of the config's samples in order, from its backend (``cpu``: DALI on
-    the CPU, ``tf``: the TF backend), with explicit parameters ``rows`` if given."""
-    samples = config.source.samples()
-    if config.backend == "tf":
-        return run_tf(config, samples, rows)
-    return run_dali(config, samples, rows, "cpu")
+    """All output images of the config's samples in order, from the engine its backend places
+    on the CPU (:data:`ENGINE_BACKENDS`), with explicit parameters ``rows`` if given."""
+    return outputs(placed(config.backend).engine, config, config.source.samples(), rows)[0]
 
 
 def augment(

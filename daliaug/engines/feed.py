@@ -14,9 +14,9 @@ Every backend computes the same thing from the same inputs. Per batch of samples
   ``(images, targets, weights)``.
 
 The plan is evaluated once, by :meth:`WarpLayout.evaluate`, over an array namespace
-(:class:`Arrays`): NumPy on the host here (:class:`EpochFeed`), TensorFlow where only the
-TensorFlow graph knows the images' sizes (TFRecords). Only DALI's own TFRecord reader evaluates
-the plan inside the DALI graph (:mod:`daliaug.engines.dali.pipeline`).
+(:class:`~daliaug.kernels.arrays.Arrays`): NumPy on the host here (:class:`EpochFeed`),
+TensorFlow where only the TensorFlow graph knows the images' sizes (TFRecords). Only DALI's own
+TFRecord reader evaluates the plan inside the DALI graph (:mod:`daliaug.engines.dali.pipeline`).
 """
 
 from __future__ import annotations
@@ -27,15 +27,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 from math import prod
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import numpy as np
 
-from daliaug.algebra import Canvas, Math, Scalar
+from daliaug.algebra import Canvas
 from daliaug.config import Config, target_column
 from daliaug.detection import BoxTargets
-from daliaug.epoch import Epochs, ParameterRows, columns
+from daliaug.epoch import Epochs, ParameterRows
 from daliaug.errors import DataError, carried_error
+from daliaug.kernels.arrays import NUMPY, Arrays
 from daliaug.plan import Plan
 from daliaug.sources.base import Samples, padded
 from daliaug.sources.checks import explain_failure
@@ -70,47 +71,6 @@ INPUTS: dict[str, Input] = {
     "keypoints": Input("float32", 3),
 }
 """Every input a graph can take, by name."""
-
-
-class Arrays(Protocol):
-    """The array operations the plan evaluator needs (NumPy's or TensorFlow's)."""
-
-    math: Math
-
-    def floats(self, x: Any) -> Any:
-        """``x`` as float32."""
-
-    def length(self, x: Any) -> Any:
-        """The size of ``x``'s first dimension."""
-
-    def columns(self, values: Sequence[Scalar], count: Any) -> Any:
-        """Per-sample scalars (arrays or constants) as ``(count, len(values))`` float32."""
-
-    def differs(self, rows: Any, reference: Sequence[float]) -> Any:
-        """Per row of the float32 ``rows``, 1.0 where it differs from ``reference``, else 0.0."""
-
-
-class NumpyArrays:
-    """:class:`Arrays` on NumPy arrays, for the host."""
-
-    math = Math.of(np)
-
-    @staticmethod
-    def floats(x: Any) -> np.ndarray:
-        return np.asarray(x, dtype=np.float32)
-
-    @staticmethod
-    def length(x: Any) -> int:
-        return len(x)
-
-    columns = staticmethod(columns)
-
-    @staticmethod
-    def differs(rows: np.ndarray, reference: Sequence[float]) -> np.ndarray:
-        return np.any(rows != np.asarray(reference, np.float32), axis=1).astype(np.float32)
-
-
-NUMPY = NumpyArrays()
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ A transform never touches pixels itself. It contributes
 * for :class:`ColourTransform`, ``colour(params, channels, m)``: an affine colour map;
 * for :class:`PixelTransform`, ``pixels(images, params, ops)``: a per-sample operation on the
   warped, recoloured images, written with the engine's pixel operations ``ops``
-  (:mod:`daliaug.engines.tf.pixels` and :mod:`daliaug.engines.dali.pixels`: the same functions);
+  (:class:`daliaug.kernels.Kernels`: each engine's, the same names and results);
 * for :class:`BatchTransform`, ``images(...)`` and ``targets(...)``: a stage on the whole
   batch that may mix samples and their targets.
 

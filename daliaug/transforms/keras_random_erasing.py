@@ -9,7 +9,7 @@ from pydantic import AfterValidator, Field
 
 from daliaug.algebra import Math, Random, mul
 from daliaug.fields import bounded
-from daliaug.kernels import Kernels
+from daliaug.kernels import Kernels, Noise
 from daliaug.transforms.base import Params, PixelTransform, Probability, ordered
 from daliaug.transforms.keras_cutmix import pixel_span
 
@@ -80,6 +80,6 @@ class KerasRandomErasing(PixelTransform):
     def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         box = (p["y0"], p["x0"], p["h"], p["w"])
         if self.value == "normal":
-            return ops.erase_noise(images, *box, *self.noise, p["noise_seed"])
+            return ops.erase_noise(images, *box, Noise(*self.noise, p["noise_seed"]))
         fill = list(self.value) if isinstance(self.value, tuple) else [self.value]
         return ops.erase(images, *box, fill)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -21,8 +20,9 @@ from PIL import Image, ImageEnhance, ImageOps
 from scipy import ndimage
 
 from daliaug.engines.dali import pixels as dali_pixels
-from daliaug.engines.opencv import pixels as cv_pixels
-from daliaug.engines.tf import pixels as tf_pixels
+from daliaug.engines.opencv.pixels import KERNELS as cv_kernels
+from daliaug.engines.tf.pixels import KERNELS as tf_kernels
+from daliaug.kernels import Kernels
 from tests.helpers import sample_photos
 
 
@@ -88,7 +88,7 @@ def run_cv(op: Callable[..., Any], batch: np.ndarray, *params: Sequence[float]) 
 @dataclass(frozen=True)
 class Engine:
     name: str
-    module: ModuleType
+    module: Kernels
     run: Callable[..., np.ndarray]
 
     def apply(
@@ -99,9 +99,9 @@ class Engine:
 
 
 ENGINES = {
-    "tf": Engine("tf", tf_pixels, run_tf),
+    "tf": Engine("tf", tf_kernels, run_tf),
     "dali": Engine("dali", dali_pixels, run_dali),
-    "opencv": Engine("opencv", cv_pixels, run_cv),
+    "opencv": Engine("opencv", cv_kernels, run_cv),
 }
 
 
@@ -415,7 +415,7 @@ def test_numbers_act_as_per_sample_parameters(engine: Engine, op: str) -> None:
 CHOICES = (("solarize", {"threshold": 128.0}), ("auto_contrast", {}), ("equalize", {}))
 
 
-def _chosen(module: ModuleType, one_at_a_time: bool) -> Callable[..., Any]:
+def _chosen(module: Kernels, one_at_a_time: bool) -> Callable[..., Any]:
     """``module.choose`` among :data:`CHOICES` by per-sample flags, on the batch or, with
     ``one_at_a_time``, sample by sample (``each_sample``)."""
 

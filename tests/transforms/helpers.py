@@ -10,7 +10,7 @@ from scipy import ndimage
 
 from daliaug.algebra import Affine
 from daliaug.parity.measure import inside_source
-from tests.helpers import sample_photos
+from tests.helpers import ENGINE_BACKENDS, sample_photos
 
 
 def inner(a: np.ndarray, border: int = 1) -> np.ndarray:
@@ -65,7 +65,7 @@ def run_arrays(
     **fields: Any,
 ) -> np.ndarray:
     """``images`` (uint8, N x H x W x C) through ``transforms`` at their own size on ``engine``
-    (``"dali"`` on the CPU or ``"tf"``), float32 on 0..255; ``params`` (by parameter key, a
+    (its name, on the CPU), float32 on 0..255; ``params`` (by parameter key, a
     number or one value per image) replaces the draws."""
     from daliaug.config import load_config
     from daliaug.outputs.numpy import batches
@@ -81,7 +81,7 @@ def run_arrays(
             "shuffle": False,
             "seed": 3,
             "label_mode": "none",
-            "backend": "tf" if engine == "tf" else "cpu",
+            "backend": ENGINE_BACKENDS[engine],
             "transforms": transforms,
             **fields,
         }
@@ -128,13 +128,14 @@ def pin_keras_draws(monkeypatch: Any, **queues: list[np.ndarray]) -> None:
 
 def from_keras_for(layers: Any, engine: str, size: tuple[int, int], n: int, **fields: Any) -> Any:
     """``daliaug.from_keras(layers)`` (a layer alone, a list or a model) for ``n`` arrays of
-    ``size`` on ``engine`` (``"dali"`` on the CPU, or ``"tf"``), one batch, in order."""
+    ``size`` on ``engine`` (its name, on the CPU: :data:`tests.helpers.ENGINE_BACKENDS`), one batch,
+    in order."""
     import keras
 
     import daliaug
 
     fields = {"label_mode": "none", **fields}
-    backend = "tf" if engine == "tf" else "cpu"
+    backend = ENGINE_BACKENDS[engine]
     return daliaug.from_keras(
         layers if isinstance(layers, list | keras.Model) else [layers],
         source={"type": "arrays"},

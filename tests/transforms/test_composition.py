@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from daliaug.engines.select import placed
 from daliaug.epoch import draw_rows
 from daliaug.outputs.numpy import DaliLoader
 from tests.helpers import augment, config_for, run_backend
@@ -100,7 +101,7 @@ def test_masks_ignore_every_colour_and_pixel_stage(backend: str, tmp_path: Path)
         if issubclass(cls := TRANSFORMS[e["type"]], PixelTransform)
         and cls.effects.masks == "keeps"  # AugMix refuses masks, perspective moves them
         and not issubclass(cls, GeometricTransform)
-        and (backend == "tf" or backend not in cls.dali_lacks)  # clahe: the TF engine's only
+        and (placed(backend).engine != "dali" or backend not in cls.dali_lacks)  # clahe
     ]
     assert {"random_erasing", "gaussian_blur", "sharpness", "equalize"} <= {
         s["type"] for s in stages
@@ -108,7 +109,7 @@ def test_masks_ignore_every_colour_and_pixel_stage(backend: str, tmp_path: Path)
     warp = [{"type": "rotation", "angle": 30, "fill": 0}, {"type": "flip"}]
     colour = [{"type": "brightness", "factor": 0.5}, {"type": "grayscale", "probability": 1.0}]
     root = write_segmentation(tmp_path / "seg")
-    engine = "tf" if backend == "tf" else "dali"
+    engine = placed(backend).engine
     plain, staged = (
         seg_config(root, transforms=warp + extra, backend=backend)
         for extra in ([], colour + stages)

@@ -17,6 +17,7 @@ from daliaug.errors import ConfigError
 from daliaug.outputs.numpy import batches
 from daliaug.sources.arrays import array_samples
 from daliaug.transforms.base import random_partners
+from tests.helpers import ENGINE_BACKENDS
 from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 
 COLOURS = np.array([[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0]], np.uint8)
@@ -33,13 +34,12 @@ def config(engine: str, **fields: object):
             "shuffle": False,
             "seed": 5,
             "transforms": [{"type": "cutmix", "alpha": 1.0}],
-            "backend": "tf" if engine == "tf" else "cpu",
+            "backend": ENGINE_BACKENDS[engine],
             **fields,
         }
     )
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_colour_fractions_equal_label_weights(engine: str) -> None:
     """Constant-colour images per class: each colour's share of a CutMix image is the label's
     weight on that class; the pasted colour is the partner's."""
@@ -104,7 +104,6 @@ def seg_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_segmentation(tmp_path_factory.mktemp("seg"), count=6)
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 @pytest.mark.parametrize("mask_output", ["index", "one_hot"])
 @pytest.mark.parametrize(
     "transform",
@@ -120,7 +119,7 @@ def test_masks_get_the_same_box(
         seg_root,
         image_size=[48, 64],
         batch_size=6,
-        backend="tf" if engine == "tf" else "cpu",
+        backend=ENGINE_BACKENDS[engine],
         transforms=[transform],
         source={"mask_output": mask_output},
     )

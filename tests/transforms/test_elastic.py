@@ -22,6 +22,7 @@ from daliaug.outputs.numpy import batches
 from daliaug.parity.measure import MAX_MEAN_ERROR, Stats
 from daliaug.sources.arrays import array_samples
 from daliaug.transforms.elastic import GRID, NODE_STD, NODES
+from tests.helpers import ENGINE_BACKENDS
 from tests.keras.conftest import photos
 from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 from tests.transforms.helpers import from_keras_for, pin_keras_draws, rows_of
@@ -31,7 +32,7 @@ PHOTOS = photos(*SIZE)
 N = len(PHOTOS)
 FACTOR = 0.8
 """The scale Keras' pinned draw gives: ``sigma = 0.05 * 0.8 * 96 = 3.84`` pixels."""
-ENGINES = ["tf", pytest.param("dali", marks=pytest.mark.gpu)]
+ENGINES = ["tf", "opencv", pytest.param("dali", marks=pytest.mark.gpu)]
 
 
 def keras_sigma_alpha(factor: float) -> tuple[float, float]:
@@ -70,7 +71,7 @@ def convert(layer: Any, engine: str = "tf") -> Any:
             image_size=SIZE,
             batch_size=N,
             shuffle=False,
-            backend="tf" if engine == "tf" else "gpu",
+            backend="gpu" if engine == "dali" else ENGINE_BACKENDS[engine],
             seed=0,
             label_mode="none",
         )
@@ -220,7 +221,7 @@ def test_masks_follow_with_nearest(tmp_path: Path, engine: str) -> None:
             root,
             image_size=[48, 64],
             batch_size=6,
-            backend="tf" if engine == "tf" else "gpu",
+            backend="gpu" if engine == "dali" else ENGINE_BACKENDS[engine],
             transforms=[{**t, "fill": fill}],
         )
         device = "gpu" if engine == "dali" else "cpu"
@@ -289,5 +290,5 @@ def test_dalis_coordinates_are_tfs(fill: object) -> None:
     rows, cols = np.mgrid[0:h, 0:w].astype(np.float32)
     np.testing.assert_allclose(x[..., 0], np.broadcast_to(cols, (2, h, w)), atol=1e-4)
     np.testing.assert_allclose(y[..., 0], np.broadcast_to(rows, (2, h, w)), atol=1e-4)
-    theirs = tf_pixels._folded(tf.constant(points), tf.constant(float(w)), fill)
+    theirs = tf_pixels.KERNELS.folded(tf.constant(points), tf.constant(float(w)), fill)
     np.testing.assert_allclose(folded, np.asarray(theirs), atol=1e-4)

@@ -27,7 +27,6 @@ def scipy_blur(x: np.ndarray, sigma: float, size: int) -> np.ndarray:
     )
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 @pytest.mark.parametrize("size", [3, 7])
 def test_blur_matches_scipy(engine: str, size: int) -> None:
     sigmas = np.array([0.3, 1.0, 2.5, 4.0, 1.5, 1.0], np.float32)

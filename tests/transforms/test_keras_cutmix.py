@@ -25,7 +25,6 @@ def cutmix(factor=(0.0, 1.0)):
     return keras.layers.CutMix(factor=factor)
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_matches_keras_with_its_draws_pinned(monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
     x = np.concatenate([photos(*SIZE), photos(*SIZE)[:, ::-1]])
     n = len(x)
@@ -58,7 +57,6 @@ def test_matches_keras_with_its_draws_pinned(monkeypatch: pytest.MonkeyPatch, en
     assert (order != np.arange(n)).any() and (box["h"] * box["w"] > 0).sum() >= 5
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_label_weights_are_the_pasted_area(engine: str) -> None:
     """Constant-colour images per class: each colour's share of an image is its label weight."""
     n = 16

@@ -18,6 +18,7 @@ from daliaug.outputs.numpy import batches
 from daliaug.parity.measure import Stats
 from daliaug.transforms.keras_perspective import MOVES
 from daliaug.transforms.perspective import MATRIX
+from tests.helpers import ENGINE_BACKENDS
 from tests.keras.conftest import photos
 from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 from tests.transforms.helpers import from_keras_for, pin_keras_draws, rows_of, run_config
@@ -41,7 +42,6 @@ def source_points(config, draws: dict) -> tuple[np.ndarray, np.ndarray]:
     return (m[0] * x + m[1] * y + m[2]) / k, (m[3] * x + m[4] * y + m[5]) / k
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 @pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
 def test_matches_keras_with_its_draws_pinned(
     monkeypatch: pytest.MonkeyPatch, engine: str, interpolation: str
@@ -129,7 +129,6 @@ def seg_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_segmentation(tmp_path_factory.mktemp("seg"), count=6)
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_masks_follow_with_nearest(seg_root: Path, engine: str) -> None:
     """Nearest images and masks through the same map: the images keep their masks' palette
     where the image is sampled; the source's mask fill where the map reveals."""
@@ -138,7 +137,7 @@ def test_masks_follow_with_nearest(seg_root: Path, engine: str) -> None:
         seg_root,
         image_size=[48, 64],
         batch_size=6,
-        backend="tf" if engine == "tf" else "cpu",
+        backend=ENGINE_BACKENDS[engine],
         transforms=[{**t, "interpolation": "nearest"}],
     )
     images, masks = next(batches(engine, cfg, cfg.source.samples(), "cpu"))

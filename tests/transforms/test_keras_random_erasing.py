@@ -46,7 +46,6 @@ def box_mask(box: dict, size: tuple[int, int]) -> np.ndarray:
     return (y >= 0) & (y < box["h"][:, None, None]) & (x >= 0) & (x < box["w"][:, None, None])
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 @pytest.mark.parametrize("fill_value", [77.0, (10.0, 200.0, 300.0)])
 def test_matches_keras_with_its_draws_pinned(
     monkeypatch: pytest.MonkeyPatch, engine: str, fill_value
@@ -63,7 +62,6 @@ def test_matches_keras_with_its_draws_pinned(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_noise_fill_follows_keras_distribution(
     monkeypatch: pytest.MonkeyPatch, engine: str
 ) -> None:

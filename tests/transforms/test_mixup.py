@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from daliaug.config import load_config
+from daliaug.engines.select import placed
 from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
 from daliaug.outputs.numpy import batches
@@ -28,7 +29,7 @@ def config(backend: str, **fields: object):
             "shuffle": False,
             "seed": 5,
             "transforms": [{"type": "mixup", "alpha": 0.4}],
-            "backend": "tf" if backend == "tf" else "cpu",
+            "backend": backend,
             **fields,
         }
     )
@@ -44,9 +45,7 @@ def test_pixels_give_back_lambda_and_labels_agree(backend: str) -> None:
     cfg = config(backend)
     rows = draw_rows(cfg.plan, np.random.default_rng(1), 16)
     images, targets = next(
-        batches(
-            "tf" if backend == "tf" else "dali", cfg, array_samples(x, labels), "cpu", params=rows
-        )
+        batches(placed(backend).engine, cfg, array_samples(x, labels), "cpu", params=rows)
     )
     partner = random_partners(rows[:, 0], np.ones(16, bool)).astype(int)
     lam = rows[:, 1]

@@ -18,6 +18,7 @@ from daliaug.errors import ConfigError
 from daliaug.outputs.numpy import batches
 from daliaug.sources.arrays import array_samples
 from daliaug.transforms.base import random_partners
+from tests.helpers import ENGINE_BACKENDS
 from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 
 H, W, N = 12, 20, 8
@@ -37,7 +38,7 @@ def config(engine: str, **fields: object):
             "shuffle": False,
             "seed": 5,
             "transforms": [{"type": "mosaic", "probability": 0.8}],
-            "backend": "tf" if engine == "tf" else "cpu",
+            "backend": ENGINE_BACKENDS[engine],
             **fields,
         }
     )
@@ -85,7 +86,6 @@ def photos_and_labels() -> tuple[np.ndarray, np.ndarray]:
     return x, np.arange(N) % 3
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_pixels_and_labels_match_the_reference(engine: str) -> None:
     """Random pixels through both engines: the mosaic equals the NumPy reference's window of
     the 2x2 canvas exactly, the labels the area-weighted sum of the four images' labels."""
@@ -162,14 +162,13 @@ def seg_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_segmentation(tmp_path_factory.mktemp("seg"), count=6)
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 @pytest.mark.parametrize("mask_output", ["index", "one_hot"])
 def test_masks_get_the_same_grid(seg_root: Path, engine: str, mask_output: str) -> None:
     """Images whose colours are their masks' palette stay so after Mosaic."""
     fields = {"image_size": [48, 64], "batch_size": 6, "source": {"mask_output": mask_output}}
     cfg = seg_config(
         seg_root,
-        backend="tf" if engine == "tf" else "cpu",
+        backend=ENGINE_BACKENDS[engine],
         transforms=[{"type": "mosaic"}],
         **fields,
     )
@@ -188,7 +187,6 @@ def detection_batch(engine: str, cfg, samples, rows: np.ndarray) -> tuple[np.nda
     return images, targets["boxes"], targets["labels"]
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_boxes_land_in_their_quadrants(engine: str) -> None:
     """Each image has a box over the whole image (label ``3 * i``), one in its top-left corner
     (``3 * i + 1``, out of sight above left of the centre unless the image is below or right

@@ -16,6 +16,7 @@ from daliaug.engines.feed import NUMPY
 from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
 from daliaug.outputs.numpy import batches
+from tests.helpers import ENGINE_BACKENDS
 from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 from tests.transforms.helpers import photos, run_arrays
 
@@ -63,7 +64,6 @@ def test_map_takes_moved_corners_to_the_image_corners() -> None:
         np.testing.assert_allclose(m, expected, rtol=1e-5, atol=1e-5)  # float32
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_pixels_are_scipy_bilinear_through_the_map(engine: str) -> None:
     cfg, rows, p, matrix = draws(1)
     out = run_arrays(engine, PHOTOS, [T], dict(zip(cfg.plan.param_keys, rows.T, strict=True)))
@@ -96,13 +96,12 @@ def seg_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_segmentation(tmp_path_factory.mktemp("seg"), count=6)
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_masks_follow_with_nearest(seg_root: Path, engine: str) -> None:
     cfg = seg_config(
         seg_root,
         image_size=[48, 64],
         batch_size=6,
-        backend="tf" if engine == "tf" else "cpu",
+        backend=ENGINE_BACKENDS[engine],
         transforms=[{**T, "probability": 1.0, "fill": 0}],
     )
     images, masks = next(batches(engine, cfg, cfg.source.samples(), "cpu"))
@@ -153,7 +152,6 @@ def test_gpu_graphs_keep_dalis_device_rules(seg_root: Path, mask_output: str) ->
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_outputs_never_leave_0_to_255(engine: str) -> None:
     """A white image seen through a near-degenerate map filled with 255, then blurred: float
     arithmetic lands a step above 255 (255.00002, on the TF engine even without the blur);

@@ -14,7 +14,6 @@ from tests.transforms.helpers import photos, run_arrays
 PHOTOS = photos()
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 @pytest.mark.parametrize("bits", [1, 4, 8])
 def test_posterize_matches_pil(engine: str, bits: int) -> None:
     drawn = np.array([1, 0, 1, 1, 0, 1], np.float32)

@@ -39,7 +39,6 @@ def config(**fields: object):
     )
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 @pytest.mark.parametrize("value", [17.0, [10.0, 200.0, 90.0], "random"])
 def test_box_and_fill_follow_the_draws(engine: str, value: object) -> None:
     cfg = config(probability=0.8, value=value)

@@ -5,7 +5,6 @@ to ``uint8`` and truncates the blend: up to ``1 + 0.5 |1 - f|`` apart."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from PIL import Image, ImageEnhance
 from scipy import stats
 
@@ -16,7 +15,6 @@ from tests.transforms.helpers import photos, run_arrays
 PHOTOS = photos()
 
 
-@pytest.mark.parametrize("engine", ["dali", "tf"])
 def test_sharpness_matches_pil(engine: str) -> None:
     factors = np.array([0.0, 0.5, 1.0, 1.8, 3.0, 0.2], np.float32)
     drawn = np.array([1, 1, 1, 1, 1, 0], np.float32)

@@ -1,6 +1,6 @@
 """DALI's pixel operations for per-sample pixel stages and batch stages, the twins of
-:mod:`daliaug.engines.tf.pixels` (same names, same arguments, same results; the semantics are
-stated there once).
+:class:`daliaug.kernels.formulas.ArrayKernels` and :mod:`daliaug.engines.tf.pixels` (same
+names, same arguments, same results; the semantics are stated there once).
 
 Functions of ``DataNode``s, used inside a graph definition. Images are batches of HWC
 ``float32`` samples on the 0..255 scale, on ``"cpu"`` or ``"gpu"``; every per-sample parameter
@@ -20,6 +20,7 @@ from nvidia.dali import fn, types
 from nvidia.dali.pipeline import DataNode
 
 from daliaug.engines.dali import branches
+from daliaug.kernels import Noise
 
 Value = DataNode | float
 
@@ -142,21 +143,14 @@ def erase(
 
 
 def erase_noise(
-    images: DataNode,
-    y0: Value,
-    x0: Value,
-    h: Value,
-    w: Value,
-    mean: float,
-    std: float,
-    seed: Value,
+    images: DataNode, y0: Value, x0: Value, h: Value, w: Value, noise: Noise
 ) -> DataNode:
-    """The noise by ``fn.random.normal`` (seeded by the pipeline's seed; ``seed`` is for
-    TensorFlow's twin), put in the box as a blend with the erased ones (exact: products with 0
+    """The noise by ``fn.random.normal`` (seeded by the pipeline's seed; ``noise.seed`` is for
+    the other engines), put in the box as a blend with the erased ones (exact: products with 0
     or 1)."""
-    noise = dmath.clamp(fn.random.normal(images, mean=mean, stddev=std), 0.0, 255.0)
+    drawn = fn.random.normal(images, mean=noise.mean, stddev=noise.std)
     outside = erase(images * 0.0 + 1.0, y0, x0, h, w, (0.0,))
-    return images * outside + noise * (1.0 - outside)
+    return images * outside + dmath.clamp(drawn, 0.0, 255.0) * (1.0 - outside)
 
 
 def perspective(
@@ -202,7 +196,7 @@ def _wrapped(v: DataNode, period: Value) -> DataNode:
 
 
 def _folded(v: DataNode, size: Value, fill: float | str) -> DataNode:
-    """See :func:`daliaug.engines.tf.pixels._folded`."""
+    """See :meth:`daliaug.kernels.formulas.ArrayKernels.folded`."""
     if not isinstance(fill, str):
         return v
     if fill == "reflect":

@@ -2,8 +2,9 @@
 a thread pool runs samples side by side): decode (libjpeg-turbo through simplejpeg, other
 formats through ``cv2.imdecode``), cut the plan's decode window, resample once
 (``cv2.warpAffine`` with the fused matrix), shift within range and recolour once
-(``cv2.transform``), clip, and the output stage (normalize, dtype, layout); masks warped with
-nearest neighbours; labels as ``label_mode`` says. The twins of
+(``cv2.transform``), clip, and the output stage (normalize, dtype, layout); masks decoded and
+warped with nearest neighbours (their classes and the labels:
+:mod:`daliaug.kernels.targets`). The twins of
 :mod:`daliaug.engines.tf.image`: the same definitions, which :mod:`daliaug.parity` holds equal.
 """
 
@@ -11,15 +12,15 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import Any
 
 import cv2
 import numpy as np
 import simplejpeg
 
 from daliaug.config import Config
+from daliaug.kernels.targets import within
 from daliaug.sources.segmentation import MaskTargets
-from daliaug.transforms.base import CUT_TOLERANCE, Fill
+from daliaug.transforms.base import Fill
 
 _BORDERS = {"nearest": cv2.BORDER_REPLICATE, "reflect": cv2.BORDER_REFLECT, "wrap": cv2.BORDER_WRAP}
 """The warp's fill modes as OpenCV's borders (TensorFlow's ``nearest``, ``reflect``, ``wrap``)."""
@@ -192,14 +193,11 @@ def _beyond(length: int, count: int) -> tuple[tuple[int, np.float32], ...]:
 
 def _fill_outside(image: np.ndarray, m: np.ndarray, source: tuple[int, int], fill: float) -> None:
     """``fill`` wherever the index-coordinate matrix ``m`` maps a pixel of ``image`` beyond
-    the source's outermost pixel centres (by more than :data:`CUT_TOLERANCE`), in place."""
+    the source's outermost pixel centres (:func:`~daliaug.kernels.targets.within`), in place."""
     rows, cols = np.mgrid[0 : image.shape[0], 0 : image.shape[1]].astype(np.float64)
     x = m[0, 0] * cols + m[0, 1] * rows + m[0, 2]
     y = m[1, 0] * cols + m[1, 1] * rows + m[1, 2]
-    low = -CUT_TOLERANCE
-    inside = (x >= low) & (x <= source[1] - 1 + CUT_TOLERANCE)
-    inside &= (y >= low) & (y <= source[0] - 1 + CUT_TOLERANCE)
-    image[~inside] = fill
+    image[~within(x, y, source[0], source[1])] = fill
 
 
 def recolour(image: np.ndarray, inputs: dict[str, np.ndarray], channels: int) -> None:
@@ -286,35 +284,3 @@ def decode_mask(data: bytes | np.ndarray, config: Config) -> np.ndarray:
     if table is None and image.shape[2] != 1:
         image = image[..., :1]
     return np.ascontiguousarray(image, np.float32)
-
-
-def mask_classes(masks: np.ndarray, config: Config) -> np.ndarray:
-    """A batch of warped masks (float32 ``(N, H, W, C)``) as class indices or one-hot, as the
-    source says (the TF engine's :func:`~daliaug.engines.tf.image.mask_target`)."""
-    source = config.source
-    assert isinstance(source, MaskTargets)
-    table = source.class_table()
-    if table is None:
-        index = masks[..., 0].astype(np.int32)
-    else:
-        key = masks @ np.asarray([65536.0, 256.0, 1.0], np.float32)
-        keys = np.asarray(table.keys, np.float32)
-        hits = key[..., None] == keys
-        classes = np.arange(len(keys), dtype=np.int32) - source.ignore_index
-        index = source.ignore_index + (hits * classes).sum(axis=-1).astype(np.int32)
-    if source.mask_output == "index":
-        return index.astype(source.mask_dtype)
-    count = len(source.mask_classes())
-    one_hot = (index[..., None] == np.arange(count)).astype(np.float32)
-    return one_hot if config.output.layout == "NHWC" else one_hot.transpose(0, 3, 1, 2)
-
-
-def label_target(label: np.ndarray, config: Config, num_classes: int) -> Any:
-    """A batch's labels (or ``raw`` targets) as ``label_mode`` says."""
-    if config.label_mode == "categorical":
-        return (np.asarray(label)[:, None] == np.arange(num_classes)).astype(np.float32)
-    if config.label_mode == "binary":
-        return np.asarray(label, np.float32)[:, None]
-    if config.label_mode == "float":
-        return np.asarray(label, np.float32)
-    return label

@@ -23,8 +23,12 @@ import numpy as np
 
 from daliaug.config import Config, target_column
 from daliaug.engines.feed import READ_ON_HOST, WarpLayout
-from daliaug.engines.opencv import image, pixels
+from daliaug.engines.opencv import image
+from daliaug.engines.opencv.pixels import KERNELS
+from daliaug.kernels.arrays import NUMPY
+from daliaug.kernels.targets import label_target, mask_classes
 from daliaug.sources.base import Samples
+from daliaug.sources.segmentation import MaskTargets
 from daliaug.transforms.base import fill_value
 
 RESIZES = False
@@ -151,8 +155,8 @@ class Graph:
         config, plan = self.config, self.config.plan
         column = _column(batch["warp"], self.layout)
         if floats is not None:
-            floats = plan.pixels(floats, column, pixels)
-            floats = plan.batch_images(floats, column, pixels)
+            floats = plan.pixels(floats, column, KERNELS)
+            floats = plan.batch_images(floats, column, KERNELS)
             np.clip(floats, 0.0, 255.0, out=floats)
             layout = config.output.layout
             for i in range(len(floats)):
@@ -167,9 +171,10 @@ class Graph:
             outputs.append(out)
         elif config.label_mode != "none":
             label = batch.get(target_column(config.label_mode))
-            targets = image.label_target(label, config, self.samples.num_classes)
+            count = self.samples.num_classes
+            targets = label_target(label, config.label_mode, count, NUMPY)
             if plan.batch_stages:
-                targets = plan.batch_targets(targets, column, pixels, masks=False)
+                targets = plan.batch_targets(targets, column, KERNELS, masks=False)
             outputs.append(targets)
         if "weight" in batch:
             outputs.append(batch["weight"])
@@ -180,14 +185,16 @@ class Graph:
         stages' cuts (in the output layout, as the TF engine's ``cut_masks``)."""
         plan = self.config.plan
         if plan.moves_masks:
-            masks = plan.mask_pixels(masks, column, pixels, self.mask_fill)
-        classes = image.mask_classes(masks, self.config)
+            masks = plan.mask_pixels(masks, column, KERNELS, self.mask_fill)
+        source = self.config.source
+        assert isinstance(source, MaskTargets)
+        classes = mask_classes(masks, source, self.config.output.layout, NUMPY)
         if not plan.batch_stages:
             return classes
         first = classes.ndim == 4 and self.config.output.layout == "NCHW"
         if first:
             classes = classes.transpose(0, 2, 3, 1)
-        classes = plan.batch_targets(classes, column, pixels, masks=True)
+        classes = plan.batch_targets(classes, column, KERNELS, masks=True)
         return classes.transpose(0, 3, 1, 2) if first else classes
 
 

@@ -19,9 +19,11 @@ import numpy as np
 import tensorflow as tf
 
 from daliaug.config import Config
-from daliaug.engines.tf import pixels
+from daliaug.engines.tf.math import TF_ARRAYS
+from daliaug.engines.tf.pixels import KERNELS
+from daliaug.kernels.targets import label_target, mask_classes, within
 from daliaug.sources.segmentation import MaskTargets
-from daliaug.transforms.base import CUT_TOLERANCE, Fill, fill_value
+from daliaug.transforms.base import Fill, fill_value
 from daliaug.transforms.saturation import LUMA
 
 _DCT = "INTEGER_ACCURATE"
@@ -137,10 +139,9 @@ def _fill_outside(
     images: tf.Tensor, x: tf.Tensor, y: tf.Tensor, height: Any, width: Any, fill: float
 ) -> tf.Tensor:
     """``images`` (``(batch, h, w, c)``) with ``fill`` wherever the source point ``(x, y)``
-    (index coordinates, :func:`source_points`) lies outside ``[0, width - 1] x [0, height -
-    1]`` (by more than :data:`CUT_TOLERANCE`): SciPy's ``constant`` mode."""
-    low, high_x, high_y = -CUT_TOLERANCE, width - 1 + CUT_TOLERANCE, height - 1 + CUT_TOLERANCE
-    inside = (x >= low) & (x <= high_x) & (y >= low) & (y <= high_y)
+    (index coordinates, :func:`source_points`) lies outside the outermost pixel centres
+    (:func:`~daliaug.kernels.targets.within`): SciPy's ``constant`` mode."""
+    inside = within(x, y, height, width)
     inside = tf.reshape(inside, [tf.shape(images)[0], images.shape[1], images.shape[2], 1])
     return tf.where(inside, images, tf.constant(fill, images.dtype))
 
@@ -326,8 +327,8 @@ def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
         images = tf.clip_by_value(recolour(images, colour, config.channels), 0.0, 255.0)
     if "stages" in inputs:
         column = stage_column(inputs)
-        images = config.plan.pixels(images, column, pixels)
-        images = config.plan.batch_images(images, column, pixels)
+        images = config.plan.pixels(images, column, KERNELS)
+        images = config.plan.batch_images(images, column, KERNELS)
         # the stages' float arithmetic can leave 0..255 by a rounding step (255.00002)
         images = tf.clip_by_value(images, 0.0, 255.0)
     if config.output.dtype == "uint8":
@@ -353,31 +354,8 @@ def mask_target(
     mask = transform(mask[tf.newaxis], matrix[tf.newaxis], config.image_size, fill, True)
     if stages is not None and config.plan.moves_masks:
         column = stages[tf.newaxis]
-        mask = config.plan.mask_pixels(mask, lambda k: column[:, k], pixels, float(fill))
-    mask = mask[0]
-    if table is None:
-        index = tf.cast(mask[..., 0], tf.int32)
-    else:
-        key = tf.tensordot(mask, [65536.0, 256.0, 1.0], [[2], [0]])
-        hits = tf.cast(key[..., tf.newaxis] == tf.constant(table.keys, tf.float32), tf.int32)
-        classes = tf.range(len(table.keys), dtype=tf.int32) - source.ignore_index
-        index = source.ignore_index + tf.reduce_sum(hits * classes, axis=-1)
-    if source.mask_output == "index":
-        return tf.cast(index, tf.as_dtype(source.mask_dtype))
-    one_hot = tf.one_hot(index, len(source.mask_classes()), dtype=tf.float32)
-    return one_hot if config.output.layout == "NHWC" else tf.transpose(one_hot, [2, 0, 1])
-
-
-def label_target(label: tf.Tensor, config: Config, num_classes: int) -> tf.Tensor:
-    """A sample's (or a batch's) label (or ``raw`` target) as ``label_mode`` says (as DALI's
-    :func:`daliaug.engines.dali.image.label_target`)."""
-    if config.label_mode == "categorical":
-        return tf.one_hot(label, num_classes, dtype=tf.float32)
-    if config.label_mode == "binary":
-        return tf.cast(label, tf.float32)[..., tf.newaxis]
-    if config.label_mode == "float":
-        return tf.cast(label, tf.float32)
-    return label
+        mask = config.plan.mask_pixels(mask, lambda k: column[:, k], KERNELS, float(fill))
+    return mask_classes(mask, source, config.output.layout, TF_ARRAYS)[0]
 
 
 def outputs(
@@ -389,4 +367,4 @@ def outputs(
         return (images,)
     if config.label_mode == "input":
         return images, images
-    return images, label_target(label, config, num_classes)
+    return images, label_target(label, config.label_mode, num_classes, TF_ARRAYS)

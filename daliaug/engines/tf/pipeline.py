@@ -17,7 +17,6 @@ import tensorflow as tf
 
 from daliaug.config import Config, target_column
 from daliaug.engines.feed import WarpLayout
-from daliaug.engines.tf import pixels
 from daliaug.engines.tf.image import (
     decode,
     finish,
@@ -27,6 +26,7 @@ from daliaug.engines.tf.image import (
     sample,
     stage_column,
 )
+from daliaug.engines.tf.pixels import KERNELS
 from daliaug.sources.base import Samples
 from daliaug.transforms.base import fill_value
 
@@ -60,7 +60,7 @@ def mixed(batch: tuple, flat: tf.Tensor, config: Config, layout: WarpLayout) -> 
         return batch
     column = stage_column(layout.unpack(flat, tf.reshape, batched=True))
     images, labels = batch
-    return images, config.plan.batch_targets(labels, column, pixels, masks=False)
+    return images, config.plan.batch_targets(labels, column, KERNELS, masks=False)
 
 
 def cut_masks(masks: tf.Tensor, flat: tf.Tensor, config: Config, layout: WarpLayout) -> tf.Tensor:
@@ -72,7 +72,7 @@ def cut_masks(masks: tf.Tensor, flat: tf.Tensor, config: Config, layout: WarpLay
     channels_first = masks.shape.rank == 4 and config.output.layout == "NCHW"
     if channels_first:
         masks = tf.transpose(masks, [0, 2, 3, 1])
-    masks = config.plan.batch_targets(masks, column, pixels, masks=True)
+    masks = config.plan.batch_targets(masks, column, KERNELS, masks=True)
     return tf.transpose(masks, [0, 3, 1, 2]) if channels_first else masks
 
 

@@ -1,19 +1,21 @@
 """The pixel and batch kernels every engine supplies: what the pixel and batch stages
 (:mod:`daliaug.transforms`) write their ``pixels``, ``masks``, ``images`` and ``targets`` with.
 
-An engine implements :class:`Kernels` as one module of functions with these names and
-parameters (:mod:`daliaug.engines.tf.pixels` on TensorFlow tensors,
-:mod:`daliaug.engines.dali.pixels` on DALI's data nodes); ``tests/engines/test_kernels.py``
-holds each to it. ``images`` are a batch of float32 HWC samples on the 0..255 scale; a
-``Value`` is one number per sample (a constant, a DALI node, a ``(N,)`` tensor). A kernel an
-engine lacks is named in the transform's ``dali_lacks`` (``clahe``: the TensorFlow engine's
-only).
+Each kernel is written once, over an array namespace (:mod:`daliaug.kernels.arrays`), in
+:mod:`daliaug.kernels.formulas`; the TensorFlow and OpenCV engines bind it to their library
+(``pixels.KERNELS`` of :mod:`daliaug.engines.tf.pixels`, :mod:`daliaug.engines.opencv.pixels`)
+and write a kernel of their own only where their library is the point, saying why. DALI's graph
+is its own: :mod:`daliaug.engines.dali.pixels`, one module of functions with these names and
+parameters on DALI's data nodes. ``tests/engines/test_kernels.py`` holds each engine to the
+protocol. ``images`` are a batch of float32 HWC samples on the 0..255 scale; a ``Value`` is one
+number per sample (a constant, a DALI node, a ``(N,)`` array or tensor). A kernel an engine
+lacks is named in the transform's ``dali_lacks`` (``clahe``: not DALI's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -44,9 +46,20 @@ def clahe_neighbours(size: int, tile: int, count: int) -> tuple[np.ndarray, np.n
     return first, second, (at - low).astype(np.float32)
 
 
+class Noise(NamedTuple):
+    """Per-pixel, per-channel noise ``clip(mean + std * n, 0, 255)``, ``n ~ N(0, 1)``, drawn by
+    the engine (so the engines' noise differs): ``seed`` is one value in [0, 1) per sample, of
+    which the TensorFlow and OpenCV engines take the first; DALI draws with the pipeline's."""
+
+    mean: float
+    std: float
+    seed: Value
+
+
 class Kernels(Protocol):
-    """The kernels of one engine (see the module docstring); each engine's docstrings give
-    the exact definitions, which the parity harness holds equal."""
+    """The kernels of one engine (see the module docstring); the docstrings of
+    :class:`~daliaug.kernels.formulas.ArrayKernels` and of the kernels an engine writes itself
+    give the exact definitions, which the parity harness holds equal."""
 
     def solarize(self, images: Images, threshold: Value) -> Images: ...
     def add_clipped(self, images: Images, delta: Value) -> Images: ...
@@ -59,15 +72,7 @@ class Kernels(Protocol):
         self, images: Images, y0: Value, x0: Value, h: Value, w: Value, fill: Sequence[Value]
     ) -> Images: ...
     def erase_noise(
-        self,
-        images: Images,
-        y0: Value,
-        x0: Value,
-        h: Value,
-        w: Value,
-        mean: float,
-        std: float,
-        seed: Value,
+        self, images: Images, y0: Value, x0: Value, h: Value, w: Value, noise: Noise
     ) -> Images: ...
     def perspective(
         self, images: Images, matrix: Sequence[Value], fill: float | str, nearest: bool
