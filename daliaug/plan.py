@@ -38,6 +38,7 @@ from daliaug.boxes import PointMap
 from daliaug.kernels import Kernels
 from daliaug.transforms import ColourTransform, CropTransform, GeometricTransform, Transform
 from daliaug.transforms.base import (
+    TF_ONLY_FILLS,
     BatchTransform,
     Fill,
     OffsetTransform,
@@ -47,8 +48,27 @@ from daliaug.transforms.base import (
 )
 
 WINDOW_TOLERANCE = 1e-3
-"""How far (in pixels) a decode window's edge may lie past a whole pixel and still be rounded
-to it, so that float rounding never widens a window by a pixel the output does not show."""
+"""How far (in pixels) float rounding may move a source point by: within it of a whole pixel's
+edge, the point is taken to lie on it (a decode window's edges: :data:`FOOTPRINTS`)."""
+
+FOOTPRINTS: dict[str, tuple[float, float]] = {
+    "linear": (0.5, WINDOW_TOLERANCE),
+    "nearest": (0.0, -WINDOW_TOLERANCE),
+}
+"""Per interpolation, which source pixels the warp's sampler reads for a source point ``p``
+(pixel-corner coordinates) as ``(reach, tolerance)``: the pixels from ``floor(p - reach +
+tolerance)`` to ``ceil(p + reach - tolerance) - 1``. Bilinear reads the pixels whose centres
+lie within a pixel of ``p``; a neighbour whose weight is within the tolerance of zero (``p``
+on a pixel centre, up to float rounding) is left out, its weight changes no output value.
+Nearest reads the pixel ``p`` lies in (``floor(p)``, round half up, ``p`` moved by
+:data:`NEAREST_TIE`); on an edge, up to float rounding, either pixel beside it."""
+
+NEAREST_TIE = WINDOW_TOLERANCE / 2
+"""How far right and down the source points of a nearest resampling (images with
+``interpolation: nearest``, and masks) are moved: a point exactly on the edge between two
+pixels (where a whole ratio maps an output pixel centre) lies a float rounding to either side
+of it, on which side differing between a decoded window's and the whole image's coordinates.
+Moved, it takes the pixel after the edge (round half up) wherever it is computed."""
 
 
 @dataclass(frozen=True)
@@ -233,8 +253,9 @@ class Plan:
         """The decode window and the composed affine map for one sample of size ``source``.
 
         With ``fuse_roi`` (encoded input) a leading random resized crop becomes the decode
-        window, widened to every source pixel the output shows (:meth:`_window`: a later
-        zoom-out or rotation shows the image around the crop, as it does without a window);
+        window, widened to every source pixel the warp reads (:meth:`_window`: the sampler's
+        neighbours of the crop's edge pixels, a later zoom-out or rotation shows the image
+        around the crop, as it does without a window);
         without it (already decoded arrays) the crop is part of the warp."""
         crop: Box | None = None
         forward, canvas = Affine(), source
@@ -258,16 +279,21 @@ class Plan:
         return Geometry(roi, forward.then_after(shift))
 
     def _window(self, crop: Box, forward: Affine, source: Canvas, m: Math) -> Box:
-        """The decode window: the ``crop`` box (in ``source``) widened to whole pixels around
-        every point of the output canvas that ``forward`` (crop-local to output) maps from,
-        within the image. It is the crop box itself unless later geometry (a zoom-out, a
-        rotation) shows more of the source than the crop, so no pixel the output shows is
-        lost to the window, and masks and boxes (mapped from the whole image) agree with it."""
+        """The decode window: the ``crop`` box (in ``source``) widened to every pixel the warp
+        reads for the output, within the image: the pixels the sampler touches
+        (:data:`FOOTPRINTS`) around the source points of the output's outermost pixel centres,
+        which ``forward`` (crop-local to output) maps from; along an axis where those reach
+        past the image, the whole axis for a fill that maps them back into it (``reflect``,
+        ``wrap``). The window changes no output pixel: the warp samples the image as it
+        samples the same image given whole (an array); and masks and boxes (mapped from the
+        whole image) agree with it."""
         back = forward.inverse()
         h, w = (float(s) for s in self.image_size)
-        corners = ((0.0, 0.0), (w, 0.0), (0.0, h), (w, h))
-        xs = [add(add(mul(back.a, x), mul(back.b, y)), back.c) for x, y in corners]
-        ys = [add(add(mul(back.d, x), mul(back.e, y)), back.f) for x, y in corners]
+        centres = ((0.5, 0.5), (w - 0.5, 0.5), (0.5, h - 0.5), (w - 0.5, h - 0.5))
+        xs = [add(add(mul(back.a, x), mul(back.b, y)), back.c) for x, y in centres]
+        ys = [add(add(mul(back.d, x), mul(back.e, y)), back.f) for x, y in centres]
+        reach, tolerance = FOOTPRINTS[self.interpolation]
+        folds = self.fill in TF_ONLY_FILLS
 
         def span(
             values: list[Scalar], start: Scalar, length: Scalar, limit: Scalar
@@ -276,12 +302,15 @@ class Plan:
             high = values[0]
             for v in values[1:]:
                 low, high = m.minimum(low, v), m.maximum(high, v)
-            # whole pixels out, with a margin for float rounding at the crop's own edges
-            low = m.minimum(m.floor(add(add(low, start), WINDOW_TOLERANCE)), start)
-            end = add(start, length)
-            high = m.maximum(neg(m.floor(add(neg(add(high, start)), WINDOW_TOLERANCE))), end)
-            low = m.maximum(low, 0.0)
-            return low, sub(m.minimum(high, limit), low)
+            # the whole pixels the sampler touches, in source pixels
+            first = m.floor(add(add(low, start), tolerance - reach))
+            end = neg(m.floor(sub(tolerance - reach, add(high, start))))
+            first, end = m.minimum(first, start), m.maximum(end, add(start, length))
+            if folds:  # past the image on either side (whole pixels): the whole axis
+                past = m.maximum(m.clip(neg(first), 0.0, 1.0), m.clip(sub(end, limit), 0.0, 1.0))
+                first, end = sub(first, mul(past, limit)), add(end, mul(past, limit))
+            first = m.maximum(first, 0.0)
+            return first, sub(m.minimum(end, limit), first)
 
         x, width = span(xs, crop.x, crop.w, source.w)
         y, height = span(ys, crop.y, crop.h, source.h)
@@ -334,12 +363,12 @@ class Plan:
         the image's per-channel mean, when the plan :attr:`uses_mean`) and the ``stages``
         parameters (when it has pixel or batch stages)."""
         geometry = self.geometry(params, source, m, fuse_roi=fuse_roi)
-        out = self._resampling(geometry.forward, resize)
+        out = self._resampling(geometry.forward, resize, nearest=self.interpolation == "nearest")
         if geometry.roi is not None:
             out["crop_start"] = [geometry.roi.x, geometry.roi.y]
             out["crop_shape"] = [geometry.roi.w, geometry.roi.h]
         if masks:
-            mask = self._resampling(geometry.source_forward, resize)
+            mask = self._resampling(geometry.source_forward, resize, nearest=True)
             out.update({f"mask_{name}": v for name, v in mask.items()})
         offset = self.offset(params)
         if offset is not None:
@@ -356,8 +385,12 @@ class Plan:
                 out["stages"].extend(values[name] for name in t.stage_names())
         return out
 
-    def _resampling(self, forward: Affine, resize: bool) -> dict[str, list[Scalar]]:
+    def _resampling(self, forward: Affine, resize: bool, nearest: bool) -> dict[str, list[Scalar]]:
+        """The inputs of one resampling by ``forward``; a ``nearest`` one's source points
+        moved by :data:`NEAREST_TIE`."""
         inverse = forward.inverse()
+        if nearest:
+            inverse = inverse._replace(c=add(inverse.c, NEAREST_TIE), f=add(inverse.f, NEAREST_TIE))
         if not resize:
             return {"matrix": list(inverse)}
         h, w = (float(s) for s in self.image_size)
