@@ -37,8 +37,12 @@ def padded(rows: Sequence[bytes | np.ndarray]) -> np.ndarray:
 
 def encode_paths(paths: Sequence[str]) -> np.ndarray:
     """File names as a zero-padded ``uint8`` matrix, one row per file (for ``fn.io.file.read``):
-    the bytes of each name on the file system (any name Linux allows)."""
-    return padded([os.fsencode(p) for p in paths])
+    the bytes of each name on the file system (any name Linux allows; none holds a zero
+    byte, so NumPy's fixed-width bytes, zero-padded, are the rows as they are)."""
+    if not paths:
+        return np.zeros((0, 1), np.uint8)
+    names = np.array([os.fsencode(p) for p in paths])
+    return names.view(np.uint8).reshape(len(names), max(names.itemsize, 1))
 
 
 @dataclass(frozen=True)
@@ -86,10 +90,12 @@ class Samples(SampleSet):
         """Samples whose file columns are the given file lists (encoded for DALI), without the
         samples that have a file in ``rejected``."""
         rejected = rejected or {}
-        keep = np.flatnonzero(
-            [not any(paths[i] in rejected for paths in files.values()) for i in range(len(sizes))]
-        )
-        kept = {k: [v[i] for i in keep] for k, v in files.items()}
+        keep = np.arange(len(sizes))
+        if rejected:
+            keep = np.flatnonzero(
+                [not any(p[i] in rejected for p in files.values()) for i in range(len(sizes))]
+            )
+        kept = {k: v if len(keep) == len(v) else [v[i] for i in keep] for k, v in files.items()}
         columns = {name: encode_paths(paths) for name, paths in kept.items()}
         arrays = {name: column[keep] for name, column in arrays.items()}
         return Samples(
@@ -179,6 +185,8 @@ class Samples(SampleSet):
         return read_files([paths[i] for i in indices.tolist()], keys)
 
     def shard(self, shard_id: int, num_shards: int) -> Samples:
+        if num_shards == 1:
+            return self
         return self.subset(np.arange(*shard_range(len(self), shard_id, num_shards)))
 
     def holdout(self, fraction: float, seed: int) -> tuple[Samples, Samples]:
