@@ -365,7 +365,7 @@ class EpochFeed:
         the one it carries, else the first of their files that changed, went missing or does
         not decode, else ``what`` with the error's informative line (see
         :func:`~daliaug.sources.checks.explain_failure`)."""
-        carried = carried_error(error)
+        carried = error if isinstance(error, DataError) else carried_error(error)
         if isinstance(carried, DataError):
             return carried
         recent = np.concatenate([np.zeros(0, np.int64), *self.recent])

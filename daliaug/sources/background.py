@@ -255,6 +255,14 @@ class CheckedEpoch(Sequence[np.ndarray]):
             self._fill(stop)
             if self._real is not None and k == len(self._bounds) - 1 and self._shorten:
                 stop = max(start + 1, min(stop, self._real))
+                if stop > self._real:
+                    warnings.warn(
+                        "the bad files left out took this epoch's last batch whole: it holds "
+                        "one sample seen earlier in the epoch, to keep the batch count (with "
+                        "class_weight or sample_weight it would be padding of weight 0)",
+                        DataWarning,
+                        stacklevel=user_stacklevel(),
+                    )
         return start, stop
 
     def valid(self, start: int, stop: int) -> np.ndarray:
