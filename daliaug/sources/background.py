@@ -27,7 +27,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, overload
+from typing import Protocol, Self, TypeVar, overload
 
 import numpy as np
 
@@ -44,8 +44,25 @@ from daliaug.sources.checks import (
     skip_list,
 )
 
-if TYPE_CHECKING:
-    from daliaug.sources.base import Samples
+
+class Listed(Protocol):
+    """What the check asks of samples (:class:`~daliaug.sources.base.Samples`, which holds
+    the check: this module does not import it)."""
+
+    files: dict[str, list[str]]
+    rejected: dict[str, str]
+    listed: dict[str, FileKey] | None
+
+    @property
+    def image_files(self) -> list[str]: ...
+
+    def with_checked(self, keys: dict[str, FileKey]) -> Self: ...
+
+    def with_background(self, check: BackgroundCheck) -> Self: ...
+
+
+L = TypeVar("L", bound=Listed)
+
 
 CHUNK = 256
 """Files the background thread decodes at a time (and stores in the cache)."""
@@ -188,9 +205,7 @@ def _say(line: str) -> None:
     print(f"daliaug: {line}", file=sys.stderr, flush=True)
 
 
-def background_checked(
-    samples: Samples, decoder: str, undecodable: Undecodable, on_error: str
-) -> Samples:
+def background_checked(samples: L, decoder: str, undecodable: Undecodable, on_error: str) -> L:
     """``samples`` with a :class:`BackgroundCheck` of their files started, and the keys the
     read check holds each file to (the listing's, else taken now, one ``stat`` per file)."""
     files = samples.image_files
@@ -219,7 +234,7 @@ class CheckedEpoch(Sequence[np.ndarray]):
 
     def __init__(
         self,
-        samples: Samples,
+        samples: Listed,
         check: BackgroundCheck,
         order: np.ndarray,
         bounds: Sequence[tuple[int, int]],
