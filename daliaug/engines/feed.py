@@ -437,7 +437,8 @@ class EpochFeed:
         batch before it is handed on (with ``check_files``: the batch's files checked
         unchanged, unless the host reads them, which checks them as it reads; its samples kept
         as :attr:`recent`). With ``source.check: background`` the batches are those of
-        :meth:`checked_epoch`, each file decoded before its batch is made."""
+        :meth:`checked_epoch`, each file decoded before its batch is made, and the chunks grow
+        from one batch to ``per_chunk`` (the first batch waits for its own files only)."""
         drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
         checked = self.checked_epoch(epoch)
         batches = self.epochs.batches(epoch) if checked is None else checked
@@ -453,13 +454,15 @@ class EpochFeed:
                 self.recent.append(batches[j])
 
         try:
-            for k in range(0, len(batches), per_chunk):
-                group = batches[k : k + per_chunk]
+            k, size = 0, per_chunk if checked is None else 1
+            while k < len(batches):
+                group = batches[k : k + size]
                 index = group[0] if len(group) == 1 else np.concatenate(group)
                 span = (bounds[k][0], bounds[k][0] + len(index))  # (a last batch cut short)
                 valid = (self.epochs if checked is None else checked).valid(*span)
                 chunk = self._batch(made, index, span, drawn, epoch, valid)
                 yield range(k, k + len(group)), group, index, chunk, given
+                k, size = k + len(group), min(2 * size, per_chunk)
         finally:
             if watch is not None:
                 watch.close()

@@ -100,8 +100,15 @@ class BackgroundCheck:
         self._thread = threading.Thread(target=self._run, name="daliaug-check", daemon=True)
         self._thread.start()
 
-    def _decode(self, paths: Sequence[str]) -> dict[str, str | None]:
-        """The reason each of ``paths`` fails (``None``: it decodes and is unchanged), kept."""
+    def _decode(self, paths: Sequence[str], cached: bool = False) -> dict[str, str | None]:
+        """The reason each of ``paths`` fails (``None``: it decodes and is unchanged), kept;
+        ``cached``: those the cache knows taken from it first."""
+        if cached:
+            known = self._cache.lookup_few(self.decoder, {p: self.keys[p] for p in paths})
+            self._keep(known)
+            paths = [p for p in paths if p not in known]
+            if not paths:
+                return known
         results: dict[str, str | None] = dict.fromkeys(paths)
         results.update(screened(paths, self._undecodable))
         for path in paths:
@@ -171,7 +178,7 @@ class BackgroundCheck:
         with self._lock:
             todo = [p for p in dict.fromkeys(paths) if p not in self._reasons]
         if todo:
-            self._decode(todo)
+            self._decode(todo, cached=True)
         with self._lock:
             return [self._reasons[p] for p in paths]
 

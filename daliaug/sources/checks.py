@@ -456,6 +456,10 @@ def _stored(path: str) -> str | bytes:
     return path
 
 
+FEW = 500
+"""Paths per query of :meth:`CheckCache.lookup_few` (SQLite takes 32,766 parameters at most)."""
+
+
 class CheckCache:
     """Decode results by path, valid while the file's size and modification time hold. Where
     the cache cannot be read or written, it answers nothing and keeps nothing (with one
@@ -503,6 +507,31 @@ class CheckCache:
             key = keys.get(path)
             if key is not None and key[0] == size and key[1] == mtime_ns:
                 found[path] = reason
+        return found
+
+    def lookup_few(self, decoder: str, keys: dict[str, FileKey]) -> dict[str, str | None]:
+        """:meth:`lookup` for a few files (a batch's), by their paths: a query per
+        :data:`FEW` files, on the table's key."""
+        return self._use(partial(self._lookup_few, decoder=decoder, keys=keys), {})
+
+    @staticmethod
+    def _lookup_few(
+        db: sqlite3.Connection, decoder: str, keys: dict[str, FileKey]
+    ) -> dict[str, str | None]:
+        found: dict[str, str | None] = {}
+        paths = list(keys)
+        for i in range(0, len(paths), FEW):
+            part = [_stored(p) for p in paths[i : i + FEW]]
+            rows = db.execute(
+                "SELECT path, size, mtime_ns, reason FROM files WHERE decoder = ? AND path IN "
+                f"({', '.join('?' * len(part))})",
+                (decoder, *part),
+            )
+            for stored, size, mtime_ns, reason in rows:
+                path = stored if isinstance(stored, str) else os.fsdecode(stored)
+                key = keys[path]
+                if key[0] == size and key[1] == mtime_ns:
+                    found[path] = reason
         return found
 
     def store(self, decoder: str, results: dict[str, str | None], keys: dict[str, FileKey]) -> None:

@@ -229,3 +229,24 @@ def test_a_file_changed_since_it_was_listed_is_not_used(numbered: Path) -> None:
     check = background.BackgroundCheck([path], stale, "test", lambda paths: iter(()), "skip")
     assert check.done.wait(60)
     assert "0004.png changed after daliaug checked it" in (check.reasons([path])[0] or "")
+
+
+def test_a_later_start_decodes_no_file_the_cache_knows(
+    numbered: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The feed's own check asks the cache for its batch's files (one query on their paths),
+    so a later start decodes nothing, even before the thread has read the cache."""
+    made = config(numbered, "raise")
+    first = prepare(made).samples.background
+    assert first is not None and first.done.wait(60)
+    decoded: list[str] = []
+    real = background.screened
+
+    def screened(paths: list[str], undecodable: Any) -> Any:
+        decoded.extend(paths)
+        return real(paths, undecodable)
+
+    monkeypatch.setattr(background, "screened", screened)
+    dataset = daliaug.make_dataset(made, framework="numpy")
+    assert sorted(label for (batch,) in epoch(dataset) for label in batch) == list(range(COUNT))
+    assert decoded == []
