@@ -4,8 +4,9 @@ a batch holding it is handed on.
 
 :class:`BackgroundCheck` decodes the source's files on a thread of its own (the cached results
 first, then the rest, the files the feed will need next before the others), and decodes on the
-spot, in the thread that makes a batch, any file of that batch not checked yet. So no file
-reaches an engine unchecked, whichever thread gets there first.
+spot, in the thread that makes a batch, any file of that batch not checked yet (the cache
+asked first). So no file reaches an engine unchecked, whichever thread gets there first. The
+thread begins once the feed has made its first batch, so that it does not slow the start.
 
 :class:`CheckedEpoch` is an epoch's batches as the feed hands them on. ``on_error: raise``: the
 first bad file found stops the epoch at the next batch made, with a
@@ -97,6 +98,7 @@ class BackgroundCheck:
         self._lock = threading.Lock()
         self._warned: set[str] = set()
         self.done = threading.Event()
+        self._begun = threading.Event()
         self._thread = threading.Thread(target=self._run, name="daliaug-check", daemon=True)
         self._thread.start()
 
@@ -128,7 +130,13 @@ class BackgroundCheck:
                 if reason is not None and self._first_bad is None:
                     self._first_bad = path
 
+    def begin(self) -> None:
+        """Let the thread start (the feed has made its first batch: the check does not slow
+        the start, whose files the feed checked itself)."""
+        self._begun.set()
+
     def _run(self) -> None:
+        self._begun.wait()
         start = time.monotonic()
         self._keep(self._cache.lookup(self.decoder, self.keys))
         pending = iter(self.files)
@@ -275,6 +283,7 @@ class CheckedEpoch(Sequence[np.ndarray]):
         start, stop = self._bounds[k]
         with self._lock:
             self._fill(stop)
+            self._check.begin()
             if self._real is not None and k == len(self._bounds) - 1 and self._shorten:
                 stop = max(start + 1, min(stop, self._real))
                 if stop > self._real:

@@ -227,6 +227,7 @@ def test_a_file_changed_since_it_was_listed_is_not_used(numbered: Path) -> None:
     size, mtime, inode, ctime = file_key(path)
     stale = {path: (size, mtime, inode, ctime - 1)}
     check = background.BackgroundCheck([path], stale, "test", lambda paths: iter(()), "skip")
+    check.begin()
     assert check.done.wait(60)
     assert "0004.png changed after daliaug checked it" in (check.reasons([path])[0] or "")
 
@@ -238,7 +239,9 @@ def test_a_later_start_decodes_no_file_the_cache_knows(
     so a later start decodes nothing, even before the thread has read the cache."""
     made = config(numbered, "raise")
     first = prepare(made).samples.background
-    assert first is not None and first.done.wait(60)
+    assert first is not None
+    first.begin()  # (no feed here: nothing else begins it)
+    assert first.done.wait(60)
     decoded: list[str] = []
     real = background.screened
 
