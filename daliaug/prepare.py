@@ -188,7 +188,8 @@ def checked_samples(
     :func:`checked`): file samples decoded once with ``undecodable``; arrays and streamed
     samples (no files of their own, nothing left out when listed), ``check: headers`` and
     samples checked before (an output opening an epoch over prepared samples: the check and
-    its warning happen once) as they are."""
+    its warning happen once) as they are; ``check: background``: the check started beside
+    training (:func:`~daliaug.sources.background.background_checked`)."""
     if config.source.check == "headers" or not isinstance(samples, Samples):
         return samples
     if not samples.files and not samples.rejected:

@@ -98,6 +98,8 @@ class BackgroundCheck:
         self._lock = threading.Lock()
         self._warned: set[str] = set()
         self.done = threading.Event()
+        self.failed: str | None = None
+        """Why the thread stopped before it checked every file, if it did."""
         self._begun = threading.Event()
         self._thread = threading.Thread(target=self._run, name="daliaug-check", daemon=True)
         self._thread.start()
@@ -137,6 +139,19 @@ class BackgroundCheck:
 
     def _run(self) -> None:
         self._begun.wait()
+        try:
+            self._check_all()
+        except Exception as e:  # the feed still decodes each batch's files before handing it on
+            self.failed = f"{type(e).__name__}: {e}"
+            _say(
+                f"the background check stopped ({self.failed}); each batch's files are still "
+                "decoded before the batch is handed on"
+            )
+        finally:
+            self.done.set()
+
+    def _check_all(self) -> None:
+        """Every file checked (the cache's results first), progress said on stderr."""
         start = time.monotonic()
         self._keep(self._cache.lookup(self.decoder, self.keys))
         pending = iter(self.files)
@@ -158,7 +173,6 @@ class BackgroundCheck:
             _say(f"{len(bad)} of {total:,} files cannot be used; all are listed in {listed}")
         elif report:
             _say(f"checked {total:,} files in {time.monotonic() - start:.0f} s: all can be used")
-        self.done.set()
 
     def _next_chunk(self, pending: Iterator[str]) -> list[str]:
         """Up to :data:`CHUNK` files not checked yet: the urgent ones first."""

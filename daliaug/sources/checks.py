@@ -8,7 +8,8 @@ its error cannot name the file; so the files are decoded before training (``sour
 full``, the default). A file's result is cached by its path, size and modification time
 (SQLite under ``$DALIAUG_CACHE``, safe for several processes at once), so a second check of
 unchanged data only reads the cache. :func:`daliaug.prepare.checked` applies the result to a
-source's samples (``source.on_error``).
+source's samples (``source.on_error``). ``check: background`` runs the same check beside
+training instead (:mod:`daliaug.sources.background`).
 """
 
 from __future__ import annotations

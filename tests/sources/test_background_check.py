@@ -253,3 +253,27 @@ def test_a_later_start_decodes_no_file_the_cache_knows(
     dataset = daliaug.make_dataset(made, framework="numpy")
     assert sorted(label for (batch,) in epoch(dataset) for label in batch) == list(range(COUNT))
     assert decoded == []
+
+
+def test_a_thread_that_fails_says_so_and_the_feed_still_checks_every_batch(
+    numbered: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    truncate(numbered, 13)
+    real = background.screened
+
+    def screened(paths: list[str], undecodable: Any) -> Any:
+        if threading.current_thread().name == "daliaug-check":
+            raise RuntimeError("the decoder's library went away")
+        return real(paths, undecodable)
+
+    monkeypatch.setattr(background, "screened", screened)
+    made = config(numbered, "skip")
+    samples = prepare(made).samples
+    dataset = daliaug.make_dataset(made, samples=samples, framework="numpy")
+    with pytest.warns(DataWarning, match="0013.png"):
+        labels = sorted(label for (batch,) in epoch(dataset) for label in batch)
+    assert labels == [i for i in range(COUNT) if i != 13]
+    check = samples.background
+    assert check is not None and check.done.wait(60)
+    assert check.failed == "RuntimeError: the decoder's library went away"
+    assert "the background check stopped (RuntimeError" in capsys.readouterr().err
