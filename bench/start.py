@@ -7,10 +7,11 @@ The tree is ``<class>/<i>.jpg`` hard links to a few real small JPEGs (``os.link`
 cost folder entries, not image bytes), 1,000 files per class (ImageNet's 1,281 per class is
 near), kept under ``$DALIAUG_CACHE/bench/start-<N>`` between runs. ``--imagenet`` adds
 N = 1,281,167. Each start is a fresh process (imports not timed): ``make_dataset(config)`` then
-the first batch, for ``check: full`` (the default) and ``check: headers``; the *first start*
-has a fresh, empty ``DALIAUG_CACHE`` (only the tree is kept elsewhere), *later starts* keep
-that cache. DALI's reader: ``readers.file(file_root)`` + CPU decode + resize, built and run
-once; tf.data: ``list_files`` + its first element. The file system's own cost is
+the first batch, for ``check: full`` (the default), ``background`` and ``headers``; the *first
+start* has a fresh, empty ``DALIAUG_CACHE`` (only the tree is kept elsewhere), *later starts*
+keep that cache (a ``background`` start's check is let finish after the first batch, untimed,
+as a first epoch would). DALI's reader: ``readers.file(file_root)`` + CPU decode + resize,
+built and run once; tf.data: ``list_files`` + its first element. The file system's own cost is
 ``os.scandir`` over the tree. The tree is in the page cache throughout (it was just written
 or listed): these are warm-file-system times. ``--profile N`` runs one later start and one
 first start of daliaug under cProfile and records the top functions. Writes
@@ -43,6 +44,8 @@ PER_CLASS = 1000
 SIZE = 32
 BATCH = 32
 SOURCES = 4
+CHECKS = ("full", "background", "headers")
+"""The ``source.check`` modes timed: the full check first, beside training, headers only."""
 """Real JPEGs the tree's files are hard links to."""
 
 
@@ -129,7 +132,20 @@ def child(tool: str, train: str, check: str, profile: str | None) -> dict[str, A
     result: dict[str, Any] = {"seconds": seconds, "cpu": cpu, "max_rss_mib": _max_rss_mib()}
     if profile:
         profiler.dump_stats(profile)
+    if tool == "daliaug" and check == "background":
+        _finish_check(Path(train))
     return result
+
+
+def _finish_check(train: Path) -> None:
+    """The background check let finish (untimed), as the first epoch of a training run would
+    let it, so that a later start finds every file's result in the cache."""
+    from daliaug.prepare import prepare
+
+    check = prepare(config(train, "background")).samples.background
+    assert check is not None
+    check.begin()
+    check.done.wait()
 
 
 def _import_all() -> None:
@@ -215,7 +231,7 @@ def measure(n: int, root: Path, repeats: int) -> dict[str, Any]:
                 "later": median(r["seconds"] for r in runs),
                 "later_cpu": median(r["cpu"] for r in runs),
             }
-        for check in ("full", "headers"):
+        for check in CHECKS:
             cache = Path(scratch) / check
             first = run("daliaug", train, cache, check)
             later = [run("daliaug", train, cache, check) for _ in range(repeats)]
@@ -254,7 +270,7 @@ def _extrapolate(small: dict[str, Any], big: dict[str, Any], n: int) -> list[flo
     """Each column at ``n`` files on the line through the two largest measured N (a fixed
     cost plus a cost per file), labelled as extrapolated in the report."""
     columns = [(k, "later") for k in ("scandir", "dali", "tf.data")]
-    columns += [(f"daliaug {c}", s) for c in ("full", "headers") for s in ("first", "later")]
+    columns += [(f"daliaug {c}", s) for c in CHECKS for s in ("first", "later")]
     values = []
     for key, start in columns:
         per_file = (big[key][start] - small[key][start]) / (big["files"] - small["files"])
@@ -273,24 +289,28 @@ def report(rows: list[dict[str, Any]], profile: dict[str, Any] | None, extrapola
         "cache.",
         "",
         "| N | scandir | DALI readers.file | tf.data list_files | daliaug full first | "
-        "daliaug full later | daliaug headers first | daliaug headers later | "
-        "full first / DALI | full later / DALI | bytes per listed sample |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "daliaug full later | daliaug background first | daliaug background later | "
+        "daliaug headers first | daliaug headers later | full first / DALI | "
+        "full later / DALI | background first / DALI | background later / DALI | "
+        "bytes per listed sample |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         dali = r["dali"]["later"]
-        full, headers = r["daliaug full"], r["daliaug headers"]
+        full, back, headers = (r[f"daliaug {c}"] for c in CHECKS)
         lines.append(
             f"| {r['files']:,} | {r['scandir']['later']:.3f} | {dali:.3f} | "
             f"{r['tf.data']['later']:.3f} | {full['first']:.2f} | {full['later']:.2f} | "
+            f"{back['first']:.2f} | {back['later']:.2f} | "
             f"{headers['first']:.2f} | {headers['later']:.2f} | {full['first'] / dali:.1f}x | "
-            f"{full['later'] / dali:.1f}x | {r['memory']['per_sample_bytes']:.0f} |"
+            f"{full['later'] / dali:.1f}x | {back['first'] / dali:.1f}x | "
+            f"{back['later'] / dali:.1f}x | {r['memory']['per_sample_bytes']:.0f} |"
         )
     for n, row in extrapolated.items():
         lines.append(
             f"| {n:,} (extrapolated: the line through the two largest N) | "
             + " | ".join(f"{v:.2f}" for v in row)
-            + " | | | |"
+            + " | | | | | |"
         )
     if profile:
         for start in ("first", "later"):

@@ -21,6 +21,7 @@ from daliaug.engines.select import Choice, Device, choose
 from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
 from daliaug.memory import check_memory
 from daliaug.sources.arrays import array_samples
+from daliaug.sources.background import background_checked
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import Undecodable, check_files, describe_rejected, skip_list
 from daliaug.sources.sample_set import SampleSet
@@ -187,11 +188,14 @@ def checked_samples(
     :func:`checked`): file samples decoded once with ``undecodable``; arrays and streamed
     samples (no files of their own, nothing left out when listed), ``check: headers`` and
     samples checked before (an output opening an epoch over prepared samples: the check and
-    its warning happen once) as they are."""
-    if config.source.check != "full" or not isinstance(samples, Samples):
+    its warning happen once) as they are; ``check: background``: the check started beside
+    training (:func:`~daliaug.sources.background.background_checked`)."""
+    if config.source.check == "headers" or not isinstance(samples, Samples):
         return samples
     if not samples.files and not samples.rejected:
         return samples
     if samples.checked is not None:
         return samples
+    if config.source.check == "background":
+        return background_checked(samples, decoder, undecodable, config.source.on_error)
     return checked(samples, decoder, undecodable, config.source.on_error)

@@ -38,6 +38,7 @@ from daliaug.epoch import Epochs, ParameterRows
 from daliaug.errors import DataError, carried_error
 from daliaug.kernels.arrays import NUMPY, Arrays
 from daliaug.plan import Plan
+from daliaug.sources.background import CheckedEpoch
 from daliaug.sources.base import Samples, padded
 from daliaug.sources.checks import explain_failure
 from daliaug.sources.sample_set import SampleSet
@@ -308,6 +309,7 @@ class EpochFeed:
         self.params = None if params is None else np.asarray(params, dtype=np.float32)
         self._shared: OrderedDict[tuple[str, int, int, int], dict[str, np.ndarray]] = OrderedDict()
         self._shared_lock = threading.Lock()
+        self._checked: OrderedDict[int, CheckedEpoch] = OrderedDict()
         # input -> file column, for the files the host reads (form.reads)
         self._host_files = {
             READ_ON_HOST[name]: name
@@ -323,7 +325,7 @@ class EpochFeed:
         the one it carries, else the first of their files that changed, went missing or does
         not decode, else ``what`` with the error's informative line (see
         :func:`~daliaug.sources.checks.explain_failure`)."""
-        carried = carried_error(error)
+        carried = error if isinstance(error, DataError) else carried_error(error)
         if isinstance(carried, DataError):
             return carried
         recent = np.concatenate([np.zeros(0, np.int64), *self.recent])
@@ -377,7 +379,7 @@ class EpochFeed:
         (files, shards), which is not held in memory."""
         stored = [name for name in names if self._stored(name)]
         per_chunk = 1 if stored else max(1, size // self.epochs.batch_size)
-        for group, index, chunk, given in self._groups(epoch, names, per_chunk, check_files):
+        for group, _, index, chunk, given in self._groups(epoch, names, per_chunk, check_files):
             for name in stored:
                 rows = self._read(name, index)
                 chunk[name] = padded(rows) if isinstance(rows, list) else rows
@@ -387,13 +389,19 @@ class EpochFeed:
 
     def _groups(
         self, epoch: int, names: Sequence[str], per_chunk: int, check_files: bool
-    ) -> Iterator[tuple[range, np.ndarray, dict[str, np.ndarray], Callable[[int], None]]]:
-        """Each chunk of ``per_chunk`` batches: its batches' numbers, its samples, its arrays
-        of ``names`` but the stored ones, and ``given``, to call for each batch before it is
-        handed on (with ``check_files``: the batch's files checked unchanged, unless the host
-        reads them, which checks them as it reads; its samples kept as :attr:`recent`)."""
+    ) -> Iterator[
+        tuple[range, list[np.ndarray], np.ndarray, dict[str, np.ndarray], Callable[[int], None]]
+    ]:
+        """Each chunk of ``per_chunk`` batches: its batches' numbers and samples, all its
+        samples, its arrays of ``names`` but the stored ones, and ``given``, to call for each
+        batch before it is handed on (with ``check_files``: the batch's files checked
+        unchanged, unless the host reads them, which checks them as it reads; its samples kept
+        as :attr:`recent`). With ``source.check: background`` the batches are those of
+        :meth:`checked_epoch`, each file decoded before its batch is made, and the chunks grow
+        from one batch to ``per_chunk`` (the first batch waits for its own files only)."""
         drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
-        batches = self.epochs.batches(epoch)
+        checked = self.checked_epoch(epoch)
+        batches = self.epochs.batches(epoch) if checked is None else checked
         bounds = self.epochs.bounds
         watched = check_files and self.samples.checked and not self._host_files
         watch = FileWatch(self.samples, batches) if watched else None
@@ -406,12 +414,15 @@ class EpochFeed:
                 self.recent.append(batches[j])
 
         try:
-            for k in range(0, len(batches), per_chunk):
-                group = batches[k : k + per_chunk]
+            k, size = 0, per_chunk if checked is None else 1
+            while k < len(batches):
+                group = batches[k : k + size]
                 index = group[0] if len(group) == 1 else np.concatenate(group)
-                span = (bounds[k][0], bounds[k + len(group) - 1][1])
-                chunk = self._batch(made, index, span, drawn, epoch)
-                yield range(k, k + len(group)), index, chunk, given
+                span = (bounds[k][0], bounds[k][0] + len(index))  # (a last batch cut short)
+                valid = (self.epochs if checked is None else checked).valid(*span)
+                chunk = self._batch(made, index, span, drawn, epoch, valid)
+                yield range(k, k + len(group)), group, index, chunk, given
+                k, size = k + len(group), min(2 * size, per_chunk)
         finally:
             if watch is not None:
                 watch.close()
@@ -428,13 +439,12 @@ class EpochFeed:
         reads them, or else on a thread of their own (:class:`FileWatch`). The batches are
         made :data:`FEED_CHUNK` samples at a time and cut apart (the plan's Python work paid
         once per chunk: ``bench/host_cost.py``), their stored inputs read batch by batch."""
-        bounds = self.epochs.bounds
         stored = [name for name in names if self._stored(name)]
         per_chunk = max(1, FEED_CHUNK // self.epochs.batch_size)
-        for group, index, chunk, given in self._groups(epoch, names, per_chunk, check_files):
+        for group, parts, index, chunk, given in self._groups(epoch, names, per_chunk, check_files):
             at = 0
-            for j in group:
-                size = bounds[j][1] - bounds[j][0]
+            for j, part in zip(group, parts, strict=True):
+                size = len(part)
                 batch = {name: array[at : at + size] for name, array in chunk.items()}
                 batch.update({name: self._read(name, index[at : at + size]) for name in stored})
                 given(j)
@@ -448,12 +458,13 @@ class EpochFeed:
         bounds: tuple[int, int],
         drawn: ParameterRows | None,
         epoch: int,
+        valid: np.ndarray,
     ) -> dict[str, np.ndarray]:
         """The arrays ``names`` of the batches at positions ``bounds`` of ``epoch``, samples
-        ``index``; ``drawn``: the epoch's parameter rows (``None``: the explicit ``params``)."""
+        ``index``, ``valid`` where they are no padding; ``drawn``: the epoch's parameter rows
+        (``None``: the explicit ``params``)."""
         start, stop = bounds
         out: dict[str, np.ndarray] = {"index": index}
-        valid = self.epochs.valid(start, stop)
         moves_boxes = self.boxes is not None and not self.boxes.shapes.keys().isdisjoint(names)
         parts = any(name.startswith(WARP_PART) for name in names)
         evaluates = "warp" in names or parts
@@ -479,6 +490,29 @@ class EpochFeed:
             if name in self.samples.columns and name not in out:
                 out[name] = np.asarray(self.samples.columns[name][index])
         return {name: out[name] for name in names}
+
+    CHECKED_KEPT = 2
+    """Epochs whose checked batches (:meth:`checked_epoch`) a feed keeps: its streams read one
+    epoch, or two where one stream starts the next before another ends."""
+
+    def checked_epoch(self, epoch: int) -> CheckedEpoch | None:
+        """With ``source.check: background``, ``epoch``'s batches as the check leaves them
+        (:class:`~daliaug.sources.background.CheckedEpoch`), one for every stream of the feed;
+        ``None`` otherwise. A dataset without weights or ``drop_remainder`` ends an epoch
+        short of samples with a shorter last batch, any other pads it (weight 0)."""
+        check = self.samples.background
+        if check is None:
+            return None
+        with self._shared_lock:
+            found = self._checked.get(epoch)
+            if found is None:
+                shorten = self.weights is None and not self.epochs.drop_remainder
+                order = self.epochs.order(epoch)
+                found = CheckedEpoch(self.samples, check, order, self.epochs.bounds, shorten)
+                self._checked[epoch] = found
+                while len(self._checked) > self.CHECKED_KEPT:
+                    self._checked.popitem(last=False)
+            return found
 
     def _parts(self, params: Mapping[str, np.ndarray], sizes: np.ndarray) -> dict[str, np.ndarray]:
         """The parts of ``warp`` (:attr:`FeedForm.warp`) of samples with ``params`` on images

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 from pydantic import model_validator
@@ -24,6 +24,9 @@ from daliaug.sources.checks import FileKey, assert_unchanged, describe_rejected,
 from daliaug.sources.listing import IMAGE_EXTENSIONS
 from daliaug.sources.sample_set import SampleSet, shard_range
 from daliaug.tagged import Tagged
+
+if TYPE_CHECKING:
+    from daliaug.sources.background import BackgroundCheck
 
 
 def padded(rows: Sequence[bytes | np.ndarray]) -> np.ndarray:
@@ -37,8 +40,12 @@ def padded(rows: Sequence[bytes | np.ndarray]) -> np.ndarray:
 
 def encode_paths(paths: Sequence[str]) -> np.ndarray:
     """File names as a zero-padded ``uint8`` matrix, one row per file (for ``fn.io.file.read``):
-    the bytes of each name on the file system (any name Linux allows)."""
-    return padded([os.fsencode(p) for p in paths])
+    the bytes of each name on the file system (any name Linux allows; none holds a zero
+    byte, so NumPy's fixed-width bytes, zero-padded, are the rows as they are)."""
+    if not paths:
+        return np.zeros((0, 1), np.uint8)
+    names = np.array([os.fsencode(p) for p in paths])
+    return names.view(np.uint8).reshape(len(names), max(names.itemsize, 1))
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,9 @@ class Samples(SampleSet):
     listed: dict[str, FileKey] | None = None
     """Each file's key as the listing found it, where it knows them: the full check takes
     these rather than asking the file system for every file again."""
+    background: BackgroundCheck | None = None
+    """With ``source.check: background``: the decode check running beside training, which
+    the feed asks before it hands on a batch (:mod:`daliaug.sources.background`)."""
 
     @staticmethod
     def of_files(
@@ -86,10 +96,12 @@ class Samples(SampleSet):
         """Samples whose file columns are the given file lists (encoded for DALI), without the
         samples that have a file in ``rejected``."""
         rejected = rejected or {}
-        keep = np.flatnonzero(
-            [not any(paths[i] in rejected for paths in files.values()) for i in range(len(sizes))]
-        )
-        kept = {k: [v[i] for i in keep] for k, v in files.items()}
+        keep = np.arange(len(sizes))
+        if rejected:
+            keep = np.flatnonzero(
+                [not any(p[i] in rejected for p in files.values()) for i in range(len(sizes))]
+            )
+        kept = {k: v if len(keep) == len(v) else [v[i] for i in keep] for k, v in files.items()}
         columns = {name: encode_paths(paths) for name, paths in kept.items()}
         arrays = {name: column[keep] for name, column in arrays.items()}
         return Samples(
@@ -154,11 +166,16 @@ class Samples(SampleSet):
             self.notes,
             self.flip_indices,
             self.listed,
+            self.background,
         )
 
     def with_checked(self, keys: dict[str, FileKey]) -> Samples:
         """The same samples, their files' checked keys recorded (see :attr:`checked`)."""
         return dataclasses.replace(self, checked=keys, listed=None)
+
+    def with_background(self, check: BackgroundCheck) -> Samples:
+        """The same samples, their files checked by ``check`` beside training."""
+        return dataclasses.replace(self, background=check)
 
     def assert_unchanged(self, indices: np.ndarray) -> None:
         """A :class:`DataError` naming the first file of the samples at ``indices`` that
@@ -179,6 +196,8 @@ class Samples(SampleSet):
         return read_files([paths[i] for i in indices.tolist()], keys)
 
     def shard(self, shard_id: int, num_shards: int) -> Samples:
+        if num_shards == 1:
+            return self
         return self.subset(np.arange(*shard_range(len(self), shard_id, num_shards)))
 
     def holdout(self, fraction: float, seed: int) -> tuple[Samples, Samples]:
@@ -218,9 +237,11 @@ class SourceConfig(Tagged):
 
     shard_id: ShardId = 0
     num_shards: ShardCount = 1
-    check: Literal["full", "headers"] = "full"
-    """``full``: every file decoded once before training (cached); ``headers``: only the
-    headers read (a file that then fails to decode stops training unnamed)."""
+    check: Literal["full", "background", "headers"] = "full"
+    """``full``: every file decoded once before training (cached); ``background``: the same
+    decode check beside training, each batch's files checked before the batch is handed on
+    (:mod:`daliaug.sources.background`); ``headers``: only the headers read (a file that then
+    fails to decode stops training unnamed)."""
     on_error: Literal["raise", "skip"] = "raise"
     """What a file that fails the full check does: stop with an error naming it, or leave its
     sample out of every epoch (listed next to the cache)."""
@@ -229,8 +250,10 @@ class SourceConfig(Tagged):
     def _shard_in_range(self) -> SourceConfig:
         if self.shard_id >= self.num_shards:
             raise ValueError(f"shard_id {self.shard_id} must be below num_shards {self.num_shards}")
-        if self.on_error == "skip" and self.check != "full":
-            raise ValueError("on_error: skip needs check: full (bad files are found by decoding)")
+        if self.on_error == "skip" and self.check == "headers":
+            raise ValueError(
+                "on_error: skip needs check: full or background (bad files are found by decoding)"
+            )
         return self
 
     @property

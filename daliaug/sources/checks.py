@@ -8,7 +8,8 @@ its error cannot name the file; so the files are decoded before training (``sour
 full``, the default). A file's result is cached by its path, size and modification time
 (SQLite under ``$DALIAUG_CACHE``, safe for several processes at once), so a second check of
 unchanged data only reads the cache. :func:`daliaug.prepare.checked` applies the result to a
-source's samples (``source.on_error``).
+source's samples (``source.on_error``). ``check: background`` runs the same check beside
+training instead (:mod:`daliaug.sources.background`).
 """
 
 from __future__ import annotations
@@ -177,49 +178,77 @@ def image_headers(paths: Sequence[str], kept: bool = True) -> Headers:
     was added, removed or changed. Files that failed are read again at
     every start, so a file fixed in place is seen. The caller hands the keys on with the
     samples (``Samples.listed``), so that the read check holds the file to them;
-    ``kept=False`` reads every header anew, keeping nothing."""
+    ``kept=False`` reads every header anew, keeping nothing.
+
+    At a later start the work per file is its ``stat`` and no Python object of its own: the
+    keys are compared as NumPy arrays, a folder at a time, against its record where the record
+    lists the same names in the same order (the listing's sorted order), else by name."""
     n = len(paths)
     sizes = np.zeros((n, 2), np.int32)
-    keys = np.full((n, 4), -1, np.int64)
-    by_folder: dict[str, list[int]] = {}
-    names: list[str] = []
+    keys = stat_keys(paths) if kept else np.full((n, 4), -1, np.int64)
+    folders: dict[str, tuple[list[int], list[str]]] = {}
     for i, path in enumerate(paths):
         folder, sep, name = path.rpartition(os.sep)
-        by_folder.setdefault(folder or sep, []).append(i)  # ("/" for a file at the root)
+        index, names = folders.setdefault(folder or sep, ([], []))  # ("/" at the root)
+        index.append(i)
         names.append(name)
-    todo: list[tuple[str, FileKey | None, tuple[int, int] | None]] = []
-    where: list[int] = []  # the path of each of todo
-    records: dict[str, tuple[FolderRecord | None, list[int]]] = {}
-    for folder, index in by_folder.items():
+    known = np.zeros(n, bool)
+    records: dict[str, FolderRecord | None] = {}
+    for folder, (index, names) in folders.items():
         record = FolderRecord.load(folder) if kept else None
-        known = record.by_name() if record is not None else {}
-        todo.extend((paths[i], *(known.get(names[i]) or (None, None))) for i in index)
-        where.extend(index)
-        records[folder] = (record, index)
-    reader = partial(_header_and_key, keyed=kept)
-    read, failed = check_each(reader, todo, "reading image headers")
-    for i, got in zip(where, read, strict=True):
-        if got is not None:
+        records[folder] = record
+        if record is None:
+            continue
+        rows = np.asarray(index)
+        if record.names == names:
+            same = np.all(record.keys == keys[rows], axis=1)
+            sizes[rows[same]] = record.sizes[same]
+        else:
+            by_name = record.by_name()
+            old = [by_name.get(name) for name in names]
+            now = keys[rows].tolist()
+            same = np.array(
+                [o is not None and o[0] == tuple(k) for o, k in zip(old, now, strict=True)], bool
+            )
+            for i, o, hit in zip(rows.tolist(), old, same.tolist(), strict=True):
+                if hit:
+                    sizes[i] = o[1]  # type: ignore[index]
+        known[rows[same]] = True
+    todo = np.flatnonzero(~known)
+    read, failed = check_each(
+        partial(_header_and_key, keyed=kept), [paths[i] for i in todo], "reading image headers"
+    )
+    for i, got in zip(todo.tolist(), read, strict=True):
+        if got is None:
+            keys[i] = -1
+        else:
             sizes[i], keys[i] = got
-    for folder, (record, index) in records.items():
-        good = _good([names[i] for i in index], keys[index])
-        if kept and (record is None or not record.holds(good, keys[index])):
-            FolderRecord.of(folder, good, sizes[index], keys[index])
-    return Headers(sizes, keys, {path: reason for (path, *_), reason in failed.items()})
+    for folder, (index, names) in folders.items():
+        rows = np.asarray(index)
+        record = records[folder]
+        good = _good(names, keys[rows])
+        if kept and (record is None or not record.holds(good, keys[rows])):
+            FolderRecord.of(folder, good, sizes[rows], keys[rows])
+    return Headers(sizes, keys, failed)
 
 
-def _header_and_key(
-    item: tuple[str, FileKey | None, tuple[int, int] | None], keyed: bool
-) -> tuple[tuple[int, int], FileKey]:
-    """A file's ``(height, width)`` and key (zeros unless ``keyed``): kept from its folder's
-    old record where its key still matches (a stat), else its header read."""
-    path, old_key, old_size = item
-    if old_key is not None and old_size is not None:
+def stat_keys(paths: Sequence[str]) -> np.ndarray:
+    """Each file's :data:`FileKey` as a row of an ``(n, 4)`` int64 array, -1 where it cannot
+    be had (the header read then names the file)."""
+    out = np.full((len(paths), 4), -1, np.int64)
+    rows = []
+    for path in paths:
         try:
-            if file_key(path) == old_key:
-                return old_size, old_key
+            rows.append(stat_key(os.stat(path)))
         except OSError:
-            pass  # the header read below names it
+            rows.append((-1, -1, -1, -1))
+    if rows:
+        out[:] = rows
+    return out
+
+
+def _header_and_key(path: str, keyed: bool) -> tuple[tuple[int, int], FileKey]:
+    """A file's ``(height, width)`` from its header and its key (zeros unless ``keyed``)."""
     _, height, width = image_header(path)
     try:
         return (height, width), file_key(path) if keyed else (0, 0, 0, 0)
@@ -428,6 +457,10 @@ def _stored(path: str) -> str | bytes:
     return path
 
 
+FEW = 500
+"""Paths per query of :meth:`CheckCache.lookup_few` (SQLite takes 32,766 parameters at most)."""
+
+
 class CheckCache:
     """Decode results by path, valid while the file's size and modification time hold. Where
     the cache cannot be read or written, it answers nothing and keeps nothing (with one
@@ -475,6 +508,31 @@ class CheckCache:
             key = keys.get(path)
             if key is not None and key[0] == size and key[1] == mtime_ns:
                 found[path] = reason
+        return found
+
+    def lookup_few(self, decoder: str, keys: dict[str, FileKey]) -> dict[str, str | None]:
+        """:meth:`lookup` for a few files (a batch's), by their paths: a query per
+        :data:`FEW` files, on the table's key."""
+        return self._use(partial(self._lookup_few, decoder=decoder, keys=keys), {})
+
+    @staticmethod
+    def _lookup_few(
+        db: sqlite3.Connection, decoder: str, keys: dict[str, FileKey]
+    ) -> dict[str, str | None]:
+        found: dict[str, str | None] = {}
+        paths = list(keys)
+        for i in range(0, len(paths), FEW):
+            part = [_stored(p) for p in paths[i : i + FEW]]
+            rows = db.execute(
+                "SELECT path, size, mtime_ns, reason FROM files WHERE decoder = ? AND path IN "
+                f"({', '.join('?' * len(part))})",
+                (decoder, *part),
+            )
+            for stored, size, mtime_ns, reason in rows:
+                path = stored if isinstance(stored, str) else os.fsdecode(stored)
+                key = keys[path]
+                if key[0] == size and key[1] == mtime_ns:
+                    found[path] = reason
         return found
 
     def store(self, decoder: str, results: dict[str, str | None], keys: dict[str, FileKey]) -> None:

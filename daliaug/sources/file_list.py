@@ -116,7 +116,7 @@ class FileListSource(SourceConfig):
             _, height, width = image_header(path, data)
         except DataError as e:
             return str(e), 0, (0, 0), ""
-        broken = pillow_reason(io.BytesIO(data)) if self.check == "full" else None
+        broken = pillow_reason(io.BytesIO(data)) if self.check != "headers" else None
         if broken is not None:
             return f"cannot decode image {path}: {broken}", 0, (0, 0), identity
         return None, len(data), (height, width), identity

@@ -39,13 +39,13 @@ class FileWatch:
         self._thread.start()
 
     def _run(self) -> None:
-        for k, indices in enumerate(self._batches):
+        for k in range(len(self._batches)):
             with self._cond:
                 self._cond.wait_for(lambda k=k: self._closed or k - self._asked < AHEAD)
                 if self._closed:
                     return
-            try:
-                self._samples.assert_unchanged(indices)
+            try:  # (a checked epoch's batch is decode-checked as it is taken: it may fail)
+                self._samples.assert_unchanged(self._batches[k])
             except Exception as e:  # handed to the feed's thread, which raises it
                 error: Exception | None = e
             else:

@@ -364,7 +364,7 @@ class WebDatasetSource(MaskTargets):
                 )
             offset, size, data = sample[image]
             _, height, width = image_header(f"{name}.{image}", data)
-            broken = pillow_reason(io.BytesIO(data)) if self.check == "full" else None
+            broken = pillow_reason(io.BytesIO(data)) if self.check != "headers" else None
             if broken is not None:
                 raise DataError(f"cannot decode image {name}.{image}: {broken}")
             if self.segmentation:

@@ -52,8 +52,18 @@ def test_a_later_start_reads_no_header_and_stats_each_file_once(
 ) -> None:
     first = listed(tree)
     headers, keys = counted(monkeypatch, "image_header"), counted(monkeypatch, "file_key")
+    stats: list[str] = []
+    real_stat = checks.os.stat
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        stats.append(str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(checks.os, "stat", stat)
     later = listed(tree)
-    assert headers == [] and sorted(keys) == sorted(first.paths)
+    monkeypatch.undo()
+    assert headers == [] and keys == []
+    assert sorted(p for p in stats if p in first.paths) == sorted(first.paths)
     assert later.paths == first.paths
     np.testing.assert_array_equal(later.sizes, first.sizes)
     assert later.listed == first.listed == {p: checks.file_key(p) for p in first.paths}

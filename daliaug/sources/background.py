@@ -1,0 +1,357 @@
+"""The full decode check beside training (``source.check: background``): training starts once
+the files are listed (headers read), and every file is decoded by the engine's decoder before
+a batch holding it is handed on.
+
+:class:`BackgroundCheck` decodes the source's files on a thread of its own (the cached results
+first, then the rest, the files the feed will need next before the others), and decodes on the
+spot, in the thread that makes a batch, any file of that batch not checked yet (the cache
+asked first). So no file reaches an engine unchecked, whichever thread gets there first. The
+thread begins once the feed has made its first batch, so that it does not slow the start.
+
+:class:`CheckedEpoch` is an epoch's batches as the feed hands them on. ``on_error: raise``: the
+first bad file found stops the epoch at the next batch made, with a
+:class:`~daliaug.errors.DataError` naming it (before any batch holding it). ``on_error: skip``:
+the samples of bad files are left out of the epoch's order and the samples after them move up,
+each taking the parameter row of its new position; the epoch keeps the batch count its listing
+gave (the same on every process of a distributed job, which lists the same files): where the
+order runs out, the last batch is shorter (an unweighted dataset without ``drop_remainder``, by
+at most all but one of its samples), else the positions left are filled by repeats from the
+start of the order marked as padding (weight 0), as short shards are. Which samples a batch
+holds depends on the files alone, not on which thread checked them or when.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import warnings
+from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import Protocol, Self, TypeVar, overload
+
+import numpy as np
+
+from daliaug.errors import DataError, DataWarning, user_stacklevel
+from daliaug.sources.checks import (
+    PROGRESS_FROM,
+    CheckCache,
+    FileKey,
+    Undecodable,
+    assert_unchanged,
+    describe_rejected,
+    file_key,
+    screened,
+    skip_list,
+)
+
+
+class Listed(Protocol):
+    """What the check asks of samples (:class:`~daliaug.sources.base.Samples`, which holds
+    the check: this module does not import it)."""
+
+    files: dict[str, list[str]]
+    rejected: dict[str, str]
+    listed: dict[str, FileKey] | None
+
+    @property
+    def image_files(self) -> list[str]: ...
+
+    def with_checked(self, keys: dict[str, FileKey]) -> Self: ...
+
+    def with_background(self, check: BackgroundCheck) -> Self: ...
+
+
+L = TypeVar("L", bound=Listed)
+
+
+CHUNK = 256
+"""Files the background thread decodes at a time (and stores in the cache)."""
+AHEAD = 8
+"""Batches of the order, past the one being made, whose files the background thread takes
+first."""
+REPORT_EVERY = 10.0
+"""Seconds between progress lines of a check of :data:`PROGRESS_FROM` files or more."""
+
+
+class BackgroundCheck:
+    """The decode check of ``files`` (their ``keys`` as listed) by ``undecodable``, its results
+    cached under ``decoder``: on a daemon thread, and on the spot for the files a batch needs
+    (:meth:`reasons`). A file that changed since it was listed counts as bad, named so."""
+
+    def __init__(
+        self,
+        files: Sequence[str],
+        keys: dict[str, FileKey],
+        decoder: str,
+        undecodable: Undecodable,
+        on_error: str,
+        cache: CheckCache | None = None,
+    ) -> None:
+        self.files = list(dict.fromkeys(files))
+        self.keys, self.decoder, self.on_error = keys, decoder, on_error
+        self._undecodable = undecodable
+        self._cache = cache or CheckCache()
+        self._reasons: dict[str, str | None] = {}
+        self._first_bad: str | None = None
+        self._urgent: deque[str] = deque()
+        self._lock = threading.Lock()
+        self._warned: set[str] = set()
+        self.done = threading.Event()
+        self.failed: str | None = None
+        """Why the thread stopped before it checked every file, if it did."""
+        self._begun = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="daliaug-check", daemon=True)
+        self._thread.start()
+
+    def _decode(self, paths: Sequence[str], cached: bool = False) -> dict[str, str | None]:
+        """The reason each of ``paths`` fails (``None``: it decodes and is unchanged), kept;
+        ``cached``: those the cache knows taken from it first."""
+        if cached:
+            known = self._cache.lookup_few(self.decoder, {p: self.keys[p] for p in paths})
+            self._keep(known)
+            paths = [p for p in paths if p not in known]
+            if not paths:
+                return known
+        results: dict[str, str | None] = dict.fromkeys(paths)
+        results.update(screened(paths, self._undecodable))
+        for path in paths:
+            if results[path] is None:
+                try:
+                    assert_unchanged(path, self.keys[path])
+                except DataError as e:
+                    results[path] = str(e)
+        self._cache.store(self.decoder, results, self.keys)
+        self._keep(results)
+        return results
+
+    def _keep(self, results: dict[str, str | None]) -> None:
+        with self._lock:
+            for path, reason in results.items():
+                self._reasons.setdefault(path, reason)
+                if reason is not None and self._first_bad is None:
+                    self._first_bad = path
+
+    def begin(self) -> None:
+        """Let the thread start (the feed has made its first batch: the check does not slow
+        the start, whose files the feed checked itself)."""
+        self._begun.set()
+
+    def _run(self) -> None:
+        self._begun.wait()
+        try:
+            self._check_all()
+        except Exception as e:  # the feed still decodes each batch's files before handing it on
+            self.failed = f"{type(e).__name__}: {e}"
+            _say(
+                f"the background check stopped ({self.failed}); each batch's files are still "
+                "decoded before the batch is handed on"
+            )
+        finally:
+            self.done.set()
+
+    def _check_all(self) -> None:
+        """Every file checked (the cache's results first), progress said on stderr."""
+        start = time.monotonic()
+        self._keep(self._cache.lookup(self.decoder, self.keys))
+        pending = iter(self.files)
+        total, shown = len(self.files), start
+        report = total >= PROGRESS_FROM
+        if report:
+            _say(f"checking {total:,} files beside training (source.check: background)")
+        while True:
+            chunk = self._next_chunk(pending)
+            if not chunk:
+                break
+            self._decode(chunk)
+            if report and time.monotonic() - shown > REPORT_EVERY:
+                shown = time.monotonic()
+                _say(f"checked {len(self._reasons):,} of {total:,} files")
+        bad = self.bad
+        if bad:
+            listed = skip_list(bad, self.files)
+            _say(f"{len(bad)} of {total:,} files cannot be used; all are listed in {listed}")
+        elif report:
+            _say(f"checked {total:,} files in {time.monotonic() - start:.0f} s: all can be used")
+
+    def _next_chunk(self, pending: Iterator[str]) -> list[str]:
+        """Up to :data:`CHUNK` files not checked yet: the urgent ones first."""
+        chunk: list[str] = []
+        with self._lock:
+            while self._urgent and len(chunk) < CHUNK:
+                path = self._urgent.popleft()
+                if path not in self._reasons:
+                    chunk.append(path)
+        for path in pending:
+            if path not in self._reasons:  # (a dict's lookups hold under the GIL)
+                chunk.append(path)
+            if len(chunk) >= CHUNK:
+                break
+        return list(dict.fromkeys(chunk))
+
+    def prefer(self, paths: Sequence[str]) -> None:
+        """Check ``paths`` (which a batch will need soon) before the others."""
+        with self._lock:
+            self._urgent.extend(p for p in paths if p not in self._reasons)
+
+    def reasons(self, paths: Sequence[str]) -> list[str | None]:
+        """Why each of ``paths`` cannot be used (``None``: it can), those not checked yet
+        decoded now, in this thread."""
+        with self._lock:
+            todo = [p for p in dict.fromkeys(paths) if p not in self._reasons]
+        if todo:
+            self._decode(todo, cached=True)
+        with self._lock:
+            return [self._reasons[p] for p in paths]
+
+    @property
+    def bad(self) -> dict[str, str]:
+        """The files found bad so far, with the reason."""
+        with self._lock:
+            return {p: r for p, r in self._reasons.items() if r is not None}
+
+    def raise_if_bad(self) -> None:
+        """With ``on_error: raise``: the :class:`DataError` naming the first bad file found."""
+        if self.on_error != "raise" or self._first_bad is None:
+            return
+        bad = self.bad
+        raise DataError(describe_rejected(bad, len(self.files), skip_list(bad, self.files)))
+
+    def skipped(self, path: str, reason: str) -> None:
+        """Warn once that ``path`` is left out (``on_error: skip``)."""
+        with self._lock:
+            if path in self._warned:
+                return
+            self._warned.add(path)
+        warnings.warn(
+            f"left out {path} and its sample from this epoch on (source.on_error: skip): {reason}",
+            DataWarning,
+            stacklevel=user_stacklevel(),
+        )
+
+
+def _say(line: str) -> None:
+    print(f"daliaug: {line}", file=sys.stderr, flush=True)
+
+
+def background_checked(samples: L, decoder: str, undecodable: Undecodable, on_error: str) -> L:
+    """``samples`` with a :class:`BackgroundCheck` of their files started, and the keys the
+    read check holds each file to (the listing's, else taken now, one ``stat`` per file)."""
+    files = samples.image_files
+    listed = samples.listed or {}
+    try:
+        keys = {p: listed.get(p) or file_key(p) for p in dict.fromkeys(files)}
+    except OSError as e:
+        raise DataError(f"cannot read image file {e.filename}: {e.strerror or e}") from e
+    if samples.rejected and on_error == "skip":
+        listed_at = skip_list(samples.rejected, [*files, *samples.rejected])
+        warnings.warn(
+            f"left out {len(samples.rejected)} unusable files and their samples when listing "
+            f"(source.on_error: skip); the files are listed, with the reasons, in {listed_at}",
+            DataWarning,
+            stacklevel=user_stacklevel(),
+        )
+    check = BackgroundCheck(files, keys, decoder, undecodable, on_error)
+    return samples.with_checked(keys).with_background(check)
+
+
+class CheckedEpoch(Sequence[np.ndarray]):
+    """The batches of one epoch, each sample's files checked before its batch is given (see
+    the module's docstring). ``order``: the epoch's sample order (a permutation of the
+    samples); ``bounds``: its batches' positions (positions past the good samples of the order
+    are padding); ``shorten``: whether the last batch may be cut rather than padded."""
+
+    def __init__(
+        self,
+        samples: Listed,
+        check: BackgroundCheck,
+        order: np.ndarray,
+        bounds: Sequence[tuple[int, int]],
+        shorten: bool,
+    ) -> None:
+        self._samples, self._check, self._order = samples, check, order
+        self._bounds = list(bounds)
+        self._shorten = shorten
+        self._positions = np.zeros(self._bounds[-1][1] if self._bounds else 0, np.int64)
+        self._filled = 0  # positions taken from the order
+        self._cursor = 0  # samples of the order looked at
+        self._real: int | None = None  # positions holding samples, once the order ran out
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._bounds)
+
+    @overload
+    def __getitem__(self, k: int) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[np.ndarray]: ...
+    def __getitem__(self, k: int | slice) -> np.ndarray | list[np.ndarray]:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        start, stop = self.bound(k)
+        return self._positions[start:stop]
+
+    def bound(self, k: int) -> tuple[int, int]:
+        """Batch ``k``'s positions, its files checked (the last batch maybe shortened)."""
+        self._check.raise_if_bad()
+        start, stop = self._bounds[k]
+        with self._lock:
+            self._fill(stop)
+            self._check.begin()
+            if self._real is not None and k == len(self._bounds) - 1 and self._shorten:
+                stop = max(start + 1, min(stop, self._real))
+                if stop > self._real:
+                    warnings.warn(
+                        "the bad files left out took this epoch's last batch whole: it holds "
+                        "one sample seen earlier in the epoch, to keep the batch count (with "
+                        "class_weight or sample_weight it would be padding of weight 0)",
+                        DataWarning,
+                        stacklevel=user_stacklevel(),
+                    )
+        return start, stop
+
+    def valid(self, start: int, stop: int) -> np.ndarray:
+        """Which of the positions ``[start, stop)`` hold a sample (not padding)."""
+        with self._lock:
+            self._fill(stop)
+            real = stop if self._real is None else self._real
+        return np.arange(start, stop) < real
+
+    def _fill(self, stop: int) -> None:
+        """Positions up to ``stop`` taken from the order, bad samples left out; padding where
+        the order ran out (repeats from the start of the epoch)."""
+        order = self._order
+        batch = self._bounds[0][1] - self._bounds[0][0] if self._bounds else 1
+        while self._filled < stop and self._cursor < len(order):
+            part = order[self._cursor : self._cursor + stop - self._filled]
+            self._cursor += len(part)
+            self._check.prefer(self._paths(order[self._cursor : self._cursor + AHEAD * batch]))
+            good = part[self._good(part)]
+            self._positions[self._filled : self._filled + len(good)] = good
+            self._filled += len(good)
+        if self._filled < stop and self._real is None:
+            self._real = self._filled
+            if self._real == 0:
+                bad = self._check.bad
+                raise DataError(
+                    "source: every sample was left out; "
+                    + describe_rejected(bad, len(self._check.files), skip_list(bad, bad))
+                )
+            rest = len(self._positions) - self._real
+            self._positions[self._real :] = self._positions[np.arange(rest) % self._real]
+
+    def _paths(self, indices: np.ndarray) -> list[str]:
+        return [paths[i] for paths in self._samples.files.values() for i in indices.tolist()]
+
+    def _good(self, indices: np.ndarray) -> np.ndarray:
+        """Which samples at ``indices`` have every file usable: ``on_error: raise`` stops at
+        the first that has not (a :class:`DataError` naming it), ``skip`` warns of it."""
+        good = np.ones(len(indices), bool)
+        for paths in self._samples.files.values():
+            names = [paths[i] for i in indices.tolist()]
+            for j, (path, reason) in enumerate(zip(names, self._check.reasons(names), strict=True)):
+                if reason is not None:
+                    self._check.raise_if_bad()
+                    good[j] = False
+                    self._check.skipped(path, reason)
+        return good

@@ -1,0 +1,279 @@
+"""``source.check: background`` (issue 59): training starts while the files are decoded, and no
+bad file reaches an engine. A bad file early in the epoch, late, or in its last batch; ``raise``
+stops before any batch holding it, naming it; ``skip`` leaves its sample out, every other sample
+exactly once per epoch, the batch count the listing gave, the same batches in every run; for
+DALI on the CPU, TensorFlow and OpenCV, through NumPy and tf.data."""
+
+from __future__ import annotations
+
+import re
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import daliaug
+import daliaug.sources.background as background
+from daliaug.errors import DataError, DataWarning, carried_error
+from daliaug.prepare import prepare
+from daliaug.sources.checks import file_key
+from tests.helpers import config_for, structured_image, write_image_dir
+
+COUNT, BATCH = 23, 4
+"""Samples (labelled by their index) and batch size: 6 batches, the last of 3."""
+BATCHES = -(-COUNT // BATCH)
+POSITIONS = {"early": 1, "late": 17, "last batch": 21}
+"""Where the bad file lies in the epoch (no shuffling: its index is its position)."""
+RUNS = [
+    ("cpu", "numpy"),
+    ("cpu", "tensorflow"),
+    ("tf", "tensorflow"),
+    ("opencv", "numpy"),
+    ("opencv", "tensorflow"),
+]
+"""Each engine through each output it serves here (DALI on the CPU, TensorFlow ops, OpenCV)."""
+
+
+@pytest.fixture
+def numbered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A file list of :data:`COUNT` PNGs whose label is their index, and a cache of its own."""
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "data"
+    write_image_dir(root, {"img": [structured_image(40 + i % 5, 48, seed=i) for i in range(COUNT)]})
+    listing = root / "list.csv"
+    listing.write_text("path,label\n" + "".join(f"img/{i:04d}.png,{i}\n" for i in range(COUNT)))
+    return listing
+
+
+def truncate(listing: Path, index: int) -> Path:
+    path = listing.parent / "img" / f"{index:04d}.png"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])  # the header still reads: listing keeps it
+    return path
+
+
+def config(listing: Path, on_error: str, backend: str = "cpu", **fields: Any) -> daliaug.Config:
+    source = {
+        "type": "file_list",
+        "path": str(listing),
+        "check": "background",
+        "on_error": on_error,
+    }
+    base = {"backend": backend, "batch_size": BATCH, "label_mode": "int"}
+    return config_for(listing.parent, source=source, **{**base, **fields})
+
+
+def epoch(dataset: Any) -> list[list[Any]]:
+    """Each batch of one epoch as its lists of labels (and weights, if any)."""
+    return [[np.asarray(part).tolist() for part in batch[1:]] for batch in dataset]
+
+
+@pytest.mark.parametrize("where", POSITIONS)
+@pytest.mark.parametrize(("backend", "framework"), RUNS)
+def test_skip_leaves_a_bad_file_out_every_other_sample_once(
+    numbered: Path, backend: str, framework: str, where: str
+) -> None:
+    bad = POSITIONS[where]
+    path = truncate(numbered, bad)
+    dataset = daliaug.make_dataset(config(numbered, "skip", backend), framework=framework)
+    with pytest.warns(DataWarning, match=f"left out {path}"):
+        first = epoch(dataset)
+    second = epoch(dataset)
+    for batches in (first, second):
+        labels = [label for (batch,) in batches for label in batch]
+        assert len(batches) == BATCHES  # the count the listing gave
+        assert sorted(labels) == [i for i in range(COUNT) if i != bad]  # each once
+        assert [len(b) for (b,) in batches] == [BATCH] * (BATCHES - 1) + [2]  # the last cut
+    # the samples after the bad one moved up, in order
+    assert [label for (batch,) in first for label in batch] == [i for i in range(COUNT) if i != bad]
+
+
+@pytest.mark.parametrize(("backend", "framework"), RUNS)
+def test_raise_stops_before_any_batch_holding_the_bad_file(
+    numbered: Path, backend: str, framework: str
+) -> None:
+    where = list(POSITIONS.values())[RUNS.index((backend, framework)) % len(POSITIONS)]
+    path = truncate(numbered, where)
+    dataset = daliaug.make_dataset(config(numbered, "raise", backend), framework=framework)
+    seen: list[int] = []
+    with pytest.raises(Exception) as raised:
+        for _, labels in dataset:
+            seen.extend(np.asarray(labels).tolist())
+    # a DataError, or where tf.data runs the OpenCV engine's Python, TensorFlow's carrying it
+    error = raised.value if isinstance(raised.value, DataError) else carried_error(raised.value)
+    assert isinstance(error, DataError) and error.exit_code == 3
+    assert re.search(f"cannot be used: .*{path}.*on_error: skip", str(error))
+    assert where not in seen
+
+
+def test_skip_is_deterministic_and_shuffles_each_epoch(numbered: Path) -> None:
+    for index in (0, 22):
+        truncate(numbered, index)
+    made = config(numbered, "skip", shuffle=True, seed=3)
+    runs = []
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataWarning)
+            dataset = daliaug.make_dataset(made, framework="numpy")
+            runs.append([epoch(dataset) for _ in range(2)])
+    assert runs[0] == runs[1]  # the same batches in every run, whoever checked which file
+    first, second = runs[0]
+    assert first != second
+    for batches in (first, second):
+        labels = sorted(label for (batch,) in batches for label in batch)
+        assert labels == [i for i in range(1, COUNT - 1)]
+        assert [len(b) for (b,) in batches] == [BATCH] * (BATCHES - 1) + [1]
+
+
+def test_an_unweighted_epoch_whose_last_batch_went_whole_says_so(numbered: Path) -> None:
+    for index in (0, 21, 22):  # 20 samples left: five full batches, the sixth kept
+        truncate(numbered, index)
+    dataset = daliaug.make_dataset(config(numbered, "skip"), framework="numpy")
+    with pytest.warns(DataWarning, match="took this epoch's last batch whole"):
+        batches = epoch(dataset)
+    assert [len(b) for (b,) in batches] == [BATCH] * (BATCHES - 1) + [1]
+    assert batches[-1] == [[1]]  # the epoch's first sample again
+
+
+def test_a_weighted_epoch_short_of_samples_is_padded_with_weight_zero(numbered: Path) -> None:
+    for index in (2, 20, 21, 22):  # more than the last batch holds
+        truncate(numbered, index)
+    weights = dict.fromkeys(range(COUNT), 1.0)
+    dataset = daliaug.make_dataset(
+        config(numbered, "skip"), class_weight=weights, framework="numpy"
+    )
+    with pytest.warns(DataWarning):
+        batches = epoch(dataset)
+    assert [len(labels) for labels, _ in batches] == [BATCH] * (BATCHES - 1) + [3]
+    counted = [lab for labels, w in batches for lab, x in zip(labels, w, strict=True) if x > 0]
+    assert sorted(counted) == [i for i in range(COUNT) if i not in (2, 20, 21, 22)]
+    padding = [x for _, w in batches for x in w if x == 0]
+    assert len(padding) == 4  # the positions the bad files left, repeats of weight 0
+
+
+def test_drop_remainder_fills_full_batches_from_the_samples_it_left_out(numbered: Path) -> None:
+    truncate(numbered, 3)
+    dataset = daliaug.make_dataset(config(numbered, "skip", drop_remainder=True), framework="numpy")
+    with pytest.warns(DataWarning):
+        batches = epoch(dataset)
+    labels = [label for (batch,) in batches for label in batch]
+    assert [len(b) for (b,) in batches] == [BATCH] * (COUNT // BATCH)
+    assert labels == [i for i in range(COUNT // BATCH * BATCH + 1) if i != 3]
+
+
+def test_a_shard_keeps_the_batch_count_its_listing_gave(numbered: Path) -> None:
+    """Every process of a distributed job lists the same files, so each computes the same
+    count; its own bad files do not change it."""
+    for index in (1, 5, 7):  # all in shard 0 of 2
+        truncate(numbered, index)
+    counts = []
+    for shard in (0, 1):
+        source = {
+            "type": "file_list",
+            "path": str(numbered),
+            "check": "background",
+            "on_error": "skip",
+            "shard_id": shard,
+            "num_shards": 2,
+        }
+        made = config_for(numbered.parent, source=source, batch_size=BATCH, label_mode="int")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataWarning)
+            batches = epoch(daliaug.make_dataset(made, framework="numpy"))
+        counts.append(len(batches))
+    assert counts == [3, 3]  # 12 and 11 samples listed: 3 batches each, whatever is bad
+
+
+def test_training_starts_before_the_check_ends_and_checks_each_batch_first(
+    numbered: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The background thread is held after its first chunk: the first batches still come, their
+    files decoded on the spot by the feed's thread; a bad file there is still left out."""
+    truncate(numbered, 6)
+    gate = threading.Event()
+    real = background.screened
+    calls: list[tuple[str, list[str]]] = []
+
+    def screened(paths: list[str], undecodable: Any) -> Any:
+        thread = threading.current_thread().name
+        calls.append((thread, list(paths)))
+        if thread == "daliaug-check" and len(calls) > 1:
+            gate.wait(60)
+        return real(paths, undecodable)
+
+    monkeypatch.setattr(background, "CHUNK", 2)
+    monkeypatch.setattr(background, "screened", screened)
+    made = config(numbered, "skip")
+    prepared = prepare(made)
+    check = prepared.samples.background
+    assert check is not None
+    dataset = daliaug.make_dataset(made, samples=prepared.samples, framework="numpy")
+    with pytest.warns(DataWarning, match="0006.png"):
+        batches = iter(dataset)
+        first = [np.asarray(next(batches)[1]).tolist() for _ in range(2)]
+    assert first == [[0, 1, 2, 3], [4, 5, 7, 8]]
+    assert not check.done.is_set()  # the thread is still held: the feed checked them
+    assert any(name != "daliaug-check" for name, _ in calls)
+    gate.set()
+    assert check.done.wait(60)
+    assert list(check.bad) == [str(numbered.parent / "img" / "0006.png")]
+
+
+def test_a_file_changed_since_it_was_listed_is_not_used(numbered: Path) -> None:
+    path = str(numbered.parent / "img" / "0004.png")
+    size, mtime, inode, ctime = file_key(path)
+    stale = {path: (size, mtime, inode, ctime - 1)}
+    check = background.BackgroundCheck([path], stale, "test", lambda paths: iter(()), "skip")
+    check.begin()
+    assert check.done.wait(60)
+    assert "0004.png changed after daliaug checked it" in (check.reasons([path])[0] or "")
+
+
+def test_a_later_start_decodes_no_file_the_cache_knows(
+    numbered: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The feed's own check asks the cache for its batch's files (one query on their paths),
+    so a later start decodes nothing, even before the thread has read the cache."""
+    made = config(numbered, "raise")
+    first = prepare(made).samples.background
+    assert first is not None
+    first.begin()  # (no feed here: nothing else begins it)
+    assert first.done.wait(60)
+    decoded: list[str] = []
+    real = background.screened
+
+    def screened(paths: list[str], undecodable: Any) -> Any:
+        decoded.extend(paths)
+        return real(paths, undecodable)
+
+    monkeypatch.setattr(background, "screened", screened)
+    dataset = daliaug.make_dataset(made, framework="numpy")
+    assert sorted(label for (batch,) in epoch(dataset) for label in batch) == list(range(COUNT))
+    assert decoded == []
+
+
+def test_a_thread_that_fails_says_so_and_the_feed_still_checks_every_batch(
+    numbered: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    truncate(numbered, 13)
+    real = background.screened
+
+    def screened(paths: list[str], undecodable: Any) -> Any:
+        if threading.current_thread().name == "daliaug-check":
+            raise RuntimeError("the decoder's library went away")
+        return real(paths, undecodable)
+
+    monkeypatch.setattr(background, "screened", screened)
+    made = config(numbered, "skip")
+    samples = prepare(made).samples
+    dataset = daliaug.make_dataset(made, samples=samples, framework="numpy")
+    with pytest.warns(DataWarning, match="0013.png"):
+        labels = sorted(label for (batch,) in epoch(dataset) for label in batch)
+    assert labels == [i for i in range(COUNT) if i != 13]
+    check = samples.background
+    assert check is not None and check.done.wait(60)
+    assert check.failed == "RuntimeError: the decoder's library went away"
+    assert "the background check stopped (RuntimeError" in capsys.readouterr().err
