@@ -59,30 +59,44 @@ def replica_length(total: int, replicas: int, batch_size: int, drop_remainder: b
 
 
 class EpochClock:
-    """Which epoch each stream of a dataset iterates next. A ``tf.data`` dataset does not know
-    which epoch an iteration of it is; each of its streams asks its clock when an iteration
-    starts reading: the next epoch for that stream, from ``start`` on, or the epoch :meth:`set`
-    gave (Keras' own epoch number, through ``daliaug.keras.EpochSync``). Iterators made and
-    never read (``model.fit`` makes some) ask nothing, except those of a GPU-placed DALI
+    """Which epoch each stream of a dataset iterates next, and from which batch. A ``tf.data``
+    dataset does not know which epoch an iteration of it is; each of its streams asks its
+    clock when an iteration starts reading (:meth:`begin`): the next epoch for that stream,
+    from ``start`` on, or the epoch :meth:`set` gave (Keras' own epoch number, through
+    ``daliaug.keras.EpochSync``). Each stream's first iteration of epoch ``start`` begins at
+    batch ``first`` (a resumed epoch, :meth:`seek`), every other one at batch 0. Iterators made
+    and never read (``model.fit`` makes some) ask nothing, except those of a GPU-placed DALI
     dataset, whose pipeline starts reading when its iterator is made."""
 
-    def __init__(self, start: int = 0) -> None:
-        self.start = start
+    def __init__(self, start: int = 0, first: int = 0) -> None:
+        self.start, self.first = start, first
         self._next: dict[object, int] = {}
+        self._began: set[object] = set()
         self._lock = threading.Lock()
 
-    def next(self, stream: object) -> int:
-        """The epoch ``stream``'s new iteration is."""
+    def begin(self, stream: object) -> tuple[int, int]:
+        """The epoch ``stream``'s new iteration is, and the batch it begins at."""
         with self._lock:
             epoch = self._next.get(stream, self.start)
             self._next[stream] = epoch + 1
-            return epoch
+            first = self.first if epoch == self.start and stream not in self._began else 0
+            self._began.add(stream)
+            return epoch, first
+
+    def next(self, stream: object) -> int:
+        """The epoch ``stream``'s new iteration is."""
+        return self.begin(stream)[0]
+
+    def seek(self, epoch: int, first: int = 0) -> None:
+        """The next iteration of every stream is ``epoch``, from batch ``first``."""
+        with self._lock:
+            self.start, self.first = epoch, first
+            self._next = dict.fromkeys(self._next, epoch)
+            self._began = set()
 
     def set(self, epoch: int) -> None:
         """The next iteration of every stream is ``epoch``."""
-        with self._lock:
-            self.start = epoch
-            self._next = dict.fromkeys(self._next, epoch)
+        self.seek(epoch)
 
 
 class NumpyRandom:

@@ -408,16 +408,22 @@ class EpochFeed:
         return np.asarray(self.samples.columns[name][index])
 
     def chunks(
-        self, epoch: int, names: Sequence[str], size: int, check_files: bool = False
+        self,
+        epoch: int,
+        names: Sequence[str],
+        size: int,
+        check_files: bool = False,
+        first: int = 0,
     ) -> Iterator[dict[str, np.ndarray]]:
         """:meth:`batches` joined a few at a time, about ``size`` samples per chunk (whole
         batches: cutting a chunk into ``batch_size`` pieces gives the batches back), each
         chunk made at once (the plan evaluated over all its samples), stored inputs as
         zero-padded ``uint8`` rows; one batch per chunk where ``names`` holds a stored input
-        (files, shards), which is not held in memory."""
+        (files, shards), which is not held in memory. ``first``: as for :meth:`batches`."""
         stored = [name for name in names if self._stored(name)]
         per_chunk = 1 if stored else max(1, size // self.epochs.batch_size)
-        for group, index, chunk, given in self._groups(epoch, names, per_chunk, check_files):
+        groups = self._groups(epoch, names, per_chunk, check_files, first)
+        for group, index, chunk, given in groups:
             for name in stored:
                 rows = self._read(name, index)
                 chunk[name] = padded(rows) if isinstance(rows, list) else rows
@@ -426,15 +432,16 @@ class EpochFeed:
             yield {name: chunk[name] for name in names}
 
     def _groups(
-        self, epoch: int, names: Sequence[str], per_chunk: int, check_files: bool
+        self, epoch: int, names: Sequence[str], per_chunk: int, check_files: bool, first: int
     ) -> Iterator[tuple[range, np.ndarray, dict[str, np.ndarray], Callable[[int], None]]]:
-        """Each chunk of ``per_chunk`` batches: its batches' numbers, its samples, its arrays
-        of ``names`` but the stored ones, and ``given``, to call for each batch before it is
-        handed on (with ``check_files``: the batch's files checked unchanged, unless the host
-        reads them, which checks them as it reads; its samples kept as :attr:`recent`)."""
+        """Each chunk of ``per_chunk`` batches from batch ``first`` on: its batches' numbers
+        (counting from ``first``), its samples, its arrays of ``names`` but the stored ones,
+        and ``given``, to call for each batch before it is handed on (with ``check_files``:
+        the batch's files checked unchanged, unless the host reads them, which checks them as
+        it reads; its samples kept as :attr:`recent`)."""
         drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
-        batches = self.epochs.batches(epoch)
-        bounds = self.epochs.bounds
+        batches = self.epochs.batches(epoch)[first:]
+        bounds = self.epochs.bounds[first:]
         watched = check_files and self.samples.checked and not self._host_files
         watch = FileWatch(self.samples, batches) if watched else None
         made = [name for name in names if not self._stored(name)]
@@ -457,7 +464,7 @@ class EpochFeed:
                 watch.close()
 
     def batches(
-        self, epoch: int, names: Sequence[str], check_files: bool = False
+        self, epoch: int, names: Sequence[str], check_files: bool = False, first: int = 0
     ) -> Iterator[dict[str, Any]]:
         """Each batch of ``epoch`` as the arrays ``names`` asks for: inputs of :attr:`inputs`
         (files the host reads as a list of their bytes), ``index`` (the samples' indices) and
@@ -467,11 +474,15 @@ class EpochFeed:
         the graph reads its files from should ask for it); the files are checked as the host
         reads them, or else on a thread of their own (:class:`FileWatch`). The batches are
         made :data:`FEED_CHUNK` samples at a time and cut apart (the plan's Python work paid
-        once per chunk: ``bench/host_cost.py``), their stored inputs read batch by batch."""
-        bounds = self.epochs.bounds
+        once per chunk: ``bench/host_cost.py``), their stored inputs read batch by batch.
+        ``first``: the batches before it are left out, neither made nor read (a resumed
+        epoch, :mod:`daliaug.resume`): each batch's samples and rows depend on its position
+        only, so batch ``first`` on is what it is in the whole epoch."""
+        bounds = self.epochs.bounds[first:]
         stored = [name for name in names if self._stored(name)]
         per_chunk = max(1, FEED_CHUNK // self.epochs.batch_size)
-        for group, index, chunk, given in self._groups(epoch, names, per_chunk, check_files):
+        groups = self._groups(epoch, names, per_chunk, check_files, first)
+        for group, index, chunk, given in groups:
             at = 0
             for j in group:
                 size = bounds[j][1] - bounds[j][0]

@@ -21,6 +21,7 @@ from daliaug.outputs.tfdata.streams import (
     feed_stream,
     in_flight,
     nested,
+    report_length,
     signature,
 )
 from daliaug.sources.sample_set import SampleSet
@@ -76,10 +77,11 @@ def _dataset(
         return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
 
     ds = (
-        nested(batches.map(shaped), layout)
-        .prefetch(config.prefetch_depth("cpu"))  # bounded, as DALI's queue: batches are large
-        .apply(tf.data.experimental.assert_cardinality(len(epochs)))
+        nested(batches.map(shaped), layout).prefetch(
+            config.prefetch_depth("cpu")
+        )  # bounded, as DALI's queue: batches are large
     )
+    report_length(ds, len(epochs))
     if config.num_threads is not None:
         threads = tf.data.Options()
         threads.threading.private_threadpool_size = config.num_threads

@@ -1,0 +1,251 @@
+"""A data stream's state between batches, and the stream a state must match to resume it.
+
+Every sample's place in an epoch and its random parameters are fixed by the seed, the shard
+and the epoch (:mod:`daliaug.epoch`), so where a stream stands is a few integers: the epoch
+and how many of its positions the world has consumed. :class:`State` holds them (with what
+identifies the stream: seed, world, batch, a fingerprint of the config and one of the
+samples), JSON-serialisable and small; :class:`Stream`, one per dataset, makes states
+(:meth:`Stream.state`) and turns one back into where to start (:meth:`Stream.start`),
+refusing by name a state of other data. Resuming seeks: the epoch starts at the state's batch,
+with no batch before it made and no file before it read (``EpochFeed.batches``' ``first``).
+
+Every output speaks it: ``make_dataset(..., state=...)``; the NumPy, JAX and PyTorch
+batches' ``get_state`` / ``set_state`` (Grain's names) and ``state_dict`` /
+``load_state_dict`` (PyTorch's); a ``tf.data`` dataset's ``state_at(epoch, batches)`` and
+``set_state``; ``daliaug.keras.BackupAndRestore`` for ``model.fit``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from daliaug.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from daliaug.config import Config
+    from daliaug.sources.sample_set import SampleSet
+
+FORMAT = 1
+"""The version of :class:`State`'s fields; a state of another format is refused."""
+
+
+@dataclass(frozen=True)
+class State:
+    """Where a data stream stands between two batches: ``position`` positions of epoch
+    ``epoch``'s order consumed across the ``world`` (every shard's batches so far; an epoch's
+    end is the next epoch at 0), for the stream of ``seed``, a global batch of ``batch_size``,
+    ``samples`` samples with fingerprint ``source`` and the config with fingerprint
+    ``config``, written by daliaug ``version`` in format ``format``.
+
+    :meth:`as_dict` / :meth:`to_json` add a ``digest`` of the fields, which
+    :meth:`from_dict` / :meth:`from_json` check, so that a truncated or edited state is
+    refused rather than resumed."""
+
+    epoch: int
+    position: int
+    seed: int
+    world: int
+    batch_size: int
+    samples: int
+    source: str
+    config: str
+    version: str
+    format: int = FORMAT
+
+    def as_dict(self) -> dict[str, Any]:
+        fields = dataclasses.asdict(self)
+        return {**fields, "digest": _digest(fields)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), sort_keys=True)
+
+    @staticmethod
+    def from_dict(given: Mapping[str, Any]) -> State:
+        """The state of ``given`` (what :meth:`as_dict` wrote), checked: every field there, of
+        its type, and the digest matching them."""
+        if not isinstance(given, Mapping):
+            raise ConfigError(f"state: expected a daliaug state, got a {type(given).__name__}")
+        names = [f.name for f in dataclasses.fields(State)]
+        missing = [n for n in [*names, "digest"] if n not in given]
+        if missing:
+            raise ConfigError(f"state: {', '.join(missing)} missing (a truncated state?)")
+        extra = sorted(set(given) - {*names, "digest"})
+        if extra:
+            raise ConfigError(f"state: unknown fields {', '.join(extra)}")
+        fields = {n: given[n] for n in names}
+        for f in dataclasses.fields(State):
+            kind = str if f.type in ("str", str) else int
+            value = fields[f.name]
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise ConfigError(f"state: {f.name} is {value!r}, not a {kind.__name__}")
+        if given["digest"] != _digest(fields):
+            raise ConfigError(
+                "state: its digest does not match its fields (the state was edited or damaged)"
+            )
+        return State(**fields)
+
+    @staticmethod
+    def from_json(text: str) -> State:
+        try:
+            given = json.loads(text)
+        except (ValueError, TypeError) as e:
+            raise ConfigError(f"state: not a daliaug state's JSON (truncated?): {e}") from None
+        return State.from_dict(given)
+
+    @staticmethod
+    def of(given: State | Mapping[str, Any] | str) -> State:
+        """A :class:`State`, its dictionary or its JSON, as a state."""
+        if isinstance(given, State):
+            return State.from_dict(given.as_dict())
+        return State.from_json(given) if isinstance(given, str) else State.from_dict(given)
+
+
+def _digest(fields: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(dict(fields), sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A dataset's stream of batches as a state sees it: the config's ``seed``, the ``world``
+    of shards the epoch is split over, each shard's ``batch_size``, ``batches`` per epoch,
+    ``samples`` with fingerprint ``source``, the config's fingerprint ``config``; ``seeks``:
+    whether it can start mid-epoch (not where a reader streams TFRecords past the host);
+    ``version``: daliaug's, whose states alone it takes."""
+
+    seed: int
+    world: int
+    batch_size: int
+    batches: int
+    samples: int
+    source: str
+    config: str
+    version: str
+    seeks: bool = True
+
+    @property
+    def step(self) -> int:
+        """Positions the world consumes per batch of every shard."""
+        return self.batch_size * self.world
+
+    def state(self, epoch: int, batches: int) -> State:
+        """The state after ``batches`` batches of epoch ``epoch`` (of every shard)."""
+        if not 0 <= batches <= self.batches:
+            raise ConfigError(f"state: batch {batches} is not in an epoch of {self.batches}")
+        if batches == self.batches:
+            epoch, batches = epoch + 1, 0
+        return State(
+            epoch,
+            batches * self.step,
+            self.seed,
+            self.world,
+            self.step,
+            self.samples,
+            self.source,
+            self.config,
+            self.version,
+        )
+
+    def start(self, given: State | Mapping[str, Any] | str) -> tuple[int, int]:
+        """Where ``given`` resumes this stream: its epoch and the batch to start it at; a
+        :class:`ConfigError` (another config, version, seed, world or format, a damaged state)
+        or :class:`DataError` (other samples, a position past the epoch) naming what
+        differs."""
+        state = State.of(given)
+        if state.format != FORMAT:
+            raise ConfigError(f"state: format {state.format}, this daliaug reads {FORMAT}")
+        if state.version != self.version:
+            raise ConfigError(
+                f"state: written by daliaug {state.version}, this is {self.version} (a "
+                "stream's order and parameters are only promised within one version)"
+            )
+        if state.config != self.config:
+            raise ConfigError(
+                f"state: taken with another config (fingerprint {state.config}, this one's is "
+                f"{self.config}): resume with the config the state was taken with"
+            )
+        if state.seed != self.seed:
+            raise ConfigError(f"state: seed {state.seed}, this dataset's is {self.seed}")
+        if state.samples != self.samples or state.source != self.source:
+            raise DataError(
+                f"source: the samples changed since the state was taken ({state.samples} "
+                f"samples, fingerprint {state.source}; now {self.samples}, {self.source}): "
+                "files added, removed or replaced; a state resumes the very same data only"
+            )
+        if state.world != self.world:
+            raise ConfigError(
+                f"state: taken by a world of {state.world} shards, this dataset is one of "
+                f"{self.world}"
+            )
+        if state.batch_size != self.step:
+            raise ConfigError(
+                f"state: a global batch of {state.batch_size}, this dataset's is {self.step}"
+            )
+        end = self.batches * self.step
+        if not 0 <= state.position < end:
+            raise DataError(
+                f"state: position {state.position} is past the end of an epoch of {end} positions"
+            )
+        if state.position % self.step:
+            raise ConfigError(
+                f"state: position {state.position} is not between two batches of "
+                f"{self.step} positions"
+            )
+        if state.position and not self.seeks:
+            raise ConfigError(
+                "state: TFRecords are streamed by their reader, which resumes at an epoch's "
+                "start only; restore a state taken at the end of an epoch"
+            )
+        return state.epoch, state.position // self.step
+
+
+def config_fingerprint(config: Config) -> str:
+    """What identifies a config's stream, but its seed (kept apart) and which shard of how
+    many this process reads (the world)."""
+    dumped = config.model_dump(mode="json")
+    dumped.pop("seed", None)
+    for name in ("shard_id", "num_shards"):
+        dumped.get("source", {}).pop(name, None)
+    text = json.dumps(dumped, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def source_fingerprint(samples: SampleSet) -> str:
+    """What identifies the samples: their columns (file names, labels, arrays, targets),
+    image sizes and each file's size and modification time, as listed or checked (a file
+    replaced or rewritten differs); for streamed records, their files."""
+    digest = hashlib.sha256(str(len(samples)).encode())
+    columns = getattr(samples, "columns", None)
+    if columns is None:
+        digest.update("\n".join(samples.image_files).encode())
+        return digest.hexdigest()[:16]
+    for name, column in sorted(columns.items()):
+        digest.update(name.encode())
+        _update(digest, column)
+    _update(digest, np.asarray(samples.sizes))
+    keys = samples.checked if samples.checked is not None else samples.listed
+    for paths in samples.files.values():
+        for path in paths:
+            key = keys.get(path) if keys else None
+            digest.update(f"{path}\0{key[:2] if key else ''}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _update(digest: Any, column: Any) -> None:
+    """``column``'s contents into ``digest`` (a NumPy column, ragged rows, or one read from
+    storage, which its files' keys identify)."""
+    if not isinstance(column, np.ndarray):
+        digest.update(type(column).__name__.encode())
+        return
+    if column.dtype != object:
+        digest.update(f"{column.dtype}{column.shape}".encode())
+        digest.update(np.ascontiguousarray(column).tobytes())
+        return
+    for row in column:
+        digest.update(np.ascontiguousarray(np.asarray(row, dtype=np.float64)).tobytes() + b"\0")
