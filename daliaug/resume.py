@@ -55,7 +55,7 @@ class State:
     batch_size: int
     samples: int
     source: str
-    config: str
+    config: dict[str, str]
     version: str
     format: int = FORMAT
 
@@ -81,10 +81,12 @@ class State:
             raise ConfigError(f"state: unknown fields {', '.join(extra)}")
         fields = {n: given[n] for n in names}
         for f in dataclasses.fields(State):
-            kind = str if f.type in ("str", str) else int
+            kind = {"str": str, "int": int}.get(str(f.type), dict)
             value = fields[f.name]
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise ConfigError(f"state: {f.name} is {value!r}, not a {kind.__name__}")
+        if not all(isinstance(v, str) for v in fields["config"].values()):
+            raise ConfigError("state: config holds a fingerprint per config field")
         if given["digest"] != _digest(fields):
             raise ConfigError(
                 "state: its digest does not match its fields (the state was edited or damaged)"
@@ -107,8 +109,14 @@ class State:
         return State.from_json(given) if isinstance(given, str) else State.from_dict(given)
 
 
+def _short(value: Any, length: int = 16) -> str:
+    """A short digest of ``value``'s JSON."""
+    text = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
 def _digest(fields: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(dict(fields), sort_keys=True).encode()).hexdigest()[:16]
+    return _short(dict(fields))
 
 
 @dataclass(frozen=True)
@@ -125,7 +133,7 @@ class Stream:
     batches: int
     samples: int
     source: str
-    config: str
+    config: dict[str, str]
     version: str
     seeks: bool = True
 
@@ -166,9 +174,14 @@ class Stream:
                 "stream's order and parameters are only promised within one version)"
             )
         if state.config != self.config:
+            differ = sorted(
+                name
+                for name in {*state.config, *self.config}
+                if state.config.get(name) != self.config.get(name)
+            )
             raise ConfigError(
-                f"state: taken with another config (fingerprint {state.config}, this one's is "
-                f"{self.config}): resume with the config the state was taken with"
+                f"state: taken with another config: {', '.join(differ)} differ; resume with "
+                "the config the state was taken with"
             )
         if state.seed != self.seed:
             raise ConfigError(f"state: seed {state.seed}, this dataset's is {self.seed}")
@@ -205,15 +218,15 @@ class Stream:
         return state.epoch, state.position // self.step
 
 
-def config_fingerprint(config: Config) -> str:
-    """What identifies a config's stream, but its seed (kept apart) and which shard of how
-    many this process reads (the world)."""
+def config_fingerprint(config: Config) -> dict[str, str]:
+    """What identifies a config's stream, a short digest per field (so a refusal names the
+    fields that differ), but its seed (kept apart) and which shard of how many this process
+    reads (the world)."""
     dumped = config.model_dump(mode="json")
     dumped.pop("seed", None)
     for name in ("shard_id", "num_shards"):
         dumped.get("source", {}).pop(name, None)
-    text = json.dumps(dumped, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return {name: _short(value, 8) for name, value in sorted(dumped.items())}
 
 
 def source_fingerprint(samples: SampleSet) -> str:

@@ -54,12 +54,11 @@ def resumable(
         __version__,
         seeks=isinstance(samples, Samples),
     )
+    dataset.stream = stream
     if hasattr(dataset, "epoch_clock"):
         clock = dataset.epoch_clock
         dataset.state_at = stream.state
         dataset.set_state = lambda given: clock.seek(*stream.start(given))
-    else:
-        dataset.stream = stream
     if state is not None:
         dataset.set_state(state)
     return dataset

@@ -1,0 +1,206 @@
+"""A stream's state between batches (:mod:`daliaug.resume`): a stream resumed from it gives
+byte for byte the batches the uninterrupted stream gave from there, on every output, without
+making or reading anything before it; a state of other data is refused by name."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import daliaug
+from daliaug.errors import ConfigError, DataError
+from daliaug.resume import State
+from tests.helpers import config_for
+
+X = np.random.default_rng(0).integers(0, 256, (22, 20, 24, 3), dtype=np.uint8)
+Y = np.arange(22)
+
+
+def arrays_config(backend: str, **fields: Any) -> dict[str, Any]:
+    """22 arrays in batches of 4 (the last one of 2), shuffled, with a rotation and, off the
+    TF engine, a batch stage (mixup's partners are drawn per batch)."""
+    stages = [{"type": "mixup"}] if backend != "tf" else []
+    return {
+        "source": {"type": "arrays"},
+        "image_size": 16,
+        "batch_size": 4,
+        "backend": backend,
+        "seed": 3,
+        "shuffle": True,
+        "label_mode": "categorical",
+        "transforms": [{"type": "rotation", "angle": 30}, *stages],
+        **fields,
+    }
+
+
+def epochs_of(dataset: Any, count: int) -> list[list[tuple[np.ndarray, ...]]]:
+    """``count`` passes of ``dataset`` as NumPy arrays."""
+    return [[tuple(np.asarray(t) for t in batch) for batch in dataset] for _ in range(count)]
+
+
+def same(a: list[tuple[np.ndarray, ...]], b: list[tuple[np.ndarray, ...]]) -> bool:
+    """Whether two runs of batches hold the very same bytes."""
+    return len(a) == len(b) and all(
+        len(p) == len(q)
+        and all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(p, q, strict=True))
+        for p, q in zip(a, b, strict=True)
+    )
+
+
+@pytest.mark.parametrize(
+    ("backend", "framework"),
+    [("opencv", "numpy"), ("cpu", "numpy"), ("opencv", "tensorflow"), ("tf", "tensorflow")],
+)
+def test_a_stream_resumed_mid_epoch_gives_the_rest_byte_for_byte(
+    backend: str, framework: str
+) -> None:
+    config = arrays_config(backend)
+    whole = epochs_of(daliaug.make_dataset(config, x=X, y=Y, framework=framework), 2)
+    dataset = daliaug.make_dataset(config, x=X, y=Y, framework=framework)
+    if framework == "tensorflow":
+        state = dataset.state_at(0, 4)
+    else:
+        batches = iter(dataset)
+        for _ in range(4):
+            next(batches)
+        state = dataset.get_state()
+    assert (state.epoch, state.position, state.world) == (0, 16, 1)
+    resumed = daliaug.make_dataset(config, x=X, y=Y, framework=framework, state=state.to_json())
+    rest = epochs_of(resumed, 2)
+    assert [len(e) for e in rest] == [2, 6]
+    assert same(rest[0], whole[0][4:]) and same(rest[1], whole[1])
+
+
+def test_batches_state_round_trips_under_grain_and_pytorch_names() -> None:
+    config = arrays_config("opencv")
+    whole = epochs_of(daliaug.make_dataset(config, x=X, y=Y, framework="numpy"), 1)[0]
+    dataset = daliaug.make_dataset(config, x=X, y=Y, framework="numpy")
+    taken = iter(dataset)
+    next(taken)
+    saved = json.loads(json.dumps(dataset.state_dict()))
+    assert dataset.get_state() == State.from_dict(saved)
+    other = daliaug.make_dataset(config, x=X, y=Y, framework="numpy")
+    other.load_state_dict(saved)
+    assert same(epochs_of(other, 1)[0], whole[1:])
+    other.set_state(other.stream.state(0, 5))
+    assert same(epochs_of(other, 1)[0], whole[5:])
+    assert other.get_state().epoch == 1 and other.get_state().position == 0
+
+
+def test_the_end_of_an_epoch_is_the_next_one_at_its_start() -> None:
+    dataset = daliaug.make_dataset(arrays_config("opencv"), x=X, y=Y, framework="numpy")
+    epochs_of(dataset, 1)
+    state = dataset.get_state()
+    assert (state.epoch, state.position) == (1, 0)
+    assert dataset.stream.state(3, len(dataset)) == dataset.stream.state(4, 0)
+
+
+def test_a_resumed_epoch_reads_no_file_before_its_batch(
+    numbered_list: Path, tmp_path: Path
+) -> None:
+    """The files of the batches before the state are deleted once the dataset is made: the
+    rest of the epoch never asks for them (DALI's host feed reads each file it feeds)."""
+    copy = tmp_path / "numbered"
+    shutil.copytree(numbered_list.parent, copy)
+    source = {"type": "file_list", "path": str(copy / numbered_list.name)}
+    config = config_for(copy, source=source, shuffle=True, batch_size=5)
+    whole = epochs_of(daliaug.make_dataset(config, framework="numpy"), 1)[0]
+    state = daliaug.make_dataset(config, framework="numpy").stream.state(0, 2)
+    resumed = daliaug.make_dataset(config, framework="numpy", state=state)
+    for label in np.concatenate([b[1] for b in whole[:2]]).tolist():
+        (copy / "img" / f"{label:04d}.png").unlink()
+    assert same(epochs_of(resumed, 1)[0], whole[2:])
+
+
+def refusal(state: dict[str, Any], **dataset: Any) -> str:
+    """The refusal of ``state`` by a dataset of :func:`arrays_config` (``dataset``: changes)."""
+    config = arrays_config("opencv", **dataset.pop("config", {}))
+    x = dataset.pop("x", X)
+    with pytest.raises((ConfigError, DataError)) as error:
+        daliaug.make_dataset(config, x=x, y=Y[: len(x)], framework="numpy", state=state)
+    return str(error.value)
+
+
+def test_a_state_of_other_data_or_damaged_is_refused_by_name() -> None:
+    dataset = daliaug.make_dataset(arrays_config("opencv"), x=X, y=Y, framework="numpy")
+    state = dataset.stream.state(0, 2)
+    good = state.as_dict()
+
+    assert "another config: image_size differ" in refusal(good, config={"image_size": 24})
+    rotated = [{"type": "rotation", "angle": 10}]
+    assert "config: transforms differ" in refusal(good, config={"transforms": rotated})
+    assert "seed 3" in refusal(good, config={"seed": 4})
+    changed = X.copy()
+    changed[5, 0, 0, 0] ^= 1
+    assert "samples changed" in refusal(good, x=changed)
+    assert "22 samples" in refusal(good, x=X[:21])
+    assert "batch_size differ" in refusal(good, config={"batch_size": 8})
+
+    older = State(**{**{k: v for k, v in good.items() if k != "digest"}, "version": "0.1.0"})
+    assert "written by daliaug 0.1.0" in refusal(older.as_dict())
+    edited = {**good, "position": 4}
+    assert "digest does not match" in refusal(edited)
+    truncated = state.to_json()[:-20]
+    with pytest.raises(ConfigError, match="truncated"):
+        daliaug.make_dataset(arrays_config("opencv"), x=X, y=Y, framework="numpy", state=truncated)
+    assert "missing" in refusal({k: v for k, v in good.items() if k != "seed"})
+    fields = {k: v for k, v in good.items() if k != "digest"}
+    past = State(**{**fields, "position": 24})
+    assert "past the end of an epoch of 24" in refusal(past.as_dict())
+    between = State(**{**fields, "position": 6})
+    assert "not between two batches" in refusal(between.as_dict())
+    wider = State(**{**fields, "world": 2})
+    assert "world of 2 shards" in refusal(wider.as_dict())
+
+
+@pytest.mark.slow
+def test_backup_and_restore_resumes_model_fit_mid_epoch(
+    numbered_list: Path, tmp_path: Path
+) -> None:
+    """Keras' ``BackupAndRestore(save_freq=2)`` with the data state, through a real
+    ``model.fit`` on TensorFlow: killed in the third epoch, the restored run trains on exactly
+    the batches the uninterrupted run trained on from the last save, each epoch every sample
+    once."""
+    import keras
+
+    from daliaug.keras import BackupAndRestore
+    from tests.test_reliability import Recorder
+
+    source = {"type": "file_list", "path": str(numbered_list)}
+    config = config_for(numbered_list.parent, source=source, shuffle=True, batch_size=5)
+
+    class Crash(keras.callbacks.Callback):
+        def __init__(self, recorder: Recorder) -> None:
+            super().__init__()
+            self.recorder = recorder
+
+        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+            if len(self.recorder.seen) == 13:  # epoch 2's third batch, one after a save
+                raise KeyboardInterrupt
+
+    def fit(recorder: Recorder, crash: bool = False) -> None:
+        ds = daliaug.make_dataset(config)
+        backup = BackupAndRestore(ds, str(tmp_path / "backup"), save_freq=2)
+        recorder.model.fit(
+            ds,
+            epochs=4,
+            verbose=0,
+            shuffle=False,
+            callbacks=[backup, *([Crash(recorder)] if crash else [])],
+        )
+
+    whole, first, resumed = Recorder(), Recorder(), Recorder()
+    fit(whole)
+    with pytest.raises(KeyboardInterrupt):
+        fit(first, crash=True)
+    fit(resumed)
+    epochs = [sorted(x for batch in whole.seen[i : i + 5] for x in batch) for i in range(0, 20, 5)]
+    assert all(e == list(range(23)) for e in epochs)
+    assert first.seen[:13] == whole.seen[:13]
+    assert resumed.seen == whole.seen[12:]  # from the batch after the last save (the 12th)
+    assert not (tmp_path / "backup").exists()  # the run ended: Keras deleted its backup
