@@ -15,7 +15,7 @@ import pytest
 import daliaug
 from daliaug.errors import ConfigError, DataError
 from daliaug.resume import State
-from tests.helpers import config_for
+from tests.helpers import config_for, run_keras_job
 
 X = np.random.default_rng(0).integers(0, 256, (22, 20, 24, 3), dtype=np.uint8)
 Y = np.arange(22)
@@ -204,3 +204,23 @@ def test_backup_and_restore_resumes_model_fit_mid_epoch(
     assert first.seen[:13] == whole.seen[:13]
     assert resumed.seen == whole.seen[12:]  # from the batch after the last save (the 12th)
     assert not (tmp_path / "backup").exists()  # the run ended: Keras deleted its backup
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_backup_and_restore_resumes_model_fit_mid_epoch_on_jax_and_torch(
+    backend: str, numbered_list: Path, tmp_path: Path
+) -> None:
+    """The same through Keras' own ``fit`` on JAX and PyTorch (daliaug's batches as their data
+    adapter), each in a process of its own."""
+    spec = {
+        "numbered": str(numbered_list),
+        "backup": str(tmp_path / "backup"),
+        "out": str(tmp_path / "out.npz"),
+    }
+    report, _ = run_keras_job("tests.resume_job", backend, spec, timeout=600)
+    whole, first, resumed = report["whole"], report["first"], report["resumed"]
+    assert len(whole) == 20 and first[:13] == whole[:13]
+    epochs = [sorted(x for batch in whole[i : i + 5] for x in batch) for i in range(0, 20, 5)]
+    assert all(e == list(range(23)) for e in epochs)
+    assert resumed == whole[12:]
