@@ -22,11 +22,14 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from daliaug.epoch import RestOfEpoch, replica_length, world_order
 from daliaug.errors import ConfigError, DataError
+from daliaug.sources.sample_set import shard_range
 
 if TYPE_CHECKING:
     from daliaug.config import Config
@@ -57,6 +60,7 @@ class State:
     source: str
     config: dict[str, str]
     version: str
+    order_world: int
     format: int = FORMAT
 
     def as_dict(self) -> dict[str, Any]:
@@ -120,12 +124,53 @@ def _digest(fields: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
+class Rest:
+    """The rest of epoch ``epoch`` begun by a world of ``order_world`` shards, from entry
+    ``position`` of its global order (:func:`~daliaug.epoch.world_order`), for a world that
+    deals it out over its own shards (:class:`~daliaug.epoch.RestOfEpoch`) in ``batches``
+    batches each: a state restored by another number of processes, or taken mid-way through
+    such a rest."""
+
+    epoch: int
+    order_world: int
+    position: int
+    batches: int
+    stream: Stream
+    samples: Any = dataclasses.field(default=None, compare=False)
+    """All the samples (each shard of the new world reads from all of them)."""
+
+    @cached_property
+    def order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        s = self.stream
+        per_shard = s.step // self.order_world
+        return world_order(
+            s.samples, self.order_world, per_shard, s.drop_remainder, s.shuffle, s.seed, self.epoch
+        )
+
+    def shard(self, shard: int) -> RestOfEpoch:
+        """The rest for shard ``shard`` of the stream's world."""
+        s = self.stream
+        return RestOfEpoch.of(
+            self.order,
+            self.position,
+            shard,
+            s.world,
+            s.batch_size,
+            s.drop_remainder,
+            s.seed,
+            self.epoch,
+        )
+
+
+@dataclass(frozen=True)
 class Stream:
     """A dataset's stream of batches as a state sees it: the config's ``seed``, the ``world``
     of shards the epoch is split over, each shard's ``batch_size``, ``batches`` per epoch,
-    ``samples`` with fingerprint ``source``, the config's fingerprint ``config``; ``seeks``:
+    ``samples`` with fingerprint ``source``, the config's fingerprint ``config``, daliaug's
+    ``version`` (whose states alone it takes), ``shuffle`` and ``drop_remainder``; ``seeks``:
     whether it can start mid-epoch (not where a reader streams TFRecords past the host);
-    ``version``: daliaug's, whose states alone it takes."""
+    ``elastic``: whether it can take the rest of an epoch begun by another world
+    (:class:`Rest`: the NumPy, JAX and PyTorch batches of the host's engines)."""
 
     seed: int
     world: int
@@ -135,22 +180,39 @@ class Stream:
     source: str
     config: dict[str, str]
     version: str
+    shuffle: bool = True
+    drop_remainder: bool = False
     seeks: bool = True
+    elastic: bool = False
 
     @property
     def step(self) -> int:
-        """Positions the world consumes per batch of every shard."""
+        """Positions the world consumes per batch of every shard (the global batch)."""
         return self.batch_size * self.world
 
-    def state(self, epoch: int, batches: int) -> State:
-        """The state after ``batches`` batches of epoch ``epoch`` (of every shard)."""
-        if not 0 <= batches <= self.batches:
-            raise ConfigError(f"state: batch {batches} is not in an epoch of {self.batches}")
-        if batches == self.batches:
-            epoch, batches = epoch + 1, 0
+    def entries(self, world: int) -> int:
+        """The samples of an epoch split over ``world`` shards (padding not counted)."""
+        per_shard = self.step // world
+        length = replica_length(self.samples, world, per_shard, self.drop_remainder)
+        return sum(
+            min(length, stop - start)
+            for start, stop in (shard_range(self.samples, s, world) for s in range(world))
+        )
+
+    def state(self, epoch: int, batches: int, rest: Rest | None = None) -> State:
+        """The state after ``batches`` batches of epoch ``epoch`` (of every shard; of the
+        ``rest`` of it, where the epoch resumed one)."""
+        total = self.batches if rest is None else rest.batches
+        if not 0 <= batches <= total:
+            raise ConfigError(f"state: batch {batches} is not in an epoch of {total}")
+        world, position = self.world, batches * self.step
+        if batches == total:
+            epoch, position = epoch + 1, 0
+        elif rest is not None:
+            world, position = rest.order_world, rest.position + position
         return State(
             epoch,
-            batches * self.step,
+            position,
             self.seed,
             self.world,
             self.step,
@@ -158,13 +220,14 @@ class Stream:
             self.source,
             self.config,
             self.version,
+            world,
         )
 
-    def start(self, given: State | Mapping[str, Any] | str) -> tuple[int, int]:
-        """Where ``given`` resumes this stream: its epoch and the batch to start it at; a
-        :class:`ConfigError` (another config, version, seed, world or format, a damaged state)
-        or :class:`DataError` (other samples, a position past the epoch) naming what
-        differs."""
+    def start(self, given: State | Mapping[str, Any] | str) -> tuple[int, int | Rest]:
+        """Where ``given`` resumes this stream: its epoch and the batch to start it at, or
+        the :class:`Rest` of it where another world began it; a :class:`ConfigError`
+        (another config, version, seed, batch or format, a damaged state) or
+        :class:`DataError` (other samples, a position past the epoch) naming what differs."""
         state = State.of(given)
         if state.format != FORMAT:
             raise ConfigError(f"state: format {state.format}, this daliaug reads {FORMAT}")
@@ -191,31 +254,49 @@ class Stream:
                 f"samples, fingerprint {state.source}; now {self.samples}, {self.source}): "
                 "files added, removed or replaced; a state resumes the very same data only"
             )
-        if state.world != self.world:
-            raise ConfigError(
-                f"state: taken by a world of {state.world} shards, this dataset is one of "
-                f"{self.world}"
-            )
         if state.batch_size != self.step:
             raise ConfigError(
                 f"state: a global batch of {state.batch_size}, this dataset's is {self.step}"
             )
-        end = self.batches * self.step
+        if state.order_world < 1 or state.batch_size % state.order_world:
+            raise ConfigError(
+                f"state: order_world {state.order_world} does not divide its global batch"
+            )
+        if state.position == 0:
+            return state.epoch, 0  # an epoch not begun: this world's own
+        native = state.order_world == state.world == self.world
+        end = self.batches * self.step if native else self.entries(state.order_world)
         if not 0 <= state.position < end:
             raise DataError(
                 f"state: position {state.position} is past the end of an epoch of {end} positions"
-            )
-        if state.position % self.step:
-            raise ConfigError(
-                f"state: position {state.position} is not between two batches of "
-                f"{self.step} positions"
             )
         if state.position and not self.seeks:
             raise ConfigError(
                 "state: TFRecords are streamed by their reader, which resumes at an epoch's "
                 "start only; restore a state taken at the end of an epoch"
             )
-        return state.epoch, state.position // self.step
+        if native and state.position % self.step == 0:
+            return state.epoch, state.position // self.step
+        if native:
+            raise ConfigError(
+                f"state: position {state.position} is not between two batches of "
+                f"{self.step} positions"
+            )
+        if not self.elastic:
+            raise ConfigError(
+                f"state: taken by a world of {state.world} shards (in the order of "
+                f"{state.order_world}), this dataset is one of {self.world}: only the NumPy, "
+                "JAX and PyTorch batches of DALI on the CPU and OpenCV resume on another world"
+            )
+        left = self.entries(state.order_world) - state.position
+        per_shard = left / self.world / self.batch_size
+        batches = int(per_shard if self.drop_remainder else -(-per_shard // 1))
+        if batches == 0:
+            raise DataError(
+                f"state: the {left} samples left of epoch {state.epoch} make no batch of "
+                f"{self.batch_size} for each of {self.world} shards (drop_remainder)"
+            )
+        return state.epoch, Rest(state.epoch, state.order_world, state.position, batches, self)
 
 
 def config_fingerprint(config: Config) -> dict[str, str]:

@@ -154,8 +154,9 @@ def test_a_state_of_other_data_or_damaged_is_refused_by_name() -> None:
     assert "past the end of an epoch of 24" in refusal(past.as_dict())
     between = State(**{**fields, "position": 6})
     assert "not between two batches" in refusal(between.as_dict())
-    wider = State(**{**fields, "world": 2})
-    assert "world of 2 shards" in refusal(wider.as_dict())
+    wider = State(**{**fields, "world": 2, "order_world": 2}).as_dict()
+    with pytest.raises(ConfigError, match="taken by a world of 2 shards"):  # tf.data: same world
+        daliaug.make_dataset(arrays_config("opencv"), x=X, y=Y, framework="tensorflow", state=wider)
 
 
 @pytest.mark.slow
@@ -224,3 +225,35 @@ def test_backup_and_restore_resumes_model_fit_mid_epoch_on_jax_and_torch(
     epochs = [sorted(x for batch in whole[i : i + 5] for x in batch) for i in range(0, 20, 5)]
     assert all(e == list(range(23)) for e in epochs)
     assert resumed == whole[12:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("worlds", "after"), [([2, 4, 1], [2, 1]), ([1, 2], [3]), ([4, 2, 2], [1, 1])]
+)
+def test_a_state_restored_by_another_world_gives_the_rest_of_the_epoch_exactly_once(
+    worlds: list[int], after: list[int], tmp_path: Path
+) -> None:
+    """Elastic: an epoch begun by ``worlds[0]`` shards (JAX devices under DataParallel), its
+    state restored by the next world, whose state mid-way is restored by the one after: every
+    sample exactly once over all of them (padding weighs 0), each with the pixels the first
+    world's uninterrupted epoch gave it (it keeps its parameter row), and the epoch ends where
+    the last world's first pass ends."""
+    spec = {"worlds": worlds, "after": after, "out": str(tmp_path / "out.npz")}
+    report, images = run_keras_job("tests.elastic_job", "jax", spec, timeout=300)
+    assert sorted(x for batch in report["whole"] for x in batch) == list(range(23))
+    runs = report["runs"]
+    seen = [x for run in runs for batch in run["seen"] for x in batch]
+    assert sorted(seen) == list(range(23))
+    first = [x for batch in runs[0]["seen"] for x in batch]
+    assert first == [x for batch in report["whole"][: after[0]] for x in batch]
+    for i in range(len(runs)):
+        for label in {x for batch in runs[i]["seen"] for x in batch}:
+            assert np.array_equal(images[f"run{i}_{label}"], images[f"whole{label}"])
+    assert (runs[-1]["state"]["epoch"], runs[-1]["state"]["position"]) == (1, 0)
+    mid = runs[0]["state"]
+    assert (mid["world"], mid["order_world"], mid["position"]) == (
+        worlds[0],
+        worlds[0],
+        4 * after[0],
+    )

@@ -34,7 +34,7 @@ import numpy as np
 from daliaug.algebra import Canvas, Math, Scalar
 from daliaug.config import Config, target_column
 from daliaug.detection import BoxTargets
-from daliaug.epoch import Epochs, ParameterRows, columns
+from daliaug.epoch import Epochs, ParameterRows, RestOfEpoch, columns
 from daliaug.errors import DataError, carried_error
 from daliaug.plan import Plan
 from daliaug.sources.base import Samples, padded
@@ -328,7 +328,7 @@ class EpochFeed:
         resizes: bool,
         form: FeedForm = FLAT,
         params: np.ndarray | None = None,
-        epochs: Epochs | None = None,
+        epochs: Epochs | RestOfEpoch | None = None,
         weights: np.ndarray | None = None,
         recent: int = 2,
     ) -> None:

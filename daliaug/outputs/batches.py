@@ -18,6 +18,7 @@ a multi-process ``keras.distribution`` Keras refuses any input but ``tf.data`` u
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from daliaug.errors import ConfigError
 from daliaug.outputs.batch_layout import BatchLayout
+from daliaug.resume import Rest
 
 if TYPE_CHECKING:
     from daliaug.config import Config
@@ -52,6 +54,9 @@ class Batches:
     """What a state of these batches must match (:class:`~daliaug.resume.Stream`)."""
     world: int = 1
     """The shards the epoch is split over, this process's and others' (a state's world)."""
+    samples: SampleSet | None = None
+    """All the samples, of every shard (the rest of an epoch begun by another world reads
+    from all of them)."""
     shard_batch: int = 0
     """Each shard's batch."""
 
@@ -63,15 +68,15 @@ class Batches:
         partial: int = 0,
         initial_epoch: int = 0,
         pipelines: int = 1,
-        first_batch: int = 0,
     ) -> None:
         self._open_at = open_at
         self.pipelines = pipelines
         self._length = length
         self._batch_size = batch_size
         self._partial = partial
-        self._epoch, self._first = initial_epoch, first_batch
-        self._taken = first_batch  # batches of the epoch handed on
+        self._epoch = initial_epoch
+        self._start: int | Rest = 0  # the batch the epoch starts at, or the rest of it
+        self._taken = 0  # batches of the epoch handed on
         self._stream: Iterable[Batch] | None = None
         self._ended = False
 
@@ -88,21 +93,28 @@ class Batches:
         """Make the next pass run ``epoch`` (:class:`~daliaug.keras.EpochSync`, a restore)."""
         self.seek(epoch, 0)
 
-    def seek(self, epoch: int, first: int) -> None:
-        """Make the next pass run ``epoch`` from its batch ``first``."""
-        if (epoch, first) != (self._epoch, self._first) or first:
+    def seek(self, epoch: int, start: int | Rest) -> None:
+        """Make the next pass run ``epoch`` from its batch ``start``, or the :class:`Rest`
+        of it another world began."""
+        if (epoch, start) != (self._epoch, self._start) or start:
             self._stream = None
-        self._epoch, self._first, self._taken = epoch, first, first
+        self._epoch, self._start = epoch, start
+        self._taken = start if isinstance(start, int) else 0
 
     def get_state(self) -> State:
         """The state after the batches handed on so far (Grain's name)."""
-        return self._stream_of().state(self._epoch, self._taken)
+        rest = self._start if isinstance(self._start, Rest) else None
+        return self._stream_of().state(self._epoch, self._taken, rest)
 
     def set_state(self, state: State | Mapping[str, Any] | str) -> None:
         """Make the next pass continue where ``state`` was taken (Grain's name): a
         :class:`~daliaug.resume.State`, its dictionary or its JSON; refused by name where it
-        was taken of other batches."""
-        self.seek(*self._stream_of().start(state))
+        was taken of other batches. A state taken by another number of shards resumes the
+        rest of its epoch over this one's (:class:`~daliaug.resume.Rest`)."""
+        epoch, start = self._stream_of().start(state)
+        if isinstance(start, Rest):
+            start = dataclasses.replace(start, samples=self.samples)
+        self.seek(epoch, start)
 
     def state_dict(self) -> dict[str, Any]:
         """:meth:`get_state` as a dictionary (PyTorch's name)."""
@@ -118,19 +130,23 @@ class Batches:
         return self.stream
 
     def __iter__(self) -> Iterator[Batch]:
-        epoch, first = self._epoch, self._first
+        epoch, start = self._epoch, self._start
+        rest = isinstance(start, Rest)
+        first, length = (0, start.batches) if isinstance(start, Rest) else (start, self._length)
         if self._stream is None or not self._ended:
-            self._stream = self._open_at(epoch, first)
+            self._stream = self._open_at(epoch, start)
         self._ended, self._taken = False, first
         batches = iter(self._stream)
         for count, batch in enumerate(batches, first + 1):
             self._taken = count
-            if count == self._length:
+            if count == length:
                 # Keras stops at the last batch without asking for more: end the pipelines'
                 # epoch now, so that the next pass finds them at the next one.
                 if next(batches, None) is not None:
-                    raise RuntimeError(f"epoch {epoch} ran past its {self._length} batches")
-                self._ended, self._epoch, self._first, self._taken = True, epoch + 1, 0, 0
+                    raise RuntimeError(f"epoch {epoch} ran past its {length} batches")
+                self._ended, self._epoch, self._start, self._taken = True, epoch + 1, 0, 0
+                if rest:  # its pipelines hold the rest of that epoch only
+                    self._stream = None
             yield batch
 
 
@@ -209,8 +225,23 @@ def cpu_loaders(
 
     layout = shard_layout(shards[0])
 
-    def open_at(epoch: int, first: int) -> Joined:
-        loaders = [loader(c, s, o, epoch, first) for c, s, o in shards]
+    def open_at(epoch: int, start: int | Rest) -> Joined:
+        if isinstance(start, Rest):
+            loaders = [loader(*_rest_shard(start, c, o), epoch, 0) for c, _, o in shards]
+        else:
+            loaders = [loader(c, s, o, epoch, start) for c, s, o in shards]
         return Joined(loaders, convert, layout)
 
     return open_at
+
+
+def _rest_shard(rest: Rest, config: Config, options: DatasetOptions) -> tuple[Any, ...]:
+    """The config, samples (all of them) and options of a shard that runs ``rest`` (the rest
+    of an epoch another world began) in place of its own epoch."""
+    if options.sample_weights is not None:
+        raise ConfigError(
+            "state: the rest of an epoch begun by another world is dealt out over all the "
+            "samples, which per-sample weights do not follow; restore it on the same world"
+        )
+    resumed = rest.shard(config.source.shard_id)
+    return config, rest.samples, dataclasses.replace(options, resumed=resumed)

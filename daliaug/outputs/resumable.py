@@ -34,11 +34,12 @@ def resumable(
     """``dataset`` (made of ``config`` and ``samples``, all of them, with ``strategy`` if
     any) with its stream, started at ``state`` if one is given (refused by name if it is not
     a state of this stream)."""
+    tf_data = hasattr(dataset, "epoch_clock")  # tf.data: the clock numbers its iterations
     world, per_shard = config.source.num_shards, config.batch_size
     if strategy is not None:
         world = strategy.num_replicas_in_sync
         per_shard = config.batch_size // world
-    if hasattr(dataset, "epoch_clock"):  # tf.data: the clock numbers its iterations
+    if tf_data:
         length = replica_length(len(samples), world, per_shard, config.drop_remainder)
         batches = getattr(dataset, "batches_per_epoch", length // per_shard)
     else:
@@ -52,13 +53,18 @@ def resumable(
         source_fingerprint(samples),
         config_fingerprint(config),
         __version__,
+        config.shuffle,
+        config.drop_remainder,
         seeks=isinstance(samples, Samples),
+        elastic=isinstance(samples, Samples) and not tf_data and config.source.num_shards == 1,
     )
     dataset.stream = stream
-    if hasattr(dataset, "epoch_clock"):
+    if tf_data:
         clock = dataset.epoch_clock
         dataset.state_at = stream.state
         dataset.set_state = lambda given: clock.seek(*stream.start(given))
+    else:
+        dataset.samples = samples
     if state is not None:
         dataset.set_state(state)
     return dataset
