@@ -5,12 +5,19 @@ making or reading anything before it; a state of other data is refused by name."
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import daliaug
 from daliaug.errors import ConfigError, DataError
@@ -257,3 +264,62 @@ def test_a_state_restored_by_another_world_gives_the_rest_of_the_epoch_exactly_o
         worlds[0],
         4 * after[0],
     )
+
+
+def kill_job(spec: dict[str, Any], kill_at: int | None = None) -> int:
+    """Runs :mod:`tests.kill_job`; with ``kill_at``, SIGKILLs it once it has handed on that
+    many batches (it waits for a line after each). The batches it handed on."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.kill_job", json.dumps({**spec, "free": kill_at is None})],
+        cwd=Path(__file__).parents[1],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert process.stdin is not None and process.stdout is not None
+    handed = 0
+    for line in process.stdout:
+        handed = int(line.split()[1])
+        if handed == kill_at:
+            process.send_signal(signal.SIGKILL)
+            break
+        if kill_at is not None:
+            process.stdin.write("\n")
+            process.stdin.flush()
+    _, errors = process.communicate(timeout=120)
+    expected = -signal.SIGKILL if kill_at is not None else 0
+    assert process.returncode == expected, errors[-3000:]
+    return handed
+
+
+@pytest.fixture(scope="module", params=["opencv", "cpu"])
+def uninterrupted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The job's two epochs run through on engine ``param``: its records."""
+    root = tmp_path_factory.mktemp("whole")
+    spec = {"backend": request.param, "out": str(root / "out.jsonl")}
+    kill_job({**spec, "state": str(root / "state.json"), "resume": False})
+    return request.param, (root / "out.jsonl").read_text().splitlines()
+
+
+@pytest.mark.slow
+@settings(max_examples=3, derandomize=True, deadline=None)
+@given(kill_at=st.integers(1, 11))
+def test_killed_at_any_batch_and_resumed_gives_the_uninterrupted_stream(
+    uninterrupted: tuple[str, list[str]], kill_at: int
+) -> None:
+    """SIGKILL after ``kill_at`` batches (of 12 over two epochs): the job resumed from the state
+    it last wrote hands on exactly the uninterrupted run's remaining batches (their bytes'
+    digest), and over the two runs each epoch holds every sample exactly once."""
+    backend, whole = uninterrupted
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        spec = {"backend": backend, "out": str(root / "out.jsonl"), "state": str(root / "s")}
+        assert kill_job({**spec, "resume": False}, kill_at) == kill_at
+        kill_job({**spec, "resume": True})
+        records = (root / "out.jsonl").read_text().splitlines()
+    assert records == whole
+    labels = [json.loads(r)["labels"] for r in records]
+    for epoch in (labels[:6], labels[6:]):
+        assert sorted(x for batch in epoch for x in batch) == list(range(22))
