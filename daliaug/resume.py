@@ -247,7 +247,10 @@ class Stream:
                 "the config the state was taken with"
             )
         if state.seed != self.seed:
-            raise ConfigError(f"state: seed {state.seed}, this dataset's is {self.seed}")
+            raise ConfigError(
+                f"state: seed {state.seed}, this dataset's is {self.seed} (give the config a "
+                "seed, or make the dataset with the state: make_dataset(..., state=...))"
+            )
         if state.samples != self.samples or state.source != self.source:
             raise DataError(
                 f"source: the samples changed since the state was taken ({state.samples} "

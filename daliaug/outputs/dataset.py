@@ -28,13 +28,13 @@ from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.resumable import resumable
 from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 from daliaug.prepare import Prepared, prepare
+from daliaug.resume import State
 from daliaug.sources.sample_set import SampleSet
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
     from daliaug.outputs.batches import Batches
-    from daliaug.resume import State
 
 _ENGINE = "_daliaug_engine"
 """The attribute of a dataset made by :func:`make_dataset` that :func:`describe` reads."""
@@ -136,7 +136,8 @@ def make_dataset(
     included: the first iteration is the rest of that epoch, with exactly the batches the
     stream would have given from there, none before it made. NumPy, JAX and PyTorch batches
     give their state with ``get_state()`` (``state_dict()``); a ``tf.data`` dataset with
-    ``state_at(epoch, batches)``, for the batches of that epoch consumed so far.
+    ``state_at(epoch, batches)``, for the batches of that epoch consumed so far. A config
+    without a ``seed`` takes the state's.
     """
     if initial_epoch < 0:
         raise ConfigError(f"initial_epoch: must be 0 or more, got {initial_epoch}")
@@ -162,7 +163,10 @@ def make_dataset(
         )
     choice = choose(config, framework, tf_sees_gpu)
     prepared = prepare(config, samples=samples, x=x, y=y, choice=choice)
-    config = prepared.config.model_copy(update={"seed": resolve_seed(prepared.config.seed)})
+    seed = prepared.config.seed
+    if seed is None and state is not None:  # a config without a seed resumes the state's
+        seed = State.of(state).seed
+    config = prepared.config.model_copy(update={"seed": resolve_seed(seed)})
     prepared = dataclasses.replace(prepared, config=config)
     samples = prepared.samples
     samples.check_readable()
