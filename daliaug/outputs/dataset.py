@@ -173,7 +173,10 @@ def make_dataset(
     weights = None if class_weight is None else _class_weights(config, samples, class_weight)
     per_sample = None if sample_weight is None else _sample_weights(samples, sample_weight)
     options = DatasetOptions(
-        class_weights=weights, sample_weights=per_sample, clock=EpochClock(initial_epoch)
+        class_weights=weights,
+        sample_weights=per_sample,
+        clock=EpochClock(initial_epoch),
+        resumes=state is not None,
     )
     if strategy is None and options.weighs and config.label_mode == "none":
         raise ConfigError("label_mode: 'none' yields the images alone, without weights")

@@ -33,6 +33,10 @@ class DatasetOptions:
     CPU, or DALI's GPU for DALI on the GPU."""
     sample_weights: np.ndarray | None = None
     """One weight per sample (column sources), times its class weight if there are any."""
+    resumes: bool = False
+    """Made with a state (:mod:`daliaug.resume`): its first epoch may start mid-way, so a
+    ``tf.data`` dataset reports its length (:func:`~daliaug.outputs.tfdata.streams.epoch_length`)
+    rather than asserting it."""
     resumed: RestOfEpoch | None = None
     """The rest of an epoch begun by another world, which this shard runs instead of its own
     epochs (:class:`~daliaug.epoch.RestOfEpoch`, a state restored elastically)."""

@@ -6,7 +6,8 @@ batches they have handed on, so they give their state themselves (``get_state``)
 ``tf.data`` dataset does not (its iterators run ahead of the training step), so it takes the
 batches consumed from its caller: ``state_at(epoch, batches)``; ``set_state(state)`` makes its
 next iteration the rest of the state's epoch (through its epoch clock), as ``make_dataset``'s
-``state`` does.
+``state`` does; a dataset made without a state asserts its full length, so it is for callers
+that stop the resumed epoch at its last step (``daliaug.keras.BackupAndRestore``).
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ def dali_standin(
     x = np.random.default_rng(0).integers(0, 256, (count, 16, 16, 3), dtype=np.uint8)
     samples = array_samples(x, np.arange(count) % 2)
     with monkeypatch.context() as m:
-        m.setattr(bridge, "report_length", lambda ds, n: None)
+        m.setattr(tf.data.experimental, "assert_cardinality", lambda n: lambda ds: ds)
         m.setattr(bridge, "on_first_batch", lambda ds: ds)  # a host dataset's stage
         if not named_faults:
             m.setattr(bridge, "named_faults", lambda ds, feed: ds)

@@ -18,7 +18,7 @@ import tensorflow as tf
 from daliaug.config import Config
 from daliaug.outputs.opencv import CvLoader
 from daliaug.outputs.options import DatasetOptions
-from daliaug.outputs.tfdata.streams import counted, nested, report_length, signature
+from daliaug.outputs.tfdata.streams import counted, epoch_length, nested, signature
 from daliaug.sources.sample_set import SampleSet
 
 
@@ -37,7 +37,7 @@ def cv_dataset(config: Config, samples: SampleSet, options: DatasetOptions) -> t
     untuned = tf.data.Options()
     untuned.autotune.enabled = False
     ds = batches.prefetch(config.prefetch_depth("cpu")).with_options(untuned)
-    report_length(ds, len(loader))
+    ds = epoch_length(ds, len(loader), options.resumes)
     ds.batches_per_epoch = len(loader)
     ds.epoch_clock = clock
     return ds

@@ -29,6 +29,7 @@ from daliaug.outputs.tfdata.faults import named_faults
 from daliaug.outputs.tfdata.streams import (
     column_stream,
     counted,
+    epoch_length,
     feed_stream,
     in_flight,
     nested,
@@ -196,10 +197,11 @@ def dali_dataset(
             # only places datasets on hosts): DALI copies its outputs to the host.
             fail_on_device_mismatch=on_gpu or device == "cpu",
         )
-    if not on_gpu:
-        ds = on_first_batch(ds)
-    ds = nested(ds, layout)
-    report_length(ds, len(epochs))
+    if on_gpu:
+        ds = nested(ds, layout)
+        report_length(ds, len(epochs))
+    else:
+        ds = epoch_length(nested(on_first_batch(ds), layout), len(epochs), options.resumes)
     ds.batches_per_epoch = len(epochs)
     ds.epoch_clock = clock
     return named_faults(ds, feed)

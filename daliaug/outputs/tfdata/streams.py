@@ -288,12 +288,22 @@ def report_length(dataset: tf.data.Dataset, batches: int) -> None:
     ``tf.data`` cannot be told: a DALI dataset reports an infinite cardinality (its pipelines
     run until their inputs end), a GPU-placed one takes no further ``tf.data`` stage
     (``assert_cardinality`` has no GPU kernel), and a resumed epoch (:mod:`daliaug.resume`)
-    holds fewer batches than the others, which ``assert_cardinality`` would fail. Keras'
-    dataset adapter asks ``cardinality()``; told infinite, ``model.fit`` shows no progress
-    target in the first epoch and warns that the input "ran out of data" at the end of every
-    epoch."""
+    holds fewer batches than the others (:func:`epoch_length`). Keras' dataset adapter asks
+    ``cardinality()``; told infinite, ``model.fit`` shows no progress target in the first epoch
+    and warns that the input "ran out of data" at the end of every epoch."""
 
     def cardinality() -> tf.Tensor:
         return tf.constant(batches, tf.int64)
 
     dataset.cardinality = cardinality
+
+
+def epoch_length(dataset: tf.data.Dataset, batches: int, resumes: bool) -> tf.data.Dataset:
+    """``dataset``, whose every iteration holds ``batches`` batches: asserted
+    (``assert_cardinality``: it fails loudly should an epoch ever hold another number, and
+    stages after it know the length), or, for a dataset made with a state whose first epoch
+    holds only the batches left (``resumes``), reported (:func:`report_length`)."""
+    if not resumes:
+        return dataset.apply(tf.data.experimental.assert_cardinality(batches))
+    report_length(dataset, batches)
+    return dataset
