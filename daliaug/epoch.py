@@ -275,7 +275,7 @@ def world_order(
     return index[valid], shards[valid], positions[valid]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RestOfEpoch:
     """The rest of one epoch for shard ``shard`` of a new ``world``: the entries of another
     world's global order (:func:`world_order`) from ``position`` on, dealt out in turn (entry

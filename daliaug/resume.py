@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -316,11 +317,13 @@ def config_fingerprint(config: Config) -> dict[str, str]:
 def source_fingerprint(samples: SampleSet) -> str:
     """What identifies the samples: their columns (file names, labels, arrays, targets),
     image sizes and each file's size and modification time, as listed or checked (a file
-    replaced or rewritten differs); for streamed records, their files."""
+    replaced or rewritten differs; names as the file system has them, odd bytes included); for
+    streamed records, their files."""
     digest = hashlib.sha256(str(len(samples)).encode())
     columns = getattr(samples, "columns", None)
     if columns is None:
-        digest.update("\n".join(samples.image_files).encode())
+        for path in samples.image_files:
+            digest.update(os.fsencode(path) + b"\n")
         return digest.hexdigest()[:16]
     for name, column in sorted(columns.items()):
         digest.update(name.encode())
@@ -330,7 +333,7 @@ def source_fingerprint(samples: SampleSet) -> str:
     for paths in samples.files.values():
         for path in paths:
             key = keys.get(path) if keys else None
-            digest.update(f"{path}\0{key[:2] if key else ''}\n".encode())
+            digest.update(os.fsencode(path) + f"\0{key[:2] if key else ''}\n".encode())
     return digest.hexdigest()[:16]
 
 
@@ -345,4 +348,6 @@ def _update(digest: Any, column: Any) -> None:
         digest.update(np.ascontiguousarray(column).tobytes())
         return
     for row in column:
-        digest.update(np.ascontiguousarray(np.asarray(row, dtype=np.float64)).tobytes() + b"\0")
+        values = np.asarray(row)
+        data = repr(row).encode() if values.dtype == object else values.tobytes()
+        digest.update(f"{values.dtype}{values.shape}".encode() + data + b"\0")
