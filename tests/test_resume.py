@@ -323,3 +323,24 @@ def test_killed_at_any_batch_and_resumed_gives_the_uninterrupted_stream(
     labels = [json.loads(r)["labels"] for r in records]
     for epoch in (labels[:6], labels[6:]):
         assert sorted(x for batch in epoch for x in batch) == list(range(22))
+
+
+def test_a_state_of_files_since_replaced_or_added_is_refused(
+    numbered_list: Path, tmp_path: Path
+) -> None:
+    """The fingerprint holds each file's name, size and modification time as listed: a file
+    rewritten, or one more in the list, and the state is refused, never resumed onto them."""
+    copy = tmp_path / "numbered"
+    shutil.copytree(numbered_list.parent, copy)
+    listing = copy / numbered_list.name
+    source = {"type": "file_list", "path": str(listing)}
+    config = config_for(copy, source=source, shuffle=True, batch_size=5, backend="opencv")
+    state = daliaug.make_dataset(config, framework="numpy").stream.state(0, 2)
+    image = copy / "img" / "0003.png"
+    shutil.copyfile(copy / "img" / "0004.png", image)
+    os.utime(image, ns=(1, 1))
+    with pytest.raises(DataError, match="samples changed"):
+        daliaug.make_dataset(config, framework="numpy", state=state)
+    listing.write_text(listing.read_text() + "img/0004.png,4\n")
+    with pytest.raises(DataError, match="23 samples.*now 24"):
+        daliaug.make_dataset(config, framework="numpy", state=state)
