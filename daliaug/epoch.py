@@ -59,30 +59,44 @@ def replica_length(total: int, replicas: int, batch_size: int, drop_remainder: b
 
 
 class EpochClock:
-    """Which epoch each stream of a dataset iterates next. A ``tf.data`` dataset does not know
-    which epoch an iteration of it is; each of its streams asks its clock when an iteration
-    starts reading: the next epoch for that stream, from ``start`` on, or the epoch :meth:`set`
-    gave (Keras' own epoch number, through ``daliaug.keras.EpochSync``). Iterators made and
-    never read (``model.fit`` makes some) ask nothing, except those of a GPU-placed DALI
+    """Which epoch each stream of a dataset iterates next, and from which batch. A ``tf.data``
+    dataset does not know which epoch an iteration of it is; each of its streams asks its
+    clock when an iteration starts reading (:meth:`begin`): the next epoch for that stream,
+    from ``start`` on, or the epoch :meth:`set` gave (Keras' own epoch number, through
+    ``daliaug.keras.EpochSync``). Each stream's first iteration of epoch ``start`` begins at
+    batch ``first`` (a resumed epoch, :meth:`seek`), every other one at batch 0. Iterators made
+    and never read (``model.fit`` makes some) ask nothing, except those of a GPU-placed DALI
     dataset, whose pipeline starts reading when its iterator is made."""
 
-    def __init__(self, start: int = 0) -> None:
-        self.start = start
+    def __init__(self, start: int = 0, first: int = 0) -> None:
+        self.start, self.first = start, first
         self._next: dict[object, int] = {}
+        self._began: set[object] = set()
         self._lock = threading.Lock()
 
-    def next(self, stream: object) -> int:
-        """The epoch ``stream``'s new iteration is."""
+    def begin(self, stream: object) -> tuple[int, int]:
+        """The epoch ``stream``'s new iteration is, and the batch it begins at."""
         with self._lock:
             epoch = self._next.get(stream, self.start)
             self._next[stream] = epoch + 1
-            return epoch
+            first = self.first if epoch == self.start and stream not in self._began else 0
+            self._began.add(stream)
+            return epoch, first
+
+    def next(self, stream: object) -> int:
+        """The epoch ``stream``'s new iteration is."""
+        return self.begin(stream)[0]
+
+    def seek(self, epoch: int, first: int = 0) -> None:
+        """The next iteration of every stream is ``epoch``, from batch ``first``."""
+        with self._lock:
+            self.start, self.first = epoch, first
+            self._next = dict.fromkeys(self._next, epoch)
+            self._began = set()
 
     def set(self, epoch: int) -> None:
         """The next iteration of every stream is ``epoch``."""
-        with self._lock:
-            self.start = epoch
-            self._next = dict.fromkeys(self._next, epoch)
+        self.seek(epoch)
 
 
 class NumpyRandom:
@@ -230,3 +244,134 @@ class ParameterRows:
         if not parts:
             return np.zeros((0, len(self.plan.param_keys)), np.float32)
         return np.concatenate(parts)
+
+
+def world_order(
+    size: int,
+    world: int,
+    batch_size: int,
+    drop_remainder: bool,
+    shuffle: bool,
+    seed: int,
+    epoch: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Epoch ``epoch`` of ``size`` samples split over ``world`` contiguous shards (of
+    ``batch_size`` each, as :class:`~daliaug.outputs.shards.Shards` splits them), as one global
+    order: position by position, shard by shard (the order in which a world running its shards
+    in step consumes them), padding and what ``drop_remainder`` leaves out not in it. Each
+    entry's sample, the shard it came from and its position there (whose parameter row it
+    keeps)."""
+    length = replica_length(size, world, batch_size, drop_remainder)
+    index = np.zeros((length, world), np.int64)
+    valid = np.zeros((length, world), bool)
+    for shard in range(world):
+        start, stop = shard_range(size, shard, world)
+        epochs = Epochs(stop - start, batch_size, drop_remainder, shuffle, seed, shard, length)
+        taken = np.arange(min(length, stop - start))
+        index[taken, shard] = start + epochs.order(epoch)[taken]
+        valid[taken, shard] = True
+    shards = np.broadcast_to(np.arange(world), (length, world))
+    positions = np.broadcast_to(np.arange(length)[:, None], (length, world))
+    return index[valid], shards[valid], positions[valid]
+
+
+@dataclass(frozen=True, eq=False)
+class RestOfEpoch:
+    """The rest of one epoch for shard ``shard`` of a new ``world``: the entries of another
+    world's global order (:func:`world_order`) from ``position`` on, dealt out in turn (entry
+    ``i`` to shard ``i % world``), so that a world running its shards in step consumes them in
+    that order, whatever its size: a state taken mid-way is again a position in the same global
+    order. Each sample keeps the parameter row it had in the order's own world, so its pixels
+    are those an uninterrupted run would have made. The :class:`Epochs` interface the feed
+    reads (whatever epoch number it is asked for); padding (weight 0) repeats the shard's first
+    sample up to equal batch counts."""
+
+    index: np.ndarray
+    origin: np.ndarray
+    place: np.ndarray
+    shard: int
+    world: int
+    batch_size: int
+    drop_remainder: bool
+    seed: int
+    epoch: int
+
+    @staticmethod
+    def of(
+        order: tuple[np.ndarray, np.ndarray, np.ndarray],
+        position: int,
+        shard: int,
+        world: int,
+        batch_size: int,
+        drop_remainder: bool,
+        seed: int,
+        epoch: int,
+    ) -> RestOfEpoch:
+        index, origin, place = (a[position:] for a in order)
+        return RestOfEpoch(
+            index, origin, place, shard, world, batch_size, drop_remainder, seed, epoch
+        )
+
+    @property
+    def positions(self) -> int:
+        """Positions of each shard: the rest dealt out, rounded to whole batches (down with
+        ``drop_remainder``, else up, with padding); a world of one ends with a smaller batch
+        instead, as its own epochs do."""
+        per_shard = len(self.index) / self.world
+        if self.world == 1 and not self.drop_remainder:
+            return len(self.index)
+        batches = per_shard // self.batch_size
+        if not self.drop_remainder:
+            batches = -(-per_shard // self.batch_size)
+        return int(batches) * self.batch_size
+
+    @property
+    def bounds(self) -> list[tuple[int, int]]:
+        return batch_bounds(self.positions, self.batch_size, self.drop_remainder)
+
+    def __len__(self) -> int:
+        return len(self.bounds)
+
+    def _entries(self) -> np.ndarray:
+        """The global order's entry at each of this shard's positions (-1: padding)."""
+        entries = np.arange(self.positions) * self.world + self.shard
+        return np.where(entries < len(self.index), entries, -1)
+
+    def batches(self, epoch: int) -> list[np.ndarray]:
+        entries = self._entries()
+        fill = self.index[self.shard] if self.shard < len(self.index) else self.index[0]
+        taken = np.where(entries >= 0, self.index[entries], fill)
+        return np.split(taken, [stop for _, stop in self.bounds[:-1]]) if self.bounds else []
+
+    def valid(self, start: int, stop: int) -> np.ndarray:
+        return self._entries()[start:stop] >= 0
+
+    def rows(self, plan: Plan, epoch: int) -> RestRows:
+        return RestRows(self, plan)
+
+
+class RestRows:
+    """The parameter rows of a :class:`RestOfEpoch`, by position: each entry's row from its own
+    shard's stream in the order's world (padding takes the shard's first entry's)."""
+
+    def __init__(self, rest: RestOfEpoch, plan: Plan) -> None:
+        self.rest, self.plan = rest, plan
+        self._streams: dict[int, ParameterRows] = {}
+
+    def __getitem__(self, positions: slice) -> np.ndarray:
+        rest = self.rest
+        entries = rest._entries()[positions]
+        entries = np.where(entries >= 0, entries, min(rest.shard, len(rest.index) - 1))
+        out = np.zeros((len(entries), len(self.plan.param_keys)), np.float32)
+        origins = rest.origin[entries]
+        for origin in np.unique(origins).tolist():
+            mine = np.flatnonzero(origins == origin)
+            rows = self._streams.setdefault(
+                origin, ParameterRows(self.plan, (rest.seed, origin, rest.epoch))
+            )
+            places = rest.place[entries[mine]]
+            chunks = places // ParameterRows.CHUNK
+            for c in np.unique(chunks).tolist():
+                at = chunks == c
+                out[mine[at]] = rows._chunk(c)[places[at] - c * ParameterRows.CHUNK]
+        return out

@@ -348,7 +348,7 @@ import tensorflow as tf
 from daliaug.outputs.tfdata.streams import counted
 from daliaug.epoch import EpochClock
 
-def slow(epoch):
+def slow(epoch, first):
     for i in range(100):
         time.sleep(0.5)  # a chunk being computed when the script ends
         yield i

@@ -27,14 +27,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 from math import prod
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import numpy as np
 
 from daliaug.algebra import Canvas
 from daliaug.config import Config, target_column
 from daliaug.detection import BoxTargets
-from daliaug.epoch import Epochs, ParameterRows
+from daliaug.epoch import Epochs, ParameterRows, RestOfEpoch
 from daliaug.errors import DataError, carried_error
 from daliaug.kernels.arrays import NUMPY, Arrays
 from daliaug.plan import Plan
@@ -271,6 +271,26 @@ FEED_CHUNK = 1024
 one)."""
 
 
+
+class _Tail(Sequence[np.ndarray]):
+    """An epoch's batches from batch ``first`` on, each taken from ``batches`` when asked (a
+    :class:`CheckedEpoch` checks a batch's files then, so none past the one asked for)."""
+
+    def __init__(self, batches: Sequence[np.ndarray], first: int) -> None:
+        self._batches, self._first = batches, first
+
+    def __len__(self) -> int:
+        return max(0, len(self._batches) - self._first)
+
+    @overload
+    def __getitem__(self, k: int) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[np.ndarray]: ...
+    def __getitem__(self, k: int | slice) -> np.ndarray | list[np.ndarray]:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        return self._batches[self._first + k]
+
 class EpochFeed:
     """A shard's samples (columns) as a graph's inputs, one epoch at a time, made on the host:
     :class:`~daliaug.epoch.Epochs` gives each batch's samples and parameter rows (or the
@@ -289,7 +309,7 @@ class EpochFeed:
         resizes: bool,
         form: FeedForm = FLAT,
         params: np.ndarray | None = None,
-        epochs: Epochs | None = None,
+        epochs: Epochs | RestOfEpoch | None = None,
         weights: np.ndarray | None = None,
         recent: int = 2,
     ) -> None:
@@ -370,16 +390,22 @@ class EpochFeed:
         return np.asarray(self.samples.columns[name][index])
 
     def chunks(
-        self, epoch: int, names: Sequence[str], size: int, check_files: bool = False
+        self,
+        epoch: int,
+        names: Sequence[str],
+        size: int,
+        check_files: bool = False,
+        first: int = 0,
     ) -> Iterator[dict[str, np.ndarray]]:
         """:meth:`batches` joined a few at a time, about ``size`` samples per chunk (whole
         batches: cutting a chunk into ``batch_size`` pieces gives the batches back), each
         chunk made at once (the plan evaluated over all its samples), stored inputs as
         zero-padded ``uint8`` rows; one batch per chunk where ``names`` holds a stored input
-        (files, shards), which is not held in memory."""
+        (files, shards), which is not held in memory. ``first``: as for :meth:`batches`."""
         stored = [name for name in names if self._stored(name)]
         per_chunk = 1 if stored else max(1, size // self.epochs.batch_size)
-        for group, _, index, chunk, given in self._groups(epoch, names, per_chunk, check_files):
+        groups = self._groups(epoch, names, per_chunk, check_files, first)
+        for group, _, index, chunk, given in groups:
             for name in stored:
                 rows = self._read(name, index)
                 chunk[name] = padded(rows) if isinstance(rows, list) else rows
@@ -388,21 +414,22 @@ class EpochFeed:
             yield {name: chunk[name] for name in names}
 
     def _groups(
-        self, epoch: int, names: Sequence[str], per_chunk: int, check_files: bool
+        self, epoch: int, names: Sequence[str], per_chunk: int, check_files: bool, first: int
     ) -> Iterator[
         tuple[range, list[np.ndarray], np.ndarray, dict[str, np.ndarray], Callable[[int], None]]
     ]:
-        """Each chunk of ``per_chunk`` batches: its batches' numbers and samples, all its
-        samples, its arrays of ``names`` but the stored ones, and ``given``, to call for each
-        batch before it is handed on (with ``check_files``: the batch's files checked
-        unchanged, unless the host reads them, which checks them as it reads; its samples kept
-        as :attr:`recent`). With ``source.check: background`` the batches are those of
-        :meth:`checked_epoch`, each file decoded before its batch is made, and the chunks grow
-        from one batch to ``per_chunk`` (the first batch waits for its own files only)."""
+        """Each chunk of ``per_chunk`` batches from batch ``first`` on: its batches' numbers
+        (counting from ``first``) and samples, all its samples, its arrays of ``names`` but the
+        stored ones, and ``given``, to call for each batch before it is handed on (with
+        ``check_files``: the batch's files checked unchanged, unless the host reads them, which
+        checks them as it reads; its samples kept as :attr:`recent`). With ``source.check:
+        background`` the batches are those of :meth:`checked_epoch`, each file decoded before
+        its batch is made, and the chunks grow from one batch to ``per_chunk`` (the first batch
+        waits for its own files only)."""
         drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
         checked = self.checked_epoch(epoch)
-        batches = self.epochs.batches(epoch) if checked is None else checked
-        bounds = self.epochs.bounds
+        batches = _Tail(self.epochs.batches(epoch) if checked is None else checked, first)
+        bounds = self.epochs.bounds[first:]
         watched = check_files and self.samples.checked and not self._host_files
         watch = FileWatch(self.samples, batches) if watched else None
         made = [name for name in names if not self._stored(name)]
@@ -428,7 +455,7 @@ class EpochFeed:
                 watch.close()
 
     def batches(
-        self, epoch: int, names: Sequence[str], check_files: bool = False
+        self, epoch: int, names: Sequence[str], check_files: bool = False, first: int = 0
     ) -> Iterator[dict[str, Any]]:
         """Each batch of ``epoch`` as the arrays ``names`` asks for: inputs of :attr:`inputs`
         (files the host reads as a list of their bytes), ``index`` (the samples' indices) and
@@ -438,10 +465,14 @@ class EpochFeed:
         the graph reads its files from should ask for it); the files are checked as the host
         reads them, or else on a thread of their own (:class:`FileWatch`). The batches are
         made :data:`FEED_CHUNK` samples at a time and cut apart (the plan's Python work paid
-        once per chunk: ``bench/host_cost.py``), their stored inputs read batch by batch."""
+        once per chunk: ``bench/host_cost.py``), their stored inputs read batch by batch.
+        ``first``: the batches before it are left out, neither made nor read (a resumed
+        epoch, :mod:`daliaug.resume`): each batch's samples and rows depend on its position
+        only, so batch ``first`` on is what it is in the whole epoch."""
         stored = [name for name in names if self._stored(name)]
         per_chunk = max(1, FEED_CHUNK // self.epochs.batch_size)
-        for group, parts, index, chunk, given in self._groups(epoch, names, per_chunk, check_files):
+        groups = self._groups(epoch, names, per_chunk, check_files, first)
+        for group, parts, index, chunk, given in groups:
             at = 0
             for j, part in zip(group, parts, strict=True):
                 size = len(part)

@@ -18,32 +18,51 @@ a multi-process ``keras.distribution`` Keras refuses any input but ``tf.data`` u
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from daliaug.errors import ConfigError
 from daliaug.outputs.batch_layout import BatchLayout
+from daliaug.resume import Rest
 
 if TYPE_CHECKING:
     from daliaug.config import Config
     from daliaug.engines.select import Choice
     from daliaug.outputs.options import DatasetOptions
+    from daliaug.resume import State, Stream
     from daliaug.sources.sample_set import SampleSet
 
 Batch = tuple[Any, ...]
 
 
 class Batches:
-    """``(images, targets[, weights])`` batches, one epoch per pass, from ``open_at(epoch)``:
-    an iterable whose every ``iter()`` runs the next epoch of pipelines opened at ``epoch``
-    (reused while passes run to their end). ``length``: batches per epoch; ``batch_size`` and
+    """``(images, targets[, weights])`` batches, one epoch per pass, from
+    ``open_at(epoch, first)``: an iterable whose every ``iter()`` runs the next epoch of
+    pipelines opened at ``epoch``, from its batch ``first`` (0 but in a resumed epoch; reused
+    while passes run to their end). ``length``: batches per epoch; ``batch_size`` and
     ``partial``: the full batch and the last one's size if smaller (else 0); ``pipelines``: how
-    many run side by side (one per local shard)."""
+    many run side by side (one per local shard).
+
+    Its state between batches (:meth:`get_state`, :meth:`set_state`, and PyTorch's names
+    :meth:`state_dict`, :meth:`load_state_dict`) is a :class:`~daliaug.resume.State` where
+    ``stream`` (set by ``make_dataset``) says what the batches are."""
+
+    stream: Stream | None = None
+    """What a state of these batches must match (:class:`~daliaug.resume.Stream`)."""
+    world: int = 1
+    """The shards the epoch is split over, this process's and others' (a state's world)."""
+    samples: SampleSet | None = None
+    """All the samples, of every shard (the rest of an epoch begun by another world reads
+    from all of them)."""
+    shard_batch: int = 0
+    """Each shard's batch."""
 
     def __init__(
         self,
-        open_at: Callable[[int], Iterable[Batch]],
+        open_at: Callable[[int, int], Iterable[Batch]],
         length: int,
         batch_size: int,
         partial: int = 0,
@@ -56,6 +75,8 @@ class Batches:
         self._batch_size = batch_size
         self._partial = partial
         self._epoch = initial_epoch
+        self._start: int | Rest = 0  # the batch the epoch starts at, or the rest of it
+        self._taken = 0  # batches of the epoch handed on
         self._stream: Iterable[Batch] | None = None
         self._ended = False
 
@@ -70,22 +91,62 @@ class Batches:
 
     def set_epoch(self, epoch: int) -> None:
         """Make the next pass run ``epoch`` (:class:`~daliaug.keras.EpochSync`, a restore)."""
-        if epoch != self._epoch:
-            self._epoch, self._stream = epoch, None
+        self.seek(epoch, 0)
+
+    def seek(self, epoch: int, start: int | Rest) -> None:
+        """Make the next pass run ``epoch`` from its batch ``start``, or the :class:`Rest`
+        of it another world began."""
+        if (epoch, start) != (self._epoch, self._start) or start:
+            self._stream = None
+        self._epoch, self._start = epoch, start
+        self._taken = start if isinstance(start, int) else 0
+
+    def get_state(self) -> State:
+        """The state after the batches handed on so far (Grain's name)."""
+        rest = self._start if isinstance(self._start, Rest) else None
+        return self._stream_of().state(self._epoch, self._taken, rest)
+
+    def set_state(self, state: State | Mapping[str, Any] | str) -> None:
+        """Make the next pass continue where ``state`` was taken (Grain's name): a
+        :class:`~daliaug.resume.State`, its dictionary or its JSON; refused by name where it
+        was taken of other batches. A state taken by another number of shards resumes the
+        rest of its epoch over this one's (:class:`~daliaug.resume.Rest`)."""
+        epoch, start = self._stream_of().start(state)
+        if isinstance(start, Rest):
+            start = dataclasses.replace(start, samples=self.samples)
+        self.seek(epoch, start)
+
+    def state_dict(self) -> dict[str, Any]:
+        """:meth:`get_state` as a dictionary (PyTorch's name)."""
+        return self.get_state().as_dict()
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """:meth:`set_state` (PyTorch's name)."""
+        self.set_state(state_dict)
+
+    def _stream_of(self) -> Stream:
+        if self.stream is None:
+            raise ConfigError("these batches have no state: make them with daliaug.make_dataset")
+        return self.stream
 
     def __iter__(self) -> Iterator[Batch]:
-        epoch = self._epoch
+        epoch, start = self._epoch, self._start
+        rest = isinstance(start, Rest)
+        first, length = (0, start.batches) if isinstance(start, Rest) else (start, self._length)
         if self._stream is None or not self._ended:
-            self._stream = self._open_at(epoch)
-        self._ended = False
+            self._stream = self._open_at(epoch, start)
+        self._ended, self._taken = False, first
         batches = iter(self._stream)
-        for count, batch in enumerate(batches, 1):
-            if count == self._length:
+        for count, batch in enumerate(batches, first + 1):
+            self._taken = count
+            if count == length:
                 # Keras stops at the last batch without asking for more: end the pipelines'
                 # epoch now, so that the next pass finds them at the next one.
                 if next(batches, None) is not None:
-                    raise RuntimeError(f"epoch {epoch} ran past its {self._length} batches")
-                self._ended, self._epoch = True, epoch + 1
+                    raise RuntimeError(f"epoch {epoch} ran past its {length} batches")
+                self._ended, self._epoch, self._start, self._taken = True, epoch + 1, 0, 0
+                if rest:  # its pipelines hold the rest of that epoch only
+                    self._stream = None
             yield batch
 
 
@@ -121,7 +182,7 @@ def shard_layout(shard: Shard) -> BatchLayout:
 
 def local_batches(
     shards: list[Shard],
-    open_at: Callable[[int], Iterable[Batch]],
+    open_at: Callable[[int, int], Iterable[Batch]],
     initial_epoch: int,
     kind: type[Batches] = Batches,
 ) -> Batches:
@@ -132,12 +193,14 @@ def local_batches(
     full = config.batch_size * len(shards)
     last = (bounds[-1][1] - bounds[-1][0]) * len(shards)
     partial = last if last < full else 0
-    return kind(open_at, len(bounds), full, partial, initial_epoch, len(shards))
+    batches = kind(open_at, len(bounds), full, partial, initial_epoch, len(shards))
+    batches.world, batches.shard_batch = config.source.num_shards, config.batch_size
+    return batches
 
 
 def cpu_loaders(
     shards: list[Shard], convert: Callable[[Batch], Batch], choice: Choice
-) -> Callable[[int], Joined]:
+) -> Callable[[int, int], Joined]:
     """``open_at`` for ``shards`` run on the host's side of ``choice``: one loader each, their
     NumPy batches joined and ``convert``-ed: the OpenCV engine's
     :class:`~daliaug.outputs.opencv.CvLoader` where ``choice`` names it, else DALI's
@@ -146,18 +209,39 @@ def cpu_loaders(
     if choice.engine == "opencv":
         from daliaug.outputs.opencv import CvLoader
 
-        def loader(c: Config, s: SampleSet, o: DatasetOptions, epoch: int) -> Iterable[Batch]:
-            return CvLoader(c, samples=s, options=o, initial_epoch=epoch)
+        def loader(
+            c: Config, s: SampleSet, o: DatasetOptions, epoch: int, first: int
+        ) -> Iterable[Batch]:
+            return CvLoader(c, samples=s, options=o, initial_epoch=epoch, first_batch=first)
     else:
         from daliaug.outputs.numpy import DaliLoader
 
-        def loader(c: Config, s: SampleSet, o: DatasetOptions, epoch: int) -> Iterable[Batch]:
-            return DaliLoader(c, samples=s, device=device, options=o, initial_epoch=epoch)
+        def loader(
+            c: Config, s: SampleSet, o: DatasetOptions, epoch: int, first: int
+        ) -> Iterable[Batch]:
+            return DaliLoader(
+                c, samples=s, device=device, options=o, initial_epoch=epoch, first_batch=first
+            )
 
     layout = shard_layout(shards[0])
 
-    def open_at(epoch: int) -> Joined:
-        loaders = [loader(c, s, o, epoch) for c, s, o in shards]
+    def open_at(epoch: int, start: int | Rest) -> Joined:
+        if isinstance(start, Rest):
+            loaders = [loader(*_rest_shard(start, c, o), epoch, 0) for c, _, o in shards]
+        else:
+            loaders = [loader(c, s, o, epoch, start) for c, s, o in shards]
         return Joined(loaders, convert, layout)
 
     return open_at
+
+
+def _rest_shard(rest: Rest, config: Config, options: DatasetOptions) -> tuple[Any, ...]:
+    """The config, samples (all of them) and options of a shard that runs ``rest`` (the rest
+    of an epoch another world began) in place of its own epoch."""
+    if options.sample_weights is not None:
+        raise ConfigError(
+            "state: the rest of an epoch begun by another world is dealt out over all the "
+            "samples, which per-sample weights do not follow; restore it on the same world"
+        )
+    resumed = rest.shard(config.source.shard_id)
+    return config, rest.samples, dataclasses.replace(options, resumed=resumed)

@@ -12,6 +12,7 @@ Importing this module imports no framework; the chosen output does.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,8 +25,10 @@ from daliaug.epoch import EpochClock, resolve_seed
 from daliaug.errors import ConfigError
 from daliaug.outputs import framework_of, keras_started, tensorflow_extra
 from daliaug.outputs.options import DatasetOptions
+from daliaug.outputs.resumable import resumable
 from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 from daliaug.prepare import Prepared, prepare
+from daliaug.resume import State
 from daliaug.sources.sample_set import SampleSet
 
 if TYPE_CHECKING:
@@ -95,6 +98,7 @@ def make_dataset(
     sample_weight: Any = None,
     strategy: Any = None,
     framework: str | None = None,
+    state: State | Mapping[str, Any] | str | None = None,
 ) -> tf.data.Dataset | tf.distribute.DistributedDataset | Batches | tuple[Any, Any]:
     """A dataset of ``(images, labels or masks)`` batches, augmented as the config says.
 
@@ -126,9 +130,19 @@ def make_dataset(
     ``framework`` (default: Keras' backend) picks the output: ``tensorflow`` gives a
     ``tf.data.Dataset`` (needs the ``tensorflow`` extra), ``jax`` and ``torch`` the batches
     Keras' ``fit`` takes on those backends, ``numpy`` NumPy batches.
+
+    ``state`` (a :class:`~daliaug.resume.State`, its dictionary or JSON, taken of a dataset of
+    the same config and samples) starts the stream where the state was taken, mid-epoch
+    included: the first iteration is the rest of that epoch, with exactly the batches the
+    stream would have given from there, none before it made. NumPy, JAX and PyTorch batches
+    give their state with ``get_state()`` (``state_dict()``); a ``tf.data`` dataset with
+    ``state_at(epoch, batches)``, for the batches of that epoch consumed so far. A config
+    without a ``seed`` takes the state's.
     """
     if initial_epoch < 0:
         raise ConfigError(f"initial_epoch: must be 0 or more, got {initial_epoch}")
+    if state is not None and initial_epoch:
+        raise ConfigError("initial_epoch: give a state or an initial epoch, not both")
     framework = framework_of(framework)
     if framework == "tensorflow":
         tensorflow_extra("tensorflow")
@@ -144,24 +158,33 @@ def make_dataset(
         training, validation = config.subsets()
         kwargs = dict(class_weight=class_weight, strategy=strategy, framework=framework)
         return (
-            make_dataset(training, initial_epoch=initial_epoch, **kwargs),
+            make_dataset(training, initial_epoch=initial_epoch, state=state, **kwargs),
             make_dataset(validation, **kwargs),
         )
     choice = choose(config, framework, tf_sees_gpu)
     prepared = prepare(config, samples=samples, x=x, y=y, choice=choice)
-    config, samples = prepared.config, prepared.samples
+    seed = prepared.config.seed
+    if seed is None and state is not None:  # a config without a seed resumes the state's
+        seed = State.of(state).seed
+    config = prepared.config.model_copy(update={"seed": resolve_seed(seed)})
+    prepared = dataclasses.replace(prepared, config=config)
+    samples = prepared.samples
     samples.check_readable()
     weights = None if class_weight is None else _class_weights(config, samples, class_weight)
     per_sample = None if sample_weight is None else _sample_weights(samples, sample_weight)
     options = DatasetOptions(
-        class_weights=weights, sample_weights=per_sample, clock=EpochClock(initial_epoch)
+        class_weights=weights,
+        sample_weights=per_sample,
+        clock=EpochClock(initial_epoch),
+        resumes=state is not None,
     )
     if strategy is None and options.weighs and config.label_mode == "none":
         raise ConfigError("label_mode: 'none' yields the images alone, without weights")
     if framework == "tensorflow":
-        return _tf_data(prepared, options, strategy)
-    config = config.model_copy(update={"seed": resolve_seed(config.seed)})
-    return _batches(framework, config, samples, choice, options, initial_epoch)
+        dataset = _tf_data(prepared, options, strategy)
+    else:
+        dataset = _batches(framework, config, samples, choice, options, initial_epoch)
+    return resumable(dataset, config, samples, state, strategy)
 
 
 def _tf_data(prepared: Prepared, options: DatasetOptions, strategy: Any) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 
 from nvidia.dali.pipeline import Pipeline
 
+from daliaug.errors import ConfigError
 from daliaug.outputs.ahead import Ahead
 from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.outputs.batches import Batch, Shard
@@ -17,6 +18,17 @@ from daliaug.outputs.numpy import define_fed_pipeline
 def dali_gpu_pipelines(shards: list[Shard], epoch: int) -> list[Pipeline]:
     """One GPU pipeline per shard (on its config's ``device_id``), from epoch ``epoch``."""
     return [define_fed_pipeline(c, s, "gpu", epoch, o) for c, s, o in shards]
+
+
+def mid_epoch_on_gpus(first: int) -> None:
+    """Refuses to open DALI's framework iterators mid-epoch: their epoch's size is fixed, so
+    a resumed epoch's fewer batches would end them out of step."""
+    if first:
+        raise ConfigError(
+            "state: DALI's JAX and PyTorch iterators on GPUs resume at an epoch's start only; "
+            "restore a state taken at the end of an epoch, or make the dataset with "
+            "backend: cpu or opencv to resume mid-epoch"
+        )
 
 
 PREFETCH = 2

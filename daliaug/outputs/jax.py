@@ -35,7 +35,7 @@ from daliaug.engines.select import Choice
 from daliaug.errors import BackendWarning, ConfigError, user_stacklevel
 from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches, shard_layout
 from daliaug.outputs.fit import FitBatches
-from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines
+from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, mid_epoch_on_gpus
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
 from daliaug.sources.sample_set import SampleSet
@@ -115,7 +115,7 @@ def _local_shards(
     return [mesh[i] for i in local], [split.shard(i) for i in local]
 
 
-def _dali_jax(shards: list[Shard], sharding: Any) -> Callable[[int], IteratorEpochs]:
+def _dali_jax(shards: list[Shard], sharding: Any) -> Callable[[int, int], IteratorEpochs]:
     """``open_at`` for ``shards`` on GPUs: DALI's JAX iterator over one pipeline per shard,
     its outputs laid out by ``sharding`` (without one: on the one pipeline's GPU)."""
     from nvidia.dali.plugin.jax import DALIGenericIterator
@@ -125,7 +125,8 @@ def _dali_jax(shards: list[Shard], sharding: Any) -> Callable[[int], IteratorEpo
     # DALI's iterator takes the epoch's size only with several pipelines (all full batches).
     size = -1 if len(shards) == 1 else len(shards) * options.epochs(config, len(samples)).positions
 
-    def open_at(epoch: int) -> IteratorEpochs:
+    def open_at(epoch: int, first: int) -> IteratorEpochs:
+        mid_epoch_on_gpus(first)
         iterator = DALIGenericIterator(
             dali_gpu_pipelines(shards, epoch),
             list(layout.names),

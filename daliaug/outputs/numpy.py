@@ -45,13 +45,14 @@ class _Source:
     that runs the pipeline only takes them; each external source takes its :meth:`part`.
 
     An epoch's end is ``StopIteration`` in every part; the next call (after the pipeline's
-    reset) starts the next epoch. Keeps each batch's parameter rows until it comes out; the
+    reset) starts the next epoch; the first epoch from its batch ``first`` (a resumed epoch).
+    Keeps each batch's parameter rows until it comes out; the
     feed keeps the recent batches' sample indices, to name a file that fails.
     """
 
-    def __init__(self, feed: EpochFeed, epoch: int) -> None:
+    def __init__(self, feed: EpochFeed, epoch: int, first: int = 0) -> None:
         self.feed = feed
-        self.epoch = epoch
+        self.epoch, self.first = epoch, first
         self.params: deque[np.ndarray] = deque()
         self._parts: list[tuple[tuple[str, ...], deque]] = []
         self._made: Ahead | None = None
@@ -75,7 +76,9 @@ class _Source:
         error where it failed."""
         if self._made is None:
             wanted = ("params", *(name for names, _ in self._parts for name in names))
-            batches = self.feed.batches(self.epoch, tuple(dict.fromkeys(wanted)), True)
+            names = tuple(dict.fromkeys(wanted))
+            batches = self.feed.batches(self.epoch, names, True, self.first)
+            self.first = 0
             self._made = Ahead(batches, AHEAD, "daliaug-feed")
         try:
             batch = self._made.take()
@@ -106,6 +109,7 @@ def _pipeline(
     params: np.ndarray | None,
     initial_epoch: int,
     options: DatasetOptions = DEFAULT_OPTIONS,
+    first_batch: int = 0,
 ) -> tuple[Pipeline, _Source | None]:
     """The config's pipeline over ``samples`` (not built) and its external source (``None``
     where DALI's own reader feeds it)."""
@@ -124,7 +128,7 @@ def _pipeline(
         weights=options.per_sample(samples),
         recent=config.prefetch_depth(device) + 2 + AHEAD,
     )
-    source = _Source(feed, initial_epoch)
+    source = _Source(feed, initial_epoch, first_batch)
     options = GraphOptions(
         device,
         samples.num_classes,
@@ -181,7 +185,8 @@ class DaliLoader:
     ``samples`` replaces the config's source (for example in-memory arrays); ``params``, one
     row of :attr:`Plan.param_keys` per sample, replaces the random draws; ``return_params`` also
     yields the parameters each sample got; ``initial_epoch`` is the first epoch iterated (epochs
-    then count up from it, as in ``make_dataset``).
+    then count up from it, as in ``make_dataset``), from its batch ``first_batch`` (a resumed
+    epoch, :mod:`daliaug.resume`; column sources only).
     """
 
     def __init__(
@@ -194,6 +199,7 @@ class DaliLoader:
         return_params: bool = False,
         initial_epoch: int = 0,
         options: DatasetOptions = DEFAULT_OPTIONS,
+        first_batch: int = 0,
     ) -> None:
         choice = Choice("dali", device or resolve_device(config))
         prepared = prepare(config, samples=samples, choice=choice)
@@ -203,7 +209,7 @@ class DaliLoader:
         if return_params:
             self.samples.check_params("returned")
         self.pipeline, self._source = _pipeline(
-            config, self.samples, self.device, params, initial_epoch, options
+            config, self.samples, self.device, params, initial_epoch, options, first_batch
         )
         self.pipeline.build()
 

@@ -28,9 +28,10 @@ from daliaug.sources.sample_set import SampleSet
 class CvLoader:
     """A config run by the OpenCV engine over its samples, yielding NumPy ``(images,
     targets[, weights][, params])`` batches, epoch after epoch from ``initial_epoch`` (one
-    epoch per ``iter()``). ``samples`` replaces the config's source; ``params``, one row of
-    :attr:`Plan.param_keys` per sample, replaces the random draws; ``return_params`` also
-    yields each batch's parameter rows. TFRecords are refused (they need TensorFlow's or
+    epoch per ``iter()``), the first from its batch ``first_batch`` (a resumed epoch).
+    ``samples`` replaces the config's source; ``params``, one row of :attr:`Plan.param_keys`
+    per sample, replaces the random draws; ``return_params`` also yields each batch's
+    parameter rows. TFRecords are refused (they need TensorFlow's or
     DALI's reader)."""
 
     def __init__(
@@ -42,6 +43,7 @@ class CvLoader:
         return_params: bool = False,
         initial_epoch: int = 0,
         options: DatasetOptions = DEFAULT_OPTIONS,
+        first_batch: int = 0,
     ) -> None:
         config = load_config(config).model_copy(update={"backend": "opencv"})
         prepared = prepare(config, samples=samples)
@@ -56,7 +58,7 @@ class CvLoader:
         if return_params:
             self.samples.check_params("returned")
         self.return_params = return_params
-        self.epoch = initial_epoch
+        self.epoch, self.first = initial_epoch, first_batch
         self.feed = EpochFeed(
             config,
             self.samples,
@@ -74,10 +76,11 @@ class CvLoader:
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:
         epoch, self.epoch = self.epoch, self.epoch + 1
+        first, self.first = self.first, 0
         names = ("index", "params", *self.feed.inputs)
         pending = None
         try:
-            for batch in self.feed.batches(epoch, names, check_files=True):
+            for batch in self.feed.batches(epoch, names, check_files=True, first=first):
                 started = self.graph.submit(batch), batch["params"]
                 if pending is not None:
                     yield self._done(*pending)

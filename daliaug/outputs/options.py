@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from daliaug.config import Config
-from daliaug.epoch import EpochClock, Epochs
+from daliaug.epoch import EpochClock, Epochs, RestOfEpoch
 from daliaug.sources.base import Samples
 
 NAMES = ("dali", "tf")
@@ -33,6 +33,13 @@ class DatasetOptions:
     CPU, or DALI's GPU for DALI on the GPU."""
     sample_weights: np.ndarray | None = None
     """One weight per sample (column sources), times its class weight if there are any."""
+    resumes: bool = False
+    """Made with a state (:mod:`daliaug.resume`): its first epoch may start mid-way, so a
+    ``tf.data`` dataset reports its length (:func:`~daliaug.outputs.tfdata.streams.epoch_length`)
+    rather than asserting it."""
+    resumed: RestOfEpoch | None = None
+    """The rest of an epoch begun by another world, which this shard runs instead of its own
+    epochs (:class:`~daliaug.epoch.RestOfEpoch`, a state restored elastically)."""
     gpus: int = 1
     """The GPU pipelines this process runs side by side (one per local GPU of a distribution
     or strategy), which share its CPU cores (:meth:`~daliaug.config.Config.dali_threads`)."""
@@ -61,8 +68,8 @@ class DatasetOptions:
             weights = weights * self.class_weights[samples.labels]
         return weights
 
-    def epochs(self, config: Config, size: int) -> Epochs:
-        return Epochs.of(config, size, self.length)
+    def epochs(self, config: Config, size: int) -> Epochs | RestOfEpoch:
+        return self.resumed or Epochs.of(config, size, self.length)
 
     def epoch_clock(self) -> EpochClock:
         return self.clock or EpochClock()

@@ -23,7 +23,7 @@ from daliaug.config import Config
 from daliaug.engines.select import Choice
 from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches, shard_layout
 from daliaug.outputs.fit import FitBatches
-from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines
+from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, mid_epoch_on_gpus
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
 from daliaug.sources.sample_set import SampleSet
@@ -66,13 +66,14 @@ def _rank_shard(config: Config, samples: SampleSet, options: DatasetOptions, dev
     return split.shard(dist.get_rank(), **update)
 
 
-def _dali_torch(shard: Shard) -> Callable[[int], IteratorEpochs]:
+def _dali_torch(shard: Shard) -> Callable[[int, int], IteratorEpochs]:
     """``open_at`` for ``shard`` on its GPU: DALI's PyTorch iterator over its pipeline."""
     from nvidia.dali.plugin.pytorch import DALIGenericIterator
 
     layout = shard_layout(shard)
 
-    def open_at(epoch: int) -> IteratorEpochs:
+    def open_at(epoch: int, first: int) -> IteratorEpochs:
+        mid_epoch_on_gpus(first)
         pipelines = dali_gpu_pipelines([shard], epoch)
         iterator = DALIGenericIterator(
             pipelines, list(layout.names), auto_reset=True, prepare_first_batch=False

@@ -40,7 +40,7 @@ class Counting:
 
 def test_a_pass_left_unfinished_runs_its_epoch_again_from_a_fresh_pipeline() -> None:
     opened: list[int] = []
-    batches = Batches(lambda e: Counting(e, opened), 3, 1, initial_epoch=2)
+    batches = Batches(lambda e, _: Counting(e, opened), 3, 1, initial_epoch=2)
     assert next(iter(batches)) == (2, 0)  # Keras' first look, then left
     assert list(batches) == [(2, 0), (2, 1), (2, 2)]
     assert list(batches) == [(3, 0), (3, 1), (3, 2)]  # the same pipeline, its next epoch
@@ -51,7 +51,7 @@ def test_epoch_sync_sets_the_epoch_the_next_pass_runs() -> None:
     from daliaug.keras import EpochSync
 
     opened: list[int] = []
-    batches = Batches(lambda e: Counting(e, opened), 3, 1)
+    batches = Batches(lambda e, _: Counting(e, opened), 3, 1)
     assert list(batches) == [(0, 0), (0, 1), (0, 2)]
     EpochSync(batches).on_epoch_begin(5)  # as after a restore by BackupAndRestore
     assert list(batches) == [(5, 0), (5, 1), (5, 2)]
@@ -59,7 +59,7 @@ def test_epoch_sync_sets_the_epoch_the_next_pass_runs() -> None:
 
 
 def test_a_pipeline_running_past_its_epoch_fails() -> None:
-    batches = Batches(lambda e: Counting(e, []), 2, 1)
+    batches = Batches(lambda e, _: Counting(e, []), 2, 1)
     with pytest.raises(RuntimeError, match="epoch 0 ran past its 2 batches"):
         list(batches)
 

@@ -21,10 +21,10 @@ from daliaug.outputs.tfdata.streams import counted
 PAIR = (tf.TensorSpec((None,), tf.int64), tf.TensorSpec((None, 2), tf.float32))
 
 
-def epoch_rows(epoch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Three batches of ``epoch``: indices ``10 * epoch + i`` and rows of ``i`` (as int64, cast
-    to the stream's float32)."""
-    for i in range(3):
+def epoch_rows(epoch: int, first: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Three batches of ``epoch`` from batch ``first``: indices ``10 * epoch + i`` and rows of
+    ``i`` (as int64, cast to the stream's float32)."""
+    for i in range(first, 3):
         yield np.full(i + 1, 10 * epoch + i), np.full((i + 1, 2), i)
 
 
@@ -40,9 +40,20 @@ def test_each_iteration_reads_the_next_epoch_with_the_given_shapes_and_dtypes() 
     assert [index[0] for index, _ in second] == [30, 31, 32]
     assert first[2][1] == [[2.0, 2.0]] * 3
 
-    single = counted(lambda e: iter([np.arange(e, e + 2)]), PAIR[0], EpochClock())
+    single = counted(lambda e, _: iter([np.arange(e, e + 2)]), PAIR[0], EpochClock())
     assert single.element_spec == PAIR[0]
     assert [[t.numpy().tolist() for t in single] for _ in range(2)] == [[[0, 1]], [[1, 2]]]
+
+
+def test_a_seeked_clock_starts_each_stream_once_at_its_batch() -> None:
+    """A resumed epoch: the first iteration of the seeked epoch begins at the given batch,
+    the iterations after it at batch 0."""
+    stream = counted(epoch_rows, PAIR, EpochClock(start=4, first=2))
+    assert [index for index, _ in read(stream)] == [[42, 42, 42]]
+    assert [index[0] for index, _ in read(stream)] == [50, 51, 52]
+    stream = counted(epoch_rows, PAIR, clock := EpochClock())
+    clock.seek(7, 1)
+    assert [index[0] for index, _ in read(stream)] == [71, 72]
 
 
 def test_iterations_read_at_once_keep_their_own_epochs() -> None:
@@ -65,7 +76,7 @@ def test_an_iteration_dropped_half_read_is_released_after_a_few_newer_ones() -> 
 
 
 def test_an_error_in_python_reaches_the_iterator_with_its_message() -> None:
-    def failing(epoch: int) -> Iterator[np.ndarray]:
+    def failing(epoch: int, first: int) -> Iterator[np.ndarray]:
         yield np.zeros(1, np.int64)
         raise DataError("photos/cat.jpg changed since it was checked")
 
@@ -142,5 +153,5 @@ def test_an_aligned_batch_reaches_tf_data_without_a_copy() -> None:
     batch = output_array(config, 2)
     batch[...] = 1.5
     spec = tf.TensorSpec((None, 7, 9, 3), tf.float32)
-    (tensor,) = counted(lambda epoch: iter([batch]), spec, EpochClock())
+    (tensor,) = counted(lambda epoch, _: iter([batch]), spec, EpochClock())
     assert np.shares_memory(np.asarray(tensor), batch)

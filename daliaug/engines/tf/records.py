@@ -28,9 +28,9 @@ RECORD_BUFFER = 10_000
 shard are each permuted, by a permutation fixed by the seed, the shard, the epoch and the
 block."""
 
-Clocked = Callable[[Callable[[int], Iterator], tf.TensorSpec], tf.data.Dataset]
-"""A dataset whose iterations yield ``epoch_batches(e)`` for the epochs of the dataset's clock
-(:func:`daliaug.outputs.tfdata.streams.counted`, bound to the clock)."""
+Clocked = Callable[[Callable[[int, int], Iterator], tf.TensorSpec], tf.data.Dataset]
+"""A dataset whose iterations yield ``epoch_batches(e, first)`` for the epochs of the dataset's
+clock (:func:`daliaug.outputs.tfdata.streams.counted`, bound to the clock)."""
 
 
 def read_records(
@@ -104,13 +104,13 @@ def _record_stream(
         ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
         return ds.batch(config.batch_size, drop_remainder=config.drop_remainder)
 
-    def epoch_number(epoch: int) -> Iterator[np.int64]:
-        yield np.int64(epoch)
+    def epoch_number(epoch: int, _first: int) -> Iterator[np.int64]:
+        yield np.int64(epoch)  # from batch 0: a state refuses to resume TFRecords mid-epoch
 
     numbers = clocked(epoch_number, tf.TensorSpec((), tf.int64))
     batches = numbers.flat_map(epoch_records)
     rows_spec = tf.TensorSpec((None, len(config.plan.param_keys)), tf.float32)
-    rows = clocked(lambda epoch: epochs.parameters(config.plan, epoch), rows_spec)
+    rows = clocked(lambda epoch, _first: epochs.parameters(config.plan, epoch), rows_spec)
 
     def with_warp(batch: tuple[tf.Tensor, ...], r: tf.Tensor) -> tuple:
         encoded, labels, weight, sizes = batch

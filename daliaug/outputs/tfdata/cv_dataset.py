@@ -18,7 +18,7 @@ import tensorflow as tf
 from daliaug.config import Config
 from daliaug.outputs.opencv import CvLoader
 from daliaug.outputs.options import DatasetOptions
-from daliaug.outputs.tfdata.streams import counted, nested, signature
+from daliaug.outputs.tfdata.streams import counted, epoch_length, nested, signature
 from daliaug.sources.sample_set import SampleSet
 
 
@@ -29,18 +29,15 @@ def cv_dataset(config: Config, samples: SampleSet, options: DatasetOptions) -> t
     loader = CvLoader(config, samples=samples, options=options)
     layout, specs = signature(config, samples, options.weights(samples.num_classes) is not None)
 
-    def epoch_batches(epoch: int) -> Iterator:
-        loader.epoch = epoch
+    def epoch_batches(epoch: int, first: int) -> Iterator:
+        loader.epoch, loader.first = epoch, first
         return iter(loader)
 
     batches = nested(counted(epoch_batches, specs, clock), layout)
     untuned = tf.data.Options()
     untuned.autotune.enabled = False
-    ds = (
-        batches.prefetch(config.prefetch_depth("cpu"))
-        .apply(tf.data.experimental.assert_cardinality(len(loader)))
-        .with_options(untuned)
-    )
+    ds = batches.prefetch(config.prefetch_depth("cpu")).with_options(untuned)
+    ds = epoch_length(ds, len(loader), options.resumes)
     ds.batches_per_epoch = len(loader)
     ds.epoch_clock = clock
     return ds

@@ -29,9 +29,11 @@ from daliaug.outputs.tfdata.faults import named_faults
 from daliaug.outputs.tfdata.streams import (
     column_stream,
     counted,
+    epoch_length,
     feed_stream,
     in_flight,
     nested,
+    report_length,
     signature,
 )
 from daliaug.sources.sample_set import SampleSet
@@ -196,25 +198,10 @@ def dali_dataset(
             fail_on_device_mismatch=on_gpu or device == "cpu",
         )
     if on_gpu:
+        ds = nested(ds, layout)
         report_length(ds, len(epochs))
     else:
-        # Fails loudly should an epoch ever hold a different number of batches.
-        ds = on_first_batch(ds).apply(tf.data.experimental.assert_cardinality(len(epochs)))
-    ds = nested(ds, layout)
+        ds = epoch_length(nested(on_first_batch(ds), layout), len(epochs), options.resumes)
     ds.batches_per_epoch = len(epochs)
     ds.epoch_clock = clock
     return named_faults(ds, feed)
-
-
-def report_length(dataset: tf.data.Dataset, batches: int) -> None:
-    """Make ``dataset.cardinality()`` say ``batches``, the batches of one iteration, where
-    ``tf.data`` cannot be told: a DALI dataset reports an infinite cardinality (its pipelines
-    run until their inputs end), and a GPU-placed one takes no further ``tf.data`` stage
-    (``assert_cardinality`` has no GPU kernel). Keras' dataset adapter asks ``cardinality()``;
-    told infinite, ``model.fit`` shows no progress target in the first epoch and warns that
-    the input "ran out of data" at the end of every epoch."""
-
-    def cardinality() -> tf.Tensor:
-        return tf.constant(batches, tf.int64)
-
-    dataset.cardinality = cardinality

@@ -103,12 +103,12 @@ def nested(dataset: tf.data.Dataset, layout: BatchLayout) -> tf.data.Dataset:
 
 
 def counted(
-    epoch_batches: Callable[[int], Iterator],
+    epoch_batches: Callable[[int, int], Iterator],
     signature: tf.TensorSpec | tuple[tf.TensorSpec, ...],
     clock: EpochClock,
 ) -> tf.data.Dataset:
-    """A dataset whose iterations yield ``epoch_batches(e)`` for the epochs ``e`` the clock
-    gives this stream.
+    """A dataset whose iterations yield ``epoch_batches(e, first)`` for the epochs ``e`` the
+    clock gives this stream, each from its batch ``first`` (0 but in a resumed epoch).
 
     Built from ``tf.numpy_function`` calls, not ``Dataset.from_generator``: TensorFlow's
     generator op fixes glibc's ``mmap`` threshold at 128 KiB for the whole process (a
@@ -149,7 +149,7 @@ class _Epochs:
 
     def __init__(
         self,
-        epoch_batches: Callable[[int], Iterator],
+        epoch_batches: Callable[[int, int], Iterator],
         specs: tuple[tf.TensorSpec, ...],
         clock: EpochClock,
     ) -> None:
@@ -163,7 +163,7 @@ class _Epochs:
         token = next(self.tokens)
         if not _CALLS.exiting:
             with _CALLS:
-                self.live[token] = iter(self.epoch_batches(self.clock.next(self)))
+                self.live[token] = iter(self.epoch_batches(*self.clock.begin(self)))
         while len(self.live) > self.LIVE:
             oldest = min(self.live)
             self.dropped.add(oldest)
@@ -266,8 +266,8 @@ def feed_stream(
     single = isinstance(names, str)
     wanted = (names,) if single else tuple(names)
 
-    def epoch_chunks(epoch: int) -> Iterator:
-        for chunk in feed.chunks(epoch, wanted, CHUNK, check_files):
+    def epoch_chunks(epoch: int, first: int) -> Iterator:
+        for chunk in feed.chunks(epoch, wanted, CHUNK, check_files, first):
             yield chunk[wanted[0]] if single else tuple(chunk[name] for name in wanted)
 
     specs = tuple(_spec(feed, name) for name in wanted)
@@ -281,3 +281,29 @@ def column_stream(feed: EpochFeed, name: str, clock: EpochClock) -> tf.data.Data
     column = tf.constant(feed.samples.columns[name])
     indices = feed_stream(feed, "index", clock, check_files=name in feed.samples.files)
     return indices.map(lambda index: tf.gather(column, index))
+
+
+def report_length(dataset: tf.data.Dataset, batches: int) -> None:
+    """Make ``dataset.cardinality()`` say ``batches``, the batches of one full iteration, where
+    ``tf.data`` cannot be told: a DALI dataset reports an infinite cardinality (its pipelines
+    run until their inputs end), a GPU-placed one takes no further ``tf.data`` stage
+    (``assert_cardinality`` has no GPU kernel), and a resumed epoch (:mod:`daliaug.resume`)
+    holds fewer batches than the others (:func:`epoch_length`). Keras' dataset adapter asks
+    ``cardinality()``; told infinite, ``model.fit`` shows no progress target in the first epoch
+    and warns that the input "ran out of data" at the end of every epoch."""
+
+    def cardinality() -> tf.Tensor:
+        return tf.constant(batches, tf.int64)
+
+    dataset.cardinality = cardinality
+
+
+def epoch_length(dataset: tf.data.Dataset, batches: int, resumes: bool) -> tf.data.Dataset:
+    """``dataset``, whose every iteration holds ``batches`` batches: asserted
+    (``assert_cardinality``: it fails loudly should an epoch ever hold another number, and
+    stages after it know the length), or, for a dataset made with a state whose first epoch
+    holds only the batches left (``resumes``), reported (:func:`report_length`)."""
+    if not resumes:
+        return dataset.apply(tf.data.experimental.assert_cardinality(batches))
+    report_length(dataset, batches)
+    return dataset

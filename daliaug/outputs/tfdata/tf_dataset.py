@@ -18,6 +18,7 @@ from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.outputs.tfdata.faults import named_faults
 from daliaug.outputs.tfdata.streams import (
     counted,
+    epoch_length,
     feed_stream,
     in_flight,
     nested,
@@ -75,15 +76,13 @@ def _dataset(
     def shaped(*batch: tf.Tensor) -> tuple[tf.Tensor, ...]:
         return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
 
-    ds = (
-        nested(batches.map(shaped), layout)
-        .prefetch(config.prefetch_depth("cpu"))  # bounded, as DALI's queue: batches are large
-        .apply(tf.data.experimental.assert_cardinality(len(epochs)))
-    )
+    # bounded, as DALI's queue: batches are large
+    ds = nested(batches.map(shaped), layout).prefetch(config.prefetch_depth("cpu"))
     if config.num_threads is not None:
         threads = tf.data.Options()
         threads.threading.private_threadpool_size = config.num_threads
         ds = ds.with_options(threads)
+    ds = epoch_length(ds, len(epochs), options.resumes)
     ds.batches_per_epoch = len(epochs)
     ds.epoch_clock = clock
     return named_faults(ds, feed)

@@ -1,0 +1,152 @@
+"""Time to the first batch after restoring a state at batch k (issue 56): flat in k, since a
+restore seeks (no batch before k made, no file before it read).
+
+    python -m bench.resume [--files 100000] [--repeats 3] --out bench/results
+
+Over ``bench.start``'s class-folder tree of N hard links (made once, kept in the cache), in
+one process: the NumPy output of ``make_dataset`` (batch 32, shuffled, the engine ``auto``
+picks), then for each k, ``set_state`` to the state after k batches of epoch 0 and the time to
+the first batch that follows (median of the repeats); beside it, one batch's time in a running
+epoch, so the cost of replaying k batches instead is k times that. Then, in fresh processes,
+``make_dataset(config, state=...)`` and its first batch for the first and the last k (the
+listing's later start included: the tree's checks are cached by the first). Writes
+``resume-<date>.json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from bench import machine
+from bench.start import config, tree
+
+
+def in_process(train: Path, repeats: int) -> dict[str, Any]:
+    """Seconds to the first batch after ``set_state`` at each k, and per batch running."""
+    import daliaug
+
+    started = time.perf_counter()
+    ds = daliaug.make_dataset(config(train, "full"), framework="numpy")
+    made = time.perf_counter() - started
+    batches = len(ds)
+    ks = sorted({0, 1, 10, 100, 1000, batches // 2, batches - 1} & set(range(batches)))
+    rows = []
+    for k in ks:
+        times = []
+        for _ in range(repeats):
+            ds.set_state(ds.stream.state(0, k))
+            t = time.perf_counter()
+            next(iter(ds))
+            times.append(time.perf_counter() - t)
+        rows.append({"k": k, "seconds": median(times), "all": times})
+    ds.set_state(ds.stream.state(0, 0))
+    running = iter(ds)
+    next(running)
+    per_batch = []
+    for _ in range(5):
+        t = time.perf_counter()
+        next(running)
+        per_batch.append(time.perf_counter() - t)
+    return {
+        "engine": str(daliaug.describe(ds)),
+        "batches": batches,
+        "make_dataset_s": made,
+        "set_state": rows,
+        "batch_running_s": median(per_batch),
+        "state_bytes": len(ds.stream.state(0, ks[-1]).to_json()),
+    }
+
+
+def child(train: str, state: str) -> dict[str, float]:
+    """In this fresh process: ``make_dataset(config, state=...)`` and its first batch."""
+    import daliaug
+
+    t = time.perf_counter()
+    ds = daliaug.make_dataset(config(Path(train), "full"), framework="numpy", state=state)
+    made = time.perf_counter() - t
+    next(iter(ds))
+    return {"make_dataset_s": made, "first_batch_s": time.perf_counter() - t}
+
+
+def fresh(train: Path, state: str) -> dict[str, float]:
+    command = [sys.executable, "-m", "bench.resume", "--child", str(train), "--state", state]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def report(n: int, result: dict[str, Any]) -> str:
+    per = result["batch_running_s"]
+    lines = [
+        f"# Time to the first batch after a restore at batch k, {n:,} files",
+        "",
+        f"Class-folder tree of {n:,} hard links (bench.start), batch 32, shuffled, "
+        f"{result['engine']}, NumPy output; {result['batches']:,} batches per epoch. "
+        f"make_dataset in the measuring process (the listing and its checks; the fresh "
+        f"processes below find them cached): {result['make_dataset_s']:.2f} s. "
+        f"A batch in a running epoch: {per * 1000:.1f} ms. State: {result['state_bytes']} "
+        "bytes of JSON.",
+        "",
+        "| k | set_state -> first batch (s) | replaying k batches instead (s, k x a batch) |",
+        "| ---: | ---: | ---: |",
+    ]
+    for row in result["set_state"]:
+        lines.append(f"| {row['k']:,} | {row['seconds']:.3f} | {row['k'] * per:.1f} |")
+    lines += [
+        "",
+        "Fresh process, `make_dataset(config, state=...)` then the first batch:",
+        "",
+        "| k | make_dataset (s) | to the first batch (s) |",
+        "| ---: | ---: | ---: |",
+    ]
+    for row in result["fresh"]:
+        lines.append(f"| {row['k']:,} | {row['make_dataset_s']:.2f} | {row['first_batch_s']:.2f} |")
+    load = result.get("load")
+    if load:
+        lines += ["", f"Load average at the start: {load} (a shared 2-core VM)."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--state", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.state)))
+        return
+    from daliaug.cache import default_cache_dir
+
+    train = tree(default_cache_dir() / "bench", args.files)
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    result = {**in_process(train, args.repeats), "load": load}
+    import daliaug
+
+    stream = daliaug.make_dataset(config(train, "full"), framework="numpy").stream
+    first, last = result["set_state"][0]["k"], result["set_state"][-1]["k"]
+    result["fresh"] = [
+        {"k": k, **fresh(train, stream.state(0, k).to_json())} for k in (first, last)
+    ]
+    text = report(args.files, result)
+    print(text)
+    if args.out:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M")
+        args.out.mkdir(parents=True, exist_ok=True)
+        record = {"machine": machine.describe(), "files": args.files, **result}
+        (args.out / f"resume-{stamp}.json").write_text(json.dumps(record, indent=1))
+        (args.out / f"resume-{stamp}.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()

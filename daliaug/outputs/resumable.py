@@ -1,0 +1,71 @@
+"""A dataset made by ``make_dataset`` given its :class:`~daliaug.resume.Stream` (what its
+states say and must match) and started where a state says. Imports no framework.
+
+The NumPy, JAX and PyTorch batches (:class:`~daliaug.outputs.batches.Batches`) know how many
+batches they have handed on, so they give their state themselves (``get_state``). A
+``tf.data`` dataset does not (its iterators run ahead of the training step), so it takes the
+batches consumed from its caller: ``state_at(epoch, batches)``; ``set_state(state)`` makes its
+next iteration the rest of the state's epoch (through its epoch clock), as ``make_dataset``'s
+``state`` does; a dataset made without a state asserts its full length, so it is for callers
+that stop the resumed epoch at its last step (``daliaug.keras.BackupAndRestore``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from daliaug import __version__
+from daliaug.epoch import replica_length
+from daliaug.resume import State, Stream, config_fingerprint, source_fingerprint
+from daliaug.sources.base import Samples
+
+if TYPE_CHECKING:
+    from daliaug.config import Config
+    from daliaug.sources.sample_set import SampleSet
+
+
+def resumable(
+    dataset: Any,
+    config: Config,
+    samples: SampleSet,
+    state: State | Mapping[str, Any] | str | None,
+    strategy: Any = None,
+) -> Any:
+    """``dataset`` (made of ``config`` and ``samples``, all of them, with ``strategy`` if
+    any) with its stream, started at ``state`` if one is given (refused by name if it is not
+    a state of this stream)."""
+    tf_data = hasattr(dataset, "epoch_clock")  # tf.data: the clock numbers its iterations
+    world, per_shard = config.source.num_shards, config.batch_size
+    if strategy is not None:
+        world = strategy.num_replicas_in_sync
+        per_shard = config.batch_size // world
+    if tf_data:
+        length = replica_length(len(samples), world, per_shard, config.drop_remainder)
+        batches = getattr(dataset, "batches_per_epoch", length // per_shard)
+    else:
+        world, per_shard, batches = dataset.world, dataset.shard_batch, len(dataset)
+    stream = Stream(
+        config.seed,
+        world,
+        per_shard,
+        batches,
+        len(samples),
+        source_fingerprint(samples),
+        config_fingerprint(config),
+        __version__,
+        config.shuffle,
+        config.drop_remainder,
+        seeks=isinstance(samples, Samples),
+        elastic=isinstance(samples, Samples) and not tf_data and config.source.num_shards == 1,
+    )
+    dataset.stream = stream
+    if tf_data:
+        clock = dataset.epoch_clock
+        dataset.state_at = stream.state
+        dataset.set_state = lambda given: clock.seek(*stream.start(given))
+    else:
+        dataset.samples = samples
+    if state is not None:
+        dataset.set_state(state)
+    return dataset

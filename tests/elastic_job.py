@@ -1,0 +1,81 @@
+"""One JAX process with four host devices, run by tests/test_resume.py: an epoch begun by a
+world of ``N`` shards (``keras.distribution.DataParallel`` over ``N`` devices; no distribution
+for one), its state taken mid-epoch and restored by worlds of other sizes, a second time from
+mid-way through the first rest.
+
+``python -m tests.elastic_job SPEC_JSON``: SPEC has ``worlds`` (the worlds in turn: the first
+begins the epoch, each next one resumes the state its predecessor took after ``after[i]``
+batches; the last runs to the epoch's end) and ``out`` (``.json``: each world's samples, with
+weight above 0, per batch; ``.npz``: each sample's image as each world made it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def main(spec: dict) -> None:
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    import jax
+    import keras
+
+    import daliaug
+
+    config = {
+        "source": {"type": "arrays"},
+        "image_size": 16,
+        "batch_size": 4,
+        "backend": "opencv",
+        "seed": 5,
+        "shuffle": True,
+        "transforms": [{"type": "rotation", "angle": 30}, {"type": "brightness", "factor": 0.3}],
+    }
+    x = np.random.default_rng(1).integers(0, 256, (23, 20, 24, 3), dtype=np.uint8)
+    y = np.arange(23)
+
+    def dataset(world: int, state: Any = None) -> Any:
+        devices = jax.devices()[:world]
+        keras.distribution.set_distribution(
+            keras.distribution.DataParallel(devices=devices) if world > 1 else None
+        )
+        return daliaug.make_dataset(config, x=x, y=y, framework="jax", state=state)
+
+    def taken(batch: Any) -> tuple[list[int], list[np.ndarray]]:
+        images, labels = np.asarray(batch[0]), np.asarray(batch[1]).tolist()
+        weights = np.asarray(batch[2]).tolist() if len(batch) > 2 else [1.0] * len(labels)
+        kept = [i for i, w in enumerate(weights) if w > 0]
+        return [labels[i] for i in kept], [images[i] for i in kept]
+
+    report: dict[str, Any] = {"runs": [], "whole": []}
+    images: dict[str, np.ndarray] = {}
+    whole = dataset(spec["worlds"][0])
+    for batch in whole:  # the first world's epoch, uninterrupted
+        labels, pixels = taken(batch)
+        report["whole"].append(labels)
+        images.update({f"whole{label}": p for label, p in zip(labels, pixels, strict=True)})
+    state = None
+    for i, world in enumerate(spec["worlds"]):
+        ds = dataset(world, state)
+        after = spec["after"][i] if i < len(spec["after"]) else None
+        seen = []
+        for count, batch in enumerate(ds, 1):
+            labels, pixels = taken(batch)
+            seen.append(labels)
+            images.update({f"run{i}_{label}": p for label, p in zip(labels, pixels, strict=True)})
+            if count == after:
+                break
+        state = ds.get_state()
+        report["runs"].append({"world": world, "seen": seen, "state": state.as_dict()})
+    out = Path(spec["out"])
+    np.savez(out, **images)
+    out.with_suffix(".json").write_text(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))

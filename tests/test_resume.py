@@ -1,0 +1,346 @@
+"""A stream's state between batches (:mod:`daliaug.resume`): a stream resumed from it gives
+byte for byte the batches the uninterrupted stream gave from there, on every output, without
+making or reading anything before it; a state of other data is refused by name."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import daliaug
+from daliaug.errors import ConfigError, DataError
+from daliaug.resume import State
+from tests.helpers import config_for, run_keras_job
+
+X = np.random.default_rng(0).integers(0, 256, (22, 20, 24, 3), dtype=np.uint8)
+Y = np.arange(22)
+
+
+def arrays_config(backend: str, **fields: Any) -> dict[str, Any]:
+    """22 arrays in batches of 4 (the last one of 2), shuffled, with a rotation and, off the
+    TF engine, a batch stage (mixup's partners are drawn per batch)."""
+    stages = [{"type": "mixup"}] if backend != "tf" else []
+    return {
+        "source": {"type": "arrays"},
+        "image_size": 16,
+        "batch_size": 4,
+        "backend": backend,
+        "seed": 3,
+        "shuffle": True,
+        "label_mode": "categorical",
+        "transforms": [{"type": "rotation", "angle": 30}, *stages],
+        **fields,
+    }
+
+
+def epochs_of(dataset: Any, count: int) -> list[list[tuple[np.ndarray, ...]]]:
+    """``count`` passes of ``dataset`` as NumPy arrays."""
+    return [[tuple(np.asarray(t) for t in batch) for batch in dataset] for _ in range(count)]
+
+
+def same(a: list[tuple[np.ndarray, ...]], b: list[tuple[np.ndarray, ...]]) -> bool:
+    """Whether two runs of batches hold the very same bytes."""
+    return len(a) == len(b) and all(
+        len(p) == len(q)
+        and all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(p, q, strict=True))
+        for p, q in zip(a, b, strict=True)
+    )
+
+
+@pytest.mark.parametrize(
+    ("backend", "framework"),
+    [("opencv", "numpy"), ("cpu", "numpy"), ("opencv", "tensorflow"), ("tf", "tensorflow")],
+)
+def test_a_stream_resumed_mid_epoch_gives_the_rest_byte_for_byte(
+    backend: str, framework: str
+) -> None:
+    config = arrays_config(backend)
+    whole = epochs_of(daliaug.make_dataset(config, x=X, y=Y, framework=framework), 2)
+    dataset = daliaug.make_dataset(config, x=X, y=Y, framework=framework)
+    if framework == "tensorflow":
+        state = dataset.state_at(0, 4)
+    else:
+        batches = iter(dataset)
+        for _ in range(4):
+            next(batches)
+        state = dataset.get_state()
+    assert (state.epoch, state.position, state.world) == (0, 16, 1)
+    resumed = daliaug.make_dataset(config, x=X, y=Y, framework=framework, state=state.to_json())
+    rest = epochs_of(resumed, 2)
+    assert [len(e) for e in rest] == [2, 6]
+    assert same(rest[0], whole[0][4:]) and same(rest[1], whole[1])
+
+
+def test_batches_state_round_trips_under_grain_and_pytorch_names() -> None:
+    config = arrays_config("opencv")
+    whole = epochs_of(daliaug.make_dataset(config, x=X, y=Y, framework="numpy"), 1)[0]
+    dataset = daliaug.make_dataset(config, x=X, y=Y, framework="numpy")
+    taken = iter(dataset)
+    next(taken)
+    saved = json.loads(json.dumps(dataset.state_dict()))
+    assert dataset.get_state() == State.from_dict(saved)
+    other = daliaug.make_dataset(config, x=X, y=Y, framework="numpy")
+    other.load_state_dict(saved)
+    assert same(epochs_of(other, 1)[0], whole[1:])
+    other.set_state(other.stream.state(0, 5))
+    assert same(epochs_of(other, 1)[0], whole[5:])
+    assert other.get_state().epoch == 1 and other.get_state().position == 0
+
+
+def test_the_end_of_an_epoch_is_the_next_one_at_its_start() -> None:
+    dataset = daliaug.make_dataset(arrays_config("opencv"), x=X, y=Y, framework="numpy")
+    epochs_of(dataset, 1)
+    state = dataset.get_state()
+    assert (state.epoch, state.position) == (1, 0)
+    assert dataset.stream.state(3, len(dataset)) == dataset.stream.state(4, 0)
+
+
+def test_a_resumed_epoch_reads_no_file_before_its_batch(
+    numbered_list: Path, tmp_path: Path
+) -> None:
+    """The files of the batches before the state are deleted once the dataset is made: the
+    rest of the epoch never asks for them (DALI's host feed reads each file it feeds)."""
+    copy = tmp_path / "numbered"
+    shutil.copytree(numbered_list.parent, copy)
+    source = {"type": "file_list", "path": str(copy / numbered_list.name)}
+    config = config_for(copy, source=source, shuffle=True, batch_size=5)
+    whole = epochs_of(daliaug.make_dataset(config, framework="numpy"), 1)[0]
+    state = daliaug.make_dataset(config, framework="numpy").stream.state(0, 2)
+    resumed = daliaug.make_dataset(config, framework="numpy", state=state)
+    for label in np.concatenate([b[1] for b in whole[:2]]).tolist():
+        (copy / "img" / f"{label:04d}.png").unlink()
+    assert same(epochs_of(resumed, 1)[0], whole[2:])
+
+
+def refusal(state: dict[str, Any], **dataset: Any) -> str:
+    """The refusal of ``state`` by a dataset of :func:`arrays_config` (``dataset``: changes)."""
+    config = arrays_config("opencv", **dataset.pop("config", {}))
+    x = dataset.pop("x", X)
+    with pytest.raises((ConfigError, DataError)) as error:
+        daliaug.make_dataset(config, x=x, y=Y[: len(x)], framework="numpy", state=state)
+    return str(error.value)
+
+
+def test_a_state_of_other_data_or_damaged_is_refused_by_name() -> None:
+    dataset = daliaug.make_dataset(arrays_config("opencv"), x=X, y=Y, framework="numpy")
+    state = dataset.stream.state(0, 2)
+    good = state.as_dict()
+
+    assert "another config: image_size differ" in refusal(good, config={"image_size": 24})
+    rotated = [{"type": "rotation", "angle": 10}]
+    assert "config: transforms differ" in refusal(good, config={"transforms": rotated})
+    assert "seed 3" in refusal(good, config={"seed": 4})
+    changed = X.copy()
+    changed[5, 0, 0, 0] ^= 1
+    assert "samples changed" in refusal(good, x=changed)
+    assert "22 samples" in refusal(good, x=X[:21])
+    assert "batch_size differ" in refusal(good, config={"batch_size": 8})
+
+    older = State(**{**{k: v for k, v in good.items() if k != "digest"}, "version": "0.1.0"})
+    assert "written by daliaug 0.1.0" in refusal(older.as_dict())
+    edited = {**good, "position": 4}
+    assert "digest does not match" in refusal(edited)
+    truncated = state.to_json()[:-20]
+    with pytest.raises(ConfigError, match="truncated"):
+        daliaug.make_dataset(arrays_config("opencv"), x=X, y=Y, framework="numpy", state=truncated)
+    assert "missing" in refusal({k: v for k, v in good.items() if k != "seed"})
+    fields = {k: v for k, v in good.items() if k != "digest"}
+    past = State(**{**fields, "position": 24})
+    assert "past the end of an epoch of 24" in refusal(past.as_dict())
+    between = State(**{**fields, "position": 6})
+    assert "not between two batches" in refusal(between.as_dict())
+    wider = State(**{**fields, "world": 2, "order_world": 2}).as_dict()
+    with pytest.raises(ConfigError, match="taken by a world of 2 shards"):  # tf.data: same world
+        daliaug.make_dataset(arrays_config("opencv"), x=X, y=Y, framework="tensorflow", state=wider)
+
+
+@pytest.mark.slow
+def test_backup_and_restore_resumes_model_fit_mid_epoch(
+    numbered_list: Path, tmp_path: Path
+) -> None:
+    """Keras' ``BackupAndRestore(save_freq=2)`` with the data state, through a real
+    ``model.fit`` on TensorFlow: killed in the third epoch, the restored run trains on exactly
+    the batches the uninterrupted run trained on from the last save, each epoch every sample
+    once."""
+    import keras
+
+    from daliaug.keras import BackupAndRestore
+    from tests.test_reliability import Recorder
+
+    source = {"type": "file_list", "path": str(numbered_list)}
+    config = config_for(numbered_list.parent, source=source, shuffle=True, batch_size=5)
+
+    class Crash(keras.callbacks.Callback):
+        def __init__(self, recorder: Recorder) -> None:
+            super().__init__()
+            self.recorder = recorder
+
+        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+            if len(self.recorder.seen) == 13:  # epoch 2's third batch, one after a save
+                raise KeyboardInterrupt
+
+    def fit(recorder: Recorder, crash: bool = False) -> None:
+        ds = daliaug.make_dataset(config)
+        backup = BackupAndRestore(ds, str(tmp_path / "backup"), save_freq=2)
+        recorder.model.fit(
+            ds,
+            epochs=4,
+            verbose=0,
+            shuffle=False,
+            callbacks=[backup, *([Crash(recorder)] if crash else [])],
+        )
+
+    whole, first, resumed = Recorder(), Recorder(), Recorder()
+    fit(whole)
+    with pytest.raises(KeyboardInterrupt):
+        fit(first, crash=True)
+    fit(resumed)
+    epochs = [sorted(x for batch in whole.seen[i : i + 5] for x in batch) for i in range(0, 20, 5)]
+    assert all(e == list(range(23)) for e in epochs)
+    assert first.seen[:13] == whole.seen[:13]
+    assert resumed.seen == whole.seen[12:]  # from the batch after the last save (the 12th)
+    assert not (tmp_path / "backup").exists()  # the run ended: Keras deleted its backup
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_backup_and_restore_resumes_model_fit_mid_epoch_on_jax_and_torch(
+    backend: str, numbered_list: Path, tmp_path: Path
+) -> None:
+    """The same through Keras' own ``fit`` on JAX and PyTorch (daliaug's batches as their data
+    adapter), each in a process of its own."""
+    spec = {
+        "numbered": str(numbered_list),
+        "backup": str(tmp_path / "backup"),
+        "out": str(tmp_path / "out.npz"),
+    }
+    report, _ = run_keras_job("tests.resume_job", backend, spec, timeout=600)
+    whole, first, resumed = report["whole"], report["first"], report["resumed"]
+    assert len(whole) == 20 and first[:13] == whole[:13]
+    epochs = [sorted(x for batch in whole[i : i + 5] for x in batch) for i in range(0, 20, 5)]
+    assert all(e == list(range(23)) for e in epochs)
+    assert resumed == whole[12:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("worlds", "after"), [([2, 4, 1], [2, 1]), ([1, 2], [3]), ([4, 2, 2], [1, 1])]
+)
+def test_a_state_restored_by_another_world_gives_the_rest_of_the_epoch_exactly_once(
+    worlds: list[int], after: list[int], tmp_path: Path
+) -> None:
+    """Elastic: an epoch begun by ``worlds[0]`` shards (JAX devices under DataParallel), its
+    state restored by the next world, whose state mid-way is restored by the one after: every
+    sample exactly once over all of them (padding weighs 0), each with the pixels the first
+    world's uninterrupted epoch gave it (it keeps its parameter row), and the epoch ends where
+    the last world's first pass ends."""
+    spec = {"worlds": worlds, "after": after, "out": str(tmp_path / "out.npz")}
+    report, images = run_keras_job("tests.elastic_job", "jax", spec, timeout=300)
+    assert sorted(x for batch in report["whole"] for x in batch) == list(range(23))
+    runs = report["runs"]
+    seen = [x for run in runs for batch in run["seen"] for x in batch]
+    assert sorted(seen) == list(range(23))
+    first = [x for batch in runs[0]["seen"] for x in batch]
+    assert first == [x for batch in report["whole"][: after[0]] for x in batch]
+    for i in range(len(runs)):
+        for label in {x for batch in runs[i]["seen"] for x in batch}:
+            assert np.array_equal(images[f"run{i}_{label}"], images[f"whole{label}"])
+    assert (runs[-1]["state"]["epoch"], runs[-1]["state"]["position"]) == (1, 0)
+    mid = runs[0]["state"]
+    assert (mid["world"], mid["order_world"], mid["position"]) == (
+        worlds[0],
+        worlds[0],
+        4 * after[0],
+    )
+
+
+def kill_job(spec: dict[str, Any], kill_at: int | None = None) -> int:
+    """Runs :mod:`tests.kill_job`; with ``kill_at``, SIGKILLs it once it has handed on that
+    many batches (it waits for a line after each). The batches it handed on."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.kill_job", json.dumps({**spec, "free": kill_at is None})],
+        cwd=Path(__file__).parents[1],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert process.stdin is not None and process.stdout is not None
+    handed = 0
+    for line in process.stdout:
+        handed = int(line.split()[1])
+        if handed == kill_at:
+            process.send_signal(signal.SIGKILL)
+            break
+        if kill_at is not None:
+            process.stdin.write("\n")
+            process.stdin.flush()
+    _, errors = process.communicate(timeout=120)
+    expected = -signal.SIGKILL if kill_at is not None else 0
+    assert process.returncode == expected, errors[-3000:]
+    return handed
+
+
+@pytest.fixture(scope="module", params=["opencv", "cpu"])
+def uninterrupted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The job's two epochs run through on engine ``param``: its records."""
+    root = tmp_path_factory.mktemp("whole")
+    spec = {"backend": request.param, "out": str(root / "out.jsonl")}
+    kill_job({**spec, "state": str(root / "state.json"), "resume": False})
+    return request.param, (root / "out.jsonl").read_text().splitlines()
+
+
+@pytest.mark.slow
+@settings(max_examples=3, derandomize=True, deadline=None)
+@given(kill_at=st.integers(1, 11))
+def test_killed_at_any_batch_and_resumed_gives_the_uninterrupted_stream(
+    uninterrupted: tuple[str, list[str]], kill_at: int
+) -> None:
+    """SIGKILL after ``kill_at`` batches (of 12 over two epochs): the job resumed from the state
+    it last wrote hands on exactly the uninterrupted run's remaining batches (their bytes'
+    digest), and over the two runs each epoch holds every sample exactly once."""
+    backend, whole = uninterrupted
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        spec = {"backend": backend, "out": str(root / "out.jsonl"), "state": str(root / "s")}
+        assert kill_job({**spec, "resume": False}, kill_at) == kill_at
+        kill_job({**spec, "resume": True})
+        records = (root / "out.jsonl").read_text().splitlines()
+    assert records == whole
+    labels = [json.loads(r)["labels"] for r in records]
+    for epoch in (labels[:6], labels[6:]):
+        assert sorted(x for batch in epoch for x in batch) == list(range(22))
+
+
+def test_a_state_of_files_since_replaced_or_added_is_refused(
+    numbered_list: Path, tmp_path: Path
+) -> None:
+    """The fingerprint holds each file's name, size and modification time as listed: a file
+    rewritten, or one more in the list, and the state is refused, never resumed onto them."""
+    copy = tmp_path / "numbered"
+    shutil.copytree(numbered_list.parent, copy)
+    listing = copy / numbered_list.name
+    source = {"type": "file_list", "path": str(listing)}
+    config = config_for(copy, source=source, shuffle=True, batch_size=5, backend="opencv")
+    state = daliaug.make_dataset(config, framework="numpy").stream.state(0, 2)
+    image = copy / "img" / "0003.png"
+    shutil.copyfile(copy / "img" / "0004.png", image)
+    os.utime(image, ns=(1, 1))
+    with pytest.raises(DataError, match="samples changed"):
+        daliaug.make_dataset(config, framework="numpy", state=state)
+    listing.write_text(listing.read_text() + "img/0004.png,4\n")
+    with pytest.raises(DataError, match=r"23 samples.*now 24"):
+        daliaug.make_dataset(config, framework="numpy", state=state)
