@@ -56,6 +56,8 @@ class Walk:
     stage: str | None = None
     """The first transform that became a pixel stage: the pipeline runs those after its warp
     and colour pass, so no geometry or colour may follow."""
+    staged: list[dict[str, Any]] = field(default_factory=list)
+    """The pixel stages' entries so far."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -135,14 +137,30 @@ class Walk:
         if in_range:
             self.in_range(transform)
         self.transforms.append(entry)
+        self.staged.append(entry)
         self.stage = self.stage or label(transform)
 
     def before_stages(self, transform: Any) -> None:
-        if self.stage is not None:
+        """:class:`Unsupported` if a pixel stage came before ``transform`` (a geometric or colour
+        one), unless every stage so far is a ``ColorJitter`` without hue: those join the colour
+        pass then (one clip at the end, a note)."""
+        if self.stage is None:
+            return
+        if not all(e["type"] == "color_jitter" and "hue" not in e for e in self.staged):
             raise Unsupported(
                 f"{label(transform)}: it comes after {self.stage}, which daliaug runs as a "
                 "pixel stage after the warp and the colour pass; put it before that transform"
             )
+        for entry in self.staged:
+            entry["clip"] = "once"
+        self.stage, self.staged = None, []
+        self.notes.append(
+            f"ColorJitter: {label(transform)} follows it, so daliaug joins its brightness, "
+            "contrast and saturation to the one colour pass with one clip at the end, where "
+            "torchvision clips to the value range after each factor: pixels differ where a "
+            "factor takes a value out of range that a later one brings back (without the clips "
+            "the three commute, so the order does not matter)"
+        )
 
 
 Converter = Callable[[Any, Walk], None]
@@ -161,7 +179,6 @@ def converts(name: str) -> Callable[[Converter], Converter]:
 
 
 REFUSED: dict[str, str] = {
-    "ColorJitter": "",  # see _color_jitter
     "RandomAffine": "daliaug's affine transforms draw rotation, translation, scale and shear "
     "with their own centres and roundings, not checked against torchvision's yet",
     "RandomPerspective": "daliaug's perspective draws its corners differently, not checked "
@@ -316,38 +333,20 @@ def _center_crop(transform: Any, walk: Walk) -> None:
     )
 
 
-def _jitter_range(transform: Any, name: str) -> list[float] | None:
-    value = getattr(transform, name)
-    return None if value is None else _pair(value)
-
-
 @converts("ColorJitter")
 def _color_jitter(transform: Any, walk: Walk) -> None:
-    """One of brightness or saturation (daliaug's are torchvision's blends, one factor per
-    image); torchvision applies several in a random order per call, with a clip after each,
-    where daliaug fuses colour into one matrix with one clip in a fixed order, so several are
-    refused; its contrast (the image's grey mean) and hue (HSV) are not daliaug's."""
-    given = {
-        name: _jitter_range(transform, name)
-        for name in ("brightness", "contrast", "saturation", "hue")
-        if getattr(transform, name) is not None
-    }
-    if len(given) > 1:
-        raise Unsupported(
-            f"{label(transform)}: {', '.join(given)} given; torchvision applies them in a "
-            "random order per image, clipping after each, and daliaug fuses its colour ops into "
-            "one pass in a fixed order: give one ColorJitter per factor (in a fixed order, "
-            "without the random permutation) or drop all but one"
-        )
-    if "contrast" in given or "hue" in given:
-        why = (
-            "its contrast blends with the image's grey mean (daliaug's contrast centres on 128)"
-            if "contrast" in given
-            else "its hue shifts HSV hue (daliaug's hue turns the YIQ chroma plane)"
-        )
-        raise Unsupported(f"{label(transform)}: {why}")
-    entries = [{"type": name, "factor": bounds} for name, bounds in given.items()]
-    walk.colour(transform, entries)
+    """``color_jitter``: torchvision's four factors, its random order per image and its clip
+    after each, as a pixel stage (joined to the colour pass, one clip, where geometry or colour
+    follows it and it has no hue: :meth:`Walk.before_stages`); ``RandomApply`` of it sets its
+    ``probability``."""
+    entry: dict[str, Any] = {"type": "color_jitter", "probability": 1.0}
+    for name in ("brightness", "contrast", "saturation", "hue"):
+        value = getattr(transform, name)
+        if value is not None:
+            entry[name] = _pair(value)
+    if len(entry) == 2:  # every factor is the identity: torchvision does nothing
+        return
+    walk.pixels(transform, entry)
 
 
 POLICY_NOTE = (
