@@ -22,6 +22,8 @@ TRANSFORM_EXAMPLES: tuple[dict[str, Any], ...] = (
     {"type": "contrast", "factor": 0.6},
     {"type": "saturation", "factor": 0.9},
     {"type": "hue", "degrees": 90},
+    {"type": "color_jitter", "brightness": 0.4, "contrast": 0.4, "saturation": 0.4, "hue": 0.1},
+    {"type": "color_jitter", "brightness": 0.5, "contrast": 0.5, "clip": "once"},
     {
         "type": "keras_affine",
         "rotation_range": 30,
