@@ -20,6 +20,8 @@ import numpy as np
 from daliaug.errors import ConfigError
 from daliaug.fields import warp_interpolation
 
+CROPS = ("random_resized_crop", "center_crop", "random_crop")
+"""The daliaug transforms that cut a window out of the canvas."""
 PIPELINE_RANGE = (0.0, 255.0)
 """The values daliaug's pipeline computes on: the decoded images' 0..255."""
 
@@ -58,6 +60,9 @@ class Walk:
     and colour pass, so no geometry or colour may follow."""
     staged: list[dict[str, Any]] = field(default_factory=list)
     """The pixel stages' entries so far."""
+    cropped: str | None = None
+    """The first transform that cut a window: geometry after it that reveals area shows the
+    image around the window (one fused warp), where torchvision fills."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -114,12 +119,20 @@ class Walk:
                     f"interpolation, but they differ ({listed})"
                 )
         self.transforms.append(entry)
+        if entry["type"] in CROPS:
+            self.cropped = self.cropped or label(transform)
+        elif "fill" in entry and self.cropped is not None:
+            self.notes.append(
+                f"{label(transform)}: where it reveals area outside the window {self.cropped} "
+                "cut, daliaug's one warp shows the image around the window, where torchvision "
+                "fills"
+            )
 
-    def fill(self, transform: Any, value: float) -> float:
+    def fill(self, transform: Any, value: float | str) -> float | str:
         """Record ``transform``'s fill of the one warp (torchvision's crops pad with 0)."""
         self.fills[label(transform)] = value
         if len(set(self.fills.values())) > 1:
-            listed = ", ".join(f"{k}: {v:g}" for k, v in self.fills.items())
+            listed = ", ".join(f"{k}: {v}" for k, v in self.fills.items())
             raise Unsupported(
                 f"{label(transform)}: the transforms fuse into one warp with one fill, but they "
                 f"fill differently on the 0..255 values ({listed})"
@@ -179,13 +192,8 @@ def converts(name: str) -> Callable[[Converter], Converter]:
 
 
 REFUSED: dict[str, str] = {
-    "RandomAffine": "daliaug's affine transforms draw rotation, translation, scale and shear "
-    "with their own centres and roundings, not checked against torchvision's yet",
-    "RandomPerspective": "daliaug's perspective draws its corners differently, not checked "
-    "against torchvision's yet",
     "ElasticTransform": "torchvision blurs a full-resolution random field; daliaug's elastic "
     "draws a coarse grid (Keras')",
-    "RandomCrop": "its padding and pad_if_needed are not converted yet",
     "MixUp": "it mixes a batch's labels, which torchvision takes as class indices in the call; "
     "use daliaug's mixup transform with label_mode 'categorical'",
     "CutMix": "it mixes a batch's labels, which torchvision takes as class indices in the call; "
@@ -330,6 +338,87 @@ def _center_crop(transform: Any, walk: Walk) -> None:
         f"{label(transform)}: where an image and the crop differ by an odd number of pixels, "
         "torchvision rounds the offset half to even and daliaug half up: one pixel apart for "
         "some sizes"
+    )
+
+
+PADDING_MODES = {"edge": "nearest", "symmetric": "reflect"}
+"""torchvision's padding modes daliaug's warp has (``constant``: the fill); its ``reflect``
+(the edge pixel not repeated) has none."""
+
+
+@converts("RandomCrop")
+def _random_crop(transform: Any, walk: Walk) -> None:
+    """``random_crop``: torchvision's padding, ``pad_if_needed`` and corner draw."""
+    height, width = _size(transform)
+    entry: dict[str, Any] = {"type": "random_crop", "size": [height, width]}
+    if transform.padding is not None or transform.pad_if_needed:
+        mode = str(transform.padding_mode)
+        if mode not in ("constant", *PADDING_MODES):
+            raise Unsupported(
+                f"{label(transform)}: padding_mode={mode!r} mirrors without the edge pixel; "
+                "daliaug pads with constant, edge or symmetric"
+            )
+        fill = PADDING_MODES.get(mode) or _fill(transform, walk)
+        entry.update(
+            padding=[int(v) for v in transform.padding or (0, 0, 0, 0)],
+            pad_if_needed=bool(transform.pad_if_needed),
+            fill=walk.fill(transform, fill),
+        )
+    walk.geometric(transform, entry)
+    walk.size = (height, width)
+
+
+def _no_center(transform: Any) -> None:
+    if getattr(transform, "center", None) is not None:
+        raise Unsupported(
+            f"{label(transform)}: center={list(transform.center)}; daliaug turns about the "
+            "canvas centre"
+        )
+
+
+@converts("RandomAffine")
+def _random_affine(transform: Any, walk: Walk) -> None:
+    """``random_affine``: torchvision's draws (whole-pixel translations) and matrix."""
+    _no_center(transform)
+    shear = [float(v) for v in transform.shear or (0.0, 0.0)]
+    entry = {
+        "type": "random_affine",
+        "degrees": _pair(transform.degrees),
+        "translate": _pair(transform.translate or (0.0, 0.0)),
+        "scale": _pair(transform.scale or (1.0, 1.0)),
+        "shear_x": shear[:2],
+        "shear_y": shear[2:] or [0.0, 0.0],
+        "fill": walk.fill(transform, _fill(transform, walk)),
+    }
+    walk.geometric(transform, entry, transform.interpolation)
+
+
+@converts("RandomPerspective")
+def _random_perspective(transform: Any, walk: Walk) -> None:
+    """``perspective``: torchvision's corner draw, a bilinear resampling after the warp (a
+    pixel stage)."""
+    mode = str(getattr(transform.interpolation, "value", transform.interpolation))
+    if mode != "bilinear":
+        raise Unsupported(
+            f"{label(transform)}: interpolation={mode!r}; daliaug's perspective is bilinear"
+        )
+    if transform.distortion_scale >= 1.0:
+        raise Unsupported(
+            f"{label(transform)}: distortion_scale={transform.distortion_scale}; daliaug's "
+            "corners stay apart (below 1)"
+        )
+    entry = {
+        "type": "perspective",
+        "distortion_scale": float(transform.distortion_scale),
+        "probability": float(transform.p),
+        "fill": _fill(transform, walk),
+        "half_pixel": True,
+    }
+    walk.pixels(transform, entry, in_range=False)
+    walk.notes.append(
+        f"{label(transform)}: along the edges of the warped image (one pixel), torchvision "
+        "weighs the image's bilinear share twice (m·Σw·v + (1 − m)·fill) where daliaug blends "
+        "(Σw·v + (1 − m)·fill): up to 64 levels there"
     )
 
 

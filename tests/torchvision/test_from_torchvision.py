@@ -182,6 +182,137 @@ def test_random_resized_crop_matches_torchvision_on_the_same_windows(engine: str
         assert_close(found[i : i + 1], levels(config, crop.numpy()[None]))
 
 
+def drawn(config: Config, rows: np.ndarray, index: int) -> list[dict[str, float]]:
+    """Per sample, the parameters of the transform at ``index``, by name."""
+    keys = list(config.plan.param_keys)
+    prefix = f"{index}."
+    return [
+        {k[len(prefix) :]: float(row[i]) for i, k in enumerate(keys) if k.startswith(prefix)}
+        for row in rows
+    ]
+
+
+Expected = Callable[[Any, dict[str, float]], Any]
+
+
+def same_draws(engine: str, random: Any, expected: Expected, seed: int, slack: Any = None) -> None:
+    """``Resize`` to the images' own size (no crop: after one, daliaug's one warp shows the
+    image around it where torchvision fills, a warning), ``random``, ``ToDtype``: daliaug's
+    batch against torchvision's functional ``expected(image, params)`` on the parameters
+    daliaug drew (bilinear: the tolerance is :data:`MAX_LEVELS`, as the chains', plus ``slack
+    (image, params)`` per pixel where given)."""
+    import torch
+
+    t = v2()
+    x = np.concatenate([photos(), photos()[:, ::-1]])
+    head = t.Resize(x.shape[1:3])
+    config = compile_for(t.Compose([head, random, t.ToDtype(torch.float32, scale=True)]))
+    rows = draw_rows(config.plan, np.random.default_rng(seed), len(x))
+    found = ours(config, engine, x, rows)
+    for i, (image, p) in enumerate(zip(as_tensors(x), drawn(config, rows, 1), strict=True)):
+        theirs = levels(config, expected(image.float() / 255.0, p).numpy()[None])
+        if slack is None:
+            assert_close(found[i : i + 1], theirs)
+            continue
+        diff = np.abs(found[i : i + 1] - theirs) - slack(image, p)
+        assert diff.max() <= MAX_LEVELS, (i, diff.max())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ENGINES)
+def test_random_affine_matches_torchvision_on_the_same_draws(engine: str) -> None:
+    """Rotation, whole-pixel translation, scale and both shears: torchvision's ``affine`` on
+    the parameters daliaug drew."""
+    t = v2()
+    from torchvision.transforms.v2 import functional
+
+    bilinear = t.InterpolationMode.BILINEAR
+    random = t.RandomAffine(30, (0.2, 0.1), (0.7, 1.3), (-20, 20, -10, 10), interpolation=bilinear)
+
+    def expected(image: Any, p: dict[str, float]) -> Any:
+        shift = [round(p["tx"] * 0.2 * 64), round(p["ty"] * 0.1 * 48)]
+        shear = [p["shear_x"], p["shear_y"]]
+        return functional.affine(
+            image, p["angle"], shift, p["scale"], shear, interpolation=bilinear
+        )
+
+    same_draws(engine, random, expected, seed=5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    ("fields", "pad"),
+    [
+        ({"padding": (3, 5, 7, 2), "fill": 102}, {"fill": 0.4}),
+        ({"padding": 6, "padding_mode": "edge"}, {"padding_mode": "edge"}),
+        ({"pad_if_needed": True, "fill": 51}, {"fill": 0.2}),
+    ],
+)
+def test_random_crop_matches_torchvision_on_the_same_draws(
+    engine: str, fields: dict, pad: dict
+) -> None:
+    """torchvision's padding (constant on the uint8 images: 102 is the floats' 0.4; edge) and
+    ``pad_if_needed``, then its window at the corner daliaug drew: the same pixels."""
+    t = v2()
+    from torchvision.transforms.v2 import functional
+
+    size = (52, 60) if fields.get("pad_if_needed") else (40, 44)
+    random = t.RandomCrop(size, **fields)
+
+    def expected(image: Any, p: dict[str, float]) -> Any:
+        left, right, top, bottom = random.padding or (0, 0, 0, 0)
+        if random.pad_if_needed:
+            lack_h, lack_w = max(size[0] - 48, 0), max(size[1] - 64, 0)
+            left, right, top, bottom = left + lack_w, right + lack_w, top + lack_h, bottom + lack_h
+        padded = functional.pad(image, [left, top, right, bottom], **pad)
+        y = int(p["v"] * (padded.shape[-2] - size[0] + 1))
+        x = int(p["u"] * (padded.shape[-1] - size[1] + 1))
+        return functional.crop(padded, y, x, *size)
+
+    same_draws(engine, random, expected, seed=7)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ENGINES)
+def test_random_perspective_matches_torchvision_on_the_same_draws(engine: str) -> None:
+    """torchvision's corner draw (whole pixels inward) and its ``perspective`` on them: within
+    :data:`MAX_LEVELS` but on the one-pixel edge of the warped image, where torchvision's fill
+    blend differs (``slack``: up to 64 levels there)."""
+    t = v2()
+    from torchvision.transforms.v2 import functional
+
+    def corners(image: Any, p: dict[str, float]) -> tuple[list, list]:
+        h, w = image.shape[-2:]
+        bound = {"x": int(0.6 * (w // 2)) + 1, "y": int(0.6 * (h // 2)) + 1}
+        k = {name: int(p[name] * bound[name[-1]]) for name in p if name != "perspective"}
+        ends = [
+            [k["tl_x"], k["tl_y"]],
+            [w - 1 - k["tr_x"], k["tr_y"]],
+            [w - 1 - k["br_x"], h - 1 - k["br_y"]],
+            [k["bl_x"], h - 1 - k["bl_y"]],
+        ]
+        return [[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], ends
+
+    def expected(image: Any, p: dict[str, float]) -> Any:
+        if not p["perspective"]:
+            return image
+        return functional.perspective(image, *corners(image, p), fill=0.2)
+
+    def slack(image: Any, p: dict[str, float]) -> np.ndarray:
+        """Where the warped image's edge crosses a pixel's bilinear footprint (the share ``m``
+        of it inside): torchvision weighs the image's share twice, ``m·Σw·v + (1 − m)·fill``,
+        where daliaug blends ``Σw·v + (1 − m)·fill``, up to ``255·m·(1 − m)`` apart."""
+        if not p["perspective"]:
+            return np.zeros(1)
+        ones = image[:1].float() * 0 + 1  # torchvision gives m·m for it
+        m = functional.perspective(ones, *corners(image, p), fill=0.0).sqrt()
+        return 255.0 * (m * (1 - m)).numpy()[None]
+
+    # on the uint8 images: fill 51 is the floats' 0.2
+    same_draws(engine, t.RandomPerspective(0.6, p=0.7, fill=51), expected, 6, slack)
+
+
 def test_the_imagenet_recipe_becomes_one_config_channels_first() -> None:
     """PyTorch's reference recipe (its RandAugment variant): one config, torchvision's
     statistics on the 0..255 scale, NCHW float32, each distribution difference warned."""
@@ -313,6 +444,21 @@ def test_color_jitter_before_geometry_joins_the_colour_pass_with_a_warning() -> 
         compile_for(hue)
 
 
+def test_geometry_after_a_crop_warns_that_the_image_around_it_shows() -> None:
+    """daliaug's one warp shows the image around a crop where a later RandomAffine reveals
+    area; torchvision fills it: a warning names both. RandomAffine's default interpolation
+    (nearest) becomes the warp's (after a bilinear RandomResizedCrop: refused, one warp)."""
+    t = v2()
+    bilinear = t.InterpolationMode.BILINEAR
+    stack = t.Compose([t.RandomResizedCrop(16), t.RandomAffine(10, interpolation=bilinear)])
+    with pytest.warns(UserWarning, match="RandomAffine: where it reveals area outside the window"):
+        config = daliaug.from_torchvision(stack, source={"type": "arrays"})
+    assert [x.type for x in config.transforms] == ["random_resized_crop", "random_affine"]
+    assert compile_for(t.Compose([t.CenterCrop(8), t.RandomAffine(10)])).interpolation == "nearest"
+    with pytest.raises(ConfigError, match="RandomAffine: the transforms fuse into one warp"):
+        compile_for(t.Compose([t.RandomResizedCrop(16), t.RandomAffine(10)]))
+
+
 def _refusals(t: Any) -> list[tuple[Any, str]]:
     import torch
 
@@ -321,7 +467,13 @@ def _refusals(t: Any) -> list[tuple[Any, str]]:
             t.Compose([t.ColorJitter(hue=0.1), t.RandomVerticalFlip()]),
             "RandomVerticalFlip: it comes after ColorJitter",
         ),
-        (t.RandomAffine(10), "RandomAffine: daliaug's affine"),
+        (t.RandomAffine(10, center=(2, 3)), "RandomAffine: center=[2, 3]"),
+        (t.RandomCrop(8, 2, padding_mode="reflect"), "RandomCrop: padding_mode='reflect'"),
+        (t.RandomPerspective(1.0), "RandomPerspective: distortion_scale=1.0"),
+        (
+            t.RandomPerspective(interpolation=t.InterpolationMode.NEAREST),
+            "RandomPerspective: interpolation='nearest'",
+        ),
         (t.RandomApply([t.RandomHorizontalFlip(), t.CenterCrop(8)]), "RandomApply: it holds 2"),
         (t.RandomOrder([t.RandomHorizontalFlip(), t.RandomVerticalFlip()]), "RandomOrder"),
         (t.RandomApply([t.CenterCrop(8)], p=0.5), "RandomApply: p=0.5 over CenterCrop"),
