@@ -64,6 +64,8 @@ class Walk:
     """The first transform that cut a window: geometry after it that reveals area shows the
     image around the window (one fused warp), where torchvision fills."""
     notes: list[str] = field(default_factory=list)
+    rules: dict[str, float] = field(default_factory=dict)
+    """Config fields for the boxes that the transforms set (``min_area``)."""
 
     @property
     def identity_frame(self) -> bool:
@@ -338,6 +340,29 @@ def _center_crop(transform: Any, walk: Walk) -> None:
         f"{label(transform)}: where an image and the crop differ by an odd number of pixels, "
         "torchvision rounds the offset half to even and daliaug half up: one pixel apart for "
         "some sizes"
+    )
+
+
+@converts("ClampBoundingBoxes")
+def _clamp_boxes(transform: Any, walk: Walk) -> None:
+    """Boxes clipped to the canvas: daliaug clips them after every transform already."""
+
+
+@converts("SanitizeBoundingBoxes")
+def _sanitize_boxes(transform: Any, walk: Walk) -> None:
+    """``min_area``: daliaug drops a box (with its label) whose visible area is below it; the
+    sides are not checked one by one (a note where ``min_size`` would drop more)."""
+    getter = getattr(transform, "labels_getter", "default")
+    if getter != "default":
+        raise Unsupported(
+            f"{label(transform)}: labels_getter={getter!r}; daliaug's labels are the boxes' own"
+        )
+    min_size, min_area = float(transform.min_size), float(getattr(transform, "min_area", 1.0))
+    walk.rules["min_area"] = max(walk.rules.get("min_area", 0.0), min_area, min_size * min_size)
+    walk.notes.append(
+        f"{label(transform)}: daliaug keeps a box of at least {walk.rules['min_area']:g} pixels "
+        f"of area (min_size={min_size:g} squared, or min_area) and checks no side alone: a box "
+        f"thinner than {min_size:g} that torchvision drops stays where its area is enough"
     )
 
 
