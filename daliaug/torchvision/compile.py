@@ -163,6 +163,6 @@ def from_torchvision(
         "transforms": walk.transforms,
         "interpolation": interpolations.pop() if interpolations else "linear",
         "output": {**output, **given},
-        **walk.rules,
+        **walk.fields,
     }
     return load_config({**fields, "source": source, "batch_size": batch_size, **config_fields})

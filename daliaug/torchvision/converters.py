@@ -64,8 +64,10 @@ class Walk:
     """The first transform that cut a window: geometry after it that reveals area shows the
     image around the window (one fused warp), where torchvision fills."""
     notes: list[str] = field(default_factory=list)
-    rules: dict[str, float] = field(default_factory=dict)
-    """Config fields for the boxes that the transforms set (``min_area``)."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    """Config fields the transforms set (``min_area``, ``label_mode``)."""
+    batched: str | None = None
+    """The first transform that became a batch stage: only the value frame may follow."""
 
     @property
     def identity_frame(self) -> bool:
@@ -149,6 +151,7 @@ class Walk:
     def pixels(self, transform: Any, entry: dict[str, Any], *, in_range: bool = True) -> None:
         """Add a pixel stage (run after the warp and the colour pass; nothing but pixel stages
         may follow it)."""
+        self.after_batch(transform)
         if in_range:
             self.in_range(transform)
         self.transforms.append(entry)
@@ -159,6 +162,7 @@ class Walk:
         """:class:`Unsupported` if a pixel stage came before ``transform`` (a geometric or colour
         one), unless every stage so far is a ``ColorJitter`` without hue: those join the colour
         pass then (one clip at the end, a note)."""
+        self.after_batch(transform)
         if self.stage is None:
             return
         if not all(e["type"] == "color_jitter" and "hue" not in e for e in self.staged):
@@ -176,6 +180,19 @@ class Walk:
             "factor takes a value out of range that a later one brings back (without the clips "
             "the three commute, so the order does not matter)"
         )
+
+    def after_batch(self, transform: Any) -> None:
+        if self.batched is not None:
+            raise Unsupported(
+                f"{label(transform)}: it comes after {self.batched}, a batch stage daliaug runs "
+                "last; put it before that transform"
+            )
+
+    def batch(self, transform: Any, entry: dict[str, Any]) -> None:
+        """Add a batch stage (the last stages; soft labels: ``label_mode`` categorical)."""
+        self.transforms.append(entry)
+        self.batched = self.batched or label(transform)
+        self.fields["label_mode"] = "categorical"
 
 
 Converter = Callable[[Any, Walk], None]
@@ -196,10 +213,6 @@ def converts(name: str) -> Callable[[Converter], Converter]:
 REFUSED: dict[str, str] = {
     "ElasticTransform": "torchvision blurs a full-resolution random field; daliaug's elastic "
     "draws a coarse grid (Keras')",
-    "MixUp": "it mixes a batch's labels, which torchvision takes as class indices in the call; "
-    "use daliaug's mixup transform with label_mode 'categorical'",
-    "CutMix": "it mixes a batch's labels, which torchvision takes as class indices in the call; "
-    "use daliaug's cutmix transform with label_mode 'categorical'",
     "Lambda": "it runs arbitrary Python on each image",
 }
 """Why a torchvision class with no converter is refused, where there is more to say."""
@@ -358,11 +371,48 @@ def _sanitize_boxes(transform: Any, walk: Walk) -> None:
             f"{label(transform)}: labels_getter={getter!r}; daliaug's labels are the boxes' own"
         )
     min_size, min_area = float(transform.min_size), float(getattr(transform, "min_area", 1.0))
-    walk.rules["min_area"] = max(walk.rules.get("min_area", 0.0), min_area, min_size * min_size)
+    walk.fields["min_area"] = max(walk.fields.get("min_area", 0.0), min_area, min_size**2)
     walk.notes.append(
-        f"{label(transform)}: daliaug keeps a box of at least {walk.rules['min_area']:g} pixels "
+        f"{label(transform)}: daliaug keeps a box of at least {walk.fields['min_area']:g} pixels "
         f"of area (min_size={min_size:g} squared, or min_area) and checks no side alone: a box "
         f"thinner than {min_size:g} that torchvision drops stays where its area is enough"
+    )
+
+
+BATCH_NOTE = (
+    "torchvision draws one {what} per call on a batch and pairs each image with the one before "
+    "it (a roll); daliaug draws them per image, with a random partner from the batch: the same "
+    "distribution per image, not the same batch"
+)
+
+
+def _labels_getter(transform: Any) -> None:
+    """:class:`Unsupported` unless the labels are found as torchvision finds them by default
+    (MixUp and CutMix keep only the parsed function)."""
+    parsed = getattr(getattr(transform, "_labels_getter", None), "__name__", "")
+    if parsed != "_find_labels_default_heuristic":
+        raise Unsupported(
+            f"{label(transform)}: a labels_getter of its own; daliaug mixes the batch's labels"
+        )
+
+
+@converts("MixUp")
+def _mixup(transform: Any, walk: Walk) -> None:
+    """``mixup`` (categorical labels, as torchvision's one-hot); its draw per image (a note)."""
+    _labels_getter(transform)
+    walk.batch(transform, {"type": "mixup", "alpha": float(transform.alpha)})
+    walk.notes.append(f"{label(transform)}: {BATCH_NOTE.format(what='lam')}")
+
+
+@converts("CutMix")
+def _cutmix(transform: Any, walk: Walk) -> None:
+    """``cutmix``: the label weighed by the box actually pasted, as torchvision's; its draw
+    per image and its box sides rounded (a note)."""
+    _labels_getter(transform)
+    walk.batch(transform, {"type": "cutmix", "alpha": float(transform.alpha)})
+    walk.notes.append(
+        f"{label(transform)}: {BATCH_NOTE.format(what='lam and box')}; its box is "
+        "round(side·√(1 − lam)) pixels, torchvision's 2·int(side·√(1 − lam)/2)"
     )
 
 

@@ -24,8 +24,17 @@ import daliaug
 from daliaug.errors import DaliaugError
 from tests.torchvision.conftest import v2
 
-NO_TRANSFORM = {"ToImage", "PILToTensor", "ToPureTensor", "Identity", "ToDtype", "Normalize"}
-"""Classes that become the output's dtype and normalization, or nothing."""
+NO_TRANSFORM = {
+    "ToImage",
+    "PILToTensor",
+    "ToPureTensor",
+    "Identity",
+    "ToDtype",
+    "Normalize",
+    "ClampBoundingBoxes",
+    "SanitizeBoundingBoxes",
+}
+"""Classes that become the output's dtype and normalization, config fields, or nothing."""
 
 CONTAINERS = ("Compose", "RandomApply", "RandomChoice", "RandomOrder")
 
@@ -60,6 +69,10 @@ def makers(t: Any) -> list[Callable[[], Any]]:
         lambda: t.RandomCrop(20),
         lambda: t.RandomPerspective(0.3),
         lambda: t.RandomPerspective(1.0),
+        lambda: t.MixUp(alpha=0.3, num_classes=4),
+        lambda: t.CutMix(),
+        lambda: t.SanitizeBoundingBoxes(min_size=2),
+        lambda: t.ClampBoundingBoxes(),
         lambda: t.RandAugment(num_ops=3, magnitude=30),
         lambda: t.RandAugment(num_ops=0),
         lambda: t.RandAugment(num_ops=20, magnitude=40, num_magnitude_bins=10),

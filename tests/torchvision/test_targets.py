@@ -82,3 +82,59 @@ def test_what_detection_cannot_take_is_refused_by_name() -> None:
     sanitize = t.SanitizeBoundingBoxes(labels_getter=None)
     with pytest.raises(ConfigError, match="SanitizeBoundingBoxes: labels_getter=None"):
         daliaug.from_torchvision(t.Compose([t.CenterCrop(8), sanitize]), source={"type": "arrays"})
+
+
+def test_mixup_and_cutmix_become_batch_stages_with_soft_labels() -> None:
+    """torchvision's MixUp and CutMix (called on batches there) end the config as daliaug's
+    batch stages, labels one-hot (categorical); each warns that its draw is per image; the
+    batches from ``framework='torch'`` hold mixed labels summing to 1, images NCHW."""
+    import torch
+
+    t = v2()
+    mix = t.Compose(
+        [
+            t.CenterCrop(16),
+            t.ToDtype(torch.float32, scale=True),
+            t.MixUp(alpha=0.4, num_classes=3),
+            t.CutMix(alpha=1.0, num_classes=3),
+            t.Normalize([0.5] * 3, [0.25] * 3),
+        ]
+    )
+    with pytest.warns(UserWarning) as caught:
+        config = daliaug.from_torchvision(
+            mix, source={"type": "arrays"}, batch_size=4, backend="opencv", seed=3
+        )
+    named = sorted({str(w.message).split(":")[0] for w in caught})
+    assert named == ["CenterCrop", "CutMix", "MixUp"]
+    assert [x.type for x in config.transforms] == ["center_crop", "mixup", "cutmix"]
+    assert config.label_mode == "categorical" and config.transforms[1].alpha == 0.4
+    x = np.random.default_rng(0).integers(0, 256, (8, 20, 20, 3), dtype=np.uint8)
+    y = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+    images, labels = next(iter(daliaug.make_dataset(config, x=x, y=y, framework="torch")))
+    assert tuple(images.shape) == (4, 3, 16, 16) and tuple(labels.shape) == (4, 3)
+    np.testing.assert_allclose(labels.sum(1).numpy(), 1.0, atol=1e-5)
+    assert (labels.max(1).values < 1.0).any()  # mixed
+
+
+def test_batch_stages_come_last() -> None:
+    t = v2()
+    for stack, named in [
+        (
+            t.Compose([t.CenterCrop(8), t.MixUp(), t.RandomHorizontalFlip()]),
+            "RandomHorizontalFlip: it comes after MixUp",
+        ),
+        (
+            t.Compose([t.CenterCrop(8), t.CutMix(), t.RandomErasing()]),
+            "RandomErasing: it comes after CutMix",
+        ),
+        (
+            t.Compose([t.CenterCrop(8), t.RandomChoice([t.CutMix(), t.MixUp()])]),
+            "RandomChoice: it holds 2",
+        ),
+        (
+            t.Compose([t.CenterCrop(8), t.MixUp(labels_getter=None)]),
+            "MixUp: a labels_getter of its own",
+        ),
+    ]:
+        with pytest.raises(ConfigError, match=named):
+            daliaug.from_torchvision(stack, source={"type": "arrays"})
