@@ -459,6 +459,29 @@ def test_geometry_after_a_crop_warns_that_the_image_around_it_shows() -> None:
         compile_for(t.Compose([t.RandomResizedCrop(16), t.RandomAffine(10)]))
 
 
+@pytest.mark.parametrize("name", ["eval_recipe", "vertical_flip_uint8"])
+def test_torch_batches_have_torchvisions_layout_and_dtype(name: str) -> None:
+    """``make_dataset(..., framework="torch")`` of the config hands tensors shaped and typed as
+    torchvision's output of the same transforms (channels first; float32 after ToDtype,
+    uint8 without), though the config's default layout stays NHWC (Keras on PyTorch is
+    channels last): from_torchvision writes ``output.layout: NCHW``."""
+    import torch
+
+    t = v2()
+    x = photos()
+    transforms = FIXED[name](t)
+    config = compile_for(transforms)
+    assert (
+        config.output.layout == "NCHW"
+        and daliaug.load_config({"source": {"type": "arrays"}, "image_size": 8}).output.layout
+        == "NHWC"
+    )
+    (images,) = next(iter(daliaug.make_dataset(config, x=x, framework="torch")))
+    theirs = transforms(as_tensors(x))
+    assert isinstance(images, torch.Tensor) and images.dtype == theirs.dtype
+    assert images.shape == theirs.shape
+
+
 def _refusals(t: Any) -> list[tuple[Any, str]]:
     import torch
 
