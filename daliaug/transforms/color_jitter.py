@@ -5,9 +5,10 @@ Why one transform rather than four: torchvision draws a permutation of the four 
 clips to the value range after each, so the result depends on the order (hue, in HSV, is not
 affine: it commutes with neither contrast nor saturation). daliaug draws the permutation per
 sample as one-hot flags over the orders of the given factors (as the policies draw their ops)
-and, with ``clip: each``, runs the slots one after the other as a pixel stage: brightness,
-contrast and saturation as one clipped colour map each (``ops.recolour``), hue as an HSV turn
-(``ops.keras_hue``, which is torchvision's ``adjust_hue``: ``H' = (H + f) mod 1``).
+and, with ``clip: each``, runs the slots one after the other as a pixel stage: per slot one
+clipped colour map (``ops.recolour``; made on the host from the flags, the identity in a hue
+slot), then the HSV turn where the slot turns hue (``ops.keras_hue``, which is torchvision's
+``adjust_hue``: ``H' = (H + f) mod 1``).
 
 With ``clip: once`` (no hue) the three join the one colour pass instead, so geometry and
 colour may follow it: without the clips between them they commute (brightness scales, and
@@ -39,6 +40,8 @@ GREY = (0.2989, 0.587, 0.114)
 """torchvision's ``rgb_to_grayscale`` weights (its contrast and saturation blend with them)."""
 FACTORS = ("brightness", "contrast", "saturation", "hue")
 """torchvision's order of the four (its ``fn_idx`` 0..3)."""
+ENTRIES = 21
+"""A 3-channel colour map's entries for ``ops.recolour``: ``[M | t]`` (12) and ``N`` (9)."""
 
 HueRange = Annotated[SymmetricRange, bounded(-0.5, 0.5, "hue factors (turns)")]
 """A hue range in turns within [-0.5, 0.5] (torchvision's bound); one number ``h``:
@@ -92,6 +95,41 @@ class ColorJitter(ColourTransform, PixelTransform):
         flags = [f"{j}_{name}" for j in range(slots) for name in self.given]
         return (*self.given, *flags)
 
+    @property
+    def stage_params(self) -> tuple[str, ...]:  # type: ignore[override]
+        """Per slot its colour map's entries (``ops.recolour``'s 21: the identity where the
+        slot turns hue) and whether it turns hue, then the hue factor; none with ``clip:
+        once`` (the colour pass takes the factors)."""
+        if self.clip == "once":
+            return ()
+        names = [f"{j}_{k}" for j in range(len(self.given)) for k in range(ENTRIES)]
+        if self.hue is not None:
+            names += [f"{j}_turns" for j in range(len(self.given))] + ["turn"]
+        return tuple(names)
+
+    def stage(self, p: Params, size: tuple[int, int], m: Math) -> Params:
+        """Each slot's map: the flag-weighted sum of the given colour factors' maps, plus the
+        identity's where none was chosen (a hue slot; exact: the flags are 0 or 1)."""
+        out: Params = {}
+        identity = _entries(ColourMatrix.identity(3))
+        for j in range(len(self.given)):
+            total: list[Scalar] = [0.0] * ENTRIES
+            left: Scalar = 1.0
+            for name in self.given:
+                if name == "hue":
+                    continue
+                flag = p[f"{j}_{name}"]
+                entries = _entries(_colour(name, p[name], 3))
+                total = [add(t, mul(flag, e)) for t, e in zip(total, entries, strict=True)]
+                left = sub(left, flag)
+            for k, (t, i) in enumerate(zip(total, identity, strict=True)):
+                out[f"{j}_{k}"] = add(t, mul(left, i))
+            if self.hue is not None:
+                out[f"{j}_turns"] = p[f"{j}_hue"]
+        if self.hue is not None:
+            out["turn"] = p["hue"]
+        return out
+
     def draw(self, rng: Random) -> Params:
         applied = rng.bernoulli(self.probability)
         drawn: Params = {}
@@ -120,11 +158,17 @@ class ColorJitter(ColourTransform, PixelTransform):
         return total
 
     def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
+        """Slot by slot: its colour map (clipped), then its hue turn where it turns hue."""
         if self.clip == "once":
             return images
+
+        def turn(x: Any) -> Any:
+            return ops.keras_hue(x, p["turn"])
+
         for j in range(len(self.given)):
-            options = [(p[f"{j}_{name}"], _step(name, p[name], ops)) for name in self.given]
-            images = ops.choose(options, images)
+            images = ops.recolour(images, [p[f"{j}_{k}"] for k in range(ENTRIES)])
+            if self.hue is not None:
+                images = ops.select(p[f"{j}_turns"], turn, images)
         return images
 
 
@@ -144,10 +188,6 @@ def _colour(name: str, factor: Scalar, channels: int) -> ColourMatrix:
     return ColourMatrix(rows)
 
 
-def _step(name: str, factor: Scalar, ops: Kernels) -> Any:
-    """One slot's operation on the images that chose it, clipped to 0..255."""
-    if name == "hue":
-        return lambda images: ops.keras_hue(images, factor)
-    colour = _colour(name, factor, 3)
-    entries = [*colour.flat(), *colour.flat_means()]
-    return lambda images: ops.recolour(images, entries)
+def _entries(colour: ColourMatrix) -> list[Scalar]:
+    """``ops.recolour``'s entries of a 3-channel map: ``[M | t]`` then ``N``."""
+    return [*colour.flat(), *colour.flat_means()]
