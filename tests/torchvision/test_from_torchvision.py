@@ -482,6 +482,30 @@ def test_torch_batches_have_torchvisions_layout_and_dtype(name: str) -> None:
     assert images.shape == theirs.shape
 
 
+def test_the_issues_recipe_with_color_jitter_before_rand_augment() -> None:
+    """``RandomResizedCrop, RandomHorizontalFlip, ColorJitter, RandAugment, ToDtype,
+    Normalize``: RandAugment's geometry and colour follow ColorJitter, which joins the colour
+    pass (one clip, warned)."""
+    import torch
+
+    t = v2()
+    recipe = t.Compose(
+        [
+            t.RandomResizedCrop(224),
+            t.RandomHorizontalFlip(),
+            t.ColorJitter(0.4, 0.4, 0.4),
+            t.RandAugment(),
+            t.ToDtype(torch.float32, scale=True),
+            t.Normalize(MEAN, STD),
+        ]
+    )
+    with pytest.warns(UserWarning, match="ColorJitter: RandAugment follows it"):
+        config = daliaug.from_torchvision(recipe, source={"type": "arrays"})
+    types = [x.type for x in config.transforms]
+    assert types == ["random_resized_crop", "flip", "color_jitter", "rand_augment"]
+    assert config.transforms[2].clip == "once" and config.output.layout == "NCHW"
+
+
 def _refusals(t: Any) -> list[tuple[Any, str]]:
     import torch
 
