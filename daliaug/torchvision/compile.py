@@ -91,8 +91,29 @@ def _random_apply(transform: Any, inner: Any, walk: Walk) -> None:
         added[0][key] = float(added[0][key]) * p
 
 
+BOX_FORMATS = {"XYXY": "xyxy", "XYWH": "xywh", "CXCYWH": "center_xywh"}
+"""torchvision's ``BoundingBoxFormat`` names -> daliaug's ``bounding_box_format``."""
+
+
+def bounding_box_format_of(value: Any) -> str:
+    """daliaug's ``bounding_box_format`` for torchvision's ``BoundingBoxFormat`` (or its
+    name)."""
+    name = str(getattr(value, "name", value)).upper()
+    if name not in BOX_FORMATS:
+        raise ConfigError(
+            f"box_format: {name} is not one of torchvision's axis-aligned formats daliaug "
+            f"moves ({', '.join(BOX_FORMATS)}); rotated boxes are not supported"
+        )
+    return BOX_FORMATS[name]
+
+
 def from_torchvision(
-    transforms: Any, *, source: Any, batch_size: int = 32, **config_fields: Any
+    transforms: Any,
+    *,
+    source: Any,
+    batch_size: int = 32,
+    box_format: Any = None,
+    **config_fields: Any,
 ) -> Config:
     """The daliaug config that does what a torchvision v2 pipeline does to each image.
 
@@ -102,9 +123,17 @@ def from_torchvision(
     their own size; the transforms must end at one size (a crop or a resize to
     ``[height, width]``). ``ToDtype`` and ``Normalize`` become the output normalization; the
     batches are channels first (``output.layout: NCHW``), as torchvision's tensors.
-    A transform daliaug cannot run exactly raises a :class:`ConfigError` naming it and the
-    supported ones; one whose draw differs in distribution gives a warning saying how.
+    ``box_format``: for detection (boxes given in memory or by the source, labels with
+    them, as torchvision's ``tv_tensors.BoundingBoxes``), torchvision's
+    ``BoundingBoxFormat`` (or its name) the boxes come in and leave in; masks follow the
+    transforms as a segmentation source's do. A transform daliaug cannot run exactly raises a
+    :class:`ConfigError` naming it and the supported ones; one whose draw differs in
+    distribution gives a warning saying how.
     """
+    if box_format is not None:
+        if "bounding_box_format" in config_fields:
+            raise ConfigError("bounding_box_format: give box_format or it, not both")
+        config_fields["bounding_box_format"] = bounding_box_format_of(box_format)
     for reserved in ("transforms", "image_size"):
         if reserved in config_fields:
             raise ConfigError(f"{reserved}: from_torchvision takes it from the transforms")
@@ -134,5 +163,6 @@ def from_torchvision(
         "transforms": walk.transforms,
         "interpolation": interpolations.pop() if interpolations else "linear",
         "output": {**output, **given},
+        **walk.fields,
     }
     return load_config({**fields, "source": source, "batch_size": batch_size, **config_fields})

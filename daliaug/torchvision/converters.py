@@ -20,6 +20,8 @@ import numpy as np
 from daliaug.errors import ConfigError
 from daliaug.fields import warp_interpolation
 
+CROPS = ("random_resized_crop", "center_crop", "random_crop")
+"""The daliaug transforms that cut a window out of the canvas."""
 PIPELINE_RANGE = (0.0, 255.0)
 """The values daliaug's pipeline computes on: the decoded images' 0..255."""
 
@@ -56,7 +58,16 @@ class Walk:
     stage: str | None = None
     """The first transform that became a pixel stage: the pipeline runs those after its warp
     and colour pass, so no geometry or colour may follow."""
+    staged: list[dict[str, Any]] = field(default_factory=list)
+    """The pixel stages' entries so far."""
+    cropped: str | None = None
+    """The first transform that cut a window: geometry after it that reveals area shows the
+    image around the window (one fused warp), where torchvision fills."""
     notes: list[str] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)
+    """Config fields the transforms set (``min_area``, ``label_mode``)."""
+    batched: str | None = None
+    """The first transform that became a batch stage: only the value frame may follow."""
 
     @property
     def identity_frame(self) -> bool:
@@ -112,12 +123,20 @@ class Walk:
                     f"interpolation, but they differ ({listed})"
                 )
         self.transforms.append(entry)
+        if entry["type"] in CROPS:
+            self.cropped = self.cropped or label(transform)
+        elif "fill" in entry and self.cropped is not None:
+            self.notes.append(
+                f"{label(transform)}: where it reveals area outside the window {self.cropped} "
+                "cut, daliaug's one warp shows the image around the window, where torchvision "
+                "fills"
+            )
 
-    def fill(self, transform: Any, value: float) -> float:
+    def fill(self, transform: Any, value: float | str) -> float | str:
         """Record ``transform``'s fill of the one warp (torchvision's crops pad with 0)."""
         self.fills[label(transform)] = value
         if len(set(self.fills.values())) > 1:
-            listed = ", ".join(f"{k}: {v:g}" for k, v in self.fills.items())
+            listed = ", ".join(f"{k}: {v}" for k, v in self.fills.items())
             raise Unsupported(
                 f"{label(transform)}: the transforms fuse into one warp with one fill, but they "
                 f"fill differently on the 0..255 values ({listed})"
@@ -132,17 +151,48 @@ class Walk:
     def pixels(self, transform: Any, entry: dict[str, Any], *, in_range: bool = True) -> None:
         """Add a pixel stage (run after the warp and the colour pass; nothing but pixel stages
         may follow it)."""
+        self.after_batch(transform)
         if in_range:
             self.in_range(transform)
         self.transforms.append(entry)
+        self.staged.append(entry)
         self.stage = self.stage or label(transform)
 
     def before_stages(self, transform: Any) -> None:
-        if self.stage is not None:
+        """:class:`Unsupported` if a pixel stage came before ``transform`` (a geometric or colour
+        one), unless every stage so far is a ``ColorJitter`` without hue: those join the colour
+        pass then (one clip at the end, a note)."""
+        self.after_batch(transform)
+        if self.stage is None:
+            return
+        if not all(e["type"] == "color_jitter" and "hue" not in e for e in self.staged):
             raise Unsupported(
                 f"{label(transform)}: it comes after {self.stage}, which daliaug runs as a "
                 "pixel stage after the warp and the colour pass; put it before that transform"
             )
+        for entry in self.staged:
+            entry["clip"] = "once"
+        self.stage, self.staged = None, []
+        self.notes.append(
+            f"ColorJitter: {label(transform)} follows it, so daliaug joins its brightness, "
+            "contrast and saturation to the one colour pass with one clip at the end, where "
+            "torchvision clips to the value range after each factor: pixels differ where a "
+            "factor takes a value out of range that a later one brings back (without the clips "
+            "the three commute, so the order does not matter)"
+        )
+
+    def after_batch(self, transform: Any) -> None:
+        if self.batched is not None:
+            raise Unsupported(
+                f"{label(transform)}: it comes after {self.batched}, a batch stage daliaug runs "
+                "last; put it before that transform"
+            )
+
+    def batch(self, transform: Any, entry: dict[str, Any]) -> None:
+        """Add a batch stage (the last stages; soft labels: ``label_mode`` categorical)."""
+        self.transforms.append(entry)
+        self.batched = self.batched or label(transform)
+        self.fields["label_mode"] = "categorical"
 
 
 Converter = Callable[[Any, Walk], None]
@@ -161,18 +211,8 @@ def converts(name: str) -> Callable[[Converter], Converter]:
 
 
 REFUSED: dict[str, str] = {
-    "ColorJitter": "",  # see _color_jitter
-    "RandomAffine": "daliaug's affine transforms draw rotation, translation, scale and shear "
-    "with their own centres and roundings, not checked against torchvision's yet",
-    "RandomPerspective": "daliaug's perspective draws its corners differently, not checked "
-    "against torchvision's yet",
     "ElasticTransform": "torchvision blurs a full-resolution random field; daliaug's elastic "
     "draws a coarse grid (Keras')",
-    "RandomCrop": "its padding and pad_if_needed are not converted yet",
-    "MixUp": "it mixes a batch's labels, which torchvision takes as class indices in the call; "
-    "use daliaug's mixup transform with label_mode 'categorical'",
-    "CutMix": "it mixes a batch's labels, which torchvision takes as class indices in the call; "
-    "use daliaug's cutmix transform with label_mode 'categorical'",
     "Lambda": "it runs arbitrary Python on each image",
 }
 """Why a torchvision class with no converter is refused, where there is more to say."""
@@ -316,38 +356,161 @@ def _center_crop(transform: Any, walk: Walk) -> None:
     )
 
 
-def _jitter_range(transform: Any, name: str) -> list[float] | None:
-    value = getattr(transform, name)
-    return None if value is None else _pair(value)
+@converts("ClampBoundingBoxes")
+def _clamp_boxes(transform: Any, walk: Walk) -> None:
+    """Boxes clipped to the canvas: daliaug clips them after every transform already."""
+
+
+@converts("SanitizeBoundingBoxes")
+def _sanitize_boxes(transform: Any, walk: Walk) -> None:
+    """``min_area``: daliaug drops a box (with its label) whose visible area is below it; the
+    sides are not checked one by one (a note where ``min_size`` would drop more)."""
+    getter = getattr(transform, "labels_getter", "default")
+    if getter != "default":
+        raise Unsupported(
+            f"{label(transform)}: labels_getter={getter!r}; daliaug's labels are the boxes' own"
+        )
+    min_size, min_area = float(transform.min_size), float(getattr(transform, "min_area", 1.0))
+    walk.fields["min_area"] = max(walk.fields.get("min_area", 0.0), min_area, min_size**2)
+    walk.notes.append(
+        f"{label(transform)}: daliaug keeps a box of at least {walk.fields['min_area']:g} pixels "
+        f"of area (min_size={min_size:g} squared, or min_area) and checks no side alone: a box "
+        f"thinner than {min_size:g} that torchvision drops stays where its area is enough"
+    )
+
+
+BATCH_NOTE = (
+    "torchvision draws one {what} per call on a batch and pairs each image with the one before "
+    "it (a roll); daliaug draws them per image, with a random partner from the batch: the same "
+    "distribution per image, not the same batch"
+)
+
+
+def _labels_getter(transform: Any) -> None:
+    """:class:`Unsupported` unless the labels are found as torchvision finds them by default
+    (MixUp and CutMix keep only the parsed function)."""
+    parsed = getattr(getattr(transform, "_labels_getter", None), "__name__", "")
+    if parsed != "_find_labels_default_heuristic":
+        raise Unsupported(
+            f"{label(transform)}: a labels_getter of its own; daliaug mixes the batch's labels"
+        )
+
+
+@converts("MixUp")
+def _mixup(transform: Any, walk: Walk) -> None:
+    """``mixup`` (categorical labels, as torchvision's one-hot); its draw per image (a note)."""
+    _labels_getter(transform)
+    walk.batch(transform, {"type": "mixup", "alpha": float(transform.alpha)})
+    walk.notes.append(f"{label(transform)}: {BATCH_NOTE.format(what='lam')}")
+
+
+@converts("CutMix")
+def _cutmix(transform: Any, walk: Walk) -> None:
+    """``cutmix``: the label weighed by the box actually pasted, as torchvision's; its draw
+    per image and its box sides rounded (a note)."""
+    _labels_getter(transform)
+    walk.batch(transform, {"type": "cutmix", "alpha": float(transform.alpha)})
+    walk.notes.append(
+        f"{label(transform)}: {BATCH_NOTE.format(what='lam and box')}; its box is "
+        "round(side·√(1 − lam)) pixels, torchvision's 2·int(side·√(1 − lam)/2)"
+    )
+
+
+PADDING_MODES = {"edge": "nearest", "symmetric": "reflect"}
+"""torchvision's padding modes daliaug's warp has (``constant``: the fill); its ``reflect``
+(the edge pixel not repeated) has none."""
+
+
+@converts("RandomCrop")
+def _random_crop(transform: Any, walk: Walk) -> None:
+    """``random_crop``: torchvision's padding, ``pad_if_needed`` and corner draw."""
+    height, width = _size(transform)
+    entry: dict[str, Any] = {"type": "random_crop", "size": [height, width]}
+    if transform.padding is not None or transform.pad_if_needed:
+        mode = str(transform.padding_mode)
+        if mode not in ("constant", *PADDING_MODES):
+            raise Unsupported(
+                f"{label(transform)}: padding_mode={mode!r} mirrors without the edge pixel; "
+                "daliaug pads with constant, edge or symmetric"
+            )
+        fill = PADDING_MODES.get(mode) or _fill(transform, walk)
+        entry.update(
+            padding=[int(v) for v in transform.padding or (0, 0, 0, 0)],
+            pad_if_needed=bool(transform.pad_if_needed),
+            fill=walk.fill(transform, fill),
+        )
+    walk.geometric(transform, entry)
+    walk.size = (height, width)
+
+
+def _no_center(transform: Any) -> None:
+    if getattr(transform, "center", None) is not None:
+        raise Unsupported(
+            f"{label(transform)}: center={list(transform.center)}; daliaug turns about the "
+            "canvas centre"
+        )
+
+
+@converts("RandomAffine")
+def _random_affine(transform: Any, walk: Walk) -> None:
+    """``random_affine``: torchvision's draws (whole-pixel translations) and matrix."""
+    _no_center(transform)
+    shear = [float(v) for v in transform.shear or (0.0, 0.0)]
+    entry = {
+        "type": "random_affine",
+        "degrees": _pair(transform.degrees),
+        "translate": _pair(transform.translate or (0.0, 0.0)),
+        "scale": _pair(transform.scale or (1.0, 1.0)),
+        "shear_x": shear[:2],
+        "shear_y": shear[2:] or [0.0, 0.0],
+        "fill": walk.fill(transform, _fill(transform, walk)),
+    }
+    walk.geometric(transform, entry, transform.interpolation)
+
+
+@converts("RandomPerspective")
+def _random_perspective(transform: Any, walk: Walk) -> None:
+    """``perspective``: torchvision's corner draw, a bilinear resampling after the warp (a
+    pixel stage)."""
+    mode = str(getattr(transform.interpolation, "value", transform.interpolation))
+    if mode != "bilinear":
+        raise Unsupported(
+            f"{label(transform)}: interpolation={mode!r}; daliaug's perspective is bilinear"
+        )
+    if transform.distortion_scale >= 1.0:
+        raise Unsupported(
+            f"{label(transform)}: distortion_scale={transform.distortion_scale}; daliaug's "
+            "corners stay apart (below 1)"
+        )
+    entry = {
+        "type": "perspective",
+        "distortion_scale": float(transform.distortion_scale),
+        "probability": float(transform.p),
+        "fill": _fill(transform, walk),
+        "half_pixel": True,
+    }
+    walk.pixels(transform, entry, in_range=False)
+    walk.notes.append(
+        f"{label(transform)}: along the edges of the warped image (one pixel), torchvision "
+        "weighs the image's bilinear share twice (m·Σw·v + (1 − m)·fill) where daliaug blends "
+        "(Σw·v + (1 − m)·fill): up to 64 levels there"
+    )
 
 
 @converts("ColorJitter")
 def _color_jitter(transform: Any, walk: Walk) -> None:
-    """One of brightness or saturation (daliaug's are torchvision's blends, one factor per
-    image); torchvision applies several in a random order per call, with a clip after each,
-    where daliaug fuses colour into one matrix with one clip in a fixed order, so several are
-    refused; its contrast (the image's grey mean) and hue (HSV) are not daliaug's."""
-    given = {
-        name: _jitter_range(transform, name)
-        for name in ("brightness", "contrast", "saturation", "hue")
-        if getattr(transform, name) is not None
-    }
-    if len(given) > 1:
-        raise Unsupported(
-            f"{label(transform)}: {', '.join(given)} given; torchvision applies them in a "
-            "random order per image, clipping after each, and daliaug fuses its colour ops into "
-            "one pass in a fixed order: give one ColorJitter per factor (in a fixed order, "
-            "without the random permutation) or drop all but one"
-        )
-    if "contrast" in given or "hue" in given:
-        why = (
-            "its contrast blends with the image's grey mean (daliaug's contrast centres on 128)"
-            if "contrast" in given
-            else "its hue shifts HSV hue (daliaug's hue turns the YIQ chroma plane)"
-        )
-        raise Unsupported(f"{label(transform)}: {why}")
-    entries = [{"type": name, "factor": bounds} for name, bounds in given.items()]
-    walk.colour(transform, entries)
+    """``color_jitter``: torchvision's four factors, its random order per image and its clip
+    after each, as a pixel stage (joined to the colour pass, one clip, where geometry or colour
+    follows it and it has no hue: :meth:`Walk.before_stages`); ``RandomApply`` of it sets its
+    ``probability``."""
+    entry: dict[str, Any] = {"type": "color_jitter", "probability": 1.0}
+    for name in ("brightness", "contrast", "saturation", "hue"):
+        value = getattr(transform, name)
+        if value is not None:
+            entry[name] = _pair(value)
+    if len(entry) == 2:  # every factor is the identity: torchvision does nothing
+        return
+    walk.pixels(transform, entry)
 
 
 POLICY_NOTE = (

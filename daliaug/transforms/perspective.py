@@ -36,6 +36,9 @@ class Perspective(PixelTransform):
     distortion_scale: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.5
     probability: Probability = 0.5
     fill: Annotated[float, Field(ge=0.0, le=255.0)] = 0.0
+    half_pixel: bool = False
+    """Evaluate the map half a pixel down and right of each pixel centre and step half a pixel
+    back after it, as torchvision's tensor kernel does (PIL's convention)."""
 
     params: ClassVar[tuple[str, ...]] = ("perspective", *CORNERS)
     stage_params: ClassVar[tuple[str, ...] | None] = MATRIX
@@ -67,7 +70,8 @@ class Perspective(PixelTransform):
         far_x, far_y = width - 1.0, height - 1.0
         x = [inward("tl_x"), sub(far_x, inward("tr_x")), sub(far_x, inward("br_x")), inward("bl_x")]
         y = [inward("tl_y"), inward("tr_y"), sub(far_y, inward("br_y")), sub(far_y, inward("bl_y"))]
-        return corners_map(x, y, size, p["perspective"])
+        matrix = corners_map(x, y, size, p["perspective"])
+        return half_pixel(matrix) if self.half_pixel else matrix
 
     def pixels(self, images: Any, p: Params, ops: Kernels) -> Any:
         return ops.perspective(images, [p[k] for k in MATRIX], self.fill, False)
@@ -87,6 +91,26 @@ def projected(xy: np.ndarray, p: Params) -> np.ndarray:
     index = np.concatenate([xy - 0.5, np.ones((*xy.shape[:2], 1))], axis=-1)
     out = np.einsum("bij,bnj->bni", forward, index)
     return (out[..., :2] / out[..., 2:] + 0.5).astype(np.float32)
+
+
+def half_pixel(p: Params) -> Params:
+    """The map ``p`` (:data:`MATRIX`) between coordinates half a pixel on: ``T(-1/2) p
+    T(1/2)``, normalized."""
+    m = [p[k] for k in MATRIX]
+    last = add(mul(add(m[6], m[7]), 0.5), 1.0)
+    x = sub(add(mul(add(m[0], m[1]), 0.5), m[2]), mul(last, 0.5))
+    y = sub(add(mul(add(m[3], m[4]), 0.5), m[5]), mul(last, 0.5))
+    rows = (
+        sub(m[0], mul(m[6], 0.5)),
+        sub(m[1], mul(m[7], 0.5)),
+        x,
+        sub(m[3], mul(m[6], 0.5)),
+        sub(m[4], mul(m[7], 0.5)),
+        y,
+        m[6],
+        m[7],
+    )
+    return {name: div(v, last) for name, v in zip(MATRIX, rows, strict=True)}
 
 
 def corners_map(x: list[Scalar], y: list[Scalar], size: tuple[int, int], on: Scalar) -> Params:

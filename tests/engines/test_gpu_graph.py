@@ -390,6 +390,9 @@ EXAMPLE_CPU_OPERATORS = {
     # pixel op (3 x 3 x 5) and per chain's warp and colour pass, each splitting its CPU
     # arguments: not yet vectorized
     "aug_mix": 452,
+    # 4 slots: each slot's 21 colour-map entries and hue flag read one by one, a conditional
+    # per hue turn: not yet vectorized
+    "color_jitter": 127,
     "keras_aug_mix": 455,
 }
 """The same bound for the parity harness's one-transform configs (on JPEG files) that need

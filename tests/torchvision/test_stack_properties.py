@@ -24,8 +24,17 @@ import daliaug
 from daliaug.errors import DaliaugError
 from tests.torchvision.conftest import v2
 
-NO_TRANSFORM = {"ToImage", "PILToTensor", "ToPureTensor", "Identity", "ToDtype", "Normalize"}
-"""Classes that become the output's dtype and normalization, or nothing."""
+NO_TRANSFORM = {
+    "ToImage",
+    "PILToTensor",
+    "ToPureTensor",
+    "Identity",
+    "ToDtype",
+    "Normalize",
+    "ClampBoundingBoxes",
+    "SanitizeBoundingBoxes",
+}
+"""Classes that become the output's dtype and normalization, config fields, or nothing."""
 
 CONTAINERS = ("Compose", "RandomApply", "RandomChoice", "RandomOrder")
 
@@ -49,6 +58,21 @@ def makers(t: Any) -> list[Callable[[], Any]]:
         lambda: t.ColorJitter(brightness=0.3),
         lambda: t.ColorJitter(saturation=(0.0, 5.0)),
         lambda: t.ColorJitter(0.4, 0.4, 0.4, 0.1),
+        lambda: t.ColorJitter(hue=0.3),
+        lambda: t.ColorJitter(),
+        lambda: t.RandomAffine(20, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=10),
+        lambda: t.RandomAffine(0, center=(1, 1)),
+        lambda: t.RandomAffine(5, interpolation=t.InterpolationMode.BILINEAR, fill=3),
+        lambda: t.RandomCrop(16, padding=2, padding_mode="edge"),
+        lambda: t.RandomCrop(16, padding=2, padding_mode="reflect"),
+        lambda: t.RandomCrop(40, pad_if_needed=True, fill=5),
+        lambda: t.RandomCrop(20),
+        lambda: t.RandomPerspective(0.3),
+        lambda: t.RandomPerspective(1.0),
+        lambda: t.MixUp(alpha=0.3, num_classes=4),
+        lambda: t.CutMix(),
+        lambda: t.SanitizeBoundingBoxes(min_size=2),
+        lambda: t.ClampBoundingBoxes(),
         lambda: t.RandAugment(num_ops=3, magnitude=30),
         lambda: t.RandAugment(num_ops=0),
         lambda: t.RandAugment(num_ops=20, magnitude=40, num_magnitude_bins=10),
@@ -64,7 +88,6 @@ def makers(t: Any) -> list[Callable[[], Any]]:
         lambda: t.ToDtype({t.Image if hasattr(t, "Image") else str: torch.float32}),
         lambda: t.Normalize([0.5], [0.25]),
         lambda: t.Normalize([0.5, 0.4, 0.3], [0.0, 1.0, 1.0]),
-        lambda: t.RandomAffine(5),
         lambda: t.ElasticTransform(),
         lambda: t.Lambda(lambda x: x),
         lambda: type("Mine", (t.CenterCrop,), {})(12),
@@ -103,8 +126,17 @@ def leaves(transform: Any) -> list[Any]:
 
 def expected_transforms(stack: Any) -> int:
     """One daliaug transform per leaf that does something (a RandomApply of p=0's included,
-    kept with probability 0)."""
-    idle = [x for x in leaves(stack) if type(x).__name__ == "RandAugment" and x.num_ops == 0]
+    kept with probability 0; a ColorJitter of no factor and RandAugment of no op do
+    nothing)."""
+    idle = [
+        x
+        for x in leaves(stack)
+        if (type(x).__name__ == "RandAugment" and x.num_ops == 0)
+        or (
+            type(x).__name__ == "ColorJitter"
+            and all(getattr(x, f) is None for f in ("brightness", "contrast", "saturation", "hue"))
+        )
+    ]
     return sum(type(leaf).__name__ not in NO_TRANSFORM for leaf in leaves(stack)) - len(idle)
 
 

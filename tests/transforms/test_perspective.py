@@ -64,6 +64,23 @@ def test_map_takes_moved_corners_to_the_image_corners() -> None:
         np.testing.assert_allclose(m, expected, rtol=1e-5, atol=1e-5)  # float32
 
 
+def test_half_pixel_evaluates_the_map_half_a_pixel_on() -> None:
+    """``half_pixel`` (torchvision's tensor kernel): ``src = M(q + 1/2) - 1/2`` for the map
+    ``M`` without it, at every output point ``q``."""
+    _, _, _, plain = draws(1, 50)
+    _, _, _, half = draws(1, 50, half_pixel=True)
+
+    def through(m: dict, s: int, q: np.ndarray) -> np.ndarray:
+        k = np.array([m[f"m{i}"][s] for i in range(8)] + [1.0]).reshape(3, 3)
+        out = k @ np.array([*q, 1.0])
+        return out[:2] / out[2]
+
+    q = np.array([3.0, 7.0])
+    for s in range(50):
+        expected = through(plain, s, q + 0.5) - 0.5
+        np.testing.assert_allclose(through(half, s, q), expected, rtol=1e-4, atol=1e-3)
+
+
 def test_pixels_are_scipy_bilinear_through_the_map(engine: str) -> None:
     cfg, rows, p, matrix = draws(1)
     out = run_arrays(engine, PHOTOS, [T], dict(zip(cfg.plan.param_keys, rows.T, strict=True)))
