@@ -17,6 +17,7 @@ Keras layer's boxes leave its own pixels, the case says so and daliaug follows t
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -55,13 +56,40 @@ def moved_boxes(
     return moved.boxes[0, : moved.count[0]]
 
 
+_TORCHVISION_OPS: list[Any] = []
+
+
+def torchvision_functional() -> Any:
+    """``torchvision.transforms.v2.functional``. PyPI's torchvision wheel is built for CUDA
+    torch; against the CPU torch wheel its compiled ops do not load, and its import stops at
+    registering fake kernels for two of them (``nms``, ``qnms``). Their schemas are declared
+    here then: the box functions are pure torch and use neither."""
+    import torch
+
+    try:
+        import torchvision  # noqa: F401
+    except RuntimeError as error:
+        if "torchvision::nms" not in str(error):
+            raise
+        for name in [n for n in sys.modules if n.startswith("torchvision")]:
+            del sys.modules[name]
+        lib = torch.library.Library("torchvision", "FRAGMENT")
+        for op in ("nms", "qnms"):
+            lib.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        _TORCHVISION_OPS.append(lib)
+    from torchvision.transforms.v2 import functional
+
+    return functional
+
+
 def torchvision_boxes(op: str, boxes: np.ndarray = BOXES, **kwargs: Any) -> np.ndarray:
     """torchvision v2's functional ``op`` on ``boxes`` (xyxy, canvas ``SRC``), non-empty boxes
     kept (torchvision clamps to the canvas and keeps empty boxes until
     ``SanitizeBoundingBoxes``)."""
     import torch
+
+    functional = torchvision_functional()
     from torchvision import tv_tensors
-    from torchvision.transforms.v2 import functional
 
     given = tv_tensors.BoundingBoxes(torch.tensor(boxes), format="XYXY", canvas_size=SRC)
     out = getattr(functional, op)(given, **kwargs).numpy()

@@ -5,8 +5,9 @@ Each Python block runs in a process of its own (a block may pick Keras' backend)
 where the paths the README uses hold small data (an empty one for a block that picks Keras'
 backend: it makes its own): ``data/train`` and ``data/val`` are class folders of a few
 procedural images, and ``keras.datasets.cifar10.load_data`` returns 40 random
-32x32 images instead of downloading CIFAR-10 (that swap is the prelude below): the only thing
-added to a block. A
+32x32 images instead of downloading CIFAR-10 (that swap is the prelude below), and a block that
+imports torchvision gets the two op declarations PyPI's torchvision needs against the CPU torch
+(:func:`tests.test_detection.torchvision_functional`): the only things added to a block. A
 block preceded by ``<!-- not run: ... -->`` needs a GPU or several hosts; it is still compiled,
 so it cannot hold a syntax error.
 """
@@ -38,6 +39,8 @@ def _tiny_cifar10():
 
 _keras.datasets.cifar10.load_data = _tiny_cifar10
 """
+
+TORCHVISION = "from tests.test_detection import torchvision_functional\ntorchvision_functional()\n"
 
 
 def commands() -> list[str]:
@@ -102,6 +105,8 @@ def test_python_block_runs(line: int, code: str, readme_folder: Path, tmp_path: 
     it runs in an empty folder."""
     own_data = "KERAS_BACKEND" in code
     prelude = "" if own_data else TINY_CIFAR
+    if "torchvision" in code:
+        prelude += TORCHVISION
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
     env.update(
         PYTHONPATH=f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}",
