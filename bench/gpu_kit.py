@@ -5,6 +5,8 @@ installed into one folder, the other Pythons' extension modules and what no run 
 the tracked tree, 8.5 MB: under the 64 MiB a call carries).
 
     python -m bench.gpu_kit dali            # DALI 2.4 (cuda120), pydantic, Keras, simplejpeg
+    python -m bench.gpu_kit dali13          # the same with DALI's CUDA 13 build (cuda130), whose
+                                            # CUDA libraries are the host's JAX's major version
     python -m bench.gpu_kit tf              # TensorFlow 2.21, the CUDA 12 wheels it loads, and
                                             # DALI's TF plugin built here for Python 3.12
     python -m bench.gpu_kit tf --dry-run    # everything but the large bytes (below)
@@ -78,6 +80,8 @@ downloaded, packed in full here); the other ``nvidia-`` wheels take the three CU
 ratio by size, the rest (small, not measured) 1.0."""
 PLUGIN = "nvidia-dali-tf-plugin-cuda120==2.4.0"
 DALI = "nvidia-dali-cuda120==2.4.0"
+DALI13 = "nvidia-dali-cuda130==2.4.0"
+"""DALI's CUDA 13 build: the same ``nvidia/dali`` files, so a host unpacks one of the two kits."""
 JAX_HOST = {"numpy", "setuptools", "wheel", "pip", "jax", "jaxlib", "scipy", "pillow"}
 """On the GPU host already (its JAX and PyTorch stack), never carried."""
 
@@ -96,15 +100,16 @@ class Kit:
     """The import that shows the kit unpacked (the dry run's, with Python 3.12)."""
 
 
+DALI_PRESENT = frozenset(
+    JAX_HOST
+    | {"pyyaml", "packaging", "six", "rich", "pygments", "markdown-it-py", "mdurl"}
+    | {"h5py", "ml-dtypes", "absl-py", "protobuf"}
+)
+"""On the GPU host already besides JAX (Keras' and pydantic's dependencies there)."""
 KITS = {
-    "dali": Kit(
-        (DALI, "pydantic", "keras", "simplejpeg"),
-        present=frozenset(
-            JAX_HOST
-            | {"pyyaml", "packaging", "six", "rich", "pygments", "markdown-it-py", "mdurl"}
-            | {"h5py", "ml-dtypes", "absl-py", "protobuf"}
-        ),
-        check="import pydantic",
+    "dali": Kit((DALI, "pydantic", "keras", "simplejpeg"), DALI_PRESENT, check="import pydantic"),
+    "dali13": Kit(
+        (DALI13, "pydantic", "keras", "simplejpeg"), DALI_PRESENT, check="import pydantic"
     ),
     "tf": Kit(
         ("tensorflow[and-cuda]==2.21.*",),

@@ -307,3 +307,24 @@ def test_gpu_extra_and_dockerfile_bring_npp_with_the_same_pin() -> None:
     gpu_install = (ROOT / "docs" / "pages" / "gpu-host.md").read_text()
     assert f"'tensorflow[and-cuda]{pins()['tensorflow']}'" in pip_installs(gpu_install)[1]
     assert "'.[tensorflow,gpu]'" in pip_installs(gpu_install)[2]
+
+
+def test_the_cuda13_extra_pins_the_dali_release_of_the_package_and_the_readme_swaps_it_in() -> None:
+    """DALI's CUDA 13 build writes the CUDA 12 build's files: the gpu-cuda13 extra pins the
+    release the package pins, and the GPU host page's CUDA 13 lines remove the CUDA 12 build and the
+    codec wheels whose files the CUDA 13 ones share after it, and write the CUDA 13 ones again."""
+    extra = re.search(r"^gpu-cuda13 = \[(.*)\]$", PYPROJECT, re.M).group(1)
+    dali = pins()["nvidia-dali-cuda120"]
+    assert f"\"nvidia-dali-cuda130{dali}; sys_platform == 'linux'\"" in extra
+    assert '"nvidia-npp==13.*"' in extra
+    gpu_install = (ROOT / "docs" / "pages" / "gpu-host.md").read_text()
+    block = gpu_install.split("**A CUDA 13 host**")[1].split("```sh\n")[1].split("```")[0]
+    install, uninstall, reinstall = block.replace("\\\n", "").split("\n")[:3]
+    assert "'.[jax,gpu-cuda13]'" in install
+    removed = set(uninstall.split("pip uninstall -y ")[1].split())
+    assert removed == {
+        "nvidia-dali-cuda120",
+        *(f"nvidia-{name}-cu12" for name in ("nvimgcodec", "libnvcomp", "nvjpeg2k", "nvtiff")),
+    }
+    assert "--force-reinstall --no-deps $(.venv/bin/pip freeze" in reinstall
+    assert "dali-cuda130|nvimgcodec-cu13|libnvcomp-cu13|nvjpeg2k-cu13|nvtiff-cu13" in reinstall

@@ -2,7 +2,8 @@
 each framework. ``tensorflow``: a ``tf.data.Dataset`` (:mod:`~daliaug.outputs.tfdata`, the
 ``tensorflow`` extra); ``jax`` and ``torch``: the batches Keras' ``fit`` takes on those
 backends, as their arrays (:mod:`~daliaug.outputs.jax`, :mod:`~daliaug.outputs.torch`), with no
-TensorFlow; ``numpy``: NumPy batches for any loop (:class:`~daliaug.outputs.batches.Batches`).
+TensorFlow; ``grain``: the JAX batches as a ``grain.IterDataset`` (:mod:`~daliaug.outputs.grain`);
+``numpy``: NumPy batches for any loop (:class:`~daliaug.outputs.batches.Batches`).
 All run the epochs of :mod:`daliaug.epoch`. Importing this package imports no framework.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 
 from daliaug.errors import BackendError, ConfigError, first_line
 
-FRAMEWORKS = ("tensorflow", "jax", "torch", "numpy")
+FRAMEWORKS = ("tensorflow", "jax", "torch", "numpy", "grain")
 TENSORFLOW_EXTRA = (
     "pip install 'tensorflow==2.21.*' 'nvidia-dali-cuda120==2.4.*' && "
     "pip install --no-build-isolation 'daliaug[tensorflow]'"
@@ -43,6 +44,17 @@ def tensorflow_extra(module: str) -> None:
             f"cannot be imported: {first_line(e)}; reinstall daliaug's tensorflow extra: "
             f"{TENSORFLOW_EXTRA}"
         ) from None
+
+
+def grain_extra() -> None:
+    """A :class:`~daliaug.errors.BackendError` naming the ``grain`` extra where Grain is not
+    installed (``framework="grain"``)."""
+    if importlib.util.find_spec("grain") is None:
+        raise BackendError(
+            "framework: 'grain' (a grain.IterDataset of JAX batches) needs Grain, which is not "
+            "installed; install daliaug's grain extra: pip install 'daliaug[grain]' (or use "
+            "framework='jax', the same batches without Grain)"
+        )
 
 
 def keras_started(framework: str | None) -> Any:

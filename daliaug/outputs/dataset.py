@@ -2,7 +2,8 @@
 (:func:`~daliaug.prepare.prepare`), its weights and epoch clock checked once, then handed to
 the framework's output, peers of one another: ``tf.data`` (:mod:`daliaug.outputs.tfdata`, one
 dataset or one per replica under a ``tf.distribute`` strategy), JAX (:mod:`daliaug.outputs.jax`),
-PyTorch (:mod:`daliaug.outputs.torch`) and NumPy (:mod:`daliaug.outputs.batches`).
+Grain (:mod:`daliaug.outputs.grain`), PyTorch (:mod:`daliaug.outputs.torch`) and NumPy
+(:mod:`daliaug.outputs.batches`).
 
 With DALI (``backend`` auto, gpu or cpu) the DALI graph does the pixels; with ``backend: tf``
 (or auto without DALI) TensorFlow ops do (``tf.data`` only); with ``backend: opencv`` OpenCV and
@@ -23,7 +24,7 @@ from daliaug.config import Config, load_with_targets
 from daliaug.engines.select import Choice, Device, choose
 from daliaug.epoch import EpochClock, resolve_seed
 from daliaug.errors import ConfigError
-from daliaug.outputs import framework_of, keras_started, tensorflow_extra
+from daliaug.outputs import framework_of, grain_extra, keras_started, tensorflow_extra
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.resumable import resumable
 from daliaug.outputs.tfdata.dataset import tf_sees_gpu
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
     from daliaug.outputs.batches import Batches
+    from daliaug.outputs.grain import GrainBatches
 
 _ENGINE = "_daliaug_engine"
 """The attribute of a dataset made by :func:`make_dataset` that :func:`describe` reads."""
@@ -82,8 +84,8 @@ def describe(dataset: Any) -> DatasetEngine:
     else:
         hint = ""
     raise ConfigError(
-        f"describe takes a dataset returned by daliaug.make_dataset (tf.data, JAX, PyTorch or "
-        f"NumPy batches) or a DaliLoader, got a {given}{hint}"
+        f"describe takes a dataset returned by daliaug.make_dataset (tf.data, JAX, Grain, PyTorch "
+        f"or NumPy batches) or a DaliLoader, got a {given}{hint}"
     )
 
 
@@ -99,7 +101,7 @@ def make_dataset(
     strategy: Any = None,
     framework: str | None = None,
     state: State | Mapping[str, Any] | str | None = None,
-) -> tf.data.Dataset | tf.distribute.DistributedDataset | Batches | tuple[Any, Any]:
+) -> tf.data.Dataset | tf.distribute.DistributedDataset | Batches | GrainBatches | tuple[Any, Any]:
     """A dataset of ``(images, labels or masks)`` batches, augmented as the config says.
 
     ``config`` is anything :func:`~daliaug.config.load_config` takes. For an ``arrays``
@@ -129,7 +131,9 @@ def make_dataset(
 
     ``framework`` (default: Keras' backend) picks the output: ``tensorflow`` gives a
     ``tf.data.Dataset`` (needs the ``tensorflow`` extra), ``jax`` and ``torch`` the batches
-    Keras' ``fit`` takes on those backends, ``numpy`` NumPy batches.
+    Keras' ``fit`` takes on those backends, ``grain`` the JAX batches as a ``grain.IterDataset``
+    with checkpointable iterators (the ``grain`` extra, :mod:`daliaug.outputs.grain`),
+    ``numpy`` NumPy batches.
 
     ``state`` (a :class:`~daliaug.resume.State`, its dictionary or JSON, taken of a dataset of
     the same config and samples) starts the stream where the state was taken, mid-epoch
@@ -208,17 +212,23 @@ def _batches(
     choice: Choice,
     options: DatasetOptions,
     initial_epoch: int,
-) -> Batches:
-    """The batches of ``framework`` (``jax``, ``torch`` or ``numpy``) for ``samples``
+) -> Batches | GrainBatches:
+    """The batches of ``framework`` (``jax``, ``torch``, ``grain`` or ``numpy``) for ``samples``
     (prepared and checked), computed by the chosen engine (DALI or OpenCV) on its device."""
     if options.weighs:
         samples.check_reader_weights(framework)
-    if framework in ("jax", "torch"):
-        keras_started(framework)  # their batches are Keras data adapters
+    if framework == "grain":
+        grain_extra()
+    if framework in ("jax", "torch", "grain"):  # Keras data adapters (Grain wraps the JAX ones)
+        keras_started("jax" if framework == "grain" else framework)
     if framework == "jax":
         from daliaug.outputs.jax import jax_dataset
 
         batches = jax_dataset(config, samples, choice, options, initial_epoch)
+    elif framework == "grain":
+        from daliaug.outputs.grain import grain_dataset
+
+        batches = grain_dataset(config, samples, choice, options, initial_epoch)
     elif framework == "torch":
         from daliaug.outputs.torch import torch_dataset
 

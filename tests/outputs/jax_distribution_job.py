@@ -3,9 +3,12 @@ tests/outputs/test_jax_distribution.py (JAX's devices and processes are fixed wh
 
 ``python -m tests.outputs.jax_distribution_job SPEC_JSON``: SPEC has ``process``, ``processes``,
 ``port`` (the coordinator on 127.0.0.1), ``devices`` (CPU devices per process), ``numbered``
-(a file list of images labelled by their index) and ``out`` (the JSON written at the end):
-the labels and weights of this process's batches in two epochs, its step counts in ``fit``,
-and the losses.
+(a file list of images labelled by their index), ``framework`` (``jax``, or ``grain``: the
+Grain output, ``fit`` on it repeated with ``steps_per_epoch``, and its state saved and restored
+by Grain's checkpoint handler in ``checkpoint``, one file per process) and ``out`` (the JSON
+written at the end): the labels and weights of this process's batches in two epochs, its step
+counts in ``fit``, the losses, and with Grain the labels after the saved state and after the
+restored one.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ def main(spec: dict) -> None:
     import numpy as np
 
     keras.distribution.initialize(f"127.0.0.1:{spec['port']}", spec["processes"], spec["process"])
-    keras.distribution.set_distribution(keras.distribution.DataParallel())
+    grain = spec["framework"] == "grain"  # Keras takes it as sharded with auto_shard off
+    distribution = keras.distribution.DataParallel(auto_shard_dataset=not grain)
+    keras.distribution.set_distribution(distribution)
     import daliaug
 
     config = daliaug.load_config(
@@ -40,7 +45,7 @@ def main(spec: dict) -> None:
             "transforms": [{"type": "rotation", "angle": 20}],
         }
     )
-    dataset = daliaug.make_dataset(config)
+    dataset = daliaug.make_dataset(config, framework=spec["framework"])
     epochs = [
         [
             (np.asarray(labels).tolist(), np.asarray(weights).tolist())
@@ -67,7 +72,11 @@ def main(spec: dict) -> None:
         ]
     )
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    history = model.fit(dataset, epochs=2, verbose=0, callbacks=[steps])
+    if grain:
+        x, per_epoch = dataset.repeat(), len(dataset)
+    else:
+        x, per_epoch = dataset, None
+    history = model.fit(x, epochs=2, steps_per_epoch=per_epoch, verbose=0, callbacks=[steps])
     report = {
         "epochs": epochs,
         "length": len(dataset),
@@ -76,8 +85,33 @@ def main(spec: dict) -> None:
         "local_devices": jax.local_device_count(),
         "devices": jax.device_count(),
     }
+    if grain:
+        report["resumed"] = resumed(config, spec["checkpoint"])
     with open(spec["out"], "w") as f:
         json.dump(report, f)
+
+
+def resumed(config: Any, checkpoint: str) -> list[list[list[int]]]:
+    """Labels of the 3 batches after a state saved at batch 4 (epoch 1's second) by Grain's
+    checkpoint handler, from the saving iterator and from one restored in a new dataset."""
+    import grain
+    import numpy as np
+    from etils import epath
+
+    import daliaug
+
+    handler = grain.checkpoint.CheckpointHandler()
+    runs = []
+    for restore in (False, True):
+        iterator = iter(daliaug.make_dataset(config, framework="grain").repeat())
+        if restore:
+            handler.restore(epath.Path(checkpoint), item=iterator)
+        else:
+            for _ in range(4):
+                next(iterator)
+            handler.save(epath.Path(checkpoint), item=iterator)
+        runs.append([np.asarray(next(iterator)[1]).tolist() for _ in range(3)])
+    return runs
 
 
 if __name__ == "__main__":

@@ -1,0 +1,180 @@
+"""The Grain output: ``make_dataset(..., framework="grain")``, the JAX output's batches
+(:mod:`daliaug.outputs.jax`: ``jax.Array``\\ s laid out over ``keras.distribution``'s devices)
+as a ``grain.IterDataset`` (the ``grain`` extra), which Keras' ``fit`` takes on the JAX backend
+(its ``GrainDatasetAdapter``, Keras 3.11 on) and whose iterators Grain's checkpointing saves
+(``get_state`` / ``set_state``, JSON, what orbax's Grain handlers store).
+
+Every ``iter()`` is one epoch, the epoch the dataset is at (as every pass over the JAX output),
+so each epoch of ``fit`` gets its own order and parameters; an iterator left unfinished (Keras
+reads two batches of one to learn the element spec) does not count. Keras cannot ask a Grain
+dataset its length, so it learns it at the epoch's end and warns that the input "ran out of
+data"; ``ds.repeat()``
+(:meth:`GrainBatches.repeat`) makes iterators that run epoch after epoch, for ``fit`` with
+``steps_per_epoch=len(ds)`` (one iterator for the whole run, no warning) and for loops of one's
+own. An iterator's state is
+:class:`Position`: the epoch and the next batch it yields, the batches per epoch and the seed
+it was saved under; restoring it into an iterator of the same config's dataset (the ``seed`` set
+in the config: a seedless config draws a new one per dataset, and the restore refuses it) makes
+it yield the rest of that epoch, byte for byte the batches the saved one would have given.
+The restore seeks (:meth:`~daliaug.outputs.batches.Batches.seek`, the seek behind
+:mod:`daliaug.resume`'s states): no batch before the restored one is made or read.
+
+Under a multi-process ``keras.distribution.DataParallel`` each process's dataset holds its own
+shard already (:mod:`daliaug.outputs.jax`); Keras refuses any input but ``tf.data`` there
+unless the distribution is made with ``auto_shard_dataset=False``, which says so.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Generator, Mapping
+from typing import Any
+
+import grain
+import numpy as np
+
+from daliaug.config import Config
+from daliaug.engines.select import Choice
+from daliaug.errors import ConfigError
+from daliaug.outputs.batches import Batch, Batches
+from daliaug.outputs.jax import jax_dataset
+from daliaug.outputs.options import DatasetOptions
+from daliaug.sources.sample_set import SampleSet
+
+
+def grain_dataset(
+    config: Config,
+    samples: SampleSet,
+    choice: Choice,
+    options: DatasetOptions,
+    initial_epoch: int,
+) -> GrainBatches:
+    """The JAX output's batches of ``config`` (its ``seed`` resolved) as a Grain dataset."""
+    batches = jax_dataset(config, samples, choice, options, initial_epoch)
+    assert config.seed is not None  # make_dataset resolves it
+    return GrainBatches(batches, config.seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class Position:
+    """Where an iterator is: the next batch it yields is ``batch`` of ``epoch`` (``batch`` =
+    ``batches``: the epoch is over), in a dataset of ``batches`` per epoch drawn with ``seed``."""
+
+    epoch: int
+    batch: int
+    batches: int
+    seed: int
+
+    def state(self) -> dict[str, int]:
+        """The state Grain saves (JSON)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def restored(cls, state: Mapping[str, Any], batches: int, seed: int) -> Position:
+        """``state`` checked against the dataset it is restored into (``batches`` per epoch,
+        drawn with ``seed``): a ``ConfigError`` naming the field that does not fit."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        if not isinstance(state, Mapping) or sorted(state) != sorted(names):
+            given = sorted(state) if isinstance(state, Mapping) else type(state).__name__
+            raise ConfigError(f"state: a daliaug Grain state has the keys {names}, got {given}")
+        for name in names:
+            value = state[name]
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ConfigError(f"state: {name} must be a whole number >= 0, got {value!r}")
+        position = cls(**{name: int(state[name]) for name in names})
+        if position.seed != seed:
+            raise ConfigError(
+                f"state: saved with seed {position.seed}, but this dataset's seed is {seed}; "
+                "restore into the same config's dataset (set seed in the config: without one, "
+                "every dataset draws its own)"
+            )
+        if position.batches != batches:
+            raise ConfigError(
+                f"state: saved from a dataset of {position.batches} batches per epoch; this one "
+                f"has {batches} (another source, batch size or number of processes)"
+            )
+        if position.batch > batches:
+            raise ConfigError(f"state: batch {position.batch} is past the epoch's {batches}")
+        return position
+
+
+class GrainBatches(grain.IterDataset):
+    """``(images, targets[, weights])`` batches of ``jax.Array``\\ s, one epoch per ``iter()``
+    (:meth:`repeat`: epoch after epoch), each iterator a checkpointable :class:`BatchIterator`.
+    ``len()``: batches per epoch."""
+
+    def __init__(self, batches: Batches, seed: int, endless: bool = False) -> None:
+        super().__init__()
+        self.batches, self.seed, self.endless = batches, seed, endless
+
+    @property
+    def pipelines(self) -> int:
+        """Pipelines run side by side (one per local device of a distribution)."""
+        return self.batches.pipelines
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def repeat(self) -> GrainBatches:
+        """The same batches whose iterators run epoch after epoch without end, from the epoch
+        this dataset is at: one iterator for a whole training (``model.fit(ds.repeat(),
+        steps_per_epoch=len(ds), epochs=...)``, or a loop checkpointing its state)."""
+        endless = copy.copy(self)  # what describe() reads comes along
+        endless.endless = True
+        return endless
+
+    def __iter__(self) -> BatchIterator:
+        start = Position(self.batches.epoch, 0, len(self), self.seed)
+        return BatchIterator(self.batches, start, self.endless)
+
+    def __str__(self) -> str:
+        every = "epoch after epoch" if self.endless else "one epoch per iteration"
+        return f"daliaug.GrainBatches({len(self)} batches per epoch, {every})"
+
+
+class BatchIterator(grain.DatasetIterator):
+    """The batches of :class:`GrainBatches` from ``position`` to its epoch's end (``endless``:
+    on through the epochs after it); its state is its position."""
+
+    def __init__(self, batches: Batches, position: Position, endless: bool) -> None:
+        self._batches, self._position, self._endless = batches, position, endless
+        self._stream: Generator[Batch] | None = None
+        super().__init__()
+
+    def __next__(self) -> Batch:
+        self._assert_not_closed()
+        position = self._position
+        if position.batch == position.batches:
+            if not self._endless:
+                if self._stream is None:  # restored at the epoch's end: the next pass is next
+                    self._batches.set_epoch(position.epoch + 1)
+                raise StopIteration
+            self._drop_stream()  # the epoch's pass has ended: the next opens the next epoch
+            position = dataclasses.replace(position, epoch=position.epoch + 1, batch=0)
+        if self._stream is None:
+            self._batches.seek(position.epoch, position.batch)  # no batch before it made
+            self._stream = iter(self._batches)  # type: ignore[assignment]  # a generator
+        value = next(self._stream)
+        self._position = dataclasses.replace(position, batch=position.batch + 1)
+        return value
+
+    def get_state(self) -> dict[str, int]:
+        return self._position.state()
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        current = self._position
+        self._position = Position.restored(state, current.batches, current.seed)
+        self._drop_stream()
+
+    def close(self) -> None:
+        self._drop_stream()
+        super().close()
+
+    def _drop_stream(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def __str__(self) -> str:
+        return f"daliaug.BatchIterator({self._position})"
