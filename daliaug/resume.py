@@ -21,7 +21,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -167,9 +167,9 @@ class Rest:
 class Stream:
     """A dataset's stream of batches as a state sees it: the config's ``seed``, the ``world``
     of shards the epoch is split over, each shard's ``batch_size``, ``batches`` per epoch,
-    ``samples`` with fingerprint ``source``, the config's fingerprint ``config``, daliaug's
-    ``version`` (whose states alone it takes), ``shuffle`` and ``drop_remainder``; ``seeks``:
-    whether it can start mid-epoch (not where a reader streams TFRecords past the host);
+    ``samples`` with ``fingerprint`` (:attr:`source`), the config's fingerprint ``config``,
+    daliaug's ``version`` (whose states alone it takes), ``shuffle`` and ``drop_remainder``;
+    ``seeks``: whether it can start mid-epoch (not where a reader streams TFRecords past the host);
     ``elastic``: whether it can take the rest of an epoch begun by another world
     (:class:`Rest`: the NumPy, JAX and PyTorch batches of the host's engines)."""
 
@@ -178,13 +178,19 @@ class Stream:
     batch_size: int
     batches: int
     samples: int
-    source: str
+    fingerprint: Callable[[], str]
     config: dict[str, str]
     version: str
     shuffle: bool = True
     drop_remainder: bool = False
     seeks: bool = True
     elastic: bool = False
+
+    @cached_property
+    def source(self) -> str:
+        """The samples' fingerprint, taken when a state is first taken or checked (a flow whose
+        files' headers are read as its batches need them opens none when it is made)."""
+        return self.fingerprint()
 
     @property
     def step(self) -> int:

@@ -271,7 +271,6 @@ FEED_CHUNK = 1024
 one)."""
 
 
-
 class _Tail(Sequence[np.ndarray]):
     """An epoch's batches from batch ``first`` on, each taken from ``batches`` when asked (a
     :class:`CheckedEpoch` checks a batch's files then, so none past the one asked for)."""
@@ -290,6 +289,7 @@ class _Tail(Sequence[np.ndarray]):
         if isinstance(k, slice):
             return [self[j] for j in range(*k.indices(len(self)))]
         return self._batches[self._first + k]
+
 
 class EpochFeed:
     """A shard's samples (columns) as a graph's inputs, one epoch at a time, made on the host:

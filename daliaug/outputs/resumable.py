@@ -13,6 +13,7 @@ that stop the resumed epoch at its last step (``daliaug.keras.BackupAndRestore``
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from daliaug import __version__
@@ -51,7 +52,7 @@ def resumable(
         per_shard,
         batches,
         len(samples),
-        source_fingerprint(samples),
+        partial(source_fingerprint, samples),
         config_fingerprint(config),
         __version__,
         config.shuffle,
