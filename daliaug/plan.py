@@ -60,15 +60,8 @@ FOOTPRINTS: dict[str, tuple[float, float]] = {
 tolerance)`` to ``ceil(p + reach - tolerance) - 1``. Bilinear reads the pixels whose centres
 lie within a pixel of ``p``; a neighbour whose weight is within the tolerance of zero (``p``
 on a pixel centre, up to float rounding) is left out, its weight changes no output value.
-Nearest reads the pixel ``p`` lies in (``floor(p)``, round half up, ``p`` moved by
-:data:`NEAREST_TIE`); on an edge, up to float rounding, either pixel beside it."""
-
-NEAREST_TIE = WINDOW_TOLERANCE / 2
-"""How far right and down the source points of a nearest resampling (images with
-``interpolation: nearest``, and masks) are moved: a point exactly on the edge between two
-pixels (where a whole ratio maps an output pixel centre) lies a float rounding to either side
-of it, on which side differing between a decoded window's and the whole image's coordinates.
-Moved, it takes the pixel after the edge (round half up) wherever it is computed."""
+Nearest reads the pixel ``p`` lies in; on an edge, up to float rounding, either pixel beside
+it."""
 
 
 @dataclass(frozen=True)
@@ -363,12 +356,12 @@ class Plan:
         the image's per-channel mean, when the plan :attr:`uses_mean`) and the ``stages``
         parameters (when it has pixel or batch stages)."""
         geometry = self.geometry(params, source, m, fuse_roi=fuse_roi)
-        out = self._resampling(geometry.forward, resize, nearest=self.interpolation == "nearest")
+        out = self._resampling(geometry.forward, resize)
         if geometry.roi is not None:
             out["crop_start"] = [geometry.roi.x, geometry.roi.y]
             out["crop_shape"] = [geometry.roi.w, geometry.roi.h]
         if masks:
-            mask = self._resampling(geometry.source_forward, resize, nearest=True)
+            mask = self._resampling(geometry.source_forward, resize)
             out.update({f"mask_{name}": v for name, v in mask.items()})
         offset = self.offset(params)
         if offset is not None:
@@ -385,12 +378,9 @@ class Plan:
                 out["stages"].extend(values[name] for name in t.stage_names())
         return out
 
-    def _resampling(self, forward: Affine, resize: bool, nearest: bool) -> dict[str, list[Scalar]]:
-        """The inputs of one resampling by ``forward``; a ``nearest`` one's source points
-        moved by :data:`NEAREST_TIE`."""
+    def _resampling(self, forward: Affine, resize: bool) -> dict[str, list[Scalar]]:
+        """The inputs of one resampling by ``forward``."""
         inverse = forward.inverse()
-        if nearest:
-            inverse = inverse._replace(c=add(inverse.c, NEAREST_TIE), f=add(inverse.f, NEAREST_TIE))
         if not resize:
             return {"matrix": list(inverse)}
         h, w = (float(s) for s in self.image_size)

@@ -221,14 +221,15 @@ def _batches(
         grain_extra()
     if framework in ("jax", "torch", "grain"):  # Keras data adapters (Grain wraps the JAX ones)
         keras_started("jax" if framework == "grain" else framework)
-    if framework == "jax":
+    if framework in ("jax", "grain"):
         from daliaug.outputs.jax import jax_dataset
 
         batches = jax_dataset(config, samples, choice, options, initial_epoch)
-    elif framework == "grain":
-        from daliaug.outputs.grain import grain_dataset
+        if framework == "grain":  # the JAX batches as a Grain dataset
+            from daliaug.outputs.grain import GrainBatches
 
-        batches = grain_dataset(config, samples, choice, options, initial_epoch)
+            assert config.seed is not None  # resolved above
+            batches = GrainBatches(batches, config.seed)
     elif framework == "torch":
         from daliaug.outputs.torch import torch_dataset
 

@@ -34,26 +34,8 @@ from typing import Any
 import grain
 import numpy as np
 
-from daliaug.config import Config
-from daliaug.engines.select import Choice
 from daliaug.errors import ConfigError
 from daliaug.outputs.batches import Batch, Batches
-from daliaug.outputs.jax import jax_dataset
-from daliaug.outputs.options import DatasetOptions
-from daliaug.sources.sample_set import SampleSet
-
-
-def grain_dataset(
-    config: Config,
-    samples: SampleSet,
-    choice: Choice,
-    options: DatasetOptions,
-    initial_epoch: int,
-) -> GrainBatches:
-    """The JAX output's batches of ``config`` (its ``seed`` resolved) as a Grain dataset."""
-    batches = jax_dataset(config, samples, choice, options, initial_epoch)
-    assert config.seed is not None  # make_dataset resolves it
-    return GrainBatches(batches, config.seed)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,15 +26,17 @@ from tests.helpers import config_for
 
 
 class Counting:
-    """A stand-in pipeline: every ``iter()`` is its next epoch of 3 batches ``(epoch, i)``."""
+    """A stand-in pipeline: every ``iter()`` is its next epoch of 3 batches ``(epoch, i)``,
+    the first from batch ``first`` on."""
 
-    def __init__(self, epoch: int, opened: list[int]) -> None:
-        self.epoch = epoch
+    def __init__(self, epoch: int, opened: list[int], first: int = 0) -> None:
+        self.epoch, self.first = epoch, first
         opened.append(epoch)
 
     def __iter__(self):
         epoch, self.epoch = self.epoch, self.epoch + 1
-        for i in range(3):
+        first, self.first = self.first, 0
+        for i in range(first, 3):
             yield (epoch, i)
 
 

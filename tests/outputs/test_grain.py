@@ -31,7 +31,9 @@ SEED = 7
 def dataset(initial_epoch: int = 0, opened: list[int] | None = None) -> GrainBatches:
     """A Grain dataset of 3 batches ``(epoch, i)`` per epoch."""
     opened = [] if opened is None else opened
-    batches = Batches(lambda e: Counting(e, opened), 3, 1, initial_epoch=initial_epoch)
+    batches = Batches(
+        lambda e, first: Counting(e, opened, first), 3, 1, initial_epoch=initial_epoch
+    )
     return GrainBatches(batches, SEED)
 
 
