@@ -109,8 +109,11 @@ class ColorJitter(ColourTransform, PixelTransform):
 
     def stage(self, p: Params, size: tuple[int, int], m: Math) -> Params:
         """Each slot's map: the flag-weighted sum of the given colour factors' maps, plus the
-        identity's where none was chosen (a hue slot; exact: the flags are 0 or 1)."""
+        identity's where none was chosen (a hue slot; exact: the flags are 0 or 1); none with
+        ``clip: once`` (the colour pass takes the factors)."""
         out: Params = {}
+        if self.clip == "once":
+            return out
         identity = _entries(ColourMatrix.identity(3))
         for j in range(len(self.given)):
             total: list[Scalar] = [0.0] * ENTRIES
