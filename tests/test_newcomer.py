@@ -81,7 +81,7 @@ CHECKS = """
 import json, sys
 import numpy as np
 import daliaug
-from daliaug.outputs.numpy import batches
+from daliaug.outputs.bridges import engine_batches as batches
 from daliaug.sources.arrays import array_samples
 
 assert daliaug.__file__.startswith(sys.argv[1]), daliaug.__file__
