@@ -71,6 +71,7 @@ def build_pipeline(config: Any, device: str | None = None, **kwargs: Any) -> Pip
 
 _LAZY = {
     "DaliLoader": "daliaug.outputs.numpy",
+    "DataCheckpoint": "daliaug.outputs.tfdata.checkpoint",
     "from_keras": "daliaug.keras.compile",
     "from_torchvision": "daliaug.torchvision.compile",
     "split_model": "daliaug.keras.split",
@@ -82,8 +83,11 @@ so that a warning it raises points at the user's line)."""
 def __getattr__(name: str) -> Any:
     """The names of :data:`_LAZY`, imported on first use: ``daliaug.DaliLoader``, a config's
     epochs as NumPy batches with DALI alone (no TensorFlow; see
-    :class:`daliaug.outputs.numpy.DaliLoader`); ``daliaug.from_keras(layers, source=...)``, the
-    config that does what Keras' preprocessing layers do (imports Keras; see
+    :class:`daliaug.outputs.numpy.DaliLoader`); ``daliaug.DataCheckpoint(step)``, a ``tf.data``
+    stream's place in a ``tf.train.Checkpoint`` (imports TensorFlow; see
+    :class:`daliaug.outputs.tfdata.checkpoint.DataCheckpoint`);
+    ``daliaug.from_keras(layers, source=...)``, the config that does what Keras' preprocessing
+    layers do (imports Keras; see
     :func:`daliaug.keras.compile.from_keras`); ``daliaug.from_torchvision(transforms,
     source=...)``, the same for a torchvision v2 ``Compose`` (imports neither torch nor
     torchvision; see :func:`daliaug.torchvision.compile.from_torchvision`);
@@ -106,6 +110,7 @@ __all__ = [
     "ConfigError",
     "DaliLoader",
     "DaliaugError",
+    "DataCheckpoint",
     "DataError",
     "DataWarning",
     "__version__",

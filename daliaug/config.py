@@ -23,6 +23,7 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from daliaug.boxes import BoxFormat
 from daliaug.config_files import check_size, config_path, read_config_file
+from daliaug.engine_names import Backend
 from daliaug.errors import ConfigError
 from daliaug.fields import (
     STRICT,
@@ -181,7 +182,7 @@ class Config(BaseModel):
     outermost pixel centres takes the fill alone: SciPy's ``constant`` mode, which Keras'
     ``ImageDataGenerator`` uses)."""
     output: Output = Output()
-    backend: Literal["auto", "gpu", "cpu", "tf", "opencv"] = "auto"
+    backend: Backend = "auto"
     device_id: DeviceId = 0
     num_threads: Threads | None = None
     """CPU threads: DALI's thread pool (default :meth:`dali_threads`), the TensorFlow

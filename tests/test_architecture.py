@@ -124,8 +124,8 @@ def output_peer(module: str) -> str | None:
 
 def test_make_dataset_is_the_one_front_door_of_peer_outputs() -> None:
     """``make_dataset`` lives in ``outputs/dataset.py``, the only module of ``outputs/`` that
-    picks among the frameworks' outputs; they never import one another (``outputs.numpy``'s
-    engine batches read the TF engine's graph through ``tfdata``, for parity and preview)."""
+    picks among the frameworks' outputs; they never import one another (``outputs.bridges``
+    reaches each engine's ``tf.data`` dataset in ``tfdata``)."""
     definers = {
         m
         for m, p in MODULES.items()
@@ -139,8 +139,8 @@ def test_make_dataset_is_the_one_front_door_of_peer_outputs() -> None:
             continue
         mine = output_peer(module)
         reached = {output_peer(resolve(i)) for i in imports(path, module_level=False)}
-        parity = "daliaug.outputs.tfdata" if module == "daliaug.outputs.numpy" else None
-        allowed = {None, mine, parity}
+        bridges = "daliaug.outputs.tfdata" if module == "daliaug.outputs.bridges" else None
+        allowed = {None, mine, bridges}
         assert reached <= allowed, f"{module} imports the output of {reached - allowed}"
 
 
@@ -170,3 +170,44 @@ def test_record_special_cases_in_one_place(module: str) -> None:
     text = MODULES[module].read_text()
     assert "RecordSamples" not in text, f"{module} names RecordSamples; ask the SampleSet instead"
     assert not _compares_with_tfrecord(ast.parse(text)), f"{module} tests for 'tfrecord'"
+
+
+BACKEND_FIELD_READERS = {
+    "daliaug.config": "validates the user's `backend` field (a fill that needs backend: tf)",
+    "daliaug.keras.compile": "keeps a user's `backend: tf` where a layer's fill needs it",
+    "daliaug.keras.generator": "ImageDataGenerator's `backend=` argument, against its stages",
+}
+"""Modules that compare the user's ``backend`` value (whose placements share names with the
+host engines), never to pick an engine's code."""
+
+
+def _compares_with_engine_name(tree: ast.AST) -> bool:
+    from daliaug.engine_names import ENGINE_NAMES
+
+    return any(
+        isinstance(node, ast.Constant) and node.value in ENGINE_NAMES
+        for compare in ast.walk(tree)
+        if isinstance(compare, ast.Compare)
+        for node in (
+            compare.left,
+            *compare.comparators,
+            *getattr(compare.comparators[0], "elts", ()),
+        )
+    )
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_engines_are_asked_not_named(module: str) -> None:
+    """Outside ``engines/`` no module compares an engine's name: it asks the engine object
+    (``engines.engine(name)``: label, device, lacks) or its bridge (``outputs/bridges.py``)."""
+    if module.startswith("daliaug.engines") or module in BACKEND_FIELD_READERS:
+        return
+    tree = ast.parse(MODULES[module].read_text())
+    assert not _compares_with_engine_name(tree), f"{module} compares an engine's name"
+
+
+def test_every_engine_has_its_bridges() -> None:
+    from daliaug.engine_names import ENGINE_NAMES
+    from daliaug.outputs.bridges import BRIDGES
+
+    assert tuple(BRIDGES) == ENGINE_NAMES

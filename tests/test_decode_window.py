@@ -22,7 +22,7 @@ from PIL import Image
 
 from daliaug.config import load_config
 from daliaug.errors import BackendWarning
-from daliaug.outputs.numpy import batches
+from daliaug.outputs.bridges import engine_batches as batches
 from daliaug.parity.inputs import image_samples
 from daliaug.parity.measure import seeded_rows
 from daliaug.sources.arrays import array_samples

@@ -1,6 +1,6 @@
 """ARCHITECTURE.md's promise, kept by doing it: a newcomer adds a per-sample pixel stage and a
-batch stage, each as one module in ``daliaug/transforms/`` and nothing else, and both engines,
-the parity harness and ``daliaug preview`` run them.
+batch stage, each as one module in ``daliaug/transforms/`` and nothing else, and every engine
+(the one list, ``engines.NAMES``), the parity harness and ``daliaug preview`` run them.
 
 The two modules are written into a copy of the package (the real one stays as it is); the
 checks run in a process that imports the copy.
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from daliaug.engines import NAMES
 from tests.helpers import structured_image, write_image_dir
 
 PACKAGE = Path(__file__).parents[1] / "daliaug"
@@ -81,7 +82,8 @@ CHECKS = """
 import json, sys
 import numpy as np
 import daliaug
-from daliaug.outputs.numpy import batches
+from daliaug.engines import NAMES
+from daliaug.outputs.bridges import engine_batches as batches
 from daliaug.sources.arrays import array_samples
 
 assert daliaug.__file__.startswith(sys.argv[1]), daliaug.__file__
@@ -94,7 +96,7 @@ config = daliaug.load_config({
     "transforms": [{"type": "pixel_invert", "probability": 0.5}, {"type": "swap_halves"}],
 })
 out = {}
-for engine in ("dali", "tf"):
+for engine in NAMES:
     images, targets = next(batches(engine, config, array_samples(x, labels), "cpu"))
     out[engine] = {"images": images[:, 0, 0, 0].tolist(), "targets": targets.tolist(),
                    "constant": float(np.ptp(images, axis=(1, 2, 3)).max())}
@@ -125,14 +127,15 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-def test_both_engines_run_the_new_stages(copy: Path) -> None:
+def test_every_engine_runs_the_new_stages(copy: Path) -> None:
     result = run(copy, "-c", CHECKS, str(copy))
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
     values = [10, 40, 70, 100, 130, 160, 190, 220]
     partner = [4, 5, 6, 7, 0, 1, 2, 3]
     inverted = []
-    for engine in ("dali", "tf"):
+    assert list(out) == list(NAMES)
+    for engine in NAMES:
         got = out[engine]
         assert got["constant"] < 1e-3
         for i, value in enumerate(got["images"]):
@@ -140,7 +143,7 @@ def test_both_engines_run_the_new_stages(copy: Path) -> None:
             assert abs(value - source) < 1e-3 or abs(value - (255 - source)) < 1e-3
             inverted.append(abs(value - source) > 1e-3)
             assert got["targets"][i] == [float(k == partner[i]) for k in range(8)]
-    assert out["dali"] == out["tf"]
+    assert all(got == out["dali"] for got in out.values())
     assert 0 < sum(inverted) < len(inverted)  # the probability took effect both ways
 
 

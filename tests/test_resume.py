@@ -83,6 +83,34 @@ def test_a_stream_resumed_mid_epoch_gives_the_rest_byte_for_byte(
     assert same(rest[0], whole[0][4:]) and same(rest[1], whole[1])
 
 
+@pytest.mark.parametrize("saved_at", [4, 8])
+def test_a_tf_train_checkpoint_saves_and_restores_the_stream(saved_at: int, tmp_path: Path) -> None:
+    """A ``DataCheckpoint`` in a ``tf.train.Checkpoint``: the state after ``step`` batches (4:
+    within the first epoch; 8: two into the second) is written with the checkpoint, read back
+    by ``restore``, and the dataset made after it gives the uninterrupted rest."""
+    import tensorflow as tf
+
+    from daliaug.outputs.tfdata.checkpoint import DataCheckpoint
+
+    config = arrays_config("tf")
+    whole = epochs_of(daliaug.make_dataset(config, x=X, y=Y), 3)
+    step = tf.Variable(0, dtype=tf.int64)
+    data = DataCheckpoint(step)
+    saved = tf.train.Checkpoint(step=step, data=data)
+    assert same(epochs_of(data.make_dataset(config, x=X, y=Y), 1)[0], whole[0])
+    step.assign(saved_at)
+    path = saved.save(str(tmp_path / "ckpt"))
+    restored_step = tf.Variable(0, dtype=tf.int64)
+    restored = DataCheckpoint(restored_step)
+    tf.train.Checkpoint(step=restored_step, data=restored).restore(path).assert_consumed()
+    resumed = restored.make_dataset(config, x=X, y=Y)
+    epoch, batch = divmod(saved_at, 6)
+    rest = epochs_of(resumed, 2)
+    assert same(rest[0], whole[epoch][batch:]) and same(rest[1], whole[epoch + 1])
+    with pytest.raises(ConfigError, match="restore the checkpoint before"):
+        tf.train.Checkpoint(step=restored_step, data=restored).restore(path)
+
+
 def test_batches_state_round_trips_under_grain_and_pytorch_names() -> None:
     config = arrays_config("opencv")
     whole = epochs_of(daliaug.make_dataset(config, x=X, y=Y, framework="numpy"), 1)[0]

@@ -59,7 +59,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from daliaug.engines.select import dali_device
+    from daliaug.engines import engine
     from daliaug.epoch import resolve_seed
     from daliaug.parity import (
         builtin_inputs,
@@ -78,14 +78,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.check_reference:
         with console.status(f"running {args.engine} on the stored cases"):
-            device = "cpu" if args.engine == "opencv" else dali_device(args.device)
+            device = engine(args.engine).device(args.device)
             report = check_reference(args.check_reference, device, engine=args.engine)
     else:
         if args.config is None:
             raise ConfigError("parity: give a CONFIG, --check-reference REF or --write-reference")
         config = load_config(args.config)
-        opencv = args.engine == "opencv"
-        device = "cpu" if opencv else dali_device(args.device, config.device_id)
+        device = engine(args.engine).device(args.device, config.device_id)
         running = f"running {args.engine} and TensorFlow"
         with tempfile.TemporaryDirectory() as tmp, console.status(running):
             if args.images is None:

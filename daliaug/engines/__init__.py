@@ -18,17 +18,37 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from daliaug.engines.select import Device
+from daliaug.engine_names import ENGINE_NAMES, Device, EngineName
 
-NAMES = ("dali", "tf", "opencv")
+if TYPE_CHECKING:
+    from daliaug.config import Config
+
+NAMES = ENGINE_NAMES
 
 
 class Engine(ABC):
-    """What an engine implements beyond its graph: its name and its decoder's check."""
+    """What an engine is beyond its graph: its name, the device it runs on, what it cannot run
+    and its decoder's check. Everything outside this package asks the engine object these,
+    never its name (the bridges out of an engine are :mod:`daliaug.outputs.bridges`)."""
 
-    name: ClassVar[str]
+    name: ClassVar[EngineName]
+    title: ClassVar[str]
+    """How reports and messages name it."""
+
+    def label(self, device: Device) -> str:
+        """How a report names this engine on ``device``."""
+        return self.title
+
+    def device(self, requested: str, device_id: int = 0) -> Device:
+        """Where it runs when ``requested`` (a ``backend`` value or ``--device``) asks: a host
+        engine on the CPU whatever was asked."""
+        return "cpu"
+
+    def lacks(self, config: Config, device: Device) -> list[str]:
+        """The transforms of ``config`` it cannot run on ``device``, each named by its field."""
+        return []
 
     @abstractmethod
     def undecodable(

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 from math import prod
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from daliaug.epoch import Epochs, ParameterRows, RestOfEpoch
 from daliaug.errors import DataError, carried_error
 from daliaug.kernels.arrays import NUMPY, Arrays
 from daliaug.plan import Plan
-from daliaug.sources.background import CheckedEpoch
+from daliaug.sources.background import CheckedEpoch, LazyBatches
 from daliaug.sources.base import Samples, padded
 from daliaug.sources.checks import explain_failure
 from daliaug.sources.sample_set import SampleSet
@@ -271,7 +271,7 @@ FEED_CHUNK = 1024
 one)."""
 
 
-class _Tail(Sequence[np.ndarray]):
+class _Tail(LazyBatches):
     """An epoch's batches from batch ``first`` on, each taken from ``batches`` when asked (a
     :class:`CheckedEpoch` checks a batch's files then, so none past the one asked for)."""
 
@@ -281,13 +281,7 @@ class _Tail(Sequence[np.ndarray]):
     def __len__(self) -> int:
         return max(0, len(self._batches) - self._first)
 
-    @overload
-    def __getitem__(self, k: int) -> np.ndarray: ...
-    @overload
-    def __getitem__(self, k: slice) -> list[np.ndarray]: ...
-    def __getitem__(self, k: int | slice) -> np.ndarray | list[np.ndarray]:
-        if isinstance(k, slice):
-            return [self[j] for j in range(*k.indices(len(self)))]
+    def batch(self, k: int) -> np.ndarray:
         return self._batches[self._first + k]
 
 

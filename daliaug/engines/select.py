@@ -14,17 +14,13 @@ import importlib.util
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 from daliaug.config import Config
 from daliaug.cuda import cuda_driver
+from daliaug.engine_names import HOST_ENGINES, Device, EngineName, Placement
 from daliaug.errors import BackendError, BackendWarning, ConfigError, user_stacklevel
 from daliaug.transforms.base import TF_ONLY_FILLS
 from daliaug.transforms.policy import PolicyTransform
-
-Device = Literal["cpu", "gpu"]
-Placement = Literal["cpu", "gpu", "tf", "opencv"]
-EngineName = Literal["dali", "tf", "opencv"]
 
 TF_CUDA_FIX = "install TensorFlow's CUDA build: pip install 'tensorflow[and-cuda]==2.21.*'"
 
@@ -66,9 +62,17 @@ def choose(
 
 def placed(placement: Placement) -> Choice:
     """The engine and device of a placement (``tf`` and ``opencv`` run on the CPU)."""
-    if placement == "tf" or placement == "opencv":
+    if placement in HOST_ENGINES:
         return Choice(placement, "cpu")
     return Choice("dali", placement)
+
+
+def named_choice(config: Config) -> Choice:
+    """The engine ``backend`` names (``tf``, ``opencv``), else DALI on the device it names
+    (``auto``: the GPU where DALI sees one): what a preview runs, never another engine."""
+    if config.backend in HOST_ENGINES:
+        return placed(config.backend)  # type: ignore[arg-type]
+    return Choice("dali", resolve_device(config))
 
 
 def _without_tensorflow(config: Config, framework: str, placement: Placement) -> Device:

@@ -21,7 +21,7 @@ import numpy as np
 from daliaug.config import Config
 from daliaug.engines.select import choose
 from daliaug.epoch import Epochs
-from daliaug.outputs.numpy import batches as engine_batches
+from daliaug.outputs.bridges import engine_batches
 from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 from daliaug.sources.base import Samples
 

@@ -163,8 +163,8 @@ def split_model(
         warnings.warn(note, UserWarning, stacklevel=2)
     fields = compiled.fields(values=False)
     backend = compiled.backend("auto")
-    if backend == "tf":
-        fields["backend"] = "tf"
+    if backend != "auto":
+        fields["backend"] = backend
     if compiled.kept:
         others = len(compiled.kept) - 1
         after = f" and the {others} layer{'s' * (others > 1)} after it" if others else ""

@@ -201,41 +201,26 @@ def local_batches(
 def cpu_loaders(
     shards: list[Shard], convert: Callable[[Batch], Batch], choice: Choice
 ) -> Callable[[int, int], Joined]:
-    """``open_at`` for ``shards`` run on the host's side of ``choice``: one loader each, their
-    NumPy batches joined and ``convert``-ed: the OpenCV engine's
-    :class:`~daliaug.outputs.opencv.CvLoader` where ``choice`` names it, else DALI's
-    :class:`~daliaug.outputs.numpy.DaliLoader` on its device."""
-    device = choice.device
-    if choice.engine == "opencv":
-        from daliaug.outputs.opencv import CvLoader
+    """``open_at`` for ``shards`` run on the host's side of ``choice``: one loader each (its
+    engine's host loader, :mod:`~daliaug.outputs.bridges`, on its device), their NumPy batches
+    joined and ``convert``-ed."""
+    from daliaug.outputs.bridges import bridge
 
-        def loader(
-            c: Config, s: SampleSet, o: DatasetOptions, epoch: int, first: int
-        ) -> Iterable[Batch]:
-            return CvLoader(c, samples=s, options=o, initial_epoch=epoch, first_batch=first)
-    else:
-        from daliaug.outputs.numpy import DaliLoader
-
-        def loader(
-            c: Config, s: SampleSet, o: DatasetOptions, epoch: int, first: int
-        ) -> Iterable[Batch]:
-            return DaliLoader(
-                c, samples=s, device=device, options=o, initial_epoch=epoch, first_batch=first
-            )
-
+    device, loader = choice.device, bridge(choice.engine).loader
     layout = shard_layout(shards[0])
 
     def open_at(epoch: int, start: int | Rest) -> Joined:
         if isinstance(start, Rest):
-            loaders = [loader(*_rest_shard(start, c, o), epoch, 0) for c, _, o in shards]
+            rests = [_rest_shard(start, c, o) for c, _, o in shards]
+            loaders = [loader(c, s, device, o, epoch) for c, s, o in rests]
         else:
-            loaders = [loader(c, s, o, epoch, start) for c, s, o in shards]
+            loaders = [loader(c, s, device, o, epoch, start) for c, s, o in shards]
         return Joined(loaders, convert, layout)
 
     return open_at
 
 
-def _rest_shard(rest: Rest, config: Config, options: DatasetOptions) -> tuple[Any, ...]:
+def _rest_shard(rest: Rest, config: Config, options: DatasetOptions) -> Shard:
     """The config, samples (all of them) and options of a shard that runs ``rest`` (the rest
     of an epoch another world began) in place of its own epoch."""
     if options.sample_weights is not None:

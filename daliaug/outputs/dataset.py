@@ -16,12 +16,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from daliaug.config import Config, load_with_targets
-from daliaug.engines.select import Choice, Device, choose
+from daliaug.engine_names import Device, EngineName
+from daliaug.engines.select import Choice, choose
 from daliaug.epoch import EpochClock, resolve_seed
 from daliaug.errors import ConfigError
 from daliaug.outputs import framework_of, grain_extra, keras_started, tensorflow_extra
@@ -46,10 +47,10 @@ _ENGINE = "_daliaug_engine"
 class DatasetEngine:
     """Which engine computes a dataset's batches, and on which device."""
 
-    name: Literal["dali", "tf", "opencv"]
+    name: EngineName
     """``dali`` (NVIDIA DALI's operators), ``tf`` (TensorFlow ops) or ``opencv`` (OpenCV and
     NumPy in threads)."""
-    device: Literal["cpu", "gpu"]
+    device: Device
     """Where the engine runs (the TensorFlow backend always augments on the CPU)."""
     replicas: int = 1
     """Pipelines this process runs side by side: one per replica of a ``tf.distribute``
@@ -199,7 +200,7 @@ def _tf_data(prepared: Prepared, options: DatasetOptions, strategy: Any) -> Any:
 
         dataset = distributed_dataset(prepared, strategy, options)
         return _described(dataset, engine, device, strategy.num_replicas_in_sync)
-    from daliaug.outputs.tfdata.dataset import engine_dataset
+    from daliaug.outputs.bridges import engine_dataset
 
     dataset = engine_dataset(engine, prepared.config, prepared.samples, device, options)
     return _described(dataset, engine, device, 1)

@@ -28,10 +28,8 @@ from daliaug.engines.feed import EpochFeed
 from daliaug.engines.select import Choice, Device, resolve_device
 from daliaug.errors import DataError, first_line
 from daliaug.outputs.ahead import END, Ahead
-from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.prepare import prepare
-from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
 
 AHEAD = 4
@@ -257,10 +255,14 @@ class DaliLoader:
                 batch = (*batch, params) if self.return_params else batch
             yield batch
 
-    def __del__(self) -> None:
+    def close(self) -> None:
+        """Stop its host feed (the loader is done with)."""
         source = getattr(self, "_source", None)
         if source is not None:
             source.close()
+
+    def __del__(self) -> None:
+        self.close()
 
     def _explain(self, error: RuntimeError) -> DataError:
         assert self._source is not None
@@ -286,33 +288,3 @@ def _on_cpu(tensors: object) -> object:
 
 def _to_numpy(tensors: object) -> np.ndarray:
     return np.asarray(_on_cpu(tensors).as_array())
-
-
-def batches(
-    engine: str,
-    config: Config,
-    samples: Samples,
-    device: Device,
-    *,
-    params: np.ndarray | None = None,
-) -> Iterator[tuple[np.ndarray, ...]]:
-    """The first epoch of engine ``engine`` on ``device`` as NumPy ``(images, targets)``
-    batches (parity, preview; detection targets as Keras' dict); ``params`` (one row of
-    ``plan.param_keys`` per sample) replaces the random draws."""
-    layout = BatchLayout.of(samples, config.label_mode, config.max_boxes)
-    if engine == "dali":
-        for batch in DaliLoader(config, samples=samples, device=device, params=params):
-            yield layout.nest(batch)
-        return
-    if engine == "opencv":
-        from daliaug.outputs.opencv import cv_batches
-
-        for batch in cv_batches(config, samples, params=params):
-            yield layout.nest(batch)
-        return
-    import tensorflow as tf
-
-    from daliaug.outputs.tfdata.tf_dataset import tf_dataset
-
-    for batch in tf_dataset(config, samples, params=params):
-        yield tuple(tf.nest.map_structure(lambda t: t.numpy(), batch))

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from daliaug.config import Config
-from daliaug.engines.select import Device, dali_lacks
+from daliaug.engines import engine
+from daliaug.engines.select import Choice, Device
 from daliaug.errors import BackendError
 from daliaug.parity.inputs import ParityInputs, with_masks
 from daliaug.parity.measure import Stats, compared_pixels, differences, seeded_rows
@@ -47,26 +48,21 @@ def decoder_runs(config: Config, jpegs: Samples) -> Iterator[tuple[Config, np.nd
         yield run, np.flatnonzero((sizes == size).all(axis=1))
 
 
-Engine = tuple[str, Device]
-"""The engine compared with the TF engine, and its device: ``("dali", "cpu")``,
-``("dali", "gpu")`` or ``("opencv", "cpu")``."""
-
-
 def engine_differences(
-    config: Config, samples: Samples, rows: np.ndarray, reference: np.ndarray, engine: Engine
+    config: Config, samples: Samples, rows: np.ndarray, reference: np.ndarray, choice: Choice
 ) -> np.ndarray:
     """An engine's outputs against ``reference`` outputs, outside the border band."""
     plan = config.plan
-    images = outputs(engine[0], config, samples, rows, engine[1])[0]
+    images = outputs(choice.engine, config, samples, rows, choice.device)[0]
     return differences(images, reference, compared_pixels(plan, rows, samples.sizes))
 
 
-def _case(config: Config, samples: Samples, seed: int, engine: Engine) -> np.ndarray:
+def _case(config: Config, samples: Samples, seed: int, choice: Choice) -> np.ndarray:
     config, rows = prepared(config, len(samples), seed)
-    return engine_differences(config, samples, rows, run_tf(config, samples, rows), engine)
+    return engine_differences(config, samples, rows, run_tf(config, samples, rows), choice)
 
 
-def _output_stats(config: Config, samples: Samples, seed: int, engine: Engine) -> Stats:
+def _output_stats(config: Config, samples: Samples, seed: int, choice: Choice) -> Stats:
     """The whole pipeline with the config's own output, mapped back to the 0..255 scale."""
     run, rows = prepared(config, len(samples), seed)
     run = run.model_copy(update={"output": config.output})
@@ -77,23 +73,23 @@ def _output_stats(config: Config, samples: Samples, seed: int, engine: Engine) -
             images = images.transpose(0, 2, 3, 1)
         return images.astype(np.float64) * std + mean
 
-    images = unnormalized(outputs(engine[0], run, samples, rows, engine[1])[0])
+    images = unnormalized(outputs(choice.engine, run, samples, rows, choice.device)[0])
     tf_images = unnormalized(run_tf(run, samples, rows))
     plan = config.plan
     return Stats.of(images, tf_images, compared_pixels(plan, rows, samples.sizes))
 
 
-def _decoder_stats(config: Config, jpegs: Samples, engine: Engine) -> Stats:
+def _decoder_stats(config: Config, jpegs: Samples, choice: Choice) -> Stats:
     """Decode only: the engine against TensorFlow on every JPEG, pooled."""
     pooled = []
     for run, indices in decoder_runs(config, jpegs):
         group = jpegs.subset(indices)
         rows = np.zeros((len(group), 0), np.float32)
-        pooled.append(engine_differences(run, group, rows, run_tf(run, group, rows), engine))
+        pooled.append(engine_differences(run, group, rows, run_tf(run, group, rows), choice))
     return Stats.of_differences(np.concatenate(pooled))
 
 
-def _mask_stats(config: Config, samples: Samples, seed: int, engine: Engine) -> Stats:
+def _mask_stats(config: Config, samples: Samples, seed: int, choice: Choice) -> Stats:
     """The whole pipeline's masks (class indices) from both backends: the share of mask pixels
     whose class differs, outside the border band. The config's segmentation source is pointed
     at synthetic masks of the five classes of ``MASK_PALETTE`` for ``samples``' images."""
@@ -111,7 +107,7 @@ def _mask_stats(config: Config, samples: Samples, seed: int, engine: Engine) -> 
             {**source.model_dump(), **classes, "mask_output": "index", "mask_dtype": "int32"}
         )
         run = run.model_copy(update={"source": masks_source})
-        masks = outputs(engine[0], run, paired, rows, engine[1])[1]
+        masks = outputs(choice.engine, run, paired, rows, choice.device)[1]
         tf_masks = tf_outputs(run, paired, rows)[1]
     plan = config.plan
     differ = (masks != tf_masks)[..., None].astype(np.float64)
@@ -127,9 +123,9 @@ def tf_only(config: Config) -> str:
 
 
 def run_parity(
-    config: Config, inputs: ParityInputs, seed: int, device: Device, engine: str = "dali"
+    config: Config, inputs: ParityInputs, seed: int, device: Device, engine_name: str = "dali"
 ) -> Report:
-    """Compare DALI on ``device`` (or the OpenCV engine, ``engine="opencv"``) with the
+    """Compare DALI on ``device`` (or the OpenCV engine, ``engine_name="opencv"``) with the
     TensorFlow backend on ``inputs`` (needs both). What DALI cannot run (a ``reflect`` or
     ``wrap`` fill) is listed as not compared.
 
@@ -137,10 +133,13 @@ def run_parity(
     the decoders' tolerance) to cover decoding only a crop window. A transform DALI cannot
     run on ``device`` (``elastic`` on the CPU) is a ``BackendError``.
     """
-    compared_with: Engine = (engine, "cpu" if engine == "opencv" else device)
-    lacking = dali_lacks(config, device) if engine == "dali" else []
+    compared = engine(engine_name)
+    compared_with = Choice(compared.name, compared.device(device))
+    lacking = compared.lacks(config, compared_with.device)
     if lacking:
-        raise BackendError(f"{', '.join(lacking)}: DALI cannot run it on its {device}: no parity")
+        raise BackendError(
+            f"{', '.join(lacking)}: {compared.title} cannot run it on its {device}: no parity"
+        )
     samples = inputs.lossless
     results, skipped = [], {}
     for name, kind, case in cases(config):
@@ -161,5 +160,4 @@ def run_parity(
     if whole and inputs.jpeg is not None:
         stats = Stats.of_differences(_case(config, inputs.jpeg, seed, compared_with))
         results.append(Result("pipeline on JPEGs", "decoder", stats))
-    name = "OpenCV" if engine == "opencv" else f"DALI-{device.upper()}"
-    return Report(f"{name} vs TF", seed, results, skipped)
+    return Report(f"{compared.label(compared_with.device)} vs TF", seed, results, skipped)

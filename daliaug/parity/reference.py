@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from daliaug.config import Config, load_config
-from daliaug.engines.select import Device, dali_lacks
+from daliaug.engines import engine as named_engine
+from daliaug.engines.select import Choice, Device
 from daliaug.errors import DaliaugError, first_line
 from daliaug.parity.examples import pipeline_examples, transform_examples
 from daliaug.parity.harness import decoder_runs, engine_differences, prepared
@@ -159,19 +160,21 @@ def check_reference(
     upsampling, as the reference was). The cases named in ``first`` run before the others;
     ``on_case`` hears each case's row (or error) and name as soon as it ran, so that a check
     stopped midway still tells what it found."""
+    checked = named_engine(engine)
+    device = checked.device(device)
     pooled: dict[tuple[str, Kind], list[np.ndarray]] = {}
     errors: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         files, cases, seed = load_reference(path, Path(tmp))
         for c in sorted(cases, key=lambda c: c.name not in first):
-            if engine == "dali" and dali_lacks(c.config, device):
+            if checked.lacks(c.config, device):
                 continue
             config = c.config
             if decode_window is not None:
                 config = config.model_copy(update={"decode_window": decode_window})
             try:
                 diff = engine_differences(
-                    config, files.subset(c.inputs), c.rows, c.outputs, (engine, device)
+                    config, files.subset(c.inputs), c.rows, c.outputs, Choice(checked.name, device)
                 )
             except (DaliaugError, RuntimeError) as e:  # DALI's own errors are RuntimeErrors
                 errors[c.name] = f"{type(e).__name__}: {first_line(e)}"
@@ -186,5 +189,4 @@ def check_reference(
         for (name, kind), parts in pooled.items()
         if name not in errors
     ]
-    name = "OpenCV" if engine == "opencv" else f"DALI-{device.upper()}"
-    return Report(f"{name} vs stored TF reference", seed, results, errors=errors)
+    return Report(f"{checked.label(device)} vs stored TF reference", seed, results, errors=errors)

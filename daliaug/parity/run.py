@@ -45,7 +45,7 @@ def outputs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """All output images and targets (labels or masks) of ``samples`` from backend ``name``
     on ``device``, in sample order, with explicit parameter ``rows`` (``None``: drawn)."""
-    from daliaug.outputs.numpy import batches as engine_batches
+    from daliaug.outputs.bridges import engine_batches
 
     batches = engine_batches(name, config, samples, device, params=explicit(config, rows))
     images, targets = zip(*batches, strict=True)

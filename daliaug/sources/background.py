@@ -255,7 +255,25 @@ def background_checked(samples: L, decoder: str, undecodable: Undecodable, on_er
     return samples.with_checked(keys).with_background(check)
 
 
-class CheckedEpoch(Sequence[np.ndarray]):
+class LazyBatches(Sequence[np.ndarray]):
+    """An epoch's batches (sample positions), each made only when asked (:meth:`batch`); a
+    slice is the list of its batches."""
+
+    def batch(self, k: int) -> np.ndarray:
+        """Batch ``k``'s positions."""
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, k: int) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[np.ndarray]: ...
+    def __getitem__(self, k: int | slice) -> np.ndarray | list[np.ndarray]:
+        if isinstance(k, slice):
+            return [self.batch(j) for j in range(*k.indices(len(self)))]
+        return self.batch(k)
+
+
+class CheckedEpoch(LazyBatches):
     """The batches of one epoch, each sample's files checked before its batch is given (see
     the module's docstring). ``order``: the epoch's sample order (a permutation of the
     samples); ``bounds``: its batches' positions (positions past the good samples of the order
@@ -281,13 +299,7 @@ class CheckedEpoch(Sequence[np.ndarray]):
     def __len__(self) -> int:
         return len(self._bounds)
 
-    @overload
-    def __getitem__(self, k: int) -> np.ndarray: ...
-    @overload
-    def __getitem__(self, k: slice) -> list[np.ndarray]: ...
-    def __getitem__(self, k: int | slice) -> np.ndarray | list[np.ndarray]:
-        if isinstance(k, slice):
-            return [self[j] for j in range(*k.indices(len(self)))]
+    def batch(self, k: int) -> np.ndarray:
         start, stop = self.bound(k)
         return self._positions[start:stop]
 

@@ -15,7 +15,7 @@ import numpy as np
 from daliaug.boxes import to_xyxy
 from daliaug.config import Config, Output, load_with_targets
 from daliaug.detection import box_names
-from daliaug.engines.select import Choice, resolve_device
+from daliaug.engines.select import named_choice
 from daliaug.prepare import Prepared, prepare
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
@@ -68,9 +68,7 @@ def _prepare(config: Config, x: Any = None, y: Any = None) -> Prepared:
     configs whose transforms DALI lacks, such as ``fill: reflect``), or the OpenCV engine for
     ``backend: opencv``."""
     config = load_with_targets(config, y)
-    dali = config.backend not in ("tf", "opencv")
-    choice = Choice("dali", resolve_device(config)) if dali else None
-    return prepare(config, x=x, y=y, choice=choice)
+    return prepare(config, x=x, y=y, choice=named_choice(config))
 
 
 def augmented_samples(
@@ -84,7 +82,7 @@ def augmented_samples(
 
 
 def _first_batch(prepared: Prepared, samples: SampleSet) -> tuple[np.ndarray, Targets]:
-    from daliaug.outputs.numpy import batches
+    from daliaug.outputs.bridges import engine_batches as batches
 
     batch = next(batches(prepared.engine.name, prepared.config, samples, prepared.device))
     return batch[0], batch[1]

@@ -137,8 +137,8 @@ def distribute(
     monkeypatch: pytest.MonkeyPatch, numbered_list: Path, strategy: object, device: str
 ) -> Replicas:
     from daliaug.engines import engine
+    from daliaug.outputs import bridges
     from daliaug.outputs.options import DatasetOptions
-    from daliaug.outputs.tfdata import dataset
     from daliaug.outputs.tfdata.replicas import distributed_dataset
     from daliaug.prepare import Prepared, prepare_samples
     from tests.helpers import config_for
@@ -146,7 +146,7 @@ def distribute(
     source = {"type": "file_list", "path": str(numbered_list)}
     config = config_for(numbered_list.parent, source=source, batch_size=4)
     replicas = Replicas()
-    monkeypatch.setattr(dataset, "engine_dataset", replicas)
+    monkeypatch.setattr(bridges, "engine_dataset", replicas)
     prepared = Prepared(config, engine("dali"), device, prepare_samples(config))
     distributed_dataset(prepared, strategy, DatasetOptions(clock=EpochClock()))
     return replicas

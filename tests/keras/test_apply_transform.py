@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from daliaug.outputs.numpy import batches as engine_batches
+from daliaug.outputs.bridges import engine_batches
 from daliaug.parity.inputs import parity_image
 from daliaug.sources.arrays import array_samples
 from tests.keras.conftest import daliaug_generator, inside, keras_generator, on_edge

@@ -25,7 +25,7 @@ import daliaug
 from daliaug.config import Config
 from daliaug.epoch import draw_rows
 from daliaug.errors import BackendWarning, ConfigError
-from daliaug.outputs.numpy import batches as engine_batches
+from daliaug.outputs.bridges import engine_batches
 from daliaug.parity.measure import Stats, compared_pixels
 from daliaug.sources.arrays import array_samples
 from tests.keras.conftest import photos

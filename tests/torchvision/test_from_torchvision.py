@@ -17,7 +17,7 @@ from daliaug.algebra import Canvas, Math
 from daliaug.config import Config
 from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
-from daliaug.outputs.numpy import batches as engine_batches
+from daliaug.outputs.bridges import engine_batches
 from daliaug.sources.arrays import array_samples
 from tests.keras.conftest import photos
 from tests.torchvision.conftest import v2

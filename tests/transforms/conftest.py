@@ -1,6 +1,7 @@
 """The per-transform tests run on every engine of the one list (:data:`daliaug.engines.NAMES`),
 each on the CPU: ``backend`` is the config's placement that runs it (``cpu``: DALI's CPU
-pipeline, ``tf``, ``opencv``), ``engine`` its name (for :func:`daliaug.outputs.numpy.batches`).
+pipeline, ``tf``, ``opencv``), ``engine`` its name (for
+:func:`daliaug.outputs.bridges.engine_batches`).
 A test that compares particular engines names them itself."""
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def run_arrays(
     (its name, on the CPU), float32 on 0..255; ``params`` (by parameter key, a
     number or one value per image) replaces the draws."""
     from daliaug.config import load_config
-    from daliaug.outputs.numpy import batches
+    from daliaug.outputs.bridges import engine_batches as batches
     from daliaug.sources.arrays import array_samples
 
     n, h, w, c = images.shape
@@ -160,7 +160,7 @@ def run_config(
     config: Any, engine: str, x: np.ndarray, rows: np.ndarray, labels: Any = None
 ) -> Any:
     """One batch of ``config`` on ``x`` (and ``labels``) with parameter ``rows``."""
-    from daliaug.outputs.numpy import batches
+    from daliaug.outputs.bridges import engine_batches as batches
     from daliaug.sources.arrays import array_samples
 
     return next(iter(batches(engine, config, array_samples(x, labels), "cpu", params=rows)))

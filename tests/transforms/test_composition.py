@@ -89,7 +89,7 @@ def test_masks_ignore_every_colour_and_pixel_stage(backend: str, tmp_path: Path)
     of the image (its parity example, at
     probability 1) and colour transforms after the warp are the masks of the warp alone, on
     both engines; the images do change."""
-    from daliaug.outputs.numpy import batches
+    from daliaug.outputs.bridges import engine_batches as batches
     from daliaug.parity.examples import TRANSFORM_EXAMPLES
     from daliaug.transforms import TRANSFORMS
     from daliaug.transforms.base import GeometricTransform, PixelTransform

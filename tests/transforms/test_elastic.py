@@ -18,7 +18,7 @@ from daliaug.config import load_config
 from daliaug.engines.select import cpu_placement, resolve_device
 from daliaug.epoch import draw_rows
 from daliaug.errors import BackendError, BackendWarning, ConfigError
-from daliaug.outputs.numpy import batches
+from daliaug.outputs.bridges import engine_batches as batches
 from daliaug.parity.measure import MAX_MEAN_ERROR, Stats
 from daliaug.sources.arrays import array_samples
 from daliaug.transforms.elastic import GRID, NODE_STD, NODES

@@ -14,7 +14,7 @@ from scipy import stats
 from daliaug.engines.feed import NUMPY
 from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
-from daliaug.outputs.numpy import batches
+from daliaug.outputs.bridges import engine_batches as batches
 from daliaug.parity.measure import Stats
 from daliaug.transforms.keras_perspective import MOVES
 from daliaug.transforms.perspective import MATRIX

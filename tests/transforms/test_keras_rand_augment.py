@@ -18,7 +18,7 @@ from scipy import stats
 from daliaug.config import Config, load_config
 from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
-from daliaug.outputs.numpy import batches as engine_batches
+from daliaug.outputs.bridges import engine_batches
 from daliaug.transforms.keras_rand_augment import KERAS_OPS
 from tests.keras.conftest import photos
 from tests.keras.test_from_keras import SIZE, assert_matches, compile_for, run

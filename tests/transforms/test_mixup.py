@@ -12,7 +12,7 @@ from daliaug.config import load_config
 from daliaug.engines.select import placed
 from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
-from daliaug.outputs.numpy import batches
+from daliaug.outputs.bridges import engine_batches as batches
 from daliaug.sources.arrays import array_samples
 from daliaug.transforms.base import random_partners
 

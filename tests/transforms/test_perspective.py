@@ -15,7 +15,7 @@ from daliaug.config import load_config
 from daliaug.engines.feed import NUMPY
 from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
-from daliaug.outputs.numpy import batches
+from daliaug.outputs.bridges import engine_batches as batches
 from tests.helpers import ENGINE_BACKENDS
 from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 from tests.transforms.helpers import photos, run_arrays

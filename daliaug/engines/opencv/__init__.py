@@ -20,6 +20,7 @@ except ImportError as e:  # pragma: no cover - the extra is installed where test
 
 class OpenCvEngine(Engine):
     name = "opencv"
+    title = "OpenCV"
 
     def undecodable(
         self, paths: Sequence[str], device: Device, device_id: int = 0

@@ -13,6 +13,7 @@ from daliaug.engines.tf.image import apply_plan
 
 class TfEngine(Engine):
     name = "tf"
+    title = "TensorFlow"
 
     def undecodable(
         self, paths: Sequence[str], device: Device, device_id: int = 0

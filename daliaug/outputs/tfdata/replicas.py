@@ -47,7 +47,7 @@ def distributed_dataset(
     ``options`` as for one dataset (its sample weights, if any, one per sample)."""
     import tensorflow as tf
 
-    from daliaug.outputs.tfdata.dataset import engine_dataset
+    from daliaug.outputs.bridges import engine_dataset
 
     config, samples, device = prepared.config, prepared.samples, prepared.device
 
