@@ -22,13 +22,12 @@ from daliaug.errors import (
     DataError,
     DataWarning,
 )
+from daliaug.version import __version__
 
 if TYPE_CHECKING:
     from nvidia.dali.pipeline import Pipeline
 
     from daliaug.outputs.dataset import DatasetEngine
-
-__version__ = "0.2.0"
 
 
 def make_dataset(config: Any, **kwargs: Any) -> Any:

@@ -21,9 +21,9 @@ from types import FrameType
 
 from rich.text import Text
 
-from daliaug import __version__
 from daliaug.cli.common import console
 from daliaug.errors import DaliaugError, carried_error, readable
+from daliaug.version import __version__
 
 COMMANDS = (
     "demo",

@@ -89,6 +89,12 @@ class Batches:
         """The epoch the next pass runs."""
         return self._epoch
 
+    @property
+    def start(self) -> int | Rest:
+        """The batch the next pass starts at (0 but in a resumed epoch), or the rest of an
+        epoch another world began."""
+        return self._start
+
     def set_epoch(self, epoch: int) -> None:
         """Make the next pass run ``epoch`` (:class:`~daliaug.keras.EpochSync`, a restore)."""
         self.seek(epoch, 0)

@@ -189,7 +189,18 @@ def make_dataset(
         dataset = _tf_data(prepared, options, strategy)
     else:
         dataset = _batches(framework, config, samples, choice, options, initial_epoch)
-    return resumable(dataset, config, samples, state, strategy)
+    dataset = resumable(dataset, config, samples, state, strategy)
+    return _grain(dataset, config) if framework == "grain" else dataset
+
+
+def _grain(batches: Batches, config: Config) -> GrainBatches:
+    """The JAX output's ``batches`` (their stream and state set) as a Grain dataset."""
+    from daliaug.outputs.grain import GrainBatches
+
+    assert config.seed is not None  # resolved by make_dataset
+    dataset = GrainBatches(batches, config.seed)
+    setattr(dataset, _ENGINE, getattr(batches, _ENGINE))
+    return dataset
 
 
 def _tf_data(prepared: Prepared, options: DatasetOptions, strategy: Any) -> Any:
@@ -226,11 +237,6 @@ def _batches(
         from daliaug.outputs.jax import jax_dataset
 
         batches = jax_dataset(config, samples, choice, options, initial_epoch)
-        if framework == "grain":  # the JAX batches as a Grain dataset
-            from daliaug.outputs.grain import GrainBatches
-
-            assert config.seed is not None  # resolved above
-            batches = GrainBatches(batches, config.seed)
     elif framework == "torch":
         from daliaug.outputs.torch import torch_dataset
 

@@ -107,7 +107,13 @@ class GrainBatches(grain.IterDataset):
         return endless
 
     def __iter__(self) -> BatchIterator:
-        start = Position(self.batches.epoch, 0, len(self), self.seed)
+        first = self.batches.start  # a dataset made with a state: the rest of its epoch
+        if not isinstance(first, int):
+            raise ConfigError(
+                "framework='grain': a state taken by another number of shards resumes on the "
+                "NumPy, JAX or PyTorch batches only; restore it on the world that took it"
+            )
+        start = Position(self.batches.epoch, first, len(self), self.seed)
         return BatchIterator(self.batches, start, self.endless)
 
     def __str__(self) -> str:

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from daliaug import __version__
 from daliaug.epoch import replica_length
 from daliaug.resume import State, Stream, config_fingerprint, source_fingerprint
 from daliaug.sources.base import Samples
+from daliaug.version import __version__
 
 if TYPE_CHECKING:
     from daliaug.config import Config

@@ -133,12 +133,12 @@ def run_parity(
     the decoders' tolerance) to cover decoding only a crop window. A transform DALI cannot
     run on ``device`` (``elastic`` on the CPU) is a ``BackendError``.
     """
-    compared = engine(engine_name)
-    compared_with = Choice(compared.name, compared.device(device))
-    lacking = compared.lacks(config, compared_with.device)
+    other = engine(engine_name)
+    compared_with = Choice(other.name, other.device(device))
+    lacking = other.lacks(config, compared_with.device)
     if lacking:
         raise BackendError(
-            f"{', '.join(lacking)}: {compared.title} cannot run it on its {device}: no parity"
+            f"{', '.join(lacking)}: {other.title} cannot run it on its {device}: no parity"
         )
     samples = inputs.lossless
     results, skipped = [], {}
@@ -160,4 +160,4 @@ def run_parity(
     if whole and inputs.jpeg is not None:
         stats = Stats.of_differences(_case(config, inputs.jpeg, seed, compared_with))
         results.append(Result("pipeline on JPEGs", "decoder", stats))
-    return Report(f"{compared.label(compared_with.device)} vs TF", seed, results, skipped)
+    return Report(f"{other.label(compared_with.device)} vs TF", seed, results, skipped)

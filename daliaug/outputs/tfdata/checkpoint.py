@@ -43,7 +43,7 @@ class DataCheckpoint(tf.train.experimental.PythonState):
     def make_dataset(self, config: Any, **kwargs: Any) -> Any:
         """``daliaug.make_dataset(config, **kwargs)`` (``tf.data``), started at the restored
         state if any, and the dataset this checkpoint saves the place of."""
-        from daliaug import make_dataset
+        from daliaug.outputs.dataset import make_dataset
 
         self.dataset = make_dataset(config, state=self.state, framework="tensorflow", **kwargs)
         return self.dataset
