@@ -49,6 +49,23 @@ class Recorder:
         batches._open_at = lambda epoch, first: Recorded(opened(epoch, first))
 
 
+CRASH_AT = 13
+"""Batches trained before the crash: epoch 2's third, one after a save (``save_freq=2``)."""
+
+
+def crash_at(recorder: Any, batches: int) -> Any:
+    """A Keras callback that interrupts training (``KeyboardInterrupt``) once ``recorder`` has
+    seen ``batches`` batches (Keras imported here: the job picks its backend first)."""
+    import keras
+
+    class Crash(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+            if len(recorder.seen) == batches:
+                raise KeyboardInterrupt
+
+    return Crash()
+
+
 def main(spec: dict) -> None:
     import keras
 
@@ -68,22 +85,13 @@ def main(spec: dict) -> None:
         }
     )
 
-    class Crash(keras.callbacks.Callback):
-        def __init__(self, recorder: Recorder) -> None:
-            super().__init__()
-            self.recorder = recorder
-
-        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-            if len(self.recorder.seen) == 13:  # epoch 2's third batch, one after a save
-                raise KeyboardInterrupt
-
     def fit(recorder: Recorder, crash: bool = False) -> None:
         ds = daliaug.make_dataset(config)
         recorder.watch(ds)
         backup = BackupAndRestore(ds, spec["backup"], save_freq=2)
         # Keras takes a batch to build the model before training: not one it trains on
         forget = keras.callbacks.LambdaCallback(on_train_begin=lambda _: recorder.seen.clear())
-        callbacks = [backup, forget, *([Crash(recorder)] if crash else [])]
+        callbacks = [backup, forget, *([crash_at(recorder, CRASH_AT)] if crash else [])]
         recorder.model.fit(ds, epochs=4, verbose=0, shuffle=False, callbacks=callbacks)
 
     whole, first, resumed = Recorder(), Recorder(), Recorder()

@@ -202,22 +202,13 @@ def test_backup_and_restore_resumes_model_fit_mid_epoch(
     ``model.fit`` on TensorFlow: killed in the third epoch, the restored run trains on exactly
     the batches the uninterrupted run trained on from the last save, each epoch every sample
     once."""
-    import keras
 
     from daliaug.keras import BackupAndRestore
+    from tests.resume_job import CRASH_AT, crash_at
     from tests.test_reliability import Recorder
 
     source = {"type": "file_list", "path": str(numbered_list)}
     config = config_for(numbered_list.parent, source=source, shuffle=True, batch_size=5)
-
-    class Crash(keras.callbacks.Callback):
-        def __init__(self, recorder: Recorder) -> None:
-            super().__init__()
-            self.recorder = recorder
-
-        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-            if len(self.recorder.seen) == 13:  # epoch 2's third batch, one after a save
-                raise KeyboardInterrupt
 
     def fit(recorder: Recorder, crash: bool = False) -> None:
         ds = daliaug.make_dataset(config)
@@ -227,7 +218,7 @@ def test_backup_and_restore_resumes_model_fit_mid_epoch(
             epochs=4,
             verbose=0,
             shuffle=False,
-            callbacks=[backup, *([Crash(recorder)] if crash else [])],
+            callbacks=[backup, *([crash_at(recorder, CRASH_AT)] if crash else [])],
         )
 
     whole, first, resumed = Recorder(), Recorder(), Recorder()
