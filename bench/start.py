@@ -46,6 +46,9 @@ BATCH = 32
 SOURCES = 4
 CHECKS = ("full", "background", "headers")
 """The ``source.check`` modes timed: the full check first, beside training, headers only."""
+FINISH_BELOW = 500_000
+"""Trees below this many files have their background check let finish (untimed) after the
+first start; at ImageNet's size it would decode 1.28 million files (about half an hour here)."""
 """Real JPEGs the tree's files are hard links to."""
 
 
@@ -89,7 +92,7 @@ def config(train: Path, check: str) -> dict[str, Any]:
     }
 
 
-def child(tool: str, train: str, check: str, profile: str | None) -> dict[str, Any]:
+def child(tool: str, train: str, check: str, profile: str | None, finish: bool) -> dict[str, Any]:
     """One start of ``tool`` in this (fresh) process: seconds to the first batch."""
     if tool == "daliaug":
         import daliaug
@@ -132,7 +135,7 @@ def child(tool: str, train: str, check: str, profile: str | None) -> dict[str, A
     result: dict[str, Any] = {"seconds": seconds, "cpu": cpu, "max_rss_mib": _max_rss_mib()}
     if profile:
         profiler.dump_stats(profile)
-    if tool == "daliaug" and check == "background":
+    if tool == "daliaug" and check == "background" and finish:
         _finish_check(Path(train))
     return result
 
@@ -172,10 +175,14 @@ def _max_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run(tool: str, train: Path, cache: Path, check: str = "full", profile: str = "") -> dict:
-    """``tool``'s start in a fresh process with ``DALIAUG_CACHE=cache``."""
+def run(
+    tool: str, train: Path, cache: Path, check: str = "full", profile: str = "", finish: bool = True
+) -> dict:
+    """``tool``'s start in a fresh process with ``DALIAUG_CACHE=cache`` (``finish``: a
+    background check let finish after the timed start)."""
     env = {**os.environ, "DALIAUG_CACHE": str(cache), "TF_CPP_MIN_LOG_LEVEL": "3"}
     args = ["--child", tool, "--train", str(train), "--check", check]
+    args += [] if finish else ["--unfinished"]
     if profile:
         args += ["--profile-to", profile]
     done = subprocess.run(
@@ -191,15 +198,15 @@ def run(tool: str, train: Path, cache: Path, check: str = "full", profile: str =
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def listed_memory(train: Path, cache: Path) -> dict[str, float]:
-    """Bytes per sample the listed samples hold (tracemalloc), measured in a fresh process
-    on a later start (the cache kept)."""
+def listed_memory(train: Path, cache: Path, check: str) -> dict[str, float]:
+    """Bytes per sample the samples listed with ``check`` hold (tracemalloc), measured in a
+    fresh process on a later start (the cache kept)."""
     code = (
         "import tracemalloc, sys, json, daliaug\n"
         "from daliaug.config import load_config\n"
         "from bench.start import config\n"
         "from pathlib import Path\n"
-        "c = load_config(config(Path(sys.argv[1]), 'headers'))\n"
+        "c = load_config(config(Path(sys.argv[1]), sys.argv[2]))\n"
         "tracemalloc.start()\n"
         "s = c.source.samples(c.seed)\n"
         "now, peak = tracemalloc.get_traced_memory()\n"
@@ -208,7 +215,7 @@ def listed_memory(train: Path, cache: Path) -> dict[str, float]:
     )
     env = {**os.environ, "DALIAUG_CACHE": str(cache), "TF_CPP_MIN_LOG_LEVEL": "3"}
     done = subprocess.run(
-        [sys.executable, "-c", code, str(train)],
+        [sys.executable, "-c", code, str(train), check],
         env=env,
         capture_output=True,
         text=True,
@@ -218,8 +225,11 @@ def listed_memory(train: Path, cache: Path) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(n: int, root: Path, repeats: int) -> dict[str, Any]:
-    """Every tool's first and later starts over the tree of ``n`` files."""
+def measure(n: int, root: Path, repeats: int, checks: tuple[str, ...] = CHECKS) -> dict[str, Any]:
+    """Every tool's first and later starts over the tree of ``n`` files, daliaug's with each
+    of ``checks``; a background check is let finish after its first start below
+    :data:`FINISH_BELOW` files (else its later starts find the decode results of the first
+    batches only: the start itself reads no other)."""
     t0 = time.perf_counter()
     train = tree(root, n)
     row: dict[str, Any] = {"files": n, "tree_seconds": time.perf_counter() - t0}
@@ -231,10 +241,10 @@ def measure(n: int, root: Path, repeats: int) -> dict[str, Any]:
                 "later": median(r["seconds"] for r in runs),
                 "later_cpu": median(r["cpu"] for r in runs),
             }
-        for check in CHECKS:
+        for check in checks:
             cache = Path(scratch) / check
-            first = run("daliaug", train, cache, check)
-            later = [run("daliaug", train, cache, check) for _ in range(repeats)]
+            first = run("daliaug", train, cache, check, finish=n < FINISH_BELOW)
+            later = [run("daliaug", train, cache, check, finish=False) for _ in range(repeats)]
             row[f"daliaug {check}"] = {
                 "first": first["seconds"],
                 "first_cpu": first["cpu"],
@@ -243,7 +253,8 @@ def measure(n: int, root: Path, repeats: int) -> dict[str, Any]:
                 "max_rss_mib": max(r["max_rss_mib"] for r in later),
             }
             print(f"{n}: daliaug {check} {row[f'daliaug {check}']}", flush=True)
-        row["memory"] = listed_memory(train, Path(scratch) / "headers")
+        row["memory"] = {c: listed_memory(train, Path(scratch) / c, c) for c in checks}
+        row["check_finished"] = n < FINISH_BELOW
     return row
 
 
@@ -266,19 +277,36 @@ def profiled(n: int, root: Path, out: Path, stamp: str) -> dict[str, Any]:
     return record
 
 
-def _extrapolate(small: dict[str, Any], big: dict[str, Any], n: int) -> list[float]:
-    """Each column at ``n`` files on the line through the two largest measured N (a fixed
-    cost plus a cost per file), labelled as extrapolated in the report."""
-    columns = [(k, "later") for k in ("scandir", "dali", "tf.data")]
-    columns += [(f"daliaug {c}", s) for c in CHECKS for s in ("first", "later")]
-    values = []
-    for key, start in columns:
-        per_file = (big[key][start] - small[key][start]) / (big["files"] - small["files"])
-        values.append(big[key][start] + per_file * (n - big["files"]))
-    return values
+def _extrapolate(small: dict[str, Any], big: dict[str, Any], n: int) -> dict[str, Any]:
+    """Each time at ``n`` files on the line through the two largest measured N (a fixed cost
+    plus a cost per file), as a row of the report (labelled as extrapolated there)."""
+    row: dict[str, Any] = {"files": n, "extrapolated": True}
+    for key, times in big.items():
+        if isinstance(times, dict) and "later" in times and key in small:
+            row[key] = {
+                start: times[start]
+                + (times[start] - small[key][start])
+                / (big["files"] - small["files"])
+                * (n - big["files"])
+                for start in ("first", "later")
+                if start in times
+            }
+    return row
+
+
+def _cell(times: dict[str, float] | None, start: str, dali: float | None = None) -> str:
+    if times is None or start not in times:
+        return "not run"
+    return f"{times[start] / dali:.1f}x" if dali else f"{times[start]:.2f}"
 
 
 def report(rows: list[dict[str, Any]], profile: dict[str, Any] | None, extrapolated: dict) -> str:
+    """The record's text: every start at every N, and each daliaug start against DALI's."""
+    head = ["N", "scandir", "DALI readers.file", "tf.data list_files"]
+    for c in CHECKS:
+        head += [f"daliaug {c} first", f"daliaug {c} later"]
+    head += [f"{c} {start} / DALI" for c in CHECKS for start in ("first", "later")]
+    head += [f"bytes per sample listed ({c})" for c in ("background", "headers")]
     lines = [
         "# Time to the first batch (issue 59)",
         "",
@@ -286,32 +314,26 @@ def report(rows: list[dict[str, Any]], profile: dict[str, Any] | None, extrapola
         f"class, image_size {SIZE}, batch {BATCH}; seconds from `make_dataset` (or the "
         "reader's build) to the first batch, imports excluded, each start a fresh process. "
         "First start: fresh `DALIAUG_CACHE`; later: the median of the later starts. Warm page "
-        "cache.",
+        f"cache. Below {FINISH_BELOW:,} files the background check is let finish after the "
+        "first start (untimed); above, the later starts find the decode results of the first "
+        "batches only (a start reads no other). `not run`: that check was not timed at that N.",
         "",
-        "| N | scandir | DALI readers.file | tf.data list_files | daliaug full first | "
-        "daliaug full later | daliaug background first | daliaug background later | "
-        "daliaug headers first | daliaug headers later | full first / DALI | "
-        "full later / DALI | background first / DALI | background later / DALI | "
-        "bytes per listed sample |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
     ]
-    for r in rows:
+    for r in [*rows, *extrapolated.values()]:
         dali = r["dali"]["later"]
-        full, back, headers = (r[f"daliaug {c}"] for c in CHECKS)
-        lines.append(
-            f"| {r['files']:,} | {r['scandir']['later']:.3f} | {dali:.3f} | "
-            f"{r['tf.data']['later']:.3f} | {full['first']:.2f} | {full['later']:.2f} | "
-            f"{back['first']:.2f} | {back['later']:.2f} | "
-            f"{headers['first']:.2f} | {headers['later']:.2f} | {full['first'] / dali:.1f}x | "
-            f"{full['later'] / dali:.1f}x | {back['first'] / dali:.1f}x | "
-            f"{back['later'] / dali:.1f}x | {r['memory']['per_sample_bytes']:.0f} |"
-        )
-    for n, row in extrapolated.items():
-        lines.append(
-            f"| {n:,} (extrapolated: the line through the two largest N) | "
-            + " | ".join(f"{v:.2f}" for v in row)
-            + " | | | | | |"
-        )
+        label = f"{r['files']:,}" + (" (extrapolated)" if r.get("extrapolated") else "")
+        cells = [label] + [f"{r[t]['later']:.3f}" for t in ("scandir", "dali", "tf.data")]
+        for c in CHECKS:
+            cells += [_cell(r.get(f"daliaug {c}"), start) for start in ("first", "later")]
+        for c in CHECKS:
+            cells += [_cell(r.get(f"daliaug {c}"), s, dali) for s in ("first", "later")]
+        memory = r.get("memory", {})
+        for c in ("background", "headers"):
+            found = memory.get(c)
+            cells.append(f"{found['per_sample_bytes']:.0f}" if found else "not run")
+        lines.append("| " + " | ".join(cells) + " |")
     if profile:
         for start in ("first", "later"):
             p = profile[start]
@@ -331,6 +353,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--imagenet", action="store_true", help=f"add N = {IMAGENET:,}")
+    parser.add_argument(
+        "--imagenet-checks",
+        nargs="+",
+        default=["background"],
+        choices=CHECKS,
+        help="the checks timed at ImageNet's N (the full check of 1.28M files takes ~25 min)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", type=int, default=0, help="cProfile daliaug at this N")
     parser.add_argument("--out", type=Path, default=None)
@@ -338,15 +367,18 @@ def main() -> None:
     parser.add_argument("--train", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--check", default="full", help=argparse.SUPPRESS)
     parser.add_argument("--profile-to", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--unfinished", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.train, args.check, args.profile_to)))
+        finish = not args.unfinished
+        print(json.dumps(child(args.child, args.train, args.check, args.profile_to, finish)))
         return
     from daliaug.cache import default_cache_dir
 
     root = default_cache_dir() / "bench"
-    sizes = [*args.files, *([IMAGENET] if args.imagenet else [])]
-    rows = [measure(n, root, args.repeats) for n in sizes]
+    rows = [measure(n, root, args.repeats) for n in args.files]
+    if args.imagenet:
+        rows.append(measure(IMAGENET, root, args.repeats, tuple(args.imagenet_checks)))
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M")
     profile = profiled(args.profile, root, args.out or root, stamp) if args.profile else None
     extrapolated = {}

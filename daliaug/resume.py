@@ -30,6 +30,7 @@ import numpy as np
 
 from daliaug.epoch import RestOfEpoch, replica_length, world_order
 from daliaug.errors import ConfigError, DataError
+from daliaug.sources.checks import FileKey, stat_keys
 from daliaug.sources.sample_set import shard_range
 
 if TYPE_CHECKING:
@@ -335,12 +336,19 @@ def source_fingerprint(samples: SampleSet) -> str:
         digest.update(name.encode())
         _update(digest, column)
     _update(digest, np.asarray(samples.sizes))
-    keys = samples.checked if samples.checked is not None else samples.listed
     for paths in samples.files.values():
-        for path in paths:
-            key = keys.get(path) if keys else None
+        for path, key in zip(paths, _file_keys(samples, paths), strict=True):
             digest.update(os.fsencode(path) + f"\0{key[:2] if key else ''}\n".encode())
     return digest.hexdigest()[:16]
+
+
+def _file_keys(samples: Any, paths: list[str]) -> list[FileKey | None]:
+    """Each file's key as the listing or the check took it; where the listing took none and
+    the background check takes them as it goes (``Samples.sized`` false), each taken now."""
+    if not samples.sized:
+        return [tuple(key) if key[0] >= 0 else None for key in stat_keys(paths).tolist()]
+    keys = samples.checked if samples.checked is not None else samples.listed
+    return [keys.get(path) for path in paths] if keys else [None] * len(paths)
 
 
 def _update(digest: Any, column: Any) -> None:

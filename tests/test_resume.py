@@ -344,15 +344,18 @@ def test_killed_at_any_batch_and_resumed_gives_the_uninterrupted_stream(
         assert sorted(x for batch in epoch for x in batch) == list(range(22))
 
 
+@pytest.mark.parametrize("check", ["full", "background"])
 def test_a_state_of_files_since_replaced_or_added_is_refused(
-    numbered_list: Path, tmp_path: Path
+    numbered_list: Path, tmp_path: Path, check: str
 ) -> None:
-    """The fingerprint holds each file's name, size and modification time as listed: a file
-    rewritten, or one more in the list, and the state is refused, never resumed onto them."""
+    """The fingerprint holds each file's name, size and modification time as listed (with
+    ``check: background``, whose listing reads no file, as taken when the state is made): a
+    file rewritten, or one more in the list, and the state is refused, never resumed onto
+    them."""
     copy = tmp_path / "numbered"
     shutil.copytree(numbered_list.parent, copy)
     listing = copy / numbered_list.name
-    source = {"type": "file_list", "path": str(listing)}
+    source = {"type": "file_list", "path": str(listing), "check": check}
     config = config_for(copy, source=source, shuffle=True, batch_size=5, backend="opencv")
     state = daliaug.make_dataset(config, framework="numpy").stream.state(0, 2)
     image = copy / "img" / "0003.png"

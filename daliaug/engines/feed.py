@@ -424,7 +424,7 @@ class EpochFeed:
         checked = self.checked_epoch(epoch)
         batches = _Tail(self.epochs.batches(epoch) if checked is None else checked, first)
         bounds = self.epochs.bounds[first:]
-        watched = check_files and self.samples.checked and not self._host_files
+        watched = check_files and self.samples.checked is not None and not self._host_files
         watch = FileWatch(self.samples, batches) if watched else None
         made = [name for name in names if not self._stored(name)]
 
@@ -498,7 +498,7 @@ class EpochFeed:
             out["params"] = rows
         if evaluates or moves_boxes:  # the partners paired once, for both
             params = self.plan.paired(out["params"], valid, self.epochs.batch_size)
-            sizes = self.samples.sizes[index]
+            sizes = self.samples.sizes_at(index)
         if "warp" in names:
             out["warp"] = self.layout.evaluate(params, sizes, NUMPY)
         if parts:

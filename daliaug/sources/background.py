@@ -28,6 +28,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Protocol, Self, TypeVar, overload
 
 import numpy as np
@@ -39,8 +40,10 @@ from daliaug.sources.checks import (
     FileKey,
     Undecodable,
     assert_unchanged,
+    check_each,
     describe_rejected,
     file_key,
+    header_and_key,
     screened,
     skip_list,
 )
@@ -53,6 +56,7 @@ class Listed(Protocol):
     files: dict[str, list[str]]
     rejected: dict[str, str]
     listed: dict[str, FileKey] | None
+    sized: bool
 
     @property
     def image_files(self) -> list[str]: ...
@@ -87,9 +91,13 @@ class BackgroundCheck:
         undecodable: Undecodable,
         on_error: str,
         cache: CheckCache | None = None,
+        headers: bool = False,
     ) -> None:
         self.files = list(dict.fromkeys(files))
         self.keys, self.decoder, self.on_error = keys, decoder, on_error
+        self._sizes: dict[str, tuple[int, int]] | None = {} if headers else None
+        """With ``headers`` (the listing read none): each file's ``(height, width)``, read
+        with its key when the file is checked."""
         self._undecodable = undecodable
         self._cache = cache or CheckCache()
         self._reasons: dict[str, str | None] = {}
@@ -106,13 +114,19 @@ class BackgroundCheck:
 
     def _decode(self, paths: Sequence[str], cached: bool = False) -> dict[str, str | None]:
         """The reason each of ``paths`` fails (``None``: it decodes and is unchanged), kept;
-        ``cached``: those the cache knows taken from it first."""
+        ``cached``: those the cache knows taken from it first. Where the listing read no
+        headers, each file's header and key are read first (a file whose header fails is
+        bad, and not cached: it is read again at the next start, as a listing would)."""
+        unread: dict[str, str | None] = self._read_headers(paths)
+        if unread:
+            self._keep(unread)
+            paths = [p for p in paths if p not in unread]
         if cached:
             known = self._cache.lookup_few(self.decoder, {p: self.keys[p] for p in paths})
             self._keep(known)
             paths = [p for p in paths if p not in known]
             if not paths:
-                return known
+                return {**unread, **known}
         results: dict[str, str | None] = dict.fromkeys(paths)
         results.update(screened(paths, self._undecodable))
         for path in paths:
@@ -123,7 +137,28 @@ class BackgroundCheck:
                     results[path] = str(e)
         self._cache.store(self.decoder, results, self.keys)
         self._keep(results)
-        return results
+        return {**unread, **results}
+
+    def _read_headers(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """Where the listing read no headers: the header and key of each of ``paths`` not
+        read yet (in parallel); the reason of each that failed."""
+        if self._sizes is None:
+            return {}
+        fresh = [p for p in paths if p not in self.keys]
+        read, failed = check_each(partial(header_and_key, keyed=True), fresh, "reading headers")
+        for path, got in zip(fresh, read, strict=True):
+            if got is not None:
+                self._sizes[path], self.keys[path] = got
+        return dict(failed)
+
+    def sizes(self, paths: Sequence[str]) -> np.ndarray:
+        """Each of ``paths``' ``(height, width)`` (int32), its file checked now if it was not
+        yet; ``(0, 0)`` for a bad file (a batch never holds its sample)."""
+        assert self._sizes is not None, "the listing read the headers: Samples.sizes has them"
+        todo = [p for p in paths if p not in self._sizes]
+        if todo:
+            self.reasons(todo)
+        return np.array([self._sizes.get(p, (0, 0)) for p in paths], np.int32).reshape(-1, 2)
 
     def _keep(self, results: dict[str, str | None]) -> None:
         with self._lock:
@@ -163,7 +198,7 @@ class BackgroundCheck:
             chunk = self._next_chunk(pending)
             if not chunk:
                 break
-            self._decode(chunk)
+            self._decode(chunk, cached=self._sizes is not None)
             if report and time.monotonic() - shown > REPORT_EVERY:
                 shown = time.monotonic()
                 _say(f"checked {len(self._reasons):,} of {total:,} files")
@@ -236,11 +271,15 @@ def _say(line: str) -> None:
 
 def background_checked(samples: L, decoder: str, undecodable: Undecodable, on_error: str) -> L:
     """``samples`` with a :class:`BackgroundCheck` of their files started, and the keys the
-    read check holds each file to (the listing's, else taken now, one ``stat`` per file)."""
+    read check holds each file to: the listing's, else taken now, one ``stat`` per file; where
+    the listing read no headers (``sized`` false), each taken with its header when the file
+    is checked (the check fills the dict the samples hold)."""
     files = samples.image_files
     listed = samples.listed or {}
+    keys: dict[str, FileKey] = {}
     try:
-        keys = {p: listed.get(p) or file_key(p) for p in dict.fromkeys(files)}
+        if samples.sized:
+            keys = {p: listed.get(p) or file_key(p) for p in dict.fromkeys(files)}
     except OSError as e:
         raise DataError(f"cannot read image file {e.filename}: {e.strerror or e}") from e
     if samples.rejected and on_error == "skip":
@@ -251,7 +290,7 @@ def background_checked(samples: L, decoder: str, undecodable: Undecodable, on_er
             DataWarning,
             stacklevel=user_stacklevel(),
         )
-    check = BackgroundCheck(files, keys, decoder, undecodable, on_error)
+    check = BackgroundCheck(files, keys, decoder, undecodable, on_error, headers=not samples.sized)
     return samples.with_checked(keys).with_background(check)
 
 

@@ -44,7 +44,7 @@ def encode_paths(paths: Sequence[str]) -> np.ndarray:
     byte, so NumPy's fixed-width bytes, zero-padded, are the rows as they are)."""
     if not paths:
         return np.zeros((0, 1), np.uint8)
-    names = np.array([os.fsencode(p) for p in paths])
+    names = np.array(os.fsencode("\0".join(paths)).split(b"\0"))  # one encode, not one a name
     return names.view(np.uint8).reshape(len(names), max(names.itemsize, 1))
 
 
@@ -81,6 +81,11 @@ class Samples(SampleSet):
     background: BackgroundCheck | None = None
     """With ``source.check: background``: the decode check running beside training, which
     the feed asks before it hands on a batch (:mod:`daliaug.sources.background`)."""
+    sized: bool = True
+    """Whether the listing read every image's header (``sizes``); ``False`` where it left
+    them to the background check (``check: background`` over local files: a start costs the
+    listing alone), which reads each with the file's key when it checks the file
+    (:meth:`sizes_at`)."""
 
     @staticmethod
     def of_files(
@@ -91,10 +96,12 @@ class Samples(SampleSet):
         ignored: dict[str, str] | None = None,
         notes: dict[str, str] | None = None,
         listed: dict[str, FileKey] | None = None,
+        sized: bool = True,
         **arrays: np.ndarray,
     ) -> Samples:
         """Samples whose file columns are the given file lists (encoded for DALI), without the
-        samples that have a file in ``rejected``."""
+        samples that have a file in ``rejected``; ``sized``: see :attr:`sized` (``sizes``
+        then zeros)."""
         rejected = rejected or {}
         keep = np.arange(len(sizes))
         if rejected:
@@ -114,6 +121,7 @@ class Samples(SampleSet):
             ignored or {},
             notes or {},
             listed=listed,
+            sized=sized,
         )
 
     def __len__(self) -> int:
@@ -147,7 +155,7 @@ class Samples(SampleSet):
 
     @property
     def size_hint(self) -> tuple[int, int] | None:
-        if not len(self.sizes):
+        if not self.sized or not len(self.sizes):
             return None
         height, width = np.asarray(self.sizes).max(axis=0)
         return int(height), int(width)
@@ -167,7 +175,18 @@ class Samples(SampleSet):
             self.flip_indices,
             self.listed,
             self.background,
+            self.sized,
         )
+
+    def sizes_at(self, indices: np.ndarray) -> np.ndarray:
+        """The ``(height, width)`` of the images at ``indices``; where the listing left the
+        headers to the background check, as it read them (their files checked now if they
+        were not yet)."""
+        if self.sized:
+            return self.sizes[indices]
+        assert self.background is not None, "unread headers are read by the background check"
+        paths = self.paths
+        return self.background.sizes([paths[i] for i in np.asarray(indices).tolist()])
 
     def with_checked(self, keys: dict[str, FileKey]) -> Samples:
         """The same samples, their files' checked keys recorded (see :attr:`checked`)."""
@@ -255,6 +274,13 @@ class SourceConfig(Tagged):
                 "on_error: skip needs check: full or background (bad files are found by decoding)"
             )
         return self
+
+    @property
+    def defers_headers(self) -> bool:
+        """Whether listing leaves each file's header to the background check, which reads it
+        when it checks the file (``check: background``): a start then costs the listing
+        alone, not a read of every file (sources of local image files)."""
+        return self.check == "background"
 
     @property
     def segmentation(self) -> bool:

@@ -216,7 +216,7 @@ def image_headers(paths: Sequence[str], kept: bool = True) -> Headers:
         known[rows[same]] = True
     todo = np.flatnonzero(~known)
     read, failed = check_each(
-        partial(_header_and_key, keyed=kept), [paths[i] for i in todo], "reading image headers"
+        partial(header_and_key, keyed=kept), [paths[i] for i in todo], "reading image headers"
     )
     for i, got in zip(todo.tolist(), read, strict=True):
         if got is None:
@@ -247,7 +247,7 @@ def stat_keys(paths: Sequence[str]) -> np.ndarray:
     return out
 
 
-def _header_and_key(path: str, keyed: bool) -> tuple[tuple[int, int], FileKey]:
+def header_and_key(path: str, keyed: bool) -> tuple[tuple[int, int], FileKey]:
     """A file's ``(height, width)`` from its header and its key (zeros unless ``keyed``)."""
     _, height, width = image_header(path)
     try:

@@ -104,8 +104,13 @@ class DirectorySource(SourceConfig):
         labels = np.concatenate(
             [np.full(len(found), i, np.int32) for i, found in enumerate(listing.images.values())]
         )
-        headers = image_headers(paths)
         ignored = {**listing.ignored, **listing.skipped}
+        if self.defers_headers:
+            sizes = np.zeros((len(paths), 2), np.int32)
+            return Samples.of_files(
+                {"path": paths}, names, sizes, ignored=ignored, sized=False, label=labels
+            )
+        headers = image_headers(paths)
         return Samples.of_files(
             {"path": paths},
             names,

@@ -80,6 +80,9 @@ class FileListSource(SourceConfig):
         labels = np.asarray(values, dtype=np.int32)
         if any(map(storage.is_s3, paths)):
             return self._objects(paths, class_names, labels)
+        if self.defers_headers:
+            sizes = np.zeros((len(paths), 2), np.int32)
+            return Samples.of_files({"path": paths}, class_names, sizes, sized=False, label=labels)
         sizes, rejected = check_image_files(paths)
         return Samples.of_files({"path": paths}, class_names, sizes, rejected, label=labels)
 

@@ -56,7 +56,7 @@ def config_and_samples(target: str | Config) -> tuple[Config, SampleSet]:
         source = {"type": "directory", "path": target}
         return load_config({"source": source, "image_size": 1}), folder_samples(Path(target))
     config = load_config(target)
-    listing = config.source.model_copy(update={"on_error": "skip"})
+    listing = config.source.model_copy(update={"on_error": "skip", "check": "full"})
     return config, listing.samples()
 
 

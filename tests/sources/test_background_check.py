@@ -55,13 +55,10 @@ def truncate(listing: Path, index: int) -> Path:
     return path
 
 
-def config(listing: Path, on_error: str, backend: str = "cpu", **fields: Any) -> daliaug.Config:
-    source = {
-        "type": "file_list",
-        "path": str(listing),
-        "check": "background",
-        "on_error": on_error,
-    }
+def config(
+    listing: Path, on_error: str, backend: str = "cpu", check: str = "background", **fields: Any
+) -> daliaug.Config:
+    source = {"type": "file_list", "path": str(listing), "check": check, "on_error": on_error}
     base = {"backend": backend, "batch_size": BATCH, "label_mode": "int"}
     return config_for(listing.parent, source=source, **{**base, **fields})
 
@@ -277,3 +274,62 @@ def test_a_thread_that_fails_says_so_and_the_feed_still_checks_every_batch(
     assert check is not None and check.done.wait(60)
     assert check.failed == "RuntimeError: the decoder's library went away"
     assert "the background check stopped (RuntimeError" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("backend", "framework"), [("cpu", "numpy"), ("tf", "tensorflow"), ("opencv", "numpy")]
+)
+def test_sizes_read_as_files_are_checked_give_the_full_checks_pixels(
+    numbered: Path, backend: str, framework: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listing reads no header (a start costs the listing alone); each file's size is
+    read with its key when the file is checked, and the batches (pixels and labels, a random
+    crop drawn in each file's own pixels, images of five sizes) are those of ``check: full``."""
+    chain = [{"type": "random_resized_crop", "scale": [0.3, 1.0]}, {"type": "flip"}]
+    fields = {"shuffle": True, "transforms": chain, "image_size": 24}
+    full = list(
+        daliaug.make_dataset(
+            config(numbered, "raise", backend, "full", **fields), framework=framework
+        )
+    )
+    read: list[str] = []
+    real = background.header_and_key
+
+    def header_and_key(path: str, keyed: bool) -> Any:
+        read.append(path)
+        return real(path, keyed)
+
+    monkeypatch.setattr(background, "header_and_key", header_and_key)
+    made = config(numbered, "raise", backend, **fields)
+    samples = prepare(made).samples
+    assert read == [] and not samples.sized  # listed, no header read
+    beside = list(daliaug.make_dataset(made, samples=samples, framework=framework))
+    assert len(beside) == len(full) == BATCHES
+    for (image, label), (image_full, label_full) in zip(beside, full, strict=True):
+        assert np.array_equal(np.asarray(label), np.asarray(label_full))
+        assert np.array_equal(np.asarray(image), np.asarray(image_full))
+    assert sorted(set(read)) == sorted(samples.paths)
+
+
+@pytest.mark.parametrize("on_error", ["skip", "raise"])
+def test_a_file_that_is_no_image_is_found_when_its_header_is_read(
+    numbered: Path, on_error: str
+) -> None:
+    """Its header is read when the check reaches it, not when the source is listed: ``skip``
+    leaves its sample out (every other once, the listing's batch count), ``raise`` stops
+    before any batch holding it, naming it."""
+    path = numbered.parent / "img" / "0009.png"
+    path.write_bytes(b"not an image at all")
+    dataset = daliaug.make_dataset(config(numbered, on_error), framework="numpy")
+    if on_error == "skip":
+        with pytest.warns(DataWarning, match=f"left out {path} .*: {path} is not a JPEG or PNG"):
+            batches = epoch(dataset)
+        assert len(batches) == BATCHES
+        labels = [label for (batch,) in batches for label in batch]
+        assert labels == [i for i in range(COUNT) if i != 9]
+        return
+    seen: list[int] = []
+    with pytest.raises(DataError, match=f"cannot be used: {path} is not a JPEG or PNG"):
+        for _, labels in dataset:
+            seen.extend(np.asarray(labels).tolist())
+    assert 9 not in seen

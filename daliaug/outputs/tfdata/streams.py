@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from daliaug.config import Config
 from daliaug.engines.feed import INPUTS, WARP_PART, EpochFeed
+from daliaug.engines.tf.traced import plain
 from daliaug.epoch import EpochClock
 from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.sources.sample_set import SampleSet
@@ -99,7 +100,7 @@ def nested(dataset: tf.data.Dataset, layout: BatchLayout) -> tf.data.Dataset:
     inputs."""
     if not layout.boxes:
         return dataset
-    return dataset.map(lambda *batch: layout.nest(batch))
+    return dataset.map(plain(lambda *batch: layout.nest(batch)))
 
 
 def counted(
@@ -129,9 +130,9 @@ def counted(
         return token, (more, *items)
 
     # the token is the scan's state: each iterator starts from NEW and reads its own epoch
-    steps = tf.data.Dataset.from_tensors(np.int64(0)).repeat().scan(_Epochs.NEW, epoch_read)
-    items = steps.take_while(lambda more, *_: more)
-    return items.map(lambda _, *item: item if isinstance(signature, tuple) else item[0])
+    steps = tf.data.Dataset.from_tensors(np.int64(0)).repeat().scan(_Epochs.NEW, plain(epoch_read))
+    items = steps.take_while(plain(lambda more, *_: more))
+    return items.map(plain(lambda _, *item: item if isinstance(signature, tuple) else item[0]))
 
 
 class _Epochs:
@@ -280,7 +281,7 @@ def column_stream(feed: EpochFeed, name: str, clock: EpochClock) -> tf.data.Data
     indices."""
     column = tf.constant(feed.samples.columns[name])
     indices = feed_stream(feed, "index", clock, check_files=name in feed.samples.files)
-    return indices.map(lambda index: tf.gather(column, index))
+    return indices.map(plain(lambda index: tf.gather(column, index)))
 
 
 def report_length(dataset: tf.data.Dataset, batches: int) -> None:

@@ -14,6 +14,7 @@ from daliaug.detection import box_names
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.tf.pipeline import RESIZES, array_batches, file_batches, record_batches
 from daliaug.engines.tf.records import read_records
+from daliaug.engines.tf.traced import plain
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.outputs.tfdata.faults import named_faults
 from daliaug.outputs.tfdata.streams import (
@@ -77,7 +78,7 @@ def _dataset(
         return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
 
     # bounded, as DALI's queue: batches are large
-    ds = nested(batches.map(shaped), layout).prefetch(config.prefetch_depth("cpu"))
+    ds = nested(batches.map(plain(shaped)), layout).prefetch(config.prefetch_depth("cpu"))
     if config.num_threads is not None:
         threads = tf.data.Options()
         threads.threading.private_threadpool_size = config.num_threads
