@@ -40,6 +40,7 @@ from daliaug.sources.checks import (
     FileKey,
     Undecodable,
     assert_unchanged,
+    changed,
     check_each,
     describe_rejected,
     file_key,
@@ -115,18 +116,19 @@ class BackgroundCheck:
     def _decode(self, paths: Sequence[str], cached: bool = False) -> dict[str, str | None]:
         """The reason each of ``paths`` fails (``None``: it decodes and is unchanged), kept;
         ``cached``: those the cache knows taken from it first. Where the listing read no
-        headers, each file's header and key are read first (a file whose header fails is
-        bad, and not cached: it is read again at the next start, as a listing would)."""
-        unread: dict[str, str | None] = self._read_headers(paths)
-        if unread:
-            self._keep(unread)
-            paths = [p for p in paths if p not in unread]
+        file, each file's key is taken first, and its header read before it is decoded (a
+        file that cannot be read or whose header fails is bad, and not cached: it is read
+        again at the next start, as a listing would); a result from the cache needs the key
+        alone (so a resumed epoch's earlier files cost a ``stat`` each)."""
+        failed = self._take_keys(paths)
+        paths = [p for p in paths if p not in failed]
+        known: dict[str, str | None] = {}
         if cached:
             known = self._cache.lookup_few(self.decoder, {p: self.keys[p] for p in paths})
-            self._keep(known)
             paths = [p for p in paths if p not in known]
-            if not paths:
-                return {**unread, **known}
+        failed.update(self._read_sizes(paths))
+        self._keep({**failed, **known})
+        paths = [p for p in paths if p not in failed]
         results: dict[str, str | None] = dict.fromkeys(paths)
         results.update(screened(paths, self._undecodable))
         for path in paths:
@@ -137,27 +139,49 @@ class BackgroundCheck:
                     results[path] = str(e)
         self._cache.store(self.decoder, results, self.keys)
         self._keep(results)
-        return {**unread, **results}
+        return {**failed, **known, **results}
 
-    def _read_headers(self, paths: Sequence[str]) -> dict[str, str | None]:
-        """Where the listing read no headers: the header and key of each of ``paths`` not
-        read yet (in parallel); the reason of each that failed."""
+    def _take_keys(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """Where the listing took no keys: the key of each of ``paths`` without one (a
+        ``stat``); the reason of each that cannot be had."""
+        failed: dict[str, str | None] = {}
+        if self._sizes is None:
+            return failed
+        for path in paths:
+            if path not in self.keys:
+                try:
+                    self.keys[path] = file_key(path)
+                except OSError as e:
+                    failed[path] = f"cannot read image file {path}: {e.strerror or e}"
+        return failed
+
+    def _read_sizes(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """Where the listing read no headers: the header of each of ``paths`` not read yet
+        (in parallel), the file held to its key; the reason of each that failed."""
         if self._sizes is None:
             return {}
-        fresh = [p for p in paths if p not in self.keys]
+        fresh = [p for p in paths if p not in self._sizes]
         read, failed = check_each(partial(header_and_key, keyed=True), fresh, "reading headers")
+        reasons: dict[str, str | None] = dict(failed)
         for path, got in zip(fresh, read, strict=True):
-            if got is not None:
-                self._sizes[path], self.keys[path] = got
-        return dict(failed)
+            if got is not None and got[1] != self.keys[path]:
+                reasons[path] = str(changed(path))
+            elif got is not None:
+                self._sizes[path] = got[0]
+        return reasons
 
     def sizes(self, paths: Sequence[str]) -> np.ndarray:
         """Each of ``paths``' ``(height, width)`` (int32), its file checked now if it was not
-        yet; ``(0, 0)`` for a bad file (a batch never holds its sample)."""
+        yet and its header read now if its result came from the cache; ``(0, 0)`` for a bad
+        file (a batch never holds its sample). A file changed since it was checked is a
+        :class:`DataError` naming it."""
         assert self._sizes is not None, "the listing read the headers: Samples.sizes has them"
         todo = [p for p in paths if p not in self._sizes]
         if todo:
-            self.reasons(todo)
+            reasons = self.reasons(todo)
+            unread = [p for p, r in zip(todo, reasons, strict=True) if r is None]
+            for reason in self._read_sizes(unread).values():
+                raise DataError(str(reason))
         return np.array([self._sizes.get(p, (0, 0)) for p in paths], np.int32).reshape(-1, 2)
 
     def _keep(self, results: dict[str, str | None]) -> None:
@@ -199,6 +223,9 @@ class BackgroundCheck:
             if not chunk:
                 break
             self._decode(chunk, cached=self._sizes is not None)
+            # sizes of files the cache knew, read here so the feed need not (a file that
+            # fails now is left to the feed, which reads it again and names it)
+            self._read_sizes([p for p in chunk if self._reasons.get(p, "") is None])
             if report and time.monotonic() - shown > REPORT_EVERY:
                 shown = time.monotonic()
                 _say(f"checked {len(self._reasons):,} of {total:,} files")

@@ -387,7 +387,7 @@ def _gone(path: str, error: OSError) -> DataError:
     return DataError(f"image file {path} is gone since it was checked: {error}")
 
 
-def _changed(path: str) -> DataError:
+def changed(path: str) -> DataError:
     return DataError(
         f"image file {path} changed after daliaug checked it; run again to check it anew"
     )
@@ -401,7 +401,7 @@ def assert_unchanged(path: str, checked: FileKey) -> None:
     except OSError as e:
         raise _gone(path, e) from e
     if now != checked:
-        raise _changed(path)
+        raise changed(path)
 
 
 def read_unchanged(path: str, checked: FileKey | None) -> np.ndarray:
@@ -417,7 +417,7 @@ def read_unchanged(path: str, checked: FileKey | None) -> np.ndarray:
     except OSError as e:
         raise _gone(path, e) from e
     if checked is not None and now != checked:
-        raise _changed(path)
+        raise changed(path)
     return np.frombuffer(data, np.uint8)
 
 

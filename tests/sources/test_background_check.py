@@ -333,3 +333,39 @@ def test_a_file_that_is_no_image_is_found_when_its_header_is_read(
         for _, labels in dataset:
             seen.extend(np.asarray(labels).tolist())
     assert 9 not in seen
+
+
+def test_a_resumed_epoch_reads_no_file_before_its_batch(
+    numbered: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Restored at batch 3 (a later start: the cache holds the first run's results), the
+    earlier batches' files are each looked up by their key (a ``stat``), never read: the
+    headers read and the files decoded are those of the batches handed on, which are the
+    uninterrupted epoch's."""
+    made = config(numbered, "skip", "opencv", shuffle=True)
+    samples = prepare(made).samples
+    check = samples.background
+    assert check is not None
+    dataset = daliaug.make_dataset(made, samples=samples, framework="numpy")
+    whole = epoch(dataset)
+    assert check.done.wait(60)
+    state = dataset.stream.state(0, 3)
+    read: list[str] = []
+    real_header, real_screened = background.header_and_key, background.screened
+
+    def header_and_key(path: str, keyed: bool) -> Any:
+        read.append(path)
+        return real_header(path, keyed)
+
+    def screened(paths: list[str], undecodable: Any) -> Any:
+        read.extend(paths)
+        return real_screened(paths, undecodable)
+
+    monkeypatch.setattr(background, "header_and_key", header_and_key)
+    monkeypatch.setattr(background, "screened", screened)
+    monkeypatch.setattr(background.BackgroundCheck, "begin", lambda self: None)  # feed alone
+    resumed = daliaug.make_dataset(made, framework="numpy", state=state)
+    rest = epoch(resumed)
+    assert rest == whole[3:]
+    names = {p.rsplit("/", 1)[-1] for p in read}
+    assert names == {f"{label:04d}.png" for (batch,) in rest for label in batch}
