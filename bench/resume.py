@@ -1,16 +1,17 @@
 """Time to the first batch after restoring a state at batch k (issue 56): flat in k, since a
 restore seeks (no batch before k made, no file before it read).
 
-    python -m bench.resume [--files 100000] [--repeats 3] --out bench/results
+    python -m bench.resume [--files 100000] [--file-list] [--check full] --out bench/results
 
-Over ``bench.start``'s class-folder tree of N hard links (made once, kept in the cache), in
-one process: the NumPy output of ``make_dataset`` (batch 32, shuffled, the engine ``auto``
-picks), then for each k, ``set_state`` to the state after k batches of epoch 0 and the time to
-the first batch that follows (median of the repeats); beside it, one batch's time in a running
-epoch, so the cost of replaying k batches instead is k times that. Then, in fresh processes,
-``make_dataset(config, state=...)`` and its first batch for the first and the last k (the
-listing's later start included: the tree's checks are cached by the first). Writes
-``resume-<date>.json`` and ``.md``.
+Over ``bench.start``'s class-folder tree of N hard links (made once, kept in the cache), or
+with ``--file-list`` a file list of the first N files of its ImageNet-sized tree, listed with
+``source.check: --check``, in one process: the NumPy output of ``make_dataset`` (batch 32,
+shuffled, the engine ``auto`` picks), then for each k, ``set_state`` to the state after k
+batches of epoch 0 and the time to the first batch that follows (median of ``--repeats``);
+beside it, one batch's time in a running epoch, so the cost of replaying k batches instead is
+k times that. Then, in fresh processes, ``make_dataset(config, state=...)`` and its first batch
+for the first and the last k (the listing's later start included: the tree's checks are cached
+by the first). Writes ``resume-<date>.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -27,15 +28,38 @@ from statistics import median
 from typing import Any
 
 from bench import machine
-from bench.start import config, tree
+from bench.start import IMAGENET, config, tree
 
 
-def in_process(train: Path, repeats: int) -> dict[str, Any]:
+def source(train: Path, check: str) -> dict[str, Any]:
+    """The config over ``train``: a class-folder tree, or a file list (``.csv``)."""
+    made = config(train.parent if train.suffix == ".csv" else train, check)
+    if train.suffix == ".csv":
+        made["source"] = {"type": "file_list", "path": str(train), "check": check}
+    return made
+
+
+def file_list(root: Path, n: int) -> Path:
+    """A file list (``path,label``) of the first ``n`` files of the ImageNet-sized tree."""
+    train = tree(root, IMAGENET)
+    listed = root / f"list-{n}.csv"
+    if not listed.exists():
+        lines = ["path,label"]
+        for c, klass in enumerate(sorted(train.iterdir())):
+            lines += [f"{klass.name}/{f}.jpg,{c}" for f in sorted(p.stem for p in klass.iterdir())]
+            if len(lines) > n:
+                break
+        listed.with_suffix(".tmp").write_text("\n".join(lines[: n + 1]) + "\n")
+        listed.with_suffix(".tmp").rename(listed)
+    return listed
+
+
+def in_process(train: Path, check: str, repeats: int) -> dict[str, Any]:
     """Seconds to the first batch after ``set_state`` at each k, and per batch running."""
     import daliaug
 
     started = time.perf_counter()
-    ds = daliaug.make_dataset(config(train, "full"), framework="numpy")
+    ds = daliaug.make_dataset(source(train, check), framework="numpy")
     made = time.perf_counter() - started
     batches = len(ds)
     ks = sorted({0, 1, 10, 100, 1000, batches // 2, batches - 1} & set(range(batches)))
@@ -66,29 +90,32 @@ def in_process(train: Path, repeats: int) -> dict[str, Any]:
     }
 
 
-def child(train: str, state: str) -> dict[str, float]:
+def child(train: str, check: str, state: str) -> dict[str, float]:
     """In this fresh process: ``make_dataset(config, state=...)`` and its first batch."""
     import daliaug
 
     t = time.perf_counter()
-    ds = daliaug.make_dataset(config(Path(train), "full"), framework="numpy", state=state)
+    ds = daliaug.make_dataset(source(Path(train), check), framework="numpy", state=state)
     made = time.perf_counter() - t
     next(iter(ds))
     return {"make_dataset_s": made, "first_batch_s": time.perf_counter() - t}
 
 
-def fresh(train: Path, state: str) -> dict[str, float]:
+def fresh(train: Path, check: str, state: str) -> dict[str, float]:
     command = [sys.executable, "-m", "bench.resume", "--child", str(train), "--state", state]
+    command += ["--check", check]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def report(n: int, result: dict[str, Any]) -> str:
     per = result["batch_running_s"]
+    what = "A file list of" if result["file_list"] else "Class-folder tree of"
     lines = [
         f"# Time to the first batch after a restore at batch k, {n:,} files",
         "",
-        f"Class-folder tree of {n:,} hard links (bench.start), batch 32, shuffled, "
+        f"{what} {n:,} hard links (bench.start), `check: {result['check']}`, batch 32, "
+        "shuffled, "
         f"{result['engine']}, NumPy output; {result['batches']:,} batches per epoch. "
         f"make_dataset in the measuring process (the listing and its checks; the fresh "
         f"processes below find them cached): {result['make_dataset_s']:.2f} s. "
@@ -122,21 +149,25 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--state", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--file-list", action="store_true", help="a file list, not folders")
+    parser.add_argument("--check", default="full", choices=("full", "background", "headers"))
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.state)))
+        print(json.dumps(child(args.child, args.check, args.state)))
         return
     from daliaug.cache import default_cache_dir
 
-    train = tree(default_cache_dir() / "bench", args.files)
+    root = default_cache_dir() / "bench"
+    train = file_list(root, args.files) if args.file_list else tree(root, args.files)
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    result = {**in_process(train, args.repeats), "load": load}
+    result = {**in_process(train, args.check, args.repeats), "load": load}
+    result.update(check=args.check, file_list=args.file_list)
     import daliaug
 
-    stream = daliaug.make_dataset(config(train, "full"), framework="numpy").stream
+    stream = daliaug.make_dataset(source(train, args.check), framework="numpy").stream
     first, last = result["set_state"][0]["k"], result["set_state"][-1]["k"]
     result["fresh"] = [
-        {"k": k, **fresh(train, stream.state(0, k).to_json())} for k in (first, last)
+        {"k": k, **fresh(train, args.check, stream.state(0, k).to_json())} for k in (first, last)
     ]
     text = report(args.files, result)
     print(text)

@@ -361,6 +361,12 @@ class CheckedEpoch(LazyBatches):
         self._cursor = 0  # samples of the order looked at
         self._real: int | None = None  # positions holding samples, once the order ran out
         self._lock = threading.Lock()
+        self._fixed = check.on_error == "raise"
+        """``on_error: raise`` leaves no sample out, so each position holds its sample of the
+        order (padding repeats the order from its start) and a batch checks its own files
+        alone: an epoch resumed at batch k checks no file of the batches before it."""
+        if self._fixed:
+            self._fill_fixed()
 
     def __len__(self) -> int:
         return len(self._bounds)
@@ -374,7 +380,10 @@ class CheckedEpoch(LazyBatches):
         self._check.raise_if_bad()
         start, stop = self._bounds[k]
         with self._lock:
-            self._fill(stop)
+            if self._fixed:
+                self._check_span(start, stop)
+            else:
+                self._fill(stop)
             self._check.begin()
             if self._real is not None and k == len(self._bounds) - 1 and self._shorten:
                 stop = max(start + 1, min(stop, self._real))
@@ -391,7 +400,8 @@ class CheckedEpoch(LazyBatches):
     def valid(self, start: int, stop: int) -> np.ndarray:
         """Which of the positions ``[start, stop)`` hold a sample (not padding)."""
         with self._lock:
-            self._fill(stop)
+            if not self._fixed:
+                self._fill(stop)
             real = stop if self._real is None else self._real
         return np.arange(start, stop) < real
 
@@ -417,6 +427,22 @@ class CheckedEpoch(LazyBatches):
                 )
             rest = len(self._positions) - self._real
             self._positions[self._real :] = self._positions[np.arange(rest) % self._real]
+
+    def _fill_fixed(self) -> None:
+        """Every position its sample of the order, padding where the order runs out."""
+        order, positions = self._order, self._positions
+        held = min(len(order), len(positions))
+        positions[:held] = order[:held]
+        if len(positions) > len(order):
+            self._real = len(order)
+            positions[len(order) :] = order[np.arange(len(positions) - len(order)) % len(order)]
+
+    def _check_span(self, start: int, stop: int) -> None:
+        """The files of positions ``[start, stop)`` checked (the first bad one raised), the
+        next batches' files asked for first."""
+        ahead = AHEAD * (self._bounds[0][1] - self._bounds[0][0])
+        self._check.prefer(self._paths(self._positions[stop : stop + ahead]))
+        self._good(self._positions[start:stop])
 
     def _paths(self, indices: np.ndarray) -> list[str]:
         return [paths[i] for paths in self._samples.files.values() for i in indices.tolist()]

@@ -335,14 +335,16 @@ def test_a_file_that_is_no_image_is_found_when_its_header_is_read(
     assert 9 not in seen
 
 
+@pytest.mark.parametrize("on_error", ["skip", "raise"])
 def test_a_resumed_epoch_reads_no_file_before_its_batch(
-    numbered: Path, monkeypatch: pytest.MonkeyPatch
+    numbered: Path, monkeypatch: pytest.MonkeyPatch, on_error: str
 ) -> None:
     """Restored at batch 3 (a later start: the cache holds the first run's results), the
-    earlier batches' files are each looked up by their key (a ``stat``), never read: the
-    headers read and the files decoded are those of the batches handed on, which are the
-    uninterrupted epoch's."""
-    made = config(numbered, "skip", "opencv", shuffle=True)
+    earlier batches' files are never read: the headers read and the files decoded are those
+    of the batches handed on, which are the uninterrupted epoch's. With ``skip`` the earlier
+    files are looked up by their key (a ``stat`` each: a bad one moves the later samples up);
+    with ``raise`` (no sample is ever moved) not even that."""
+    made = config(numbered, on_error, "opencv", shuffle=True)
     samples = prepare(made).samples
     check = samples.background
     assert check is not None
@@ -351,7 +353,12 @@ def test_a_resumed_epoch_reads_no_file_before_its_batch(
     assert check.done.wait(60)
     state = dataset.stream.state(0, 3)
     read: list[str] = []
-    real_header, real_screened = background.header_and_key, background.screened
+    keyed: list[str] = []
+    real_header, real_screened, real_key = (
+        background.header_and_key,
+        background.screened,
+        background.file_key,
+    )
 
     def header_and_key(path: str, keyed: bool) -> Any:
         read.append(path)
@@ -361,11 +368,22 @@ def test_a_resumed_epoch_reads_no_file_before_its_batch(
         read.extend(paths)
         return real_screened(paths, undecodable)
 
+    def file_key(path: str) -> Any:
+        keyed.append(path)
+        return real_key(path)
+
     monkeypatch.setattr(background, "header_and_key", header_and_key)
     monkeypatch.setattr(background, "screened", screened)
+    monkeypatch.setattr(background, "file_key", file_key)
     monkeypatch.setattr(background.BackgroundCheck, "begin", lambda self: None)  # feed alone
     resumed = daliaug.make_dataset(made, framework="numpy", state=state)
     rest = epoch(resumed)
     assert rest == whole[3:]
-    names = {p.rsplit("/", 1)[-1] for p in read}
-    assert names == {f"{label:04d}.png" for (batch,) in rest for label in batch}
+    handed = {f"{label:04d}.png" for (batch,) in rest for label in batch}
+    assert {p.rsplit("/", 1)[-1] for p in read} == handed
+    stated = {p.rsplit("/", 1)[-1] for p in keyed}
+    assert (
+        stated == handed
+        if on_error == "raise"
+        else stated == {f"{i:04d}.png" for i in range(COUNT)}
+    )
