@@ -188,14 +188,15 @@ def checked_samples(
     :func:`checked`): file samples decoded once with ``undecodable``; arrays and streamed
     samples (no files of their own, nothing left out when listed), ``check: headers`` and
     samples checked before (an output opening an epoch over prepared samples: the check and
-    its warning happen once) as they are; ``check: background``: the check started beside
-    training (:func:`~daliaug.sources.background.background_checked`)."""
+    its warning happen once) as they are; ``check: background``, or ``auto`` where the
+    listing left the headers to it: the check started beside training
+    (:func:`~daliaug.sources.background.background_checked`)."""
     if config.source.check == "headers" or not isinstance(samples, Samples):
         return samples
     if not samples.files and not samples.rejected:
         return samples
     if samples.checked is not None:
         return samples
-    if config.source.check == "background":
+    if config.source.check == "background" or not samples.sized:  # (auto: as listed)
         return background_checked(samples, decoder, undecodable, config.source.on_error)
     return checked(samples, decoder, undecodable, config.source.on_error)

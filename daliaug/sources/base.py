@@ -242,6 +242,11 @@ class Samples(SampleSet):
         return self.subset(np.sort(order[:cut])), self.subset(np.sort(order[cut:]))
 
 
+BACKGROUND_FROM = 10_000
+"""Image files from which ``check: auto`` checks them beside training: the full check of
+10,000 files takes about 10 s on two cores (``bench/results/start-*.md``)."""
+
+
 class SourceConfig(Tagged):
     """Base of the ``source`` section; concrete sources are tagged by ``type``.
 
@@ -256,11 +261,15 @@ class SourceConfig(Tagged):
 
     shard_id: ShardId = 0
     num_shards: ShardCount = 1
-    check: Literal["full", "background", "headers"] = "full"
+    check: Literal["auto", "full", "background", "headers"] = "auto"
     """``full``: every file decoded once before training (cached); ``background``: the same
-    decode check beside training, each batch's files checked before the batch is handed on
+    decode check beside training, each batch's files checked before the batch is handed on,
+    and a class folder or a local file list listed without reading a file
     (:mod:`daliaug.sources.background`); ``headers``: only the headers read (a file that then
-    fails to decode stops training unnamed)."""
+    fails to decode stops training unnamed); ``auto`` (the default): ``background`` for a
+    class folder or local file list of :data:`BACKGROUND_FROM` files or more (a start then
+    costs the listing alone, whatever the size), else ``full`` (seconds; every bad file named
+    before ``make_dataset`` returns)."""
     on_error: Literal["raise", "skip"] = "raise"
     """What a file that fails the full check does: stop with an error naming it, or leave its
     sample out of every epoch (listed next to the cache)."""
@@ -275,12 +284,13 @@ class SourceConfig(Tagged):
             )
         return self
 
-    @property
-    def defers_headers(self) -> bool:
-        """Whether listing leaves each file's header to the background check, which reads it
-        when it checks the file (``check: background``): a start then costs the listing
-        alone, not a read of every file (sources of local image files)."""
-        return self.check == "background"
+    def defers_headers(self, files: int) -> bool:
+        """Whether listing ``files`` local image files leaves each file's header to the
+        background check, which reads it when it checks the file (``check: background``, or
+        ``auto`` from :data:`BACKGROUND_FROM` files): a start then costs the listing alone,
+        not a read of every file. Decided on the whole listing, before any shard or split, so
+        every process of a job decides the same."""
+        return self.check == "background" or (self.check == "auto" and files >= BACKGROUND_FROM)
 
     @property
     def segmentation(self) -> bool:

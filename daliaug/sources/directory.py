@@ -105,7 +105,7 @@ class DirectorySource(SourceConfig):
             [np.full(len(found), i, np.int32) for i, found in enumerate(listing.images.values())]
         )
         ignored = {**listing.ignored, **listing.skipped}
-        if self.defers_headers:
+        if self.defers_headers(len(paths)):
             sizes = np.zeros((len(paths), 2), np.int32)
             return Samples.of_files(
                 {"path": paths}, names, sizes, ignored=ignored, sized=False, label=labels

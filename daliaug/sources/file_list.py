@@ -80,7 +80,7 @@ class FileListSource(SourceConfig):
         labels = np.asarray(values, dtype=np.int32)
         if any(map(storage.is_s3, paths)):
             return self._objects(paths, class_names, labels)
-        if self.defers_headers:
+        if self.defers_headers(len(paths)):
             sizes = np.zeros((len(paths), 2), np.int32)
             return Samples.of_files({"path": paths}, class_names, sizes, sized=False, label=labels)
         sizes, rejected = check_image_files(paths)

@@ -17,6 +17,7 @@ import pytest
 
 import daliaug
 import daliaug.sources.background as background
+import daliaug.sources.base as base
 from daliaug.errors import DataError, DataWarning, carried_error
 from daliaug.prepare import prepare
 from daliaug.sources.checks import file_key
@@ -59,8 +60,8 @@ def config(
     listing: Path, on_error: str, backend: str = "cpu", check: str = "background", **fields: Any
 ) -> daliaug.Config:
     source = {"type": "file_list", "path": str(listing), "check": check, "on_error": on_error}
-    base = {"backend": backend, "batch_size": BATCH, "label_mode": "int"}
-    return config_for(listing.parent, source=source, **{**base, **fields})
+    common = {"backend": backend, "batch_size": BATCH, "label_mode": "int"}
+    return config_for(listing.parent, source=source, **{**common, **fields})
 
 
 def epoch(dataset: Any) -> list[list[Any]]:
@@ -387,3 +388,21 @@ def test_a_resumed_epoch_reads_no_file_before_its_batch(
         if on_error == "raise"
         else stated == {f"{i:04d}.png" for i in range(COUNT)}
     )
+
+
+def test_auto_checks_a_large_source_beside_training(
+    numbered: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``check: auto`` (the default) checks a source of fewer than ``BACKGROUND_FROM`` files in
+    full before ``make_dataset`` returns (a bad file named there), and lists a larger one
+    without reading a file, checking it beside training."""
+    path = truncate(numbered, 5)
+    made = config(numbered, "raise", check="auto")
+    assert made.source.check == base.SourceConfig.model_fields["check"].default == "auto"
+    with pytest.raises(DataError, match=f"cannot be used: {path}"):
+        prepare(made)
+    monkeypatch.setattr(base, "BACKGROUND_FROM", COUNT)
+    samples = prepare(made).samples
+    assert not samples.sized and samples.background is not None
+    with pytest.raises(DataError, match=f"cannot be used: .*{path}"):
+        epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
