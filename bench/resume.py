@@ -42,11 +42,12 @@ def source(train: Path, check: str) -> dict[str, Any]:
 def file_list(root: Path, n: int) -> Path:
     """A file list (``path,label``) of the first ``n`` files of the ImageNet-sized tree."""
     train = tree(root, IMAGENET)
-    listed = root / f"list-{n}.csv"
+    listed = train.parent / f"list-{n}.csv"  # paths relative to it: train/<class>/<file>
     if not listed.exists():
         lines = ["path,label"]
         for c, klass in enumerate(sorted(train.iterdir())):
-            lines += [f"{klass.name}/{f}.jpg,{c}" for f in sorted(p.stem for p in klass.iterdir())]
+            names = sorted(p.name for p in klass.iterdir())
+            lines += [f"{train.name}/{klass.name}/{name},{c}" for name in names]
             if len(lines) > n:
                 break
         listed.with_suffix(".tmp").write_text("\n".join(lines[: n + 1]) + "\n")
