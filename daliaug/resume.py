@@ -30,7 +30,6 @@ import numpy as np
 
 from daliaug.epoch import RestOfEpoch, replica_length, world_order
 from daliaug.errors import ConfigError, DataError
-from daliaug.sources.checks import FileKey, stat_keys
 from daliaug.sources.sample_set import shard_range
 
 if TYPE_CHECKING:
@@ -337,18 +336,22 @@ def source_fingerprint(samples: SampleSet) -> str:
         _update(digest, column)
     _update(digest, np.asarray(samples.sizes))
     for paths in samples.files.values():
-        for path, key in zip(paths, _file_keys(samples, paths), strict=True):
-            digest.update(os.fsencode(path) + f"\0{key[:2] if key else ''}\n".encode())
+        keys = _file_keys(samples, paths)
+        lines = [f"{p}\0{k if k else ''}\n" for p, k in zip(paths, keys, strict=True)]
+        digest.update(os.fsencode("".join(lines)))  # (the bytes of a line per file, at once)
     return digest.hexdigest()[:16]
 
 
-def _file_keys(samples: Any, paths: list[str]) -> list[FileKey | None]:
-    """Each file's key as the listing or the check took it; where the listing took none and
-    the background check takes them as it goes (``Samples.sized`` false), each taken now."""
+def _file_keys(samples: Any, paths: list[str]) -> list[tuple[int, int] | None]:
+    """Each file's size and modification time as the listing or the check took them; where
+    the listing took none and the background check takes them as it goes (``Samples.sized``
+    false), each taken now (one ``stat``)."""
     if not samples.sized:
-        return [tuple(key) if key[0] >= 0 else None for key in stat_keys(paths).tolist()]
-    keys = samples.checked if samples.checked is not None else samples.listed
-    return [keys.get(path) for path in paths] if keys else [None] * len(paths)
+        return list(map(_size_and_time, paths))
+    found = samples.checked if samples.checked is not None else samples.listed
+    if not found:
+        return [None] * len(paths)
+    return [key[:2] if (key := found.get(path)) else None for path in paths]
 
 
 def _update(digest: Any, column: Any) -> None:
@@ -365,3 +368,12 @@ def _update(digest: Any, column: Any) -> None:
         values = np.asarray(row)
         data = repr(row).encode() if values.dtype == object else values.tobytes()
         digest.update(f"{values.dtype}{values.shape}".encode() + data + b"\0")
+
+
+def _size_and_time(path: str) -> tuple[int, int] | None:
+    """The file's size and modification time now (``None`` if it cannot be had)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns

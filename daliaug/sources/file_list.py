@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
@@ -52,7 +53,10 @@ class FileListSource(SourceConfig):
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
-            fields = next(csv.reader([line])) if "," in line else line.rsplit(None, 1)
+            if "," not in line:
+                fields = line.rsplit(None, 1)
+            else:  # (a line without quotes is what csv would make of it: one split)
+                fields = line.split(",") if '"' not in line else next(csv.reader([line]))
             if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
                 raise DataError(f"{list_file}:{number}: expected 'path,label', got {line!r}")
             if number == 1 and [f.strip().lower() for f in fields] == ["path", "label"]:
@@ -76,7 +80,9 @@ class FileListSource(SourceConfig):
             class_names = sorted(set(raw))
             index = {name: i for i, name in enumerate(class_names)}
             values = [index[label] for label in raw]
-        paths = [self._located(path) for _, path, _ in rows]
+        root = self.root if self.root is not None else _parent(self.path)
+        under = f"{root.rstrip('/')}/" if isinstance(root, str) else _prefix(root.expanduser())
+        paths = [self._located(path, root, under) for _, path, _ in rows]
         labels = np.asarray(values, dtype=np.int32)
         if any(map(storage.is_s3, paths)):
             return self._objects(paths, class_names, labels)
@@ -86,15 +92,19 @@ class FileListSource(SourceConfig):
         sizes, rejected = check_image_files(paths)
         return Samples.of_files({"path": paths}, class_names, sizes, rejected, label=labels)
 
-    def _located(self, path: str) -> str:
+    @staticmethod
+    def _located(path: str, root: str | Path, under: str) -> str:
         """A listed ``path`` where it is: as given if absolute (or ``s3://``), else under
-        ``root`` (default: the list's folder)."""
+        ``root`` (the ``root`` field, default: the list's folder), whose own path with a
+        separator is ``under``; a plain relative name (most of a million) is joined as text,
+        any other (``~``, ``.``, doubled separators) as a ``Path`` would."""
+        if _PLAIN.fullmatch(path):
+            return under + path
         local = Path(path).expanduser()
         if storage.is_s3(path) or local.is_absolute():
             return path if storage.is_s3(path) else str(local)
-        root = self.root if self.root is not None else _parent(self.path)
         if isinstance(root, str):
-            return f"{root.rstrip('/')}/{path}"
+            return under + path
         return str(root.expanduser() / local)
 
     def _objects(self, paths: list[str], class_names: list[str], labels: np.ndarray) -> Samples:
@@ -123,6 +133,17 @@ class FileListSource(SourceConfig):
         if broken is not None:
             return f"cannot decode image {path}: {broken}", 0, (0, 0), identity
         return None, len(data), (height, width), identity
+
+
+_PLAIN = re.compile(r"(?!~|s3://)(?:(?!\.\.?/)[^/]+/)*(?!\.\.?$)[^/]+")
+"""A relative path whose parts are all names, none ``.`` or ``..`` nor empty, not starting
+with ``~``: joined to its root as text, it is what ``Path`` would make of it."""
+
+
+def _prefix(folder: Path) -> str:
+    """``folder``'s path as the start of a path under it (empty for the current folder)."""
+    text = str(folder)
+    return "" if text == "." else f"{text.rstrip('/')}/"
 
 
 def _parent(location: str | Path) -> str | Path:
