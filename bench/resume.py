@@ -109,6 +109,12 @@ def fresh(train: Path, check: str, state: str) -> dict[str, float]:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def _what_start(check: str) -> str:
+    if check == "background":
+        return "the listing; its files are checked beside the batches, on a thread of its own"
+    return "the listing and its checks; the fresh processes below find them cached"
+
+
 def report(n: int, result: dict[str, Any]) -> str:
     per = result["batch_running_s"]
     what = "A file list of" if result["file_list"] else "Class-folder tree of"
@@ -118,8 +124,8 @@ def report(n: int, result: dict[str, Any]) -> str:
         f"{what} {n:,} hard links (bench.start), `check: {result['check']}`, batch 32, "
         "shuffled, "
         f"{result['engine']}, NumPy output; {result['batches']:,} batches per epoch. "
-        f"make_dataset in the measuring process (the listing and its checks; the fresh "
-        f"processes below find them cached): {result['make_dataset_s']:.2f} s. "
+        f"make_dataset in the measuring process ({_what_start(result['check'])}): "
+        f"{result['make_dataset_s']:.2f} s. "
         f"A batch in a running epoch: {per * 1000:.1f} ms. State: {result['state_bytes']} "
         "bytes of JSON.",
         "",

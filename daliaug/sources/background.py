@@ -201,6 +201,8 @@ class BackgroundCheck:
         try:
             self._check_all()
         except Exception as e:  # the feed still decodes each batch's files before handing it on
+            if "interpreter shutdown" in str(e):  # the process is exiting: nothing to say
+                return
             self.failed = f"{type(e).__name__}: {e}"
             _say(
                 f"the background check stopped ({self.failed}); each batch's files are still "
