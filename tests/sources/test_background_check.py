@@ -2,7 +2,7 @@
 bad file reaches an engine. A bad file early in the epoch, late, or in its last batch; ``raise``
 stops before any batch holding it, naming it; ``skip`` leaves its sample out, every other sample
 exactly once per epoch, the batch count the listing gave, the same batches in every run; for
-DALI on the CPU, TensorFlow and OpenCV, through NumPy and tf.data."""
+DALI on the CPU, TensorFlow and OpenCV, through NumPy, tf.data, JAX and PyTorch."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ RUNS = [
     ("tf", "tensorflow"),
     ("opencv", "numpy"),
     ("opencv", "tensorflow"),
+    ("cpu", "jax"),
+    ("opencv", "torch"),
 ]
 """Each engine through each output it serves here (DALI on the CPU, TensorFlow ops, OpenCV)."""
 
