@@ -28,8 +28,9 @@ def sample_bytes(config: Config, samples: SampleSet) -> int:
     pixels = h * w
     output = np.dtype(config.output.dtype).itemsize
     source = 0.0  # streamed images' sizes are not known before decoding, nor deferred headers
-    if isinstance(samples, Samples) and samples.sized and len(samples):
-        source = float(np.mean(samples.sizes[:, 0].astype(np.float64) * samples.sizes[:, 1]))
+    sizes = samples.sizes if isinstance(samples, Samples) and samples.sized else None
+    if isinstance(sizes, np.ndarray) and len(samples):  # (not a Keras flow's lazy sizes)
+        source = float(np.mean(sizes[:, 0].astype(np.float64) * sizes[:, 1]))
     decoded = source * config.channels
     target = 4 * samples.num_classes if config.label_mode == "categorical" else 4
     if config.label_mode == "input":
