@@ -209,10 +209,11 @@ class Epochs:
         """The parameter rows of ``epoch``, by position in its order."""
         return ParameterRows(plan, (self.seed, self.stream, epoch))
 
-    def parameters(self, plan: Plan, epoch: int) -> Iterator[np.ndarray]:
-        """One array of parameter rows per batch of ``epoch``, in batch order."""
+    def parameters(self, plan: Plan, epoch: int, first: int = 0) -> Iterator[np.ndarray]:
+        """One array of parameter rows per batch of ``epoch`` from batch ``first`` on, in
+        batch order (no row of an earlier batch drawn)."""
         rows = self.rows(plan, epoch)
-        for a, b in self.bounds:
+        for a, b in self.bounds[first:]:
             yield rows[a:b]
 
 

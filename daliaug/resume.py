@@ -169,7 +169,7 @@ class Stream:
     of shards the epoch is split over, each shard's ``batch_size``, ``batches`` per epoch,
     ``samples`` with ``fingerprint`` (:attr:`source`), the config's fingerprint ``config``,
     daliaug's ``version`` (whose states alone it takes), ``shuffle`` and ``drop_remainder``;
-    ``seeks``: whether it can start mid-epoch (not where a reader streams TFRecords past the host);
+    ``seeks``: whether it can start mid-epoch (not where DALI's own reader streams TFRecords);
     ``elastic``: whether it can take the rest of an epoch begun by another world
     (:class:`Rest`: the NumPy, JAX and PyTorch batches of the host's engines)."""
 
@@ -282,8 +282,10 @@ class Stream:
             )
         if state.position and not self.seeks:
             raise ConfigError(
-                "state: TFRecords are streamed by their reader, which resumes at an epoch's "
-                "start only; restore a state taken at the end of an epoch"
+                "state: TFRecords read by DALI's own reader (the NumPy, JAX and PyTorch "
+                "outputs) resume at an epoch's start only; restore a state taken at the end of "
+                "an epoch, or read them through tf.data (framework='tensorflow'), which resumes "
+                "mid-epoch"
             )
         if native and state.position % self.step == 0:
             return state.epoch, state.position // self.step

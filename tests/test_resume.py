@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import daliaug
 from daliaug.errors import ConfigError, DataError
 from daliaug.resume import State
-from tests.helpers import config_for, run_keras_job
+from tests.helpers import config_for, run_keras_job, structured_image, write_image_dir
 
 X = np.random.default_rng(0).integers(0, 256, (22, 20, 24, 3), dtype=np.uint8)
 Y = np.arange(22)
@@ -366,3 +366,28 @@ def test_a_state_of_files_since_replaced_or_added_is_refused(
     listing.write_text(listing.read_text() + "img/0004.png,4\n")
     with pytest.raises(DataError, match=r"23 samples.*now 24"):
         daliaug.make_dataset(config, framework="numpy", state=state)
+
+
+@pytest.mark.parametrize("backend", ["tf", "cpu"])
+def test_tfrecords_read_by_tf_data_resume_mid_epoch(tmp_path: Path, backend: str) -> None:
+    """TFRecords read by ``tf.data`` (the TF engine's graph, or packed for DALI's) resume at
+    batch k: the rest of the epoch and the next epoch byte for byte as the uninterrupted
+    run's. DALI's own reader (the NumPy output) cannot start mid-epoch: refused by name."""
+    from daliaug.sources.directory import DirectorySource
+    from daliaug.tools.convert import write_tfrecords
+
+    images = {name: [structured_image(30 + i, 36, seed=i) for i in range(9)] for name in "ab"}
+    write_image_dir(tmp_path / "img", images)
+    write_tfrecords(DirectorySource(path=tmp_path / "img").samples(), tmp_path / "r", shards=2)
+    source = {"type": "tfrecord", "path": str(tmp_path / "r"), "index_dir": str(tmp_path)}
+    chain = [{"type": "rotation", "angle": 30}]
+    config = config_for(
+        tmp_path, source=source, backend=backend, shuffle=True, transforms=chain, label_mode="int"
+    )
+    whole = epochs_of(daliaug.make_dataset(config), 2)
+    state = daliaug.make_dataset(config).stream.state(0, 2)
+    rest = epochs_of(daliaug.make_dataset(config, state=state), 2)
+    assert len(whole[0]) == 5 and same(rest[0], whole[0][2:]) and same(rest[1], whole[1])
+    if backend == "cpu":
+        with pytest.raises(ConfigError, match=r"DALI's own reader .* epoch's start"):
+            daliaug.make_dataset(config, framework="numpy", state=state)

@@ -57,7 +57,7 @@ def resumable(
         __version__,
         config.shuffle,
         config.drop_remainder,
-        seeks=isinstance(samples, Samples),
+        seeks=isinstance(samples, Samples) or tf_data,  # (tf.data reads TFRecords itself)
         elastic=isinstance(samples, Samples) and not tf_data and config.source.num_shards == 1,
     )
     dataset.stream = stream

@@ -12,6 +12,7 @@ is evaluated in the TensorFlow graph, where the images' sizes are known. Column 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 
 import numpy as np
 import tensorflow as tf
@@ -19,6 +20,7 @@ import tensorflow as tf
 from daliaug.config import Config
 from daliaug.engines.feed import RecordLayout, WarpLayout
 from daliaug.engines.tf.math import TF_ARRAYS
+from daliaug.engines.tf.traced import plain
 from daliaug.epoch import Epochs, shard_range
 from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.tfrecord import RecordSamples
@@ -73,7 +75,9 @@ def _record_stream(
     contiguous range, shuffled per epoch in blocks of :data:`RECORD_BUFFER` records, in an
     order fixed by the seed, the shard and the epoch, and cut or padded (weight 0) to the
     epoch's positions; ``weights`` from the class ``weights`` (1 without); ``warp``
-    (``layout``) evaluated in the graph from the epoch's parameter rows."""
+    (``layout``) evaluated in the graph from the epoch's parameter rows. An epoch resumed at
+    batch ``first`` skips the records of the positions before it (read, not parsed nor
+    decoded: a TFRecord file has no index TensorFlow's reader can seek by)."""
     start, _ = shard_range(sum(records.counts), records.shard_id, records.num_shards)
     table = tf.constant(np.ones(records.num_classes, np.float32) if weights is None else weights)
     features = {
@@ -94,23 +98,24 @@ def _record_stream(
         seed = tf.random.experimental.stateless_fold_in(key, i)
         return tf.random.experimental.stateless_shuffle(block, seed=seed)
 
-    def epoch_records(epoch: tf.Tensor) -> tf.data.Dataset:
+    def epoch_records(epoch_and_first: tf.Tensor) -> tf.data.Dataset:
+        epoch, first = epoch_and_first[0], epoch_and_first[1]
         ds = shard_records(records, start)
         if config.shuffle:
             key = tf.stack([tf.constant(int(base >> 1), tf.int64), epoch])
             blocks = ds.batch(window).enumerate()
             ds = blocks.map(lambda i, block: shuffled(key, i, block)).unbatch()
-        ds = ds.repeat().take(epochs.positions).enumerate()
-        ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = ds.repeat().take(epochs.positions).enumerate().skip(first * config.batch_size)
+        ds = ds.map(plain(parse), num_parallel_calls=tf.data.AUTOTUNE)
         return ds.batch(config.batch_size, drop_remainder=config.drop_remainder)
 
-    def epoch_number(epoch: int, _first: int) -> Iterator[np.int64]:
-        yield np.int64(epoch)  # from batch 0: a state refuses to resume TFRecords mid-epoch
+    def epoch_number(epoch: int, first: int) -> Iterator[np.ndarray]:
+        yield np.array([epoch, first], np.int64)
 
-    numbers = clocked(epoch_number, tf.TensorSpec((), tf.int64))
-    batches = numbers.flat_map(epoch_records)
+    numbers = clocked(epoch_number, tf.TensorSpec((2,), tf.int64))
+    batches = numbers.flat_map(plain(epoch_records))
     rows_spec = tf.TensorSpec((None, len(config.plan.param_keys)), tf.float32)
-    rows = clocked(lambda epoch, _first: epochs.parameters(config.plan, epoch), rows_spec)
+    rows = clocked(partial(epochs.parameters, config.plan), rows_spec)
 
     def with_warp(batch: tuple[tf.Tensor, ...], r: tf.Tensor) -> tuple:
         encoded, labels, weight, sizes = batch
