@@ -408,3 +408,42 @@ def test_auto_checks_a_large_source_beside_training(
     assert not samples.sized and samples.background is not None
     with pytest.raises(DataError, match=f"cannot be used: .*{path}"):
         epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+
+
+@pytest.mark.parametrize("subset", ["training", "validation"])
+def test_a_class_folder_is_listed_by_name_alone_and_split_as_checked_in_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, subset: str
+) -> None:
+    """A class folder (two classes, images of several sizes, a validation split) under
+    ``check: background``: its listing opens no file, and each part's batches are those of
+    ``check: full``, pixel for pixel."""
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    images = {c: [structured_image(30 + 3 * i, 40, seed=i) for i in range(7)] for c in "ab"}
+    write_image_dir(tmp_path / "data", images)
+    chain = [{"type": "random_resized_crop", "scale": [0.3, 1.0]}]
+
+    def made(check: str) -> daliaug.Config:
+        source = {"type": "directory", "path": str(tmp_path / "data"), "check": check}
+        source.update(validation_split=0.3, subset=subset)
+        return config_for(
+            tmp_path,
+            source=source,
+            backend="opencv",
+            shuffle=True,
+            transforms=chain,
+            image_size=20,
+            batch_size=BATCH,
+        )
+
+    full = list(daliaug.make_dataset(made("full"), framework="numpy"))
+    opened: list[str] = []
+    real = background.header_and_key
+    monkeypatch.setattr(
+        background, "header_and_key", lambda p, keyed: opened.append(p) or real(p, keyed)
+    )
+    samples = prepare(made("background")).samples
+    assert not samples.sized and opened == []
+    beside = list(daliaug.make_dataset(made("background"), samples=samples, framework="numpy"))
+    assert len(beside) == len(full) > 0
+    for got, want in zip(beside, full, strict=True):
+        assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
