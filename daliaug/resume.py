@@ -30,6 +30,7 @@ import numpy as np
 
 from daliaug.epoch import RestOfEpoch, replica_length, world_order
 from daliaug.errors import ConfigError, DataError
+from daliaug.sources.checks import file_key
 from daliaug.sources.sample_set import shard_range
 
 if TYPE_CHECKING:
@@ -375,7 +376,6 @@ def _update(digest: Any, column: Any) -> None:
 def _size_and_time(path: str) -> tuple[int, int] | None:
     """The file's size and modification time now (``None`` if it cannot be had)."""
     try:
-        stat = os.stat(path)
+        return file_key(path)[:2]
     except OSError:
         return None
-    return stat.st_size, stat.st_mtime_ns

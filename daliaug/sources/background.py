@@ -212,9 +212,11 @@ class BackgroundCheck:
             self.done.set()
 
     def _check_all(self) -> None:
-        """Every file checked (the cache's results first), progress said on stderr."""
+        """Every file checked (the cache's results first: in one query where the listing took
+        the keys, else chunk by chunk with each chunk's keys), progress said on stderr."""
         start = time.monotonic()
-        self._keep(self._cache.lookup(self.decoder, self.keys))
+        if self._sizes is None:  # (listed keys: the cache's results read in one query)
+            self._keep(self._cache.lookup(self.decoder, self.keys))
         pending = iter(self.files)
         total, shown = len(self.files), start
         report = total >= PROGRESS_FROM
