@@ -91,22 +91,22 @@ class Samples(SampleSet):
     def of_files(
         files: dict[str, list[str]],
         class_names: list[str],
-        sizes: np.ndarray,
+        sizes: np.ndarray | None,
         rejected: dict[str, str] | None = None,
         ignored: dict[str, str] | None = None,
         notes: dict[str, str] | None = None,
         listed: dict[str, FileKey] | None = None,
-        sized: bool = True,
         **arrays: np.ndarray,
     ) -> Samples:
         """Samples whose file columns are the given file lists (encoded for DALI), without the
-        samples that have a file in ``rejected``; ``sized``: see :attr:`sized` (``sizes``
-        then zeros)."""
+        samples that have a file in ``rejected``; ``sizes`` ``None``: the listing left the
+        headers to the background check (see :attr:`sized`)."""
         rejected = rejected or {}
-        keep = np.arange(len(sizes))
+        count = len(next(iter(files.values())))
+        keep = np.arange(count)
         if rejected:
             keep = np.flatnonzero(
-                [not any(p[i] in rejected for p in files.values()) for i in range(len(sizes))]
+                [not any(p[i] in rejected for p in files.values()) for i in range(count)]
             )
         kept = {k: v if len(keep) == len(v) else [v[i] for i in keep] for k, v in files.items()}
         columns = {name: encode_paths(paths) for name, paths in kept.items()}
@@ -114,14 +114,14 @@ class Samples(SampleSet):
         return Samples(
             {**columns, **arrays},
             list(class_names),
-            sizes[keep],
+            np.zeros((count, 2), np.int32) if sizes is None else sizes[keep],
             kept,
             None,
             rejected,
             ignored or {},
             notes or {},
             listed=listed,
-            sized=sized,
+            sized=sizes is not None,
         )
 
     def __len__(self) -> int:

@@ -106,10 +106,7 @@ class DirectorySource(SourceConfig):
         )
         ignored = {**listing.ignored, **listing.skipped}
         if self.defers_headers(len(paths)):
-            sizes = np.zeros((len(paths), 2), np.int32)
-            return Samples.of_files(
-                {"path": paths}, names, sizes, ignored=ignored, sized=False, label=labels
-            )
+            return Samples.of_files({"path": paths}, names, None, ignored=ignored, label=labels)
         headers = image_headers(paths)
         return Samples.of_files(
             {"path": paths},

@@ -87,8 +87,7 @@ class FileListSource(SourceConfig):
         if any(map(storage.is_s3, paths)):
             return self._objects(paths, class_names, labels)
         if self.defers_headers(len(paths)):
-            sizes = np.zeros((len(paths), 2), np.int32)
-            return Samples.of_files({"path": paths}, class_names, sizes, sized=False, label=labels)
+            return Samples.of_files({"path": paths}, class_names, None, label=labels)
         sizes, rejected = check_image_files(paths)
         return Samples.of_files({"path": paths}, class_names, sizes, rejected, label=labels)
 
