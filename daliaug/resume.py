@@ -351,7 +351,7 @@ def _file_keys(samples: Any, paths: list[str]) -> list[tuple[int, int] | None]:
     false), each taken now (one ``stat``)."""
     if not samples.sized:
         return list(map(_size_and_time, paths))
-    found = samples.checked if samples.checked is not None else samples.listed
+    found = samples.held_keys
     if not found:
         return [None] * len(paths)
     return [key[:2] if (key := found.get(path)) else None for path in paths]

@@ -178,6 +178,12 @@ class Samples(SampleSet):
             self.sized,
         )
 
+    @property
+    def held_keys(self) -> dict[str, FileKey] | None:
+        """The keys the files are held to: as the full or background check took them, else
+        as the listing found them (``None``: neither took any)."""
+        return self.checked if self.checked is not None else self.listed
+
     def sizes_at(self, indices: np.ndarray) -> np.ndarray:
         """The ``(height, width)`` of the images at ``indices``; where the listing left the
         headers to the background check, as it read them (their files checked now if they
@@ -211,8 +217,7 @@ class Samples(SampleSet):
         :class:`DataError` naming the first that changed or went missing:
         :func:`~daliaug.sources.checks.read_files`)."""
         paths = self.files[column]
-        keys = self.checked if self.checked is not None else self.listed
-        return read_files([paths[i] for i in indices.tolist()], keys)
+        return read_files([paths[i] for i in indices.tolist()], self.held_keys)
 
     def shard(self, shard_id: int, num_shards: int) -> Samples:
         if num_shards == 1:
