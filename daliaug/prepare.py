@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from daliaug.batch_layout import target_of
 from daliaug.config import Config, load_config, target_column
 from daliaug.engines import Engine, engine
 from daliaug.engines.select import Choice, Device, choose
@@ -102,7 +103,7 @@ def prepare_samples(
             "flip_indices: the samples have no keypoints to swap (it is for detection sources "
             "with keypoints: COCO's, or y['keypoints']); leave it out"
         )
-    targets_given = not {"mask_path", "mask_encoded", "boxes"}.isdisjoint(available)
+    targets_given = target_of(available, config.label_mode) in ("boxes", "masks")
     column = None if targets_given else target_column(config.label_mode)
     if column is not None and column not in available:
         what = "targets y" if column == "target" else "labels"

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from daliaug.batch_layout import BatchLayout
 from daliaug.errors import ConfigError
-from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.resume import Rest
 
 if TYPE_CHECKING:

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from daliaug.batch_layout import BatchLayout
 from daliaug.config import Config
 from daliaug.engine_names import ENGINE_NAMES, Device, EngineName
 from daliaug.errors import BackendError
 from daliaug.outputs import tensorflow_extra
-from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.sources.sample_set import SampleSet
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from nvidia.dali.pipeline import Pipeline
 
+from daliaug.batch_layout import BatchLayout
 from daliaug.errors import ConfigError
 from daliaug.outputs.ahead import Ahead
-from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.outputs.batches import Batch, Shard
 from daliaug.outputs.numpy import define_fed_pipeline
 

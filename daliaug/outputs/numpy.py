@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
+from daliaug.batch_layout import BatchLayout
 from daliaug.config import Config, load_config
 from daliaug.engines.dali.pipeline import (
     RESIZES,
@@ -127,10 +128,12 @@ def _pipeline(
         recent=config.prefetch_depth(device) + 2 + AHEAD,
     )
     source = _Source(feed, initial_epoch, first_batch)
+    batch = BatchLayout.of(samples, config.label_mode, config.max_boxes, options.weighs)
     options = GraphOptions(
         device,
         samples.num_classes,
         inputs=feed.inputs,
+        batch=batch,
         feed=source,
         target_shape=samples.target_shape,
         gpu_inputs=device == "gpu",

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from daliaug.batch_layout import BatchLayout
 from daliaug.config import Config, load_config
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.opencv.pipeline import RESIZES, Graph
@@ -68,7 +69,8 @@ class CvLoader:
             weights=options.per_sample(self.samples),
             recent=3,
         )
-        self.graph = Graph(config, self.samples, self.feed.layout)
+        batch = BatchLayout.of(self.samples, config.label_mode, config.max_boxes, options.weighs)
+        self.graph = Graph(config, self.samples, self.feed.layout, batch)
 
     def __len__(self) -> int:
         """Batches per epoch."""

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from daliaug.batch_layout import BatchLayout, target_of
 from daliaug.boxes import from_xyxy
 from daliaug.config import Config
 from daliaug.engines.select import resolve_backend
@@ -236,7 +237,9 @@ def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, Any]:
     dict of ``max_boxes`` random boxes and labels per image)."""
     from daliaug.outputs.tfdata.streams import element_spec
 
-    images, targets = element_spec(config, num_classes)
+    masks = ("mask_path",) if config.source.segmentation else ()
+    layout = BatchLayout(target_of(masks, config.label_mode))
+    images, targets = element_spec(config, num_classes, layout)
     rng = np.random.default_rng(0)
     x_shape = (config.batch_size, *images.shape[1:])
     y_shape = (config.batch_size, *targets.shape[1:])

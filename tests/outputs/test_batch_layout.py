@@ -9,13 +9,13 @@ import doctest
 import numpy as np
 import pytest
 
-import daliaug.outputs.batch_layout
-from daliaug.outputs.batch_layout import BatchLayout
+import daliaug.batch_layout
+from daliaug.batch_layout import BatchLayout, target_of
 from daliaug.sources.base import Samples
 
 
 def test_docstring_examples_run() -> None:
-    assert doctest.testmod(daliaug.outputs.batch_layout).failed == 0
+    assert doctest.testmod(daliaug.batch_layout).failed == 0
 
 
 def _samples(**columns: np.ndarray) -> Samples:
@@ -50,3 +50,30 @@ def test_boxes_become_keras_dict_and_keep_the_rest_in_order() -> None:
     images, targets, weights, params = layout.nest(("i", "b", "l", "k", "w", "p"))
     assert (images, weights, params) == ("i", "w", "p")
     assert targets == {"boxes": "b", "labels": "l", "keypoints": "k"}
+
+
+@pytest.mark.parametrize(
+    ("columns", "label_mode", "target"),
+    [
+        (("path", "label"), "int", "labels"),
+        (("path", "target"), "raw", "labels"),
+        (("path",), "input", "images"),
+        (("path",), "none", "none"),
+        (("path", "mask_path"), "categorical", "masks"),
+        (("encoded", "mask_encoded"), "int", "masks"),
+        (("path", "boxes", "box_labels"), "int", "boxes"),
+    ],
+)
+def test_the_target_is_decided_from_the_columns_then_the_label_mode(
+    columns: tuple[str, ...], label_mode: str, target: str
+) -> None:
+    assert target_of(columns, label_mode) == target
+
+
+def test_flat_orders_a_batch_given_by_name_and_leaves_out_what_the_layout_lacks() -> None:
+    layout = BatchLayout("labels", weights=True)
+    named = {"weights": "w", "targets": "t", "images": "i", "boxes": "unused"}
+    assert layout.flat(named) == ("i", "t", "w")
+    assert BatchLayout("none").flat(named) == ("i",)
+    with pytest.raises(KeyError, match="targets"):
+        layout.flat({"images": "i", "weights": "w"})

@@ -28,8 +28,8 @@ from nvidia.dali import tfrecord as tfrec
 from nvidia.dali.pipeline import DataNode, Pipeline
 
 from daliaug.algebra import Canvas
+from daliaug.batch_layout import BatchLayout
 from daliaug.config import Config
-from daliaug.detection import COLUMNS as BOX_INPUTS
 from daliaug.engines.dali import pixels
 from daliaug.engines.dali.branches import conditional_pipeline
 from daliaug.engines.dali.canary import window_mode
@@ -116,12 +116,12 @@ class GraphOptions:
     num_classes: int
     inputs: tuple[str, ...]
     """The inputs fed per batch (of the feed protocol's ``INPUTS``), in this order."""
+    batch: BatchLayout
+    """What a batch holds and the order of the graph's outputs."""
     feed: Feed | None = None
     """The host's feed of the inputs; ``None`` for named placeholders."""
     records: RecordSamples | None = None
     """Read these TFRecords with DALI's reader (and draw the parameters in the graph)."""
-    weighted: bool = False
-    """Packed TFRecord rows: also output each sample's weight (column inputs: ``weight``)."""
     target_shape: tuple[int, ...] = ()
     """The per-sample shape of the ``target`` input (``label_mode: raw``)."""
     gpu_inputs: bool = False
@@ -249,32 +249,34 @@ def _mask_stages(
 
 
 def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
-    """A DALI pipeline producing ``(images, targets[, weights])`` batches (targets: labels as
-    ``label_mode`` says, masks, or the images again; none for ``label_mode: none``)."""
+    """A DALI pipeline producing the flat batches of :attr:`GraphOptions.batch`
+    (``(images, targets[, weights])``; the targets as its :data:`~daliaug.batch_layout.Target`
+    says)."""
     # the config's facts, read once per graph; the window mode only where a window is decoded
     # (on a GPU, decode_window: auto asks the canary, a child process)
     plan, warp_fill = config.plan, config.fill
     windows = plan.roi_step is not None and "image" not in options.inputs
     mode = window_mode(config, options.device) if windows else "whole"
 
+    def on_device(node: DataNode) -> DataNode:
+        return node.gpu() if options.device == "gpu" else node
+
     def graph() -> tuple[DataNode, ...]:
         layout = WarpLayout.of(plan, options.inputs, RESIZES)
         nodes = _input_nodes(options, layout) if options.inputs else {}
         label, weight = nodes.get("label", nodes.get("target")), nodes.get("weight")
-        masked = "mask_path" in nodes or "mask_encoded" in nodes
         if options.records is not None:
             encoded, label = _read_records(options.records, config)
             warp = _warp_in_graph(encoded, WarpLayout.of(plan, ("record",), RESIZES))
         elif "record" in nodes:
             layout = RecordLayout(WarpLayout.of(plan, ("record",), RESIZES))
             encoded, label, packed_weight, warp = _unpack_record(nodes["record"], layout)
-            weight = packed_weight if options.weighted else None
+            weight = packed_weight
         else:
             encoded = fn.io.file.read(nodes["path"]) if "path" in nodes else nodes.get("encoded")
             warp = _warp(nodes, layout)
         if encoded is None:
-            image = nodes["image"]
-            image = image.gpu() if options.device == "gpu" else image
+            image = on_device(nodes["image"])
         else:
             image = decode(encoded, warp, config, options.device, options.size_hint, mode)
         nearest = config.interpolation == "nearest"
@@ -282,29 +284,30 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         image = resample(image, warp, "", config, nearest, warp_fill, cut=cut)
         column = stage_column(warp)  # each stage parameter read once for the whole graph
         image = finish(image, warp, config, plan, column)
-        outputs = [image]
-        boxes = [nodes[name] for name in BOX_INPUTS if name in nodes]
-        if boxes:  # moved on the host (daliaug.detection): passed through
-            outputs += [b.gpu() if options.device == "gpu" else b for b in boxes]
-        elif masked:
+        named = {"images": image}
+        target = options.batch.target
+        if target == "boxes":  # moved on the host (daliaug.detection): passed through
+            named |= {name: on_device(nodes[name]) for name in options.batch.boxes}
+        elif target == "masks":
             masks = fn.io.file.read(nodes["mask_path"]) if "mask_path" in nodes else None
             masks = nodes["mask_encoded"] if masks is None else masks
             stages = None
             if plan.batch_stages or plan.moves_masks:
                 fill = float(config.source.mask_fill)
                 stages = partial(_mask_stages, plan, column, fill)
-            outputs.append(
-                mask_target(masks, warp, config, options.num_classes, options.device, stages)
+            named["targets"] = mask_target(
+                masks, warp, config, options.num_classes, options.device, stages
             )
-        elif config.label_mode == "input":
-            outputs.append(image)
-        elif config.label_mode != "none":
-            outputs.append(label_target(label, config, options.num_classes, options.device))
-        if plan.batch_stages and not boxes and not masked:  # soft labels
-            outputs[1] = plan.batch_targets(outputs[1], column, pixels, masks=False)
-        if weight is not None:
-            outputs.append(weight.gpu() if options.device == "gpu" else weight)
-        return tuple(outputs)
+        elif target == "images":
+            named["targets"] = image
+        elif target == "labels":
+            labels = label_target(label, config, options.num_classes, options.device)
+            if plan.batch_stages:  # soft labels
+                labels = plan.batch_targets(labels, column, pixels, masks=False)
+            named["targets"] = labels
+        if options.batch.weights:
+            named["weights"] = on_device(weight)
+        return options.batch.flat(named)
 
     pipe = conditional_pipeline(
         graph,
@@ -337,7 +340,10 @@ def reader_pipeline(
             f"framework='tensorflow' (TensorFlow reads them through boto3), or read them in a "
             f"process without TensorFlow"
         )
-    options = GraphOptions(device, samples.num_classes, inputs=(), records=samples, gpus=gpus)
+    batch = BatchLayout.of(samples, config.label_mode, config.max_boxes)
+    options = GraphOptions(
+        device, samples.num_classes, inputs=(), batch=batch, records=samples, gpus=gpus
+    )
     return define_pipeline(config, options)
 
 
@@ -374,7 +380,7 @@ def named_pipeline(
         device,
         samples.num_classes,
         inputs=inputs,
-        weighted=weighted,
+        batch=BatchLayout.of(samples, config.label_mode, config.max_boxes, weighted),
         target_shape=samples.target_shape,
         gpu_inputs=gpu_inputs and device == "gpu",
         size_hint=samples.size_hint,

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from daliaug.batch_layout import BatchLayout
 from daliaug.config import Config, target_column
 from daliaug.engines.feed import READ_ON_HOST, WarpLayout
 from daliaug.engines.opencv import image
@@ -54,6 +55,7 @@ class Graph:
     config: Config
     samples: Samples
     layout: WarpLayout
+    batch: BatchLayout
     pool: ThreadPoolExecutor = field(init=False)
     _scratch: threading.local = field(init=False, default_factory=threading.local)
 
@@ -66,9 +68,8 @@ class Graph:
         self.cut = self.config.fill_edge == "cut"
         self.norm = image.normalizer(self.config)
         self.unmoved = not plan.warps and "image" in self.samples.columns
-        source = self.config.source
-        self.masks = not {"mask_path", "mask_encoded"}.isdisjoint(self.samples.columns)
-        self.mask_fill = float(source.mask_fill) if self.masks else 0.0  # type: ignore[attr-defined]
+        self.masks = self.batch.target == "masks"
+        self.mask_fill = float(self.config.source.mask_fill) if self.masks else 0.0  # type: ignore[attr-defined]
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -161,24 +162,25 @@ class Graph:
             layout = config.output.layout
             for i in range(len(floats)):
                 image.to_output(floats[i], self.norm, layout, out[i])
-        outputs: list[Any] = [out]
-        boxes = [batch[name] for name in ("boxes", "box_labels", "keypoints") if name in batch]
-        if boxes:  # moved on the host (daliaug.detection): passed through
-            outputs += boxes
-        elif masks is not None:
-            outputs.append(self._masks(masks, column))
-        elif config.label_mode == "input":
-            outputs.append(out)
-        elif config.label_mode != "none":
+        named: dict[str, np.ndarray] = {"images": out}
+        target = self.batch.target
+        if target == "boxes":  # moved on the host (daliaug.detection): passed through
+            named |= {name: batch[name] for name in self.batch.boxes}
+        elif target == "masks":
+            assert masks is not None
+            named["targets"] = self._masks(masks, column)
+        elif target == "images":
+            named["targets"] = out
+        elif target == "labels":
             label = batch.get(target_column(config.label_mode))
             count = self.samples.num_classes
             targets = label_target(label, config.label_mode, count, NUMPY)
-            if plan.batch_stages:
+            if plan.batch_stages:  # soft labels
                 targets = plan.batch_targets(targets, column, KERNELS, masks=False)
-            outputs.append(targets)
-        if "weight" in batch:
-            outputs.append(batch["weight"])
-        return tuple(outputs)
+            named["targets"] = targets
+        if self.batch.weights:
+            named["weights"] = batch["weight"]
+        return self.batch.flat(named)
 
     def _masks(self, masks: np.ndarray, column: Callable[[Any], Any]) -> np.ndarray:
         """Warped masks through the pixel stages that move them, as classes, then the batch

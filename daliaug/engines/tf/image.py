@@ -21,7 +21,7 @@ import tensorflow as tf
 from daliaug.config import Config
 from daliaug.engines.tf.math import TF_ARRAYS
 from daliaug.engines.tf.pixels import KERNELS
-from daliaug.kernels.targets import label_target, mask_classes, within
+from daliaug.kernels.targets import mask_classes, within
 from daliaug.sources.segmentation import MaskTargets
 from daliaug.transforms.base import Fill, fill_value
 from daliaug.transforms.saturation import LUMA
@@ -356,15 +356,3 @@ def mask_target(
         column = stages[tf.newaxis]
         mask = config.plan.mask_pixels(mask, lambda k: column[:, k], KERNELS, float(fill))
     return mask_classes(mask, source, config.output.layout, TF_ARRAYS)[0]
-
-
-def outputs(
-    images: tf.Tensor, label: tf.Tensor | None, config: Config, num_classes: int
-) -> tuple[tf.Tensor, ...]:
-    """``(images, targets)`` of a sample or a batch as ``label_mode`` says: the images again
-    for ``input``, the images alone for ``none``."""
-    if config.label_mode == "none":
-        return (images,)
-    if config.label_mode == "input":
-        return images, images
-    return images, label_target(label, config.label_mode, num_classes, TF_ARRAYS)

@@ -12,22 +12,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 
 import tensorflow as tf
 
+from daliaug.batch_layout import BatchLayout
 from daliaug.config import Config, target_column
 from daliaug.engines.feed import WarpLayout
 from daliaug.engines.tf.image import (
     decode,
     finish,
     mask_target,
-    outputs,
     resample,
     sample,
     stage_column,
 )
+from daliaug.engines.tf.math import TF_ARRAYS
 from daliaug.engines.tf.pixels import KERNELS
 from daliaug.engines.tf.traced import plain
+from daliaug.kernels.targets import label_target
 from daliaug.sources.base import Samples
 from daliaug.transforms.base import fill_value
 
@@ -47,14 +50,46 @@ def finisher(config: Config, layout: WarpLayout) -> Finisher:
     return tf.function(run, jit_compile=True, reduce_retracing=True, autograph=False)
 
 
-def mixed(batch: tuple, flat: tf.Tensor, config: Config, layout: WarpLayout) -> tuple:
-    """``(images, labels)`` with the labels through the plan's batch stages (the images went
-    through them in :func:`finish`); the config allows batch stages with labels only."""
+def _named(
+    batch_layout: BatchLayout,
+    config: Config,
+    num_classes: int,
+    layout: WarpLayout,
+    images: tf.Tensor,
+    flat: tf.Tensor,
+    target: tf.Tensor | None,
+    rest: tuple[tf.Tensor, ...],
+) -> tuple[tf.Tensor, ...]:
+    """The flat batch of finished ``images`` as ``batch_layout`` says: ``target`` (the
+    samples' labels or masks) made the targets, or the moved detection inputs that ``rest``
+    starts with; then ``rest``'s weight."""
+    named = {"images": images}
+    kind = batch_layout.target
+    if kind == "boxes":  # moved on the host (daliaug.detection): passed through
+        count = len(batch_layout.boxes)
+        named |= dict(zip(batch_layout.boxes, rest[:count], strict=True))
+        rest = rest[count:]
+    elif kind == "masks":
+        named["targets"] = cut_masks(target, flat, config, layout)
+    elif kind == "images":
+        named["targets"] = images
+    elif kind == "labels":
+        labels = label_target(target, config.label_mode, num_classes, TF_ARRAYS)
+        named["targets"] = soft_labels(labels, flat, config, layout)
+    if batch_layout.weights:
+        (named["weights"],) = rest
+    return batch_layout.flat(named)
+
+
+def soft_labels(
+    labels: tf.Tensor, flat: tf.Tensor, config: Config, layout: WarpLayout
+) -> tf.Tensor:
+    """A batch of labels through the plan's batch stages (the images went through them in
+    :func:`finish`); the config allows batch stages with labels only."""
     if not config.plan.batch_stages:
-        return batch
+        return labels
     column = stage_column(layout.unpack(flat, tf.reshape, batched=True))
-    images, labels = batch
-    return images, config.plan.batch_targets(labels, column, KERNELS, masks=False)
+    return config.plan.batch_targets(labels, column, KERNELS, masks=False)
 
 
 def cut_masks(masks: tf.Tensor, flat: tf.Tensor, config: Config, layout: WarpLayout) -> tf.Tensor:
@@ -73,30 +108,28 @@ def cut_masks(masks: tf.Tensor, flat: tf.Tensor, config: Config, layout: WarpLay
 def _per_sample(
     config: Config,
     layout: WarpLayout,
+    batch_layout: BatchLayout,
     per_sample: tf.data.Dataset,
     num_classes: int,
-    boxes: bool = False,
 ) -> tf.data.Dataset:
     """Batches of ``(image, warp, target, *rest)`` samples finished: the images by
-    :func:`finisher`, the targets as ``label_mode`` says, then ``rest`` (the weight); with
-    ``boxes``, ``rest`` holds the moved detection targets first, which replace ``target``."""
+    :func:`finisher`, the rest by :func:`_named`."""
     finished = finisher(config, layout)
-    masks = config.source.type == "segmentation"
+    named = partial(_named, batch_layout, config, num_classes, layout)
 
     def batch(images: tf.Tensor, flat: tf.Tensor, target: tf.Tensor, *rest: tf.Tensor) -> tuple:
-        images = finished(images, flat)
-        if boxes:
-            return images, *rest
-        if masks:
-            return images, cut_masks(target, flat, config, layout), *rest
-        return (*mixed(outputs(images, target, config, num_classes), flat, config, layout), *rest)
+        return named(finished(images, flat), flat, target, rest)
 
     batches = per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
     return batches.map(plain(batch), num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def file_batches(
-    config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
+    config: Config,
+    samples: Samples,
+    layout: WarpLayout,
+    batch_layout: BatchLayout,
+    stream: tf.data.Dataset,
 ) -> tf.data.Dataset:
     """Finished batches for file sources from ``(index, warp, *rest)`` batches (``rest``:
     the ``encoded`` images (and ``mask_encoded`` masks) of WebDataset shards, read by the
@@ -128,8 +161,7 @@ def file_batches(
         return image, flat, target, *rest
 
     per_sample = stream.unbatch().map(plain(one), num_parallel_calls=tf.data.AUTOTUNE)
-    boxes = "boxes" in samples.columns
-    return _per_sample(config, layout, per_sample, samples.num_classes, boxes)
+    return _per_sample(config, layout, batch_layout, per_sample, samples.num_classes)
 
 
 def as_bytes(row: tf.Tensor) -> tf.Tensor:
@@ -143,7 +175,11 @@ def _resampled(encoded: tf.Tensor, inputs: dict[str, tf.Tensor], config: Config)
 
 
 def array_batches(
-    config: Config, samples: Samples, layout: WarpLayout, stream: tf.data.Dataset
+    config: Config,
+    samples: Samples,
+    layout: WarpLayout,
+    batch_layout: BatchLayout,
+    stream: tf.data.Dataset,
 ) -> tf.data.Dataset:
     """Finished batches for in-memory arrays from ``(index, warp, *rest)`` batches: a whole
     batch is gathered, then resampled (not where no transform moves pixels and the arrays have
@@ -154,7 +190,7 @@ def array_batches(
     nearest = config.interpolation == "nearest"
     fill, cut = fill_value(config.fill), config.fill_edge == "cut"
     unmoved = not config.plan.warps and images.shape[1:3] == tuple(config.image_size)
-    boxes = "boxes" in samples.columns
+    named = partial(_named, batch_layout, config, samples.num_classes, layout)
 
     def resampled_and_finished(pixels: tf.Tensor, flat: tf.Tensor) -> tf.Tensor:
         inputs = layout.unpack(flat, tf.reshape, batched=True)
@@ -169,25 +205,25 @@ def array_batches(
     )
 
     def batch(index: tf.Tensor, flat: tf.Tensor, *rest: tf.Tensor) -> tuple:
-        finished = compiled(tf.gather(images, index), flat)
-        if boxes:
-            return finished, *rest
         label = None if targets is None else tf.gather(targets, index)
-        batch = outputs(finished, label, config, samples.num_classes)
-        return (*mixed(batch, flat, config, layout), *rest)
+        return named(compiled(tf.gather(images, index), flat), flat, label, rest)
 
     return stream.map(plain(batch), num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def record_batches(
-    config: Config, num_classes: int, layout: WarpLayout, stream: tf.data.Dataset, weighted: bool
+    config: Config,
+    num_classes: int,
+    layout: WarpLayout,
+    batch_layout: BatchLayout,
+    stream: tf.data.Dataset,
 ) -> tf.data.Dataset:
     """Finished batches for TFRecords from ``(encoded, labels, weights, warp)`` batches,
-    decoded one by one like files; the weights kept if ``weighted``."""
+    decoded one by one like files; the weights kept if ``batch_layout`` has them."""
 
     def one(encoded: tf.Tensor, label: tf.Tensor, weight: tf.Tensor, flat: tf.Tensor) -> tuple:
         image = _resampled(encoded, layout.unpack(flat, tf.reshape), config)
-        return image, flat, label, *((weight,) if weighted else ())
+        return image, flat, label, *((weight,) if batch_layout.weights else ())
 
     per_sample = stream.unbatch().map(plain(one), num_parallel_calls=tf.data.AUTOTUNE)
-    return _per_sample(config, layout, per_sample, num_classes)
+    return _per_sample(config, layout, batch_layout, per_sample, num_classes)

@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import tensorflow as tf
 
+from daliaug.batch_layout import BatchLayout
 from daliaug.config import Config
 from daliaug.engines.feed import INPUTS, WARP_PART, EpochFeed
 from daliaug.engines.tf.traced import plain
 from daliaug.epoch import EpochClock
-from daliaug.outputs.batch_layout import BatchLayout
 from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.segmentation import MaskTargets
 
@@ -42,46 +42,41 @@ _TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "uint8": tf.uint8}
 
 
 def element_spec(
-    config: Config,
-    num_classes: int,
-    weighted: bool = False,
-    target_shape: tuple[int, ...] = (),
-    boxes: dict[str, tuple[int, ...]] | None = None,
+    config: Config, num_classes: int, layout: BatchLayout, target_shape: tuple[int, ...] = ()
 ) -> tuple[tf.TensorSpec, ...]:
-    """Shapes and dtypes of one ``(images, targets[, weights])`` batch, known from the config
+    """Shapes and dtypes of a graph's flat batch in ``layout``, known from the config
     (``target_shape``: the per-sample shape of ``raw`` targets); with ``label_mode: none``
-    ``(images,)`` (DALI's datasets yield tuples; Keras unpacks a 1-tuple as the inputs). With
-    ``boxes`` (detection inputs and their per-sample shapes, :func:`~daliaug.detection.box_shapes`)
-    the graph's flat ``(images, *boxes[, weights])``, which :func:`nested` makes Keras' dict."""
+    ``(images[, weights])`` (DALI's datasets yield tuples; Keras unpacks a 1-tuple as the
+    inputs). Detection inputs have the per-sample shapes of :attr:`BatchLayout.boxes`;
+    :func:`nested` makes them Keras' dict."""
     h, w = config.image_size
     c = config.channels
     batch = config.batch_size if config.drop_remainder else None
     nhwc = config.output.layout == "NHWC"
     image_shape = (batch, h, w, c) if nhwc else (batch, c, h, w)
     images = tf.TensorSpec(image_shape, _TF_DTYPES[config.output.dtype])
-    weights = (tf.TensorSpec((batch,), tf.float32),) if weighted else ()
-    if boxes:
-        specs = (
-            tf.TensorSpec((batch, *shape), INPUTS[name].dtype) for name, shape in boxes.items()
-        )
-        return images, *specs, *weights
+    specs = {"images": images, "weights": tf.TensorSpec((batch,), tf.float32)}
+    for name, shape in layout.boxes.items():
+        specs[name] = tf.TensorSpec((batch, *shape), INPUTS[name].dtype)
     source = config.source
-    if isinstance(source, MaskTargets) and source.segmentation:
+    if layout.target == "masks":
+        assert isinstance(source, MaskTargets)
         if source.mask_output == "one_hot":
             shape = (batch, h, w, num_classes) if nhwc else (batch, num_classes, h, w)
-            return images, tf.TensorSpec(shape, tf.float32), *weights
-        return images, tf.TensorSpec((batch, h, w), tf.as_dtype(source.mask_dtype)), *weights
-    if config.label_mode == "none":
-        return (images,)
-    targets = {
-        "int": tf.TensorSpec((batch,), tf.int32),
-        "categorical": tf.TensorSpec((batch, num_classes), tf.float32),
-        "binary": tf.TensorSpec((batch, 1), tf.float32),
-        "float": tf.TensorSpec((batch,), tf.float32),
-        "raw": tf.TensorSpec((batch, *target_shape), tf.float32),
-        "input": images,
-    }[config.label_mode]
-    return images, targets, *weights
+            specs["targets"] = tf.TensorSpec(shape, tf.float32)
+        else:
+            specs["targets"] = tf.TensorSpec((batch, h, w), tf.as_dtype(source.mask_dtype))
+    elif layout.target == "images":
+        specs["targets"] = images
+    elif layout.target == "labels":
+        specs["targets"] = {
+            "int": tf.TensorSpec((batch,), tf.int32),
+            "categorical": tf.TensorSpec((batch, num_classes), tf.float32),
+            "binary": tf.TensorSpec((batch, 1), tf.float32),
+            "float": tf.TensorSpec((batch,), tf.float32),
+            "raw": tf.TensorSpec((batch, *target_shape), tf.float32),
+        }[config.label_mode]
+    return layout.flat(specs)
 
 
 def signature(
@@ -90,13 +85,13 @@ def signature(
     """The layout of ``samples``' batches under ``config`` (``weighted``: with weights) and
     the element spec of a graph's flat batches in it."""
     layout = BatchLayout.of(samples, config.label_mode, config.max_boxes, weighted)
-    spec = element_spec(config, samples.num_classes, weighted, samples.target_shape, layout.boxes)
+    spec = element_spec(config, samples.num_classes, layout, samples.target_shape)
     return layout, spec
 
 
 def nested(dataset: tf.data.Dataset, layout: BatchLayout) -> tf.data.Dataset:
     """A graph's flat batches as ``layout`` nests them (:meth:`BatchLayout.nest
-    <daliaug.outputs.batch_layout.BatchLayout.nest>`); ``dataset`` itself without detection
+    <daliaug.batch_layout.BatchLayout.nest>`); ``dataset`` itself without detection
     inputs."""
     if not layout.boxes:
         return dataset

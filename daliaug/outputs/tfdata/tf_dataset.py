@@ -50,10 +50,11 @@ def _dataset(
     if params is not None:
         samples.check_params("explicit")
     read = read_records(config, samples, epochs, RESIZES, partial(counted, clock=clock), weights)
+    layout, specs = signature(config, samples, weights is not None)
     feed = None
     if read is not None:
-        stream, layout = read
-        batches = record_batches(config, samples.num_classes, layout, stream, weights is not None)
+        stream, warp = read
+        batches = record_batches(config, samples.num_classes, warp, layout, stream)
     else:
         feed = EpochFeed(
             config,
@@ -69,10 +70,9 @@ def _dataset(
         made = ("index", "warp", *encoded, *box_names(samples), *weight)
         stream = feed_stream(feed, made, clock, check_files=True)
         if "image" in samples.columns:
-            batches = array_batches(config, samples, feed.layout, stream)
+            batches = array_batches(config, samples, feed.layout, layout, stream)
         else:
-            batches = file_batches(config, samples, feed.layout, stream)
-    layout, specs = signature(config, samples, weights is not None)
+            batches = file_batches(config, samples, feed.layout, layout, stream)
 
     def shaped(*batch: tf.Tensor) -> tuple[tf.Tensor, ...]:
         return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
