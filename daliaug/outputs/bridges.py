@@ -9,7 +9,6 @@ module imports neither TensorFlow nor DALI nor OpenCV (each bridge imports its o
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -52,18 +51,19 @@ class Bridge:
         first: int = 0,
         params: np.ndarray | None = None,
     ) -> Loader:
-        """The engine's loader over ``samples`` (checked) on ``device``."""
-        return self.loader_type(device)(
+        """The engine's loader over ``samples`` of a prepared run (checked) on ``device``."""
+        return self.opener()(
             config,
-            samples=samples,
+            samples,
+            device,
             options=options,
             initial_epoch=epoch,
             first_batch=first,
             params=params,
         )
 
-    def loader_type(self, device: Device) -> Callable[..., Loader]:
-        """The engine's loader class, bound to ``device`` where it takes one."""
+    def opener(self) -> Callable[..., Loader]:
+        """The engine's loader's constructor over a prepared run (its ``over``)."""
         raise NotImplementedError
 
     def first_epoch(
@@ -91,10 +91,10 @@ class DaliBridge(Bridge):
     """DALI: :class:`~daliaug.outputs.numpy.DaliLoader`, and ``DALIDatasetWithInputs``
     (:mod:`~daliaug.outputs.tfdata.dali_dataset`)."""
 
-    def loader_type(self, device: Device) -> Callable[..., Loader]:
+    def opener(self) -> Callable[..., Loader]:
         from daliaug.outputs.numpy import DaliLoader
 
-        return partial(DaliLoader, device=device)
+        return DaliLoader.over
 
     def dataset(
         self, config: Config, samples: SampleSet, device: Device, options: DatasetOptions
@@ -109,10 +109,10 @@ class CvBridge(Bridge):
     """OpenCV: :class:`~daliaug.outputs.opencv.CvLoader`, and its batches as ``tf.data``
     (:mod:`~daliaug.outputs.tfdata.cv_dataset`)."""
 
-    def loader_type(self, device: Device) -> Callable[..., Loader]:
+    def opener(self) -> Callable[..., Loader]:
         from daliaug.outputs.opencv import CvLoader
 
-        return CvLoader
+        return CvLoader.over
 
     def dataset(
         self, config: Config, samples: SampleSet, device: Device, options: DatasetOptions
@@ -126,7 +126,7 @@ class TfBridge(Bridge):
     """TensorFlow: ``tf.data`` maps (:mod:`~daliaug.outputs.tfdata.tf_dataset`), their first
     epoch read as NumPy; it has no host loader (its ops run inside ``tf.data``)."""
 
-    def loader_type(self, device: Device) -> Callable[..., Loader]:
+    def opener(self) -> Callable[..., Loader]:
         raise BackendError(
             "the TensorFlow engine feeds tf.data only; the JAX, PyTorch and NumPy outputs run "
             "DALI or OpenCV (backend: cpu, gpu, opencv or auto)"

@@ -204,13 +204,45 @@ class DaliLoader:
     ) -> None:
         choice = Choice("dali", device or resolve_device(config))
         prepared = prepare(config, samples=samples, choice=choice)
-        self.config, self.device, self.samples = config, prepared.device, prepared.samples
-        self.options = options
+        start = (params, return_params, initial_epoch, options, first_batch)
+        self._open(prepared.config, prepared.samples, prepared.device, *start)
+
+    @classmethod
+    def over(
+        cls,
+        config: Config,
+        samples: SampleSet,
+        device: Device,
+        *,
+        params: np.ndarray | None = None,
+        initial_epoch: int = 0,
+        options: DatasetOptions = DEFAULT_OPTIONS,
+        first_batch: int = 0,
+    ) -> DaliLoader:
+        """The loader of a prepared run: ``config`` and ``samples`` as
+        :func:`~daliaug.prepare.prepare` gave them (checked) on ``device``; nothing is
+        prepared again."""
+        loader = cls.__new__(cls)
+        loader._open(config, samples, device, params, False, initial_epoch, options, first_batch)
+        return loader
+
+    def _open(
+        self,
+        config: Config,
+        samples: SampleSet,
+        device: Device,
+        params: np.ndarray | None,
+        return_params: bool,
+        initial_epoch: int,
+        options: DatasetOptions,
+        first_batch: int,
+    ) -> None:
+        self.config, self.device, self.samples, self.options = config, device, samples, options
         self.return_params = return_params
         if return_params:
-            self.samples.check_params("returned")
+            samples.check_params("returned")
         self.pipeline, self._source = _pipeline(
-            config, self.samples, self.device, params, initial_epoch, options, first_batch
+            config, samples, device, params, initial_epoch, options, first_batch
         )
         self.pipeline.build()
 

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from daliaug.batch_layout import BatchLayout
-from daliaug.config import Config, load_config
+from daliaug.config import Config
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.opencv.pipeline import RESIZES, Graph
+from daliaug.engines.select import Choice, Device
 from daliaug.errors import BackendError
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.prepare import prepare
@@ -46,14 +47,45 @@ class CvLoader:
         options: DatasetOptions = DEFAULT_OPTIONS,
         first_batch: int = 0,
     ) -> None:
-        config = load_config(config).model_copy(update={"backend": "opencv"})
-        prepared = prepare(config, samples=samples)
-        if not isinstance(prepared.samples, Samples):
+        prepared = prepare(config, samples=samples, choice=Choice("opencv", "cpu"))
+        start = (params, return_params, initial_epoch, options, first_batch)
+        self._open(prepared.config, prepared.samples, *start)
+
+    @classmethod
+    def over(
+        cls,
+        config: Config,
+        samples: SampleSet,
+        device: Device = "cpu",
+        *,
+        params: np.ndarray | None = None,
+        initial_epoch: int = 0,
+        options: DatasetOptions = DEFAULT_OPTIONS,
+        first_batch: int = 0,
+    ) -> CvLoader:
+        """The loader of a prepared run: ``config`` and ``samples`` as
+        :func:`~daliaug.prepare.prepare` gave them (checked); nothing is prepared again
+        (``device``: the host's, the only one this engine runs on)."""
+        loader = cls.__new__(cls)
+        loader._open(config, samples, params, False, initial_epoch, options, first_batch)
+        return loader
+
+    def _open(
+        self,
+        config: Config,
+        samples: SampleSet,
+        params: np.ndarray | None,
+        return_params: bool,
+        initial_epoch: int,
+        options: DatasetOptions,
+        first_batch: int,
+    ) -> None:
+        if not isinstance(samples, Samples):
             raise BackendError(
                 "backend: opencv reads files, arrays and WebDataset shards; TFRecords need "
                 "TensorFlow's or DALI's reader (backend: tf, cpu or gpu)"
             )
-        self.config, self.samples, self.options = config, prepared.samples, options
+        self.config, self.samples, self.options = config, samples, options
         if params is not None:
             self.samples.check_params("explicit")
         if return_params:

@@ -26,7 +26,7 @@ def cv_dataset(config: Config, samples: SampleSet, options: DatasetOptions) -> t
     """``(images, targets[, weights])`` batches of ``samples`` computed by the OpenCV engine,
     one epoch per iteration as ``options.clock`` numbers them."""
     clock = options.epoch_clock()
-    loader = CvLoader(config, samples=samples, options=options)
+    loader = CvLoader.over(config, samples, options=options)
     layout, specs = signature(config, samples, options.weights(samples.num_classes) is not None)
 
     def epoch_batches(epoch: int, first: int) -> Iterator:
