@@ -127,6 +127,60 @@ def test_batches_state_round_trips_under_grain_and_pytorch_names() -> None:
     assert other.get_state().epoch == 1 and other.get_state().position == 0
 
 
+def folder_config(root: Path, **fields: Any) -> Any:
+    """11 images of two sizes in two class folders, shuffled, rotated, in batches of 4 (the
+    last one of 3), on DALI's CPU engine."""
+    rng = np.random.default_rng(5)
+    images = {
+        name: [rng.integers(0, 256, (20 + 4 * (i % 2), 24, 3), np.uint8) for i in range(count)]
+        for name, count in (("a", 6), ("b", 5))
+    }
+    write_image_dir(root, images)
+    rotated = [{"type": "rotation", "angle": 30}]
+    return config_for(root, shuffle=True, transforms=rotated, image_size=16, **fields)
+
+
+def test_a_dali_loader_gives_its_state_and_resumes_at_any_batch(tmp_path: Path) -> None:
+    """A ``DaliLoader``'s own state: taken at every batch of two epochs (through JSON), each
+    restored into a fresh loader gives the uninterrupted rest byte for byte; a state of
+    ``make_dataset``'s NumPy batches of the same config restores into a loader too."""
+    from daliaug import DaliLoader
+
+    config = folder_config(tmp_path)
+    whole = epochs_of(DaliLoader(config), 2)
+    flat = [*whole[0], *whole[1]]
+    assert [len(e) for e in whole] == [3, 3]
+    loader, states = DaliLoader(config), []
+    for _ in range(2):
+        for _ in loader:
+            states.append(json.dumps(loader.state_dict()))
+    for k, saved in enumerate(states, 1):
+        resumed = DaliLoader(config)
+        resumed.load_state_dict(json.loads(saved))
+        epoch, batch = divmod(k, 3)
+        assert (resumed.get_state().epoch, resumed.get_state().position) == (epoch, batch * 4)
+        got = [b for e in epochs_of(resumed, 1 if batch else 0) for b in e]
+        assert same(got, flat[k : (epoch + 1) * 3] if batch else [])
+    batches = daliaug.make_dataset(config, framework="numpy")
+    taken = iter(batches)
+    next(taken)
+    restored = DaliLoader(config)
+    restored.set_state(batches.get_state())
+    assert same(epochs_of(restored, 1)[0], whole[0][1:])
+
+
+def test_a_dali_loader_state_needs_a_seed_and_its_own_stream(tmp_path: Path) -> None:
+    from daliaug import DaliLoader
+
+    config = folder_config(tmp_path)
+    with pytest.raises(ConfigError, match="seed: a DaliLoader's state"):
+        DaliLoader(config.model_copy(update={"seed": None})).get_state()
+    state = DaliLoader(config).get_state()
+    other = DaliLoader(config.model_copy(update={"batch_size": 2}))
+    with pytest.raises(ConfigError, match="batch_size"):
+        other.set_state(state)
+
+
 def test_the_end_of_an_epoch_is_the_next_one_at_its_start() -> None:
     dataset = daliaug.make_dataset(arrays_config("opencv"), x=X, y=Y, framework="numpy")
     epochs_of(dataset, 1)

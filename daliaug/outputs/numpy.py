@@ -10,7 +10,8 @@ shuffle is a buffer rather than a full permutation.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -27,10 +28,12 @@ from daliaug.engines.dali.pipeline import (
 )
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.select import Choice, Device, resolve_device
-from daliaug.errors import DataError, first_line
+from daliaug.errors import ConfigError, DataError, first_line
 from daliaug.outputs.ahead import END, Ahead
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
+from daliaug.outputs.resumable import stream_of
 from daliaug.prepare import prepare
+from daliaug.resume import State, Stream
 from daliaug.sources.sample_set import SampleSet
 
 AHEAD = 4
@@ -241,6 +244,7 @@ class DaliLoader:
         self.return_params = return_params
         if return_params:
             samples.check_params("returned")
+        self._params, self._epoch, self._taken = params, initial_epoch, first_batch
         self.pipeline, self._source = _pipeline(
             config, samples, device, params, initial_epoch, options, first_batch
         )
@@ -288,7 +292,43 @@ class DaliLoader:
             if self._source is not None:
                 params = self._source.params.popleft()
                 batch = (*batch, params) if self.return_params else batch
+            self._taken += 1
             yield batch
+        self._epoch, self._taken = self._epoch + 1, 0
+
+    def get_state(self) -> State:
+        """The state after the batches handed on so far: a
+        :class:`~daliaug.resume.State` of this loader's samples and config (Grain's name)."""
+        return self.stream.state(self._epoch, self._taken)
+
+    def set_state(self, state: State | Mapping[str, Any] | str) -> None:
+        """Make the next ``iter()`` continue where ``state`` was taken (Grain's name): its
+        epoch from its batch, the pipeline opened there (no batch before it made); refused
+        by name where it was taken of other samples, another config or another world."""
+        epoch, first = self.stream.start(state)
+        assert isinstance(first, int)  # not elastic: another world's state is refused
+        self.close()
+        start = (self._params, self.return_params, epoch, self.options, first)
+        self._open(self.config, self.samples, self.device, *start)
+
+    def state_dict(self) -> dict[str, Any]:
+        """:meth:`get_state` as a dictionary (PyTorch's name)."""
+        return self.get_state().as_dict()
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """:meth:`set_state` (PyTorch's name)."""
+        self.set_state(state_dict)
+
+    @cached_property
+    def stream(self) -> Stream:
+        """What this loader's states say and must match (:class:`~daliaug.resume.Stream`):
+        its samples as one world, its batches per epoch."""
+        if self.config.seed is None:
+            raise ConfigError(
+                "seed: a DaliLoader's state replays the draws of the config's seed, and the "
+                "config has none; give it one (make_dataset resolves one itself)"
+            )
+        return stream_of(self.config, self.samples, 1, self.config.batch_size, len(self))
 
     def close(self) -> None:
         """Stop its host feed (the loader is done with)."""

@@ -46,20 +46,8 @@ def resumable(
         batches = getattr(dataset, "batches_per_epoch", length // per_shard)
     else:
         world, per_shard, batches = dataset.world, dataset.shard_batch, len(dataset)
-    stream = Stream(
-        config.seed,
-        world,
-        per_shard,
-        batches,
-        len(samples),
-        partial(source_fingerprint, samples),
-        config_fingerprint(config),
-        __version__,
-        config.shuffle,
-        config.drop_remainder,
-        seeks=isinstance(samples, Samples) or tf_data,  # (tf.data reads TFRecords itself)
-        elastic=isinstance(samples, Samples) and not tf_data and config.source.num_shards == 1,
-    )
+    elastic = not tf_data and config.source.num_shards == 1
+    stream = stream_of(config, samples, world, per_shard, batches, tf_data, elastic)
     dataset.stream = stream
     if tf_data:
         clock = dataset.epoch_clock
@@ -70,3 +58,34 @@ def resumable(
     if state is not None:
         dataset.set_state(state)
     return dataset
+
+
+def stream_of(
+    config: Config,
+    samples: SampleSet,
+    world: int,
+    per_shard: int,
+    batches: int,
+    tf_data: bool = False,
+    elastic: bool = False,
+) -> Stream:
+    """The stream of ``batches`` per epoch of ``config`` over ``samples`` (all of them) split
+    over ``world`` shards of ``per_shard``: it seeks mid-epoch over column samples, or where
+    ``tf_data`` reads TFRecords itself; ``elastic``: it takes the rest of an epoch another
+    world began (column samples only)."""
+    assert config.seed is not None  # resolved by make_dataset, required by DaliLoader's state
+    columns = isinstance(samples, Samples)
+    return Stream(
+        config.seed,
+        world,
+        per_shard,
+        batches,
+        len(samples),
+        partial(source_fingerprint, samples),
+        config_fingerprint(config),
+        __version__,
+        config.shuffle,
+        config.drop_remainder,
+        seeks=columns or tf_data,  # (tf.data reads TFRecords itself)
+        elastic=columns and elastic,
+    )
