@@ -12,7 +12,8 @@ from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
 from daliaug.fields import ClassNames, FilePath
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.checks import image_headers
-from daliaug.sources.listing import IMAGE_EXTENSIONS, Listing, list_images
+from daliaug.sources.kept_listing import list_images
+from daliaug.sources.listing import IMAGE_EXTENSIONS, Listing
 
 
 def _folder_names(names: list[str]) -> list[str]:

@@ -9,8 +9,8 @@ would list samples twice or under another class's label, so it is skipped and na
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -39,13 +39,16 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def list_images(
-    folders: Iterable[Path], tree: Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS
-) -> Listing:
+def walk_images(
+    folders: list[str], tree: Path, extensions: tuple[str, ...]
+) -> tuple[Listing, dict[str, int]]:
     """The files with ``extensions`` under each of ``folders`` (which lie in or are linked from
-    ``tree``), each real folder listed once."""
+    ``tree``), each real folder listed once, and each folder walked with its modification time
+    (ns), taken before it was read (:func:`~daliaug.sources.kept_listing.list_images` keeps
+    them for later starts)."""
     top = os.path.realpath(tree)
     listing = Listing()
+    walked_times: dict[str, int] = {}
     walked: set[str] = set()
     for folder in folders:
         start = os.path.realpath(folder)
@@ -60,9 +63,12 @@ def list_images(
         found: list[str] = []
         pending = [str(folder)]
         while pending:
-            _scan(pending.pop(), (top, start), walked, extensions, found, pending, listing)
+            directory = pending.pop()
+            with contextlib.suppress(OSError):  # (the scan names a folder it cannot read)
+                walked_times[directory] = os.stat(directory).st_mtime_ns
+            _scan(directory, (top, start), walked, extensions, found, pending, listing)
         listing.images[str(folder)] = sorted(found)
-    return listing
+    return listing, walked_times
 
 
 def _scan(

@@ -16,7 +16,8 @@ from daliaug.errors import DataError
 from daliaug.fields import ClassNames, FilePath, MaskClassCount, MaskValue
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.checks import check_each, check_image_files, image_header
-from daliaug.sources.listing import IMAGE_EXTENSIONS, list_images
+from daliaug.sources.kept_listing import list_images
+from daliaug.sources.listing import IMAGE_EXTENSIONS
 
 if TYPE_CHECKING:
     from PIL import Image

@@ -11,7 +11,7 @@ from daliaug.errors import DataError
 from daliaug.fields import ClassNames, FilePath
 from daliaug.sources.annotations import ImageAnnotations, detection_samples, folders_of
 from daliaug.sources.base import Samples, SourceConfig
-from daliaug.sources.listing import list_images
+from daliaug.sources.kept_listing import list_images
 
 CORNERS = ("xmin", "ymin", "xmax", "ymax")
 

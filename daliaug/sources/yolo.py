@@ -17,7 +17,7 @@ from daliaug.errors import DataError
 from daliaug.fields import FilePath
 from daliaug.sources.annotations import ImageAnnotations, detection_samples, folders_of
 from daliaug.sources.base import Samples, SourceConfig
-from daliaug.sources.listing import list_images
+from daliaug.sources.kept_listing import list_images
 
 NAME_FILES = ("data.yaml", "dataset.yaml")
 """Where a YOLO dataset names its classes (``names``), in ``path`` or its parent."""

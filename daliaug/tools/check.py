@@ -17,7 +17,8 @@ from daliaug.errors import DataError
 from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import check_files, check_image_files, skip_list
-from daliaug.sources.listing import IMAGE_EXTENSIONS, list_images
+from daliaug.sources.kept_listing import list_images
+from daliaug.sources.listing import IMAGE_EXTENSIONS
 from daliaug.sources.sample_set import SampleSet
 
 

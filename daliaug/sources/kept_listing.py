@@ -1,0 +1,156 @@
+"""A folder listing kept between starts: a later start (or another process of the job on the
+same host) reads what the last listing found instead of walking the folders again, once one
+``stat`` of each folder it walked says none changed.
+
+Adding, removing or renaming a file changes its folder's modification time, so a folder whose
+time is the one recorded still holds the names listed (a file rewritten in place keeps its
+name; the check, which keys each file by its size and time, finds it). A folder changed within
+:data:`SETTLE_NS` of the listing is not trusted to show its next change (a change in the same
+tick of the file system's clock keeps the time), so such a listing is not kept; nor is one
+that could not read a folder. While one process lists, the others of the host wait for it
+(an ``flock`` on the kept file's lock) and then read what it kept: one listing per host.
+
+The kept file is one line of JSON (the folders walked and their times, the counts per listed
+folder, the files left out, the digest of what follows) then each listed folder's file names,
+relative to it, joined by NUL (which no path holds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from daliaug.cache import default_cache_dir, go_on_without, write_atomically, writing_cache
+from daliaug.errors import CacheError
+from daliaug.sources.listing import IMAGE_EXTENSIONS, Listing, walk_images
+
+SETTLE_NS = 2_000_000_000
+"""A folder modified this close to its listing (or after it began) keeps no listing."""
+FORMAT = 1
+"""The kept file's format (a file of another is listed again)."""
+
+Walked = dict[str, int]
+"""Each folder a listing walked, by path, with its modification time (ns) before it was read."""
+
+
+def list_images(
+    folders: Iterable[Path], tree: Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS
+) -> Listing:
+    """The files with ``extensions`` under each of ``folders`` (which lie in or are linked from
+    ``tree``), each real folder listed once (:func:`~daliaug.sources.listing.walk_images`), as
+    kept from the last start where no folder it walked changed since."""
+    names = [str(folder) for folder in folders]
+    key = ["images", os.path.realpath(tree), *names, *extensions]
+    return kept_listing(key, names, lambda: walk_images(names, tree, extensions))
+
+
+def kept_listing(
+    key: list[str], folders: list[str], list_now: Callable[[], tuple[Listing, Walked]]
+) -> Listing:
+    """The listing of ``folders`` (``key``: everything it depends on) kept from an earlier
+    start where no folder it walked has changed since, else ``list_now()``'s, kept for the
+    next start."""
+    digest = hashlib.sha256(json.dumps(key).encode("utf-8", "surrogateescape")).hexdigest()
+    try:
+        path = default_cache_dir() / "listings" / f"{digest[:32]}.listing"
+        with writing_cache(path, "a folder listing"), _host_lock(path):
+            kept = _read(path, folders)
+            if kept is not None:
+                return kept
+            started = time.time_ns()
+            listing, walked = list_now()
+            if _settled(listing, walked, started):
+                write_atomically(path, _encoded(listing, walked, folders))
+            return listing
+    except CacheError as e:
+        go_on_without(e)
+        return list_now()[0]
+
+
+@contextlib.contextmanager
+def _host_lock(path: Path) -> Iterator[None]:
+    """Hold the lock beside ``path`` (processes of this host, and of hosts sharing a file
+    system with working locks, list one at a time; the others then read the kept file)."""
+    try:
+        import fcntl
+    except ImportError:  # not on a POSIX system: each process lists for itself
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _prefix(folder: str) -> str:
+    """What each path listed under ``folder`` starts with."""
+    return folder if folder.endswith(os.sep) else folder + os.sep
+
+
+def _settled(listing: Listing, walked: Walked, started: int) -> bool:
+    """Whether a listing can be kept: every folder read, none changed near its listing, every
+    file under the folder it was listed for."""
+    unread = any(reason.startswith("cannot list") for reason in listing.ignored.values())
+    under = all(
+        path.startswith(_prefix(folder))
+        for folder, paths in listing.images.items()
+        for path in paths
+    )
+    return under and not unread and all(mtime < started - SETTLE_NS for mtime in walked.values())
+
+
+def _encoded(listing: Listing, walked: Walked, folders: list[str]) -> bytes:
+    names = [
+        path[len(_prefix(folder)) :]
+        for folder in folders
+        for path in listing.images.get(folder, [])
+    ]
+    blob = "\0".join(names).encode("utf-8", "surrogateescape")
+    header = {
+        "format": FORMAT,
+        "digest": hashlib.sha256(blob).hexdigest(),
+        "walked": walked,
+        "counts": [len(listing.images.get(folder, [])) for folder in folders],
+        "ignored": listing.ignored,
+        "skipped": listing.skipped,
+    }
+    return json.dumps(header).encode() + b"\n" + blob
+
+
+def _read(path: Path, folders: list[str]) -> Listing | None:
+    """The listing kept at ``path``, if there is one and every folder it walked is as it was."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    line, _, blob = data.partition(b"\n")
+    try:
+        header: dict[str, Any] = json.loads(line)
+        if header.get("format") != FORMAT or len(header["counts"]) != len(folders):
+            return None
+        for folder, mtime in header["walked"].items():
+            if os.stat(folder).st_mtime_ns != mtime:
+                return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if header.get("digest") != hashlib.sha256(blob).hexdigest():
+        return None
+    names = blob.decode("utf-8", "surrogateescape").split("\0") if blob else []
+    if len(names) != sum(header["counts"]):
+        return None
+    listing = Listing(ignored=header["ignored"], skipped=header["skipped"])
+    start = 0
+    for folder, count in zip(folders, header["counts"], strict=True):
+        prefix = _prefix(folder)
+        listing.images[folder] = [prefix + name for name in names[start : start + count]]
+        start += count
+    return listing
