@@ -5,12 +5,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers import structured_image, write_image_dir
+from tests.helpers import BACKENDS, structured_image, write_image_dir
 
 
-@pytest.fixture(params=["cpu", "tf"])
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
-    """Each backend that runs here: DALI on the CPU (``cpu``) and TensorFlow ops (``tf``)."""
+    """Each backend that runs here, from the engines' one list: DALI on the CPU (``cpu``),
+    TensorFlow ops (``tf``) and OpenCV (``opencv``)."""
     return request.param
 
 

@@ -105,6 +105,9 @@ ENGINE_BACKENDS = {
 
 ENGINES = tuple(name for name in NAMES if name in ENGINE_BACKENDS)
 """The engines the tests run, on the CPU: every one of :data:`daliaug.engines.NAMES`."""
+BACKENDS = tuple(ENGINE_BACKENDS[name] for name in ENGINES)
+"""Each engine's ``backend`` on the CPU, in the engines' order: ``cpu`` (DALI), ``tf``,
+``opencv``."""
 
 
 def run_backend(config: Config, rows: np.ndarray | None = None) -> np.ndarray:

@@ -16,7 +16,7 @@ from daliaug.outputs.dataset import make_dataset
 from daliaug.outputs.numpy import DaliLoader
 from daliaug.parity.measure import seeded_rows
 from daliaug.tools.preview import augmented_samples
-from tests.helpers import config_for
+from tests.helpers import BACKENDS, config_for
 
 TRANSFORMS = [
     {"type": "flip", "horizontal": 0.5, "vertical": 0.5},
@@ -107,7 +107,7 @@ def test_shards_draw_their_own_orders_and_parameters() -> None:
     )
 
 
-@pytest.mark.parametrize("backend", ["cpu", "tf"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_dataset_without_seed_keeps_its_inputs_aligned(numbered_list: Path, backend: str) -> None:
     """Without a seed each dataset draws one, shared by all its inputs (file names, labels,
     per-sample numbers): every image still comes with its own label."""

@@ -16,7 +16,7 @@ import pytest
 
 from daliaug.config import load_config
 from daliaug.errors import ConfigError
-from tests.helpers import structured_image, write_image_dir
+from tests.helpers import BACKENDS, structured_image, write_image_dir
 
 ROOT = Path(__file__).parents[1]
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "3", "COLUMNS": "250"}
@@ -200,7 +200,7 @@ except daliaug.DataError as e:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["cpu", "tf"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("fault", ["garbage", "truncated", "deleted", "folder"])
 def test_a_file_broken_mid_training_leaves_fit_as_a_data_error_naming_it(
     fault: str, backend: str, tmp_path: Path

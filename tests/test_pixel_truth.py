@@ -29,6 +29,7 @@ from daliaug.config_files import config_path
 from daliaug.errors import BackendWarning, ConfigError
 from daliaug.transforms import TRANSFORMS
 from daliaug.transforms.base import GeometricTransform
+from tests.helpers import BACKENDS
 
 BACKGROUND = (0, 160, 0)
 OBJECTS = ((255, 0, 0), (0, 0, 255))
@@ -297,7 +298,7 @@ def on_files(test):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["cpu", "tf", "opencv"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @on_files
 def test_masks_from_files_agree_with_their_images(
     tmp_path_factory, backend: str, chain, image_sizes, out, seed: int
@@ -310,7 +311,7 @@ def test_masks_from_files_agree_with_their_images(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["cpu", "tf", "opencv"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @on_files
 def test_boxes_and_keypoints_from_files_agree_with_their_pixels(
     tmp_path_factory, backend: str, chain, image_sizes, out, seed: int
@@ -323,7 +324,7 @@ def test_boxes_and_keypoints_from_files_agree_with_their_pixels(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["cpu", "tf", "opencv"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @SETTINGS
 @example(chain=KNOWN[2], size=(64, 80), out=(64, 64), seed=1)
 @given(chain=chains(), size=sizes, out=sizes, seed=st.integers(0, 99))

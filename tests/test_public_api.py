@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import daliaug
-from daliaug.errors import ConfigError
+from daliaug.errors import BackendError, ConfigError
 from daliaug.outputs.numpy import DaliLoader
 from tests.helpers import config_for
 
@@ -130,6 +130,10 @@ def test_class_weights_on_tfrecords(backend: str, demo_dir: Path, tmp_path: Path
     write_tfrecords(DirectorySource(path=demo_dir).samples(), tmp_path / "rec", shards=2)
     source = {"type": "tfrecord", "path": str(tmp_path / "rec"), "index_dir": str(tmp_path)}
     config = config_for(demo_dir, source=source, backend=backend, batch_size=10)
+    if backend == "opencv":  # OpenCV has no TFRecord reader: refused by name
+        with pytest.raises(BackendError, match="TFRecords need TensorFlow's or DALI's reader"):
+            daliaug.make_dataset(config, class_weight={1: 3.0})
+        return
     batches = list(daliaug.make_dataset(config, class_weight={1: 3.0}))
     labels = np.concatenate([b[1].numpy() for b in batches])
     weights = np.concatenate([b[2].numpy() for b in batches])

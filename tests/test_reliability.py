@@ -16,7 +16,7 @@ import pytest
 
 import daliaug
 from daliaug.errors import DataError, DataWarning, carried_error, readable
-from tests.helpers import config_for, structured_image, write_image_dir
+from tests.helpers import BACKENDS, config_for, structured_image, write_image_dir
 
 ROOT = Path(__file__).parents[1]
 
@@ -311,7 +311,7 @@ model.fit(daliaug.make_dataset(config), epochs=10000, verbose=0)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["cpu", "tf"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_ctrl_c_during_model_fit_ends_the_process(demo_dir: Path, backend: str) -> None:
     """A user's script: Python's KeyboardInterrupt ends it promptly (no hang in DALI's
     threads or TensorFlow's)."""

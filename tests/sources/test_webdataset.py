@@ -25,7 +25,7 @@ from daliaug.errors import ConfigError, DataError, DataWarning
 from daliaug.outputs.numpy import DaliLoader
 from daliaug.prepare import prepare, prepare_samples
 from daliaug.sources import storage, webdataset
-from tests.helpers import joined_epoch, shards_config, structured_image
+from tests.helpers import BACKENDS, joined_epoch, shards_config, structured_image
 from tests.s3_server import Server, serving
 
 COUNT = 14
@@ -83,7 +83,7 @@ def wds_config(path: str | Path, tmp_path: Path, **fields):
     return shards_config("webdataset", path, tmp_path, **{"backend": "cpu", **fields})
 
 
-@pytest.mark.parametrize("backend", ["cpu", "tf"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_shards_give_the_batches_of_the_same_files(
     shards: Path, tmp_path: Path, backend: str
 ) -> None:

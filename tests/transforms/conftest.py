@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import ENGINE_BACKENDS, ENGINES
+from tests.helpers import BACKENDS, ENGINES
 
 
-@pytest.fixture(params=[ENGINE_BACKENDS[name] for name in ENGINES])
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     """Each engine's placement on the CPU: ``cpu`` (DALI), ``tf``, ``opencv``."""
     return request.param

@@ -18,6 +18,7 @@ import tensorflow as tf
 from daliaug.config import Config
 from daliaug.outputs.opencv import CvLoader
 from daliaug.outputs.options import DatasetOptions
+from daliaug.outputs.tfdata.faults import named_faults
 from daliaug.outputs.tfdata.streams import counted, epoch_length, nested, signature
 from daliaug.sources.sample_set import SampleSet
 
@@ -40,4 +41,4 @@ def cv_dataset(config: Config, samples: SampleSet, options: DatasetOptions) -> t
     ds = epoch_length(ds, len(loader), options.resumes)
     ds.batches_per_epoch = len(loader)
     ds.epoch_clock = clock
-    return ds
+    return named_faults(ds, loader.feed)
