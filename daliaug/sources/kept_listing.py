@@ -57,20 +57,26 @@ def kept_listing(
     start where no folder it walked has changed since, else ``list_now()``'s, kept for the
     next start."""
     digest = hashlib.sha256(json.dumps(key).encode("utf-8", "surrogateescape")).hexdigest()
-    try:
-        path = default_cache_dir() / "listings" / f"{digest[:32]}.listing"
-        with writing_cache(path, "a folder listing"), _host_lock(path):
-            kept = _read(path, folders)
-            if kept is not None:
-                return kept
-            started = time.time_ns()
-            listing, walked = list_now()
-            if _settled(listing, walked, started):
-                write_atomically(path, _encoded(listing, walked, folders))
-            return listing
-    except CacheError as e:
-        go_on_without(e)
-        return list_now()[0]
+    with contextlib.ExitStack() as held:
+        try:
+            path = default_cache_dir() / "listings" / f"{digest[:32]}.listing"
+            with writing_cache(path, "the lock of a folder listing"):
+                held.enter_context(_host_lock(path))
+        except CacheError as e:
+            go_on_without(e)
+            return list_now()[0]
+        kept = _read(path, folders)
+        if kept is not None:
+            return kept
+        started = time.time_ns()
+        listing, walked = list_now()  # (its own errors are the source's, not the cache's)
+        if _settled(listing, walked, started):
+            try:
+                with writing_cache(path, "a folder listing"):
+                    write_atomically(path, _encoded(listing, walked, folders))
+            except CacheError as e:
+                go_on_without(e)
+        return listing
 
 
 @contextlib.contextmanager

@@ -161,3 +161,20 @@ def test_processes_starting_together_list_once_per_host(tmp_path: Path) -> None:
     assert all(child.returncode == 0 for child in children)
     assert log.read_text() == "walk\n"
     assert len(set(outputs)) == 1 and b"x y.jpg" in outputs[0]
+
+
+def test_a_cache_that_cannot_be_written_lists_anyway_with_one_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from daliaug import cache as cache_module
+    from daliaug.errors import CacheWarning
+
+    root = _tree(tmp_path / "data")
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("DALIAUG_CACHE", str(blocker))
+    monkeypatch.setattr(cache_module, "_WARNED", set())
+    with pytest.warns(CacheWarning, match="DALIAUG_CACHE"):
+        listing = list_images(_folders(root), root)
+    fresh = walk_images([str(f) for f in _folders(root)], root, (".jpg", ".jpeg", ".png"))[0]
+    assert _same(listing, fresh)
