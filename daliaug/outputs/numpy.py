@@ -9,6 +9,7 @@ shuffle is a buffer rather than a full permutation.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
@@ -30,7 +31,7 @@ from daliaug.engines.feed import EpochFeed
 from daliaug.engines.select import Choice, Device, resolve_device
 from daliaug.errors import ConfigError, DataError, first_line
 from daliaug.outputs.ahead import END, Ahead
-from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
+from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions, LoaderStart
 from daliaug.outputs.resumable import stream_of
 from daliaug.prepare import prepare
 from daliaug.resume import State, Stream
@@ -207,8 +208,8 @@ class DaliLoader:
     ) -> None:
         choice = Choice("dali", device or resolve_device(config))
         prepared = prepare(config, samples=samples, choice=choice)
-        start = (params, return_params, initial_epoch, options, first_batch)
-        self._open(prepared.config, prepared.samples, prepared.device, *start)
+        start = LoaderStart(params, return_params, initial_epoch, options, first_batch)
+        self._open(prepared.config, prepared.samples, prepared.device, start)
 
     @classmethod
     def over(
@@ -226,27 +227,24 @@ class DaliLoader:
         :func:`~daliaug.prepare.prepare` gave them (checked) on ``device``; nothing is
         prepared again."""
         loader = cls.__new__(cls)
-        loader._open(config, samples, device, params, False, initial_epoch, options, first_batch)
+        start = LoaderStart(params, False, initial_epoch, options, first_batch)
+        loader._open(config, samples, device, start)
         return loader
 
-    def _open(
-        self,
-        config: Config,
-        samples: SampleSet,
-        device: Device,
-        params: np.ndarray | None,
-        return_params: bool,
-        initial_epoch: int,
-        options: DatasetOptions,
-        first_batch: int,
-    ) -> None:
-        self.config, self.device, self.samples, self.options = config, device, samples, options
-        self.return_params = return_params
-        if return_params:
+    def _open(self, config: Config, samples: SampleSet, device: Device, start: LoaderStart) -> None:
+        self.config, self.device, self.samples = config, device, samples
+        self.options, self.return_params = start.options, start.return_params
+        if start.return_params:
             samples.check_params("returned")
-        self._params, self._epoch, self._taken = params, initial_epoch, first_batch
+        self._start, self._epoch, self._taken = start, start.initial_epoch, start.first_batch
         self.pipeline, self._source = _pipeline(
-            config, samples, device, params, initial_epoch, options, first_batch
+            config,
+            samples,
+            device,
+            start.params,
+            start.initial_epoch,
+            start.options,
+            start.first_batch,
         )
         self.pipeline.build()
 
@@ -308,8 +306,8 @@ class DaliLoader:
         epoch, first = self.stream.start(state)
         assert isinstance(first, int)  # not elastic: another world's state is refused
         self.close()
-        start = (self._params, self.return_params, epoch, self.options, first)
-        self._open(self.config, self.samples, self.device, *start)
+        start = dataclasses.replace(self._start, initial_epoch=epoch, first_batch=first)
+        self._open(self.config, self.samples, self.device, start)
 
     def state_dict(self) -> dict[str, Any]:
         """:meth:`get_state` as a dictionary (PyTorch's name)."""

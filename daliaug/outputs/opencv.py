@@ -21,7 +21,7 @@ from daliaug.engines.feed import EpochFeed
 from daliaug.engines.opencv.pipeline import RESIZES, Graph
 from daliaug.engines.select import Choice, Device
 from daliaug.errors import BackendError
-from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
+from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions, LoaderStart
 from daliaug.prepare import prepare
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
@@ -48,8 +48,8 @@ class CvLoader:
         first_batch: int = 0,
     ) -> None:
         prepared = prepare(config, samples=samples, choice=Choice("opencv", "cpu"))
-        start = (params, return_params, initial_epoch, options, first_batch)
-        self._open(prepared.config, prepared.samples, *start)
+        start = LoaderStart(params, return_params, initial_epoch, options, first_batch)
+        self._open(prepared.config, prepared.samples, start)
 
     @classmethod
     def over(
@@ -67,36 +67,30 @@ class CvLoader:
         :func:`~daliaug.prepare.prepare` gave them (checked); nothing is prepared again
         (``device``: the host's, the only one this engine runs on)."""
         loader = cls.__new__(cls)
-        loader._open(config, samples, params, False, initial_epoch, options, first_batch)
+        loader._open(
+            config, samples, LoaderStart(params, False, initial_epoch, options, first_batch)
+        )
         return loader
 
-    def _open(
-        self,
-        config: Config,
-        samples: SampleSet,
-        params: np.ndarray | None,
-        return_params: bool,
-        initial_epoch: int,
-        options: DatasetOptions,
-        first_batch: int,
-    ) -> None:
+    def _open(self, config: Config, samples: SampleSet, start: LoaderStart) -> None:
         if not isinstance(samples, Samples):
             raise BackendError(
                 "backend: opencv reads files, arrays and WebDataset shards; TFRecords need "
                 "TensorFlow's or DALI's reader (backend: tf, cpu or gpu)"
             )
+        options = start.options
         self.config, self.samples, self.options = config, samples, options
-        if params is not None:
+        if start.params is not None:
             self.samples.check_params("explicit")
-        if return_params:
+        if start.return_params:
             self.samples.check_params("returned")
-        self.return_params = return_params
-        self.epoch, self.first = initial_epoch, first_batch
+        self.return_params = start.return_params
+        self.epoch, self.first = start.initial_epoch, start.first_batch
         self.feed = EpochFeed(
             config,
             self.samples,
             resizes=RESIZES,
-            params=params,
+            params=start.params,
             epochs=options.epochs(config, len(self.samples)),
             weights=options.per_sample(self.samples),
             recent=3,

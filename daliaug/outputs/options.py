@@ -76,3 +76,17 @@ class DatasetOptions:
 
 
 DEFAULT_OPTIONS = DatasetOptions()
+
+
+@dataclass(frozen=True)
+class LoaderStart:
+    """Where a host loader (``DaliLoader``, ``CvLoader``) starts and what it yields beside
+    the batches: the first epoch ``initial_epoch`` from its batch ``first_batch``, run as
+    ``options`` say; ``params`` (one row of ``plan.param_keys`` per sample) replaces the random
+    draws; ``return_params`` also yields each batch's parameter rows."""
+
+    params: np.ndarray | None = None
+    return_params: bool = False
+    initial_epoch: int = 0
+    options: DatasetOptions = DEFAULT_OPTIONS
+    first_batch: int = 0
