@@ -35,8 +35,9 @@ SETTLE_NS = 2_000_000_000
 FORMAT = 1
 """The kept file's format (a file of another is listed again)."""
 
-Walked = dict[str, int]
-"""Each folder a listing walked, by path, with its modification time (ns) before it was read."""
+Walked = dict[str, int] | None
+"""Each folder a listing walked, by path, with its modification time (ns) before it was read
+(``None``: a folder could not be read, and the listing is not kept)."""
 
 
 def list_images(
@@ -70,7 +71,7 @@ def kept_listing(
             return kept
         started = time.time_ns()
         listing, walked = list_now()  # (its own errors are the source's, not the cache's)
-        if _settled(listing, walked, started):
+        if walked is not None and _settled(walked, started):
             try:
                 with writing_cache(path, "a folder listing"):
                     write_atomically(path, _encoded(listing, walked, folders))
@@ -102,19 +103,12 @@ def _prefix(folder: str) -> str:
     return folder if folder.endswith(os.sep) else folder + os.sep
 
 
-def _settled(listing: Listing, walked: Walked, started: int) -> bool:
-    """Whether a listing can be kept: every folder read, none changed near its listing, every
-    file under the folder it was listed for."""
-    unread = any(reason.startswith("cannot list") for reason in listing.ignored.values())
-    under = all(
-        path.startswith(_prefix(folder))
-        for folder, paths in listing.images.items()
-        for path in paths
-    )
-    return under and not unread and all(mtime < started - SETTLE_NS for mtime in walked.values())
+def _settled(walked: dict[str, int], started: int) -> bool:
+    """Whether a listing whose folders were all read can be kept: none changed near it."""
+    return all(mtime < started - SETTLE_NS for mtime in walked.values())
 
 
-def _encoded(listing: Listing, walked: Walked, folders: list[str]) -> bytes:
+def _encoded(listing: Listing, walked: dict[str, int], folders: list[str]) -> bytes:
     names = [
         path[len(_prefix(folder)) :]
         for folder in folders

@@ -9,7 +9,6 @@ would list samples twice or under another class's label, so it is skipped and na
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -41,14 +40,14 @@ def _inside(path: str, folder: str) -> bool:
 
 def walk_images(
     folders: list[str], tree: Path, extensions: tuple[str, ...]
-) -> tuple[Listing, dict[str, int]]:
+) -> tuple[Listing, dict[str, int] | None]:
     """The files with ``extensions`` under each of ``folders`` (which lie in or are linked from
     ``tree``), each real folder listed once, and each folder walked with its modification time
     (ns), taken before it was read (:func:`~daliaug.sources.kept_listing.list_images` keeps
-    them for later starts)."""
+    them for later starts); ``None`` for the times where a folder could not be read."""
     top = os.path.realpath(tree)
     listing = Listing()
-    walked_times: dict[str, int] = {}
+    walked_times: dict[str, int] | None = {}
     walked: set[str] = set()
     for folder in folders:
         start = os.path.realpath(folder)
@@ -64,9 +63,15 @@ def walk_images(
         pending = [str(folder)]
         while pending:
             directory = pending.pop()
-            with contextlib.suppress(OSError):  # (the scan names a folder it cannot read)
-                walked_times[directory] = os.stat(directory).st_mtime_ns
-            _scan(directory, (top, start), walked, extensions, found, pending, listing)
+            try:
+                mtime = os.stat(directory).st_mtime_ns
+            except OSError:  # (the scan names the folder it cannot read)
+                mtime = None
+            read = _scan(directory, (top, start), walked, extensions, found, pending, listing)
+            if walked_times is not None and read and mtime is not None:
+                walked_times[directory] = mtime
+            else:
+                walked_times = None
         listing.images[str(folder)] = sorted(found)
     return listing, walked_times
 
@@ -79,13 +84,14 @@ def _scan(
     found: list[str],
     pending: list[str],
     listing: Listing,
-) -> None:
-    """One folder's entries: images into ``found``, folders onto ``pending``, the rest named."""
+) -> bool:
+    """One folder's entries: images into ``found``, folders onto ``pending``, the rest named;
+    whether the folder could be read."""
     try:
         entries = sorted(os.scandir(directory), key=_name)  # the same on every run
     except OSError as e:
         listing.ignored[directory] = f"cannot list the folder: {e.strerror or e}"
-        return
+        return False
     for entry in entries:
         image = entry.name.lower().endswith(extensions)
         if image and entry.is_file():  # most entries: one test, from scandir's d_type
@@ -104,6 +110,7 @@ def _scan(
             found.append(entry.path)  # a broken link: the header check names it
         else:
             listing.ignored[entry.path] = "not a regular file (a pipe, socket or device)"
+    return True
 
 
 def _loop(target: str, roots: tuple[str, str], walked: set[str]) -> str | None:

@@ -237,8 +237,8 @@ def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, Any]:
     dict of ``max_boxes`` random boxes and labels per image)."""
     from daliaug.outputs.tfdata.streams import element_spec
 
-    masks = ("mask_path",) if config.source.segmentation else ()
-    layout = BatchLayout(target_of(masks, config.label_mode))
+    target = "masks" if config.source.segmentation else target_of((), config.label_mode)
+    layout = BatchLayout(target)
     images, targets = element_spec(config, num_classes, layout)
     rng = np.random.default_rng(0)
     x_shape = (config.batch_size, *images.shape[1:])

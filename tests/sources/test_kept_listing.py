@@ -178,3 +178,26 @@ def test_a_cache_that_cannot_be_written_lists_anyway_with_one_warning(
         listing = list_images(_folders(root), root)
     fresh = walk_images([str(f) for f in _folders(root)], root, (".jpg", ".jpeg", ".png"))[0]
     assert _same(listing, fresh)
+
+
+def test_a_listing_with_a_folder_it_could_not_read_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: Path
+) -> None:
+    """A sub-folder that cannot be read (named in ``ignored``) keeps nothing: the next start
+    walks again, and lists its files once it can read it."""
+    root = _tree(tmp_path / "data")
+    unreadable = str(root / "a" / "sub")
+    scandir = os.scandir
+
+    def failing(path: str) -> object:
+        if str(path) == unreadable:
+            raise PermissionError(13, "Permission denied", path)
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", failing)
+    first = list_images(_folders(root), root)
+    assert first.ignored[unreadable].startswith("cannot list the folder")
+    assert not list((cache / "listings").glob("*.listing"))
+    monkeypatch.setattr(os, "scandir", scandir)
+    again = list_images(_folders(root), root)
+    assert str(root / "a" / "sub" / "3.jpeg") in again.all_images
