@@ -42,9 +42,9 @@ DETECTION_TARGET_US = 100.0
 
 def _feed(name: str, quick: bool) -> Any:
     """Workload ``name``'s feed as ``DaliLoader`` builds it on the GPU (samples checked)."""
+    from daliaug.engine_names import Choice
     from daliaug.engines.dali.pipeline import RESIZES, feed_form
     from daliaug.engines.feed import EpochFeed
-    from daliaug.engines.select import Choice
     from daliaug.prepare import prepare as prepare_config
 
     data = detection.prepare(quick) if name == "d" else prepare(name, quick)

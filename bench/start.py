@@ -151,9 +151,11 @@ def child(tool: str, train: str, check: str, profile: str | None, finish: bool) 
 def _finish_check(train: Path) -> None:
     """The background check let finish (untimed), as the first epoch of a training run would
     let it, so that a later start finds every file's result in the cache."""
+    from daliaug.engines.select import choose
     from daliaug.prepare import prepare
 
-    check = prepare(config(train, "background")).samples.background
+    made = config(train, "background")
+    check = prepare(made, choose(made)).samples.background
     assert check is not None
     check.begin()
     check.done.wait()

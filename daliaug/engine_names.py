@@ -4,6 +4,7 @@ dataset's engine, the engines' registry). Imports nothing of daliaug."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 Device = Literal["cpu", "gpu"]
@@ -23,3 +24,11 @@ Backend = Literal["auto", Placement]
 
 ENGINE_NAMES: tuple[EngineName, ...] = get_args(EngineName)
 HOST_ENGINES: tuple[HostEngine, ...] = get_args(HostEngine)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """An engine (its name) and the device it runs on."""
+
+    engine: EngineName
+    device: Device

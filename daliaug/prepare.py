@@ -2,25 +2,26 @@
 
 :func:`prepare` validates the config, picks the engine and device, lists the source's samples
 (or takes ``x``/``y`` arrays, or given samples), checks them against the config and decodes
-every file once with the engine's decoder (``source.check: full``). Outputs (``tf.data``, NumPy,
-JAX, PyTorch) start from its :class:`Prepared`.
+every file once with the engine's decoder (``source.check: full``), and resolves the seed.
+Outputs (``tf.data``, NumPy, JAX, PyTorch) and loaders start from its
+:class:`~daliaug.run.Run`.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import numpy as np
 
 from daliaug.batch_layout import target_of
-from daliaug.config import Config, load_config, target_column
-from daliaug.engines import Engine, engine
-from daliaug.engines.select import Choice, Device, choose
+from daliaug.config import Config, target_column
+from daliaug.engine_names import Choice
+from daliaug.engines import engine
 from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
 from daliaug.memory import check_memory
+from daliaug.run import Run
 from daliaug.sources.arrays import array_samples
 from daliaug.sources.background import background_checked
 from daliaug.sources.base import Samples
@@ -28,35 +29,23 @@ from daliaug.sources.checks import Undecodable, check_files, describe_rejected, 
 from daliaug.sources.sample_set import SampleSet
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """A validated config, the engine and device that run it here, and its checked samples."""
-
-    config: Config
-    engine: Engine
-    device: Device
-    samples: SampleSet
-
-
 def prepare(
-    config: Any,
+    config: Config,
+    choice: Choice,
     *,
     samples: SampleSet | None = None,
     x: Any = None,
     y: Any = None,
-    choice: Choice | None = None,
-) -> Prepared:
-    """``config`` (anything :func:`~daliaug.config.load_config` takes) ready to run on
-    ``choice``'s engine and device (default: :func:`~daliaug.engines.select.choose`'s for
-    ``tf.data``), its samples listed and checked."""
-    config = load_config(config)
-    choice = choice or choose(config)
+    seed: int | None = None,
+) -> Run:
+    """The run of ``config`` (validated) on ``choice``'s engine and device: its samples listed
+    and checked, its seed the config's, else ``seed`` (a state's), else a fresh one."""
     chosen, device = engine(choice.engine), choice.device
     listed = prepare_samples(config, samples, x, y)
     check_memory(config, listed, device)
     undecodable = partial(chosen.undecodable, device=device, device_id=config.device_id)
     checked = checked_samples(config, listed, f"{chosen.name}-{device}", undecodable)
-    return Prepared(config, chosen, device, checked)
+    return Run.of(config, checked, choice, seed)
 
 
 def prepare_samples(

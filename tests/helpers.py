@@ -19,9 +19,13 @@ import pytest
 from PIL import Image
 
 from daliaug.config import Config, load_config
+from daliaug.engine_names import Choice, Device
 from daliaug.engines import NAMES
-from daliaug.engines.select import Placement, placed
+from daliaug.engines.select import Placement, choose, placed
 from daliaug.parity.run import outputs
+from daliaug.prepare import prepare, prepare_samples
+from daliaug.run import Run
+from daliaug.sources.sample_set import SampleSet
 
 
 def structured_image(h: int = 64, w: int = 64, seed: int = 0) -> np.ndarray:
@@ -108,6 +112,20 @@ ENGINES = tuple(name for name in NAMES if name in ENGINE_BACKENDS)
 BACKENDS = tuple(ENGINE_BACKENDS[name] for name in ENGINES)
 """Each engine's ``backend`` on the CPU, in the engines' order: ``cpu`` (DALI), ``tf``,
 ``opencv``."""
+
+
+def run_of(
+    config: Config, samples: SampleSet | None = None, device: Device = "cpu", engine: str = "dali"
+) -> Run:
+    """The run of ``config`` over ``samples`` (default: its source's, checked against it) on
+    ``engine`` and ``device``, as ``prepare`` makes it but without the decode check."""
+    listed = prepare_samples(config) if samples is None else samples
+    return Run.of(config, listed, Choice(engine, device))  # type: ignore[arg-type]
+
+
+def prepared(config: Config) -> Run:
+    """``prepare`` of ``config`` on the engine and device it chooses for ``tf.data``."""
+    return prepare(config, choose(config))
 
 
 def run_backend(config: Config, rows: np.ndarray | None = None) -> np.ndarray:

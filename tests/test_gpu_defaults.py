@@ -19,6 +19,7 @@ from daliaug.errors import ConfigError
 from daliaug.outputs import numpy as numpy_output
 from daliaug.outputs.options import DatasetOptions
 from daliaug.prepare import prepare_samples
+from tests.helpers import run_of
 
 
 @pytest.fixture
@@ -140,9 +141,14 @@ def test_the_settings_reach_every_graph_that_outputs_build(
         ):
             config = files_config(demo_dir, source=source, **fields)
             samples = prepare_samples(config)
+            on = partial(run_of, config, samples)
             forms = {
-                "make_dataset": partial(pipeline.named_pipeline, config, samples, weighted=False),
-                "build_pipeline": partial(numpy_output.define_fed_pipeline, config, samples),
+                "make_dataset": lambda device, on=on: pipeline.named_pipeline(
+                    on(device), weighted=False
+                ),
+                "build_pipeline": lambda device, on=on: numpy_output.define_fed_pipeline(
+                    on(device)
+                ),
             }
             for form, define in forms.items():
                 threads, depth, decoders = settings(partial(define, device="gpu"))
@@ -152,7 +158,8 @@ def test_the_settings_reach_every_graph_that_outputs_build(
                 assert (threads, depth) == cpu, (form, source["type"])
                 assert all(d == ("cpu", None) for d in decoders), (form, decoders)
             four_gpus = partial(
-                numpy_output.define_fed_pipeline, config, samples, "gpu",
+                numpy_output.define_fed_pipeline,
+                run_of(config, samples, "gpu"),
                 options=DatasetOptions(gpus=4),
-            )  # fmt: skip
+            )
             assert settings(four_gpus)[0] == (3 if fields else 4)

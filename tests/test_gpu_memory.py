@@ -120,6 +120,8 @@ import tensorflow as tf
 import daliaug
 from daliaug.outputs.tfdata import dali_dataset as bridge
 from daliaug.cuda import tf_runtime_started
+from daliaug.engine_names import Choice
+from daliaug.run import Run
 from daliaug.sources.arrays import array_samples
 
 gpu = tf.config.PhysicalDevice("/physical_device:GPU:0", "GPU")
@@ -133,7 +135,7 @@ tf.config.experimental.set_memory_growth = lambda device, on: calls.append(tf_ru
 config = daliaug.load_config({"source": {"type": "arrays"}, "image_size": 8, "batch_size": 2})
 samples = array_samples(np.zeros((4, 8, 8, 3), np.uint8), np.arange(4) % 2)
 try:
-    bridge.dali_dataset(config, samples, "gpu")
+    bridge.dali_dataset(Run.of(config, samples, Choice("dali", "gpu")))
 except Exception:
     pass
 print(json.dumps({"runtime_started_at_policy": calls}))

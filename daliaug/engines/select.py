@@ -13,24 +13,15 @@ import functools
 import importlib.util
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from daliaug.config import Config
 from daliaug.cuda import cuda_driver
-from daliaug.engine_names import HOST_ENGINES, Device, EngineName, Placement
+from daliaug.engine_names import HOST_ENGINES, Choice, Device, Placement
 from daliaug.errors import BackendError, BackendWarning, ConfigError, user_stacklevel
 from daliaug.transforms.base import TF_ONLY_FILLS
 from daliaug.transforms.policy import PolicyTransform
 
 TF_CUDA_FIX = "install TensorFlow's CUDA build: pip install 'tensorflow[and-cuda]==2.21.*'"
-
-
-@dataclass(frozen=True)
-class Choice:
-    """An engine (its name) and the device it runs on."""
-
-    engine: EngineName
-    device: Device
 
 
 def choose(

@@ -29,10 +29,9 @@ from daliaug.errors import ConfigError
 from daliaug.resume import Rest
 
 if TYPE_CHECKING:
-    from daliaug.config import Config
-    from daliaug.engines.select import Choice
     from daliaug.outputs.options import DatasetOptions
     from daliaug.resume import State, Stream
+    from daliaug.run import Run
     from daliaug.sources.sample_set import SampleSet
 
 Batch = tuple[Any, ...]
@@ -176,14 +175,14 @@ class Joined:
             yield self.layout.nest(self.convert(joined))
 
 
-Shard = tuple["Config", "SampleSet", "DatasetOptions"]
-"""One shard's config, samples and options (see :class:`~daliaug.outputs.shards.Shards`)."""
+Shard = tuple["Run", "DatasetOptions"]
+"""One shard's run and options (see :class:`~daliaug.outputs.shards.Shards`)."""
 
 
 def shard_layout(shard: Shard) -> BatchLayout:
     """The layout of a shard's batches (DALI's iterators' ``output_map`` is its names)."""
-    config, samples, options = shard
-    return BatchLayout.of(samples, config.label_mode, config.max_boxes, options.weighs)
+    run, options = shard
+    return run.layout(options.weighs)
 
 
 def local_batches(
@@ -194,45 +193,44 @@ def local_batches(
 ) -> Batches:
     """The batches of this process's ``shards`` (run side by side, equal batch counts) as
     ``kind``, their epochs opened by ``open_at``."""
-    config, samples, options = shards[0]
-    bounds = options.epochs(config, len(samples)).bounds
-    full = config.batch_size * len(shards)
+    run, options = shards[0]
+    bounds = options.epochs(run).bounds
+    full = run.batch_size * len(shards)
     last = (bounds[-1][1] - bounds[-1][0]) * len(shards)
     partial = last if last < full else 0
     batches = kind(open_at, len(bounds), full, partial, initial_epoch, len(shards))
-    batches.world, batches.shard_batch = config.source.num_shards, config.batch_size
+    batches.world, batches.shard_batch = run.shards, run.batch_size
     return batches
 
 
 def cpu_loaders(
-    shards: list[Shard], convert: Callable[[Batch], Batch], choice: Choice
+    shards: list[Shard], convert: Callable[[Batch], Batch]
 ) -> Callable[[int, int], Joined]:
-    """``open_at`` for ``shards`` run on the host's side of ``choice``: one loader each (its
-    engine's host loader, :mod:`~daliaug.outputs.bridges`, on its device), their NumPy batches
-    joined and ``convert``-ed."""
+    """``open_at`` for ``shards`` run on the host: one loader each (its engine's host loader,
+    :mod:`~daliaug.outputs.bridges`, on its device), their NumPy batches joined and
+    ``convert``-ed."""
     from daliaug.outputs.bridges import bridge
 
-    device, loader = choice.device, bridge(choice.engine).loader
+    loader = bridge(shards[0][0].engine).loader
     layout = shard_layout(shards[0])
 
     def open_at(epoch: int, start: int | Rest) -> Joined:
         if isinstance(start, Rest):
-            rests = [_rest_shard(start, c, o) for c, _, o in shards]
-            loaders = [loader(c, s, device, o, epoch) for c, s, o in rests]
+            loaders = [loader(*_rest_shard(start, *shard), epoch) for shard in shards]
         else:
-            loaders = [loader(c, s, device, o, epoch, start) for c, s, o in shards]
+            loaders = [loader(run, options, epoch, start) for run, options in shards]
         return Joined(loaders, convert, layout)
 
     return open_at
 
 
-def _rest_shard(rest: Rest, config: Config, options: DatasetOptions) -> Shard:
-    """The config, samples (all of them) and options of a shard that runs ``rest`` (the rest
-    of an epoch another world began) in place of its own epoch."""
+def _rest_shard(rest: Rest, run: Run, options: DatasetOptions) -> Shard:
+    """The run (over all the samples) and options of a shard that runs ``rest`` (the rest of
+    an epoch another world began) in place of its own epoch."""
     if options.sample_weights is not None:
         raise ConfigError(
             "state: the rest of an epoch begun by another world is dealt out over all the "
             "samples, which per-sample weights do not follow; restore it on the same world"
         )
-    resumed = rest.shard(config.source.shard_id)
-    return config, rest.samples, dataclasses.replace(options, resumed=resumed)
+    resumed = rest.shard(run.shard)
+    return run.with_samples(rest.samples), dataclasses.replace(options, resumed=resumed)

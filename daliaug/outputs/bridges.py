@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from daliaug.batch_layout import BatchLayout
 from daliaug.config import Config
-from daliaug.engine_names import ENGINE_NAMES, Device, EngineName
+from daliaug.engine_names import ENGINE_NAMES, Choice, Device, EngineName
 from daliaug.errors import BackendError
 from daliaug.outputs import tensorflow_extra
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
+from daliaug.run import Run
 from daliaug.sources.sample_set import SampleSet
 
 if TYPE_CHECKING:
@@ -43,45 +43,33 @@ class Bridge:
 
     def loader(
         self,
-        config: Config,
-        samples: SampleSet,
-        device: Device,
+        run: Run,
         options: DatasetOptions = DEFAULT_OPTIONS,
         epoch: int = 0,
         first: int = 0,
         params: np.ndarray | None = None,
     ) -> Loader:
-        """The engine's loader over ``samples`` of a prepared run (checked) on ``device``."""
+        """The engine's loader over a prepared ``run`` (its samples checked)."""
         return self.opener()(
-            config,
-            samples,
-            device,
-            options=options,
-            initial_epoch=epoch,
-            first_batch=first,
-            params=params,
+            run, options=options, initial_epoch=epoch, first_batch=first, params=params
         )
 
     def opener(self) -> Callable[..., Loader]:
         """The engine's loader's constructor over a prepared run (its ``over``)."""
         raise NotImplementedError
 
-    def first_epoch(
-        self, config: Config, samples: SampleSet, device: Device, params: np.ndarray | None
-    ) -> Iterator[Batch]:
+    def first_epoch(self, run: Run, params: np.ndarray | None) -> Iterator[Batch]:
         """The first epoch as NumPy ``(images, targets)`` batches, detection targets as
         Keras' dict."""
-        layout = BatchLayout.of(samples, config.label_mode, config.max_boxes)
-        loader = self.loader(config, samples, device, params=params)
+        layout = run.layout()
+        loader = self.loader(run, params=params)
         try:
             for batch in loader:
                 yield layout.nest(batch)
         finally:
             loader.close()
 
-    def dataset(
-        self, config: Config, samples: SampleSet, device: Device, options: DatasetOptions
-    ) -> tf.data.Dataset:
+    def dataset(self, run: Run, options: DatasetOptions) -> tf.data.Dataset:
         """The engine's ``tf.data`` dataset, one epoch per iteration, as ``options.clock``
         numbers them; the clock is its ``epoch_clock``."""
         raise NotImplementedError
@@ -96,13 +84,11 @@ class DaliBridge(Bridge):
 
         return DaliLoader.over
 
-    def dataset(
-        self, config: Config, samples: SampleSet, device: Device, options: DatasetOptions
-    ) -> tf.data.Dataset:
+    def dataset(self, run: Run, options: DatasetOptions) -> tf.data.Dataset:
         tensorflow_extra("nvidia.dali_tf_plugin")
         from daliaug.outputs.tfdata.dali_dataset import dali_dataset
 
-        return dali_dataset(config, samples, device, options)
+        return dali_dataset(run, options)
 
 
 class CvBridge(Bridge):
@@ -114,12 +100,10 @@ class CvBridge(Bridge):
 
         return CvLoader.over
 
-    def dataset(
-        self, config: Config, samples: SampleSet, device: Device, options: DatasetOptions
-    ) -> tf.data.Dataset:
+    def dataset(self, run: Run, options: DatasetOptions) -> tf.data.Dataset:
         from daliaug.outputs.tfdata.cv_dataset import cv_dataset
 
-        return cv_dataset(config, samples, options)
+        return cv_dataset(run, options)
 
 
 class TfBridge(Bridge):
@@ -132,22 +116,18 @@ class TfBridge(Bridge):
             "DALI or OpenCV (backend: cpu, gpu, opencv or auto)"
         )
 
-    def first_epoch(
-        self, config: Config, samples: SampleSet, device: Device, params: np.ndarray | None
-    ) -> Iterator[Batch]:
+    def first_epoch(self, run: Run, params: np.ndarray | None) -> Iterator[Batch]:
         import tensorflow as tf
 
         from daliaug.outputs.tfdata.tf_dataset import tf_dataset
 
-        for batch in tf_dataset(config, samples, params=params):
+        for batch in tf_dataset(run, params=params):
             yield tuple(tf.nest.map_structure(lambda t: t.numpy(), batch))
 
-    def dataset(
-        self, config: Config, samples: SampleSet, device: Device, options: DatasetOptions
-    ) -> tf.data.Dataset:
+    def dataset(self, run: Run, options: DatasetOptions) -> tf.data.Dataset:
         from daliaug.outputs.tfdata.tf_dataset import tf_dataset
 
-        return tf_dataset(config, samples, options)
+        return tf_dataset(run, options)
 
 
 BRIDGES: dict[EngineName, Bridge] = {"dali": DaliBridge(), "tf": TfBridge(), "opencv": CvBridge()}
@@ -162,26 +142,21 @@ def bridge(engine: str) -> Bridge:
 
 
 def engine_batches(
-    engine: str,
+    engine: EngineName,
     config: Config,
     samples: SampleSet,
     device: Device,
     *,
     params: np.ndarray | None = None,
 ) -> Iterator[Any]:
-    """The first epoch of engine ``engine`` on ``device`` as NumPy ``(images, targets)``
-    batches (parity, preview; detection targets as Keras' dict); ``params`` (one row of
-    ``plan.param_keys`` per sample) replaces the random draws."""
-    return bridge(engine).first_epoch(config, samples, device, params)
+    """The first epoch of engine ``engine`` on ``device`` over ``samples`` (checked) as NumPy
+    ``(images, targets)`` batches (parity, preview; detection targets as Keras' dict);
+    ``params`` (one row of ``plan.param_keys`` per sample) replaces the random draws."""
+    run = Run.of(config, samples, Choice(engine, device))
+    return bridge(engine).first_epoch(run, params)
 
 
-def engine_dataset(
-    engine: str,
-    config: Config,
-    samples: SampleSet,
-    device: Device,
-    options: DatasetOptions,
-) -> tf.data.Dataset:
-    """The ``tf.data`` dataset of engine ``engine``'s graph over ``samples`` (checked), one
+def engine_dataset(run: Run, options: DatasetOptions) -> tf.data.Dataset:
+    """The ``tf.data`` dataset of the run's engine graph over its samples (checked), one
     epoch per iteration, as ``options.clock`` numbers them; the clock is its ``epoch_clock``."""
-    return bridge(engine).dataset(config, samples, device, options)
+    return bridge(run.engine).dataset(run, options)

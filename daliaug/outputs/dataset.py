@@ -13,7 +13,6 @@ Importing this module imports no framework; the chosen output does.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,16 +20,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from daliaug.config import Config, load_with_targets
-from daliaug.engine_names import Device, EngineName
-from daliaug.engines.select import Choice, choose
-from daliaug.epoch import EpochClock, resolve_seed
+from daliaug.engine_names import Choice, Device, EngineName
+from daliaug.engines.select import choose
+from daliaug.epoch import EpochClock
 from daliaug.errors import ConfigError
 from daliaug.outputs import framework_of, grain_extra, keras_started, tensorflow_extra
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.resumable import resumable
 from daliaug.outputs.tfdata.dataset import tf_sees_gpu
-from daliaug.prepare import Prepared, prepare
+from daliaug.prepare import prepare
 from daliaug.resume import State
+from daliaug.run import Run
 from daliaug.sources.sample_set import SampleSet
 
 if TYPE_CHECKING:
@@ -166,14 +166,10 @@ def make_dataset(
             make_dataset(training, initial_epoch=initial_epoch, state=state, **kwargs),
             make_dataset(validation, **kwargs),
         )
+    seed = None if state is None else State.of(state).seed  # a config without one resumes it
     choice = choose(config, framework, tf_sees_gpu)
-    prepared = prepare(config, samples=samples, x=x, y=y, choice=choice)
-    seed = prepared.config.seed
-    if seed is None and state is not None:  # a config without a seed resumes the state's
-        seed = State.of(state).seed
-    config = prepared.config.model_copy(update={"seed": resolve_seed(seed)})
-    prepared = dataclasses.replace(prepared, config=config)
-    samples = prepared.samples
+    run = prepare(config, choice, samples=samples, x=x, y=y, seed=seed)
+    samples = run.samples
     samples.check_readable()
     weights = None if class_weight is None else _class_weights(config, samples, class_weight)
     per_sample = None if sample_weight is None else _sample_weights(samples, sample_weight)
@@ -186,49 +182,41 @@ def make_dataset(
     if strategy is None and options.weighs and config.label_mode == "none":
         raise ConfigError("label_mode: 'none' yields the images alone, without weights")
     if framework == "tensorflow":
-        dataset = _tf_data(prepared, options, strategy)
+        dataset = _tf_data(run, options, strategy)
     else:
-        dataset = _batches(framework, config, samples, choice, options, initial_epoch)
-    dataset = resumable(dataset, config, samples, state, strategy)
-    return _grain(dataset, config) if framework == "grain" else dataset
+        dataset = _batches(framework, run, options, initial_epoch)
+    dataset = resumable(dataset, run, state, strategy)
+    return _grain(dataset, run.seed) if framework == "grain" else dataset
 
 
-def _grain(batches: Batches, config: Config) -> GrainBatches:
+def _grain(batches: Batches, seed: int) -> GrainBatches:
     """The JAX output's ``batches`` (their stream and state set) as a Grain dataset."""
     from daliaug.outputs.grain import GrainBatches
 
-    assert config.seed is not None  # resolved by make_dataset
-    dataset = GrainBatches(batches, config.seed)
+    dataset = GrainBatches(batches, seed)
     setattr(dataset, _ENGINE, getattr(batches, _ENGINE))
     return dataset
 
 
-def _tf_data(prepared: Prepared, options: DatasetOptions, strategy: Any) -> Any:
+def _tf_data(run: Run, options: DatasetOptions, strategy: Any) -> Any:
     """The ``tf.data`` output: one dataset, or one per replica of ``strategy``."""
-    engine, device = prepared.engine.name, prepared.device
     if strategy is not None:
         from daliaug.outputs.tfdata.replicas import distributed_dataset
 
-        dataset = distributed_dataset(prepared, strategy, options)
-        return _described(dataset, engine, device, strategy.num_replicas_in_sync)
+        dataset = distributed_dataset(run, strategy, options)
+        return _described(dataset, run.choice, strategy.num_replicas_in_sync)
     from daliaug.outputs.bridges import engine_dataset
 
-    dataset = engine_dataset(engine, prepared.config, prepared.samples, device, options)
-    return _described(dataset, engine, device, 1)
+    return _described(engine_dataset(run, options), run.choice, 1)
 
 
 def _batches(
-    framework: str,
-    config: Config,
-    samples: SampleSet,
-    choice: Choice,
-    options: DatasetOptions,
-    initial_epoch: int,
+    framework: str, run: Run, options: DatasetOptions, initial_epoch: int
 ) -> Batches | GrainBatches:
-    """The batches of ``framework`` (``jax``, ``torch``, ``grain`` or ``numpy``) for ``samples``
-    (prepared and checked), computed by the chosen engine (DALI or OpenCV) on its device."""
+    """The batches of ``framework`` (``jax``, ``torch``, ``grain`` or ``numpy``) of the run,
+    computed by the chosen engine (DALI or OpenCV) on its device."""
     if options.weighs:
-        samples.check_reader_weights(framework)
+        run.samples.check_reader_weights(framework)
     if framework == "grain":
         grain_extra()
     if framework in ("jax", "torch", "grain"):  # Keras data adapters (Grain wraps the JAX ones)
@@ -236,22 +224,22 @@ def _batches(
     if framework in ("jax", "grain"):
         from daliaug.outputs.jax import jax_dataset
 
-        batches = jax_dataset(config, samples, choice, options, initial_epoch)
+        batches = jax_dataset(run, options, initial_epoch)
     elif framework == "torch":
         from daliaug.outputs.torch import torch_dataset
 
-        batches = torch_dataset(config, samples, choice, options, initial_epoch)
+        batches = torch_dataset(run, options, initial_epoch)
     else:
         from daliaug.outputs.batches import cpu_loaders, local_batches
 
-        shards = [(config, samples, options)]
-        batches = local_batches(shards, cpu_loaders(shards, tuple, choice), initial_epoch)
-    return _described(batches, choice.engine, choice.device, batches.pipelines)
+        shards = [(run, options)]
+        batches = local_batches(shards, cpu_loaders(shards, tuple), initial_epoch)
+    return _described(batches, run.choice, batches.pipelines)
 
 
-def _described(dataset: Any, engine: str, device: Device, replicas: int) -> Any:
+def _described(dataset: Any, choice: Choice, replicas: int) -> Any:
     """``dataset``, marked with the engine that computes it (for :func:`describe`)."""
-    setattr(dataset, _ENGINE, DatasetEngine(engine, device, replicas))
+    setattr(dataset, _ENGINE, DatasetEngine(choice.engine, choice.device, replicas))
     return dataset
 
 

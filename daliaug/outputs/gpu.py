@@ -16,8 +16,8 @@ from daliaug.outputs.numpy import define_fed_pipeline
 
 
 def dali_gpu_pipelines(shards: list[Shard], epoch: int) -> list[Pipeline]:
-    """One GPU pipeline per shard (on its config's ``device_id``), from epoch ``epoch``."""
-    return [define_fed_pipeline(c, s, "gpu", epoch, o) for c, s, o in shards]
+    """One GPU pipeline per shard (on its run's ``device_id``), from epoch ``epoch``."""
+    return [define_fed_pipeline(run, epoch, options) for run, options in shards]
 
 
 def mid_epoch_on_gpus(first: int) -> None:

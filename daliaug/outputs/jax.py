@@ -29,53 +29,42 @@ from typing import Any
 
 import numpy as np
 
-from daliaug.config import Config
 from daliaug.cuda import COMMAND_BUFFERS_OFF, XLA_VARIABLE, xla_command_buffers_off
-from daliaug.engines.select import Choice
 from daliaug.errors import BackendWarning, ConfigError, user_stacklevel
 from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches, shard_layout
 from daliaug.outputs.fit import FitBatches
 from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, mid_epoch_on_gpus
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
-from daliaug.sources.sample_set import SampleSet
+from daliaug.run import Run
 
 
-def jax_dataset(
-    config: Config,
-    samples: SampleSet,
-    choice: Choice,
-    options: DatasetOptions,
-    initial_epoch: int,
-) -> FitBatches:
-    """The config's batches as ``jax.Array``\\ s for ``model.fit`` on the JAX backend, made by
-    the ``choice``'s engine on its device."""
+def jax_dataset(run: Run, options: DatasetOptions, initial_epoch: int) -> FitBatches:
+    """The run's batches as ``jax.Array``\\ s for ``model.fit`` on the JAX backend, made by
+    its engine on its device."""
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-    if choice.device == "gpu":
+    gpu = run.device == "gpu"
+    if gpu:
         command_buffers_off()
-    devices, shards = _local_shards(config, samples, options)
+    devices, shards = _local_shards(run, options)
     sharding = None
     if devices:
         axis = "batch"
         sharding = NamedSharding(Mesh(np.array(devices), (axis,)), PartitionSpec(axis))
-    if choice.device == "gpu":
+    if gpu:
         if devices:  # one GPU pipeline per local device, sharing this process's cores
             shards = [
-                (
-                    c.model_copy(update={"device_id": d.local_hardware_id}),
-                    s,
-                    dataclasses.replace(o, gpus=len(devices)),
-                )
-                for (c, s, o), d in zip(shards, devices, strict=True)
+                (r.on(d.local_hardware_id), dataclasses.replace(o, gpus=len(devices)))
+                for (r, o), d in zip(shards, devices, strict=True)
             ]
         return local_batches(shards, _dali_jax(shards, sharding), initial_epoch, FitBatches)
 
     def convert(batch: Batch) -> Batch:
         return tuple(jax.device_put(batch, sharding))
 
-    return local_batches(shards, cpu_loaders(shards, convert, choice), initial_epoch, FitBatches)
+    return local_batches(shards, cpu_loaders(shards, convert), initial_epoch, FitBatches)
 
 
 def command_buffers_off() -> None:
@@ -92,25 +81,23 @@ def command_buffers_off() -> None:
         )
 
 
-def _local_shards(
-    config: Config, samples: SampleSet, options: DatasetOptions
-) -> tuple[list[Any], list[Shard]]:
+def _local_shards(run: Run, options: DatasetOptions) -> tuple[list[Any], list[Shard]]:
     """This process's devices of the Keras distribution (none without one) and their shards
-    (the config's own shard without a distribution)."""
+    (the run's own shard without a distribution)."""
     import jax
     from keras import distribution
 
     current = distribution.distribution()
     if current is None:
-        return [], [(config, samples, options)]
+        return [], [(run, options)]
     if not isinstance(current, distribution.DataParallel):
         raise ConfigError(
             f"keras.distribution: {type(current).__name__} is not supported; daliaug shards "
             "its batches for DataParallel"
         )
-    samples.check_distribution("a keras.distribution")
+    run.samples.check_distribution("a keras.distribution")
     mesh = list(current.device_mesh.backend_mesh.devices.flat)
-    split = Shards.split(config, samples, options, len(mesh), "device", "a keras.distribution")
+    split = Shards.split(run, options, len(mesh), "device", "a keras.distribution")
     local = [i for i, d in enumerate(mesh) if d.process_index == jax.process_index()]
     return [mesh[i] for i in local], [split.shard(i) for i in local]
 
@@ -120,10 +107,10 @@ def _dali_jax(shards: list[Shard], sharding: Any) -> Callable[[int, int], Iterat
     its outputs laid out by ``sharding`` (without one: on the one pipeline's GPU)."""
     from nvidia.dali.plugin.jax import DALIGenericIterator
 
-    config, samples, options = shards[0]
+    run, options = shards[0]
     layout = shard_layout(shards[0])
     # DALI's iterator takes the epoch's size only with several pipelines (all full batches).
-    size = -1 if len(shards) == 1 else len(shards) * options.epochs(config, len(samples)).positions
+    size = -1 if len(shards) == 1 else len(shards) * options.epochs(run).positions
 
     def open_at(epoch: int, first: int) -> IteratorEpochs:
         mid_epoch_on_gpus(first)

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
-from daliaug.batch_layout import BatchLayout
-from daliaug.config import Config, load_config
+from daliaug.config import load_config
+from daliaug.engine_names import Choice
 from daliaug.engines.dali.pipeline import (
     RESIZES,
     GraphOptions,
@@ -28,13 +28,14 @@ from daliaug.engines.dali.pipeline import (
     reader_pipeline,
 )
 from daliaug.engines.feed import EpochFeed
-from daliaug.engines.select import Choice, Device, resolve_device
+from daliaug.engines.select import Device, resolve_device
 from daliaug.errors import ConfigError, DataError, first_line
 from daliaug.outputs.ahead import END, Ahead
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions, LoaderStart
 from daliaug.outputs.resumable import stream_of
 from daliaug.prepare import prepare
 from daliaug.resume import State, Stream
+from daliaug.run import Run
 from daliaug.sources.sample_set import SampleSet
 
 AHEAD = 4
@@ -105,20 +106,13 @@ class _Source:
             self._made.close()
 
 
-def _pipeline(
-    config: Config,
-    samples: SampleSet,
-    device: Device,
-    params: np.ndarray | None,
-    initial_epoch: int,
-    options: DatasetOptions = DEFAULT_OPTIONS,
-    first_batch: int = 0,
-) -> tuple[Pipeline, _Source | None]:
-    """The config's pipeline over ``samples`` (not built) and its external source (``None``
+def _pipeline(run: Run, start: LoaderStart) -> tuple[Pipeline, _Source | None]:
+    """The run's pipeline (not built), fed from ``start``, and its external source (``None``
     where DALI's own reader feeds it)."""
-    if params is not None:
+    config, samples, device, options = run.config, run.samples, run.device, start.options
+    if start.params is not None:
         samples.check_params("explicit")
-    reader = reader_pipeline(config, samples, device, options.gpus)
+    reader = reader_pipeline(run, options.gpus)
     if reader is not None:
         return reader, None
     feed = EpochFeed(
@@ -126,38 +120,31 @@ def _pipeline(
         samples,
         resizes=RESIZES,
         form=feed_form(config.plan, samples.column_names, device),
-        params=params,
-        epochs=options.epochs(config, len(samples)),
+        params=start.params,
+        epochs=options.epochs(run),
         weights=options.per_sample(samples),
         recent=config.prefetch_depth(device) + 2 + AHEAD,
     )
-    source = _Source(feed, initial_epoch, first_batch)
-    batch = BatchLayout.of(samples, config.label_mode, config.max_boxes, options.weighs)
-    options = GraphOptions(
-        device,
-        samples.num_classes,
-        inputs=feed.inputs,
-        batch=batch,
+    source = _Source(feed, start.initial_epoch, start.first_batch)
+    graph = GraphOptions(
+        feed.inputs,
+        run.layout(options.weighs),
         feed=source,
         target_shape=samples.target_shape,
         gpu_inputs=device == "gpu",
         size_hint=samples.size_hint,
         gpus=options.gpus,
     )
-    return define_pipeline(config, options), source
+    return define_pipeline(run, graph), source
 
 
 def define_fed_pipeline(
-    config: Config,
-    samples: SampleSet,
-    device: Device,
-    initial_epoch: int = 0,
-    options: DatasetOptions = DEFAULT_OPTIONS,
+    run: Run, initial_epoch: int = 0, options: DatasetOptions = DEFAULT_OPTIONS
 ) -> Pipeline:
-    """The config's pipeline over ``samples`` (prepared and checked), not built, fed its epochs
-    from ``initial_epoch`` on (``options``: weights and the padded length, as for
+    """The run's pipeline (its samples prepared and checked), not built, fed its epochs from
+    ``initial_epoch`` on (``options``: weights and the padded length, as for
     ``make_dataset``); for DALI's own iterators."""
-    return _pipeline(config, samples, device, None, initial_epoch, options)[0]
+    return _pipeline(run, LoaderStart(initial_epoch=initial_epoch, options=options))[0]
 
 
 def build_pipeline(
@@ -180,8 +167,8 @@ def build_pipeline(
     """
     config = load_config(config)
     choice = Choice("dali", device or resolve_device(config))
-    prepared = prepare(config, samples=samples, x=x, y=y, choice=choice)
-    return _pipeline(config, prepared.samples, prepared.device, None, initial_epoch)[0]
+    run = prepare(config, choice, samples=samples, x=x, y=y)
+    return define_fed_pipeline(run, initial_epoch)
 
 
 class DaliLoader:
@@ -196,7 +183,7 @@ class DaliLoader:
 
     def __init__(
         self,
-        config: Config,
+        config: Any,
         *,
         samples: SampleSet | None = None,
         device: Device | None = None,
@@ -206,51 +193,39 @@ class DaliLoader:
         options: DatasetOptions = DEFAULT_OPTIONS,
         first_batch: int = 0,
     ) -> None:
+        config = load_config(config)
         choice = Choice("dali", device or resolve_device(config))
-        prepared = prepare(config, samples=samples, choice=choice)
-        start = LoaderStart(params, return_params, initial_epoch, options, first_batch)
-        self._open(prepared.config, prepared.samples, prepared.device, start)
+        run = prepare(config, choice, samples=samples)
+        self._open(run, LoaderStart(params, return_params, initial_epoch, options, first_batch))
 
     @classmethod
     def over(
         cls,
-        config: Config,
-        samples: SampleSet,
-        device: Device,
+        run: Run,
         *,
         params: np.ndarray | None = None,
         initial_epoch: int = 0,
         options: DatasetOptions = DEFAULT_OPTIONS,
         first_batch: int = 0,
     ) -> DaliLoader:
-        """The loader of a prepared run: ``config`` and ``samples`` as
-        :func:`~daliaug.prepare.prepare` gave them (checked) on ``device``; nothing is
-        prepared again."""
+        """The loader of a prepared ``run`` (its samples checked); nothing is prepared
+        again."""
         loader = cls.__new__(cls)
-        start = LoaderStart(params, False, initial_epoch, options, first_batch)
-        loader._open(config, samples, device, start)
+        loader._open(run, LoaderStart(params, False, initial_epoch, options, first_batch))
         return loader
 
-    def _open(self, config: Config, samples: SampleSet, device: Device, start: LoaderStart) -> None:
-        self.config, self.device, self.samples = config, device, samples
+    def _open(self, run: Run, start: LoaderStart) -> None:
+        self.run, self.config, self.device, self.samples = run, run.config, run.device, run.samples
         self.options, self.return_params = start.options, start.return_params
         if start.return_params:
-            samples.check_params("returned")
+            run.samples.check_params("returned")
         self._start, self._epoch, self._taken = start, start.initial_epoch, start.first_batch
-        self.pipeline, self._source = _pipeline(
-            config,
-            samples,
-            device,
-            start.params,
-            start.initial_epoch,
-            start.options,
-            start.first_batch,
-        )
+        self.pipeline, self._source = _pipeline(run, start)
         self.pipeline.build()
 
     def __len__(self) -> int:
         """Batches per epoch."""
-        return len(self.options.epochs(self.config, len(self.samples)))
+        return len(self.options.epochs(self.run))
 
     def raw_batches(self) -> Iterator[tuple]:
         """One epoch of DALI ``TensorList`` outputs (on the GPU for the GPU device)."""
@@ -271,7 +246,7 @@ class DaliLoader:
     def _reader_batches(self) -> Iterator[tuple]:
         """One epoch of DALI's TFRecord reader, which stays on its shard and repeats the
         shard's last record up to the batches of the largest shard: the repeats are cut off."""
-        n, size = len(self.samples), self.config.batch_size
+        n, size = len(self.samples), self.run.batch_size
         meta = self.pipeline.reader_meta("records")
         largest = meta["epoch_size_padded"] // meta["number_of_shards"]
         for start in range(0, largest, size):
@@ -307,7 +282,7 @@ class DaliLoader:
         assert isinstance(first, int)  # not elastic: another world's state is refused
         self.close()
         start = dataclasses.replace(self._start, initial_epoch=epoch, first_batch=first)
-        self._open(self.config, self.samples, self.device, start)
+        self._open(self.run, start)
 
     def state_dict(self) -> dict[str, Any]:
         """:meth:`get_state` as a dictionary (PyTorch's name)."""
@@ -326,7 +301,7 @@ class DaliLoader:
                 "seed: a DaliLoader's state replays the draws of the config's seed, and the "
                 "config has none; give it one (make_dataset resolves one itself)"
             )
-        return stream_of(self.config, self.samples, 1, self.config.batch_size, len(self))
+        return stream_of(self.run, 1, self.run.batch_size, len(self))
 
     def close(self) -> None:
         """Stop its host feed (the loader is done with)."""

@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from daliaug.batch_layout import BatchLayout
-from daliaug.config import Config
+from daliaug.config import load_config
+from daliaug.engine_names import Choice
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.opencv.pipeline import RESIZES, Graph
-from daliaug.engines.select import Choice, Device
 from daliaug.errors import BackendError
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions, LoaderStart
 from daliaug.prepare import prepare
+from daliaug.run import Run
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
 
@@ -47,56 +47,50 @@ class CvLoader:
         options: DatasetOptions = DEFAULT_OPTIONS,
         first_batch: int = 0,
     ) -> None:
-        prepared = prepare(config, samples=samples, choice=Choice("opencv", "cpu"))
-        start = LoaderStart(params, return_params, initial_epoch, options, first_batch)
-        self._open(prepared.config, prepared.samples, start)
+        run = prepare(load_config(config), Choice("opencv", "cpu"), samples=samples)
+        self._open(run, LoaderStart(params, return_params, initial_epoch, options, first_batch))
 
     @classmethod
     def over(
         cls,
-        config: Config,
-        samples: SampleSet,
-        device: Device = "cpu",
+        run: Run,
         *,
         params: np.ndarray | None = None,
         initial_epoch: int = 0,
         options: DatasetOptions = DEFAULT_OPTIONS,
         first_batch: int = 0,
     ) -> CvLoader:
-        """The loader of a prepared run: ``config`` and ``samples`` as
-        :func:`~daliaug.prepare.prepare` gave them (checked); nothing is prepared again
-        (``device``: the host's, the only one this engine runs on)."""
+        """The loader of a prepared ``run`` (its samples checked, on the host); nothing is
+        prepared again."""
         loader = cls.__new__(cls)
-        loader._open(
-            config, samples, LoaderStart(params, False, initial_epoch, options, first_batch)
-        )
+        loader._open(run, LoaderStart(params, False, initial_epoch, options, first_batch))
         return loader
 
-    def _open(self, config: Config, samples: SampleSet, start: LoaderStart) -> None:
+    def _open(self, run: Run, start: LoaderStart) -> None:
+        config, samples = run.config, run.samples
         if not isinstance(samples, Samples):
             raise BackendError(
                 "backend: opencv reads files, arrays and WebDataset shards; TFRecords need "
                 "TensorFlow's or DALI's reader (backend: tf, cpu or gpu)"
             )
         options = start.options
-        self.config, self.samples, self.options = config, samples, options
+        self.samples = samples
         if start.params is not None:
-            self.samples.check_params("explicit")
+            samples.check_params("explicit")
         if start.return_params:
-            self.samples.check_params("returned")
+            samples.check_params("returned")
         self.return_params = start.return_params
         self.epoch, self.first = start.initial_epoch, start.first_batch
         self.feed = EpochFeed(
             config,
-            self.samples,
+            samples,
             resizes=RESIZES,
             params=start.params,
-            epochs=options.epochs(config, len(self.samples)),
-            weights=options.per_sample(self.samples),
+            epochs=options.epochs(run),
+            weights=options.per_sample(samples),
             recent=3,
         )
-        batch = BatchLayout.of(self.samples, config.label_mode, config.max_boxes, options.weighs)
-        self.graph = Graph(config, self.samples, self.feed.layout, batch)
+        self.graph = Graph(config, samples, self.feed.layout, run.layout(options.weighs))
 
     def __len__(self) -> int:
         """Batches per epoch."""
@@ -125,15 +119,3 @@ class CvLoader:
     def close(self) -> None:
         """Stop the engine's threads."""
         self.graph.close()
-
-
-def cv_batches(
-    config: Config, samples: Samples, params: np.ndarray | None = None
-) -> Iterator[tuple[np.ndarray, ...]]:
-    """The first epoch of the OpenCV engine as NumPy batches (detection targets flat, as the
-    graph gives them)."""
-    loader = CvLoader(config, samples=samples, params=params)
-    try:
-        yield from loader
-    finally:
-        loader.close()

@@ -4,14 +4,15 @@ and placement, shared by every output."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from daliaug.config import Config
 from daliaug.epoch import EpochClock, Epochs, RestOfEpoch
 from daliaug.sources.base import Samples
 
-NAMES = ("dali", "tf")
+if TYPE_CHECKING:
+    from daliaug.run import Run
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,10 @@ class DatasetOptions:
             weights = weights * self.class_weights[samples.labels]
         return weights
 
-    def epochs(self, config: Config, size: int) -> Epochs | RestOfEpoch:
-        return self.resumed or Epochs.of(config, size, self.length)
+    def epochs(self, run: Run) -> Epochs | RestOfEpoch:
+        """The run's epochs as these options run them (padded or cut to ``length``, or the
+        rest of an epoch another world began)."""
+        return self.resumed or run.epochs(self.length)
 
     def epoch_clock(self) -> EpochClock:
         return self.clock or EpochClock()

@@ -22,32 +22,31 @@ from daliaug.sources.base import Samples
 from daliaug.version import __version__
 
 if TYPE_CHECKING:
-    from daliaug.config import Config
-    from daliaug.sources.sample_set import SampleSet
+    from daliaug.run import Run
 
 
 def resumable(
     dataset: Any,
-    config: Config,
-    samples: SampleSet,
+    run: Run,
     state: State | Mapping[str, Any] | str | None,
     strategy: Any = None,
 ) -> Any:
-    """``dataset`` (made of ``config`` and ``samples``, all of them, with ``strategy`` if
-    any) with its stream, started at ``state`` if one is given (refused by name if it is not
-    a state of this stream)."""
+    """``dataset`` (made of ``run``, all its samples, with ``strategy`` if any) with its
+    stream, started at ``state`` if one is given (refused by name if it is not a state of this
+    stream)."""
     tf_data = hasattr(dataset, "epoch_clock")  # tf.data: the clock numbers its iterations
-    world, per_shard = config.source.num_shards, config.batch_size
+    config, samples = run.config, run.samples
+    world, per_shard = run.shards, run.batch_size
     if strategy is not None:
         world = strategy.num_replicas_in_sync
-        per_shard = config.batch_size // world
+        per_shard = run.batch_size // world
     if tf_data:
         length = replica_length(len(samples), world, per_shard, config.drop_remainder)
         batches = getattr(dataset, "batches_per_epoch", length // per_shard)
     else:
         world, per_shard, batches = dataset.world, dataset.shard_batch, len(dataset)
-    elastic = not tf_data and config.source.num_shards == 1
-    stream = stream_of(config, samples, world, per_shard, batches, tf_data, elastic)
+    elastic = not tf_data and run.shards == 1
+    stream = stream_of(run, world, per_shard, batches, tf_data, elastic)
     dataset.stream = stream
     if tf_data:
         clock = dataset.epoch_clock
@@ -61,22 +60,21 @@ def resumable(
 
 
 def stream_of(
-    config: Config,
-    samples: SampleSet,
+    run: Run,
     world: int,
     per_shard: int,
     batches: int,
     tf_data: bool = False,
     elastic: bool = False,
 ) -> Stream:
-    """The stream of ``batches`` per epoch of ``config`` over ``samples`` (all of them) split
+    """The stream of ``batches`` per epoch of ``run`` over its samples (all of them) split
     over ``world`` shards of ``per_shard``: it seeks mid-epoch over column samples, or where
     ``tf_data`` reads TFRecords itself; ``elastic``: it takes the rest of an epoch another
     world began (column samples only)."""
-    assert config.seed is not None  # resolved by make_dataset, required by DaliLoader's state
+    config, samples = run.config, run.samples
     columns = isinstance(samples, Samples)
     return Stream(
-        config.seed,
+        run.seed,
         world,
         per_shard,
         batches,

@@ -14,68 +14,54 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
-from daliaug.config import Config
-from daliaug.epoch import replica_length, resolve_seed, shard_range
+from daliaug.epoch import replica_length, shard_range
 from daliaug.errors import ConfigError, DataError
 from daliaug.outputs.options import DatasetOptions
-from daliaug.sources.sample_set import SampleSet
+from daliaug.run import Run
 
 
 @dataclass(frozen=True)
 class Shards:
-    """``count`` shards of ``samples`` (all of them): ``config`` holds the shard's batch and
-    the resolved seed, ``options`` the padded length, as every shard shares them."""
+    """``count`` shards of a run (all its samples): ``run`` holds each shard's batch and the
+    resolved seed, ``options`` the padded length, as every shard shares them."""
 
-    config: Config
-    samples: SampleSet
+    run: Run
     options: DatasetOptions
     count: int
 
     @staticmethod
-    def split(
-        config: Config,
-        samples: SampleSet,
-        options: DatasetOptions,
-        count: int,
-        unit: str,
-        under: str,
-    ) -> Shards:
-        """The config's samples over ``count`` shards, checked; errors name a shard's ``unit``
+    def split(run: Run, options: DatasetOptions, count: int, unit: str, under: str) -> Shards:
+        """The run's samples over ``count`` shards, checked; errors name a shard's ``unit``
         (``"replica"``) and what splits them (``"a strategy"``)."""
-        if config.batch_size % count:
+        config, samples = run.config, run.samples
+        if run.batch_size % count:
             raise ConfigError(
-                f"batch_size: {config.batch_size} (the global batch) does not divide by the "
+                f"batch_size: {run.batch_size} (the global batch) does not divide by the "
                 f"{count} {unit}s under {under}; use a multiple of {count}"
             )
-        if config.source.num_shards != 1:
+        if run.shards != 1:
             raise ConfigError(
-                f"source.num_shards: {config.source.num_shards}, but under {under} daliaug "
-                f"shards the source itself, one shard per {unit}; leave shard_id and num_shards "
-                "out"
+                f"source.num_shards: {run.shards}, but under {under} daliaug shards the source "
+                f"itself, one shard per {unit}; leave shard_id and num_shards out"
             )
         if len(samples) < count:
             raise DataError(
                 f"source: {len(samples)} samples for {count} {unit}s; every {unit} needs at least "
                 "one"
             )
-        per_shard = config.batch_size // count
-        config = config.model_copy(
-            update={"seed": resolve_seed(config.seed), "batch_size": per_shard}
-        )
+        per_shard = run.batch_size // count
         length = replica_length(len(samples), count, per_shard, config.drop_remainder)
         options = dataclasses.replace(
             options, length=length, weighted=options.weighs or not config.drop_remainder
         )
-        return Shards(config, samples, options, count)
+        return Shards(dataclasses.replace(run, batch_size=per_shard), options, count)
 
-    def shard(self, index: int, **update: Any) -> tuple[Config, SampleSet, DatasetOptions]:
-        """Shard ``index``'s config (``update`` applied too), samples and options."""
-        source = self.config.source.model_copy(update={"shard_id": index, "num_shards": self.count})
-        config = self.config.model_copy(update={"source": source, **update})
+    def shard(self, index: int) -> tuple[Run, DatasetOptions]:
+        """Shard ``index``'s run and options."""
+        run, count = self.run, self.count
         weights = self.options.sample_weights
         if weights is not None:
-            weights = weights[slice(*shard_range(len(self.samples), index, self.count))]
+            weights = weights[slice(*shard_range(len(run.samples), index, count))]
         options = dataclasses.replace(self.options, sample_weights=weights)
-        return config, self.samples.shard(index, self.count), options
+        return run.sharded(run.samples.shard(index, count), index, count), options

@@ -19,51 +19,42 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from daliaug.config import Config
-from daliaug.engines.select import Choice
 from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches, shard_layout
 from daliaug.outputs.fit import FitBatches
 from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, mid_epoch_on_gpus
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
-from daliaug.sources.sample_set import SampleSet
+from daliaug.run import Run
 
 
-def torch_dataset(
-    config: Config,
-    samples: SampleSet,
-    choice: Choice,
-    options: DatasetOptions,
-    initial_epoch: int,
-) -> FitBatches:
-    """The config's batches as ``torch.Tensor`` for ``model.fit`` on the PyTorch backend, made
-    by the ``choice``'s engine on its device."""
+def torch_dataset(run: Run, options: DatasetOptions, initial_epoch: int) -> FitBatches:
+    """The run's batches as ``torch.Tensor`` for ``model.fit`` on the PyTorch backend, made by
+    its engine on its device."""
     import torch
 
-    shard = _rank_shard(config, samples, options, choice.device)
-    if choice.device == "gpu":
+    shard = _rank_shard(run, options)
+    if run.device == "gpu":
         return local_batches([shard], _dali_torch(shard), initial_epoch, FitBatches)
 
     def convert(batch: Batch) -> Batch:
         return tuple(torch.from_numpy(a) for a in batch)
 
-    return local_batches([shard], cpu_loaders([shard], convert, choice), initial_epoch, FitBatches)
+    return local_batches([shard], cpu_loaders([shard], convert), initial_epoch, FitBatches)
 
 
-def _rank_shard(config: Config, samples: SampleSet, options: DatasetOptions, device: str) -> Shard:
+def _rank_shard(run: Run, options: DatasetOptions) -> Shard:
     """This rank's shard under ``torch.distributed``, with weights (0 for padding) as with
-    any number of ranks, a single one included (the config's own shard without it)."""
+    any number of ranks, a single one included (the run's own shard without it), on the
+    rank's GPU where DALI runs on GPUs."""
     import torch
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()):
-        return config, samples, options
-    samples.check_distribution("torch.distributed")
-    split = Shards.split(
-        config, samples, options, dist.get_world_size(), "rank", "torch.distributed"
-    )
-    update = {"device_id": torch.cuda.current_device()} if device == "gpu" else {}
-    return split.shard(dist.get_rank(), **update)
+        return run, options
+    run.samples.check_distribution("torch.distributed")
+    split = Shards.split(run, options, dist.get_world_size(), "rank", "torch.distributed")
+    shard, options = split.shard(dist.get_rank())
+    return (shard.on(torch.cuda.current_device()) if run.device == "gpu" else shard), options
 
 
 def _dali_torch(shard: Shard) -> Callable[[int, int], IteratorEpochs]:

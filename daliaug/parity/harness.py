@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from daliaug.config import Config
+from daliaug.engine_names import Choice
 from daliaug.engines import engine
-from daliaug.engines.select import Choice, Device
+from daliaug.engines.select import Device
 from daliaug.errors import BackendError
 from daliaug.parity.inputs import ParityInputs, with_masks
 from daliaug.parity.measure import Stats, compared_pixels, differences, seeded_rows

@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from daliaug.config import Config, load_config
+from daliaug.engine_names import Choice
 from daliaug.engines import engine as named_engine
-from daliaug.engines.select import Choice, Device
+from daliaug.engines.select import Device
 from daliaug.errors import DaliaugError, first_line
 from daliaug.parity.examples import pipeline_examples, transform_examples
 from daliaug.parity.harness import decoder_runs, engine_differences, prepared

@@ -239,7 +239,7 @@ def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, Any]:
 
     target = "masks" if config.source.segmentation else target_of((), config.label_mode)
     layout = BatchLayout(target)
-    images, targets = element_spec(config, num_classes, layout)
+    images, targets = element_spec(config, config.batch_size, num_classes, layout)
     rng = np.random.default_rng(0)
     x_shape = (config.batch_size, *images.shape[1:])
     y_shape = (config.batch_size, *targets.shape[1:])

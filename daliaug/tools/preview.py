@@ -16,7 +16,8 @@ from daliaug.boxes import to_xyxy
 from daliaug.config import Config, Output, load_with_targets
 from daliaug.detection import box_names
 from daliaug.engines.select import named_choice
-from daliaug.prepare import Prepared, prepare
+from daliaug.prepare import prepare
+from daliaug.run import Run
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
 from daliaug.tools.out_paths import make_parent
@@ -61,14 +62,14 @@ def _preview_config(config: Config, batch_size: int, **update: object) -> Config
     return config.model_copy(update=fields)
 
 
-def _prepare(config: Config, x: Any = None, y: Any = None) -> Prepared:
+def _prepare(config: Config, x: Any = None, y: Any = None) -> Run:
     """The config's samples (or the arrays ``x`` and ``y``: boxes where ``y`` is Keras'
     ``bounding_boxes`` dict), engine and device for a preview: DALI (without TensorFlow) on
     the device ``backend`` names here, or the TensorFlow engine for ``backend: tf`` (the
     configs whose transforms DALI lacks, such as ``fill: reflect``), or the OpenCV engine for
     ``backend: opencv``."""
     config = load_with_targets(config, y)
-    return prepare(config, x=x, y=y, choice=named_choice(config))
+    return prepare(config, named_choice(config), x=x, y=y)
 
 
 def augmented_samples(
@@ -77,14 +78,14 @@ def augmented_samples(
     """The first ``count`` augmented images of the first epoch (uint8, NHWC, before
     normalization) with their labels or masks (class indices) or boxes, and the class names;
     labels stay soft (weights) where a batch stage mixes them."""
-    prepared = _prepare(_preview_config(config, count), x, y)
-    return (*_first_batch(prepared, prepared.samples), prepared.samples.class_names)
+    run = _prepare(_preview_config(config, count), x, y)
+    return (*_first_batch(run, run.samples), run.samples.class_names)
 
 
-def _first_batch(prepared: Prepared, samples: SampleSet) -> tuple[np.ndarray, Targets]:
+def _first_batch(run: Run, samples: SampleSet) -> tuple[np.ndarray, Targets]:
     from daliaug.outputs.bridges import engine_batches as batches
 
-    batch = next(batches(prepared.engine.name, prepared.config, samples, prepared.device))
+    batch = next(batches(run.engine, run.config, samples, run.device))
     return batch[0], batch[1]
 
 
@@ -152,12 +153,12 @@ def augmented_versions(
     versions, drawn as the pipeline draws them (``x`` and ``y``: an ``arrays`` source's
     images and targets). A streamed source (TFRecords), whose samples the host does not hold,
     gives the first ``count * versions`` samples augmented, without originals."""
-    prepared = _prepare(_preview_config(config, count * versions, shuffle=False), x, y)
-    samples = prepared.samples
+    run = _prepare(_preview_config(config, count * versions, shuffle=False), x, y)
+    samples = run.samples
     if not isinstance(samples, Samples):
-        return Versions([], [], *_first_batch(prepared, samples), samples.class_names)
+        return Versions([], [], *_first_batch(run, samples), samples.class_names)
     picks = np.unique(np.linspace(0, len(samples) - 1, min(count, len(samples))).astype(int))
-    images, targets = _first_batch(prepared, samples.subset(np.repeat(picks, versions)))
+    images, targets = _first_batch(run, samples.subset(np.repeat(picks, versions)))
     chosen = samples.subset(picks)
     if chosen.paths:
         originals = [_decoded(p, config.channels) for p in chosen.paths]

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daliaug.config import Config, load_config
+from daliaug.config import load_config
 from daliaug.engines.dali import canary
 from daliaug.errors import BackendWarning, ConfigError
 from daliaug.tools.decoders import decode_windows, windows
@@ -72,12 +72,6 @@ def test_the_outcome_is_cached_per_host(cache: Path) -> None:
     assert canary.canary(1, command=child(f"print({canary.PASSED!r})")).passed  # another GPU
 
 
-def config(decode_window: str = "auto") -> Config:
-    return Config.model_validate(
-        {"source": {"type": "arrays"}, "image_size": 8, "decode_window": decode_window}
-    )
-
-
 def test_auto_follows_the_canary_on_the_gpu_and_says_why_once(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -85,13 +79,13 @@ def test_auto_follows_the_canary_on_the_gpu_and_says_why_once(
     monkeypatch.setattr(canary, "canary", lambda device_id: failed)
     monkeypatch.setattr(canary, "dali_gpu_count", lambda: 1)
     with pytest.warns(BackendWarning, match="whole images on GPU 0.*SIGSEGV.*nvImageCodec#55"):
-        assert canary.window_mode(config(), "gpu") == "whole"
+        assert canary.window_mode("auto", "gpu", 0) == "whole"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert canary.window_mode(config(), "gpu") == "whole"  # said once
-        assert canary.window_mode(config("roi"), "gpu") == "roi"  # asked for
-        assert canary.window_mode(config(), "cpu") == "roi"  # no canary on the CPU
-        assert canary.window_mode(config("whole"), "cpu") == "whole"
+        assert canary.window_mode("auto", "gpu", 0) == "whole"  # said once
+        assert canary.window_mode("roi", "gpu", 0) == "roi"  # asked for
+        assert canary.window_mode("auto", "cpu", 0) == "roi"  # no canary on the CPU
+        assert canary.window_mode("whole", "cpu", 0) == "whole"
 
 
 def test_auto_decodes_windows_where_the_canary_passed(
@@ -101,7 +95,7 @@ def test_auto_decodes_windows_where_the_canary_passed(
     monkeypatch.setattr(canary, "dali_gpu_count", lambda: 1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert canary.window_mode(config(), "gpu") == "roi"
+        assert canary.window_mode("auto", "gpu", 0) == "roi"
 
 
 def test_without_a_gpu_a_gpu_graph_keeps_its_windows_and_no_canary_runs(
@@ -110,7 +104,7 @@ def test_without_a_gpu_a_gpu_graph_keeps_its_windows_and_no_canary_runs(
     """Defining a GPU graph where DALI sees no GPU (the graph checks) runs no child."""
     monkeypatch.setattr(canary, "canary", lambda device_id: pytest.fail("the canary ran"))
     monkeypatch.setattr(canary, "dali_gpu_count", lambda: 0)
-    assert canary.window_mode(config(), "gpu") == "roi"
+    assert canary.window_mode("auto", "gpu", 0) == "roi"
 
 
 def test_a_bad_decode_window_is_refused_by_name() -> None:

@@ -11,7 +11,8 @@ import pytest
 
 import daliaug.engines.select as select
 from daliaug import load_config
-from daliaug.engines.select import Choice, choose, cpu_placement, opencv_installed
+from daliaug.engine_names import Choice
+from daliaug.engines.select import choose, cpu_placement, opencv_installed
 from daliaug.errors import BackendError
 
 FILES = {"type": "directory", "path": "data"}

@@ -25,6 +25,7 @@ from daliaug.prepare import prepare_samples
 from daliaug.sources.arrays import array_samples
 from daliaug.transforms import TRANSFORMS
 from daliaug.transforms.base import BatchTransform
+from tests.helpers import run_of
 
 ROOT = Path(__file__).parents[2]
 SHIPPED = sorted((ROOT / "pipelines").glob("*.yaml"))
@@ -107,7 +108,7 @@ def test_gpu_graphs_keep_dalis_device_rules(
     ):
         config = variant(shipped, sources[kind], layout, channels, dtype)
         samples = samples_of(config)
-        named = partial(pipeline.named_pipeline, config, samples, "gpu")
+        named = partial(pipeline.named_pipeline, run_of(config, samples, "gpu"))
         forms = {
             "make_dataset": partial(named, False, gpu_inputs=True),
             "make_dataset, weighted": partial(named, True, gpu_inputs=True),
@@ -128,7 +129,9 @@ def test_the_graph_check_catches_seeded_mistakes(
     samples = samples_of(config)
 
     def problems() -> list[str]:
-        found = graph_problems(lambda: pipeline.named_pipeline(config, samples, "gpu", False))
+        found = graph_problems(
+            lambda: pipeline.named_pipeline(run_of(config, samples, "gpu"), False)
+        )
         return [str(p) for p in found]
 
     assert problems() == []
@@ -194,7 +197,9 @@ def test_image_data_generator_graphs_keep_dalis_device_rules(
     for weighted in (False, True) if label_mode != "none" else (False,):
         for gpu_inputs in (False, True):
             problems = graph_problems(
-                partial(pipeline.named_pipeline, config, samples, "gpu", weighted, gpu_inputs)
+                partial(
+                    pipeline.named_pipeline, run_of(config, samples, "gpu"), weighted, gpu_inputs
+                )
             )
             assert not problems, (weighted, gpu_inputs, [str(p) for p in problems])
 
@@ -221,12 +226,16 @@ def test_inputs_on_the_gpu_reach_dali_there_where_only_gpu_operators_read_them(
     for kind, devices in expected.items():
         config = variant(SHIPPED[0], sources[kind], "NHWC", 3, "float16")
         samples = samples_of(config)
-        on_gpu = partial(pipeline.named_pipeline, config, samples, "gpu", True, gpu_inputs=True)
+        on_gpu = partial(
+            pipeline.named_pipeline, run_of(config, samples, "gpu"), True, gpu_inputs=True
+        )
         assert external_sources(on_gpu) == devices, kind
         assert not graph_problems(on_gpu)
-        on_host = partial(pipeline.named_pipeline, config, samples, "gpu", True)
+        on_host = partial(pipeline.named_pipeline, run_of(config, samples, "gpu"), True)
         assert set(external_sources(on_host).values()) == {"cpu"}
-        on_cpu = partial(pipeline.named_pipeline, config, samples, "cpu", True, gpu_inputs=True)
+        on_cpu = partial(
+            pipeline.named_pipeline, run_of(config, samples, "cpu"), True, gpu_inputs=True
+        )
         assert set(external_sources(on_cpu).values()) == {"cpu"}
 
 
@@ -257,7 +266,7 @@ def test_gpu_decoders_upsample_chroma_as_the_cpu_decoder_and_feed_the_hardware_d
     samples = samples_of(config)
     height, width = (int(v) for v in np.asarray(samples.sizes).max(axis=0))
     for form in (
-        partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs=True),
+        partial(pipeline.named_pipeline, run_of(config, samples, "gpu"), False, gpu_inputs=True),
         partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
     ):
         found = decoders(form)
@@ -269,7 +278,7 @@ def test_gpu_decoders_upsample_chroma_as_the_cpu_decoder_and_feed_the_hardware_d
             (a.get("preallocate_height_hint"), a.get("preallocate_width_hint")) for _, _, a in found
         }
         assert (height, width) in hints
-    cpu = decoders(partial(pipeline.named_pipeline, config, samples, "cpu", False))
+    cpu = decoders(partial(pipeline.named_pipeline, run_of(config, samples, "cpu"), False))
     assert all(d == "cpu" and "jpeg_fancy_upsampling" not in a for _, d, a in cpu)
 
 
@@ -359,7 +368,7 @@ def test_workload_b_gpu_graph_is_as_small_as_dalis_own(demo_dir: Path) -> None:
     config = WORKLOADS["b"].daliaug_config(Data(None, demo_dir, 1), backend="auto")
     samples = samples_of(config)
     forms = (
-        partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs=True),
+        partial(pipeline.named_pipeline, run_of(config, samples, "gpu"), False, gpu_inputs=True),
         partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
     )
     for define in forms:
@@ -420,7 +429,7 @@ def test_the_cpu_side_of_each_shipped_gpu_graph_stays_small(
     config = load_config({**data, "source": sources[SHIPPED_KIND.get(shipped.stem, "files")]})
     samples = samples_of(config)
     forms = (
-        partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs=True),
+        partial(pipeline.named_pipeline, run_of(config, samples, "gpu"), False, gpu_inputs=True),
         partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
     )
     counts = tuple(cpu_operators(form) for form in forms)
@@ -438,7 +447,9 @@ def test_the_cpu_side_of_each_parity_example_stays_small(demo_dir: Path) -> None
         if dali_lacks(config, "gpu"):
             continue  # the TF engine runs it (test_select's rule), not DALI's graph
         found = cpu_operators(
-            partial(pipeline.named_pipeline, config, prepare_samples(config), "gpu", False, True)
+            partial(
+                pipeline.named_pipeline, run_of(config, prepare_samples(config), "gpu"), False, True
+            )
         )
         if len(found) > EXAMPLE_CPU_OPERATORS.get(kind, EXAMPLE_CPU_BOUND):
             over[name] = found

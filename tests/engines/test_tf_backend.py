@@ -15,7 +15,7 @@ import tensorflow as tf
 from daliaug.outputs.dataset import make_dataset
 from daliaug.outputs.tfdata.tf_dataset import tf_dataset
 from daliaug.parity.measure import inside_source
-from tests.helpers import config_for
+from tests.helpers import config_for, run_of
 
 JITTER = [
     {"type": "random_resized_crop", "scale": [0.3, 1]},
@@ -51,8 +51,9 @@ def test_explicit_parameters_replace_the_draws(square_dir: Path) -> None:
     samples = config.source.samples()
     plan = config.plan
     assert plan.param_keys == ["0.angle"]
+    run = run_of(config, samples, engine="tf")
     images = [
-        next(iter(tf_dataset(config, samples, params=np.array([[a]]))))[0].numpy()[0]
+        next(iter(tf_dataset(run, params=np.array([[a]]))))[0].numpy()[0]
         for a in (90.0, 90.0, -90.0)
     ]
     assert np.array_equal(images[0], images[1]) and not np.array_equal(images[0], images[2])

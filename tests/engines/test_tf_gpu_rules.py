@@ -15,6 +15,7 @@ import tensorflow as tf
 from daliaug.epoch import EpochClock
 from daliaug.errors import BackendError, BackendWarning
 from daliaug.outputs.tfdata import dali_dataset as bridge
+from tests.helpers import run_of
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,8 @@ class Replicas:
         self.calls: list[tuple[int, str]] = []
         self.gpus: list[int] = []
 
-    def __call__(self, name, config, samples, device, options) -> tf.data.Dataset:
-        self.calls.append((config.device_id, options.place))
+    def __call__(self, run, options) -> tf.data.Dataset:
+        self.calls.append((run.device_id, options.place))
         self.gpus.append(options.gpus)
         return tf.data.Dataset.range(1)
 
@@ -136,19 +137,16 @@ REPLICA_GPUS = [f"/job:localhost/replica:0/task:0/device:GPU:{i}" for i in range
 def distribute(
     monkeypatch: pytest.MonkeyPatch, numbered_list: Path, strategy: object, device: str
 ) -> Replicas:
-    from daliaug.engines import engine
     from daliaug.outputs import bridges
     from daliaug.outputs.options import DatasetOptions
     from daliaug.outputs.tfdata.replicas import distributed_dataset
-    from daliaug.prepare import Prepared, prepare_samples
     from tests.helpers import config_for
 
     source = {"type": "file_list", "path": str(numbered_list)}
     config = config_for(numbered_list.parent, source=source, batch_size=4)
     replicas = Replicas()
     monkeypatch.setattr(bridges, "engine_dataset", replicas)
-    prepared = Prepared(config, engine("dali"), device, prepare_samples(config))
-    distributed_dataset(prepared, strategy, DatasetOptions(clock=EpochClock()))
+    distributed_dataset(run_of(config, device=device), strategy, DatasetOptions(clock=EpochClock()))
     return replicas
 
 
@@ -224,7 +222,7 @@ def dali_standin(
         m.setattr(bridge, "on_first_batch", lambda ds: ds)  # a host dataset's stage
         if not named_faults:
             m.setattr(bridge, "named_faults", lambda ds, feed: ds)
-        dataset = bridge.dali_dataset(config, samples, "cpu")
+        dataset = bridge.dali_dataset(run_of(config, samples))
     assert int(dataset.cardinality()) == tf.data.INFINITE_CARDINALITY
     return dataset
 

@@ -182,7 +182,8 @@ def test_auto_without_a_gpu_runs_the_faster_cpu_path(demo_dir: Path) -> None:
     """No GPU: ``auto`` runs the path ``bench.choose`` measured faster for the source kind and
     plan: the TensorFlow backend, but DALI's CPU operators for segmentation and for a policy;
     ``cpu`` still forces DALI, ``tf`` TensorFlow, ``opencv`` the OpenCV engine."""
-    from daliaug.engines.select import Choice, choose, cuda_driver, dali_gpu_count, resolve_backend
+    from daliaug.engine_names import Choice
+    from daliaug.engines.select import choose, cuda_driver, dali_gpu_count, resolve_backend
     from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 
     assert dali_gpu_count() == 0
@@ -211,7 +212,8 @@ def test_auto_runs_the_cpu_default_where_tensorflow_sees_no_gpu(
     fix, and runs the CPU's default (the TensorFlow backend; DALI's CPU operators for
     segmentation); ``gpu`` is an error (exit code 4) naming the fix."""
     import daliaug.engines.select
-    from daliaug.engines.select import Choice, choose
+    from daliaug.engine_names import Choice
+    from daliaug.engines.select import choose
     from daliaug.errors import BackendError, BackendWarning
     from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 

@@ -22,7 +22,7 @@ from daliaug.outputs.batches import Batches
 from daliaug.outputs.numpy import define_fed_pipeline
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
-from tests.helpers import config_for
+from tests.helpers import config_for, run_of
 
 
 class Counting:
@@ -106,13 +106,11 @@ def test_the_gpu_graph_of_a_padded_weighted_shard_keeps_dalis_device_rules(
     demo_dir: Path,
 ) -> None:
     config = config_for(demo_dir, batch_size=9)
-    samples = config.source.samples()
-    shards = Shards.split(config, samples, DatasetOptions(), 3, "device", "a keras.distribution")
-    shard_config, shard_samples, options = shards.shard(2, device_id=0)
+    run = run_of(config, config.source.samples(), "gpu")
+    shards = Shards.split(run, DatasetOptions(), 3, "device", "a keras.distribution")
+    shard, options = shards.shard(2)
     assert options.weighs and options.length == 18  # 16 samples, 6 batches of 3, 2 padded
-    problems = graph_problems(
-        lambda: define_fed_pipeline(shard_config, shard_samples, "gpu", 0, options)
-    )
+    problems = graph_problems(lambda: define_fed_pipeline(shard.on(0), 0, options))
     assert problems == []
 
 

@@ -19,9 +19,8 @@ import daliaug
 import daliaug.sources.background as background
 import daliaug.sources.base as base
 from daliaug.errors import DataError, DataWarning, carried_error
-from daliaug.prepare import prepare
 from daliaug.sources.checks import file_key
-from tests.helpers import config_for, structured_image, write_image_dir
+from tests.helpers import config_for, prepared, structured_image, write_image_dir
 
 COUNT, BATCH = 23, 4
 """Samples (labelled by their index) and batch size: 6 batches, the last of 3."""
@@ -207,10 +206,10 @@ def test_training_starts_before_the_check_ends_and_checks_each_batch_first(
     monkeypatch.setattr(background, "CHUNK", 2)
     monkeypatch.setattr(background, "screened", screened)
     made = config(numbered, "skip")
-    prepared = prepare(made)
-    check = prepared.samples.background
+    run = prepared(made)
+    check = run.samples.background
     assert check is not None
-    dataset = daliaug.make_dataset(made, samples=prepared.samples, framework="numpy")
+    dataset = daliaug.make_dataset(made, samples=run.samples, framework="numpy")
     with pytest.warns(DataWarning, match="0006.png"):
         batches = iter(dataset)
         first = [np.asarray(next(batches)[1]).tolist() for _ in range(2)]
@@ -238,7 +237,7 @@ def test_a_later_start_decodes_no_file_the_cache_knows(
     """The feed's own check asks the cache for its batch's files (one query on their paths),
     so a later start decodes nothing, even before the thread has read the cache."""
     made = config(numbered, "raise")
-    first = prepare(made).samples.background
+    first = prepared(made).samples.background
     assert first is not None
     first.begin()  # (no feed here: nothing else begins it)
     assert first.done.wait(60)
@@ -268,7 +267,7 @@ def test_a_thread_that_fails_says_so_and_the_feed_still_checks_every_batch(
 
     monkeypatch.setattr(background, "screened", screened)
     made = config(numbered, "skip")
-    samples = prepare(made).samples
+    samples = prepared(made).samples
     dataset = daliaug.make_dataset(made, samples=samples, framework="numpy")
     with pytest.warns(DataWarning, match="0013.png"):
         labels = sorted(label for (batch,) in epoch(dataset) for label in batch)
@@ -304,7 +303,7 @@ def test_sizes_read_as_files_are_checked_give_the_full_checks_pixels(
 
     monkeypatch.setattr(background, "header_and_key", header_and_key)
     made = config(numbered, "raise", backend, **fields)
-    samples = prepare(made).samples
+    samples = prepared(made).samples
     assert read == [] and not samples.sized  # listed, no header read
     beside = list(daliaug.make_dataset(made, samples=samples, framework=framework))
     assert len(beside) == len(full) == BATCHES
@@ -348,7 +347,7 @@ def test_a_resumed_epoch_reads_no_file_before_its_batch(
     files are looked up by their key (a ``stat`` each: a bad one moves the later samples up);
     with ``raise`` (no sample is ever moved) not even that."""
     made = config(numbered, on_error, "opencv", shuffle=True)
-    samples = prepare(made).samples
+    samples = prepared(made).samples
     check = samples.background
     assert check is not None
     dataset = daliaug.make_dataset(made, samples=samples, framework="numpy")
@@ -402,9 +401,9 @@ def test_auto_checks_a_large_source_beside_training(
     made = config(numbered, "raise", check="auto")
     assert made.source.check == base.SourceConfig.model_fields["check"].default == "auto"
     with pytest.raises(DataError, match=f"cannot be used: {path}"):
-        prepare(made)
+        prepared(made)
     monkeypatch.setattr(base, "BACKGROUND_FROM", COUNT)
-    samples = prepare(made).samples
+    samples = prepared(made).samples
     assert not samples.sized and samples.background is not None
     with pytest.raises(DataError, match=f"cannot be used: .*{path}"):
         epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
@@ -441,7 +440,7 @@ def test_a_class_folder_is_listed_by_name_alone_and_split_as_checked_in_full(
     monkeypatch.setattr(
         background, "header_and_key", lambda p, keyed: opened.append(p) or real(p, keyed)
     )
-    samples = prepare(made("background")).samples
+    samples = prepared(made("background")).samples
     assert not samples.sized and opened == []
     beside = list(daliaug.make_dataset(made("background"), samples=samples, framework="numpy"))
     assert len(beside) == len(full) > 0

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from daliaug.errors import DataError, DataWarning
-from daliaug.prepare import prepare, prepare_samples
+from daliaug.prepare import prepare_samples
+from tests.helpers import prepared
 from tests.sources.test_webdataset import encode, wds_config, write_tar
 
 IMAGE = encode(0)  # a 48x40 PNG
@@ -21,7 +22,7 @@ def rejected(tmp_path: Path, path: Path, **source: object) -> dict[str, str]:
     """The samples of ``path`` left out under ``on_error: skip``, by key."""
     config = wds_config(path, tmp_path, source={"on_error": "skip", **source})
     with pytest.warns(DataWarning, match="left out"):
-        samples = prepare(config).samples
+        samples = prepared(config).samples
     return {key.rsplit("#", 1)[1]: why for key, why in samples.rejected.items()}
 
 

@@ -24,7 +24,7 @@ from daliaug.prepare import prepare_samples
 from daliaug.sources import storage
 from daliaug.sources.tfrecord import RecordSamples
 from daliaug.tools.convert import write_tfrecords
-from tests.helpers import free_port, joined_epoch, shards_config
+from tests.helpers import free_port, joined_epoch, run_of, shards_config
 from tests.s3_server import Server, serving
 
 COUNT = 23
@@ -206,7 +206,7 @@ def test_dali_refuses_s3_records_where_tensorflow_came_first(
     }
     monkeypatch.setattr(sys, "modules", {**order, **sys.modules})
     with pytest.raises(BackendError, match=r"loaded TensorFlow before DALI .*s3://data/rec/data"):
-        reader_pipeline(config, remote, "cpu")
-    assert reader_pipeline(config, local, "cpu") is not None
+        reader_pipeline(run_of(config, remote))
+    assert reader_pipeline(run_of(config, local)) is not None
     monkeypatch.setattr(sys, "modules", {**dict(reversed(order.items())), **sys.modules})
-    assert reader_pipeline(config, remote, "cpu") is not None
+    assert reader_pipeline(run_of(config, remote)) is not None

@@ -23,9 +23,9 @@ from daliaug import make_dataset
 from daliaug.config import load_config
 from daliaug.errors import ConfigError, DataError, DataWarning
 from daliaug.outputs.numpy import DaliLoader
-from daliaug.prepare import prepare, prepare_samples
+from daliaug.prepare import prepare_samples
 from daliaug.sources import storage, webdataset
-from tests.helpers import BACKENDS, joined_epoch, shards_config, structured_image
+from tests.helpers import BACKENDS, joined_epoch, prepared, shards_config, structured_image
 from tests.s3_server import Server, serving
 
 COUNT = 14
@@ -245,7 +245,7 @@ def test_bad_shards_are_named_or_skipped(shards: Path, tmp_path: Path) -> None:
     samples = prepare_samples(wds_config(tmp_path / "w.tar", tmp_path, source=headers))
     assert sorted(samples.labels.tolist()) == [7, 9]  # no decode check: w is kept
     with pytest.warns(DataWarning, match=r"left out 5 unusable files"):
-        samples = prepare(wds_config(bad, tmp_path, source=skip)).samples
+        samples = prepared(wds_config(bad, tmp_path, source=skip)).samples
     # the whole samples before each cut, and y
     assert sorted(samples.labels.tolist()) == [0, 0, 1, 1, 7]
     with pytest.raises(DataError, match=r"found no \.tar files at .*nothing"):
@@ -372,7 +372,7 @@ def test_keypoints_and_bad_box_members_named(tmp_path: Path) -> None:
     source = {"targets": "boxes", "on_error": "skip"}
     config = wds_config(tmp_path / "k.tar", tmp_path, source=source, bounding_box_format="rel_xywh")
     with pytest.warns(DataWarning, match=r"left out 4 unusable files"):
-        samples = prepare(config).samples
+        samples = prepared(config).samples
     rejected = {key.rsplit("#", 1)[1]: why for key, why in samples.rejected.items()}
     assert rejected["out"].startswith(f"{tmp_path / 'k.tar'}#out.json: box 0 (rel_xywh [0.9")
     assert "lies outside the 48x40 image" in rejected["out"]
@@ -470,7 +470,7 @@ def test_bad_mask_members_are_named(tmp_path: Path) -> None:
     )
     source = {"targets": "masks", "num_classes": 5, "on_error": "skip"}
     with pytest.warns(DataWarning, match="left out 3 unusable files"):
-        samples = prepare(wds_config(tmp_path / "bad.tar", tmp_path, source=source)).samples
+        samples = prepared(wds_config(tmp_path / "bad.tar", tmp_path, source=source)).samples
     rejected = {key.rsplit("#", 1)[1]: why for key, why in samples.rejected.items()}
     assert "bad.tar#a.mask.png has class values [9] outside 0..4" in rejected["a"]
     assert "has no mask.png member (source.mask_member); it holds png" in rejected["b"]
@@ -535,7 +535,7 @@ def test_s3_file_lists_give_the_batches_of_local_ones(
     ):
         prepare_samples(reading(config, gone))
     with pytest.warns(DataWarning, match="left out 1 unusable file"):
-        assert len(prepare(reading(config, {**gone, "on_error": "skip"})).samples) == 1
+        assert len(prepared(reading(config, {**gone, "on_error": "skip"})).samples) == 1
     with pytest.raises(
         DataError, match=r"source\.path: there is no file list at s3://data/no\.csv"
     ):

@@ -15,7 +15,7 @@ import torch
 from daliaug.config import load_config
 from daliaug.epoch import draw_rows
 from daliaug.transforms.aug_mix import ALL_OPS, AUG_MIX_OPS, BINS, aug_mix_magnitudes
-from tests.helpers import write_image_dir
+from tests.helpers import run_of, write_image_dir
 from tests.transforms.helpers import photo_crops, photos, run_arrays
 from tests.transforms.test_rand_augment import engine_difference
 
@@ -198,7 +198,7 @@ def test_gpu_graph_keeps_dalis_device_rules(transform: str, demo_dir: Path) -> N
     )
     samples = prepare_samples(config)
     for gpu_inputs in (True, False):
-        define = partial(pipeline.named_pipeline, config, samples, "gpu", False, gpu_inputs)
+        define = partial(pipeline.named_pipeline, run_of(config, samples, "gpu"), False, gpu_inputs)
         assert not graph_problems(define), gpu_inputs
 
 

@@ -13,6 +13,7 @@ from daliaug.config import load_config
 from daliaug.engines.feed import NUMPY
 from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
+from tests.helpers import run_of
 from tests.keras.conftest import photos
 from tests.transforms.helpers import from_keras_for, pin_keras_draws, rows_of, run_config
 
@@ -158,6 +159,6 @@ def test_gpu_graphs_keep_dalis_device_rules(tmp_path) -> None:
         ],
     )
     define = partial(
-        pipeline.named_pipeline, cfg, prepare_samples(cfg), "gpu", False, gpu_inputs=True
+        pipeline.named_pipeline, run_of(cfg, prepare_samples(cfg), "gpu"), False, gpu_inputs=True
     )
     assert not graph_problems(define)

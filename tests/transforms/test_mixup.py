@@ -15,6 +15,7 @@ from daliaug.errors import ConfigError
 from daliaug.outputs.bridges import engine_batches as batches
 from daliaug.sources.arrays import array_samples
 from daliaug.transforms.base import random_partners
+from tests.helpers import run_of
 
 CLASSES = 4
 
@@ -88,20 +89,22 @@ def test_a_padded_shard_pairs_only_its_real_samples() -> None:
     x = np.zeros((16, 8, 8, 3), np.uint8)
     mixed = config("tf", batch_size=9, transforms=[{"type": "mixup"}, {"type": "cutmix"}])
     samples = array_samples(x, np.arange(16) % CLASSES)
-    shards = Shards.split(mixed, samples, DatasetOptions(), 3, "device", "a keras.distribution")
-    shard_config, shard_samples, options = shards.shard(0)
+    shards = Shards.split(
+        run_of(mixed, samples), DatasetOptions(), 3, "device", "a keras.distribution"
+    )
+    shard, options = shards.shard(0)
     assert options.weighs
-    epochs = options.epochs(shard_config, len(shard_samples))
-    weights = options.per_sample(shard_samples)
-    feed = EpochFeed(shard_config, shard_samples, resizes=False, epochs=epochs, weights=weights)
-    keys = shard_config.plan.stage_keys
+    epochs = options.epochs(shard)
+    weights = options.per_sample(shard.samples)
+    feed = EpochFeed(mixed, shard.samples, resizes=False, epochs=epochs, weights=weights)
+    keys = mixed.plan.stage_keys
     padded = 0
     for epoch in range(3):
         for batch in feed.batches(epoch, ("warp", "weight")):
             unpacked = feed.layout.unpack(batch["warp"], np.reshape, batched=True)
             real = batch["weight"] > 0
             padded += int((~real).sum())
-            for i, _ in shard_config.plan.batch_stages:
+            for i, _ in mixed.plan.batch_stages:
                 partner = unpacked["stages"][:, keys.index(f"{i}.partner")].astype(int)
                 assert real[partner[real]].all()
                 assert (partner[~real] == np.flatnonzero(~real)).all()
@@ -143,22 +146,24 @@ def test_a_chunk_of_the_feed_is_its_batches_joined(
         monkeypatch.setattr(MixUp, "partners", own)
     mixed = config("tf", batch_size=12, shuffle=True)  # 4 per replica
     samples = array_samples(np.zeros((40, 8, 8, 3), np.uint8), np.arange(40) % CLASSES)
-    shards = Shards.split(mixed, samples, DatasetOptions(), 3, "device", "a keras.distribution")
-    shard_config, shard_samples, options = shards.shard(0)
-    epochs = options.epochs(shard_config, len(shard_samples))
-    weights = options.per_sample(shard_samples)
-    feed = EpochFeed(shard_config, shard_samples, resizes=False, epochs=epochs, weights=weights)
+    shards = Shards.split(
+        run_of(mixed, samples), DatasetOptions(), 3, "device", "a keras.distribution"
+    )
+    shard, options = shards.shard(0)
+    epochs = options.epochs(shard)
+    weights = options.per_sample(shard.samples)
+    feed = EpochFeed(mixed, shard.samples, resizes=False, epochs=epochs, weights=weights)
     names = ("index", "warp", "weight")
     for epoch in range(2):
         alone = list(feed.batches(epoch, names))
         assert 0 in alone[-1]["weight"]  # padded
-        chunks = list(feed.chunks(epoch, names, 2 * shard_config.batch_size))
+        chunks = list(feed.chunks(epoch, names, 2 * shard.batch_size))
         assert len(chunks) == -(-len(alone) // 2)
         for name in names:
             joined = np.concatenate([b[name] for b in alone])
             np.testing.assert_array_equal(np.concatenate([c[name] for c in chunks]), joined)
     if pairing == "own":
-        assert set(asked) == {shard_config.batch_size}
+        assert set(asked) == {shard.batch_size}
 
 
 @pytest.mark.parametrize(

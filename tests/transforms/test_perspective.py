@@ -16,7 +16,7 @@ from daliaug.engines.feed import NUMPY
 from daliaug.epoch import draw_rows
 from daliaug.errors import ConfigError
 from daliaug.outputs.bridges import engine_batches as batches
-from tests.helpers import ENGINE_BACKENDS
+from tests.helpers import ENGINE_BACKENDS, run_of
 from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 from tests.transforms.helpers import photos, run_arrays
 
@@ -164,7 +164,7 @@ def test_gpu_graphs_keep_dalis_device_rules(seg_root: Path, mask_output: str) ->
         ],
     )
     samples = prepare_samples(cfg)
-    define = partial(pipeline.named_pipeline, cfg, samples, "gpu", False, gpu_inputs=True)
+    define = partial(pipeline.named_pipeline, run_of(cfg, samples, "gpu"), False, gpu_inputs=True)
     assert not graph_problems(define)
 
 

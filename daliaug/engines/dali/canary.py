@@ -28,7 +28,6 @@ from importlib import metadata
 from typing import Literal
 
 from daliaug.cache import default_cache_dir, write_cached
-from daliaug.config import Config
 from daliaug.engines.select import dali_gpu_count
 from daliaug.errors import BackendWarning, CacheError
 
@@ -132,9 +131,9 @@ def _gpu_window_mode(device_id: int) -> WindowMode:
     return "whole"
 
 
-def window_mode(config: Config, device: str) -> WindowMode:
-    """How ``config``'s decode window is decoded on ``device``: its ``decode_window``, where
-    ``auto`` is ``roi`` on the CPU and follows the canary on the GPU."""
-    if config.decode_window != "auto":
-        return config.decode_window
-    return "roi" if device == "cpu" else _gpu_window_mode(config.device_id)
+def window_mode(decode_window: str, device: str, device_id: int) -> WindowMode:
+    """How a decode window is decoded on ``device`` (GPU ``device_id``) under the config's
+    ``decode_window``: ``auto`` is ``roi`` on the CPU and follows the canary on the GPU."""
+    if decode_window != "auto":
+        return decode_window  # type: ignore[return-value]
+    return "roi" if device == "cpu" else _gpu_window_mode(device_id)

@@ -68,7 +68,7 @@ def decode(
     ``size_hint``: see :func:`decoder_args`."""
     image_type = types.RGB if config.channels == 3 else types.GRAY
     load = config.hw_decoder_load
-    mode = mode or window_mode(config, device)
+    mode = mode or window_mode(config.decode_window, device, config.device_id)
     whole = "crop_start" not in warp or mode == "whole"
     args = decoder_args(device, image_type, size_hint, roi=not whole, hw_decoder_load=load)
     window = {"normalized_anchor": False, "normalized_shape": False, "axis_names": "WH"}

@@ -54,7 +54,7 @@ from daliaug.engines.feed import (
 from daliaug.engines.select import Device, dali_gpu_count
 from daliaug.errors import BackendError
 from daliaug.plan import Plan
-from daliaug.sources.sample_set import SampleSet
+from daliaug.run import Run
 from daliaug.sources.tfrecord import RecordSamples
 
 _TYPES = {"uint8": types.UINT8, "int32": types.INT32, "float32": types.FLOAT}
@@ -110,10 +110,8 @@ class DaliaugPipeline(Pipeline):
 
 @dataclass(frozen=True)
 class GraphOptions:
-    """How to build the graph around a config."""
+    """How to build a run's graph."""
 
-    device: Device
-    num_classes: int
     inputs: tuple[str, ...]
     """The inputs fed per batch (of the feed protocol's ``INPUTS``), in this order."""
     batch: BatchLayout
@@ -248,18 +246,19 @@ def _mask_stages(
     return plan.batch_targets(masks, column, pixels, masks=True)
 
 
-def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
-    """A DALI pipeline producing the flat batches of :attr:`GraphOptions.batch`
+def define_pipeline(run: Run, options: GraphOptions) -> Pipeline:
+    """The run's DALI pipeline producing the flat batches of :attr:`GraphOptions.batch`
     (``(images, targets[, weights])``; the targets as its :data:`~daliaug.batch_layout.Target`
     says)."""
     # the config's facts, read once per graph; the window mode only where a window is decoded
     # (on a GPU, decode_window: auto asks the canary, a child process)
+    config, device, num_classes = run.config, run.device, run.samples.num_classes
     plan, warp_fill = config.plan, config.fill
     windows = plan.roi_step is not None and "image" not in options.inputs
-    mode = window_mode(config, options.device) if windows else "whole"
+    mode = window_mode(config.decode_window, device, run.device_id) if windows else "whole"
 
     def on_device(node: DataNode) -> DataNode:
-        return node.gpu() if options.device == "gpu" else node
+        return node.gpu() if device == "gpu" else node
 
     def graph() -> tuple[DataNode, ...]:
         layout = WarpLayout.of(plan, options.inputs, RESIZES)
@@ -278,7 +277,7 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
         if encoded is None:
             image = on_device(nodes["image"])
         else:
-            image = decode(encoded, warp, config, options.device, options.size_hint, mode)
+            image = decode(encoded, warp, config, device, options.size_hint, mode)
         nearest = config.interpolation == "nearest"
         cut = config.fill_edge == "cut"
         image = resample(image, warp, "", config, nearest, warp_fill, cut=cut)
@@ -295,13 +294,11 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
             if plan.batch_stages or plan.moves_masks:
                 fill = float(config.source.mask_fill)
                 stages = partial(_mask_stages, plan, column, fill)
-            named["targets"] = mask_target(
-                masks, warp, config, options.num_classes, options.device, stages
-            )
+            named["targets"] = mask_target(masks, warp, config, num_classes, device, stages)
         elif target == "images":
             named["targets"] = image
         elif target == "labels":
-            labels = label_target(label, config, options.num_classes, options.device)
+            labels = label_target(label, config, num_classes, device)
             if plan.batch_stages:  # soft labels
                 labels = plan.batch_targets(labels, column, pixels, masks=False)
             named["targets"] = labels
@@ -311,24 +308,24 @@ def define_pipeline(config: Config, options: GraphOptions) -> Pipeline:
 
     pipe = conditional_pipeline(
         graph,
-        batch_size=config.batch_size,
-        num_threads=config.dali_threads(options.device, options.gpus),
-        device_id=config.device_id if options.device == "gpu" else None,
-        seed=config.seed,
-        prefetch_queue_depth=config.prefetch_depth(options.device),
+        batch_size=run.batch_size,
+        num_threads=config.dali_threads(device, options.gpus),
+        device_id=run.device_id if device == "gpu" else None,
+        seed=run.seed,
+        prefetch_queue_depth=config.prefetch_depth(device),
     )
     # pipeline_def makes a plain Pipeline; DaliaugPipeline holds no state of its own
     pipe.__class__ = DaliaugPipeline
     return pipe
 
 
-def reader_pipeline(
-    config: Config, samples: SampleSet, device: Device, gpus: int = 1
-) -> Pipeline | None:
-    """The pipeline (not built) where DALI's own reader reads ``samples`` (TFRecords, whose
-    parameters are then drawn in the graph); ``None`` where the host feeds them. The one place
-    that picks DALI's reader for a kind of :class:`SampleSet`. ``gpus``: see
+def reader_pipeline(run: Run, gpus: int = 1) -> Pipeline | None:
+    """The run's pipeline (not built) where DALI's own reader reads its samples (TFRecords,
+    whose parameters are then drawn in the graph); ``None`` where the host feeds them. The one
+    place that picks DALI's reader for a kind of
+    :class:`~daliaug.sources.sample_set.SampleSet`. ``gpus``: see
     :attr:`GraphOptions.gpus`."""
+    samples = run.samples
     if not isinstance(samples, RecordSamples):
         return None
     if samples.on_s3 and _tensorflow_before_dali():
@@ -340,11 +337,7 @@ def reader_pipeline(
             f"framework='tensorflow' (TensorFlow reads them through boto3), or read them in a "
             f"process without TensorFlow"
         )
-    batch = BatchLayout.of(samples, config.label_mode, config.max_boxes)
-    options = GraphOptions(
-        device, samples.num_classes, inputs=(), batch=batch, records=samples, gpus=gpus
-    )
-    return define_pipeline(config, options)
+    return define_pipeline(run, GraphOptions((), run.layout(), records=samples, gpus=gpus))
 
 
 def _tensorflow_before_dali() -> bool:
@@ -362,28 +355,19 @@ def _tensorflow_before_dali() -> bool:
     return 0 <= tensorflow < dali
 
 
-def named_pipeline(
-    config: Config,
-    samples: SampleSet,
-    device: Device,
-    weighted: bool,
-    gpu_inputs: bool = False,
-    gpus: int = 1,
-) -> Pipeline:
-    """The pipeline ``make_dataset`` feeds through ``DALIDatasetWithInputs``: one named
+def named_pipeline(run: Run, weighted: bool, gpu_inputs: bool = False, gpus: int = 1) -> Pipeline:
+    """The run's pipeline ``make_dataset`` feeds through ``DALIDatasetWithInputs``: one named
     placeholder per input (:func:`~daliaug.engines.feed.graph_inputs`); ``gpu_inputs``: the
     inputs arrive on the GPU (see :data:`GPU_INPUTS`); ``gpus``: see
     :attr:`GraphOptions.gpus`."""
+    config, samples, device = run.config, run.samples, run.device
     form = feed_form(config.plan, samples.column_names, device)
-    inputs = graph_inputs(samples, weighted, config.label_mode, form)
     options = GraphOptions(
-        device,
-        samples.num_classes,
-        inputs=inputs,
-        batch=BatchLayout.of(samples, config.label_mode, config.max_boxes, weighted),
+        graph_inputs(samples, weighted, config.label_mode, form),
+        run.layout(weighted),
         target_shape=samples.target_shape,
         gpu_inputs=gpu_inputs and device == "gpu",
         size_hint=samples.size_hint,
         gpus=gpus,
     )
-    return define_pipeline(config, options)
+    return define_pipeline(run, options)

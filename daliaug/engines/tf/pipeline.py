@@ -107,31 +107,34 @@ def cut_masks(masks: tf.Tensor, flat: tf.Tensor, config: Config, layout: WarpLay
 
 def _per_sample(
     config: Config,
+    batch_size: int,
     layout: WarpLayout,
     batch_layout: BatchLayout,
     per_sample: tf.data.Dataset,
     num_classes: int,
 ) -> tf.data.Dataset:
-    """Batches of ``(image, warp, target, *rest)`` samples finished: the images by
-    :func:`finisher`, the rest by :func:`_named`."""
+    """Batches (of ``batch_size``) of ``(image, warp, target, *rest)`` samples finished: the
+    images by :func:`finisher`, the rest by :func:`_named`."""
     finished = finisher(config, layout)
     named = partial(_named, batch_layout, config, num_classes, layout)
 
     def batch(images: tf.Tensor, flat: tf.Tensor, target: tf.Tensor, *rest: tf.Tensor) -> tuple:
         return named(finished(images, flat), flat, target, rest)
 
-    batches = per_sample.batch(config.batch_size, drop_remainder=config.drop_remainder)
+    batches = per_sample.batch(batch_size, drop_remainder=config.drop_remainder)
     return batches.map(plain(batch), num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def file_batches(
     config: Config,
+    batch_size: int,
     samples: Samples,
     layout: WarpLayout,
     batch_layout: BatchLayout,
     stream: tf.data.Dataset,
 ) -> tf.data.Dataset:
-    """Finished batches for file sources from ``(index, warp, *rest)`` batches (``rest``:
+    """Finished batches (of ``batch_size``) for file sources from ``(index, warp, *rest)``
+    batches (``rest``:
     the ``encoded`` images (and ``mask_encoded`` masks) of WebDataset shards, read by the
     feed, then the moved boxes and
     the weight, passed through): each file is read, decoded and resampled on its own (its size
@@ -161,7 +164,7 @@ def file_batches(
         return image, flat, target, *rest
 
     per_sample = stream.unbatch().map(plain(one), num_parallel_calls=tf.data.AUTOTUNE)
-    return _per_sample(config, layout, batch_layout, per_sample, samples.num_classes)
+    return _per_sample(config, batch_size, layout, batch_layout, per_sample, samples.num_classes)
 
 
 def as_bytes(row: tf.Tensor) -> tf.Tensor:
@@ -213,17 +216,19 @@ def array_batches(
 
 def record_batches(
     config: Config,
+    batch_size: int,
     num_classes: int,
     layout: WarpLayout,
     batch_layout: BatchLayout,
     stream: tf.data.Dataset,
 ) -> tf.data.Dataset:
-    """Finished batches for TFRecords from ``(encoded, labels, weights, warp)`` batches,
-    decoded one by one like files; the weights kept if ``batch_layout`` has them."""
+    """Finished batches (of ``batch_size``) for TFRecords from ``(encoded, labels, weights,
+    warp)`` batches, decoded one by one like files; the weights kept if ``batch_layout`` has
+    them."""
 
     def one(encoded: tf.Tensor, label: tf.Tensor, weight: tf.Tensor, flat: tf.Tensor) -> tuple:
         image = _resampled(encoded, layout.unpack(flat, tf.reshape), config)
         return image, flat, label, *((weight,) if batch_layout.weights else ())
 
     per_sample = stream.unbatch().map(plain(one), num_parallel_calls=tf.data.AUTOTUNE)
-    return _per_sample(config, layout, batch_layout, per_sample, num_classes)
+    return _per_sample(config, batch_size, layout, batch_layout, per_sample, num_classes)

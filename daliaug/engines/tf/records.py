@@ -105,9 +105,9 @@ def _record_stream(
             key = tf.stack([tf.constant(int(base >> 1), tf.int64), epoch])
             blocks = ds.batch(window).enumerate()
             ds = blocks.map(lambda i, block: shuffled(key, i, block)).unbatch()
-        ds = ds.repeat().take(epochs.positions).enumerate().skip(first * config.batch_size)
+        ds = ds.repeat().take(epochs.positions).enumerate().skip(first * epochs.batch_size)
         ds = ds.map(plain(parse), num_parallel_calls=tf.data.AUTOTUNE)
-        return ds.batch(config.batch_size, drop_remainder=config.drop_remainder)
+        return ds.batch(epochs.batch_size, drop_remainder=epochs.drop_remainder)
 
     def epoch_number(epoch: int, first: int) -> Iterator[np.ndarray]:
         yield np.array([epoch, first], np.int64)

@@ -15,20 +15,19 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 
-from daliaug.config import Config
 from daliaug.outputs.opencv import CvLoader
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.tfdata.faults import named_faults
 from daliaug.outputs.tfdata.streams import counted, epoch_length, nested, signature
-from daliaug.sources.sample_set import SampleSet
+from daliaug.run import Run
 
 
-def cv_dataset(config: Config, samples: SampleSet, options: DatasetOptions) -> tf.data.Dataset:
-    """``(images, targets[, weights])`` batches of ``samples`` computed by the OpenCV engine,
-    one epoch per iteration as ``options.clock`` numbers them."""
+def cv_dataset(run: Run, options: DatasetOptions) -> tf.data.Dataset:
+    """``(images, targets[, weights])`` batches of the run computed by the OpenCV engine, one
+    epoch per iteration as ``options.clock`` numbers them."""
     clock = options.epoch_clock()
-    loader = CvLoader.over(config, samples, options=options)
-    layout, specs = signature(config, samples, options.weights(samples.num_classes) is not None)
+    loader = CvLoader.over(run, options=options)
+    layout, specs = signature(run, options.weighs)
 
     def epoch_batches(epoch: int, first: int) -> Iterator:
         loader.epoch, loader.first = epoch, first
@@ -37,7 +36,7 @@ def cv_dataset(config: Config, samples: SampleSet, options: DatasetOptions) -> t
     batches = nested(counted(epoch_batches, specs, clock), layout)
     untuned = tf.data.Options()
     untuned.autotune.enabled = False
-    ds = batches.prefetch(config.prefetch_depth("cpu")).with_options(untuned)
+    ds = batches.prefetch(run.config.prefetch_depth("cpu")).with_options(untuned)
     ds = epoch_length(ds, len(loader), options.resumes)
     ds.batches_per_epoch = len(loader)
     ds.epoch_clock = clock

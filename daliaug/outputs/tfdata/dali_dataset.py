@@ -16,11 +16,10 @@ from functools import partial
 import tensorflow as tf
 from nvidia.dali.plugin import tf as dali_tf
 
-from daliaug.config import Config
 from daliaug.cuda import GROWTH_VARIABLE
 from daliaug.engines.dali.pipeline import RESIZES, feed_form, named_pipeline
 from daliaug.engines.feed import EpochFeed, RecordLayout
-from daliaug.engines.select import TF_CUDA_FIX, Device
+from daliaug.engines.select import TF_CUDA_FIX
 from daliaug.engines.tf.records import packed, read_records
 from daliaug.epoch import EpochClock, Epochs
 from daliaug.errors import BackendError, BackendWarning, user_stacklevel
@@ -36,7 +35,7 @@ from daliaug.outputs.tfdata.streams import (
     report_length,
     signature,
 )
-from daliaug.sources.sample_set import SampleSet
+from daliaug.run import Run
 
 
 def tf_gpu(device_id: int) -> str:
@@ -117,15 +116,12 @@ def on_first_batch(dataset: tf.data.Dataset) -> tf.data.Dataset:
 
 
 def _inputs(
-    config: Config,
-    samples: SampleSet,
-    options: DatasetOptions,
-    clock: EpochClock,
-    device: Device,
+    run: Run, options: DatasetOptions, clock: EpochClock
 ) -> tuple[dict[str, tf.data.Dataset], Epochs, EpochFeed | None]:
-    """One CPU stream per graph input of DALI's graph on ``device``, their epochs numbered by
+    """One CPU stream per graph input of the run's DALI graph, their epochs numbered by
     ``clock``, and the feed that makes them (None for TFRecords, which ``tf.data`` reads)."""
-    epochs = options.epochs(config, len(samples))
+    config, samples, device = run.config, run.samples, run.device
+    epochs = options.epochs(run)
     weights = options.weights(samples.num_classes)
 
     read = read_records(config, samples, epochs, RESIZES, partial(counted, clock=clock), weights)
@@ -140,7 +136,7 @@ def _inputs(
         form=feed_form(config.plan, samples.column_names, device),
         epochs=epochs,
         weights=per_sample,
-        recent=in_flight(config, device),
+        recent=in_flight(run),
     )
     streams = {
         name: column_stream(feed, name, clock)
@@ -151,35 +147,31 @@ def _inputs(
     return streams, epochs, feed
 
 
-def dali_dataset(
-    config: Config,
-    samples: SampleSet,
-    device: Device,
-    options: DatasetOptions = DEFAULT_OPTIONS,
-) -> tf.data.Dataset:
-    """``(images, targets[, weights])`` batches from the DALI graph on ``device``, one epoch
-    per iteration (see :class:`DatasetOptions`), placed on ``options.place``: by default the
+def dali_dataset(run: Run, options: DatasetOptions = DEFAULT_OPTIONS) -> tf.data.Dataset:
+    """``(images, targets[, weights])`` batches from the run's DALI graph, one epoch per
+    iteration (see :class:`DatasetOptions`), placed on ``options.place``: by default the
     host CPU for DALI on the CPU and DALI's GPU for DALI on the GPU. The number of batches per
     epoch is the dataset's ``batches_per_epoch`` and its ``cardinality()``
     (:func:`report_length`). On the host, an iterator reads its epoch's streams from its first
     batch (:func:`on_first_batch`); a GPU-placed one from the moment it is made."""
+    config, device = run.config, run.device
     if device == "gpu":
         memory_policy()  # first: what follows starts TensorFlow's runtime
         if not tf.config.list_physical_devices("GPU"):
             raise BackendError(f"DALI on the GPU needs TensorFlow to see it too; {TF_CUDA_FIX}")
-    place = options.place or ("/cpu:0" if device == "cpu" else tf_gpu(config.device_id))
+    place = options.place or ("/cpu:0" if device == "cpu" else tf_gpu(run.device_id))
     on_gpu = tf.DeviceSpec.from_string(place).device_type == "GPU"
     clock = options.epoch_clock()
     with tf.device("/cpu:0" if on_gpu else place):
-        inputs, epochs, feed = _inputs(config, samples, options, clock, device)
+        inputs, epochs, feed = _inputs(run, options, clock)
         inputs = {name: stream.prefetch(2) for name, stream in inputs.items()}
     if on_gpu:
         copy = tf.data.experimental.copy_to_device(place)
         inputs = {name: stream.apply(copy) for name, stream in inputs.items()}
     weighted = options.weighs
-    layout, specs = signature(config, samples, weighted)
+    layout, specs = signature(run, weighted)
     # inputs copied to the GPU reach DALI there where only GPU operators read them
-    pipeline = named_pipeline(config, samples, device, weighted, on_gpu, options.gpus)
+    pipeline = named_pipeline(run, weighted, on_gpu, options.gpus)
     with tf.device(place):
         ds = dali_tf.experimental.DALIDatasetWithInputs(
             pipeline=pipeline,
@@ -187,9 +179,9 @@ def dali_dataset(
                 name: dali_tf.experimental.Input(stream, batch=True)
                 for name, stream in inputs.items()
             },
-            batch_size=config.batch_size,
+            batch_size=run.batch_size,
             num_threads=pipeline.num_threads,
-            device_id=None if device == "cpu" else config.device_id,
+            device_id=None if device == "cpu" else run.device_id,
             prefetch_queue_depth=config.prefetch_depth(device),
             output_shapes=tuple(s.shape for s in specs),
             output_dtypes=tuple(s.dtype for s in specs),

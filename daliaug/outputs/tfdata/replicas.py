@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from daliaug.engines.select import Device
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
-from daliaug.prepare import Prepared
+from daliaug.run import Run
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -41,18 +41,16 @@ def _clocked(dataset: Any, options: DatasetOptions) -> Any:
 
 
 def distributed_dataset(
-    prepared: Prepared, strategy: Any, options: DatasetOptions
+    run: Run, strategy: Any, options: DatasetOptions
 ) -> tf.distribute.DistributedDataset | tf.data.Dataset:
-    """The distributed dataset of a prepared config over all its samples, for ``strategy``;
+    """The distributed dataset of a prepared run over all its samples, for ``strategy``;
     ``options`` as for one dataset (its sample weights, if any, one per sample)."""
     import tensorflow as tf
 
     from daliaug.outputs.bridges import engine_dataset
 
-    config, samples, device = prepared.config, prepared.samples, prepared.device
-
-    replicas = strategy.num_replicas_in_sync
-    shards = Shards.split(config, samples, options, replicas, "replica", "a strategy")
+    device, replicas = run.device, strategy.num_replicas_in_sync
+    shards = Shards.split(run, options, replicas, "replica", "a strategy")
     options = shards.options
     devices = tuple(getattr(strategy.extended, "worker_devices", ("/cpu:0",)))
     # this process's GPU pipelines (one per local replica GPU) share its cores
@@ -62,13 +60,12 @@ def distributed_dataset(
         """Replica ``shard``'s dataset, for the replica on ``replica_device``: DALI on that
         replica's GPU, the dataset there too if ``on_device``, else on the host."""
         device_id = dali_gpu(device, replica_device)
-        update = {} if device_id is None else {"device_id": device_id}
-        replica_config, replica_samples, replica_options = shards.shard(shard, **update)
+        replica_run, replica_options = shards.shard(shard)
+        if device_id is not None:
+            replica_run = replica_run.on(device_id)
         place = replica_device if on_device and device_id is not None else "/cpu:0"
         replica_options = dataclasses.replace(replica_options, place=place, gpus=gpus)
-        return engine_dataset(
-            prepared.engine.name, replica_config, replica_samples, device, replica_options
-        )
+        return engine_dataset(replica_run, replica_options)
 
     if isinstance(strategy, tf.distribute.MirroredStrategy):
         on_device = all(dali_gpu(device, d) is not None for d in devices)

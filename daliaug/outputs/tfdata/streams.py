@@ -25,33 +25,37 @@ from daliaug.config import Config
 from daliaug.engines.feed import INPUTS, WARP_PART, EpochFeed
 from daliaug.engines.tf.traced import plain
 from daliaug.epoch import EpochClock
-from daliaug.sources.sample_set import SampleSet
+from daliaug.run import Run
 from daliaug.sources.segmentation import MaskTargets
 
 CHUNK = 8192
 """Samples per Python call of a feed stream (index arrays and per-sample numbers are small)."""
 
 
-def in_flight(config: Config, device: str) -> int:
-    """The batches a feed stream's graph on ``device`` may be reading at once: the chunk being
-    cut into batches and the next one, and the queues after them."""
-    return 2 * max(1, CHUNK // config.batch_size) + config.prefetch_depth(device) + 4
+def in_flight(run: Run) -> int:
+    """The batches a feed stream's graph may be reading at once: the chunk being cut into
+    batches and the next one, and the queues after them."""
+    return 2 * max(1, CHUNK // run.batch_size) + run.config.prefetch_depth(run.device) + 4
 
 
 _TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "uint8": tf.uint8}
 
 
 def element_spec(
-    config: Config, num_classes: int, layout: BatchLayout, target_shape: tuple[int, ...] = ()
+    config: Config,
+    batch_size: int,
+    num_classes: int,
+    layout: BatchLayout,
+    target_shape: tuple[int, ...] = (),
 ) -> tuple[tf.TensorSpec, ...]:
-    """Shapes and dtypes of a graph's flat batch in ``layout``, known from the config
-    (``target_shape``: the per-sample shape of ``raw`` targets); with ``label_mode: none``
-    ``(images[, weights])`` (DALI's datasets yield tuples; Keras unpacks a 1-tuple as the
-    inputs). Detection inputs have the per-sample shapes of :attr:`BatchLayout.boxes`;
-    :func:`nested` makes them Keras' dict."""
+    """Shapes and dtypes of a graph's flat batch of ``batch_size`` in ``layout``, known from
+    the config (``target_shape``: the per-sample shape of ``raw`` targets); with
+    ``label_mode: none`` ``(images[, weights])`` (DALI's datasets yield tuples; Keras unpacks
+    a 1-tuple as the inputs). Detection inputs have the per-sample shapes of
+    :attr:`BatchLayout.boxes`; :func:`nested` makes them Keras' dict."""
     h, w = config.image_size
     c = config.channels
-    batch = config.batch_size if config.drop_remainder else None
+    batch = batch_size if config.drop_remainder else None
     nhwc = config.output.layout == "NHWC"
     image_shape = (batch, h, w, c) if nhwc else (batch, c, h, w)
     images = tf.TensorSpec(image_shape, _TF_DTYPES[config.output.dtype])
@@ -79,14 +83,12 @@ def element_spec(
     return layout.flat(specs)
 
 
-def signature(
-    config: Config, samples: SampleSet, weighted: bool
-) -> tuple[BatchLayout, tuple[tf.TensorSpec, ...]]:
-    """The layout of ``samples``' batches under ``config`` (``weighted``: with weights) and
-    the element spec of a graph's flat batches in it."""
-    layout = BatchLayout.of(samples, config.label_mode, config.max_boxes, weighted)
-    spec = element_spec(config, samples.num_classes, layout, samples.target_shape)
-    return layout, spec
+def signature(run: Run, weighted: bool) -> tuple[BatchLayout, tuple[tf.TensorSpec, ...]]:
+    """The layout of the run's batches (``weighted``: with weights) and the element spec of a
+    graph's flat batches in it."""
+    samples, layout = run.samples, run.layout(weighted)
+    shape = samples.target_shape
+    return layout, element_spec(run.config, run.batch_size, samples.num_classes, layout, shape)
 
 
 def nested(dataset: tf.data.Dataset, layout: BatchLayout) -> tf.data.Dataset:

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from daliaug.config import Config
 from daliaug.detection import box_names
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.tf.pipeline import RESIZES, array_batches, file_batches, record_batches
@@ -25,36 +24,32 @@ from daliaug.outputs.tfdata.streams import (
     nested,
     signature,
 )
-from daliaug.sources.sample_set import SampleSet
+from daliaug.run import Run
 
 
 def tf_dataset(
-    config: Config,
-    samples: SampleSet,
-    options: DatasetOptions = DEFAULT_OPTIONS,
-    params: np.ndarray | None = None,
+    run: Run, options: DatasetOptions = DEFAULT_OPTIONS, params: np.ndarray | None = None
 ) -> tf.data.Dataset:
-    """``(images, labels or masks[, weights])`` batches of ``samples`` computed with
-    TensorFlow ops, one epoch per iteration (see :class:`DatasetOptions`). ``params`` (one row
-    of ``plan.param_keys`` per sample) replaces the random draws (column sources only)."""
+    """``(images, labels or masks[, weights])`` batches of the run computed with TensorFlow
+    ops, one epoch per iteration (see :class:`DatasetOptions`). ``params`` (one row of
+    ``plan.param_keys`` per sample) replaces the random draws (column sources only)."""
     with tf.device(options.place or "/cpu:0"):
-        return _dataset(config, samples, options, params)
+        return _dataset(run, options, params)
 
 
-def _dataset(
-    config: Config, samples: SampleSet, options: DatasetOptions, params: Any
-) -> tf.data.Dataset:
+def _dataset(run: Run, options: DatasetOptions, params: Any) -> tf.data.Dataset:
+    config, samples, batch_size = run.config, run.samples, run.batch_size
     weights = options.weights(samples.num_classes)
-    epochs = options.epochs(config, len(samples))
+    epochs = options.epochs(run)
     clock = options.epoch_clock()
     if params is not None:
         samples.check_params("explicit")
     read = read_records(config, samples, epochs, RESIZES, partial(counted, clock=clock), weights)
-    layout, specs = signature(config, samples, weights is not None)
+    layout, specs = signature(run, weights is not None)
     feed = None
     if read is not None:
         stream, warp = read
-        batches = record_batches(config, samples.num_classes, warp, layout, stream)
+        batches = record_batches(config, batch_size, samples.num_classes, warp, layout, stream)
     else:
         feed = EpochFeed(
             config,
@@ -63,7 +58,7 @@ def _dataset(
             params=params,
             epochs=epochs,
             weights=options.per_sample(samples),
-            recent=in_flight(config, "cpu"),
+            recent=in_flight(run),
         )
         weight = ("weight",) if weights is not None else ()
         encoded = tuple(n for n in ("encoded", "mask_encoded") if n in samples.columns)
@@ -72,7 +67,7 @@ def _dataset(
         if "image" in samples.columns:
             batches = array_batches(config, samples, feed.layout, layout, stream)
         else:
-            batches = file_batches(config, samples, feed.layout, layout, stream)
+            batches = file_batches(config, batch_size, samples, feed.layout, layout, stream)
 
     def shaped(*batch: tf.Tensor) -> tuple[tf.Tensor, ...]:
         return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
