@@ -156,12 +156,14 @@ def emit(record: dict[str, Any]) -> None:
 def daliaug_windows(data: Data, batch_size: int) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(b)'s epoch 0 as daliaug's feed makes it: each sample's file in order, and its decode
     window (``(x, y)`` starts and ``(w, h)`` shapes, pixels)."""
+    from daliaug.engine_names import Choice
     from daliaug.engines.dali.pipeline import RESIZES
     from daliaug.engines.feed import EpochFeed
+    from daliaug.run import Run
 
     config = suite_workload("b").at_batch(batch_size).daliaug_config(data)
     samples = data.samples()
-    feed = EpochFeed(config, samples, resizes=RESIZES)
+    feed = EpochFeed(Run.of(config, samples, Choice("dali", "cpu")).spec, samples, resizes=RESIZES)
     paths, starts, shapes = [], [], []
     for batch in feed.batches(0, ("index", "warp")):
         cut = feed.layout.unpack(batch["warp"], lambda a, s: a.reshape(s), batched=True)

@@ -50,10 +50,10 @@ def _feed(name: str, quick: bool) -> Any:
     data = detection.prepare(quick) if name == "d" else prepare(name, quick)
     workload = detection.gpu_workload() if name == "d" else WORKLOADS[name]
     config = workload.daliaug_config(data, backend="gpu")
-    prepared = prepare_config(config, samples=data.samples(), choice=Choice("dali", "cpu"))
-    samples = prepared.samples
+    run = prepare_config(config, Choice("dali", "cpu"), samples=data.samples())
+    samples = run.samples
     form = feed_form(config.plan, samples.column_names, "gpu")
-    return EpochFeed(config, samples, resizes=RESIZES, form=form)
+    return EpochFeed(run.spec, samples, resizes=RESIZES, form=form)
 
 
 def _parts(feed: Any, epoch: int) -> dict[str, float]:

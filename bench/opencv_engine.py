@@ -164,13 +164,14 @@ def decode_batches(kind: str) -> Iterator[int]:
     from concurrent.futures import ThreadPoolExecutor
 
     from daliaug.config import load_config
+    from daliaug.engine_spec import EngineSpec
     from daliaug.engines.opencv.image import decode
     from daliaug.engines.opencv.pipeline import threads
 
     config = load_config(_config(kind))
     paths = config.source.samples().files["path"]
     batch = SIZES[kind][1]
-    pool = ThreadPoolExecutor(threads(config))
+    pool = ThreadPoolExecutor(threads(EngineSpec.of(config, "cpu", 0, 0, batch)))
 
     def one(path: str) -> np.ndarray:
         with open(path, "rb") as f:

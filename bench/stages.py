@@ -65,8 +65,10 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
     import nvidia.dali.math as dmath
     from nvidia.dali import fn, types
 
+    from daliaug.engine_spec import EngineSpec
     from daliaug.engines.dali.image import finish, resample
 
+    spec = EngineSpec.of(config, "cpu", 0, 0, config.batch_size)
     size = [float(s) for s in config.image_size]
     mean, std = config.output.mean_std(config.channels)
     resizes = "resize_start" in inputs
@@ -86,7 +88,7 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
         )
 
     def resampled(n: dict[str, Any]) -> Any:
-        return resample(decoded(n), n, "", config, nearest=False, fill=config.fill)
+        return resample(decoded(n), n, "", spec, nearest=False, fill=spec.fill)
 
     def coloured(n: dict[str, Any]) -> Any:
         image = resampled(n)
@@ -151,7 +153,7 @@ def _stages(config: Config, inputs: tuple[str, ...]) -> dict[str, Stage]:
     if "colour" in inputs:
         stages["+ coord_transform colour, clamp"] = coloured
     stages["+ crop_mirror_normalize (full: daliaug's finish)"] = lambda n: finish(
-        resampled(n), n, config, config.plan
+        resampled(n), n, spec, spec.plan
     )
     if "colour" in inputs:
         stages.update({f"(compare) {label}": graph for label, graph in alternatives.items()})

@@ -43,10 +43,12 @@ def _stages(config: Any) -> dict[str, tuple[Callable, Callable | None]]:
     """Per stage: the per-sample function and the per-batch one (or ``None``)."""
     import tensorflow as tf
 
+    from daliaug.engine_spec import EngineSpec
     from daliaug.engines.feed import WarpLayout
     from daliaug.engines.tf.image import decode, finish, resample
     from daliaug.engines.tf.pipeline import finisher
 
+    spec = EngineSpec.of(config, "cpu", 0, 0, config.batch_size)
     layout = WarpLayout.of(config.plan, ("path",), False)
 
     def read(d: dict) -> tf.Tensor:
@@ -60,7 +62,7 @@ def _stages(config: Any) -> dict[str, tuple[Callable, Callable | None]]:
         return tf.image.decode_and_crop_jpeg(read(d), window, 3, dct_method="INTEGER_ACCURATE")
 
     def resampled(d: dict) -> tf.Tensor:
-        return resample(decoded(d), tf.reshape(d["matrix"], [2, 3]), config)
+        return resample(decoded(d), tf.reshape(d["matrix"], [2, 3]), spec)
 
     def size(image_of: Callable) -> Callable:  # variable-sized images: keep only their size
         return lambda d: tf.reduce_sum(tf.shape(image_of(d)))
@@ -69,14 +71,14 @@ def _stages(config: Any) -> dict[str, tuple[Callable, Callable | None]]:
         return resampled(d), d["warp"]
 
     def eager_finish(images: tf.Tensor, flat: tf.Tensor) -> tf.Tensor:
-        return finish(images, layout.unpack(flat, tf.reshape, batched=True), config)
+        return finish(images, layout.unpack(flat, tf.reshape, batched=True), spec)
 
     return {
         "read file": (read, None),
         "(compare) decode_and_crop_jpeg alone": (size(plain), None),
         "decode crop window (1-pixel margin)": (size(decoded), None),
         "+ resample (resize of the window)": (resampled, None),
-        "+ batch, finish (XLA: colour, clip, normalize)": (with_warp, finisher(config, layout)),
+        "+ batch, finish (XLA: colour, clip, normalize)": (with_warp, finisher(spec, layout)),
         "(compare) finish without XLA": (with_warp, eager_finish),
     }
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from daliaug.algebra import Canvas
 from daliaug.boxes import Rules, Targets
-from daliaug.config import Config
+from daliaug.engine_spec import EngineSpec
 from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
@@ -48,23 +48,23 @@ def box_shapes(samples: SampleSet, max_boxes: int) -> dict[str, tuple[int, ...]]
 class BoxTargets:
     """The detection targets of a set of samples, one batch at a time: ``boxes`` (absolute
     ``xyxy`` per sample, object array), ``labels`` and optional ``keypoints`` columns, moved
-    by the plan of ``config`` (``fuse_roi``: the graph decodes windows, as
-    :class:`~daliaug.engines.feed.WarpLayout` says) and padded to ``config.max_boxes`` in
-    ``config.bounding_box_format``."""
+    by the plan of ``spec`` (``fuse_roi``: the graph decodes windows, as
+    :class:`~daliaug.engines.feed.WarpLayout` says) and padded to ``spec.max_boxes`` in
+    ``spec.bounding_box_format``."""
 
-    def __init__(self, config: Config, samples: Samples, fuse_roi: bool) -> None:
+    def __init__(self, spec: EngineSpec, samples: Samples, fuse_roi: bool) -> None:
         columns = samples.columns
-        self.config = config
-        self.shapes = box_shapes(samples, config.max_boxes)
+        self.spec = spec
+        self.shapes = box_shapes(samples, spec.max_boxes)
         self.boxes = columns["boxes"]
         self.labels = columns["box_labels"]
         self.keypoints = columns.get("keypoints")
         self.fuse_roi = fuse_roi
         self.files = samples.paths
         self.rules = Rules(
-            config.min_area,
-            config.min_visibility,
-            samples.flip_indices if config.flip_indices is None else tuple(config.flip_indices),
+            spec.min_area,
+            spec.min_visibility,
+            samples.flip_indices if spec.flip_indices is None else spec.flip_indices,
         )
         if self.keypoints is not None:
             self._check_keypoints()
@@ -99,7 +99,7 @@ class BoxTargets:
         samples, default one batch) with ``params`` (by name, the partners paired within each
         batch: :meth:`Plan.paired <daliaug.plan.Plan.paired>`, as the pixels have them),
         source ``sizes`` and real positions ``valid``."""
-        plan = self.config.plan
+        plan = self.spec.plan
         keypoints = None if self.keypoints is None else list(self.keypoints[index])
         targets = Targets.of(
             list(self.boxes[index]),
@@ -117,19 +117,19 @@ class BoxTargets:
                 own[name] = own[name].astype(np.int64) + np.arange(len(index)) // size * size
             targets = stage.boxes(targets, own, plan.image_size, self.rules)
         self._warn_cut(targets, index, valid)
-        fmt = self.config.bounding_box_format
-        return targets.padded(self.config.max_boxes, fmt, plan.image_size)
+        fmt = self.spec.bounding_box_format
+        return targets.padded(self.spec.max_boxes, fmt, plan.image_size)
 
     def _warn_cut(self, targets: Targets, index: np.ndarray, valid: np.ndarray) -> None:
-        over = np.flatnonzero(valid & (targets.count > self.config.max_boxes))
+        over = np.flatnonzero(valid & (targets.count > self.spec.max_boxes))
         if not len(over):
             return
         worst = over[np.argmax(targets.count[over])]
         name = self.files[index[worst]] if self.files else f"sample {index[worst]}"
         warnings.warn(
             f"{len(over)} image(s) of a batch hold more boxes than max_boxes: "
-            f"{self.config.max_boxes} after augmentation (most: {targets.count[worst]}, "
-            f"{name}); each keeps its first {self.config.max_boxes}. Raise max_boxes to keep "
+            f"{self.spec.max_boxes} after augmentation (most: {targets.count[worst]}, "
+            f"{name}); each keeps its first {self.spec.max_boxes}. Raise max_boxes to keep "
             "them all",
             DataWarning,
             stacklevel=user_stacklevel(),

@@ -5,17 +5,19 @@ loader): the engine and device chosen, the seed resolved, the samples listed and
 shard of it (a replica's, a device's, a rank's) is another :class:`Run` made by
 :meth:`Run.sharded` and :meth:`Run.on`, never a copy of the config with those facts written
 into it: the config stays the document the user wrote, and the run's facts are read from the
-run. Imports no framework.
+run. What the engines compute is the run's :attr:`Run.spec`. Imports no framework.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from daliaug.batch_layout import BatchLayout
 from daliaug.engine_names import Choice
+from daliaug.engine_spec import EngineSpec
 from daliaug.epoch import Epochs, resolve_seed
 
 if TYPE_CHECKING:
@@ -65,6 +67,12 @@ class Run:
     def device(self) -> Device:
         """Where the engine runs."""
         return self.choice.device
+
+    @cached_property
+    def spec(self) -> EngineSpec:
+        """What the engine computes for this run (:class:`~daliaug.engine_spec.EngineSpec`):
+        the engines' graphs read this, never the config."""
+        return EngineSpec.of(self.config, self.device, self.device_id, self.seed, self.batch_size)
 
     def epochs(self, length: int | None = None) -> Epochs:
         """This shard's epochs: its order, batches and parameter rows (``length``: positions

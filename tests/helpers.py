@@ -20,8 +20,10 @@ from PIL import Image
 
 from daliaug.config import Config, load_config
 from daliaug.engine_names import Choice, Device
+from daliaug.engine_spec import EngineSpec
 from daliaug.engines import NAMES
 from daliaug.engines.select import Placement, choose, placed
+from daliaug.epoch import resolve_seed
 from daliaug.parity.run import outputs
 from daliaug.prepare import prepare, prepare_samples
 from daliaug.run import Run
@@ -121,6 +123,14 @@ def run_of(
     ``engine`` and ``device``, as ``prepare`` makes it but without the decode check."""
     listed = prepare_samples(config) if samples is None else samples
     return Run.of(config, listed, Choice(engine, device))  # type: ignore[arg-type]
+
+
+def spec_of(config: Config, device: Device = "cpu") -> EngineSpec:
+    """The engine spec of ``config`` run on ``device`` as it stands (its seed, else a fresh
+    one; its GPU; its batch)."""
+    return EngineSpec.of(
+        config, device, config.device_id, resolve_seed(config.seed), config.batch_size
+    )
 
 
 def prepared(config: Config) -> Run:

@@ -249,6 +249,7 @@ def test_the_decoder_alone_decodes_the_pipelines_own_windows(
     from bench.workloads import WORKLOADS, prepare
     from daliaug.engines.dali.pipeline import RESIZES
     from daliaug.engines.feed import EpochFeed
+    from tests.helpers import spec_of
 
     monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
     data = prepare("b", quick=True)
@@ -264,7 +265,7 @@ def test_the_decoder_alone_decodes_the_pipelines_own_windows(
     epoch = gpu_tools.decode_roi(WORKLOADS["b"], data, 1, "cpu")
     sizes = [size for _ in range(2) for size in epoch()]
     config = WORKLOADS["b"].daliaug_config(data, num_threads=1)
-    feed = EpochFeed(config, data.samples(), resizes=RESIZES)
+    feed = EpochFeed(spec_of(config), data.samples(), resizes=RESIZES)
     windows = [
         feed.layout.unpack(batch["warp"], np.reshape, batched=True)["crop_shape"]
         for e in range(2)

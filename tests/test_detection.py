@@ -28,6 +28,7 @@ import pytest
 import daliaug
 from daliaug.algebra import Canvas
 from daliaug.boxes import Rules, Targets, from_xyxy, to_xyxy
+from tests.helpers import spec_of
 
 SRC = (48, 64)
 """Height, width of the source images."""
@@ -911,7 +912,8 @@ def test_a_chunk_of_batches_moves_boxes_as_its_batches_do(stage: str) -> None:
     so the chunk's boxes are its batches' boxes joined."""
     from daliaug.engines.feed import EpochFeed
 
-    feed = EpochFeed(*eleven_with_boxes(3, 5, [{"type": "flip"}, {"type": stage}]), resizes=False)
+    config, samples = eleven_with_boxes(3, 5, [{"type": "flip"}, {"type": stage}])
+    feed = EpochFeed(spec_of(config), samples, resizes=False)
     names = ("boxes", "box_labels")
     (chunk,) = feed.chunks(0, names, 12)
     each = list(feed.chunks(0, names, 4))  # one batch at a time
@@ -930,7 +932,8 @@ def test_the_streams_of_one_feed_move_each_chunks_boxes_once(
     made = []
     original = BoxTargets.batch
     monkeypatch.setattr(BoxTargets, "batch", lambda *a, **k: made.append(1) or original(*a, **k))
-    feed = EpochFeed(*eleven_with_boxes(3, 5, [{"type": "flip"}, {"type": "mixup"}]), resizes=False)
+    config, samples = eleven_with_boxes(3, 5, [{"type": "flip"}, {"type": "mixup"}])
+    feed = EpochFeed(spec_of(config), samples, resizes=False)
     streams = [list(feed.chunks(2, (name,), 4)) for name in ("boxes", "box_labels")]
     assert len(made) == 3  # three batches of 4, 4 and 3, each moved once for both streams
     together = list(feed.chunks(2, ("boxes", "box_labels"), 4))
@@ -949,7 +952,8 @@ def test_the_feeds_batches_are_made_in_chunks_and_cut_back(
 
     monkeypatch.setattr(feed_module, "FEED_CHUNK", per_chunk)
     chain = [{"type": "random_resized_crop"}, {"type": "mosaic"}]
-    feed = feed_module.EpochFeed(*eleven_with_boxes(2, 6, chain), resizes=True)
+    config, samples = eleven_with_boxes(2, 6, chain)
+    feed = feed_module.EpochFeed(spec_of(config), samples, resizes=True)
     names = ("index", "params", "warp", "boxes", "box_labels")
     cut = list(feed.batches(1, names))
     alone = list(feed.chunks(1, names, 4))

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from daliaug.engines.select import dali_lacks
 from daliaug.parity.examples import TRANSFORM_EXAMPLES
-from tests.helpers import structured_image
+from tests.helpers import spec_of, structured_image
 from tests.test_config import _transform
 
 ROOT = Path(__file__).parents[1]
@@ -292,7 +292,7 @@ def test_numeric_fields_are_valid_or_named(path: str, value: object) -> None:
     except ConfigError as e:  # a field the samples cannot take (flip_indices without keypoints)
         assert named(path, str(e)), str(e)
         return
-    batch = next(EpochFeed(config, samples, resizes=False).batches(0, ("warp",)))
+    batch = next(EpochFeed(spec_of(config), samples, resizes=False).batches(0, ("warp",)))
     assert np.all(np.isfinite(batch["warp"]))
 
 

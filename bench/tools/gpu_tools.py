@@ -80,15 +80,17 @@ def decode_roi(workload: Workload, data: Data, threads: int | None, device: str)
     _gpu_check(device)
     from nvidia.dali import fn, pipeline_def
 
+    from daliaug.engine_names import Choice
     from daliaug.engines.dali.image import decode
     from daliaug.engines.dali.pipeline import RESIZES
     from daliaug.engines.feed import EpochFeed
-    from daliaug.epoch import Epochs
+    from daliaug.run import Run
 
     config = _config(workload, data, threads)
     samples = data.samples()
-    epochs = Epochs.of(config, len(samples))
-    feed = EpochFeed(config, samples, resizes=RESIZES, epochs=epochs)
+    run = Run.of(config, samples, Choice("dali", device))
+    epochs = run.epochs()
+    feed = EpochFeed(run.spec, samples, resizes=RESIZES, epochs=epochs)
     names = ("path", "warp")
     batches: Iterator[dict] = iter(())
     state = {"epoch": 0}
@@ -113,7 +115,7 @@ def decode_roi(workload: Workload, data: Data, threads: int | None, device: str)
         paths, flat = fn.external_source(source=next_batch, num_outputs=2, batch=True)
         warp = feed.layout.unpack(flat, lambda node, shape: fn.reshape(node, shape=shape))
         encoded = fn.io.file.read(paths)
-        return decode(encoded, warp, config, device, samples.size_hint)
+        return decode(encoded, warp, run.spec, device, samples.size_hint)
 
     pipe = graph()
     pipe.build()

@@ -32,8 +32,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from daliaug.algebra import Canvas
-from daliaug.config import Config, target_column
+from daliaug.config import target_column
 from daliaug.detection import BoxTargets
+from daliaug.engine_spec import EngineSpec
 from daliaug.epoch import Epochs, ParameterRows, RestOfEpoch
 from daliaug.errors import DataError, carried_error
 from daliaug.kernels.arrays import NUMPY, Arrays
@@ -297,7 +298,7 @@ class EpochFeed:
 
     def __init__(
         self,
-        config: Config,
+        spec: EngineSpec,
         samples: Samples,
         *,
         resizes: bool,
@@ -310,15 +311,15 @@ class EpochFeed:
         self.samples = samples
         self.form = form
         self.recent: deque[np.ndarray] = deque(maxlen=recent)
-        self.label_mode = config.label_mode
-        self.plan = config.plan
-        self.epochs = epochs or Epochs.of(config, len(samples))
+        self.label_mode = spec.label_mode
+        self.plan = spec.plan
+        self.epochs = epochs or Epochs(
+            len(samples), spec.batch_size, spec.drop_remainder, spec.shuffle, spec.seed
+        )
         self.layout = WarpLayout.of(self.plan, tuple(samples.columns), resizes)
         self.weights = weights
         self.boxes = (
-            BoxTargets(config, samples, self.layout.fuse_roi)
-            if "boxes" in samples.columns
-            else None
+            BoxTargets(spec, samples, self.layout.fuse_roi) if "boxes" in samples.columns else None
         )
         self.params = None if params is None else np.asarray(params, dtype=np.float32)
         self._shared: OrderedDict[tuple[str, int, int, int], dict[str, np.ndarray]] = OrderedDict()

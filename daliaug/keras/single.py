@@ -12,6 +12,7 @@ import numpy as np
 
 from daliaug.algebra import Canvas, Math
 from daliaug.config import Config
+from daliaug.engine_spec import EngineSpec
 from daliaug.transforms.keras_affine import KerasAffine
 
 NUMPY = Math.of(np)
@@ -40,7 +41,7 @@ def apply_transform(config: Config, image: np.ndarray, parameters: Mapping[str, 
     )
     from daliaug.engines.tf import apply_plan  # imports TensorFlow
 
-    out = apply_plan(image, inputs, config)
+    out = apply_plan(image, inputs, EngineSpec.of(config, "cpu", config.device_id, 0, 1))
     if "brightness" in kinds:  # saturated to 0..255, as PIL's brightness and the colour pass
         out = np.clip(out, 0.0, 255.0)
     return out

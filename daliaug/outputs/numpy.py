@@ -109,24 +109,25 @@ class _Source:
 def _pipeline(run: Run, start: LoaderStart) -> tuple[Pipeline, _Source | None]:
     """The run's pipeline (not built), fed from ``start``, and its external source (``None``
     where DALI's own reader feeds it)."""
-    config, samples, device, options = run.config, run.samples, run.device, start.options
+    spec, samples, device, options = run.spec, run.samples, run.device, start.options
     if start.params is not None:
         samples.check_params("explicit")
     reader = reader_pipeline(run, options.gpus)
     if reader is not None:
         return reader, None
     feed = EpochFeed(
-        config,
+        spec,
         samples,
         resizes=RESIZES,
-        form=feed_form(config.plan, samples.column_names, device),
+        form=feed_form(spec.plan, samples.column_names, device),
         params=start.params,
         epochs=options.epochs(run),
         weights=options.per_sample(samples),
-        recent=config.prefetch_depth(device) + 2 + AHEAD,
+        recent=spec.prefetch + 2 + AHEAD,
     )
     source = _Source(feed, start.initial_epoch, start.first_batch)
     graph = GraphOptions(
+        samples.num_classes,
         feed.inputs,
         run.layout(options.weighs),
         feed=source,
@@ -135,7 +136,7 @@ def _pipeline(run: Run, start: LoaderStart) -> tuple[Pipeline, _Source | None]:
         size_hint=samples.size_hint,
         gpus=options.gpus,
     )
-    return define_pipeline(run, graph), source
+    return define_pipeline(spec, graph), source
 
 
 def define_fed_pipeline(

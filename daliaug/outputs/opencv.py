@@ -67,7 +67,7 @@ class CvLoader:
         return loader
 
     def _open(self, run: Run, start: LoaderStart) -> None:
-        config, samples = run.config, run.samples
+        spec, samples = run.spec, run.samples
         if not isinstance(samples, Samples):
             raise BackendError(
                 "backend: opencv reads files, arrays and WebDataset shards; TFRecords need "
@@ -82,7 +82,7 @@ class CvLoader:
         self.return_params = start.return_params
         self.epoch, self.first = start.initial_epoch, start.first_batch
         self.feed = EpochFeed(
-            config,
+            spec,
             samples,
             resizes=RESIZES,
             params=start.params,
@@ -90,7 +90,7 @@ class CvLoader:
             weights=options.per_sample(samples),
             recent=3,
         )
-        self.graph = Graph(config, samples, self.feed.layout, run.layout(options.weighs))
+        self.graph = Graph(spec, samples, self.feed.layout, run.layout(options.weighs))
 
     def __len__(self) -> int:
         """Batches per epoch."""

@@ -26,6 +26,7 @@ import numpy as np
 from daliaug.batch_layout import BatchLayout, target_of
 from daliaug.boxes import from_xyxy
 from daliaug.config import Config
+from daliaug.engine_spec import EngineSpec
 from daliaug.engines.select import resolve_backend
 from daliaug.errors import ConfigError, DataError
 from daliaug.prepare import prepare_samples
@@ -239,7 +240,8 @@ def synthetic_batch(config: Config, num_classes: int) -> tuple[np.ndarray, Any]:
 
     target = "masks" if config.source.segmentation else target_of((), config.label_mode)
     layout = BatchLayout(target)
-    images, targets = element_spec(config, config.batch_size, num_classes, layout)
+    spec = EngineSpec.of(config, "cpu", config.device_id, 0, config.batch_size)
+    images, targets = element_spec(spec, num_classes, layout)
     rng = np.random.default_rng(0)
     x_shape = (config.batch_size, *images.shape[1:])
     y_shape = (config.batch_size, *targets.shape[1:])

@@ -22,6 +22,7 @@ from daliaug.outputs import numpy as numpy_output
 from daliaug.outputs.numpy import DaliLoader
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import file_key
+from tests.helpers import spec_of
 
 COUNT, BATCH = 24, 4
 
@@ -47,7 +48,7 @@ def feed_of(paths: list[Path], form: FeedForm) -> EpochFeed:
             "transforms": [{"type": "flip", "horizontal": 0.5}],
         }
     )
-    return EpochFeed(config, samples, resizes=True, form=form)
+    return EpochFeed(spec_of(config), samples, resizes=True, form=form)
 
 
 def test_the_host_reads_the_files_and_names_one_rewritten_in_place(files: list[Path]) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import daliaug
-from tests.helpers import structured_image, write_image_dir
+from tests.helpers import spec_of, structured_image, write_image_dir
 
 RUN_WITHOUT_FRAMEWORKS = """
 import sys
@@ -129,7 +129,7 @@ def test_output_batches_are_aligned_for_a_handover_without_copies(dtype, layout)
         }
     )
     for count in (1, 3):
-        batch = output_array(config, count)
+        batch = output_array(spec_of(config), count)
         shape = (count, 7, 9, 3) if layout == "NHWC" else (count, 3, 7, 9)
         assert batch.shape == shape and batch.dtype == np.dtype(dtype)
         assert batch.ctypes.data % ALIGN == 0 and batch.flags.c_contiguous and batch.flags.writeable

@@ -17,6 +17,7 @@ from daliaug.epoch import EpochClock
 from daliaug.errors import DataError
 from daliaug.outputs.dataset import make_dataset
 from daliaug.outputs.tfdata.streams import counted
+from tests.helpers import spec_of
 
 PAIR = (tf.TensorSpec((None,), tf.int64), tf.TensorSpec((None, 2), tf.float32))
 
@@ -150,7 +151,7 @@ def test_an_aligned_batch_reaches_tf_data_without_a_copy() -> None:
     from daliaug.engines.opencv.image import output_array
 
     config = load_config({"source": {"type": "arrays"}, "image_size": [7, 9], "batch_size": 2})
-    batch = output_array(config, 2)
+    batch = output_array(spec_of(config), 2)
     batch[...] = 1.5
     spec = tf.TensorSpec((None, 7, 9, 3), tf.float32)
     (tensor,) = counted(lambda epoch, _: iter([batch]), spec, EpochClock())

@@ -18,6 +18,7 @@ from daliaug.errors import DataError
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import file_key
 from daliaug.sources.watch import AHEAD, FileWatch
+from tests.helpers import spec_of
 
 COUNT, BATCH = 40, 4
 
@@ -38,7 +39,7 @@ def feed_of(paths: list[Path]) -> EpochFeed:
     config = load_config(
         {"source": {"type": "arrays"}, "image_size": 8, "batch_size": BATCH, "seed": 1}
     )
-    return EpochFeed(config, samples, resizes=True)
+    return EpochFeed(spec_of(config), samples, resizes=True)
 
 
 def replace(path: Path) -> None:

@@ -96,7 +96,7 @@ def test_a_padded_shard_pairs_only_its_real_samples() -> None:
     assert options.weighs
     epochs = options.epochs(shard)
     weights = options.per_sample(shard.samples)
-    feed = EpochFeed(mixed, shard.samples, resizes=False, epochs=epochs, weights=weights)
+    feed = EpochFeed(shard.spec, shard.samples, resizes=False, epochs=epochs, weights=weights)
     keys = mixed.plan.stage_keys
     padded = 0
     for epoch in range(3):
@@ -152,7 +152,7 @@ def test_a_chunk_of_the_feed_is_its_batches_joined(
     shard, options = shards.shard(0)
     epochs = options.epochs(shard)
     weights = options.per_sample(shard.samples)
-    feed = EpochFeed(mixed, shard.samples, resizes=False, epochs=epochs, weights=weights)
+    feed = EpochFeed(shard.spec, shard.samples, resizes=False, epochs=epochs, weights=weights)
     names = ("index", "warp", "weight")
     for epoch in range(2):
         alone = list(feed.batches(epoch, names))

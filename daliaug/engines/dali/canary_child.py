@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from daliaug.config import Config
+from daliaug.engine_spec import EngineSpec
 from daliaug.engines.dali.canary import PASSED
 
 SIZES = ((480, 640), (517, 333), (1080, 1440), (97, 131))
@@ -48,6 +49,7 @@ def decode_canary_windows(device: str, device_id: int) -> None:
     config = Config.model_validate(
         {"source": {"type": "arrays"}, "image_size": 1, "decode_window": "roi"}
     )
+    spec = EngineSpec.of(config, device, device_id, 0, len(jpegs))  # type: ignore[arg-type]
 
     def windows() -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
         shapes = np.maximum(1, np.floor(hw * rng.uniform(0.3, 0.9, hw.shape)))
@@ -63,7 +65,7 @@ def decode_canary_windows(device: str, device_id: int) -> None:
     )
     def graph() -> object:
         encoded, start, shape = fn.external_source(source=windows, num_outputs=3, batch=True)
-        return decode(encoded, {"crop_start": start, "crop_shape": shape}, config, device)
+        return decode(encoded, {"crop_start": start, "crop_shape": shape}, spec, device)
 
     pipe = graph()
     pipe.build()

@@ -13,7 +13,8 @@ import nvidia.dali.math as dmath
 from nvidia.dali import fn, types
 from nvidia.dali.pipeline import DataNode
 
-from daliaug.config import HW_DECODER_LOAD, Config
+from daliaug.config import HW_DECODER_LOAD
+from daliaug.engine_spec import EngineSpec
 from daliaug.engines.dali import branches, pixels
 from daliaug.engines.dali.canary import WindowMode, window_mode
 from daliaug.engines.select import Device
@@ -56,7 +57,7 @@ def decoder_args(
 def decode(
     encoded: DataNode,
     warp: dict[str, object],
-    config: Config,
+    spec: EngineSpec,
     device: Device,
     size_hint: tuple[int, int] | None = None,
     mode: WindowMode | None = None,
@@ -66,9 +67,9 @@ def decode(
     decoded alone or cut from the whole image as ``mode`` says (default: as
     :func:`~daliaug.engines.dali.canary.window_mode` says for ``decode_window``);
     ``size_hint``: see :func:`decoder_args`."""
-    image_type = types.RGB if config.channels == 3 else types.GRAY
-    load = config.hw_decoder_load
-    mode = mode or window_mode(config.decode_window, device, config.device_id)
+    image_type = types.RGB if spec.channels == 3 else types.GRAY
+    load = spec.hw_decoder_load
+    mode = mode or window_mode(spec.decode_window, device, spec.device_id)
     whole = "crop_start" not in warp or mode == "whole"
     args = decoder_args(device, image_type, size_hint, roi=not whole, hw_decoder_load=load)
     window = {"normalized_anchor": False, "normalized_shape": False, "axis_names": "WH"}
@@ -86,7 +87,7 @@ def resample(
     image: DataNode,
     warp: dict[str, object],
     prefix: str,
-    config: Config,
+    spec: EngineSpec,
     nearest: bool,
     fill: object,
     dtype: types.DALIDataType | None = types.FLOAT,
@@ -98,7 +99,7 @@ def resample(
     source). A constant ``fill`` is rounded half up and saturated to 0..255 first; with ``cut``
     it takes every point beyond the outermost pixel centres (config ``fill_edge: cut``)."""
     interp = types.INTERP_NN if nearest else types.INTERP_LINEAR
-    size = [float(s) for s in config.image_size]
+    size = [float(s) for s in spec.image_size]
     out = {} if dtype is None else {"dtype": dtype}
     if f"{prefix}resize_start" in warp:
         return fn.resize(
@@ -122,7 +123,7 @@ def resample(
     warped = fn.warp_affine(image, matrix=matrix, size=size, interp_type=interp, **border, **out)
     if constant is None or not cut:
         return warped
-    return _fill_outside(warped, image, matrix, config.image_size, constant)
+    return _fill_outside(warped, image, matrix, spec.image_size, constant)
 
 
 def _fill_outside(
@@ -188,7 +189,7 @@ def recolours(warp: dict[str, object], channels: int) -> DataNode:
 def finish(
     image: DataNode,
     warp: dict[str, object],
-    config: Config,
+    spec: EngineSpec,
     plan: Plan,
     column: Callable[[int | slice], DataNode] | None = None,
 ) -> DataNode:
@@ -207,7 +208,7 @@ def finish(
         low, high = fn.reductions.min(image), fn.reductions.max(image)
         image = dmath.clamp(image + offset, low, high)
     if "colour" in warp:
-        recolour = partial(_recolour, warp=warp, channels=config.channels)
+        recolour = partial(_recolour, warp=warp, channels=spec.channels)
         if "recolour" in warp:  # 1.0 or 0.0 from the host, or recolours' predicate
             image = branches.where(warp["recolour"] > 0.5, recolour, image)
         else:  # every sample (see pipeline.feed_form)
@@ -219,11 +220,11 @@ def finish(
         image = plan.batch_images(image, column, pixels)
         # the stages' float arithmetic can leave 0..255 by a rounding step (255.00002)
         image = dmath.clamp(image, 0.0, 255.0)
-    mean, std = config.output.mean_std(config.channels)
+    mean, std = spec.output.mean_std(spec.channels)
     return fn.crop_mirror_normalize(
         image,
-        dtype=_DTYPES[config.output.dtype],
-        output_layout="HWC" if config.output.layout == "NHWC" else "CHW",
+        dtype=_DTYPES[spec.output.dtype],
+        output_layout="HWC" if spec.output.layout == "NHWC" else "CHW",
         mean=mean,
         std=std,
     )
@@ -243,7 +244,7 @@ def _colour_to_index(mask: DataNode, source: MaskTargets) -> DataNode:
 def mask_target(
     encoded: DataNode,
     warp: dict[str, object],
-    config: Config,
+    spec: EngineSpec,
     num_classes: int,
     device: Device,
     stages: Callable[[DataNode], DataNode] | None = None,
@@ -251,13 +252,13 @@ def mask_target(
     """Decode masks, warp them like their images (nearest, ``mask_fill``), pass them (still
     HWC) through the pixel and batch ``stages`` that move pixels, if given, and encode them as
     class indices or one-hot."""
-    source = config.source
+    source = spec.masks
     if not isinstance(source, MaskTargets):
         raise TypeError("masks need a segmentation source")
     image_type = types.RGB if source.colour_coded else types.GRAY
-    args = decoder_args(device, image_type, hw_decoder_load=config.hw_decoder_load)
+    args = decoder_args(device, image_type, hw_decoder_load=spec.hw_decoder_load)
     mask = fn.decoders.image(encoded, **args)
-    mask = resample(mask, warp, "mask_", config, nearest=True, fill=source.mask_fill, dtype=None)
+    mask = resample(mask, warp, "mask_", spec, nearest=True, fill=source.mask_fill, dtype=None)
     if stages is not None:
         mask = stages(mask)
     index = _colour_to_index(mask, source) if source.colour_coded else mask[:, :, 0]
@@ -267,15 +268,15 @@ def mask_target(
     one_hot = fn.one_hot(
         fn.cast(index, dtype=types.INT32), num_classes=num_classes, dtype=types.FLOAT
     )
-    return one_hot if config.output.layout == "NHWC" else fn.transpose(one_hot, perm=[2, 0, 1])
+    return one_hot if spec.output.layout == "NHWC" else fn.transpose(one_hot, perm=[2, 0, 1])
 
 
-def label_target(label: DataNode, config: Config, num_classes: int, device: Device) -> DataNode:
+def label_target(label: DataNode, spec: EngineSpec, num_classes: int, device: Device) -> DataNode:
     """The labels (or ``raw`` targets) as ``label_mode`` says, on the graph's device."""
-    if config.label_mode == "categorical":
+    if spec.label_mode == "categorical":
         label = fn.one_hot(label, num_classes=num_classes, dtype=types.FLOAT)
-    elif config.label_mode == "binary":
+    elif spec.label_mode == "binary":
         label = fn.reshape(fn.cast(label, dtype=types.FLOAT), shape=[1])
-    elif config.label_mode == "float":
+    elif spec.label_mode == "float":
         label = fn.cast(label, dtype=types.FLOAT)
     return label.gpu() if device == "gpu" else label

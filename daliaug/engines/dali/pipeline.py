@@ -29,7 +29,7 @@ from nvidia.dali.pipeline import DataNode, Pipeline
 
 from daliaug.algebra import Canvas
 from daliaug.batch_layout import BatchLayout
-from daliaug.config import Config
+from daliaug.engine_spec import EngineSpec
 from daliaug.engines.dali import pixels
 from daliaug.engines.dali.branches import conditional_pipeline
 from daliaug.engines.dali.canary import window_mode
@@ -110,8 +110,9 @@ class DaliaugPipeline(Pipeline):
 
 @dataclass(frozen=True)
 class GraphOptions:
-    """How to build a run's graph."""
+    """How to build a run's graph around its spec."""
 
+    num_classes: int
     inputs: tuple[str, ...]
     """The inputs fed per batch (of the feed protocol's ``INPUTS``), in this order."""
     batch: BatchLayout
@@ -168,7 +169,7 @@ def _input_nodes(options: GraphOptions, layout: WarpLayout) -> dict[str, DataNod
     return nodes
 
 
-def _read_records(records: RecordSamples, config: Config) -> tuple[DataNode, DataNode]:
+def _read_records(records: RecordSamples, spec: EngineSpec) -> tuple[DataNode, DataNode]:
     out = fn.readers.tfrecord(
         path=records.files,
         index_path=records.index_files,
@@ -176,12 +177,12 @@ def _read_records(records: RecordSamples, config: Config) -> tuple[DataNode, Dat
             records.image_key: tfrec.FixedLenFeature((), tfrec.string, ""),
             records.label_key: tfrec.FixedLenFeature([1], tfrec.int64, -1),
         },
-        random_shuffle=config.shuffle,
+        random_shuffle=spec.shuffle,
         shard_id=records.shard_id,
         num_shards=records.num_shards,
         stick_to_shard=True,
         pad_last_batch=True,
-        seed=config.seed,
+        seed=spec.seed,
         name="records",
     )
     return out[records.image_key], fn.cast(out[records.label_key][0], dtype=types.INT32)
@@ -246,16 +247,16 @@ def _mask_stages(
     return plan.batch_targets(masks, column, pixels, masks=True)
 
 
-def define_pipeline(run: Run, options: GraphOptions) -> Pipeline:
-    """The run's DALI pipeline producing the flat batches of :attr:`GraphOptions.batch`
+def define_pipeline(spec: EngineSpec, options: GraphOptions) -> Pipeline:
+    """The DALI pipeline of ``spec`` producing the flat batches of :attr:`GraphOptions.batch`
     (``(images, targets[, weights])``; the targets as its :data:`~daliaug.batch_layout.Target`
     says)."""
-    # the config's facts, read once per graph; the window mode only where a window is decoded
-    # (on a GPU, decode_window: auto asks the canary, a child process)
-    config, device, num_classes = run.config, run.device, run.samples.num_classes
-    plan, warp_fill = config.plan, config.fill
+    # the window mode only where a window is decoded (on a GPU, decode_window: auto asks the
+    # canary, a child process)
+    device, num_classes = spec.device, options.num_classes
+    plan, warp_fill = spec.plan, spec.fill
     windows = plan.roi_step is not None and "image" not in options.inputs
-    mode = window_mode(config.decode_window, device, run.device_id) if windows else "whole"
+    mode = window_mode(spec.decode_window, device, spec.device_id) if windows else "whole"
 
     def on_device(node: DataNode) -> DataNode:
         return node.gpu() if device == "gpu" else node
@@ -265,7 +266,7 @@ def define_pipeline(run: Run, options: GraphOptions) -> Pipeline:
         nodes = _input_nodes(options, layout) if options.inputs else {}
         label, weight = nodes.get("label", nodes.get("target")), nodes.get("weight")
         if options.records is not None:
-            encoded, label = _read_records(options.records, config)
+            encoded, label = _read_records(options.records, spec)
             warp = _warp_in_graph(encoded, WarpLayout.of(plan, ("record",), RESIZES))
         elif "record" in nodes:
             layout = RecordLayout(WarpLayout.of(plan, ("record",), RESIZES))
@@ -277,12 +278,12 @@ def define_pipeline(run: Run, options: GraphOptions) -> Pipeline:
         if encoded is None:
             image = on_device(nodes["image"])
         else:
-            image = decode(encoded, warp, config, device, options.size_hint, mode)
-        nearest = config.interpolation == "nearest"
-        cut = config.fill_edge == "cut"
-        image = resample(image, warp, "", config, nearest, warp_fill, cut=cut)
+            image = decode(encoded, warp, spec, device, options.size_hint, mode)
+        nearest = spec.interpolation == "nearest"
+        cut = spec.fill_edge == "cut"
+        image = resample(image, warp, "", spec, nearest, warp_fill, cut=cut)
         column = stage_column(warp)  # each stage parameter read once for the whole graph
-        image = finish(image, warp, config, plan, column)
+        image = finish(image, warp, spec, plan, column)
         named = {"images": image}
         target = options.batch.target
         if target == "boxes":  # moved on the host (daliaug.detection): passed through
@@ -292,13 +293,14 @@ def define_pipeline(run: Run, options: GraphOptions) -> Pipeline:
             masks = nodes["mask_encoded"] if masks is None else masks
             stages = None
             if plan.batch_stages or plan.moves_masks:
-                fill = float(config.source.mask_fill)
+                assert spec.masks is not None  # a mask source gives masks
+                fill = float(spec.masks.mask_fill)
                 stages = partial(_mask_stages, plan, column, fill)
-            named["targets"] = mask_target(masks, warp, config, num_classes, device, stages)
+            named["targets"] = mask_target(masks, warp, spec, num_classes, device, stages)
         elif target == "images":
             named["targets"] = image
         elif target == "labels":
-            labels = label_target(label, config, num_classes, device)
+            labels = label_target(label, spec, num_classes, device)
             if plan.batch_stages:  # soft labels
                 labels = plan.batch_targets(labels, column, pixels, masks=False)
             named["targets"] = labels
@@ -308,11 +310,11 @@ def define_pipeline(run: Run, options: GraphOptions) -> Pipeline:
 
     pipe = conditional_pipeline(
         graph,
-        batch_size=run.batch_size,
-        num_threads=config.dali_threads(device, options.gpus),
-        device_id=run.device_id if device == "gpu" else None,
-        seed=run.seed,
-        prefetch_queue_depth=config.prefetch_depth(device),
+        batch_size=spec.batch_size,
+        num_threads=spec.dali_threads(options.gpus),
+        device_id=spec.device_id if device == "gpu" else None,
+        seed=spec.seed,
+        prefetch_queue_depth=spec.prefetch,
     )
     # pipeline_def makes a plain Pipeline; DaliaugPipeline holds no state of its own
     pipe.__class__ = DaliaugPipeline
@@ -337,7 +339,8 @@ def reader_pipeline(run: Run, gpus: int = 1) -> Pipeline | None:
             f"framework='tensorflow' (TensorFlow reads them through boto3), or read them in a "
             f"process without TensorFlow"
         )
-    return define_pipeline(run, GraphOptions((), run.layout(), records=samples, gpus=gpus))
+    options = GraphOptions(samples.num_classes, (), run.layout(), records=samples, gpus=gpus)
+    return define_pipeline(run.spec, options)
 
 
 def _tensorflow_before_dali() -> bool:
@@ -360,14 +363,15 @@ def named_pipeline(run: Run, weighted: bool, gpu_inputs: bool = False, gpus: int
     placeholder per input (:func:`~daliaug.engines.feed.graph_inputs`); ``gpu_inputs``: the
     inputs arrive on the GPU (see :data:`GPU_INPUTS`); ``gpus``: see
     :attr:`GraphOptions.gpus`."""
-    config, samples, device = run.config, run.samples, run.device
-    form = feed_form(config.plan, samples.column_names, device)
+    spec, samples, device = run.spec, run.samples, run.device
+    form = feed_form(spec.plan, samples.column_names, device)
     options = GraphOptions(
-        graph_inputs(samples, weighted, config.label_mode, form),
+        samples.num_classes,
+        graph_inputs(samples, weighted, spec.label_mode, form),
         run.layout(weighted),
         target_shape=samples.target_shape,
         gpu_inputs=gpu_inputs and device == "gpu",
         size_hint=samples.size_hint,
         gpus=gpus,
     )
-    return define_pipeline(run, options)
+    return define_pipeline(spec, options)

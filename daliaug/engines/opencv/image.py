@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 import simplejpeg
 
-from daliaug.config import Config
+from daliaug.engine_spec import EngineSpec
 from daliaug.kernels.targets import within
 from daliaug.sources.segmentation import MaskTargets
 from daliaug.transforms.base import Fill
@@ -219,14 +219,14 @@ def recolour(image: np.ndarray, inputs: dict[str, np.ndarray], channels: int) ->
     np.clip(moved.reshape(image.shape), 0.0, 255.0, out=image)
 
 
-def normalizer(config: Config) -> np.ndarray | None:
+def normalizer(spec: EngineSpec) -> np.ndarray | None:
     """The output's normalization ``(x - mean) * (1 / std)`` as a colour matrix ``[diag(1 /
     std) | -mean / std]`` for ``cv2.transform`` (``None`` for ``uint8`` output)."""
-    if config.output.dtype == "uint8":
+    if spec.output.dtype == "uint8":
         return None
-    mean, std = config.output.mean_std(config.channels)
-    scale = np.float32(1.0) / np.broadcast_to(np.asarray(std, np.float32), (config.channels,))
-    shift = -np.broadcast_to(np.asarray(mean, np.float32), (config.channels,)) * scale
+    mean, std = spec.output.mean_std(spec.channels)
+    scale = np.float32(1.0) / np.broadcast_to(np.asarray(std, np.float32), (spec.channels,))
+    shift = -np.broadcast_to(np.asarray(mean, np.float32), (spec.channels,)) * scale
     return np.concatenate([np.diag(scale), shift[:, None]], 1).astype(np.float32)
 
 
@@ -252,23 +252,23 @@ ALIGN = 64
 of this alignment as it is, and copies any other (at ~1 ms per MB here; ``bench/README.md``)."""
 
 
-def output_array(config: Config, count: int) -> np.ndarray:
+def output_array(spec: EngineSpec, count: int) -> np.ndarray:
     """An empty batch of ``count`` output images (dtype and layout as the output says), its
     data aligned to :data:`ALIGN` bytes."""
-    h, w = config.image_size
-    c = config.channels
-    shape = (count, h, w, c) if config.output.layout == "NHWC" else (count, c, h, w)
-    dtype = np.dtype(config.output.dtype)
+    h, w = spec.image_size
+    c = spec.channels
+    shape = (count, h, w, c) if spec.output.layout == "NHWC" else (count, c, h, w)
+    dtype = np.dtype(spec.output.dtype)
     size = count * h * w * c * dtype.itemsize
     raw = np.empty(size + ALIGN, np.uint8)
     start = -raw.ctypes.data % ALIGN
     return raw[start : start + size].view(dtype).reshape(shape)
 
 
-def decode_mask(data: bytes | np.ndarray, config: Config) -> np.ndarray:
+def decode_mask(data: bytes | np.ndarray, spec: EngineSpec) -> np.ndarray:
     """One encoded mask (a file's bytes, or a shard member's zero-padded row) as float32 HWC:
     one channel of class indices, or RGB for colour-coded masks."""
-    source = config.source
+    source = spec.masks
     assert isinstance(source, MaskTargets)
     table = source.class_table()
     buffer = np.frombuffer(data, np.uint8) if isinstance(data, bytes) else data

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from daliaug.batch_layout import BatchLayout
-from daliaug.config import Config, target_column
+from daliaug.config import target_column
+from daliaug.engine_spec import EngineSpec
 from daliaug.engines.feed import READ_ON_HOST, WarpLayout
 from daliaug.engines.opencv import image
 from daliaug.engines.opencv.pixels import KERNELS
@@ -38,10 +39,10 @@ RESIZES = False
 Batch = tuple[np.ndarray, ...]
 
 
-def threads(config: Config) -> int:
+def threads(spec: EngineSpec) -> int:
     """The pool's threads: ``num_threads``, else the cores this process may use."""
-    if config.num_threads is not None:
-        return int(config.num_threads)
+    if spec.num_threads is not None:
+        return int(spec.num_threads)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
@@ -52,7 +53,7 @@ def threads(config: Config) -> int:
 class Graph:
     """The config's computation of a batch of ``samples`` (see the module docstring)."""
 
-    config: Config
+    spec: EngineSpec
     samples: Samples
     layout: WarpLayout
     batch: BatchLayout
@@ -60,16 +61,17 @@ class Graph:
     _scratch: threading.local = field(init=False, default_factory=threading.local)
 
     def __post_init__(self) -> None:
-        self.pool = ThreadPoolExecutor(threads(self.config), thread_name_prefix="daliaug-cv")
-        plan = self.config.plan
+        self.pool = ThreadPoolExecutor(threads(self.spec), thread_name_prefix="daliaug-cv")
+        plan = self.spec.plan
         self.staged = bool(plan.stage_keys)
-        self.fill = fill_value(self.config.fill)
-        self.nearest = self.config.interpolation == "nearest"
-        self.cut = self.config.fill_edge == "cut"
-        self.norm = image.normalizer(self.config)
+        self.fill = fill_value(self.spec.fill)
+        self.nearest = self.spec.interpolation == "nearest"
+        self.cut = self.spec.fill_edge == "cut"
+        self.norm = image.normalizer(self.spec)
         self.unmoved = not plan.warps and "image" in self.samples.columns
         self.masks = self.batch.target == "masks"
-        self.mask_fill = float(self.config.source.mask_fill) if self.masks else 0.0  # type: ignore[attr-defined]
+        masks = self.spec.masks
+        self.mask_fill = float(masks.mask_fill) if self.masks and masks is not None else 0.0
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -77,10 +79,10 @@ class Graph:
     def submit(self, batch: dict[str, np.ndarray]) -> Callable[[], Batch]:
         """Start computing ``batch`` on the pool; the returned call waits and finishes it."""
         n = len(batch["index"])
-        h, w = self.config.image_size
-        c = self.config.channels
+        h, w = self.spec.image_size
+        c = self.spec.channels
         floats = np.empty((n, h, w, c), np.float32) if self.staged else None
-        out = image.output_array(self.config, n)
+        out = image.output_array(self.spec, n)
         masks = (
             np.empty((n, h, w, 3 if self._colour_masks else 1), np.float32) if self.masks else None
         )
@@ -97,7 +99,7 @@ class Graph:
 
     @property
     def _colour_masks(self) -> bool:
-        return self.config.source.colour_coded  # type: ignore[attr-defined]
+        return self.spec.masks is not None and self.spec.masks.colour_coded
 
     def _encoded(
         self, batch: dict[str, np.ndarray], i: int, column: str = "path"
@@ -114,8 +116,8 @@ class Graph:
         """This thread's float32 image of the output's size (samples finished one at a time)."""
         buffer = getattr(self._scratch, "image", None)
         if buffer is None:
-            h, w = self.config.image_size
-            buffer = self._scratch.image = np.empty((h, w, self.config.channels), np.float32)
+            h, w = self.spec.image_size
+            buffer = self._scratch.image = np.empty((h, w, self.spec.channels), np.float32)
         return buffer
 
     def _sample(
@@ -126,24 +128,24 @@ class Graph:
         out: np.ndarray,
         masks: np.ndarray | None,
     ) -> None:
-        config = self.config
+        spec = self.spec
         inputs = self.layout.unpack(batch["warp"][i], np.reshape)
         if "image" in self.samples.columns:
             source = self.samples.columns["image"][int(batch["index"][i])]
         else:
-            source = image.window(image.decode(self._encoded(batch, i), config.channels), inputs)
+            source = image.window(image.decode(self._encoded(batch, i), spec.channels), inputs)
         target = self._buffer() if floats is None else floats[i]
-        if self.unmoved and source.shape[:2] == tuple(config.image_size):
+        if self.unmoved and source.shape[:2] == tuple(spec.image_size):
             target[...] = source
         else:
-            size = config.image_size
+            size = spec.image_size
             image.warp(source, inputs["matrix"], size, self.fill, self.nearest, self.cut, target)
-        image.recolour(target, inputs, config.channels)
+        image.recolour(target, inputs, spec.channels)
         if floats is None:
-            image.to_output(target, self.norm, config.output.layout, out[i])
+            image.to_output(target, self.norm, spec.output.layout, out[i])
         if masks is not None:
-            mask = image.decode_mask(self._encoded(batch, i, "mask_path"), config)
-            size = config.image_size
+            mask = image.decode_mask(self._encoded(batch, i, "mask_path"), spec)
+            size = spec.image_size
             image.warp(mask, inputs["mask_matrix"], size, self.mask_fill, True, out=masks[i])
 
     def _finish(
@@ -153,13 +155,13 @@ class Graph:
         out: np.ndarray,
         masks: np.ndarray | None,
     ) -> Batch:
-        config, plan = self.config, self.config.plan
+        spec, plan = self.spec, self.spec.plan
         column = _column(batch["warp"], self.layout)
         if floats is not None:
             floats = plan.pixels(floats, column, KERNELS)
             floats = plan.batch_images(floats, column, KERNELS)
             np.clip(floats, 0.0, 255.0, out=floats)
-            layout = config.output.layout
+            layout = spec.output.layout
             for i in range(len(floats)):
                 image.to_output(floats[i], self.norm, layout, out[i])
         named: dict[str, np.ndarray] = {"images": out}
@@ -172,9 +174,9 @@ class Graph:
         elif target == "images":
             named["targets"] = out
         elif target == "labels":
-            label = batch.get(target_column(config.label_mode))
+            label = batch.get(target_column(spec.label_mode))
             count = self.samples.num_classes
-            targets = label_target(label, config.label_mode, count, NUMPY)
+            targets = label_target(label, spec.label_mode, count, NUMPY)
             if plan.batch_stages:  # soft labels
                 targets = plan.batch_targets(targets, column, KERNELS, masks=False)
             named["targets"] = targets
@@ -185,15 +187,15 @@ class Graph:
     def _masks(self, masks: np.ndarray, column: Callable[[Any], Any]) -> np.ndarray:
         """Warped masks through the pixel stages that move them, as classes, then the batch
         stages' cuts (in the output layout, as the TF engine's ``cut_masks``)."""
-        plan = self.config.plan
+        plan = self.spec.plan
         if plan.moves_masks:
             masks = plan.mask_pixels(masks, column, KERNELS, self.mask_fill)
-        source = self.config.source
+        source = self.spec.masks
         assert isinstance(source, MaskTargets)
-        classes = mask_classes(masks, source, self.config.output.layout, NUMPY)
+        classes = mask_classes(masks, source, self.spec.output.layout, NUMPY)
         if not plan.batch_stages:
             return classes
-        first = classes.ndim == 4 and self.config.output.layout == "NCHW"
+        first = classes.ndim == 4 and self.spec.output.layout == "NCHW"
         if first:
             classes = classes.transpose(0, 2, 3, 1)
         classes = plan.batch_targets(classes, column, KERNELS, masks=True)

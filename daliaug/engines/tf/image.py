@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from daliaug.config import Config
+from daliaug.engine_spec import EngineSpec
 from daliaug.engines.tf.math import TF_ARRAYS
 from daliaug.engines.tf.pixels import KERNELS
 from daliaug.kernels.targets import mask_classes, within
@@ -146,20 +146,20 @@ def _fill_outside(
     return tf.where(inside, images, tf.constant(fill, images.dtype))
 
 
-def resample(image: tf.Tensor, matrix: tf.Tensor, config: Config) -> tf.Tensor:
+def resample(image: tf.Tensor, matrix: tf.Tensor, spec: EngineSpec) -> tf.Tensor:
     """One decoded ``uint8`` image resampled as the plan says, in float32: a border-clamped
     map that covers the whole image (a decoded crop window, a plain resize), possibly flipped,
     takes the same samples from ``tf.image.resize`` (straight from ``uint8``) and a reversal,
     about three times faster than :func:`transform`."""
-    size = config.image_size
-    nearest = config.interpolation == "nearest"
+    size = spec.image_size
+    nearest = spec.interpolation == "nearest"
 
     def warped() -> tf.Tensor:
         pixels = tf.cast(image, tf.float32)[tf.newaxis]
-        fill, cut = fill_value(config.fill), config.fill_edge == "cut"
+        fill, cut = fill_value(spec.fill), spec.fill_edge == "cut"
         return transform(pixels, matrix[tf.newaxis], size, fill, nearest, cut)[0]
 
-    if not config.plan.resizes:
+    if not spec.plan.resizes:
         return warped()
     h, w = tf.unstack(tf.cast(tf.shape(image)[:2], tf.float32))
     x0, y0 = matrix[0, 2], matrix[1, 2]
@@ -280,7 +280,7 @@ def stage_column(inputs: Inputs) -> Callable[[int], tf.Tensor]:
     return lambda k: inputs["stages"][:, k]
 
 
-def apply_plan(image: np.ndarray, inputs: dict[str, Any], config: Config) -> np.ndarray:
+def apply_plan(image: np.ndarray, inputs: dict[str, Any], spec: EngineSpec) -> np.ndarray:
     """One float32 HWC ``image`` through the plan's evaluated ``inputs`` (``matrix``, and
     ``offset``, ``colour`` and ``colour_mean`` where the plan has them: :meth:`Plan.warp_inputs`
     without decode windows), onto ``config.image_size``: resampled with the config's fill as
@@ -288,9 +288,9 @@ def apply_plan(image: np.ndarray, inputs: dict[str, Any], config: Config) -> np.
     clipped."""
     c = image.shape[-1]
     matrix = tf.constant(np.asarray(inputs["matrix"], np.float32).reshape(1, 2, 3))
-    nearest = config.interpolation == "nearest"
-    cut = config.fill_edge == "cut"
-    out = transform(image[np.newaxis], matrix, config.image_size, config.fill, nearest, cut)
+    nearest = spec.interpolation == "nearest"
+    cut = spec.fill_edge == "cut"
+    out = transform(image[np.newaxis], matrix, spec.image_size, spec.fill, nearest, cut)
     if "offset" in inputs:
         out = shift_within_range(out, tf.constant([[inputs["offset"][0]]], tf.float32))
     if "colour" in inputs:
@@ -310,7 +310,7 @@ def with_mean(images: tf.Tensor, colour: tf.Tensor, means: tf.Tensor, channels: 
     return tf.concat([colour[..., :channels], colour[..., channels:] + shift[..., tf.newaxis]], -1)
 
 
-def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
+def finish(images: tf.Tensor, inputs: Inputs, spec: EngineSpec) -> tf.Tensor:
     """A batch of resampled float32 images to the output: shifted within each image's range
     (``inputs["offset"]``), recoloured (``out = M @ rgb + N @ mean + t`` with
     ``inputs["colour"]`` = ``[M | t]`` per image, ``inputs["colour_mean"]`` = ``N`` if given)
@@ -323,36 +323,36 @@ def finish(images: tf.Tensor, inputs: Inputs, config: Config) -> tf.Tensor:
     if "colour" in inputs:
         colour = inputs["colour"]
         if "colour_mean" in inputs:
-            colour = with_mean(images, colour, inputs["colour_mean"], config.channels)
-        images = tf.clip_by_value(recolour(images, colour, config.channels), 0.0, 255.0)
+            colour = with_mean(images, colour, inputs["colour_mean"], spec.channels)
+        images = tf.clip_by_value(recolour(images, colour, spec.channels), 0.0, 255.0)
     if "stages" in inputs:
         column = stage_column(inputs)
-        images = config.plan.pixels(images, column, KERNELS)
-        images = config.plan.batch_images(images, column, KERNELS)
+        images = spec.plan.pixels(images, column, KERNELS)
+        images = spec.plan.batch_images(images, column, KERNELS)
         # the stages' float arithmetic can leave 0..255 by a rounding step (255.00002)
         images = tf.clip_by_value(images, 0.0, 255.0)
-    if config.output.dtype == "uint8":
+    if spec.output.dtype == "uint8":
         out = tf.cast(tf.floor(images + 0.5), tf.uint8)
     else:
-        mean, std = config.output.mean_std(config.channels)
+        mean, std = spec.output.mean_std(spec.channels)
         scale = np.float32(1.0) / np.asarray(std, np.float32)
-        out = tf.cast((images - mean) * scale, tf.as_dtype(config.output.dtype))
-    return tf.transpose(out, [0, 3, 1, 2]) if config.output.layout == "NCHW" else out
+        out = tf.cast((images - mean) * scale, tf.as_dtype(spec.output.dtype))
+    return tf.transpose(out, [0, 3, 1, 2]) if spec.output.layout == "NCHW" else out
 
 
 def mask_target(
-    encoded: tf.Tensor, matrix: tf.Tensor, config: Config, stages: tf.Tensor | None = None
+    encoded: tf.Tensor, matrix: tf.Tensor, spec: EngineSpec, stages: tf.Tensor | None = None
 ) -> tf.Tensor:
     """One mask, warped like its image (nearest, the source's ``mask_fill``) and through the
     pixel stages that move pixels (their per-sample ``stages`` values), as class indices or
     one-hot (as :func:`daliaug.engines.dali.image.mask_target`)."""
-    source = config.source
+    source = spec.masks
     assert isinstance(source, MaskTargets)
     table = source.class_table()
     mask = tf.cast(tf.io.decode_png(encoded, 3 if table else 1), tf.float32)
     fill = fill_value(source.mask_fill)
-    mask = transform(mask[tf.newaxis], matrix[tf.newaxis], config.image_size, fill, True)
-    if stages is not None and config.plan.moves_masks:
+    mask = transform(mask[tf.newaxis], matrix[tf.newaxis], spec.image_size, fill, True)
+    if stages is not None and spec.plan.moves_masks:
         column = stages[tf.newaxis]
-        mask = config.plan.mask_pixels(mask, lambda k: column[:, k], KERNELS, float(fill))
-    return mask_classes(mask, source, config.output.layout, TF_ARRAYS)[0]
+        mask = spec.plan.mask_pixels(mask, lambda k: column[:, k], KERNELS, float(fill))
+    return mask_classes(mask, source, spec.output.layout, TF_ARRAYS)[0]

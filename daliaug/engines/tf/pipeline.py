@@ -1,4 +1,4 @@
-"""The TensorFlow graph of a config, the DALI graph's twin: from the feed protocol's batches
+"""The TensorFlow graph of a run's spec, the DALI graph's twin: from the feed protocol's batches
 (:mod:`daliaug.outputs.tfdata.streams`) to finished ``(images, targets)`` batches, as
 ``tf.data`` maps with no Python in them.
 
@@ -17,7 +17,8 @@ from functools import partial
 import tensorflow as tf
 
 from daliaug.batch_layout import BatchLayout
-from daliaug.config import Config, target_column
+from daliaug.config import target_column
+from daliaug.engine_spec import EngineSpec
 from daliaug.engines.feed import WarpLayout
 from daliaug.engines.tf.image import (
     decode,
@@ -41,18 +42,18 @@ resize fast path from the matrix itself."""
 Finisher = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 
 
-def finisher(config: Config, layout: WarpLayout) -> Finisher:
+def finisher(spec: EngineSpec, layout: WarpLayout) -> Finisher:
     """``finish`` of a batch of resampled images and their ``warp`` vectors, XLA-compiled."""
 
     def run(images: tf.Tensor, flat: tf.Tensor) -> tf.Tensor:
-        return finish(images, layout.unpack(flat, tf.reshape, batched=True), config)
+        return finish(images, layout.unpack(flat, tf.reshape, batched=True), spec)
 
     return tf.function(run, jit_compile=True, reduce_retracing=True, autograph=False)
 
 
 def _named(
     batch_layout: BatchLayout,
-    config: Config,
+    spec: EngineSpec,
     num_classes: int,
     layout: WarpLayout,
     images: tf.Tensor,
@@ -70,77 +71,74 @@ def _named(
         named |= dict(zip(batch_layout.boxes, rest[:count], strict=True))
         rest = rest[count:]
     elif kind == "masks":
-        named["targets"] = cut_masks(target, flat, config, layout)
+        named["targets"] = cut_masks(target, flat, spec, layout)
     elif kind == "images":
         named["targets"] = images
     elif kind == "labels":
-        labels = label_target(target, config.label_mode, num_classes, TF_ARRAYS)
-        named["targets"] = soft_labels(labels, flat, config, layout)
+        labels = label_target(target, spec.label_mode, num_classes, TF_ARRAYS)
+        named["targets"] = soft_labels(labels, flat, spec, layout)
     if batch_layout.weights:
         (named["weights"],) = rest
     return batch_layout.flat(named)
 
 
 def soft_labels(
-    labels: tf.Tensor, flat: tf.Tensor, config: Config, layout: WarpLayout
+    labels: tf.Tensor, flat: tf.Tensor, spec: EngineSpec, layout: WarpLayout
 ) -> tf.Tensor:
     """A batch of labels through the plan's batch stages (the images went through them in
     :func:`finish`); the config allows batch stages with labels only."""
-    if not config.plan.batch_stages:
+    if not spec.plan.batch_stages:
         return labels
     column = stage_column(layout.unpack(flat, tf.reshape, batched=True))
-    return config.plan.batch_targets(labels, column, KERNELS, masks=False)
+    return spec.plan.batch_targets(labels, column, KERNELS, masks=False)
 
 
-def cut_masks(masks: tf.Tensor, flat: tf.Tensor, config: Config, layout: WarpLayout) -> tf.Tensor:
+def cut_masks(masks: tf.Tensor, flat: tf.Tensor, spec: EngineSpec, layout: WarpLayout) -> tf.Tensor:
     """A batch of masks (indices ``(N, H, W)`` or one-hot in the output layout) through the
     plan's batch stages, cuts only (the config refuses blends with masks)."""
-    if not config.plan.batch_stages:
+    if not spec.plan.batch_stages:
         return masks
     column = stage_column(layout.unpack(flat, tf.reshape, batched=True))
-    channels_first = masks.shape.rank == 4 and config.output.layout == "NCHW"
+    channels_first = masks.shape.rank == 4 and spec.output.layout == "NCHW"
     if channels_first:
         masks = tf.transpose(masks, [0, 2, 3, 1])
-    masks = config.plan.batch_targets(masks, column, KERNELS, masks=True)
+    masks = spec.plan.batch_targets(masks, column, KERNELS, masks=True)
     return tf.transpose(masks, [0, 3, 1, 2]) if channels_first else masks
 
 
 def _per_sample(
-    config: Config,
-    batch_size: int,
+    spec: EngineSpec,
     layout: WarpLayout,
     batch_layout: BatchLayout,
     per_sample: tf.data.Dataset,
     num_classes: int,
 ) -> tf.data.Dataset:
-    """Batches (of ``batch_size``) of ``(image, warp, target, *rest)`` samples finished: the
-    images by :func:`finisher`, the rest by :func:`_named`."""
-    finished = finisher(config, layout)
-    named = partial(_named, batch_layout, config, num_classes, layout)
+    """Batches of ``(image, warp, target, *rest)`` samples finished: the images by
+    :func:`finisher`, the rest by :func:`_named`."""
+    finished = finisher(spec, layout)
+    named = partial(_named, batch_layout, spec, num_classes, layout)
 
     def batch(images: tf.Tensor, flat: tf.Tensor, target: tf.Tensor, *rest: tf.Tensor) -> tuple:
         return named(finished(images, flat), flat, target, rest)
 
-    batches = per_sample.batch(batch_size, drop_remainder=config.drop_remainder)
+    batches = per_sample.batch(spec.batch_size, drop_remainder=spec.drop_remainder)
     return batches.map(plain(batch), num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def file_batches(
-    config: Config,
-    batch_size: int,
+    spec: EngineSpec,
     samples: Samples,
     layout: WarpLayout,
     batch_layout: BatchLayout,
     stream: tf.data.Dataset,
 ) -> tf.data.Dataset:
-    """Finished batches (of ``batch_size``) for file sources from ``(index, warp, *rest)``
-    batches (``rest``:
+    """Finished batches for file sources from ``(index, warp, *rest)`` batches (``rest``:
     the ``encoded`` images (and ``mask_encoded`` masks) of WebDataset shards, read by the
     feed, then the moved boxes and
     the weight, passed through): each file is read, decoded and resampled on its own (its size
     is its own), in parallel."""
     paths = {name: tf.constant(list(map(os.fsencode, p))) for name, p in samples.files.items()}
-    column = target_column(config.label_mode)
+    column = target_column(spec.label_mode)
     targets = tf.constant(samples.columns[column]) if column in samples.columns else None
 
     def one(index: tf.Tensor, flat: tf.Tensor, *rest: tf.Tensor) -> tuple:
@@ -150,7 +148,7 @@ def file_batches(
             encoded = as_bytes(encoded)
         else:
             encoded = tf.io.read_file(tf.gather(paths["path"], index))
-        image = _resampled(encoded, inputs, config)
+        image = _resampled(encoded, inputs, spec)
         mask = None
         if "mask_encoded" in samples.columns:
             encoded_mask, *rest = rest
@@ -158,13 +156,13 @@ def file_batches(
         elif "mask_path" in paths:
             mask = tf.io.read_file(tf.gather(paths["mask_path"], index))
         if mask is not None:
-            target = mask_target(mask, inputs["mask_matrix"], config, inputs.get("stages"))
+            target = mask_target(mask, inputs["mask_matrix"], spec, inputs.get("stages"))
         else:
             target = tf.zeros([], tf.int32) if targets is None else tf.gather(targets, index)
         return image, flat, target, *rest
 
     per_sample = stream.unbatch().map(plain(one), num_parallel_calls=tf.data.AUTOTUNE)
-    return _per_sample(config, batch_size, layout, batch_layout, per_sample, samples.num_classes)
+    return _per_sample(spec, layout, batch_layout, per_sample, samples.num_classes)
 
 
 def as_bytes(row: tf.Tensor) -> tf.Tensor:
@@ -172,13 +170,13 @@ def as_bytes(row: tf.Tensor) -> tf.Tensor:
     return tf.strings.substr(tf.io.serialize_tensor(row), -tf.size(row), tf.size(row))
 
 
-def _resampled(encoded: tf.Tensor, inputs: dict[str, tf.Tensor], config: Config) -> tf.Tensor:
+def _resampled(encoded: tf.Tensor, inputs: dict[str, tf.Tensor], spec: EngineSpec) -> tf.Tensor:
     """One encoded image decoded and resampled (float32)."""
-    return resample(decode(encoded, inputs, config.channels), inputs["matrix"], config)
+    return resample(decode(encoded, inputs, spec.channels), inputs["matrix"], spec)
 
 
 def array_batches(
-    config: Config,
+    spec: EngineSpec,
     samples: Samples,
     layout: WarpLayout,
     batch_layout: BatchLayout,
@@ -188,20 +186,20 @@ def array_batches(
     batch is gathered, then resampled (not where no transform moves pixels and the arrays have
     the output's size) and finished by one XLA function (the arrays share one size)."""
     images = tf.constant(samples.columns["image"])
-    column = target_column(config.label_mode)
+    column = target_column(spec.label_mode)
     targets = tf.constant(samples.columns[column]) if column in samples.columns else None
-    nearest = config.interpolation == "nearest"
-    fill, cut = fill_value(config.fill), config.fill_edge == "cut"
-    unmoved = not config.plan.warps and images.shape[1:3] == tuple(config.image_size)
-    named = partial(_named, batch_layout, config, samples.num_classes, layout)
+    nearest = spec.interpolation == "nearest"
+    fill, cut = fill_value(spec.fill), spec.fill_edge == "cut"
+    unmoved = not spec.plan.warps and images.shape[1:3] == tuple(spec.image_size)
+    named = partial(_named, batch_layout, spec, samples.num_classes, layout)
 
     def resampled_and_finished(pixels: tf.Tensor, flat: tf.Tensor) -> tf.Tensor:
         inputs = layout.unpack(flat, tf.reshape, batched=True)
         if unmoved:  # the identity warp: its samples are the pixels themselves
             warped = tf.cast(pixels, tf.float32)
         else:
-            warped = sample(pixels, inputs["matrix"], config.image_size, fill, nearest, cut)
-        return finish(warped, inputs, config)
+            warped = sample(pixels, inputs["matrix"], spec.image_size, fill, nearest, cut)
+        return finish(warped, inputs, spec)
 
     compiled = tf.function(
         resampled_and_finished, jit_compile=True, reduce_retracing=True, autograph=False
@@ -215,20 +213,18 @@ def array_batches(
 
 
 def record_batches(
-    config: Config,
-    batch_size: int,
+    spec: EngineSpec,
     num_classes: int,
     layout: WarpLayout,
     batch_layout: BatchLayout,
     stream: tf.data.Dataset,
 ) -> tf.data.Dataset:
-    """Finished batches (of ``batch_size``) for TFRecords from ``(encoded, labels, weights,
-    warp)`` batches, decoded one by one like files; the weights kept if ``batch_layout`` has
-    them."""
+    """Finished batches for TFRecords from ``(encoded, labels, weights, warp)`` batches,
+    decoded one by one like files; the weights kept if ``batch_layout`` has them."""
 
     def one(encoded: tf.Tensor, label: tf.Tensor, weight: tf.Tensor, flat: tf.Tensor) -> tuple:
-        image = _resampled(encoded, layout.unpack(flat, tf.reshape), config)
+        image = _resampled(encoded, layout.unpack(flat, tf.reshape), spec)
         return image, flat, label, *((weight,) if batch_layout.weights else ())
 
     per_sample = stream.unbatch().map(plain(one), num_parallel_calls=tf.data.AUTOTUNE)
-    return _per_sample(config, batch_size, layout, batch_layout, per_sample, num_classes)
+    return _per_sample(spec, layout, batch_layout, per_sample, num_classes)

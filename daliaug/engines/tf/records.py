@@ -17,7 +17,7 @@ from functools import partial
 import numpy as np
 import tensorflow as tf
 
-from daliaug.config import Config
+from daliaug.engine_spec import EngineSpec
 from daliaug.engines.feed import RecordLayout, WarpLayout
 from daliaug.engines.tf.math import TF_ARRAYS
 from daliaug.engines.tf.traced import plain
@@ -36,7 +36,7 @@ clock (:func:`daliaug.outputs.tfdata.streams.counted`, bound to the clock)."""
 
 
 def read_records(
-    config: Config,
+    spec: EngineSpec,
     samples: SampleSet,
     epochs: Epochs,
     resizes: bool,
@@ -49,8 +49,8 @@ def read_records(
     TensorFlow's reader for a kind of :class:`SampleSet`."""
     if not isinstance(samples, RecordSamples):
         return None
-    layout = WarpLayout.of(config.plan, ("record",), resizes)
-    return _record_stream(config, samples, epochs, layout, clocked, weights), layout
+    layout = WarpLayout.of(spec.plan, ("record",), resizes)
+    return _record_stream(spec, samples, epochs, layout, clocked, weights), layout
 
 
 def image_size(encoded: tf.Tensor) -> tf.Tensor:
@@ -64,7 +64,7 @@ def image_size(encoded: tf.Tensor) -> tf.Tensor:
 
 
 def _record_stream(
-    config: Config,
+    spec: EngineSpec,
     records: RecordSamples,
     epochs: Epochs,
     layout: WarpLayout,
@@ -101,7 +101,7 @@ def _record_stream(
     def epoch_records(epoch_and_first: tf.Tensor) -> tf.data.Dataset:
         epoch, first = epoch_and_first[0], epoch_and_first[1]
         ds = shard_records(records, start)
-        if config.shuffle:
+        if spec.shuffle:
             key = tf.stack([tf.constant(int(base >> 1), tf.int64), epoch])
             blocks = ds.batch(window).enumerate()
             ds = blocks.map(lambda i, block: shuffled(key, i, block)).unbatch()
@@ -114,12 +114,12 @@ def _record_stream(
 
     numbers = clocked(epoch_number, tf.TensorSpec((2,), tf.int64))
     batches = numbers.flat_map(plain(epoch_records))
-    rows_spec = tf.TensorSpec((None, len(config.plan.param_keys)), tf.float32)
-    rows = clocked(partial(epochs.parameters, config.plan), rows_spec)
+    rows_spec = tf.TensorSpec((None, len(spec.plan.param_keys)), tf.float32)
+    rows = clocked(partial(epochs.parameters, spec.plan), rows_spec)
 
     def with_warp(batch: tuple[tf.Tensor, ...], r: tf.Tensor) -> tuple:
         encoded, labels, weight, sizes = batch
-        return encoded, labels, weight, layout.evaluate(config.plan.paired(r), sizes, TF_ARRAYS)
+        return encoded, labels, weight, layout.evaluate(spec.plan.paired(r), sizes, TF_ARRAYS)
 
     return tf.data.Dataset.zip(batches, rows).map(with_warp)
 

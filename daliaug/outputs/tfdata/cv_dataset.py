@@ -36,7 +36,7 @@ def cv_dataset(run: Run, options: DatasetOptions) -> tf.data.Dataset:
     batches = nested(counted(epoch_batches, specs, clock), layout)
     untuned = tf.data.Options()
     untuned.autotune.enabled = False
-    ds = batches.prefetch(run.config.prefetch_depth("cpu")).with_options(untuned)
+    ds = batches.prefetch(run.spec.prefetch).with_options(untuned)
     ds = epoch_length(ds, len(loader), options.resumes)
     ds.batches_per_epoch = len(loader)
     ds.epoch_clock = clock

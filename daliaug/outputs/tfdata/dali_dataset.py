@@ -120,20 +120,20 @@ def _inputs(
 ) -> tuple[dict[str, tf.data.Dataset], Epochs, EpochFeed | None]:
     """One CPU stream per graph input of the run's DALI graph, their epochs numbered by
     ``clock``, and the feed that makes them (None for TFRecords, which ``tf.data`` reads)."""
-    config, samples, device = run.config, run.samples, run.device
+    spec, samples, device = run.spec, run.samples, run.device
     epochs = options.epochs(run)
     weights = options.weights(samples.num_classes)
 
-    read = read_records(config, samples, epochs, RESIZES, partial(counted, clock=clock), weights)
+    read = read_records(spec, samples, epochs, RESIZES, partial(counted, clock=clock), weights)
     if read is not None:
         stream, layout = read
         return {"record": packed(stream, RecordLayout(layout))}, epochs, None
     per_sample = options.per_sample(samples)
     feed = EpochFeed(
-        config,
+        spec,
         samples,
         resizes=RESIZES,
-        form=feed_form(config.plan, samples.column_names, device),
+        form=feed_form(spec.plan, samples.column_names, device),
         epochs=epochs,
         weights=per_sample,
         recent=in_flight(run),
@@ -154,7 +154,7 @@ def dali_dataset(run: Run, options: DatasetOptions = DEFAULT_OPTIONS) -> tf.data
     epoch is the dataset's ``batches_per_epoch`` and its ``cardinality()``
     (:func:`report_length`). On the host, an iterator reads its epoch's streams from its first
     batch (:func:`on_first_batch`); a GPU-placed one from the moment it is made."""
-    config, device = run.config, run.device
+    device = run.device
     if device == "gpu":
         memory_policy()  # first: what follows starts TensorFlow's runtime
         if not tf.config.list_physical_devices("GPU"):
@@ -182,7 +182,7 @@ def dali_dataset(run: Run, options: DatasetOptions = DEFAULT_OPTIONS) -> tf.data
             batch_size=run.batch_size,
             num_threads=pipeline.num_threads,
             device_id=None if device == "cpu" else run.device_id,
-            prefetch_queue_depth=config.prefetch_depth(device),
+            prefetch_queue_depth=run.spec.prefetch,
             output_shapes=tuple(s.shape for s in specs),
             output_dtypes=tuple(s.dtype for s in specs),
             # DALI on a GPU with the dataset on the host (a replica under a strategy that

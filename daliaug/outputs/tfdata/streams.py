@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from daliaug.batch_layout import BatchLayout
-from daliaug.config import Config
+from daliaug.engine_spec import EngineSpec
 from daliaug.engines.feed import INPUTS, WARP_PART, EpochFeed
 from daliaug.engines.tf.traced import plain
 from daliaug.epoch import EpochClock
@@ -35,34 +35,30 @@ CHUNK = 8192
 def in_flight(run: Run) -> int:
     """The batches a feed stream's graph may be reading at once: the chunk being cut into
     batches and the next one, and the queues after them."""
-    return 2 * max(1, CHUNK // run.batch_size) + run.config.prefetch_depth(run.device) + 4
+    return 2 * max(1, CHUNK // run.batch_size) + run.spec.prefetch + 4
 
 
 _TF_DTYPES = {"float32": tf.float32, "float16": tf.float16, "uint8": tf.uint8}
 
 
 def element_spec(
-    config: Config,
-    batch_size: int,
-    num_classes: int,
-    layout: BatchLayout,
-    target_shape: tuple[int, ...] = (),
+    spec: EngineSpec, num_classes: int, layout: BatchLayout, target_shape: tuple[int, ...] = ()
 ) -> tuple[tf.TensorSpec, ...]:
-    """Shapes and dtypes of a graph's flat batch of ``batch_size`` in ``layout``, known from
-    the config (``target_shape``: the per-sample shape of ``raw`` targets); with
+    """Shapes and dtypes of a graph's flat batch in ``layout``, known from the run's ``spec``
+    (``target_shape``: the per-sample shape of ``raw`` targets); with
     ``label_mode: none`` ``(images[, weights])`` (DALI's datasets yield tuples; Keras unpacks
     a 1-tuple as the inputs). Detection inputs have the per-sample shapes of
     :attr:`BatchLayout.boxes`; :func:`nested` makes them Keras' dict."""
-    h, w = config.image_size
-    c = config.channels
-    batch = batch_size if config.drop_remainder else None
-    nhwc = config.output.layout == "NHWC"
+    h, w = spec.image_size
+    c = spec.channels
+    batch = spec.batch_size if spec.drop_remainder else None
+    nhwc = spec.output.layout == "NHWC"
     image_shape = (batch, h, w, c) if nhwc else (batch, c, h, w)
-    images = tf.TensorSpec(image_shape, _TF_DTYPES[config.output.dtype])
+    images = tf.TensorSpec(image_shape, _TF_DTYPES[spec.output.dtype])
     specs = {"images": images, "weights": tf.TensorSpec((batch,), tf.float32)}
     for name, shape in layout.boxes.items():
         specs[name] = tf.TensorSpec((batch, *shape), INPUTS[name].dtype)
-    source = config.source
+    source = spec.masks
     if layout.target == "masks":
         assert isinstance(source, MaskTargets)
         if source.mask_output == "one_hot":
@@ -79,7 +75,7 @@ def element_spec(
             "binary": tf.TensorSpec((batch, 1), tf.float32),
             "float": tf.TensorSpec((batch,), tf.float32),
             "raw": tf.TensorSpec((batch, *target_shape), tf.float32),
-        }[config.label_mode]
+        }[spec.label_mode]
     return layout.flat(specs)
 
 
@@ -88,7 +84,7 @@ def signature(run: Run, weighted: bool) -> tuple[BatchLayout, tuple[tf.TensorSpe
     graph's flat batches in it."""
     samples, layout = run.samples, run.layout(weighted)
     shape = samples.target_shape
-    return layout, element_spec(run.config, run.batch_size, samples.num_classes, layout, shape)
+    return layout, element_spec(run.spec, samples.num_classes, layout, shape)
 
 
 def nested(dataset: tf.data.Dataset, layout: BatchLayout) -> tf.data.Dataset:

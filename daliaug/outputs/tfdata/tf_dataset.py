@@ -38,21 +38,21 @@ def tf_dataset(
 
 
 def _dataset(run: Run, options: DatasetOptions, params: Any) -> tf.data.Dataset:
-    config, samples, batch_size = run.config, run.samples, run.batch_size
+    spec, samples = run.spec, run.samples
     weights = options.weights(samples.num_classes)
     epochs = options.epochs(run)
     clock = options.epoch_clock()
     if params is not None:
         samples.check_params("explicit")
-    read = read_records(config, samples, epochs, RESIZES, partial(counted, clock=clock), weights)
+    read = read_records(spec, samples, epochs, RESIZES, partial(counted, clock=clock), weights)
     layout, specs = signature(run, weights is not None)
     feed = None
     if read is not None:
         stream, warp = read
-        batches = record_batches(config, batch_size, samples.num_classes, warp, layout, stream)
+        batches = record_batches(spec, samples.num_classes, warp, layout, stream)
     else:
         feed = EpochFeed(
-            config,
+            spec,
             samples,
             resizes=RESIZES,
             params=params,
@@ -65,18 +65,18 @@ def _dataset(run: Run, options: DatasetOptions, params: Any) -> tf.data.Dataset:
         made = ("index", "warp", *encoded, *box_names(samples), *weight)
         stream = feed_stream(feed, made, clock, check_files=True)
         if "image" in samples.columns:
-            batches = array_batches(config, samples, feed.layout, layout, stream)
+            batches = array_batches(spec, samples, feed.layout, layout, stream)
         else:
-            batches = file_batches(config, batch_size, samples, feed.layout, layout, stream)
+            batches = file_batches(spec, samples, feed.layout, layout, stream)
 
     def shaped(*batch: tf.Tensor) -> tuple[tf.Tensor, ...]:
         return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
 
     # bounded, as DALI's queue: batches are large
-    ds = nested(batches.map(plain(shaped)), layout).prefetch(config.prefetch_depth("cpu"))
-    if config.num_threads is not None:
+    ds = nested(batches.map(plain(shaped)), layout).prefetch(spec.prefetch)
+    if spec.num_threads is not None:
         threads = tf.data.Options()
-        threads.threading.private_threadpool_size = config.num_threads
+        threads.threading.private_threadpool_size = spec.num_threads
         ds = ds.with_options(threads)
     ds = epoch_length(ds, len(epochs), options.resumes)
     ds.batches_per_epoch = len(epochs)
