@@ -66,7 +66,7 @@ def _built(define: Callable[[], Any]) -> dict[str, int]:
 
 def count(workload: str, folder: Path) -> dict[str, Any]:
     """daliaug's and DALI's own operators per device for ``workload`` over ``folder``."""
-    from daliaug.outputs.numpy import build_pipeline
+    from daliaug.outputs.dali_loader import build_pipeline
     from daliaug.prepare import prepare_samples
 
     work = WORKLOADS[workload]

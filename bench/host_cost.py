@@ -13,7 +13,7 @@ the parameter rows drawn again and paired, the boxes moved once for the chunk's 
 ``total, feed thread`` runs exactly what that thread runs (:meth:`EpochFeed.batches
 <daliaug.engines.feed.EpochFeed.batches>` over whole epochs, as wall time and as the thread's
 CPU time); ``total, pipeline thread CPU`` is what the thread that runs DALI spends taking the
-batches from the feed (:class:`daliaug.outputs.numpy._Source`'s external sources, called as
+batches from the feed (:class:`daliaug.outputs.dali_loader._Source`'s external sources, called as
 DALI calls them); the other rows time the parts one by one, in one thread.
 Each repeat is a fresh epoch (new order and draws); medians of the repeats, microseconds per
 image. Writes ``host-cost-<date>.json`` and ``.md``.
@@ -98,9 +98,9 @@ def _total(feed: Any, epoch: int) -> tuple[float, float]:
 
 def _taken(feed: Any, epoch: int) -> float:
     """CPU seconds the thread that runs DALI spends over one epoch taking each batch from
-    :class:`~daliaug.outputs.numpy._Source` (each external source's part called once per
+    :class:`~daliaug.outputs.dali_loader._Source` (each external source's part called once per
     batch, as DALI calls them; the batches made on the feed's thread)."""
-    from daliaug.outputs.numpy import _Source
+    from daliaug.outputs.dali_loader import _Source
 
     source = _Source(feed, epoch)
     parts = [source.part([name]) for name in feed.inputs]

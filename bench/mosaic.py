@@ -52,7 +52,7 @@ def _cpu_seconds() -> float:
 def measure(folder: str, seconds: float) -> dict[str, Any]:
     """One repeat in this process: the config over ``folder``'s class folders."""
     from daliaug.config import load_config
-    from daliaug.outputs.numpy import DaliLoader
+    from daliaug.outputs.dali_loader import DaliLoader
 
     config = load_config({**CONFIG, "source": {"type": "directory", "path": folder}})
     loader = DaliLoader(config)

@@ -58,7 +58,7 @@ def stages(images: int = 640) -> dict[str, float]:
 
     from bench.opencv_engine import _config
     from daliaug.engines.opencv import image
-    from daliaug.outputs.opencv import CvLoader
+    from daliaug.outputs.cv_loader import CvLoader
 
     cv2.setNumThreads(1)
     loader = CvLoader({**_config("cls"), "num_threads": 1})

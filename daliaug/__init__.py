@@ -62,14 +62,14 @@ def build_pipeline(config: Any, device: str | None = None, **kwargs: Any) -> Pip
     """The ``nvidia.dali.Pipeline`` of a config, reading its source itself (not built), for
     driving DALI directly or through DALI's own iterators. ``device``: ``"gpu"`` or ``"cpu"``
     (default: where ``backend`` runs DALI here). See
-    :func:`daliaug.outputs.numpy.build_pipeline` for the keyword arguments."""
-    from daliaug.outputs.numpy import build_pipeline as _build_pipeline
+    :func:`daliaug.outputs.dali_loader.build_pipeline` for the keyword arguments."""
+    from daliaug.outputs.dali_loader import build_pipeline as _build_pipeline
 
     return _build_pipeline(config, device, **kwargs)
 
 
 _LAZY = {
-    "DaliLoader": "daliaug.outputs.numpy",
+    "DaliLoader": "daliaug.outputs.dali_loader",
     "DataCheckpoint": "daliaug.outputs.tfdata.checkpoint",
     "from_keras": "daliaug.keras.compile",
     "from_torchvision": "daliaug.torchvision.compile",
@@ -82,8 +82,8 @@ so that a warning it raises points at the user's line)."""
 def __getattr__(name: str) -> Any:
     """The names of :data:`_LAZY`, imported on first use: ``daliaug.DaliLoader``, a config's
     epochs as NumPy batches with DALI alone (no TensorFlow; see
-    :class:`daliaug.outputs.numpy.DaliLoader`); ``daliaug.DataCheckpoint(step)``, a ``tf.data``
-    stream's place in a ``tf.train.Checkpoint`` (imports TensorFlow; see
+    :class:`daliaug.outputs.dali_loader.DaliLoader`); ``daliaug.DataCheckpoint(step)``, a
+    ``tf.data`` stream's place in a ``tf.train.Checkpoint`` (imports TensorFlow; see
     :class:`daliaug.outputs.tfdata.checkpoint.DataCheckpoint`);
     ``daliaug.from_keras(layers, source=...)``, the config that does what Keras' preprocessing
     layers do (imports Keras; see

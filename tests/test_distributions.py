@@ -16,7 +16,7 @@ from scipy import stats
 from daliaug.algebra import Canvas
 from daliaug.engines.feed import NUMPY
 from daliaug.epoch import Epochs, resolve_seed
-from daliaug.outputs.numpy import DaliLoader
+from daliaug.outputs.dali_loader import DaliLoader
 from daliaug.plan import Plan
 from daliaug.sources.base import Samples
 from tests.helpers import config_for

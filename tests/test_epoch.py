@@ -12,8 +12,8 @@ import pytest
 
 from daliaug.config import Config
 from daliaug.epoch import Epochs
+from daliaug.outputs.dali_loader import DaliLoader
 from daliaug.outputs.dataset import make_dataset
-from daliaug.outputs.numpy import DaliLoader
 from daliaug.parity.measure import seeded_rows
 from daliaug.tools.preview import augmented_samples
 from tests.helpers import BACKENDS, config_for

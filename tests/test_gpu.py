@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daliaug.outputs.numpy import DaliLoader
+from daliaug.outputs.dali_loader import DaliLoader
 from tests.helpers import config_for, structured_image, write_image_dir
 
 pytestmark = pytest.mark.gpu

@@ -16,7 +16,7 @@ from daliaug import config as config_module
 from daliaug.config import Config, default_threads, load_config
 from daliaug.engines.dali import pipeline
 from daliaug.errors import ConfigError
-from daliaug.outputs import numpy as numpy_output
+from daliaug.outputs import dali_loader
 from daliaug.outputs.options import DatasetOptions
 from daliaug.prepare import prepare_samples
 from tests.helpers import run_of
@@ -146,9 +146,7 @@ def test_the_settings_reach_every_graph_that_outputs_build(
                 "make_dataset": lambda device, on=on: pipeline.named_pipeline(
                     on(device), weighted=False
                 ),
-                "build_pipeline": lambda device, on=on: numpy_output.define_fed_pipeline(
-                    on(device)
-                ),
+                "build_pipeline": lambda device, on=on: dali_loader.define_fed_pipeline(on(device)),
             }
             for form, define in forms.items():
                 threads, depth, decoders = settings(partial(define, device="gpu"))
@@ -158,7 +156,7 @@ def test_the_settings_reach_every_graph_that_outputs_build(
                 assert (threads, depth) == cpu, (form, source["type"])
                 assert all(d == ("cpu", None) for d in decoders), (form, decoders)
             four_gpus = partial(
-                numpy_output.define_fed_pipeline,
+                dali_loader.define_fed_pipeline,
                 run_of(config, samples, "gpu"),
                 options=DatasetOptions(gpus=4),
             )

@@ -18,7 +18,7 @@ import pytest
         "daliaug.engines",
         "daliaug.engines.dali",
         "daliaug.engines.dali.pipeline",
-        "daliaug.outputs.numpy",
+        "daliaug.outputs.dali_loader",
         "daliaug.engines.feed",
         "daliaug.outputs",
         "daliaug.outputs.batches",

@@ -12,7 +12,7 @@ import pytest
 
 import daliaug
 from daliaug.errors import BackendError, ConfigError
-from daliaug.outputs.numpy import DaliLoader
+from daliaug.outputs.dali_loader import DaliLoader
 from tests.helpers import config_for
 
 

@@ -70,7 +70,7 @@ def opencv_dataset(workload: Workload, data: Data, threads: int | None, device: 
 
 def opencv_loader(workload: Workload, data: Data, threads: int | None, device: str) -> Epoch:
     """``CvLoader``: the OpenCV engine's NumPy batches (what JAX and PyTorch users get)."""
-    from daliaug.outputs.opencv import CvLoader
+    from daliaug.outputs.cv_loader import CvLoader
 
     cv = CvLoader(_config(workload, data, threads, backend="opencv"), samples=data.samples())
 
@@ -86,7 +86,7 @@ def loader(workload: Workload, data: Data, threads: int | None, device: str) -> 
     left on the device (no copy to the host, as a GPU training step would take them); the
     images first, then the targets (a detection workload's: boxes, labels)."""
     _gpu_check(device)
-    from daliaug.outputs.numpy import DaliLoader
+    from daliaug.outputs.dali_loader import DaliLoader
 
     config = _config(workload, data, threads, backend=device)
     dali = DaliLoader(config, samples=data.samples(), device=device)

@@ -2,7 +2,7 @@
 
 There ``make_dataset`` hands ``fit`` DALI's batches without TensorFlow (:mod:`daliaug.outputs`);
 the options that run TensorFlow ops (the stage after the pipeline of
-:mod:`daliaug.keras.outputs`, the TensorFlow engine's fills) are refused with the fix.
+:mod:`daliaug.keras.after_pipeline`, the TensorFlow engine's fills) are refused with the fix.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``flow*``: a config and samples through ``make_dataset``, the stage after it
-(:mod:`daliaug.keras.outputs`) where needed, and Keras' iterator protocol and attributes on
+(:mod:`daliaug.keras.after_pipeline`) where needed, and Keras' iterator protocol and attributes on
 the dataset it returns. Knows nothing of the generator: it gets the config and the outputs."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from daliaug.config import Config
-from daliaug.keras.batches import EpochBatches
+from daliaug.keras.after_pipeline import Outputs
 from daliaug.keras.iterator import keras_iterator
-from daliaug.keras.outputs import Outputs
+from daliaug.keras.random_access import EpochBatches
 from daliaug.outputs import framework_of
 from daliaug.outputs.dataset import make_dataset
 from daliaug.sources.base import Samples

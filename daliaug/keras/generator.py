@@ -20,9 +20,9 @@ import numpy as np
 from daliaug.config import Config, load_config
 from daliaug.epoch import resolve_seed
 from daliaug.errors import BackendWarning
+from daliaug.keras.after_pipeline import Outputs, Save
 from daliaug.keras.backends import tensorflow_only
 from daliaug.keras.flows import COLOR_MODES, check_file_flow, make_flow
-from daliaug.keras.outputs import Outputs, Save
 from daliaug.keras.samples import (
     UNIT,
     Levels,

@@ -9,10 +9,9 @@ Iterating the dataset (``model.fit``, ``for batch in it``) runs one epoch per it
 epoch clock numbers them. ``it[i]`` is batch ``i`` of the iterator's current epoch
 (:attr:`sequence_epoch`, from 0; ``on_epoch_end()`` moves to the next, as Keras' reshuffle) --
 the batch iterating that epoch yields, the images alone rather than in a 1-tuple, as Keras --
-computed on its own
-(:class:`~daliaug.keras.batches.EpochBatches`); ``next(it)`` walks the same batches in order, on
-into the next epoch at the end of one, and ``reset()`` goes back to batch 0. Neither moves the
-dataset's epoch clock.
+computed on its own (:class:`~daliaug.keras.random_access.EpochBatches`); ``next(it)`` walks
+the same batches in order, on into the next epoch at the end of one, and ``reset()`` goes back
+to batch 0. Neither moves the dataset's epoch clock.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from daliaug.keras.batches import EpochBatches
+from daliaug.keras.random_access import EpochBatches
 
 
 def _len(self: Any) -> int:

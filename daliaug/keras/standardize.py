@@ -4,7 +4,7 @@ centring and scaling, ZCA whitening, in Keras' order.
 ``rescale`` and the featurewise statistics are one affine map per channel, so they become the
 pipeline's own output normalization (in the DALI graph, on the GPU). The rest needs each whole
 image (or a Python function) and runs after the pipeline in TensorFlow ops on the CPU
-(:mod:`daliaug.keras.outputs`); ``standardize(x)`` runs the same ops eagerly. Only Keras on
+(:mod:`daliaug.keras.after_pipeline`); ``standardize(x)`` runs the same ops eagerly. Only Keras on
 TensorFlow runs them (:mod:`daliaug.keras.backends`).
 """
 

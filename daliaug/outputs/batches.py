@@ -203,7 +203,7 @@ def local_batches(
     return batches
 
 
-def cpu_loaders(
+def host_loaders(
     shards: list[Shard], convert: Callable[[Batch], Batch]
 ) -> Callable[[int, int], Joined]:
     """``open_at`` for ``shards`` run on the host: one loader each (its engine's host loader,

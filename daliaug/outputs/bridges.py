@@ -76,11 +76,11 @@ class Bridge:
 
 
 class DaliBridge(Bridge):
-    """DALI: :class:`~daliaug.outputs.numpy.DaliLoader`, and ``DALIDatasetWithInputs``
+    """DALI: :class:`~daliaug.outputs.dali_loader.DaliLoader`, and ``DALIDatasetWithInputs``
     (:mod:`~daliaug.outputs.tfdata.dali_dataset`)."""
 
     def opener(self) -> Callable[..., Loader]:
-        from daliaug.outputs.numpy import DaliLoader
+        from daliaug.outputs.dali_loader import DaliLoader
 
         return DaliLoader.over
 
@@ -92,11 +92,11 @@ class DaliBridge(Bridge):
 
 
 class CvBridge(Bridge):
-    """OpenCV: :class:`~daliaug.outputs.opencv.CvLoader`, and its batches as ``tf.data``
+    """OpenCV: :class:`~daliaug.outputs.cv_loader.CvLoader`, and its batches as ``tf.data``
     (:mod:`~daliaug.outputs.tfdata.cv_dataset`)."""
 
     def opener(self) -> Callable[..., Loader]:
-        from daliaug.outputs.opencv import CvLoader
+        from daliaug.outputs.cv_loader import CvLoader
 
         return CvLoader.over
 

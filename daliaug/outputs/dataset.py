@@ -64,13 +64,13 @@ class DatasetEngine:
 
 def describe(dataset: Any) -> DatasetEngine:
     """The :class:`DatasetEngine` that computes a dataset made by :func:`make_dataset` here (any
-    framework's output) or a :class:`~daliaug.outputs.numpy.DaliLoader` (``backend: auto``
+    framework's output) or a :class:`~daliaug.outputs.dali_loader.DaliLoader` (``backend: auto``
     picks one per machine, source kind and plan); ``str()`` of it reads "DALI on the GPU".
     Anything else: a :class:`~daliaug.errors.ConfigError` naming what it was given."""
     engine = getattr(dataset, _ENGINE, None)
     if engine is not None:
         return engine
-    from daliaug.outputs.numpy import DaliLoader
+    from daliaug.outputs.dali_loader import DaliLoader
 
     if isinstance(dataset, DaliLoader):
         return DatasetEngine("dali", dataset.device)
@@ -230,10 +230,10 @@ def _batches(
 
         batches = torch_dataset(run, options, initial_epoch)
     else:
-        from daliaug.outputs.batches import cpu_loaders, local_batches
+        from daliaug.outputs.batches import host_loaders, local_batches
 
         shards = [(run, options)]
-        batches = local_batches(shards, cpu_loaders(shards, tuple), initial_epoch)
+        batches = local_batches(shards, host_loaders(shards, tuple), initial_epoch)
     return _described(batches, run.choice, batches.pipelines)
 
 

@@ -12,7 +12,7 @@ from daliaug.batch_layout import BatchLayout
 from daliaug.errors import ConfigError
 from daliaug.outputs.ahead import Ahead
 from daliaug.outputs.batches import Batch, Shard
-from daliaug.outputs.numpy import define_fed_pipeline
+from daliaug.outputs.dali_loader import define_fed_pipeline
 
 
 def dali_gpu_pipelines(shards: list[Shard], epoch: int) -> list[Pipeline]:

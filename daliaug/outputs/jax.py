@@ -1,7 +1,7 @@
 """The JAX output: ``make_dataset`` for Keras' JAX backend, without TensorFlow.
 
 On the CPU, DALI's CPU operators (or the OpenCV engine, ``backend: opencv``) make the batches
-(:func:`~daliaug.outputs.batches.cpu_loaders`),
+(:func:`~daliaug.outputs.batches.host_loaders`),
 put on JAX's devices as ``jax.Array``; on GPUs, DALI's own JAX iterator
 (``nvidia.dali.plugin.jax``) runs one pipeline per GPU of this process and hands over
 ``jax.Array``\\ s that never leave the GPUs.
@@ -31,7 +31,7 @@ import numpy as np
 
 from daliaug.cuda import COMMAND_BUFFERS_OFF, XLA_VARIABLE, xla_command_buffers_off
 from daliaug.errors import BackendWarning, ConfigError, user_stacklevel
-from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches, shard_layout
+from daliaug.outputs.batches import Batch, Shard, host_loaders, local_batches, shard_layout
 from daliaug.outputs.fit import FitBatches
 from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, mid_epoch_on_gpus
 from daliaug.outputs.options import DatasetOptions
@@ -64,7 +64,7 @@ def jax_dataset(run: Run, options: DatasetOptions, initial_epoch: int) -> FitBat
     def convert(batch: Batch) -> Batch:
         return tuple(jax.device_put(batch, sharding))
 
-    return local_batches(shards, cpu_loaders(shards, convert), initial_epoch, FitBatches)
+    return local_batches(shards, host_loaders(shards, convert), initial_epoch, FitBatches)
 
 
 def command_buffers_off() -> None:

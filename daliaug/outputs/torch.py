@@ -1,7 +1,7 @@
 """The PyTorch output: ``make_dataset`` for Keras' PyTorch backend, without TensorFlow.
 
 On the CPU, DALI's CPU operators (or the OpenCV engine, ``backend: opencv``) make the batches
-(:func:`~daliaug.outputs.batches.cpu_loaders`),
+(:func:`~daliaug.outputs.batches.host_loaders`),
 handed over as ``torch.Tensor`` without a copy (``torch.from_numpy``); on a GPU, DALI's own
 PyTorch iterator (``nvidia.dali.plugin.pytorch``) hands over CUDA tensors that never leave the
 GPU.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from daliaug.outputs.batches import Batch, Shard, cpu_loaders, local_batches, shard_layout
+from daliaug.outputs.batches import Batch, Shard, host_loaders, local_batches, shard_layout
 from daliaug.outputs.fit import FitBatches
 from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, mid_epoch_on_gpus
 from daliaug.outputs.options import DatasetOptions
@@ -39,7 +39,7 @@ def torch_dataset(run: Run, options: DatasetOptions, initial_epoch: int) -> FitB
     def convert(batch: Batch) -> Batch:
         return tuple(torch.from_numpy(a) for a in batch)
 
-    return local_batches([shard], cpu_loaders([shard], convert), initial_epoch, FitBatches)
+    return local_batches([shard], host_loaders([shard], convert), initial_epoch, FitBatches)
 
 
 def _rank_shard(run: Run, options: DatasetOptions) -> Shard:

@@ -20,7 +20,7 @@ from daliaug.config import Config, load_config
 from daliaug.engines.dali import pipeline
 from daliaug.engines.dali.check import DALI_VERSION, graph_problems
 from daliaug.engines.select import dali_lacks
-from daliaug.outputs import numpy as numpy_output
+from daliaug.outputs import dali_loader
 from daliaug.prepare import prepare_samples
 from daliaug.sources.arrays import array_samples
 from daliaug.transforms import TRANSFORMS
@@ -113,7 +113,7 @@ def test_gpu_graphs_keep_dalis_device_rules(
             "make_dataset": partial(named, False, gpu_inputs=True),
             "make_dataset, weighted": partial(named, True, gpu_inputs=True),
             "make_dataset, host inputs (a multi-worker replica)": partial(named, True),
-            "build_pipeline": partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
+            "build_pipeline": partial(dali_loader.build_pipeline, config, "gpu", samples=samples),
         }
         for form, define in forms.items():
             problems = graph_problems(define)
@@ -267,7 +267,7 @@ def test_gpu_decoders_upsample_chroma_as_the_cpu_decoder_and_feed_the_hardware_d
     height, width = (int(v) for v in np.asarray(samples.sizes).max(axis=0))
     for form in (
         partial(pipeline.named_pipeline, run_of(config, samples, "gpu"), False, gpu_inputs=True),
-        partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
+        partial(dali_loader.build_pipeline, config, "gpu", samples=samples),
     ):
         found = decoders(form)
         assert found and all(device == "mixed" for _, device, _ in found)
@@ -289,9 +289,7 @@ def test_gpu_decode_windows_go_without_fancy_upsampling(sources: dict[str, dict]
     config = variant(
         ROOT / "pipelines" / "imagenet_train.yaml", sources["files"], "NHWC", 3, "float16"
     )
-    found = decoders(
-        partial(numpy_output.build_pipeline, config, "gpu", samples=samples_of(config))
-    )
+    found = decoders(partial(dali_loader.build_pipeline, config, "gpu", samples=samples_of(config)))
     ((device, args),) = [(d, a) for name, d, a in found if name.endswith("Slice")]
     assert device == "mixed" and "jpeg_fancy_upsampling" not in args
 
@@ -306,7 +304,7 @@ def test_whole_image_windows_are_decoded_fancily_and_cut_on_the_gpu(
         ROOT / "pipelines" / "imagenet_train.yaml", sources["files"], "NHWC", 3, "float16"
     )
     config = imagenet.model_copy(update={"decode_window": "whole"})
-    define = partial(numpy_output.build_pipeline, config, "gpu", samples=samples_of(config))
+    define = partial(dali_loader.build_pipeline, config, "gpu", samples=samples_of(config))
     assert not graph_problems(define)
     ((name, device, args),) = decoders(define)
     assert (name, device, args["jpeg_fancy_upsampling"]) == ("decoders__Image", "mixed", True)
@@ -369,7 +367,7 @@ def test_workload_b_gpu_graph_is_as_small_as_dalis_own(demo_dir: Path) -> None:
     samples = samples_of(config)
     forms = (
         partial(pipeline.named_pipeline, run_of(config, samples, "gpu"), False, gpu_inputs=True),
-        partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
+        partial(dali_loader.build_pipeline, config, "gpu", samples=samples),
     )
     for define in forms:
         pipe = define()
@@ -430,7 +428,7 @@ def test_the_cpu_side_of_each_shipped_gpu_graph_stays_small(
     samples = samples_of(config)
     forms = (
         partial(pipeline.named_pipeline, run_of(config, samples, "gpu"), False, gpu_inputs=True),
-        partial(numpy_output.build_pipeline, config, "gpu", samples=samples),
+        partial(dali_loader.build_pipeline, config, "gpu", samples=samples),
     )
     counts = tuple(cpu_operators(form) for form in forms)
     bounds = SHIPPED_CPU_OPERATORS[shipped.stem]

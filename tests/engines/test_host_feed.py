@@ -18,8 +18,8 @@ from daliaug.config import load_config
 from daliaug.engines.dali import pipeline
 from daliaug.engines.feed import WARP_PART, EpochFeed, FeedForm
 from daliaug.errors import DataError
-from daliaug.outputs import numpy as numpy_output
-from daliaug.outputs.numpy import DaliLoader
+from daliaug.outputs import dali_loader
+from daliaug.outputs.dali_loader import DaliLoader
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import file_key
 from tests.helpers import spec_of
@@ -114,7 +114,7 @@ def test_the_gpu_graphs_colour_pass_on_every_sample_changes_no_pixel(
     config = load_config(colour_config(demo_dir))
     plain = [b for b in DaliLoader(config, device="cpu")]
     form = pipeline.feed_form
-    monkeypatch.setattr(numpy_output, "feed_form", lambda plan, cols, _: form(plan, cols, "gpu"))
+    monkeypatch.setattr(dali_loader, "feed_form", lambda plan, cols, _: form(plan, cols, "gpu"))
     loader = DaliLoader(config, device="cpu")
     assert "warp_recolour" not in loader._source.feed.inputs
     for a, b in zip(plain, loader, strict=True):

@@ -26,7 +26,7 @@ def same(a: tuple, b: tuple) -> bool:
 @pytest.fixture
 def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pipelines of two batches of 4, so that reading in order crosses windows."""
-    monkeypatch.setattr("daliaug.keras.batches.WINDOW", 8)
+    monkeypatch.setattr("daliaug.keras.random_access.WINDOW", 8)
 
 
 @pytest.mark.slow

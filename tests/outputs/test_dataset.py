@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from daliaug.outputs.dali_loader import DaliLoader
 from daliaug.outputs.dataset import make_dataset
-from daliaug.outputs.numpy import DaliLoader
 from daliaug.sources.arrays import ArraysSource
 from tests.helpers import config_for
 

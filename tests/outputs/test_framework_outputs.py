@@ -19,7 +19,7 @@ from daliaug.engines.dali.check import graph_problems
 from daliaug.errors import ConfigError
 from daliaug.outputs import framework_of
 from daliaug.outputs.batches import Batches
-from daliaug.outputs.numpy import define_fed_pipeline
+from daliaug.outputs.dali_loader import define_fed_pipeline
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
 from tests.helpers import config_for, run_of

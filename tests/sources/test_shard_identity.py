@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from daliaug.config import load_config
 from daliaug.errors import DataError
-from daliaug.outputs.numpy import DaliLoader
+from daliaug.outputs.dali_loader import DaliLoader
 from daliaug.prepare import prepare_samples
 from daliaug.sources.base import Samples
 from tests.helpers import joined_epoch, shards_config

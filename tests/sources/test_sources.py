@@ -12,8 +12,8 @@ import pytest
 from PIL import Image
 
 from daliaug.errors import ConfigError, DataError, DataWarning
+from daliaug.outputs.dali_loader import DaliLoader
 from daliaug.outputs.dataset import make_dataset
-from daliaug.outputs.numpy import DaliLoader
 from daliaug.prepare import prepare_samples
 from daliaug.sources.arrays import array_samples
 from daliaug.sources.sample_set import SampleSet

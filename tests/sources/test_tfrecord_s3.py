@@ -148,7 +148,7 @@ def test_s3_record_failures_are_named(
 JOB = """
 import json, sys
 from daliaug.config import load_config
-from daliaug.outputs.numpy import DaliLoader
+from daliaug.outputs.dali_loader import DaliLoader
 
 got = {}
 for name, config in json.loads(sys.argv[1]).items():

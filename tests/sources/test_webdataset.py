@@ -22,7 +22,7 @@ from PIL import Image
 from daliaug import make_dataset
 from daliaug.config import load_config
 from daliaug.errors import ConfigError, DataError, DataWarning
-from daliaug.outputs.numpy import DaliLoader
+from daliaug.outputs.dali_loader import DaliLoader
 from daliaug.prepare import prepare_samples
 from daliaug.sources import storage, webdataset
 from tests.helpers import BACKENDS, joined_epoch, prepared, shards_config, structured_image
@@ -576,7 +576,7 @@ JOB = """
 import json, sys
 import numpy as np
 from daliaug.config import load_config
-from daliaug.outputs.numpy import DaliLoader
+from daliaug.outputs.dali_loader import DaliLoader
 config = load_config(json.loads(sys.argv[1]))
 loader = DaliLoader(config)
 print(json.dumps([np.concatenate([np.asarray(y) for _, y in loader]).tolist() for _ in range(2)]))

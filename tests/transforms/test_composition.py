@@ -13,7 +13,7 @@ import pytest
 
 from daliaug.engines.select import placed
 from daliaug.epoch import draw_rows
-from daliaug.outputs.numpy import DaliLoader
+from daliaug.outputs.dali_loader import DaliLoader
 from tests.helpers import augment, config_for, run_backend
 
 

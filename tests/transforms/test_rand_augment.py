@@ -263,7 +263,7 @@ def test_config_errors_name_the_field() -> None:
 
 def test_masks_follow_the_geometric_ops_only(tmp_path: Path) -> None:
     """Masks take the policy's warp (nearest) and skip its colour and pixel ops."""
-    from daliaug.outputs.numpy import DaliLoader
+    from daliaug.outputs.dali_loader import DaliLoader
     from tests.sources.test_sources import PALETTE, seg_config, write_segmentation
 
     root = write_segmentation(tmp_path / "seg")

@@ -8,7 +8,7 @@ and ``warp``, the plan evaluated for each sample on the host. Computing those pe
 numbers on the host, vectorized over the batch, keeps the graph to a handful of operators; as
 DALI operators, scalar arithmetic costs about a microsecond per sample and operation. The inputs
 are either named placeholders, fed by TensorFlow through ``DALIDatasetWithInputs``, or one
-Python callable returning them all (:class:`~daliaug.outputs.numpy.DaliLoader`). The last
+Python callable returning them all (:class:`~daliaug.outputs.dali_loader.DaliLoader`). The last
 batch of an epoch may be smaller.
 
 Only when DALI's own TFRecord reader feeds the graph (DALI-only hosts) are the parameters drawn

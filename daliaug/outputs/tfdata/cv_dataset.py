@@ -1,5 +1,5 @@
 """The OpenCV engine's batches as a ``tf.data`` dataset: each epoch's NumPy batches
-(:class:`~daliaug.outputs.opencv.CvLoader`) read into the graph by the streams' Python calls
+(:class:`~daliaug.outputs.cv_loader.CvLoader`) read into the graph by the streams' Python calls
 (:func:`~daliaug.outputs.tfdata.streams.counted`, one per batch; the engine's batch arrays are
 aligned so that TensorFlow takes them without a copy), with the element spec and the number of
 batches ``model.fit`` expects.
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 
-from daliaug.outputs.opencv import CvLoader
+from daliaug.outputs.cv_loader import CvLoader
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.tfdata.faults import named_faults
 from daliaug.outputs.tfdata.streams import counted, epoch_length, nested, signature

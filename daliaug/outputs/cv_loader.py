@@ -1,6 +1,6 @@
 """The OpenCV engine's batches as NumPy arrays, without TensorFlow or DALI: :class:`CvLoader`,
-the OpenCV engine's :class:`~daliaug.outputs.numpy.DaliLoader`, behind the NumPy, JAX and
-PyTorch outputs (:func:`~daliaug.outputs.batches.engine_loaders`) and the parity harness.
+the OpenCV engine's :class:`~daliaug.outputs.dali_loader.DaliLoader`, behind the NumPy, JAX and
+PyTorch outputs (:func:`~daliaug.outputs.batches.host_loaders`) and the parity harness.
 
 Column sources are fed from the host by the feed protocol's
 :class:`~daliaug.engines.feed.EpochFeed`, so the epochs are exactly ``make_dataset``'s (order,

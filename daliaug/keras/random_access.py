@@ -44,7 +44,7 @@ class _Window:
 class EpochBatches:
     """The batches of a flow's epochs by number: the dataset's ``config`` (its seed fixed),
     ``samples`` and per-sample ``weights``, ``finish``, the flow's stage after the pipeline
-    (:mod:`daliaug.keras.outputs`), run eagerly, and the ``framework`` the dataset is for
+    (:mod:`daliaug.keras.after_pipeline`), run eagerly, and the ``framework`` the dataset is for
     (its engine computes the batches)."""
 
     def __init__(

@@ -1,4 +1,5 @@
-"""The NumPy output: a config's DALI pipeline iterated directly, without TensorFlow.
+"""DALI's host loader: a run's DALI pipeline iterated directly, its batches as NumPy arrays,
+without TensorFlow (behind the NumPy, JAX and PyTorch outputs on either device).
 
 Used by ``daliaug preview``, the parity harness, the GPU suite and the benchmarks, and by users
 who drive DALI themselves. Column sources are fed from the host one batch at a time by the
