@@ -20,14 +20,14 @@ from daliaug.engine_names import Choice
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.opencv.pipeline import RESIZES, Graph
 from daliaug.errors import BackendError
-from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions, LoaderStart
+from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions, HostLoader, LoaderStart
 from daliaug.prepare import prepare
 from daliaug.run import Run
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
 
 
-class CvLoader:
+class CvLoader(HostLoader):
     """A config run by the OpenCV engine over its samples, yielding NumPy ``(images,
     targets[, weights][, params])`` batches, epoch after epoch from ``initial_epoch`` (one
     epoch per ``iter()``), the first from its batch ``first_batch`` (a resumed epoch).
@@ -49,22 +49,6 @@ class CvLoader:
     ) -> None:
         run = prepare(load_config(config), Choice("opencv", "cpu"), samples=samples)
         self._open(run, LoaderStart(params, return_params, initial_epoch, options, first_batch))
-
-    @classmethod
-    def over(
-        cls,
-        run: Run,
-        *,
-        params: np.ndarray | None = None,
-        initial_epoch: int = 0,
-        options: DatasetOptions = DEFAULT_OPTIONS,
-        first_batch: int = 0,
-    ) -> CvLoader:
-        """The loader of a prepared ``run`` (its samples checked, on the host); nothing is
-        prepared again."""
-        loader = cls.__new__(cls)
-        loader._open(run, LoaderStart(params, False, initial_epoch, options, first_batch))
-        return loader
 
     def _open(self, run: Run, start: LoaderStart) -> None:
         spec, samples = run.spec, run.samples

@@ -32,7 +32,7 @@ from daliaug.engines.feed import EpochFeed
 from daliaug.engines.select import Device, resolve_device
 from daliaug.errors import ConfigError, DataError, first_line
 from daliaug.outputs.ahead import END, Ahead
-from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions, LoaderStart
+from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions, HostLoader, LoaderStart
 from daliaug.outputs.resumable import stream_of
 from daliaug.prepare import prepare
 from daliaug.resume import State, Stream
@@ -173,7 +173,7 @@ def build_pipeline(
     return define_fed_pipeline(run, initial_epoch)
 
 
-class DaliLoader:
+class DaliLoader(HostLoader):
     """A config's DALI pipeline over its samples, yielding NumPy ``(images, targets[, params])``.
 
     ``samples`` replaces the config's source (for example in-memory arrays); ``params``, one
@@ -199,22 +199,6 @@ class DaliLoader:
         choice = Choice("dali", device or resolve_device(config))
         run = prepare(config, choice, samples=samples)
         self._open(run, LoaderStart(params, return_params, initial_epoch, options, first_batch))
-
-    @classmethod
-    def over(
-        cls,
-        run: Run,
-        *,
-        params: np.ndarray | None = None,
-        initial_epoch: int = 0,
-        options: DatasetOptions = DEFAULT_OPTIONS,
-        first_batch: int = 0,
-    ) -> DaliLoader:
-        """The loader of a prepared ``run`` (its samples checked); nothing is prepared
-        again."""
-        loader = cls.__new__(cls)
-        loader._open(run, LoaderStart(params, False, initial_epoch, options, first_batch))
-        return loader
 
     def _open(self, run: Run, start: LoaderStart) -> None:
         self.run, self.config, self.device, self.samples = run, run.config, run.device, run.samples

@@ -4,7 +4,7 @@ and placement, shared by every output."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
 
@@ -93,3 +93,29 @@ class LoaderStart:
     initial_epoch: int = 0
     options: DatasetOptions = DEFAULT_OPTIONS
     first_batch: int = 0
+
+
+class HostLoader:
+    """What the engines' host loaders (``DaliLoader``, ``CvLoader``) share: each opens through
+    its ``_open``, over a run it prepares itself (its constructor, a front door) or over a
+    prepared one (:meth:`over`)."""
+
+    @classmethod
+    def over(
+        cls,
+        run: Run,
+        *,
+        params: np.ndarray | None = None,
+        initial_epoch: int = 0,
+        options: DatasetOptions = DEFAULT_OPTIONS,
+        first_batch: int = 0,
+    ) -> Self:
+        """The loader of a prepared ``run`` (its samples checked); nothing is prepared
+        again."""
+        loader = cls.__new__(cls)
+        loader._open(run, LoaderStart(params, False, initial_epoch, options, first_batch))
+        return loader
+
+    def _open(self, run: Run, start: LoaderStart) -> None:
+        """Open the loader's pipeline over ``run`` from ``start``."""
+        raise NotImplementedError
