@@ -86,7 +86,7 @@ def loader(workload: Workload, data: Data, threads: int | None, device: str) -> 
     left on the device (no copy to the host, as a GPU training step would take them); the
     images first, then the targets (a detection workload's: boxes, labels)."""
     _gpu_check(device)
-    from daliaug.outputs.dali_loader import DaliLoader
+    from daliaug import DaliLoader  # the public name: the GPU probe runs it on older trees too
 
     config = _config(workload, data, threads, backend=device)
     dali = DaliLoader(config, samples=data.samples(), device=device)
