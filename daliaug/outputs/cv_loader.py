@@ -15,16 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from daliaug.config import load_config
-from daliaug.engine_names import Choice
+from daliaug.config import Config
+from daliaug.engine_names import Choice, Device
 from daliaug.engines.feed import EpochFeed
 from daliaug.engines.opencv.pipeline import RESIZES, Graph
-from daliaug.errors import BackendError
-from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions, HostLoader, LoaderStart
-from daliaug.prepare import prepare
+from daliaug.errors import BackendError, ConfigError
+from daliaug.outputs.host_loader import HostLoader, LoaderStart
 from daliaug.run import Run
 from daliaug.sources.base import Samples
-from daliaug.sources.sample_set import SampleSet
 
 
 class CvLoader(HostLoader):
@@ -36,19 +34,12 @@ class CvLoader(HostLoader):
     parameter rows. TFRecords are refused (they need TensorFlow's or
     DALI's reader)."""
 
-    def __init__(
-        self,
-        config: Any,
-        *,
-        samples: SampleSet | None = None,
-        params: np.ndarray | None = None,
-        return_params: bool = False,
-        initial_epoch: int = 0,
-        options: DatasetOptions = DEFAULT_OPTIONS,
-        first_batch: int = 0,
-    ) -> None:
-        run = prepare(load_config(config), Choice("opencv", "cpu"), samples=samples)
-        self._open(run, LoaderStart(params, return_params, initial_epoch, options, first_batch))
+    @staticmethod
+    def choice(config: Config, device: Device | None) -> Choice:
+        """The OpenCV engine, on the host (``device``: ``cpu`` or left out)."""
+        if device not in (None, "cpu"):
+            raise ConfigError(f"device: the OpenCV engine runs on the CPU, not {device!r}")
+        return Choice("opencv", "cpu")
 
     def _open(self, run: Run, start: LoaderStart) -> None:
         spec, samples = run.spec, run.samples

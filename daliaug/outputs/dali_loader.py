@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from nvidia.dali.pipeline import Pipeline
 
-from daliaug.config import load_config
+from daliaug.config import Config, load_config
 from daliaug.engine_names import Choice
 from daliaug.engines.dali.pipeline import (
     RESIZES,
@@ -32,7 +32,8 @@ from daliaug.engines.feed import EpochFeed
 from daliaug.engines.select import Device, resolve_device
 from daliaug.errors import ConfigError, DataError, first_line
 from daliaug.outputs.ahead import END, Ahead
-from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions, HostLoader, LoaderStart
+from daliaug.outputs.host_loader import HostLoader, LoaderStart
+from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.outputs.resumable import stream_of
 from daliaug.prepare import prepare
 from daliaug.resume import State, Stream
@@ -183,22 +184,10 @@ class DaliLoader(HostLoader):
     epoch, :mod:`daliaug.resume`; column sources only).
     """
 
-    def __init__(
-        self,
-        config: Any,
-        *,
-        samples: SampleSet | None = None,
-        device: Device | None = None,
-        params: np.ndarray | None = None,
-        return_params: bool = False,
-        initial_epoch: int = 0,
-        options: DatasetOptions = DEFAULT_OPTIONS,
-        first_batch: int = 0,
-    ) -> None:
-        config = load_config(config)
-        choice = Choice("dali", device or resolve_device(config))
-        run = prepare(config, choice, samples=samples)
-        self._open(run, LoaderStart(params, return_params, initial_epoch, options, first_batch))
+    @staticmethod
+    def choice(config: Config, device: Device | None) -> Choice:
+        """DALI on ``device``, by default where the config's ``backend`` runs DALI here."""
+        return Choice("dali", device or resolve_device(config))
 
     def _open(self, run: Run, start: LoaderStart) -> None:
         self.run, self.config, self.device, self.samples = run, run.config, run.device, run.samples

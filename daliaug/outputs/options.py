@@ -4,7 +4,7 @@ and placement, shared by every output."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -79,43 +79,3 @@ class DatasetOptions:
 
 
 DEFAULT_OPTIONS = DatasetOptions()
-
-
-@dataclass(frozen=True)
-class LoaderStart:
-    """Where a host loader (``DaliLoader``, ``CvLoader``) starts and what it yields beside
-    the batches: the first epoch ``initial_epoch`` from its batch ``first_batch``, run as
-    ``options`` say; ``params`` (one row of ``plan.param_keys`` per sample) replaces the random
-    draws; ``return_params`` also yields each batch's parameter rows."""
-
-    params: np.ndarray | None = None
-    return_params: bool = False
-    initial_epoch: int = 0
-    options: DatasetOptions = DEFAULT_OPTIONS
-    first_batch: int = 0
-
-
-class HostLoader:
-    """What the engines' host loaders (``DaliLoader``, ``CvLoader``) share: each opens through
-    its ``_open``, over a run it prepares itself (its constructor, a front door) or over a
-    prepared one (:meth:`over`)."""
-
-    @classmethod
-    def over(
-        cls,
-        run: Run,
-        *,
-        params: np.ndarray | None = None,
-        initial_epoch: int = 0,
-        options: DatasetOptions = DEFAULT_OPTIONS,
-        first_batch: int = 0,
-    ) -> Self:
-        """The loader of a prepared ``run`` (its samples checked); nothing is prepared
-        again."""
-        loader = cls.__new__(cls)
-        loader._open(run, LoaderStart(params, False, initial_epoch, options, first_batch))
-        return loader
-
-    def _open(self, run: Run, start: LoaderStart) -> None:
-        """Open the loader's pipeline over ``run`` from ``start``."""
-        raise NotImplementedError
