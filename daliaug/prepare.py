@@ -1,8 +1,9 @@
 """The one step from a config to checked samples, used by every output.
 
-:func:`prepare` validates the config, picks the engine and device, lists the source's samples
-(or takes ``x``/``y`` arrays, or given samples), checks them against the config and decodes
-every file once with the engine's decoder (``source.check: full``), and resolves the seed.
+:func:`prepare` takes a loaded config and the engine and device chosen for it (the front
+doors load and choose once), lists the source's samples (or takes ``x``/``y`` arrays, or given
+samples), checks them against the config, decodes every file once with the engine's decoder
+(``source.check: full``), and resolves the seed.
 Outputs (``tf.data``, NumPy, JAX, PyTorch) and loaders start from its
 :class:`~daliaug.run.Run`.
 """

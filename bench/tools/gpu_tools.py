@@ -115,7 +115,7 @@ def decode_roi(workload: Workload, data: Data, threads: int | None, device: str)
         paths, flat = fn.external_source(source=next_batch, num_outputs=2, batch=True)
         warp = feed.layout.unpack(flat, lambda node, shape: fn.reshape(node, shape=shape))
         encoded = fn.io.file.read(paths)
-        return decode(encoded, warp, run.spec, device, samples.size_hint)
+        return decode(encoded, warp, run.spec, samples.size_hint)
 
     pipe = graph()
     pipe.build()

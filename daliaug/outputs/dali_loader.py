@@ -169,8 +169,7 @@ def build_pipeline(
     source. TFRecords are read by DALI's own reader, named ``records``.
     """
     config = load_config(config)
-    choice = Choice("dali", device or resolve_device(config))
-    run = prepare(config, choice, samples=samples, x=x, y=y)
+    run = prepare(config, DaliLoader.choice(config, device), samples=samples, x=x, y=y)
     return define_fed_pipeline(run, initial_epoch)
 
 

@@ -166,7 +166,8 @@ def make_dataset(
             make_dataset(training, initial_epoch=initial_epoch, state=state, **kwargs),
             make_dataset(validation, **kwargs),
         )
-    seed = None if state is None else State.of(state).seed  # a config without one resumes it
+    state = None if state is None else State.of(state)
+    seed = None if state is None else state.seed  # a config without one resumes the state's
     choice = choose(config, framework, tf_sees_gpu)
     run = prepare(config, choice, samples=samples, x=x, y=y, seed=seed)
     samples = run.samples

@@ -250,11 +250,13 @@ def decode_windows(
     from nvidia.dali import fn, pipeline_def
 
     from daliaug.config import Config
+    from daliaug.engine_spec import EngineSpec
     from daliaug.engines.dali.image import decode
 
     rgb = Config.model_validate(
         {"source": {"type": "arrays"}, "image_size": 1, "decode_window": decode_window}
     )
+    spec = EngineSpec.of(rgb, device, device_id, 0, batch_size)
     batches = [
         (paths[i : i + batch_size], starts[i : i + batch_size], shapes[i : i + batch_size])
         for i in range(0, len(paths), batch_size)
@@ -275,7 +277,7 @@ def decode_windows(
     def graph() -> Any:
         names, start, shape = fn.external_source(source=next_batch, num_outputs=3, batch=True)
         encoded = fn.io.file.read(names)
-        return decode(encoded, {"crop_start": start, "crop_shape": shape}, rgb, device)
+        return decode(encoded, {"crop_start": start, "crop_shape": shape}, spec)
 
     pipe = graph()
     pipe.build()

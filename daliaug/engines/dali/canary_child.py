@@ -65,7 +65,7 @@ def decode_canary_windows(device: str, device_id: int) -> None:
     )
     def graph() -> object:
         encoded, start, shape = fn.external_source(source=windows, num_outputs=3, batch=True)
-        return decode(encoded, {"crop_start": start, "crop_shape": shape}, spec, device)
+        return decode(encoded, {"crop_start": start, "crop_shape": shape}, spec)
 
     pipe = graph()
     pipe.build()

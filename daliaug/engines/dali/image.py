@@ -58,7 +58,6 @@ def decode(
     encoded: DataNode,
     warp: dict[str, object],
     spec: EngineSpec,
-    device: Device,
     size_hint: tuple[int, int] | None = None,
     mode: WindowMode | None = None,
 ) -> DataNode:
@@ -69,6 +68,7 @@ def decode(
     ``size_hint``: see :func:`decoder_args`."""
     image_type = types.RGB if spec.channels == 3 else types.GRAY
     load = spec.hw_decoder_load
+    device = spec.device
     mode = mode or window_mode(spec.decode_window, device, spec.device_id)
     whole = "crop_start" not in warp or mode == "whole"
     args = decoder_args(device, image_type, size_hint, roi=not whole, hw_decoder_load=load)
@@ -246,7 +246,6 @@ def mask_target(
     warp: dict[str, object],
     spec: EngineSpec,
     num_classes: int,
-    device: Device,
     stages: Callable[[DataNode], DataNode] | None = None,
 ) -> DataNode:
     """Decode masks, warp them like their images (nearest, ``mask_fill``), pass them (still
@@ -256,7 +255,7 @@ def mask_target(
     if not isinstance(source, MaskTargets):
         raise TypeError("masks need a segmentation source")
     image_type = types.RGB if source.colour_coded else types.GRAY
-    args = decoder_args(device, image_type, hw_decoder_load=spec.hw_decoder_load)
+    args = decoder_args(spec.device, image_type, hw_decoder_load=spec.hw_decoder_load)
     mask = fn.decoders.image(encoded, **args)
     mask = resample(mask, warp, "mask_", spec, nearest=True, fill=source.mask_fill, dtype=None)
     if stages is not None:
@@ -271,7 +270,7 @@ def mask_target(
     return one_hot if spec.output.layout == "NHWC" else fn.transpose(one_hot, perm=[2, 0, 1])
 
 
-def label_target(label: DataNode, spec: EngineSpec, num_classes: int, device: Device) -> DataNode:
+def label_target(label: DataNode, spec: EngineSpec, num_classes: int) -> DataNode:
     """The labels (or ``raw`` targets) as ``label_mode`` says, on the graph's device."""
     if spec.label_mode == "categorical":
         label = fn.one_hot(label, num_classes=num_classes, dtype=types.FLOAT)
@@ -279,4 +278,4 @@ def label_target(label: DataNode, spec: EngineSpec, num_classes: int, device: De
         label = fn.reshape(fn.cast(label, dtype=types.FLOAT), shape=[1])
     elif spec.label_mode == "float":
         label = fn.cast(label, dtype=types.FLOAT)
-    return label.gpu() if device == "gpu" else label
+    return label.gpu() if spec.device == "gpu" else label

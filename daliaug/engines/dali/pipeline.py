@@ -278,7 +278,7 @@ def define_pipeline(spec: EngineSpec, options: GraphOptions) -> Pipeline:
         if encoded is None:
             image = on_device(nodes["image"])
         else:
-            image = decode(encoded, warp, spec, device, options.size_hint, mode)
+            image = decode(encoded, warp, spec, options.size_hint, mode)
         nearest = spec.interpolation == "nearest"
         cut = spec.fill_edge == "cut"
         image = resample(image, warp, "", spec, nearest, warp_fill, cut=cut)
@@ -296,11 +296,11 @@ def define_pipeline(spec: EngineSpec, options: GraphOptions) -> Pipeline:
                 assert spec.masks is not None  # a mask source gives masks
                 fill = float(spec.masks.mask_fill)
                 stages = partial(_mask_stages, plan, column, fill)
-            named["targets"] = mask_target(masks, warp, spec, num_classes, device, stages)
+            named["targets"] = mask_target(masks, warp, spec, num_classes, stages)
         elif target == "images":
             named["targets"] = image
         elif target == "labels":
-            labels = label_target(label, spec, num_classes, device)
+            labels = label_target(label, spec, num_classes)
             if plan.batch_stages:  # soft labels
                 labels = plan.batch_targets(labels, column, pixels, masks=False)
             named["targets"] = labels
