@@ -101,18 +101,26 @@ def _first_on_path(root: Path) -> str:
     return os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
 
 
-def run_worker(*args: str, root: Path = ROOT) -> Any:
+def run_worker(*args: str, root: Path = ROOT, env: dict[str, str] | None = None) -> Any:
     """``python -m ARGS`` in a process of its own (from the checkout ``root``, whose ``bench``
-    and ``daliaug`` it imports; TensorFlow's info logs off); the JSON its last line of output
-    holds."""
+    and ``daliaug`` it imports; TensorFlow's info logs off; ``env`` added to its
+    environment); the JSON its last line of output holds (a ``RuntimeError`` with the end of
+    its stderr where it fails)."""
     run = subprocess.run(
         [sys.executable, "-m", *args],
         capture_output=True,
         text=True,
         cwd=root,
-        env={**os.environ, "PYTHONPATH": _first_on_path(root), "TF_CPP_MIN_LOG_LEVEL": "2"},
-        check=True,
+        env={
+            **os.environ,
+            **(env or {}),
+            "PYTHONPATH": _first_on_path(root),
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+        },
+        check=False,
     )
+    if run.returncode:
+        raise RuntimeError(f"python -m {' '.join(args)} failed:\n{run.stderr[-3000:]}")
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 

@@ -36,6 +36,19 @@ def bench(tmp_path: Path, *args: str, env: dict | None = None) -> dict:
     return json.loads(path.read_text())
 
 
+def run_module(tmp_path: Path, module: str, *args: str) -> None:
+    """``python -m MODULE ARGS`` with its own ``DALIAUG_CACHE``, asserted to succeed."""
+    result = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        env={**os.environ, "DALIAUG_CACHE": str(tmp_path / "cache")},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
 def case(result: dict, workload: str, tool: str, group: str = "main") -> dict:
     cases = result["workloads"][workload]["cases"]
     return next(c for c in cases if c["tool"] == tool and c["group"] == group)
@@ -157,18 +170,8 @@ def test_tf_stage_profile() -> None:
 @pytest.mark.slow
 def test_backend_choice_per_source_kind(tmp_path: Path) -> None:
     out = tmp_path / "results"
-    result = subprocess.run(
-        [
-            *(sys.executable, "-m", "bench.choose", "--quick", "--repeats", "2"),
-            *("--kinds", "arrays", "segmentation", "--outputs", "numpy", "--out", str(out)),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-        env={**os.environ, "DALIAUG_CACHE": str(tmp_path / "cache")},
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    kinds = ("--kinds", "arrays", "segmentation", "--outputs", "numpy", "--out", str(out))
+    run_module(tmp_path, "bench.choose", "--quick", "--repeats", "2", *kinds)
     (report,) = out.glob("choose-quick-*.md")
     table = report.read_text()
     assert "| arrays |" in table and "| segmentation |" in table
@@ -426,3 +429,20 @@ def test_graph_ops_counts_both_gpu_graphs_without_a_gpu(tmp_path: Path) -> None:
     assert found["daliaug"]["cpu"] <= 6 and found["daliaug"]["mixed"] == 1
     assert found["theirs"]["mixed"] == 1 and found["theirs"]["cpu"] >= 2
     assert "| b | daliaug (build_pipeline) |" in base.with_suffix(".md").read_text()
+
+
+@pytest.mark.slow
+def test_start_over_shards_on_s3_counts_what_each_start_asks(tmp_path: Path) -> None:
+    """``bench.start_shards`` at a tiny size: every start runs, and with listing files a first
+    start GETs only its folder's listing file, no shard."""
+    size = ("--shards", "3", "--per-shard", "4", "--repeats", "1")
+    run_module(tmp_path, "bench.start_shards", *size, "--out", str(tmp_path / "out"))
+    (record,) = (tmp_path / "out").glob("start-shards-*.json")
+    (row,) = json.loads(record.read_text())["rows"]
+    whole, files = row["shards read"], row["listing files"]
+    assert whole["first_whole_bytes"] >= 3 * row["shard_bytes"]  # each shard read whole
+    assert files["first_whole_gets"] == 1  # the folder's listing file, nothing else whole
+    assert 0 < files["first_whole_bytes"] < row["shard_bytes"]
+    assert files["later_whole_gets"] == whole["later_whole_gets"] == 0  # this host's cache
+    assert files["first_range_gets"] == whole["first_range_gets"] == 12  # the first batch
+    assert "| 3 (12) |" in record.with_suffix(".md").read_text()

@@ -6,6 +6,10 @@ so checking unchanged data again only reads the cache. Exit code 3 when a file i
 list goes to a file next to the cache. What the folders hold besides images (other file types,
 links to folders that are not followed) is named too, and so is each bad annotation (a box
 outside its image, an unknown class) and each note (an image without annotations).
+
+``--write-listings`` first writes the listing files of a config's data beside it (a folder of
+WebDataset shards', a file list's of ``s3://`` images), so that every later start, on any
+host, reads them instead of the data (:mod:`daliaug.sources.listing_files`).
 """
 
 from __future__ import annotations
@@ -30,14 +34,25 @@ SHOWN = 20
 
 def register(parser: argparse.ArgumentParser) -> None:
     add_config_argument(parser, "target", "a folder of images, or a pipeline config")
+    parser.add_argument(
+        "--write-listings",
+        action="store_true",
+        help="first write the listing files of the config's data beside it (daliaug-listing.json "
+        "in each folder of WebDataset shards, <list>.listing.json beside a file list of s3:// "
+        "images), so that every start, on any host, reads them instead of the shards or images",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from daliaug.tools.check import check, files_to_check
+    from daliaug.tools.check import check, files_to_check, write_listings
 
     target: str | Config = args.target
     if is_demo_config(args.target):
         target = with_demo_data(load_config(args.target))
+    if args.write_listings:
+        with console.status(plain("writing the listing files")):
+            written = write_listings(target)
+        console.print(readable(f"wrote {len(written):,} listing files beside the data"))
     with console.status(plain(f"listing {args.target}")):
         total = files_to_check(target)
     columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())

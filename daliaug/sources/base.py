@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 import numpy as np
 from pydantic import model_validator
 
-from daliaug.errors import DataError
+from daliaug.errors import ConfigError, DataError
 from daliaug.fields import ShardCount, ShardId
 from daliaug.sources.checks import FileKey, assert_unchanged, describe_rejected, read_files
 from daliaug.sources.listing import IMAGE_EXTENSIONS
@@ -333,6 +333,16 @@ class SourceConfig(Tagged):
         """The part of the listed ``samples`` this source reads (split by the config's
         ``seed`` where the source holds some out): all of them here."""
         return samples
+
+    def write_listings(self) -> list[str]:
+        """This source's listing files, written beside its data for every later start to
+        read instead of the data (:mod:`daliaug.sources.listing_files`); the files written.
+        A source whose data has none: a :class:`ConfigError` saying which do."""
+        raise ConfigError(
+            f"--write-listings: source.type is {getattr(self, 'type', '?')}; listing files are "
+            "written beside WebDataset shards (webdataset) and file lists of s3:// images "
+            "(file_list)"
+        )
 
     def with_path(self, path: Path | str) -> SourceConfig:
         """The same source reading from ``path`` (the CLI's ``--data``: a path, or an ``s3://``

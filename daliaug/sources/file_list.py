@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import hashlib
 import io
+import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
+from daliaug.cache import default_cache_dir, write_cached
 from daliaug.config_files import read_text
-from daliaug.errors import DataError
+from daliaug.errors import CacheError, ConfigError, DataError
 from daliaug.fields import Location
-from daliaug.sources import storage
+from daliaug.sources import listing_files, storage
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.checks import check_image_files, image_header, pillow_reason
 from daliaug.sources.webdataset import MemberColumn
@@ -28,10 +32,14 @@ class FileListSource(SourceConfig):
     ``path,label`` is a header and skipped.
 
     The list, ``root`` and the images may be ``s3://`` objects (credentials and endpoint
-    from the AWS variables): images on S3 are read whole once at listing (their sizes,
-    and their decode by Pillow with ``check: full``), then by the host each batch, as
+    from the AWS variables): each image on S3 is known at listing by its size and header (and
+    its decode by Pillow with ``check: full``), then read by the host each batch, as
     WebDataset members are (:class:`~daliaug.sources.webdataset.MemberColumn`); a missing or
-    unreadable object is named by its bucket and key.
+    unreadable object is named by its bucket and key. What an image is known by is taken from
+    the list's listing file beside it (``train.csv`` -> ``train.listing.json``, which ``daliaug
+    check CONFIG --write-listings`` writes) or this host's cache, for each object whose
+    identity (size and ETag, from its bucket's listing) is still the one recorded there; else
+    the image is read whole once at listing.
     """
 
     type: Literal["file_list"] = "file_list"
@@ -80,9 +88,7 @@ class FileListSource(SourceConfig):
             class_names = sorted(set(raw))
             index = {name: i for i, name in enumerate(class_names)}
             values = [index[label] for label in raw]
-        root = self.root if self.root is not None else _parent(self.path)
-        under = f"{root.rstrip('/')}/" if isinstance(root, str) else _prefix(root.expanduser())
-        paths = [self._located(path, root, under) for _, path, _ in rows]
+        paths = self._paths(rows)
         labels = np.asarray(values, dtype=np.int32)
         if any(map(storage.is_s3, paths)):
             return self._objects(paths, class_names, labels)
@@ -90,6 +96,12 @@ class FileListSource(SourceConfig):
             return Samples.of_files({"path": paths}, class_names, None, label=labels)
         sizes, rejected = check_image_files(paths)
         return Samples.of_files({"path": paths}, class_names, sizes, rejected, label=labels)
+
+    def _paths(self, rows: list[tuple[int, str, str]]) -> list[str]:
+        """Where each listed image is (see :meth:`_located`)."""
+        root = self.root if self.root is not None else _parent(self.path)
+        under = f"{root.rstrip('/')}/" if isinstance(root, str) else _prefix(root.expanduser())
+        return [self._located(path, root, under) for _, path, _ in rows]
 
     @staticmethod
     def _located(path: str, root: str | Path, under: str) -> str:
@@ -107,11 +119,10 @@ class FileListSource(SourceConfig):
         return str(root.expanduser() / local)
 
     def _objects(self, paths: list[str], class_names: list[str], labels: np.ndarray) -> Samples:
-        """The samples of images some of which are on S3: each read whole once (in parallel),
-        its header read and, with ``check: full``, decoded by Pillow; the ``encoded`` column
-        reads them again per batch."""
-        with ThreadPoolExecutor(storage.S3_READERS) as pool:
-            found = list(pool.map(self._object, paths))
+        """The samples of images some of which are on S3, each known as :meth:`_known` says;
+        the ``encoded`` column reads them per batch."""
+        known = self._known(paths)
+        found = [known[p] for p in paths]
         rejected = {p: why for p, (why, _, _, _) in zip(paths, found, strict=True) if why}
         keep = [i for i, p in enumerate(paths) if p not in rejected]
         where = np.asarray([(i, 0, found[i][1]) for i in keep], np.int64).reshape(-1, 3)
@@ -120,7 +131,69 @@ class FileListSource(SourceConfig):
         columns = {"encoded": MemberColumn(paths, where, identities), "label": labels[keep]}
         return Samples(columns, class_names, sizes, rejected=rejected)
 
-    def _object(self, path: str) -> tuple[str | None, int, tuple[int, int], str]:
+    def _known(self, paths: list[str]) -> dict[str, Object]:
+        """What each of ``paths`` is known by (:meth:`_object`): from the list's listing file
+        or this host's cache where the image's identity (from its bucket's listing, or a
+        ``stat``) is the one recorded there and that record's check covers this source's;
+        else read whole once (in parallel). What was read is kept in the cache."""
+        now = storage.identities(paths)
+        full = self.check != "headers"
+        kept: dict[str, tuple[Object, bool]] = {}
+        for records in (self._listing_file(), self._cached()):
+            for path, (why, size, hw, identity, checked) in records.items():
+                if identity and now.get(path) == identity and (checked or not full):
+                    kept.setdefault(path, ((why, size, (hw[0], hw[1]), identity), checked))
+        todo = [p for p in dict.fromkeys(paths) if p not in kept]
+        with ThreadPoolExecutor(storage.S3_READERS) as pool:
+            read = list(pool.map(self._object, todo))
+        kept.update((path, (found, full)) for path, found in zip(todo, read, strict=True))
+        if todo:
+            records = {p: [*found, checked] for p, (found, checked) in kept.items()}
+            write_cached(self._cache_name(), json.dumps(records), "an S3 image listing")
+        return {path: found for path, (found, _) in kept.items()}
+
+    def _cache_name(self) -> str:
+        where = f"{self.path}\0{self.root}"
+        return f"object-listing/{hashlib.sha1(where.encode()).hexdigest()[:24]}.json"
+
+    def _cached(self) -> dict[str, list]:
+        """What this host's cache records of the list's images (empty where nothing)."""
+        with contextlib.suppress(CacheError, OSError, ValueError):
+            return _records(json.loads((default_cache_dir() / self._cache_name()).read_text()))
+        return {}
+
+    def _listing_file(self) -> dict[str, list]:
+        """What the list's listing file records of its images (empty where there is none, or
+        it cannot serve: named in a :class:`~daliaug.errors.DataWarning`)."""
+        place = listing_files.beside(str(self.path))
+        instead = "the images it lists are read to list them"
+        kept = listing_files.read(place, LISTING_FORMAT, instead)
+        if kept is None:
+            return {}
+        try:
+            return _records(kept["listing"])
+        except ValueError as e:
+            listing_files.unused(place, str(e), instead)
+            return {}
+
+    def write_listings(self) -> list[str]:
+        """The list's listing file, written beside it: what each of its images on S3 is known
+        by, made with the full check (from this host's cache where it serves, else the image
+        read whole), for the image as it is now."""
+        paths = self._paths(self._rows())
+        if not any(map(storage.is_s3, paths)):
+            raise ConfigError(
+                f"--write-listings: the images of {self.path} are local files; listing files "
+                "are written for file lists of s3:// images (local ones are listed and checked "
+                "from this host's cache)"
+            )
+        known = self.model_copy(update={"check": "full"})._known(paths)
+        place = listing_files.beside(str(self.path))
+        records = {p: [*known[p], True] for p in dict.fromkeys(paths) if known[p][3]}
+        listing_files.write(place, LISTING_FORMAT, {"list": str(self.path)}, records)
+        return [place]
+
+    def _object(self, path: str) -> Object:
         """``(why it cannot be used or None, its size in bytes, its (height, width), its
         identity as read)``: each batch's read checks that it is still that object."""
         try:
@@ -132,6 +205,23 @@ class FileListSource(SourceConfig):
         if broken is not None:
             return f"cannot decode image {path}: {broken}", 0, (0, 0), identity
         return None, len(data), (height, width), identity
+
+
+Object = tuple[str | None, int, tuple[int, int], str]
+"""What an image on S3 is known by: why it cannot be used (or ``None``), its size in bytes,
+its ``(height, width)``, its identity as read."""
+LISTING_FORMAT = "daliaug object listing 1"
+
+
+def _records(raw: Any) -> dict[str, list]:
+    """Records of images (``[why, size, [height, width], identity, checked]`` by path), a
+    ``ValueError`` saying so where ``raw`` is not such records."""
+    if isinstance(raw, dict) and all(
+        isinstance(r, list) and len(r) == 5 and isinstance(r[2], list) and len(r[2]) == 2
+        for r in raw.values()
+    ):
+        return raw
+    raise ValueError("its records are not [why, size, [height, width], identity, checked]")
 
 
 _PLAIN = re.compile(r"(?!~|s3://)(?:(?!\.\.?/)[^/]+/)*(?!\.\.?$)[^/]+")

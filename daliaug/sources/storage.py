@@ -21,6 +21,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from daliaug.cache import write_atomically
 from daliaug.errors import DataError
 from daliaug.sources.checks import stat_key
 
@@ -58,6 +59,9 @@ def _client() -> Any:
         connect_timeout=CONNECT_TIMEOUT,
         read_timeout=READ_TIMEOUT,
         retries={"max_attempts": ATTEMPTS, "mode": "standard"},
+        # botocore 1.3x fails on a server error (5xx) whose body it wraps for a checksum,
+        # with an AttributeError instead of retrying and naming it; ETags check what is read
+        response_checksum_validation="when_required",
     )
     return boto3.session.Session().client("s3", config=config)
 
@@ -106,6 +110,9 @@ class Found:
 
     files: list[str] = field(default_factory=list)
     ignored: dict[str, str] = field(default_factory=dict)
+    identities: dict[str, str] = field(default_factory=dict)
+    """The :func:`identity` of each object the bucket's listing gave one for (its size and
+    ETag): no request per object to look it up."""
 
 
 def list_files(locations: Sequence[str], wanted: Callable[[str], bool], what: str) -> Found:
@@ -117,7 +124,8 @@ def list_files(locations: Sequence[str], wanted: Callable[[str], bool], what: st
     seen: dict[str, str] = {}
     for location in locations:
         if is_s3(location):
-            here = Found(list_objects(location, lambda key: wanted(key.rsplit("/", 1)[-1])))
+            objects = list_objects(location, lambda key: wanted(key.rsplit("/", 1)[-1]))
+            here = Found(list(objects), identities={k: v for k, v in objects.items() if v})
         else:
             here = _list_local(location, wanted, what)
         if not here.files:
@@ -130,6 +138,8 @@ def list_files(locations: Sequence[str], wanted: Callable[[str], bool], what: st
                 continue
             seen[same] = file
             found.files.append(file)
+            if file in here.identities:
+                found.identities[file] = here.identities[file]
     return found
 
 
@@ -181,34 +191,63 @@ GLOB = "*?["
 """The characters that make an S3 key a pattern (:func:`fnmatch.fnmatchcase`'s)."""
 
 
-def list_objects(url: str, wanted: Callable[[str], bool]) -> list[str]:
-    """The objects at ``url`` whose keys are ``wanted``, sorted: the object itself where its
-    key is wanted (taken literally where it exists, whatever its key holds); else every wanted
-    object under ``url`` as a prefix (a folder); where there is none and the key is a glob,
-    the objects under the part before its first pattern character that match it."""
+def list_objects(url: str, wanted: Callable[[str], bool]) -> dict[str, str]:
+    """The objects at ``url`` whose keys are ``wanted``, sorted, each with its :func:`identity`
+    as the listing gave it (``""`` where it gave no ETag, or for an object named exactly):
+    the object itself where its key is wanted (taken literally where it exists, whatever its
+    key holds); else every wanted object under ``url`` as a prefix (a folder); where there is
+    none and the key is a glob, the objects under the part before its first pattern character
+    that match it."""
     bucket, key = split_s3(url)
     pattern = next((i for i, c in enumerate(key) if c in GLOB), None)
-    if wanted(key) and (pattern is None or _keys(bucket, key, 1)[:1] == [key]):
-        return [url]
+    if wanted(key) and (pattern is None or list(_keys(bucket, key, 1))[:1] == [key]):
+        return {url: ""}
     folder = key if not key or key.endswith("/") else f"{key}/"
-    keys = [k for k in _keys(bucket, folder) if wanted(k)]
+    keys = {k: v for k, v in _keys(bucket, folder).items() if wanted(k)}
     if not keys and pattern is not None:
-        keys = [k for k in _keys(bucket, key[:pattern]) if wanted(k) and fnmatchcase(k, key)]
-    return [f"{S3}{bucket}/{k}" for k in sorted(keys)]
+        under = _keys(bucket, key[:pattern])
+        keys = {k: v for k, v in under.items() if wanted(k) and fnmatchcase(k, key)}
+    return {f"{S3}{bucket}/{k}": keys[k] for k in sorted(keys)}
 
 
-def _keys(bucket: str, prefix: str, most: int | None = None) -> list[str]:
-    """The keys under ``prefix`` (the ``most`` first where given, in the server's order)."""
-    keys: list[str] = []
+def _keys(bucket: str, prefix: str, most: int | None = None) -> dict[str, str]:
+    """The keys under ``prefix`` (the ``most`` first where given, in the server's order),
+    each with its :func:`identity` where the listing gives its ETag (else ``""``)."""
     with s3_errors(bucket, prefix, "list the objects"):
         if most is not None:
-            page = _client().list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=most)
-            return [o["Key"] for o in page.get("Contents", [])]
-        for page in (
-            _client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-        ):
-            keys += [o["Key"] for o in page.get("Contents", [])]
-    return keys
+            pages = [_client().list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=most)]
+        else:
+            paginator = _client().get_paginator("list_objects_v2")
+            pages = list(paginator.paginate(Bucket=bucket, Prefix=prefix))
+    return {
+        o["Key"]: _s3_identity({"ContentLength": o["Size"], "ETag": o["ETag"]})
+        if o.get("ETag")
+        else ""
+        for page in pages
+        for o in page.get("Contents", [])
+    }
+
+
+def identities(locations: Sequence[str]) -> dict[str, str]:
+    """The :func:`identity` of each of ``locations`` that is had cheaply: an S3 object's from
+    one listing of the keys its bucket's objects among them share as a prefix (where it
+    gives ETags, and the listing is allowed), a local file's from a ``stat``; the others left
+    out (reading them names what fails)."""
+    out: dict[str, str] = {}
+    buckets: dict[str, set[str]] = {}
+    for location in locations:
+        if is_s3(location):
+            bucket, key = split_s3(location)
+            buckets.setdefault(bucket, set()).add(key)
+        else:
+            with contextlib.suppress(OSError):
+                out[location] = _stat_identity(os.stat(Path(location).expanduser()))
+    for bucket, keys in buckets.items():
+        with contextlib.suppress(DataError):
+            prefix = os.path.commonprefix(sorted(keys))  # noqa: RUF071 (a key prefix, not a path)
+            listed = _keys(bucket, prefix)
+            out.update({f"{S3}{bucket}/{k}": v for k, v in listed.items() if v and k in keys})
+    return out
 
 
 @contextlib.contextmanager
@@ -356,7 +395,7 @@ def _s3_identity(response: Mapping[str, Any]) -> str:
     (a ranged GET's ``Content-Range`` says it) and ETag (else its modification time)."""
     whole = str(response.get("ContentRange", "")).rpartition("/")[2]
     size = whole if whole.isdigit() else str(response["ContentLength"])
-    tag = response.get("ETag")
+    tag = str(response.get("ETag") or "").strip('"')  # (quoted by a GET, not by every listing)
     return f"{size} {ETAG}{tag}" if tag else f"{size} modified {response.get('LastModified')}"
 
 
@@ -365,7 +404,7 @@ def _if_match(expect: str | None) -> dict[str, str]:
     server that honours it answers another with 412, which :func:`s3_errors` names)."""
     if expect is None or ETAG not in expect:
         return {}
-    return {"IfMatch": expect.split(ETAG, 1)[1]}
+    return {"IfMatch": f'"{expect.split(ETAG, 1)[1]}"'}
 
 
 def unchanged(location: str, expect: str | None, now: str) -> None:
@@ -380,6 +419,20 @@ CHANGED = (
     "changed after daliaug listed it (another size, time or ETag: rewritten or replaced); "
     "run again to list it anew"
 )
+
+
+def write_text(location: str, text: str) -> None:
+    """``text`` as the file (written whole, then renamed into place) or object at
+    ``location``; a :class:`DataError` names it where it cannot be written."""
+    if is_s3(location):
+        bucket, key = split_s3(location)
+        with s3_errors(bucket, key, "write the object"):
+            _client().put_object(Bucket=bucket, Key=key, Body=text.encode())
+        return
+    try:
+        write_atomically(Path(location).expanduser(), text)
+    except OSError as e:
+        raise DataError(f"cannot write {location}: {e.strerror or e}") from e
 
 
 def read_text(location: str) -> str | None:

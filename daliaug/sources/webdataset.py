@@ -1,19 +1,24 @@
 """WebDataset shards: tar files whose consecutive members sharing a name before the first dot
 are one sample (``000123.jpg``, ``000123.cls``, ``000123.json``), local or ``s3://``.
 
-The samples are listed on the host as columns (ARCHITECTURE.md, "Two kinds of samples"): each
-shard is read once, in one pass, when the source is first listed (the listing is cached by the
-shard's size and modification time or ETag), which gives every member's offset
-(the tar index, also written in DALI's ``wds2idx`` format for the user), each image's size from
-its header and each label; ``encoded`` (:class:`MemberColumn`) then reads a batch's images by
-byte range when the feed needs them, so sharding, reshuffling, parameter rows and weights are
-those of every column source, on every engine and output.
+The samples are listed on the host as columns (ARCHITECTURE.md, "Two kinds of samples"): a
+shard's listing gives every member's offset (the tar index, also written in DALI's ``wds2idx``
+format for the user), each image's size from its header, each label and the decode check's
+result; ``encoded`` (:class:`MemberColumn`) then reads a batch's images by byte range when the
+feed needs them, so sharding, reshuffling, parameter rows and weights are those of every
+column source, on every engine and output.
+
+A shard's listing is found in this order, each kept for the shard's identity (its size and
+ETag, or its size, times and inode), so a shard changed since is listed anew: this host's
+cache (one file for the source's shards); the listing file of the shard's folder
+(``daliaug-listing.json`` beside the shards, which ``daliaug check CONFIG --write-listings``
+writes once, on any host: one read per folder then replaces a read of every shard, on every
+host); else the shard itself, read whole in one pass (and its index written).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import io
 import json
@@ -30,6 +35,7 @@ from daliaug.boxes import BoxFormat, to_xyxy
 from daliaug.cache import default_cache_dir, write_atomically, write_cached
 from daliaug.errors import CacheError, ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath
+from daliaug.sources import listing_files
 from daliaug.sources.annotations import ImageAnnotations, checked_targets, object_column
 from daliaug.sources.base import Samples, padded
 from daliaug.sources.checks import image_header, pillow_reason
@@ -48,6 +54,14 @@ IMAGE_EXTENSIONS = ("jpg", "jpeg", "png")
 """The members an image is read from, the first one a sample has."""
 READERS = 16
 """Shards listed at once."""
+LISTING_NAME = "daliaug-listing.json"
+"""The listing file of a folder (or prefix) of shards, beside them."""
+LISTING_FORMAT = "daliaug shard listing 1"
+LISTING_FREE = frozenset(
+    {"path", "shard_id", "num_shards", "index_dir", "check", "on_error", "class_names"}
+)
+"""The source's fields a shard's listing does not depend on (a listing file's is made with
+the full check, which serves every ``check``; class names are given to the labels later)."""
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -143,6 +157,47 @@ class ShardListing:
     identity: str = ""
 
 
+STORED = ("identity", "keys", "where", "sizes", "labels", "boxes", "masks")
+"""What is kept of a :class:`ShardListing` (beside ``rejected``, by key): all but its
+``index`` (the shard's ``wds2idx`` lines, written for the user where a host reads the shard
+whole)."""
+PAIRS = ("where", "sizes", "masks")
+"""A listing's columns of pairs of numbers (offset and size; height and width)."""
+HERE = "<shard>"
+"""Where a kept reason names its shard (the shard's place when it is read back)."""
+
+
+def stored(shard: str, listing: ShardListing) -> dict[str, Any]:
+    """``listing`` of ``shard`` as it is kept (in this host's cache, in a listing file): its
+    keys as one text, its pairs (``where``, ``sizes``, ``masks``) as flat lists of numbers (a
+    million samples' decode in about a second)."""
+    out = {name: getattr(listing, name) for name in STORED}
+    out["keys"] = "\n".join(listing.keys)
+    for name in PAIRS:
+        out[name] = np.asarray(out[name], np.int64).reshape(-1).tolist()
+    out["rejected"] = {
+        k.split("#", 1)[1]: why.replace(shard, HERE) for k, why in listing.rejected.items()
+    }
+    return out
+
+
+def restored(shard: str, kept: dict[str, Any]) -> ShardListing:
+    """The listing of ``shard`` kept as ``kept`` (a ``ValueError`` where it is not one)."""
+    rejected = {f"{shard}#{k}": why.replace(HERE, shard) for k, why in kept["rejected"].items()}
+    fields = {name: kept[name] for name in STORED}
+    fields["keys"] = fields["keys"].split("\n") if fields["keys"] else []
+    for name in PAIRS:
+        fields[name] = np.asarray(fields[name], np.int64).reshape(-1, 2)
+    listing = ShardListing(**fields, rejected=rejected)
+    if len({len(listing.keys), len(listing.where), len(listing.sizes)}) > 1:
+        raise ValueError(f"the listing of {shard} has columns of different lengths")
+    return listing
+
+
+def folder_of(shard: str) -> str:
+    return shard.rsplit("/", 1)[0]
+
+
 class WebDatasetSource(MaskTargets):
     """WebDataset tar shards: ``path`` is a ``.tar`` file, a folder or a glob of them, an
     ``s3://bucket/key.tar`` object or an ``s3://bucket/prefix`` holding them (credentials and
@@ -163,7 +218,8 @@ class WebDatasetSource(MaskTargets):
     decode with Pillow, is named, and left out with ``on_error: skip``; so are the samples
     after a truncated shard's end (DALI's decoders never see an image Pillow finds broken, see
     :func:`~daliaug.sources.checks.screened`). Each shard's index in DALI's ``wds2idx`` format
-    is written to ``index_dir`` (default: a per-user cache folder)."""
+    is written to ``index_dir`` (default: a per-user cache folder) when a host reads the shard
+    whole (not when its listing comes from this host's cache or a listing file)."""
 
     type: Literal["webdataset"] = "webdataset"
     path: str | list[str]
@@ -202,35 +258,32 @@ class WebDatasetSource(MaskTargets):
 
     def shard_files(self) -> Found:
         """The shards, in order (each location's sorted, each shard once), and what the
-        listing left out beside them."""
+        listing left out beside them (not the files daliaug writes beside shards)."""
         locations = [self.path] if isinstance(self.path, str) else self.path
-        return list_files(locations, lambda name: name.endswith(".tar"), ".tar")
+        found = list_files(locations, lambda name: name.endswith(".tar"), ".tar")
+        companions = (f"/{LISTING_NAME}", ".idx", f"/{METADATA}")  # what daliaug writes there
+        found.ignored = {k: v for k, v in found.ignored.items() if not k.endswith(companions)}
+        return found
 
     def list_samples(self) -> Samples:
         found = self.shard_files()
         shards = found.files
-        with ThreadPoolExecutor(min(READERS, len(shards))) as pool:
-            listings = list(pool.map(self._list_shard, shards))
-        for shard, listing in zip(shards, listings, strict=True):
-            self._write_index(shard, listing.index)
-        where = [(s, o, n) for s, one in enumerate(listings) for o, n in one.where]
+        listings = self._listings(shards, found.identities)
+        where = _rows(listings, "where")
         rejected = {k: v for one in listings for k, v in one.rejected.items()}
-        if not where and not rejected:
+        if not len(where) and not rejected:
             raise DataError(f"source.path: the shards at {self.path} hold no samples")
         keys = [
             f"{shard}#{key}"
             for shard, one in zip(shards, listings, strict=True)
             for key in one.keys
         ]
-        sizes = np.asarray([s for one in listings for s in one.sizes], np.int64).reshape(-1, 2)
+        sizes = _rows(listings, "sizes")[:, 1:]
         identities = [one.identity for one in listings]
-        columns = {"encoded": MemberColumn(shards, np.asarray(where).reshape(-1, 3), identities)}
+        columns = {"encoded": MemberColumn(shards, where, identities)}
         ignored = found.ignored
         if self.segmentation:
-            masks = [(s, o, n) for s, one in enumerate(listings) for o, n in one.masks]
-            columns["mask_encoded"] = MemberColumn(
-                shards, np.asarray(masks).reshape(-1, 3), identities
-            )
+            columns["mask_encoded"] = MemberColumn(shards, _rows(listings, "masks"), identities)
             return Samples(columns, self.mask_classes(), sizes, rejected=rejected, ignored=ignored)
         if self.detection:
             boxes = [b for one in listings for b in one.boxes]
@@ -294,21 +347,115 @@ class WebDatasetSource(MaskTargets):
             )
         return names, columns
 
-    def _list_shard(self, shard: str) -> ShardListing:
-        """``shard``'s listing: the one kept in the cache for its contents (its
-        :func:`~daliaug.sources.storage.identity`: size, times and inode, or size and ETag),
-        these label fields and ``check``, else read anew (checked to be of that identity as
-        read) and kept."""
-        settings = self.model_dump_json(exclude={"path", "shard_id", "num_shards", "index_dir"})
-        known = identity(shard)
-        contents = "\0".join((shard, known, settings))
-        relative = f"webdataset-listing/{hashlib.sha1(contents.encode()).hexdigest()[:24]}.json"
-        with contextlib.suppress(CacheError, OSError, ValueError, TypeError):
-            kept = json.loads((default_cache_dir() / relative).read_text())
-            return ShardListing(**{**kept, "identity": known})
-        listing = self._read_shard(shard, known)
-        write_cached(relative, json.dumps(dataclasses.asdict(listing)), "a WebDataset listing")
-        return listing
+    def _settings(self) -> dict[str, Any]:
+        """The fields a shard's listing depends on (not :data:`LISTING_FREE`)."""
+        return self.model_dump(mode="json", exclude=set(LISTING_FREE))
+
+    def _listings(self, shards: list[str], identities: dict[str, str]) -> list[ShardListing]:
+        """Each of ``shards``' listing for its identity now (``identities``, where the bucket's
+        listing gave them, else looked up): from this host's cache, else its folder's listing
+        file, else read whole; kept in the cache where any came from elsewhere."""
+        with ThreadPoolExecutor(min(READERS, len(shards))) as pool:
+            now = {shard: identities.get(shard, "") for shard in shards}
+            unknown = [shard for shard, known in now.items() if not known]
+            now.update(zip(unknown, pool.map(identity, unknown), strict=True))
+            kept = self._cached()
+            found = {s: kept[s] for s in shards if s in kept and kept[s].identity == now[s]}
+            missing = [shard for shard in shards if shard not in found]
+            filed = self._filed(missing) if missing else {}
+            stale: dict[str, list[str]] = {}
+            for shard in missing:
+                listing = filed.get(shard)
+                if listing is not None and listing.identity == now[shard]:
+                    found[shard] = listing
+                elif listing is not None:
+                    stale.setdefault(self._listing_file(shard), []).append(shard)
+            for place, changed in stale.items():
+                shown = f"{changed[0]}{', ...' if len(changed) > 1 else ''}"
+                listing_files.unused(
+                    place,
+                    f"{len(changed)} of the shards it lists changed since ({shown})",
+                    "those shards are read whole to list them",
+                )
+            todo = [shard for shard in shards if shard not in found]
+            read = pool.map(self._read_shard, todo, [now[shard] for shard in todo])
+            found.update(zip(todo, read, strict=True))
+        for shard in todo:
+            self._write_index(shard, found[shard].index)
+        if any(kept.get(shard) is not found[shard] for shard in shards):
+            text = json.dumps({shard: stored(shard, found[shard]) for shard in shards})
+            write_cached(self._cache_name(), text, "a WebDataset listing")
+        return [found[shard] for shard in shards]
+
+    def _cache_name(self) -> str:
+        """This host's cache of the listings of this source's shards (with its ``check``)."""
+        key = json.dumps([LISTING_FORMAT, self.path, self._settings(), self.check], sort_keys=True)
+        return f"webdataset-listing/{hashlib.sha1(key.encode()).hexdigest()[:24]}.json"
+
+    def _cached(self) -> dict[str, ShardListing]:
+        """The listings this host's cache keeps for these shards (empty where none)."""
+        with contextlib.suppress(
+            CacheError, OSError, ValueError, TypeError, KeyError, AttributeError
+        ):
+            kept = json.loads((default_cache_dir() / self._cache_name()).read_text())
+            return {shard: restored(shard, listing) for shard, listing in kept.items()}
+        return {}
+
+    @staticmethod
+    def _listing_file(shard: str) -> str:
+        """The listing file of ``shard``'s folder."""
+        return f"{folder_of(shard)}/{LISTING_NAME}"
+
+    def _filed(self, shards: list[str]) -> dict[str, ShardListing]:
+        """The listings that the listing files of ``shards``' folders hold, where they were
+        written with these settings and are whole (else named: :func:`listing_files.read`)."""
+        out: dict[str, ShardListing] = {}
+        for folder in dict.fromkeys(map(folder_of, shards)):
+            place = f"{folder}/{LISTING_NAME}"
+            instead = "the shards it lists are read whole to list them"
+            kept = listing_files.read(place, LISTING_FORMAT, instead)
+            if kept is None:
+                continue
+            try:
+                why = self._other_settings(kept["settings"])
+                if why is None:
+                    for name, listing in kept["listing"].items():
+                        out[f"{folder}/{name}"] = restored(f"{folder}/{name}", listing)
+                    continue
+            except (ValueError, TypeError, KeyError, AttributeError) as e:
+                why = f"it cannot be read ({type(e).__name__}: {e})"
+            listing_files.unused(place, why, instead)
+        return out
+
+    def _other_settings(self, theirs: dict[str, Any]) -> str | None:
+        """How the settings ``theirs`` (a listing file's) differ from these (``None``: not)."""
+        ours = self._settings()
+        differ = [k for k in sorted(ours.keys() | theirs.keys()) if ours.get(k) != theirs.get(k)]
+        if not differ:
+            return None
+        shown = "; ".join(f"{k} {theirs.get(k)!r} there, {ours.get(k)!r} here" for k in differ)
+        return f"it was written with other source settings ({shown})"
+
+    def write_listings(self) -> list[str]:
+        """The listing file of each folder of this source's shards, written beside them (see
+        the module's docstring), for the shards as they are now, made with the full check
+        (from this host's cache or a listing file where they serve, else each shard read
+        whole): each holds this source's shards of its folder; the files written. A place
+        that cannot be written is a :class:`DataError` naming it."""
+        full = self.model_copy(update={"check": "full"})
+        found = full.shard_files()
+        listings = full._listings(found.files, found.identities)
+        written = []
+        for folder in dict.fromkeys(map(folder_of, found.files)):
+            place = f"{folder}/{LISTING_NAME}"
+            entries = {
+                shard.rsplit("/", 1)[1]: stored(shard, listing)
+                for shard, listing in zip(found.files, listings, strict=True)
+                if folder_of(shard) == folder
+            }
+            listing_files.write(place, LISTING_FORMAT, {"settings": self._settings()}, entries)
+            written.append(place)
+        return written
 
     def _read_shard(self, shard: str, known: str) -> ShardListing:
         out = ShardListing(identity=known)
@@ -504,17 +651,19 @@ class WebDatasetSource(MaskTargets):
             top = max((int(label) for label in labels), default=0) if numeric else 0
             names = [str(i) for i in range(top + 1)] if numeric else sorted(set(map(str, labels)))
         index = {name: i for i, name in enumerate(names)}
-        values = []
-        for label, owner in zip(labels, owners, strict=True):
-            value = label if isinstance(label, int) else index.get(label, -1)
-            if not 0 <= value < len(names):
-                raise DataError(
-                    f"source: sample {owner}: label {label!r} is not one of the {len(names)} "
-                    "classes "
-                    f"({', '.join(names[:5])}{'...' if len(names) > 5 else ''})"
-                )
-            values.append(value)
-        return names, values
+        values = np.fromiter(
+            (label if isinstance(label, int) else index.get(label, -1) for label in labels),
+            np.int64,
+            len(labels),
+        )
+        outside = np.flatnonzero((values < 0) | (values >= len(names)))
+        if len(outside):
+            label, owner = labels[outside[0]], owners[outside[0]]
+            raise DataError(
+                f"source: sample {owner}: label {label!r} is not one of the {len(names)} "
+                f"classes ({', '.join(names[:5])}{'...' if len(names) > 5 else ''})"
+            )
+        return names, values.tolist()
 
     @staticmethod
     def _metadata_names(first: str) -> list[str] | None:
@@ -530,8 +679,8 @@ class WebDatasetSource(MaskTargets):
             ) from e
 
     def _write_index(self, shard: str, lines: list[str]) -> None:
-        """Keep ``shard``'s index in DALI's ``wds2idx`` format (``v1.2 count``, then one line
-        per sample: ``ext offset size name`` per member)."""
+        """Keep ``shard``'s index (read whole on this host) in DALI's ``wds2idx`` format
+        (``v1.2 count``, then one line per sample: ``ext offset size name`` per member)."""
         if not lines:
             return
         text = f"v1.2 {len(lines)}\n" + "\n".join(lines) + "\n"
@@ -547,3 +696,12 @@ class WebDatasetSource(MaskTargets):
                 f"source.index_dir: cannot write the WebDataset index {self.index_dir / name}: "
                 f"{e.strerror or e}; give a folder you can write to"
             ) from e
+
+
+def _rows(listings: list[ShardListing], column: str) -> np.ndarray:
+    """The ``(shard, a, b)`` rows of each listing's pairs ``column`` (shard: its position in
+    ``listings``), as one ``int64`` array."""
+    parts = [np.asarray(getattr(one, column), np.int64).reshape(-1, 2) for one in listings]
+    shard = np.repeat(np.arange(len(parts)), [len(part) for part in parts])
+    pairs = np.concatenate(parts) if parts else np.zeros((0, 2), np.int64)
+    return np.column_stack([shard, pairs]).astype(np.int64)

@@ -13,7 +13,7 @@ import numpy as np
 from daliaug.config import Config, load_config
 from daliaug.engines import engine as named_engine
 from daliaug.engines.select import choose
-from daliaug.errors import DataError
+from daliaug.errors import ConfigError, DataError
 from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import check_files, check_image_files, skip_list
@@ -91,6 +91,17 @@ def check(target: str | Config, progress: Callable[[int], None] | None = None) -
         note,
         samples.notes,
     )
+
+
+def write_listings(target: str | Config) -> list[str]:
+    """The listing files of a config's source, written beside its data
+    (:meth:`~daliaug.sources.base.SourceConfig.write_listings`); those written."""
+    if not isinstance(target, Config) and Path(target).is_dir():
+        raise ConfigError(
+            f"--write-listings: {target} is a folder of images; listing files are written "
+            "for a config's source (WebDataset shards, a file list of s3:// images)"
+        )
+    return load_config(target).source.write_listings()
 
 
 def _read_note(config: Config, samples: SampleSet) -> str:

@@ -85,10 +85,12 @@ def wds_config(path: str | Path, tmp_path: Path, **fields):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_shards_give_the_batches_of_the_same_files(
-    shards: Path, tmp_path: Path, backend: str
+    shards: Path, tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same images, in the same order, as shards and as listed files: the same batches
-    (each sample's parameters depend on its position, not on where its bytes come from)."""
+    (each sample's parameters depend on its position, not on where its bytes come from); a
+    host that reads the shards writes their indexes."""
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))  # (a new host)
     config = wds_config(shards, tmp_path, backend=backend)
     files = load_config(
         {**config.model_dump(), "source": {"type": "file_list", "path": str(shards / "list.csv")}}
@@ -116,11 +118,12 @@ def test_shards_split_each_sample_to_one_process(shards: Path, tmp_path: Path) -
     assert sorted(seen) == list(range(COUNT))
 
 
-def test_index_is_dalis(shards: Path, tmp_path: Path) -> None:
-    """The index kept is what DALI's own ``wds2idx`` writes, and DALI's WebDataset reader
-    reads the images with it."""
+def test_index_is_dalis(shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index a host that reads a shard writes is what DALI's own ``wds2idx`` writes, and
+    DALI's WebDataset reader reads the images with it."""
     from nvidia.dali import fn, pipeline_def
 
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))  # (a new host)
     prepare_samples(wds_config(shards, tmp_path))
     (kept,) = (tmp_path / "idx").glob("part-0.tar.*.idx")
     theirs = tmp_path / "theirs.idx"
@@ -252,12 +255,16 @@ def test_bad_shards_are_named_or_skipped(shards: Path, tmp_path: Path) -> None:
         prepare_samples(wds_config(tmp_path / "nothing", tmp_path))
 
 
-def test_no_index_needed_and_an_unwritable_one_named(shards: Path, tmp_path: Path) -> None:
+def test_no_index_needed_and_an_unwritable_one_named(
+    shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))  # (a new host)
     config = wds_config(shards, tmp_path)
     prepare_samples(config)
     shutil.rmtree(tmp_path / "idx")
     assert len(joined_epoch(DaliLoader(config))[1]) == COUNT
     (tmp_path / "file").write_text("")
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache-2"))  # (another new host)
     with pytest.raises(ConfigError, match=r"source\.index_dir: cannot write the WebDataset"):
         prepare_samples(wds_config(shards, tmp_path, source={"index_dir": str(tmp_path / "file")}))
 
@@ -481,17 +488,20 @@ def test_bad_mask_members_are_named(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- a real S3 server
 
 
-@pytest.fixture(scope="module")
-def bucket(shards: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The test shards in bucket ``data`` under ``train/``, and the same images with their
-    list under ``list/``: the server's root."""
-    root = tmp_path_factory.mktemp("s3")
+def fill_bucket(root: Path, shards: Path) -> Path:
+    """The test ``shards`` in bucket ``data`` under ``train/``, and the same images with their
+    list under ``list/``, in the server's ``root``."""
     (root / "data" / "train").mkdir(parents=True)
     for tar in shards.glob("*.tar"):
         shutil.copy(tar, root / "data" / "train")
     shutil.copytree(shards / "files", root / "data" / "list" / "files")
     shutil.copy(shards / "list.csv", root / "data" / "list")
     return root
+
+
+@pytest.fixture(scope="module")
+def bucket(shards: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    return fill_bucket(tmp_path_factory.mktemp("s3"), shards)
 
 
 @pytest.fixture

@@ -1,0 +1,281 @@
+"""Listing files (``daliaug check CONFIG --write-listings``): a start reads one file per folder
+of WebDataset shards instead of the shards, and one beside a file list instead of its images
+on S3, locally and from a real S3 server (:mod:`tests.s3_server`), whose requests are counted as
+boto3 makes them; an epoch then reads each image's bytes once, and a listing file that
+cannot serve (data changed since, other settings, an edited file) is named, and the data
+read as without it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from daliaug.cli import main
+from daliaug.errors import DataError, DataWarning
+from daliaug.outputs.dali_loader import DaliLoader
+from daliaug.prepare import prepare_samples
+from daliaug.sources import storage, webdataset
+from tests.helpers import joined_epoch
+from tests.s3_server import Server, serving
+from tests.sources.test_webdataset import (
+    COUNT,
+    fill_bucket,
+    reading,
+    sample,
+    wds_config,
+    write_shards,
+    write_tar,
+)
+
+
+@pytest.fixture
+def shards(tmp_path: Path) -> Path:
+    return write_shards(tmp_path / "wds")
+
+
+@pytest.fixture
+def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each call of the returned function: an empty ``DALIAUG_CACHE`` (a new host)."""
+    count = iter(range(100))
+
+    def fresh() -> None:
+        monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / f"cache-{next(count)}"))
+
+    fresh()
+    yield fresh
+
+
+def write_listings(config_path: Path, config, *extra: str) -> int:
+    config_path.write_text(config.model_dump_json())
+    return main(["check", str(config_path), "--write-listings", *extra])
+
+
+def spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The shards :mod:`daliaug.sources.webdataset` opens to read whole, in order."""
+    read: list[str] = []
+    real = webdataset.open_stream
+    monkeypatch.setattr(
+        webdataset, "open_stream", lambda shard, **kw: read.append(shard) or real(shard, **kw)
+    )
+    return read
+
+
+def test_a_start_reads_the_listing_files_and_gives_the_same_batches(
+    shards: Path, tmp_path: Path, fresh_cache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = wds_config(shards, tmp_path)
+    whole = joined_epoch(DaliLoader(config))
+    assert write_listings(tmp_path / "c.json", config) == 0
+    assert sorted(p.name for p in shards.glob("*.json")) == [webdataset.LISTING_NAME]
+    fresh_cache()
+    read = spy_reads(monkeypatch)
+    listed = prepare_samples(config)
+    assert read == []  # no shard read to list it
+    assert sorted(listed.labels.tolist()) == list(range(COUNT))
+    got = joined_epoch(DaliLoader(config))
+    np.testing.assert_array_equal(got[1], whole[1])
+    np.testing.assert_array_equal(got[0], whole[0])
+
+
+def test_listing_files_that_cannot_serve_are_named_and_the_shards_read(
+    shards: Path, tmp_path: Path, fresh_cache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = wds_config(shards, tmp_path)
+    assert write_listings(tmp_path / "c.json", config) == 0
+    listing = shards / webdataset.LISTING_NAME
+    kept = json.loads(listing.read_text())
+    every = [str(shards / f"part-{s}.tar") for s in range(3)]
+
+    def refused(text: str, why: str, read_again: list[str] = every) -> None:
+        listing.write_text(text)
+        fresh_cache()
+        read = spy_reads(monkeypatch)
+        with pytest.warns(DataWarning, match=rf"listing file {listing} is not used: {why}"):
+            samples = prepare_samples(config)
+        assert sorted(read) == read_again
+        assert sorted(samples.labels.tolist()) == list(range(COUNT))
+        monkeypatch.undo()
+
+    refused(listing.read_text()[:-40], r"it cannot be read \(JSONDecodeError")
+    edited = json.loads(json.dumps(kept))
+    edited["listing"]["part-1.tar"]["labels"][0] = 3
+    refused(json.dumps(edited), r"its listing does not match its SHA-256 \(the file was edited")
+    settings = {**kept["settings"], "label_member": "json"}
+    refused(
+        json.dumps({**kept, "settings": settings}),
+        r"it was written with other source settings \(label_member 'json' there, 'cls' here\)",
+    )
+    refused(json.dumps({**kept, "format": "x"}), r"it is not a 'daliaug shard listing 1' file")
+    # a shard rewritten, even at the same size (a label of one digit for another): its
+    # listing no longer serves it; the other shards' still do
+    data = (shards / "part-0.tar").read_bytes()
+    cls = data.index(b"000003.cls") + 512  # the member's data, after its 512-byte header
+    assert data[cls : cls + 1] == b"3"
+    (shards / "part-0.tar").write_bytes(data[:cls] + b"4" + data[cls + 1 :])
+    listing.write_text(json.dumps(kept))
+    fresh_cache()
+    read = spy_reads(monkeypatch)
+    why = rf"is not used: 1 of the shards it lists changed since \({shards}/part-0\.tar\)"
+    with pytest.warns(DataWarning, match=rf"{webdataset.LISTING_NAME} {why}"):
+        assert sorted(prepare_samples(config).labels.tolist()).count(4) == 2
+    assert read == [str(shards / "part-0.tar")]
+
+
+def test_bad_samples_in_a_listing_file_are_named_where_the_shard_is_read(
+    tmp_path: Path, fresh_cache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listings written through one path to the shards (a link to their folder), read
+    through another: each bad sample is named where it is read."""
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    write_tar(shards / "a.tar", {"0": sample(0), "1": {"cls": b"1"}, "2": sample(2)})
+    (tmp_path / "link").symlink_to(shards)
+    config = wds_config(tmp_path / "link", tmp_path, source={"on_error": "skip"})
+    assert write_listings(tmp_path / "c.json", config) == 3  # a bad sample: the check says so
+    fresh_cache()
+    read = spy_reads(monkeypatch)
+    with pytest.raises(DataError, match=rf"sample {shards}/a\.tar#1 has no image member"):
+        prepare_samples(wds_config(shards, tmp_path))
+    skip = wds_config(shards, tmp_path, source={"on_error": "skip"})
+    assert sorted(prepare_samples(skip).labels.tolist()) == [0, 2]
+    assert read == []
+
+
+def test_write_listings_needs_webdataset_shards(tmp_path: Path, capsys) -> None:
+    config = tmp_path / "c.json"
+    config.write_text(
+        json.dumps({"source": {"type": "directory", "path": str(tmp_path)}, "image_size": 8})
+    )
+    assert main(["check", str(config), "--write-listings"]) == 2
+    assert "--write-listings: source.type is directory" in capsys.readouterr().err
+
+
+@pytest.fixture
+def bucket(shards: Path, tmp_path: Path) -> Path:
+    return fill_bucket(tmp_path / "s3", shards)
+
+
+@pytest.fixture
+def server(bucket: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    with serving(bucket, monkeypatch) as running:
+        yield running
+
+
+def count_calls() -> list[tuple[str, str, str]]:
+    """Every request this process's S3 client makes from now on: ``(operation, key or
+    prefix, range or "")``."""
+    calls: list[tuple[str, str, str]] = []
+
+    def seen(params: dict, event_name: str, **_: object) -> None:
+        key = params.get("Key", params.get("Prefix", ""))
+        calls.append((event_name.rsplit(".", 1)[1], key, params.get("Range", "")))
+
+    storage._client().meta.events.register("before-parameter-build.s3", seen)
+    return calls
+
+
+def new_host_start(config, whole: tuple[np.ndarray, np.ndarray]) -> tuple:
+    """A start of ``config`` on a new host (empty cache; the caller's) and one epoch, whose
+    batches are asserted to be ``whole``'s: its samples, the S3 requests its listing made
+    (sorted) and those of the epoch."""
+    calls = count_calls()
+    samples = prepare_samples(config)
+    listing, epoch = sorted(calls), calls
+    calls.clear()  # (the list the hook fills, from here the epoch's)
+    got = joined_epoch(DaliLoader(config))
+    np.testing.assert_array_equal(got[1], whole[1])
+    np.testing.assert_array_equal(got[0], whole[0])
+    return samples, listing, epoch
+
+
+def test_s3_shards_are_listed_from_their_listing_files_and_read_once(
+    server: Server, shards: Path, bucket: Path, tmp_path: Path, fresh_cache
+) -> None:
+    """Listing files written to the bucket: a new host's start lists the bucket and reads
+    them, not the shards (nor asks for each shard's ETag: the bucket's listing gave it); an
+    epoch then reads each image once, by its byte range, and the batches are those of a
+    start that read the shards whole."""
+    config = wds_config("s3://data/train", tmp_path)
+    whole = joined_epoch(DaliLoader(config))
+    assert write_listings(tmp_path / "c.json", config) == 0
+    assert sorted(p.name for p in (bucket / "data" / "train").glob("*.json")) == [
+        webdataset.LISTING_NAME
+    ]
+    fresh_cache()
+    samples, listing, calls = new_host_start(config, whole)
+    assert listing == [
+        ("GetObject", "train/daliaug-listing.json", ""),
+        ("GetObject", "train/daliaug.json", ""),
+        ("ListObjectsV2", "train/", ""),
+    ]
+    ranges = [(key, span) for op, key, span in calls if key.endswith(".tar")]
+    assert {op for op, _, _ in calls} == {"GetObject", "ListObjectsV2"}  # (the loader lists)
+    assert len(ranges) == len(set(ranges)) == COUNT  # each image once, no whole shard
+    where = samples.columns["encoded"].where
+    sizes = sum(int(span.split("-")[1]) - int(span[6:].split("-")[0]) + 1 for _, span in ranges)
+    assert sizes == int(where[:, 2].sum())
+    # a shard uploaded again with other bytes (its size kept): another ETag, the listing unused
+    tar = bucket / "data" / "train" / "part-1.tar"
+    data = tar.read_bytes()
+    cls = data.index(b"000007.cls") + 512
+    tar.write_bytes(data[:cls] + b"8" + data[cls + 1 :])
+    fresh_cache()
+    with pytest.warns(DataWarning, match=r"data/train/daliaug-listing\.json is not used: 1 of"):
+        assert sorted(prepare_samples(config).labels.tolist()).count(8) == 2
+
+
+def test_s3_file_lists_are_listed_from_their_listing_file_and_read_once(
+    server: Server, bucket: Path, tmp_path: Path, fresh_cache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file list of S3 images with its listing file beside it: a new host's start reads
+    the list, the listing file and the bucket's listing, no image; an epoch reads each image
+    once; an image replaced since is read again at listing, alone; an edited listing file is
+    named and every image read."""
+    source = {"type": "file_list", "path": "s3://data/list/list.csv"}
+    config = reading(wds_config("s3://data/train", tmp_path), source)
+    whole = joined_epoch(DaliLoader(config))
+    assert write_listings(tmp_path / "c.json", config) == 0
+    listing = bucket / "data" / "list" / "list.listing.json"
+    assert listing.is_file()
+    fresh_cache()
+    _, listed, calls = new_host_start(config, whole)
+    assert listed == [
+        ("GetObject", "list/list.csv", ""),
+        ("GetObject", "list/list.listing.json", ""),
+        ("ListObjectsV2", "list/files/", ""),
+    ]
+    images = [key for op, key, _ in calls if op == "GetObject" and "/files/" in key]
+    lines = (bucket / "data" / "list" / "list.csv").read_text().split()
+    assert sorted(images) == sorted(f"list/{line.split(',')[0]}" for line in lines)
+    image = bucket / "data" / "list" / "files" / "3.jpg"
+    data = bytearray(image.read_bytes())
+    data[-3] ^= 0x01  # another image of the same size (a new ETag)
+    image.write_bytes(bytes(data))
+    calls.clear()
+    prepare_samples(config)
+    assert [key for op, key, _ in calls if op == "GetObject" and "/files/" in key] == [
+        "list/files/3.jpg"
+    ]
+    assert write_listings(tmp_path / "c.json", config) == 0
+    edited = json.loads(listing.read_text())
+    edited["listing"]["s3://data/list/files/0.png"][2] = [1, 1]
+    storage.write_text("s3://data/list/list.listing.json", json.dumps(edited))  # (a PUT)
+    fresh_cache()
+    calls.clear()
+    with pytest.warns(DataWarning, match=r"list\.listing\.json is not used: its listing does not"):
+        prepare_samples(config)
+    assert len([key for op, key, _ in calls if op == "GetObject" and "/files/" in key]) == COUNT
+
+
+def test_write_listings_of_a_local_file_list_is_refused(
+    shards: Path, tmp_path: Path, capsys
+) -> None:
+    config = tmp_path / "c.json"
+    source = {"type": "file_list", "path": str(shards / "list.csv")}
+    config.write_text(json.dumps({"source": source, "image_size": 8}))
+    assert main(["check", str(config), "--write-listings"]) == 2
+    assert "the images of" in capsys.readouterr().err
