@@ -194,6 +194,10 @@ def restored(shard: str, kept: dict[str, Any]) -> ShardListing:
     return listing
 
 
+INT32 = 2**31 - 1
+"""The largest class index (labels are ``int32``)."""
+
+
 def folder_of(shard: str) -> str:
     return shard.rsplit("/", 1)[0]
 
@@ -616,7 +620,7 @@ class WebDatasetSource(MaskTargets):
             raise DataError(f"sample {name} has no {member} member (source.label_member)")
         if member == "cls":
             text = sample[member][2].decode("utf-8", "replace").strip()
-            if not (text.isascii() and text.isdigit()):
+            if not (text.isascii() and text.isdigit()) or int(text) > INT32:
                 raise DataError(f"sample {name}: its cls member {text[:20]!r} is no class index")
             return int(text)
         y = self._json(name, sample)
@@ -626,7 +630,8 @@ class WebDatasetSource(MaskTargets):
                 f"(source.json_field): {str(y)[:100]}"
             )
         value = y[self.json_field]
-        if isinstance(value, bool) or not isinstance(value, int | str):
+        past = isinstance(value, int) and value > INT32
+        if isinstance(value, bool) or not isinstance(value, int | str) or past:
             raise DataError(f"sample {name}: its json {self.json_field!r} is {value!r}")
         return value
 
@@ -651,12 +656,13 @@ class WebDatasetSource(MaskTargets):
             top = max((int(label) for label in labels), default=0) if numeric else 0
             names = [str(i) for i in range(top + 1)] if numeric else sorted(set(map(str, labels)))
         index = {name: i for i, name in enumerate(names)}
-        values = np.fromiter(
-            (label if isinstance(label, int) else index.get(label, -1) for label in labels),
-            np.int64,
-            len(labels),
-        )
-        outside = np.flatnonzero((values < 0) | (values >= len(names)))
+
+        def value(label: int | str) -> int:  # (-1: not one of the classes)
+            found = label if isinstance(label, int) else index.get(label, -1)
+            return found if 0 <= found < len(names) else -1
+
+        values = np.fromiter(map(value, labels), np.int64, len(labels))
+        outside = np.flatnonzero(values < 0)
         if len(outside):
             label, owner = labels[outside[0]], owners[outside[0]]
             raise DataError(

@@ -194,6 +194,26 @@ def test_json_labels_and_class_names(tmp_path: Path) -> None:
         prepare_samples(wds_config(tmp_path / "a.tar", tmp_path, source=source))
 
 
+def test_a_class_index_past_int32_is_named(tmp_path: Path) -> None:
+    """Labels are int32: a larger index is named (never an overflow, nor a list of that many
+    class names)."""
+    huge = str(2**64).encode()
+    write_tar(tmp_path / "a.tar", {"0": sample(0), "1": sample(1, cls=huge)})
+    with pytest.raises(DataError, match=r"sample .*a\.tar#1: its cls member '18446.* is no class"):
+        prepare_samples(wds_config(tmp_path / "a.tar", tmp_path))
+    json_labels = {"label_member": "json", "on_error": "skip"}
+    write_tar(
+        tmp_path / "b.tar",
+        {
+            "0": sample(0, json=b'{"label": 0}'),
+            "1": sample(1, json=b'{"label": 18446744073709551616}'),
+        },
+    )
+    with pytest.warns(DataWarning):
+        samples = prepared(wds_config(tmp_path / "b.tar", tmp_path, source=json_labels)).samples
+    assert len(samples) == 1
+
+
 def test_convert_writes_shards_with_dalis_index_that_train(tmp_path: Path) -> None:
     classes = tmp_path / "classes"
     for k in range(7):
