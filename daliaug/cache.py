@@ -4,6 +4,7 @@ results), and how it writes them so that processes sharing the cache never see h
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import sqlite3
@@ -12,6 +13,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from daliaug.errors import CacheError, CacheWarning
 
@@ -63,6 +65,15 @@ def fallback_dir() -> Path:
     """A folder of this process's own in the system's temporary folder, for what the cache
     cannot take."""
     return Path(tempfile.mkdtemp(prefix="daliaug-"))
+
+
+def read_cached(relative: str) -> Any:
+    """The JSON :func:`write_cached` kept at ``relative`` in the cache; ``None`` where there is
+    none, or it cannot be read or parsed (what it held is then made again)."""
+    try:
+        return json.loads((default_cache_dir() / relative).read_text())
+    except (CacheError, OSError, ValueError):
+        return None
 
 
 def write_cached(relative: str, data: str | bytes, what: str) -> Path:

@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from daliaug.cache import default_cache_dir, write_cached
+from daliaug.cache import read_cached, write_cached
 from daliaug.config_files import read_text
-from daliaug.errors import CacheError, ConfigError, DataError
+from daliaug.errors import ConfigError, DataError
 from daliaug.fields import Location
 from daliaug.sources import listing_files, storage
 from daliaug.sources.base import Samples, SourceConfig
@@ -132,22 +132,29 @@ class FileListSource(SourceConfig):
         return Samples(columns, class_names, sizes, rejected=rejected)
 
     def _known(self, paths: list[str]) -> dict[str, Object]:
-        """What each of ``paths`` is known by (:meth:`_object`): from the list's listing file
-        or this host's cache where the image's identity (from its bucket's listing, or a
-        ``stat``) is the one recorded there and that record's check covers this source's;
-        else read whole once (in parallel). What was read is kept in the cache."""
+        """What each of ``paths`` is known by (:meth:`_object`): from this host's cache, else
+        (only where the cache leaves some) the list's listing file, where the image's identity
+        (from its bucket's listing, or a ``stat``) is the one recorded there and that record's
+        check covers this source's; else read whole once (in parallel). Kept in the cache
+        where any came from elsewhere."""
         now = storage.identities(paths)
         full = self.check != "headers"
         kept: dict[str, tuple[Object, bool]] = {}
-        for records in (self._listing_file(), self._cached()):
+
+        def serve(records: dict[str, list]) -> None:
             for path, (why, size, hw, identity, checked) in records.items():
                 if identity and now.get(path) == identity and (checked or not full):
                     kept.setdefault(path, ((why, size, (hw[0], hw[1]), identity), checked))
+
+        serve(self._cached())
+        from_cache = set(kept)
+        if any(path not in kept for path in paths):
+            serve(self._listing_file())
         todo = [p for p in dict.fromkeys(paths) if p not in kept]
         with ThreadPoolExecutor(storage.S3_READERS) as pool:
             read = list(pool.map(self._object, todo))
         kept.update((path, (found, full)) for path, found in zip(todo, read, strict=True))
-        if todo:
+        if set(kept) - from_cache:
             records = {p: [*found, checked] for p, (found, checked) in kept.items()}
             write_cached(self._cache_name(), json.dumps(records), "an S3 image listing")
         return {path: found for path, (found, _) in kept.items()}
@@ -158,8 +165,8 @@ class FileListSource(SourceConfig):
 
     def _cached(self) -> dict[str, list]:
         """What this host's cache records of the list's images (empty where nothing)."""
-        with contextlib.suppress(CacheError, OSError, ValueError):
-            return _records(json.loads((default_cache_dir() / self._cache_name()).read_text()))
+        with contextlib.suppress(ValueError):
+            return _records(read_cached(self._cache_name()))
         return {}
 
     def _listing_file(self) -> dict[str, list]:

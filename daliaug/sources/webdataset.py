@@ -32,8 +32,8 @@ import numpy as np
 from pydantic import field_validator, model_validator
 
 from daliaug.boxes import BoxFormat, to_xyxy
-from daliaug.cache import default_cache_dir, write_atomically, write_cached
-from daliaug.errors import CacheError, ConfigError, DataError
+from daliaug.cache import read_cached, write_atomically, write_cached
+from daliaug.errors import ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath
 from daliaug.sources import listing_files
 from daliaug.sources.annotations import ImageAnnotations, checked_targets, object_column
@@ -398,10 +398,8 @@ class WebDatasetSource(MaskTargets):
 
     def _cached(self) -> dict[str, ShardListing]:
         """The listings this host's cache keeps for these shards (empty where none)."""
-        with contextlib.suppress(
-            CacheError, OSError, ValueError, TypeError, KeyError, AttributeError
-        ):
-            kept = json.loads((default_cache_dir() / self._cache_name()).read_text())
+        kept = read_cached(self._cache_name()) or {}
+        with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
             return {shard: restored(shard, listing) for shard, listing in kept.items()}
         return {}
 

@@ -13,6 +13,7 @@ are decoded and the window cut from them, with one :class:`BackendWarning` givin
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,9 +28,9 @@ from functools import cache
 from importlib import metadata
 from typing import Literal
 
-from daliaug.cache import default_cache_dir, write_cached
+from daliaug.cache import read_cached, write_cached
 from daliaug.engines.select import dali_gpu_count
-from daliaug.errors import BackendWarning, CacheError
+from daliaug.errors import BackendWarning
 
 WindowMode = Literal["roi", "whole"]
 
@@ -101,12 +102,10 @@ def canary(
     from ``$DALIAUG_CACHE/canary/<key>.json``), else the child run (``command``: another
     child, for tests; ``timeout``: see :func:`run_child`) and its outcome written there."""
     relative = f"canary/{cache_key(device_id)}.json"
-    try:
-        stored = default_cache_dir() / relative
-        if stored.is_file():
-            return Canary(**{**json.loads(stored.read_text()), "cached": True})
-    except (OSError, ValueError, TypeError, CacheError):
-        pass  # an unreadable cache entry: run the child again
+    stored = read_cached(relative)
+    with contextlib.suppress(TypeError):  # an unreadable cache entry: run the child again
+        if stored is not None:
+            return Canary(**{**stored, "cached": True})
     outcome = run_child(command or child_command("gpu", device_id), timeout)
     write_cached(relative, json.dumps(asdict(outcome)), "the window-decode canary's outcome")
     return outcome
