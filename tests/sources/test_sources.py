@@ -391,6 +391,28 @@ def test_tfrecords_each_record_once_per_epoch(records: Path, tmp_path: Path) -> 
             assert sorted(np.concatenate(batches).tolist()) == list(range(23))
 
 
+def test_every_transform_tfrecords_take_runs_through_dalis_own_reader(
+    records: Path, tmp_path: Path
+) -> None:
+    """DALI's TFRecord reader draws the parameters in the graph: each transform example the
+    config takes for TFRecords (batch stages and DALI-GPU-only ones are refused by name) gives a
+    batch there; a colour matrix the same for every sample (``channel_shift``, ``color_jitter``,
+    whose colour is a pixel stage) once failed DALI's broadcast there."""
+    from daliaug.parity.examples import TRANSFORM_EXAMPLES
+
+    ran = []
+    for example in TRANSFORM_EXAMPLES:
+        try:
+            config = records_config(records, tmp_path, transforms=[example], backend="cpu")
+        except ConfigError as e:
+            assert re.search(r"needs a column source|cannot run on DALI's cpu", str(e)), e
+            continue
+        images, labels = next(iter(DaliLoader(config)))
+        assert images.shape[0] == 5 and np.isfinite(images).all() and len(labels) == 5
+        ran.append(example["type"])
+    assert {"color_jitter", "channel_shift", "rand_augment"} <= set(ran) and len(ran) > 40
+
+
 def test_tfrecord_index_files_are_reused(records: Path, tmp_path: Path) -> None:
     config = records_config(records, tmp_path)
     prepare_samples(config)

@@ -173,17 +173,28 @@ def _recolour(image: DataNode, warp: dict[str, object], channels: int) -> DataNo
     return moved
 
 
-def recolours(warp: dict[str, object], channels: int) -> DataNode:
+def recolours(warp: dict[str, object], channels: int) -> DataNode | bool:
     """Per sample, whether :func:`_recolour` changes any value: ``colour`` is not the
     identity or ``colour_mean`` is not zero (otherwise it gives back each value exactly:
     products with 1 and 0 and sums with 0 round nothing). Computed in the graph where DALI's
-    reader reads the images; the host computes it for the graphs it feeds (``recolour``,
+    reader reads the images (a plain bool where both are the same for every sample); the host
+    computes it for the graphs it feeds (``recolour``,
     :class:`~daliaug.engines.feed.WarpLayout`)."""
-    identity = types.Constant(np.eye(channels, channels + 1, dtype=np.float32))
-    change = fn.reductions.max(dmath.abs(warp["colour"] - identity))
+    change = _deviation(warp["colour"], np.eye(channels, channels + 1, dtype=np.float32))
     if "colour_mean" in warp:
-        change = dmath.max(change, fn.reductions.max(dmath.abs(warp["colour_mean"])))
+        other = _deviation(warp["colour_mean"], np.zeros((channels, channels), np.float32))
+        both = isinstance(change, float) and isinstance(other, float)
+        change = max(change, other) if both else dmath.max(change, other)
     return change > 0.0
+
+
+def _deviation(value: object, base: np.ndarray) -> DataNode | float:
+    """The largest absolute difference of a per-sample matrix argument from ``base``: a
+    number where ``value`` is the same for every sample (:func:`~daliaug.engines.dali.math.
+    as_tensor_arg`'s flat list of constants)."""
+    if isinstance(value, list):
+        return float(np.abs(np.reshape(value, base.shape) - base).max())
+    return fn.reductions.max(dmath.abs(value - types.Constant(base)))
 
 
 def finish(
