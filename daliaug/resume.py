@@ -30,6 +30,7 @@ import numpy as np
 
 from daliaug.epoch import RestOfEpoch, replica_length, world_order
 from daliaug.errors import ConfigError, DataError
+from daliaug.reader_checkpoints import ReaderCheckpoints, decoded
 from daliaug.sources.checks import file_key
 from daliaug.sources.sample_set import shard_range
 
@@ -37,8 +38,9 @@ if TYPE_CHECKING:
     from daliaug.config import Config
     from daliaug.sources.sample_set import SampleSet
 
-FORMAT = 1
-"""The version of :class:`State`'s fields; a state of another format is refused."""
+FORMAT = 2
+"""The version of :class:`State`'s fields; a state of another format is refused (2: with
+``readers``)."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,10 @@ class State:
     ``epoch``'s order consumed across the ``world`` (every shard's batches so far; an epoch's
     end is the next epoch at 0), for the stream of ``seed``, a global batch of ``batch_size``,
     ``samples`` samples with fingerprint ``source`` and the config with fingerprint
-    ``config``, written by daliaug ``version`` in format ``format``.
+    ``config``, written by daliaug ``version`` in format ``format``. Where DALI's own reader
+    streams the samples (TFRecords), ``readers`` holds each of this process's shards' reader
+    checkpoint (DALI's, base64), by shard number: its shuffle buffer is no function of the
+    seed alone.
 
     :meth:`as_dict` / :meth:`to_json` add a ``digest`` of the fields, which
     :meth:`from_dict` / :meth:`from_json` check, so that a truncated or edited state is
@@ -63,6 +68,7 @@ class State:
     config: dict[str, str]
     version: str
     order_world: int
+    readers: dict[str, str] = dataclasses.field(default_factory=dict)
     format: int = FORMAT
 
     def as_dict(self) -> dict[str, Any]:
@@ -78,6 +84,8 @@ class State:
         its type, and the digest matching them."""
         if not isinstance(given, Mapping):
             raise ConfigError(f"state: expected a daliaug state, got a {type(given).__name__}")
+        if "format" in given and given["format"] != FORMAT:
+            raise ConfigError(f"state: format {given['format']!r}, this daliaug reads {FORMAT}")
         names = [f.name for f in dataclasses.fields(State)]
         missing = [n for n in [*names, "digest"] if n not in given]
         if missing:
@@ -93,6 +101,8 @@ class State:
                 raise ConfigError(f"state: {f.name} is {value!r}, not a {kind.__name__}")
         if not all(isinstance(v, str) for v in fields["config"].values()):
             raise ConfigError("state: config holds a fingerprint per config field")
+        if not all(isinstance(v, str) for v in fields["readers"].values()):
+            raise ConfigError("state: readers holds a checkpoint (text) per shard")
         if given["digest"] != _digest(fields):
             raise ConfigError(
                 "state: its digest does not match its fields (the state was edited or damaged)"
@@ -165,6 +175,24 @@ class Rest:
 
 
 @dataclass(frozen=True)
+class Readers:
+    """Where DALI's own readers resume a stream: batch ``first`` of the epoch, each shard's
+    pipeline restored from its ``checkpoints`` (DALI's, by shard number)."""
+
+    first: int
+    checkpoints: dict[int, bytes]
+
+    def of(self, shard: int) -> bytes:
+        """Shard ``shard``'s checkpoint; a :class:`ConfigError` where the state holds none."""
+        if shard not in self.checkpoints:
+            raise ConfigError(
+                f"state: holds the reader checkpoints of shards {sorted(self.checkpoints)}, and "
+                f"this process runs shard {shard}: each process restores the state it took"
+            )
+        return self.checkpoints[shard]
+
+
+@dataclass(frozen=True)
 class Stream:
     """A dataset's stream of batches as a state sees it: the config's ``seed``, the ``world``
     of shards the epoch is split over, each shard's ``batch_size``, ``batches`` per epoch,
@@ -172,7 +200,10 @@ class Stream:
     daliaug's ``version`` (whose states alone it takes), ``shuffle`` and ``drop_remainder``;
     ``seeks``: whether it can start mid-epoch (not where DALI's own reader streams TFRecords);
     ``elastic``: whether it can take the rest of an epoch begun by another world
-    (:class:`Rest`: the NumPy, JAX and PyTorch batches of the host's engines)."""
+    (:class:`Rest`: the NumPy, JAX and PyTorch batches of the host's engines); ``readers``:
+    where DALI's own reader streams TFRecords and keeps its checkpoints, the checkpoints after
+    batch ``b`` of epoch ``e`` (:class:`~daliaug.reader_checkpoints.ReaderCheckpoints`),
+    which its states hold and whence it starts mid-epoch."""
 
     seed: int
     world: int
@@ -186,6 +217,7 @@ class Stream:
     drop_remainder: bool = False
     seeks: bool = True
     elastic: bool = False
+    readers: ReaderCheckpoints | None = None
 
     @cached_property
     def source(self) -> str:
@@ -213,6 +245,7 @@ class Stream:
         total = self.batches if rest is None else rest.batches
         if not 0 <= batches <= total:
             raise ConfigError(f"state: batch {batches} is not in an epoch of {total}")
+        readers = {} if self.readers is None else self.readers(epoch, batches)
         world, position = self.world, batches * self.step
         if batches == total:
             epoch, position = epoch + 1, 0
@@ -229,11 +262,13 @@ class Stream:
             self.config,
             self.version,
             world,
+            readers,
         )
 
-    def start(self, given: State | Mapping[str, Any] | str) -> tuple[int, int | Rest]:
+    def start(self, given: State | Mapping[str, Any] | str) -> tuple[int, int | Rest | Readers]:
         """Where ``given`` resumes this stream: its epoch and the batch to start it at, or
-        the :class:`Rest` of it where another world began it; a :class:`ConfigError`
+        the :class:`Rest` of it where another world began it, or the :class:`Readers` to
+        restore where DALI's own reader streams it; a :class:`ConfigError`
         (another config, version, seed, batch or format, a damaged state) or
         :class:`DataError` (other samples, a position past the epoch) naming what differs."""
         state = State.of(given)
@@ -273,21 +308,40 @@ class Stream:
             raise ConfigError(
                 f"state: order_world {state.order_world} does not divide its global batch"
             )
-        if state.position == 0:
-            return state.epoch, 0  # an epoch not begun: this world's own
         native = state.order_world == state.world == self.world
+        restores = bool(state.readers) and self.readers is not None and native
+        if state.readers and state.position and not restores:
+            other = (
+                "reads them otherwise (tf.data, or DALI on the GPU)"
+                if self.readers is None
+                else f"is a world of {self.world}"
+            )
+            raise ConfigError(
+                f"state: holds the checkpoints of DALI's own reader (TFRecords read by DALI on "
+                f"the CPU) in a world of {state.world}; this dataset {other}: resume it with "
+                "the output, device and world it was taken with"
+            )
+        if state.position == 0 and not restores:
+            return state.epoch, 0  # an epoch not begun: this world's own
         end = self.batches * self.step if native else self.entries(state.order_world)
         if not 0 <= state.position < end:
             raise DataError(
                 f"state: position {state.position} is past the end of an epoch of {end} positions"
             )
-        if state.position and not self.seeks:
+        if state.position and not (self.seeks or restores):
             raise ConfigError(
                 "state: TFRecords read by DALI's own reader (the NumPy, JAX and PyTorch "
-                "outputs) resume at an epoch's start only; restore a state taken at the end of "
-                "an epoch, or read them through tf.data (framework='tensorflow'), which resumes "
-                "mid-epoch"
+                "outputs) resume mid-epoch from the reader's checkpoints, which DALI on the CPU "
+                "keeps and this state does not hold (DALI's reader on the GPU resumes at an "
+                "epoch's start only): restore a state taken at the end of an epoch, or read "
+                "them with DALI on the CPU or through tf.data (framework='tensorflow')"
             )
+        if restores and state.position % self.step == 0:
+            assert self.readers is not None
+            first = state.position // self.step
+            checkpoints = decoded(state.readers)
+            self.readers.hold(state.epoch, first, state.readers)
+            return state.epoch, Readers(first, checkpoints)
         if native and state.position % self.step == 0:
             return state.epoch, state.position // self.step
         if native:

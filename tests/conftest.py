@@ -54,6 +54,20 @@ def numbered_list(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return listing
 
 
+@pytest.fixture(scope="session")
+def numbered_records(numbered_list: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 23 numbered images as 3 TFRecord files (``daliaug convert``'s), labelled by index."""
+    from daliaug.config import load_config
+    from daliaug.tools.convert import write_tfrecords
+
+    listing = load_config(
+        {"source": {"type": "file_list", "path": str(numbered_list)}, "image_size": 8}
+    )
+    out = tmp_path_factory.mktemp("records")
+    write_tfrecords(listing.source.samples(), out, shards=3)
+    return out
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``gpu`` run only where DALI sees a CUDA GPU."""
     if not any(item.get_closest_marker("gpu") for item in items):

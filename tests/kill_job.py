@@ -1,10 +1,13 @@
 """A training loop's data side, run by tests/test_resume.py to be killed: NumPy batches of 22
-arrays labelled by their index, two epochs; after each batch its digest and labels are appended to
-``out`` and the stream's state written to ``state`` (each on disk before the next step), then
-the job says ``batch N`` and, unless ``free``, waits for a line on stdin before the next.
+arrays labelled by their index (or of ``records``, TFRecords of images labelled by their
+index, read by DALI's own reader on the CPU), two epochs; after each batch its digest and
+labels are appended to ``out`` and the stream's state written to ``state`` (each on disk before
+the next step), then the job says ``batch N`` and, unless ``free``, waits for a line on stdin
+before the next.
 
 ``python -m tests.kill_job SPEC_JSON``: SPEC has ``backend`` (``opencv`` or ``cpu``), ``out``,
-``state``, ``resume`` (start from the state file) and ``free``.
+``state``, ``resume`` (start from the state file), ``free`` and optionally ``records`` and
+``index_dir``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ def main(spec: dict) -> None:
     }
     x = np.random.default_rng(2).integers(0, 256, (22, 20, 24, 3), dtype=np.uint8)
     y = np.arange(22)
+    if "records" in spec:
+        source = {"type": "tfrecord", "path": spec["records"], "index_dir": spec["index_dir"]}
+        config |= {"source": source, "label_mode": "int"}
+        x = y = None
     state_file, out = Path(spec["state"]), Path(spec["out"])
     state = state_file.read_text() if spec["resume"] else None
     dataset = daliaug.make_dataset(config, x=x, y=y, framework="numpy", state=state)

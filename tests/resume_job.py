@@ -3,8 +3,9 @@ its backend when it is first imported): ``model.fit`` with daliaug's ``BackupAnd
 interrupted in its third epoch and restored, beside an uninterrupted run.
 
 ``python -m tests.resume_job SPEC_JSON``: SPEC has ``numbered`` (a file list of images
-labelled by their index), ``backup`` (a folder for the backups) and ``out`` (``.npz``; the
-labels each run trained on go to the ``.json`` beside it).
+labelled by their index; or ``records``, the same as TFRecords, read by DALI's own reader, with
+``index_dir``), ``backup`` (a folder for the backups) and ``out`` (``.npz``; the labels each
+run trained on go to the ``.json`` beside it).
 """
 
 from __future__ import annotations
@@ -72,10 +73,12 @@ def main(spec: dict) -> None:
     import daliaug
     from daliaug.keras import BackupAndRestore
 
-    numbered = Path(spec["numbered"])
+    source = {"type": "file_list", "path": spec.get("numbered")}
+    if "records" in spec:
+        source = {"type": "tfrecord", "path": spec["records"], "index_dir": spec["index_dir"]}
     config = daliaug.load_config(
         {
-            "source": {"type": "file_list", "path": str(numbered)},
+            "source": source,
             "image_size": 24,
             "batch_size": 5,
             "seed": 7,

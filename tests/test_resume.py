@@ -288,17 +288,22 @@ def test_backup_and_restore_resumes_model_fit_mid_epoch(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["jax", "torch"])
+@pytest.mark.parametrize(
+    ("backend", "records"), [("jax", False), ("torch", False), ("jax", True), ("torch", True)]
+)
 def test_backup_and_restore_resumes_model_fit_mid_epoch_on_jax_and_torch(
-    backend: str, numbered_list: Path, tmp_path: Path
+    backend: str, records: bool, numbered_list: Path, numbered_records: Path, tmp_path: Path
 ) -> None:
     """The same through Keras' own ``fit`` on JAX and PyTorch (daliaug's batches as their data
-    adapter), each in a process of its own."""
+    adapter), each in a process of its own; also over TFRecords read by DALI's own reader,
+    whose saved states hold its checkpoints."""
     spec = {
         "numbered": str(numbered_list),
         "backup": str(tmp_path / "backup"),
         "out": str(tmp_path / "out.npz"),
     }
+    if records:
+        spec |= {"records": str(numbered_records), "index_dir": str(tmp_path)}
     report, _ = run_keras_job("tests.resume_job", backend, spec, timeout=600)
     whole, first, resumed = report["whole"], report["first"], report["resumed"]
     assert len(whole) == 20 and first[:13] == whole[:13]
@@ -367,35 +372,43 @@ def kill_job(spec: dict[str, Any], kill_at: int | None = None) -> int:
     return handed
 
 
-@pytest.fixture(scope="module", params=["opencv", "cpu"])
-def uninterrupted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """The job's two epochs run through on engine ``param``: its records."""
+@pytest.fixture(scope="module", params=["opencv", "cpu", "records"])
+def uninterrupted(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    numbered_records: Path,
+) -> tuple[dict[str, Any], list[str], int]:
+    """The job's two epochs run through on engine ``param`` (``records``: the 23 numbered
+    TFRecords through DALI's own reader on the CPU): its spec, records and sample count."""
     root = tmp_path_factory.mktemp("whole")
-    spec = {"backend": request.param, "out": str(root / "out.jsonl")}
-    kill_job({**spec, "state": str(root / "state.json"), "resume": False})
-    return request.param, (root / "out.jsonl").read_text().splitlines()
+    spec: dict[str, Any] = {"backend": request.param}
+    if request.param == "records":
+        spec = {"backend": "cpu", "records": str(numbered_records), "index_dir": str(root)}
+    out = root / "out.jsonl"
+    kill_job({**spec, "out": str(out), "state": str(root / "state.json"), "resume": False})
+    return spec, out.read_text().splitlines(), 23 if "records" in spec else 22
 
 
 @pytest.mark.slow
 @settings(max_examples=3, derandomize=True, deadline=None)
 @given(kill_at=st.integers(1, 11))
 def test_killed_at_any_batch_and_resumed_gives_the_uninterrupted_stream(
-    uninterrupted: tuple[str, list[str]], kill_at: int
+    uninterrupted: tuple[dict[str, Any], list[str], int], kill_at: int
 ) -> None:
     """SIGKILL after ``kill_at`` batches (of 12 over two epochs): the job resumed from the state
     it last wrote hands on exactly the uninterrupted run's remaining batches (their bytes'
     digest), and over the two runs each epoch holds every sample exactly once."""
-    backend, whole = uninterrupted
+    job, whole, count = uninterrupted
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        spec = {"backend": backend, "out": str(root / "out.jsonl"), "state": str(root / "s")}
+        spec = {**job, "out": str(root / "out.jsonl"), "state": str(root / "s")}
         assert kill_job({**spec, "resume": False}, kill_at) == kill_at
         kill_job({**spec, "resume": True})
         records = (root / "out.jsonl").read_text().splitlines()
     assert records == whole
     labels = [json.loads(r)["labels"] for r in records]
     for epoch in (labels[:6], labels[6:]):
-        assert sorted(x for batch in epoch for x in batch) == list(range(22))
+        assert sorted(x for batch in epoch for x in batch) == list(range(count))
 
 
 @pytest.mark.parametrize("check", ["full", "background"])
@@ -422,26 +435,92 @@ def test_a_state_of_files_since_replaced_or_added_is_refused(
         daliaug.make_dataset(config, framework="numpy", state=state)
 
 
-@pytest.mark.parametrize("backend", ["tf", "cpu"])
-def test_tfrecords_read_by_tf_data_resume_mid_epoch(tmp_path: Path, backend: str) -> None:
-    """TFRecords read by ``tf.data`` (the TF engine's graph, or packed for DALI's) resume at
-    batch k: the rest of the epoch and the next epoch byte for byte as the uninterrupted
-    run's. DALI's own reader (the NumPy output) cannot start mid-epoch: refused by name."""
+@pytest.fixture(scope="module")
+def two_folders(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """18 images in two class folders as two TFRecord files (``records/``)."""
     from daliaug.sources.directory import DirectorySource
     from daliaug.tools.convert import write_tfrecords
 
+    root = tmp_path_factory.mktemp("two")
     images = {name: [structured_image(30 + i, 36, seed=i) for i in range(9)] for name in "ab"}
-    write_image_dir(tmp_path / "img", images)
-    write_tfrecords(DirectorySource(path=tmp_path / "img").samples(), tmp_path / "r", shards=2)
-    source = {"type": "tfrecord", "path": str(tmp_path / "r"), "index_dir": str(tmp_path)}
-    chain = [{"type": "rotation", "angle": 30}]
-    config = config_for(
-        tmp_path, source=source, backend=backend, shuffle=True, transforms=chain, label_mode="int"
-    )
+    write_image_dir(root / "img", images)
+    write_tfrecords(DirectorySource(path=root / "img").samples(), root / "records", shards=2)
+    return root
+
+
+def records_config(root: Path, backend: str, **fields: Any) -> Any:
+    """The TFRecords of ``root`` in batches of 4, shuffled, rotated and colour-jittered."""
+    source = {"type": "tfrecord", "path": str(root / "records"), "index_dir": str(root)}
+    chain = [{"type": "rotation", "angle": 30}, {"type": "color_jitter", "brightness": 0.4}]
+    fields = {"shuffle": True, "transforms": chain, "label_mode": "int", **fields}
+    return config_for(root, source=source, backend=backend, **fields)
+
+
+@pytest.mark.parametrize("backend", ["tf", "cpu"])
+def test_tfrecords_read_by_tf_data_resume_mid_epoch(two_folders: Path, backend: str) -> None:
+    """TFRecords read by ``tf.data`` (the TF engine's graph, or packed for DALI's) resume at
+    batch k: the rest of the epoch and the next epoch byte for byte as the uninterrupted
+    run's. DALI's own reader (the NumPy output) does not take a state without its checkpoints
+    mid-epoch: refused by name."""
+    config = records_config(two_folders, backend)
     whole = epochs_of(daliaug.make_dataset(config), 2)
     state = daliaug.make_dataset(config).stream.state(0, 2)
     rest = epochs_of(daliaug.make_dataset(config, state=state), 2)
     assert len(whole[0]) == 5 and same(rest[0], whole[0][2:]) and same(rest[1], whole[1])
     if backend == "cpu":
-        with pytest.raises(ConfigError, match=r"DALI's own reader .* epoch's start"):
+        with pytest.raises(ConfigError, match=r"DALI's own reader .* does not hold"):
             daliaug.make_dataset(config, framework="numpy", state=state)
+
+
+def test_tfrecords_read_by_dalis_own_reader_resume_at_any_batch(two_folders: Path) -> None:
+    """DALI's own reader (the NumPy output, DALI on the CPU) shuffles through a buffer and draws
+    the parameters in its graph, so its states hold DALI's checkpoints: restored at any batch
+    of any epoch (an epoch's end included), the stream gives byte for byte the uninterrupted
+    run's batches from there, each epoch every record once; a ``DaliLoader`` gives the same
+    stream and seeks in it. Refused by name: its state on ``tf.data``, a state of another
+    process's shard."""
+    from daliaug.outputs.dali_loader import DaliLoader
+
+    config = records_config(two_folders, "cpu")
+    dataset = daliaug.make_dataset(config, framework="numpy")
+    whole, states = [], []
+    for _ in range(3):
+        for batch in dataset:
+            whole.append(tuple(np.asarray(t) for t in batch))
+            states.append(dataset.get_state())
+    assert len(dataset) == 5 and len(whole) == 15
+    for e in range(3):
+        labels = np.concatenate([b[1] for b in whole[5 * e : 5 * e + 5]])
+        assert sorted(labels.tolist()) == [0] * 9 + [1] * 9
+    assert all(s.readers for s in states) and len(states[0].to_json()) < 20_000
+    for k in (1, 4, 5, 7, 14):
+        resumed = daliaug.make_dataset(config, framework="numpy", state=states[k - 1])
+        assert (resumed.epoch, states[k - 1].position) == (k // 5, 4 * (k % 5))
+        rest = [tuple(np.asarray(t) for t in b) for _ in range(3) for b in resumed]
+        assert same(rest[: 15 - k], whole[k:])
+    loader = DaliLoader(config)
+    first = [b for _ in range(2) for b in loader]
+    assert same(first, whole[:10])
+    loader.set_state(states[6])  # epoch 1, batch 2
+    assert same(list(loader), whole[7:10])
+    with pytest.raises(ConfigError, match=r"DALI's own reader .* reads them otherwise"):
+        daliaug.make_dataset(config, state=states[6])  # tf.data
+    fields = {k: v for k, v in states[6].as_dict().items() if k != "digest"}
+    other = State(**{**fields, "readers": {"1": fields["readers"]["0"]}})
+    with pytest.raises(ConfigError, match=r"shards \[1\], and this process runs shard 0"):
+        daliaug.make_dataset(config, framework="numpy", state=other)
+
+
+def test_reader_checkpoints_are_held_for_the_recent_batches() -> None:
+    """The checkpoints of the last :data:`HELD` batches are kept (an epoch's end also as the
+    next epoch's start); one older is refused by name, the start of an epoch no pipeline ran
+    before is none (a new pipeline is that state)."""
+    from daliaug.reader_checkpoints import ReaderCheckpoints
+
+    held = ReaderCheckpoints()
+    for batch in range(1, held.HELD + 6):
+        held.record(0, batch, 0, bytes([batch]), end=batch == held.HELD + 5)
+    assert held(0, held.HELD + 5) == held(1, 0) == {"0": "RQ=="}
+    assert held(0, 0) == {}
+    with pytest.raises(ConfigError, match=r"after batch 3 of epoch 0 is not held"):
+        held(0, 3)

@@ -26,7 +26,7 @@ import numpy as np
 
 from daliaug.batch_layout import BatchLayout
 from daliaug.errors import ConfigError
-from daliaug.resume import Rest
+from daliaug.resume import Readers, Rest
 
 if TYPE_CHECKING:
     from daliaug.outputs.options import DatasetOptions
@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from daliaug.sources.sample_set import SampleSet
 
 Batch = tuple[Any, ...]
+Start = int | Rest | Readers
+"""Where a pass starts: a batch of the epoch, the rest of an epoch another world began, or a
+batch where DALI's own readers are restored (:mod:`daliaug.resume`)."""
 
 
 class Batches:
@@ -58,6 +61,8 @@ class Batches:
     from all of them)."""
     shard_batch: int = 0
     """Each shard's batch."""
+    local: tuple[int, ...] = (0,)
+    """The shards this process runs, by number."""
 
     def __init__(
         self,
@@ -74,7 +79,7 @@ class Batches:
         self._batch_size = batch_size
         self._partial = partial
         self._epoch = initial_epoch
-        self._start: int | Rest = 0  # the batch the epoch starts at, or the rest of it
+        self._start: Start = 0  # the batch the epoch starts at, or the rest of it
         self._taken = 0  # batches of the epoch handed on
         self._stream: Iterable[Batch] | None = None
         self._ended = False
@@ -89,22 +94,26 @@ class Batches:
         return self._epoch
 
     @property
-    def start(self) -> int | Rest:
+    def start(self) -> Start:
         """The batch the next pass starts at (0 but in a resumed epoch), or the rest of an
-        epoch another world began."""
+        epoch another world began, or DALI's readers restored at a batch."""
         return self._start
 
     def set_epoch(self, epoch: int) -> None:
         """Make the next pass run ``epoch`` (:class:`~daliaug.keras.EpochSync`, a restore)."""
         self.seek(epoch, 0)
 
-    def seek(self, epoch: int, start: int | Rest) -> None:
+    def seek(self, epoch: int, start: Start) -> None:
         """Make the next pass run ``epoch`` from its batch ``start``, or the :class:`Rest`
-        of it another world began."""
+        of it another world began, or from the batch where :class:`Readers` restore DALI's
+        own readers (not where the pipelines ended the epoch before and stand there)."""
+        standing = self._stream is not None and self._ended and self._start == 0
+        if isinstance(start, Readers) and not start.first and standing and epoch == self._epoch:
+            start = 0
         if (epoch, start) != (self._epoch, self._start) or start:
             self._stream = None
         self._epoch, self._start = epoch, start
-        self._taken = start if isinstance(start, int) else 0
+        self._taken = _first(start)
 
     def get_state(self) -> State:
         """The state after the batches handed on so far (Grain's name)."""
@@ -119,6 +128,9 @@ class Batches:
         epoch, start = self._stream_of().start(state)
         if isinstance(start, Rest):
             start = dataclasses.replace(start, samples=self.samples)
+        if isinstance(start, Readers):
+            for shard in self.local:  # each held, before any pipeline is opened
+                start.of(shard)
         self.seek(epoch, start)
 
     def state_dict(self) -> dict[str, Any]:
@@ -137,7 +149,7 @@ class Batches:
     def __iter__(self) -> Iterator[Batch]:
         epoch, start = self._epoch, self._start
         rest = isinstance(start, Rest)
-        first, length = (0, start.batches) if isinstance(start, Rest) else (start, self._length)
+        first, length = _first(start), start.batches if isinstance(start, Rest) else self._length
         if self._stream is None or not self._ended:
             self._stream = self._open_at(epoch, start)
         self._ended, self._taken = False, first
@@ -153,6 +165,11 @@ class Batches:
                 if rest:  # its pipelines hold the rest of that epoch only
                     self._stream = None
             yield batch
+
+
+def _first(start: Start) -> int:
+    """The batch of its epoch a pass from ``start`` begins at (a rest counts its own)."""
+    return start.first if isinstance(start, Readers) else start if isinstance(start, int) else 0
 
 
 class Joined:
@@ -200,6 +217,7 @@ def local_batches(
     partial = last if last < full else 0
     batches = kind(open_at, len(bounds), full, partial, initial_epoch, len(shards))
     batches.world, batches.shard_batch = run.shards, run.batch_size
+    batches.local = tuple(shard.shard for shard, _ in shards)
     return batches
 
 
@@ -214,9 +232,14 @@ def host_loaders(
     loader = bridge(shards[0][0].engine).loader
     layout = shard_layout(shards[0])
 
-    def open_at(epoch: int, start: int | Rest) -> Joined:
+    def open_at(epoch: int, start: Start) -> Joined:
         if isinstance(start, Rest):
             loaders = [loader(*_rest_shard(start, *shard), epoch) for shard in shards]
+        elif isinstance(start, Readers):
+            loaders = [
+                loader(run, options, epoch, start.first, checkpoint=start.of(run.shard))
+                for run, options in shards
+            ]
         else:
             loaders = [loader(run, options, epoch, start) for run, options in shards]
         return Joined(loaders, convert, layout)

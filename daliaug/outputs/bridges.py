@@ -38,8 +38,9 @@ class Loader(Protocol):
 
 class Bridge:
     """How one engine's batches leave it. A host loader yields flat NumPy batches (the feed
-    protocol's order), epoch after epoch from ``epoch``, the first from its batch ``first``;
-    ``params`` (one row of ``plan.param_keys`` per sample) replaces the random draws."""
+    protocol's order), epoch after epoch from ``epoch``, the first from its batch ``first``
+    (DALI's own reader restored there from its ``checkpoint``); ``params`` (one row of
+    ``plan.param_keys`` per sample) replaces the random draws."""
 
     def loader(
         self,
@@ -48,10 +49,16 @@ class Bridge:
         epoch: int = 0,
         first: int = 0,
         params: np.ndarray | None = None,
+        checkpoint: bytes | None = None,
     ) -> Loader:
         """The engine's loader over a prepared ``run`` (its samples checked)."""
         return self.opener()(
-            run, options=options, initial_epoch=epoch, first_batch=first, params=params
+            run,
+            options=options,
+            initial_epoch=epoch,
+            first_batch=first,
+            params=params,
+            checkpoint=checkpoint,
         )
 
     def opener(self) -> Callable[..., Loader]:

@@ -36,7 +36,8 @@ from daliaug.outputs.host_loader import HostLoader, LoaderStart
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.outputs.resumable import stream_of
 from daliaug.prepare import prepare
-from daliaug.resume import State, Stream
+from daliaug.reader_checkpoints import CHECKPOINTED, ReaderCheckpoints
+from daliaug.resume import Readers, Rest, State, Stream
 from daliaug.run import Run
 from daliaug.sources.sample_set import SampleSet
 
@@ -114,8 +115,13 @@ def _pipeline(run: Run, start: LoaderStart) -> tuple[Pipeline, _Source | None]:
     spec, samples, device, options = run.spec, run.samples, run.device, start.options
     if start.params is not None:
         samples.check_params("explicit")
-    reader = reader_pipeline(run, options.gpus)
+    reader = reader_pipeline(run, options.gpus, start.checkpoint)
     if reader is not None:
+        if start.first_batch and start.checkpoint is None:
+            raise ConfigError(
+                "first_batch: DALI's own reader (TFRecords) starts mid-epoch from its "
+                "checkpoint only (a state's, set_state)"
+            )
         return reader, None
     feed = EpochFeed(
         spec,
@@ -180,7 +186,8 @@ class DaliLoader(HostLoader):
     row of :attr:`Plan.param_keys` per sample, replaces the random draws; ``return_params`` also
     yields the parameters each sample got; ``initial_epoch`` is the first epoch iterated (epochs
     then count up from it, as in ``make_dataset``), from its batch ``first_batch`` (a resumed
-    epoch, :mod:`daliaug.resume`; column sources only).
+    epoch, :mod:`daliaug.resume`; for TFRecords, from a state's checkpoint of DALI's reader,
+    which DALI on the CPU keeps: :meth:`get_state`, :meth:`set_state`).
     """
 
     @staticmethod
@@ -190,11 +197,16 @@ class DaliLoader(HostLoader):
 
     def _open(self, run: Run, start: LoaderStart) -> None:
         self.run, self.config, self.device, self.samples = run, run.config, run.device, run.samples
-        self.options, self.return_params = start.options, start.return_params
         if start.return_params:
             run.samples.check_params("returned")
-        self._start, self._epoch, self._taken = start, start.initial_epoch, start.first_batch
         self.pipeline, self._source = _pipeline(run, start)
+        keeps = self._source is None and run.device in CHECKPOINTED
+        if keeps and start.options.readers is None:  # a loader of its own stream
+            options = dataclasses.replace(start.options, readers=ReaderCheckpoints())
+            start = dataclasses.replace(start, options=options)
+        self.options, self.return_params = start.options, start.return_params
+        self._readers = start.options.readers if keeps else None
+        self._start, self._epoch, self._taken = start, start.initial_epoch, start.first_batch
         self.pipeline.build()
 
     def __len__(self) -> int:
@@ -223,7 +235,7 @@ class DaliLoader(HostLoader):
         n, size = len(self.samples), self.run.batch_size
         meta = self.pipeline.reader_meta("records")
         largest = meta["epoch_size_padded"] // meta["number_of_shards"]
-        for start in range(0, largest, size):
+        for start in range(self._taken * size, largest, size):
             try:
                 outputs = self.pipeline.run()
             except RuntimeError as e:
@@ -234,14 +246,29 @@ class DaliLoader(HostLoader):
                 yield tuple(_Trimmed(t, n - start) for t in outputs)
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:
-        for outputs in self.raw_batches():
+        raw = self.raw_batches()
+        for outputs in raw:
             batch = tuple(_to_numpy(t) for t in outputs)
             if self._source is not None:
                 params = self._source.params.popleft()
                 batch = (*batch, params) if self.return_params else batch
             self._taken += 1
+            if self._readers is not None:
+                self._record(raw)
             yield batch
         self._epoch, self._taken = self._epoch + 1, 0
+
+    def _record(self, raw: Iterator[tuple]) -> None:
+        """Keep the reader's checkpoint after the batch just taken; after an epoch's last one,
+        once the reader has run its epoch's end (its shard padded to the largest shard's
+        batches), where the next epoch begins."""
+        assert self._readers is not None
+        end = self._taken == len(self)
+        if end:
+            for _ in raw:
+                pass
+        checkpoint = self.pipeline.checkpoint()
+        self._readers.record(self._epoch, self._taken, self.run.shard, checkpoint, end)
 
     def get_state(self) -> State:
         """The state after the batches handed on so far: a
@@ -253,9 +280,13 @@ class DaliLoader(HostLoader):
         epoch from its batch, the pipeline opened there (no batch before it made); refused
         by name where it was taken of other samples, another config or another world."""
         epoch, first = self.stream.start(state)
-        assert isinstance(first, int)  # not elastic: another world's state is refused
+        assert not isinstance(first, Rest)  # not elastic: another world's state is refused
+        checkpoint = first.of(self.run.shard) if isinstance(first, Readers) else None
+        batch = first.first if isinstance(first, Readers) else first
         self.close()
-        start = dataclasses.replace(self._start, initial_epoch=epoch, first_batch=first)
+        start = dataclasses.replace(
+            self._start, initial_epoch=epoch, first_batch=batch, checkpoint=checkpoint
+        )
         self._open(self.run, start)
 
     def state_dict(self) -> dict[str, Any]:
@@ -275,7 +306,7 @@ class DaliLoader(HostLoader):
                 "seed: a DaliLoader's state replays the draws of the config's seed, and the "
                 "config has none; give it one (make_dataset resolves one itself)"
             )
-        return stream_of(self.run, 1, self.run.batch_size, len(self))
+        return stream_of(self.run, 1, self.run.batch_size, len(self), readers=self._readers)
 
     def close(self) -> None:
         """Stop its host feed (the loader is done with)."""

@@ -29,6 +29,7 @@ from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.resumable import resumable
 from daliaug.outputs.tfdata.dataset import tf_sees_gpu
 from daliaug.prepare import prepare
+from daliaug.reader_checkpoints import ReaderCheckpoints
 from daliaug.resume import State
 from daliaug.run import Run
 from daliaug.sources.sample_set import SampleSet
@@ -179,6 +180,7 @@ def make_dataset(
         sample_weights=per_sample,
         clock=EpochClock(initial_epoch),
         resumes=state is not None,
+        readers=ReaderCheckpoints(),
     )
     if strategy is None and options.weighs and config.label_mode == "none":
         raise ConfigError("label_mode: 'none' yields the images alone, without weights")
@@ -186,7 +188,7 @@ def make_dataset(
         dataset = _tf_data(run, options, strategy)
     else:
         dataset = _batches(framework, run, options, initial_epoch)
-    dataset = resumable(dataset, run, state, strategy)
+    dataset = resumable(dataset, run, state, strategy, options.readers)
     return _grain(dataset, run.seed) if framework == "grain" else dataset
 
 

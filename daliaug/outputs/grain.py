@@ -17,7 +17,9 @@ it was saved under; restoring it into an iterator of the same config's dataset (
 in the config: a seedless config draws a new one per dataset, and the restore refuses it) makes
 it yield the rest of that epoch, byte for byte the batches the saved one would have given.
 The restore seeks (:meth:`~daliaug.outputs.batches.Batches.seek`, the seek behind
-:mod:`daliaug.resume`'s states): no batch before the restored one is made or read.
+:mod:`daliaug.resume`'s states): no batch before the restored one is made or read. Over
+TFRecords read by DALI's own reader on the CPU the state also holds ``readers``, the reader's
+checkpoints (:class:`~daliaug.reader_checkpoints.ReaderCheckpoints`), whence it is restored.
 
 Under a multi-process ``keras.distribution.DataParallel`` each process's dataset holds its own
 shard already (:mod:`daliaug.outputs.jax`); Keras refuses any input but ``tf.data`` there
@@ -35,7 +37,9 @@ import grain
 import numpy as np
 
 from daliaug.errors import ConfigError
-from daliaug.outputs.batches import Batch, Batches
+from daliaug.outputs.batches import Batch, Batches, Start
+from daliaug.reader_checkpoints import decoded
+from daliaug.resume import Readers, Rest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,13 +112,15 @@ class GrainBatches(grain.IterDataset):
 
     def __iter__(self) -> BatchIterator:
         first = self.batches.start  # a dataset made with a state: the rest of its epoch
-        if not isinstance(first, int):
+        if isinstance(first, Rest):
             raise ConfigError(
                 "framework='grain': a state taken by another number of shards resumes on the "
                 "NumPy, JAX or PyTorch batches only; restore it on the world that took it"
             )
-        start = Position(self.batches.epoch, first, len(self), self.seed)
-        return BatchIterator(self.batches, start, self.endless)
+        batch = first.first if isinstance(first, Readers) else first
+        start = Position(self.batches.epoch, batch, len(self), self.seed)
+        restore = (start.epoch, first) if isinstance(first, Readers) else None
+        return BatchIterator(self.batches, start, self.endless, restore)
 
     def __str__(self) -> str:
         every = "epoch after epoch" if self.endless else "one epoch per iteration"
@@ -123,10 +129,19 @@ class GrainBatches(grain.IterDataset):
 
 class BatchIterator(grain.DatasetIterator):
     """The batches of :class:`GrainBatches` from ``position`` to its epoch's end (``endless``:
-    on through the epochs after it); its state is its position."""
+    on through the epochs after it; ``restore``: the epoch where DALI's readers are restored,
+    and how); its state is its position (and DALI's readers' checkpoints there, where they read
+    TFRecords)."""
 
-    def __init__(self, batches: Batches, position: Position, endless: bool) -> None:
+    def __init__(
+        self,
+        batches: Batches,
+        position: Position,
+        endless: bool,
+        restore: tuple[int, Readers] | None = None,
+    ) -> None:
         self._batches, self._position, self._endless = batches, position, endless
+        self._restore = restore
         self._stream: Generator[Batch] | None = None
         super().__init__()
 
@@ -136,24 +151,48 @@ class BatchIterator(grain.DatasetIterator):
         if position.batch == position.batches:
             if not self._endless:
                 if self._stream is None:  # restored at the epoch's end: the next pass is next
-                    self._batches.set_epoch(position.epoch + 1)
+                    self._batches.seek(position.epoch + 1, self._start(position.epoch + 1, 0))
                 raise StopIteration
             self._drop_stream()  # the epoch's pass has ended: the next opens the next epoch
             position = dataclasses.replace(position, epoch=position.epoch + 1, batch=0)
-        if self._stream is None:
-            self._batches.seek(position.epoch, position.batch)  # no batch before it made
+        if self._stream is None:  # no batch before it made
+            self._batches.seek(position.epoch, self._start(position.epoch, position.batch))
             self._stream = iter(self._batches)  # type: ignore[assignment]  # a generator
         value = next(self._stream)
         self._position = dataclasses.replace(position, batch=position.batch + 1)
         return value
 
-    def get_state(self) -> dict[str, int]:
-        return self._position.state()
+    def get_state(self) -> dict[str, Any]:
+        position, stream = self._position, self._batches.stream
+        if stream is None or stream.readers is None:
+            return position.state()
+        return {**position.state(), "readers": stream.readers(position.epoch, position.batch)}
 
     def set_state(self, state: dict[str, Any]) -> None:
         current = self._position
-        self._position = Position.restored(state, current.batches, current.seed)
+        held = state.get("readers") if isinstance(state, Mapping) else None
+        if held is not None:
+            state = {k: v for k, v in state.items() if k != "readers"}
+        position = Position.restored(state, current.batches, current.seed)
+        self._position, self._restore = position, None
+        stream = self._batches.stream
+        if held and stream is not None and stream.readers is not None:
+            if not isinstance(held, Mapping) or not all(isinstance(v, str) for v in held.values()):
+                raise ConfigError("state: readers holds DALI's checkpoints as text by shard")
+            checkpoints = decoded(held)
+            stream.readers.hold(position.epoch, position.batch, held)
+            ended = position.batch == position.batches  # the next epoch's start
+            epoch, batch = (position.epoch + 1, 0) if ended else (position.epoch, position.batch)
+            self._restore = (epoch, Readers(batch, checkpoints))
         self._drop_stream()
+
+    def _start(self, epoch: int, batch: int) -> Start:
+        """Where a pass over ``epoch`` from ``batch`` starts: DALI's readers restored there
+        where the restored state holds their checkpoints (once), else the batch."""
+        restore, self._restore = self._restore, None
+        if restore is not None and (restore[0], restore[1].first) == (epoch, batch):
+            return restore[1]
+        return batch
 
     def close(self) -> None:
         self._drop_stream()

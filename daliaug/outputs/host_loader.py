@@ -24,13 +24,15 @@ class LoaderStart:
     """Where a host loader starts and what it yields beside the batches: the first epoch
     ``initial_epoch`` from its batch ``first_batch``, run as ``options`` say; ``params`` (one
     row of ``plan.param_keys`` per sample) replaces the random draws; ``return_params`` also
-    yields each batch's parameter rows."""
+    yields each batch's parameter rows; ``checkpoint`` restores DALI's own reader (its
+    :class:`~daliaug.resume.Readers`' checkpoint for this shard) at ``first_batch``."""
 
     params: np.ndarray | None = None
     return_params: bool = False
     initial_epoch: int = 0
     options: DatasetOptions = DEFAULT_OPTIONS
     first_batch: int = 0
+    checkpoint: bytes | None = None
 
 
 class HostLoader:
@@ -69,11 +71,13 @@ class HostLoader:
         initial_epoch: int = 0,
         options: DatasetOptions = DEFAULT_OPTIONS,
         first_batch: int = 0,
+        checkpoint: bytes | None = None,
     ) -> Self:
         """The loader of a prepared ``run`` (its samples checked); nothing is prepared
         again."""
         loader = cls.__new__(cls)
-        loader._open(run, LoaderStart(params, False, initial_epoch, options, first_batch))
+        start = LoaderStart(params, False, initial_epoch, options, first_batch, checkpoint)
+        loader._open(run, start)
         return loader
 
     @staticmethod

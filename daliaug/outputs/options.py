@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from daliaug.epoch import EpochClock, Epochs, RestOfEpoch
+from daliaug.reader_checkpoints import ReaderCheckpoints
 from daliaug.sources.base import Samples
 
 if TYPE_CHECKING:
@@ -41,6 +42,9 @@ class DatasetOptions:
     resumed: RestOfEpoch | None = None
     """The rest of an epoch begun by another world, which this shard runs instead of its own
     epochs (:class:`~daliaug.epoch.RestOfEpoch`, a state restored elastically)."""
+    readers: ReaderCheckpoints | None = None
+    """Where DALI's own readers (TFRecords) record their checkpoints after each batch, which
+    the dataset's states hold (one per ``make_dataset``, shared by its shards)."""
     gpus: int = 1
     """The GPU pipelines this process runs side by side (one per local GPU of a distribution
     or strategy), which share its CPU cores (:meth:`~daliaug.config.Config.dali_threads`)."""

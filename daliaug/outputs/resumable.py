@@ -17,6 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from daliaug.epoch import replica_length
+from daliaug.reader_checkpoints import CHECKPOINTED, ReaderCheckpoints
 from daliaug.resume import State, Stream, config_fingerprint, source_fingerprint
 from daliaug.sources.base import Samples
 from daliaug.version import __version__
@@ -30,10 +31,11 @@ def resumable(
     run: Run,
     state: State | Mapping[str, Any] | str | None,
     strategy: Any = None,
+    readers: ReaderCheckpoints | None = None,
 ) -> Any:
     """``dataset`` (made of ``run``, all its samples, with ``strategy`` if any) with its
     stream, started at ``state`` if one is given (refused by name if it is not a state of this
-    stream)."""
+    stream); ``readers``: where DALI's own readers keep their checkpoints, if they read it."""
     tf_data = hasattr(dataset, "epoch_clock")  # tf.data: the clock numbers its iterations
     config, samples = run.config, run.samples
     world, per_shard = run.shards, run.batch_size
@@ -46,7 +48,7 @@ def resumable(
     else:
         world, per_shard, batches = dataset.world, dataset.shard_batch, len(dataset)
     elastic = not tf_data and run.shards == 1
-    stream = stream_of(run, world, per_shard, batches, tf_data, elastic)
+    stream = stream_of(run, world, per_shard, batches, tf_data, elastic, readers)
     dataset.stream = stream
     if tf_data:
         clock = dataset.epoch_clock
@@ -66,13 +68,17 @@ def stream_of(
     batches: int,
     tf_data: bool = False,
     elastic: bool = False,
+    readers: ReaderCheckpoints | None = None,
 ) -> Stream:
     """The stream of ``batches`` per epoch of ``run`` over its samples (all of them) split
     over ``world`` shards of ``per_shard``: it seeks mid-epoch over column samples, or where
-    ``tf_data`` reads TFRecords itself; ``elastic``: it takes the rest of an epoch another
-    world began (column samples only)."""
+    ``tf_data`` reads TFRecords itself, or from the checkpoints DALI's own reader keeps in
+    ``readers`` (on the devices that keep them); ``elastic``: it takes the rest of an epoch
+    another world began (column samples only)."""
     config, samples = run.config, run.samples
     columns = isinstance(samples, Samples)
+    if columns or tf_data or run.device not in CHECKPOINTED:
+        readers = None
     return Stream(
         run.seed,
         world,
@@ -86,4 +92,5 @@ def stream_of(
         config.drop_remainder,
         seeks=columns or tf_data,  # (tf.data reads TFRecords itself)
         elastic=columns and elastic,
+        readers=readers,
     )

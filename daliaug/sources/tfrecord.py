@@ -19,6 +19,7 @@ from daliaug.errors import ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath, Location
 from daliaug.sources import storage
 from daliaug.sources.base import SourceConfig
+from daliaug.sources.example_proto import Malformed, feature_kinds
 from daliaug.sources.sample_set import SampleSet, shard_range
 
 METADATA = "daliaug.json"
@@ -81,15 +82,18 @@ class RecordSamples(SampleSet):
 
     def check_readable(self) -> None:
         """The first record holds both feature keys, with the expected kinds of values (its
-        ``tf.train.Example`` parsed with TensorFlow)."""
-        import tensorflow as tf
-
+        ``tf.train.Example`` read from protobuf's wire format: no TensorFlow needed)."""
         if not self.counts[0]:
             raise DataError(f"TFRecord file {self.files[0]} holds no records")
         first = next(read_records(self.files[0], *self.spans(0, 0, 1)))
-        feature = tf.train.Example.FromString(first).features.feature
+        try:
+            feature = feature_kinds(first)
+        except Malformed as e:
+            raise DataError(
+                f"TFRecord file {self.files[0]}: its first record is not a tf.train.Example ({e})"
+            ) from None
         for key, kind in ((self.image_key, "bytes_list"), (self.label_key, "int64_list")):
-            if key not in feature or feature[key].WhichOneof("kind") != kind:
+            if feature.get(key) != kind:
                 raise DataError(
                     f"TFRecord file {self.files[0]}: no {kind.split('_')[0]} feature {key!r} "
                     f"(the records hold {sorted(feature)}); set source.image_key / "

@@ -6,7 +6,9 @@ images labelled by their index), ``checkpoint`` (a folder for Grain's checkpoint
 ``out`` (an ``.npz`` of the batches compared, and a ``.json`` report beside it): two epochs of
 the JAX output and of the Grain output, the labels ``model.fit`` drew through the Grain dataset
 in each of two ways, the warnings it raised, and the batches after a state saved by Grain's
-checkpoint handler, from the saving iterator and from one restored in a new dataset.
+checkpoint handler, from the saving iterator and from one restored in a new dataset; the
+same over ``records`` (the images as TFRecords, read by DALI's own reader, with ``index_dir``),
+saved mid-epoch and at an epoch's end.
 """
 
 from __future__ import annotations
@@ -28,17 +30,16 @@ def main(spec: dict) -> None:
 
     import daliaug
 
-    config = daliaug.load_config(
-        {
-            "source": {"type": "file_list", "path": spec["numbered"]},
-            "image_size": 16,
-            "batch_size": 5,
-            "seed": 5,
-            "backend": "cpu",
-            "num_threads": 1,
-            "transforms": [{"type": "rotation", "angle": 20}, {"type": "flip"}],
-        }
-    )
+    fields = {
+        "source": {"type": "file_list", "path": spec["numbered"]},
+        "image_size": 16,
+        "batch_size": 5,
+        "seed": 5,
+        "backend": "cpu",
+        "num_threads": 1,
+        "transforms": [{"type": "rotation", "angle": 20}, {"type": "flip"}],
+    }
+    config = daliaug.load_config(fields)
     arrays: dict[str, Any] = {}
 
     def keep(name: str, stream: Any, count: int | None = None) -> None:
@@ -87,15 +88,20 @@ def main(spec: dict) -> None:
         }
 
     handler = grain.checkpoint.CheckpointHandler()
-    saving = iter(daliaug.make_dataset(config, framework="grain").repeat())
-    for _ in range(7):  # into the second epoch
-        next(saving)
-    handler.save(epath.Path(spec["checkpoint"]), item=saving)
-    keep("after_save", saving, 4)
-    restored = iter(daliaug.make_dataset(config, framework="grain").repeat())
-    handler.restore(epath.Path(spec["checkpoint"]), item=restored)
-    report["restored_state"] = restored.get_state()
-    keep("after_restore", restored, 4)
+    records = {"type": "tfrecord", "path": spec["records"], "index_dir": spec["index_dir"]}
+    for name, source, taken in (("", None, 7), ("records7", records, 7), ("records5", records, 5)):
+        made = config if source is None else daliaug.load_config({**fields, "source": source})
+        saving = iter(daliaug.make_dataset(made, framework="grain").repeat())
+        for _ in range(taken):  # into the second epoch, or to the end of the first
+            next(saving)
+        folder = epath.Path(spec["checkpoint"]) / (name or "files")
+        folder.mkdir()
+        handler.save(folder, item=saving)
+        keep(f"after_save{name}", saving, 4)
+        restored = iter(daliaug.make_dataset(made, framework="grain").repeat())
+        handler.restore(folder, item=restored)
+        report[f"restored_state{name}"] = restored.get_state()
+        keep(f"after_restore{name}", restored, 4)
 
     np.savez(spec["out"], **arrays)
     Path(spec["out"]).with_suffix(".json").write_text(json.dumps(report))

@@ -31,10 +31,17 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[str, np.nd
     )
     (root / "numbered.csv").write_text("".join(f"num/img/{i:04d}.png,{i}\n" for i in range(23)))
     (root / "checkpoint").mkdir()
+    from daliaug.sources.file_list import FileListSource
+    from daliaug.tools.convert import write_tfrecords
+
+    listed = FileListSource(path=root / "numbered.csv").samples()
+    write_tfrecords(listed, root / "records", shards=2)
     spec = {
         "numbered": str(root / "numbered.csv"),
         "checkpoint": str(root / "checkpoint"),
         "out": str(root / "grain.npz"),
+        "records": str(root / "records"),
+        "index_dir": str(root),
     }
     return run_keras_job("tests.outputs.grain_fit_job", "jax", spec, 300)
 
@@ -92,3 +99,20 @@ def test_grains_checkpoint_restores_the_same_batches_in_a_new_dataset(
     for a, b in zip(saved, restored, strict=True):
         assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
     assert [b[1].tolist() for b in saved[:3]] == epoch_labels(arrays, 1)[2:]
+
+
+@pytest.mark.parametrize("taken", [5, 7])
+def test_grains_checkpoint_of_dalis_own_reader_restores_the_same_batches(
+    run: tuple[dict, dict], taken: int
+) -> None:
+    """Over TFRecords read by DALI's own reader the Grain state also holds the reader's
+    checkpoints: restored in a new dataset, mid-epoch or at an epoch's end, the same batches."""
+    report, arrays = run
+    state = report[f"restored_staterecords{taken}"]
+    assert (state["epoch"], state["batch"]) == ((0, 5) if taken == 5 else (1, 2))
+    assert state["readers"]
+    saved = batches(arrays, f"after_saverecords{taken}")
+    restored = batches(arrays, f"after_restorerecords{taken}")
+    assert len(saved) == len(restored) == 4
+    for a, b in zip(saved, restored, strict=True):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))

@@ -19,7 +19,6 @@ from daliaug.sources.arrays import array_samples
 from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.segmentation import ClassTable
 from daliaug.sources.tfrecord import write_index
-from daliaug.tools.convert import write_tfrecords
 from daliaug.tools.demo import splits
 from tests.helpers import config_for, structured_image, write_image_dir
 
@@ -362,15 +361,8 @@ def test_segmentation_errors_name_the_item(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def records(numbered_list: Path, tmp_path_factory) -> Path:
-    from daliaug.config import load_config
-
-    listing = load_config(
-        {"source": {"type": "file_list", "path": str(numbered_list)}, "image_size": 8}
-    )
-    out = tmp_path_factory.mktemp("records")
-    write_tfrecords(listing.source.samples(), out, shards=3)
-    return out
+def records(numbered_records: Path) -> Path:
+    return numbered_records
 
 
 def records_config(path: Path, tmp_path: Path, **fields):

@@ -54,6 +54,7 @@ from daliaug.engines.feed import (
 from daliaug.engines.select import Device, dali_gpu_count
 from daliaug.errors import BackendError
 from daliaug.plan import Plan
+from daliaug.reader_checkpoints import CHECKPOINTED
 from daliaug.run import Run
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -132,6 +133,10 @@ class GraphOptions:
     gpus: int = 1
     """The GPU pipelines this process runs side by side, sharing its cores (see
     :meth:`Config.dali_threads`)."""
+    checkpointing: bool = False
+    """DALI keeps the pipeline's checkpoints (its own reader's, :mod:`daliaug.resume`)."""
+    checkpoint: bytes | None = None
+    """The checkpoint (DALI's) the pipeline is restored from when it is built."""
 
 
 def _input_nodes(options: GraphOptions, layout: WarpLayout) -> dict[str, DataNode]:
@@ -315,15 +320,19 @@ def define_pipeline(spec: EngineSpec, options: GraphOptions) -> Pipeline:
         device_id=spec.device_id if device == "gpu" else None,
         seed=spec.seed,
         prefetch_queue_depth=spec.prefetch,
+        enable_checkpointing=options.checkpointing,
+        checkpoint=options.checkpoint,
     )
     # pipeline_def makes a plain Pipeline; DaliaugPipeline holds no state of its own
     pipe.__class__ = DaliaugPipeline
     return pipe
 
 
-def reader_pipeline(run: Run, gpus: int = 1) -> Pipeline | None:
+def reader_pipeline(run: Run, gpus: int = 1, checkpoint: bytes | None = None) -> Pipeline | None:
     """The run's pipeline (not built) where DALI's own reader reads its samples (TFRecords,
-    whose parameters are then drawn in the graph); ``None`` where the host feeds them. The one
+    whose parameters are then drawn in the graph), keeping checkpoints on the devices of
+    :data:`~daliaug.reader_checkpoints.CHECKPOINTED` and restored from ``checkpoint``
+    if given; ``None`` where the host feeds them. The one
     place that picks DALI's reader for a kind of
     :class:`~daliaug.sources.sample_set.SampleSet`. ``gpus``: see
     :attr:`GraphOptions.gpus`."""
@@ -339,7 +348,15 @@ def reader_pipeline(run: Run, gpus: int = 1) -> Pipeline | None:
             f"framework='tensorflow' (TensorFlow reads them through boto3), or read them in a "
             f"process without TensorFlow"
         )
-    options = GraphOptions(samples.num_classes, (), run.layout(), records=samples, gpus=gpus)
+    options = GraphOptions(
+        samples.num_classes,
+        (),
+        run.layout(),
+        records=samples,
+        gpus=gpus,
+        checkpointing=run.device in CHECKPOINTED,
+        checkpoint=checkpoint,
+    )
     return define_pipeline(run.spec, options)
 
 
