@@ -123,6 +123,11 @@ class RecordSamples(SampleSet):
         raise _unsplit("source.path", Path(self.files[0]).parent)
 
 
+def _record_name(name: str) -> bool:
+    """Whether a file name is a TFRecord file's (not its index's)."""
+    return ".tfrecord" in name and not name.endswith(".idx")
+
+
 def _unsplit(field: str, folder: Path) -> DataError:
     return DataError(f"{field}: give TFRecords as {folder}/train and {folder}/val folders")
 
@@ -260,8 +265,9 @@ class TFRecordSource(SourceConfig):
 
     def record_files(self) -> list[str]:
         """The TFRecord files at ``path``, sorted (:func:`~daliaug.sources.storage.list_files`:
-        a file or object taken literally, else a folder, else a glob)."""
-        found = storage.list_files([str(self.path)], lambda name: ".tfrecord" in name, "TFRecord")
+        a file or object taken literally, else a folder, else a glob), not DALI's index files
+        (``.idx``, which an ``index_dir`` of the same folder holds)."""
+        found = storage.list_files([str(self.path)], _record_name, "TFRecord")
         return found.files
 
     def _class_names(self, files: list[str]) -> list[str]:

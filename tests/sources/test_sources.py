@@ -413,6 +413,20 @@ def test_tfrecord_index_files_are_reused(records: Path, tmp_path: Path) -> None:
     assert stamps == {p: p.stat().st_mtime_ns for p in (tmp_path / "idx").glob("*.idx")}
 
 
+def test_index_files_beside_the_records_are_not_taken_for_records(
+    records: Path, tmp_path: Path
+) -> None:
+    """``index_dir`` the records' own folder: its ``.idx`` files are not listed as records at
+    the next start (they were, and failed as truncated TFRecords)."""
+    copy = tmp_path / "beside"
+    shutil.copytree(records, copy)
+    config = records_config(copy, tmp_path, source={"index_dir": str(copy)})
+    for _ in range(2):
+        samples = prepare_samples(config)
+        assert len(samples) == 23 and len(samples.files) == 3
+    assert len(list(copy.glob("*.idx"))) == 3
+
+
 def test_tfrecord_errors(records: Path, tmp_path: Path) -> None:
     for backend in ("cpu", "tf"):
         config = records_config(records, tmp_path, source={"image_key": "jpeg"}, backend=backend)
