@@ -8,6 +8,9 @@ samples), JSON-serialisable and small; :class:`Stream`, one per dataset, makes s
 (:meth:`Stream.state`) and turns one back into where to start (:meth:`Stream.start`),
 refusing by name a state of other data. Resuming seeks: the epoch starts at the state's batch,
 with no batch before it made and no file before it read (``EpochFeed.batches``' ``first``).
+The exception is DALI's own reader of TFRecords, whose shuffle buffer and in-graph draws are
+no function of the seed alone: its states also hold DALI's checkpoints of it
+(:mod:`daliaug.reader_checkpoints`), whence DALI restores it (:class:`Readers`).
 
 Every output speaks it: ``make_dataset(..., state=...)``; the NumPy, JAX and PyTorch
 batches' ``get_state`` / ``set_state`` (Grain's names) and ``state_dict`` /
