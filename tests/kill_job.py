@@ -6,8 +6,9 @@ the next step), then the job says ``batch N`` and, unless ``free``, waits for a 
 before the next.
 
 ``python -m tests.kill_job SPEC_JSON``: SPEC has ``backend`` (``opencv`` or ``cpu``), ``out``,
-``state``, ``resume`` (start from the state file), ``free`` and optionally ``records`` and
-``index_dir``.
+``state``, ``resume`` (start from the state file), ``free`` and optionally ``framework``
+(``numpy``, ``jax``, ``torch`` or ``tensorflow``; Keras' backend from ``KERAS_BACKEND``),
+``records`` and ``index_dir``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 
 def main(spec: dict) -> None:
     import daliaug
+    from daliaug.resume import State
 
     config = {
         "source": {"type": "arrays"},
@@ -42,23 +44,34 @@ def main(spec: dict) -> None:
         x = y = None
     state_file, out = Path(spec["state"]), Path(spec["out"])
     state = state_file.read_text() if spec["resume"] else None
-    dataset = daliaug.make_dataset(config, x=x, y=y, framework="numpy", state=state)
+    framework = spec.get("framework", "numpy")
+    dataset = daliaug.make_dataset(config, x=x, y=y, framework=framework, state=state)
+    epoch, taken = 0, 0  # where the stream stands (a tf.data dataset's state is asked so)
+    if state is not None:
+        saved = State.from_json(state)
+        epoch, taken = saved.epoch, saved.position // saved.batch_size
     count = 0
     with out.open("a", encoding="utf-8") as records:
-        while dataset.epoch < 2:
-            for batch in dataset:
+        while epoch < 2:
+            for batch in dataset:  # each pass the next epoch (or the rest of the state's)
                 digest = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in batch))
                 record = {"digest": digest.hexdigest(), "labels": np.asarray(batch[1]).tolist()}
                 records.write(json.dumps(record) + "\n")
                 records.flush()
                 os.fsync(records.fileno())
+                taken += 1
+                if framework == "tensorflow":
+                    now = dataset.state_at(epoch, taken)
+                else:
+                    now = dataset.get_state()
                 temporary = state_file.with_suffix(".tmp")
-                temporary.write_text(dataset.get_state().to_json())
+                temporary.write_text(now.to_json())
                 os.replace(temporary, state_file)
                 count += 1
                 print(f"batch {count}", flush=True)
                 if not spec["free"]:
                     sys.stdin.readline()
+            epoch, taken = epoch + 1, 0
 
 
 if __name__ == "__main__":

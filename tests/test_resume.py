@@ -354,7 +354,7 @@ def kill_job(spec: dict[str, Any], kill_at: int | None = None) -> int:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", **backend_of(spec)},
     )
     assert process.stdin is not None and process.stdout is not None
     handed = 0
@@ -372,16 +372,27 @@ def kill_job(spec: dict[str, Any], kill_at: int | None = None) -> int:
     return handed
 
 
-@pytest.fixture(scope="module", params=["opencv", "cpu", "records"])
+def backend_of(spec: dict[str, Any]) -> dict[str, str]:
+    """The environment that picks Keras' backend for the job's output."""
+    framework = spec.get("framework")
+    return {"KERAS_BACKEND": framework} if framework in ("jax", "torch") else {}
+
+
+@pytest.fixture(
+    scope="module",
+    params=["opencv", "cpu", "records", "cpu-jax", "opencv-torch", "cpu-tensorflow"],
+)
 def uninterrupted(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
     numbered_records: Path,
 ) -> tuple[dict[str, Any], list[str], int]:
     """The job's two epochs run through on engine ``param`` (``records``: the 23 numbered
-    TFRecords through DALI's own reader on the CPU): its spec, records and sample count."""
+    TFRecords through DALI's own reader on the CPU; ``engine-framework``: that output, else
+    NumPy's): its spec, records and sample count."""
     root = tmp_path_factory.mktemp("whole")
-    spec: dict[str, Any] = {"backend": request.param}
+    backend, _, framework = request.param.partition("-")
+    spec: dict[str, Any] = {"backend": backend, **({"framework": framework} if framework else {})}
     if request.param == "records":
         spec = {"backend": "cpu", "records": str(numbered_records), "index_dir": str(root)}
     out = root / "out.jsonl"
@@ -397,7 +408,9 @@ def test_killed_at_any_batch_and_resumed_gives_the_uninterrupted_stream(
 ) -> None:
     """SIGKILL after ``kill_at`` batches (of 12 over two epochs): the job resumed from the state
     it last wrote hands on exactly the uninterrupted run's remaining batches (their bytes'
-    digest), and over the two runs each epoch holds every sample exactly once."""
+    digest), and over the two runs each epoch holds every sample exactly once; on the NumPy
+    output (DALI on the CPU, OpenCV, DALI's own TFRecord reader), JAX's, PyTorch's and
+    ``tf.data`` (whose state is asked for the batches consumed)."""
     job, whole, count = uninterrupted
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
