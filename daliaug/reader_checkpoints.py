@@ -16,7 +16,13 @@ from daliaug.errors import ConfigError
 CHECKPOINTED = ("cpu",)
 """The devices on which DALI's own reader keeps checkpoints (``enable_checkpointing``): every
 operator of the graph saves its state once per epoch there, which has run on the CPU only (on
-the GPU such a stream resumes at an epoch's start, as before)."""
+the GPU such a stream resumes at an epoch's start, as before; ``bench/gpu_reader_checkpoint.py``
+tries it on a GPU host)."""
+
+
+def keeps(device: str) -> bool:
+    """Whether DALI's own reader keeps checkpoints on ``device`` (:data:`CHECKPOINTED`)."""
+    return device in CHECKPOINTED
 
 
 class ReaderCheckpoints:

@@ -446,3 +446,25 @@ def test_start_over_shards_on_s3_counts_what_each_start_asks(tmp_path: Path) -> 
     assert files["later_whole_gets"] == whole["later_whole_gets"] == 0  # this host's cache
     assert files["first_range_gets"] == whole["first_range_gets"] == 12  # the first batch
     assert "| 3 (12) |" in record.with_suffix(".md").read_text()
+
+
+@pytest.mark.slow
+def test_the_gpu_reader_checkpoint_trial_runs_dry(tmp_path: Path) -> None:
+    """``bench.gpu_reader_checkpoint``'s two halves, DALI on the CPU standing in for the GPU:
+    the TFRecords prepared, every restore giving the same batches, the record written."""
+    records = tmp_path / "records"
+    run_module(tmp_path, "bench.gpu_reader_checkpoint", "--prepare", str(records))
+    out = tmp_path / "out"
+    run_module(
+        tmp_path,
+        "bench.gpu_reader_checkpoint",
+        "--dry-run",
+        "--data",
+        str(records),
+        "--out",
+        str(out),
+    )
+    (record,) = out.glob("gpu-reader-checkpoint-dry-*.json")
+    found = json.loads(record.read_text())
+    assert found["passed"] and found["batches_per_epoch"] == 6
+    assert [c["k"] for c in found["cases"]] == [1, 3, 6, 8, 11]

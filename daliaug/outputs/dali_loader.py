@@ -36,7 +36,7 @@ from daliaug.outputs.host_loader import HostLoader, LoaderStart
 from daliaug.outputs.options import DEFAULT_OPTIONS, DatasetOptions
 from daliaug.outputs.resumable import stream_of
 from daliaug.prepare import prepare
-from daliaug.reader_checkpoints import CHECKPOINTED, ReaderCheckpoints
+from daliaug.reader_checkpoints import ReaderCheckpoints, keeps
 from daliaug.resume import Readers, Rest, State, Stream
 from daliaug.run import Run
 from daliaug.sources.sample_set import SampleSet
@@ -200,12 +200,12 @@ class DaliLoader(HostLoader):
         if start.return_params:
             run.samples.check_params("returned")
         self.pipeline, self._source = _pipeline(run, start)
-        keeps = self._source is None and run.device in CHECKPOINTED
-        if keeps and start.options.readers is None:  # a loader of its own stream
+        kept = self._source is None and keeps(run.device)
+        if kept and start.options.readers is None:  # a loader of its own stream
             options = dataclasses.replace(start.options, readers=ReaderCheckpoints())
             start = dataclasses.replace(start, options=options)
         self.options, self.return_params = start.options, start.return_params
-        self._readers = start.options.readers if keeps else None
+        self._readers = start.options.readers if kept else None
         self._start, self._epoch, self._taken = start, start.initial_epoch, start.first_batch
         self.pipeline.build()
 

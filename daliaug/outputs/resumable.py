@@ -17,7 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from daliaug.epoch import replica_length
-from daliaug.reader_checkpoints import CHECKPOINTED, ReaderCheckpoints
+from daliaug.reader_checkpoints import ReaderCheckpoints, keeps
 from daliaug.resume import State, Stream, config_fingerprint, source_fingerprint
 from daliaug.sources.base import Samples
 from daliaug.version import __version__
@@ -77,7 +77,7 @@ def stream_of(
     another world began (column samples only)."""
     config, samples = run.config, run.samples
     columns = isinstance(samples, Samples)
-    if columns or tf_data or run.device not in CHECKPOINTED:
+    if columns or tf_data or not keeps(run.device):
         readers = None
     return Stream(
         run.seed,

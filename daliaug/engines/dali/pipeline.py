@@ -54,7 +54,7 @@ from daliaug.engines.feed import (
 from daliaug.engines.select import Device, dali_gpu_count
 from daliaug.errors import BackendError
 from daliaug.plan import Plan
-from daliaug.reader_checkpoints import CHECKPOINTED
+from daliaug.reader_checkpoints import keeps
 from daliaug.run import Run
 from daliaug.sources.tfrecord import RecordSamples
 
@@ -354,7 +354,7 @@ def reader_pipeline(run: Run, gpus: int = 1, checkpoint: bytes | None = None) ->
         run.layout(),
         records=samples,
         gpus=gpus,
-        checkpointing=run.device in CHECKPOINTED,
+        checkpointing=keeps(run.device),
         checkpoint=checkpoint,
     )
     return define_pipeline(run.spec, options)
