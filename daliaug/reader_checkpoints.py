@@ -75,10 +75,12 @@ class ReaderCheckpoints:
         )
 
 
-def decoded(held: Mapping[str, str]) -> dict[int, bytes]:
+def decoded(held: object) -> dict[int, bytes]:
     """A state's ``readers`` (base64 text by shard number) as checkpoints by shard; a
     :class:`ConfigError` where they are not."""
     try:
+        if not isinstance(held, Mapping) or not all(isinstance(t, str) for t in held.values()):
+            raise TypeError(held)
         return {int(shard): base64.b64decode(text, validate=True) for shard, text in held.items()}
     except (ValueError, TypeError, binascii.Error):
         raise ConfigError(

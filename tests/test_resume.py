@@ -528,8 +528,12 @@ def test_reader_checkpoints_are_held_for_the_recent_batches() -> None:
     """The checkpoints of the last :data:`HELD` batches are kept (an epoch's end also as the
     next epoch's start); one older is refused by name, the start of an epoch no pipeline ran
     before is none (a new pipeline is that state)."""
-    from daliaug.reader_checkpoints import ReaderCheckpoints
+    from daliaug.reader_checkpoints import ReaderCheckpoints, decoded
 
+    assert decoded({"0": "RQ=="}) == {0: b"E"}
+    for bad in (["RQ=="], {"0": 5}, {"zero": "RQ=="}, {"0": "not base64!"}):
+        with pytest.raises(ConfigError, match="readers holds DALI's checkpoints"):
+            decoded(bad)
     held = ReaderCheckpoints()
     for batch in range(1, held.HELD + 6):
         held.record(0, batch, 0, bytes([batch]), end=batch == held.HELD + 5)

@@ -177,8 +177,6 @@ class BatchIterator(grain.DatasetIterator):
         self._position, self._restore = position, None
         stream = self._batches.stream
         if held and stream is not None and stream.readers is not None:
-            if not isinstance(held, Mapping) or not all(isinstance(v, str) for v in held.values()):
-                raise ConfigError("state: readers holds DALI's checkpoints as text by shard")
             checkpoints = decoded(held)
             stream.readers.hold(position.epoch, position.batch, held)
             ended = position.batch == position.batches  # the next epoch's start
