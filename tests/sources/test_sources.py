@@ -438,6 +438,12 @@ def test_tfrecord_errors(records: Path, tmp_path: Path) -> None:
     (broken / "x.tfrecord").write_bytes(first[:-10])
     with pytest.raises(DataError, match=r"x.tfrecord is truncated"):
         prepare_samples(records_config(broken, tmp_path, source={"num_classes": 23}))
+    import tensorflow as tf
+
+    with tf.io.TFRecordWriter(str(broken / "x.tfrecord")) as writer:
+        writer.write(b"\x0a\x05abc")  # field 1 runs past the record's end
+    with pytest.raises(DataError, match=r"x.tfrecord: its first record is not a tf.train.Ex"):
+        make_dataset(records_config(broken, tmp_path, source={"num_classes": 23}))
 
 
 def test_tfrecords_refuse_what_needs_the_host(records: Path, tmp_path: Path) -> None:
