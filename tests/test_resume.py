@@ -232,6 +232,10 @@ def test_a_state_of_other_data_or_damaged_is_refused_by_name() -> None:
 
     older = State(**{**{k: v for k, v in good.items() if k != "digest"}, "version": "0.1.0"})
     assert "written by daliaug 0.1.0" in refusal(older.as_dict())
+    first_format = {k: v for k, v in good.items() if k != "readers"} | {"format": 1}
+    assert "format 1, this daliaug reads 2" in refusal(first_format)
+    garbled = State(**{**{k: v for k, v in good.items() if k != "digest"}, "readers": {"0": "!"}})
+    assert "readers holds DALI's checkpoints" in refusal(garbled.as_dict())
     edited = {**good, "position": 4}
     assert "digest does not match" in refusal(edited)
     truncated = state.to_json()[:-20]
