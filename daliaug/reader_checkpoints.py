@@ -37,12 +37,16 @@ class ReaderCheckpoints:
         self._held: OrderedDict[tuple[int, int], dict[str, str]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def hold(self, epoch: int, batches: int, held: Mapping[str, str]) -> None:
-        """Hold a restored state's checkpoints (``held``, its ``readers``) as those after
-        ``batches`` batches of epoch ``epoch``: a state taken before the next batch is it."""
+    def restored(self, epoch: int, batches: int, held: object) -> dict[int, bytes]:
+        """A restored state's checkpoints (``held``, its ``readers``) by shard,
+        :func:`decoded`, and held as those after ``batches`` batches of epoch ``epoch``: a
+        state taken before the next batch is the restored one."""
+        checkpoints = decoded(held)
+        assert isinstance(held, Mapping)
         with self._lock:
             self._held[(epoch, batches)] = dict(held)
             self._held.move_to_end((epoch, batches))
+        return checkpoints
 
     def record(self, epoch: int, batches: int, shard: int, checkpoint: bytes, end: bool) -> None:
         """Shard ``shard``'s ``checkpoint`` after ``batches`` batches of epoch ``epoch`` (at its

@@ -339,8 +339,7 @@ class Stream:
         if restores and state.position % self.step == 0:
             assert self.readers is not None
             first = state.position // self.step
-            checkpoints = decoded(state.readers)
-            self.readers.hold(state.epoch, first, state.readers)
+            checkpoints = self.readers.restored(state.epoch, first, state.readers)
             return state.epoch, Readers(first, checkpoints)
         if native and state.position % self.step == 0:
             return state.epoch, state.position // self.step

@@ -38,7 +38,6 @@ import numpy as np
 
 from daliaug.errors import ConfigError
 from daliaug.outputs.batches import Batch, Batches, Start
-from daliaug.reader_checkpoints import decoded
 from daliaug.resume import Readers, Rest
 
 
@@ -177,8 +176,7 @@ class BatchIterator(grain.DatasetIterator):
         self._position, self._restore = position, None
         stream = self._batches.stream
         if held and stream is not None and stream.readers is not None:
-            checkpoints = decoded(held)
-            stream.readers.hold(position.epoch, position.batch, held)
+            checkpoints = stream.readers.restored(position.epoch, position.batch, held)
             ended = position.batch == position.batches  # the next epoch's start
             epoch, batch = (position.epoch + 1, 0) if ended else (position.epoch, position.batch)
             self._restore = (epoch, Readers(batch, checkpoints))
