@@ -98,8 +98,8 @@ def s3_errors(bucket: str, key: str, doing: str) -> Iterator[None]:
     except (bce.BotoCoreError, OSError) as e:
         endpoint = os.environ.get("AWS_ENDPOINT_URL", "AWS")
         raise DataError(
-            f"{where}: cannot {doing}: the S3 server ({endpoint}) is unreachable or broke off: "
-            f"{type(e).__name__}: {e}"
+            f"{where}: cannot {doing}: the S3 server is unreachable or broke off "
+            f"(endpoint {endpoint}): {type(e).__name__}: {e}"
         ) from e
 
 

@@ -602,6 +602,25 @@ def test_a_server_stopping_mid_epoch_is_named(server: Server, tmp_path: Path) ->
     assert time.monotonic() - start < 60
 
 
+@pytest.mark.parametrize("broken", ["stream", "connection"])
+def test_a_server_lost_is_named_in_one_order_however_it_broke(
+    broken: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that broke off mid-stream and one never reached give one message: the object,
+    what was being done, then the server's address (the order the test above relies on)."""
+    from botocore.exceptions import EndpointConnectionError, ResponseStreamingError
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    error = {
+        "stream": ResponseStreamingError(error="Connection broken: IncompleteRead"),
+        "connection": EndpointConnectionError(endpoint_url="http://127.0.0.1:9/data"),
+    }[broken]
+    named = r"s3://data/train/part-2\.tar: cannot read bytes 0-9: .*unreachable.*127\.0\.0\.1:9"
+    with pytest.raises(DataError, match=named):
+        with storage.s3_errors("data", "train/part-2.tar", "read bytes 0-9"):
+            raise error
+
+
 JOB = """
 import json, sys
 import numpy as np
