@@ -151,10 +151,11 @@ def child(tool: str, train: str, check: str, profile: str | None, finish: bool) 
 def _finish_check(train: Path) -> None:
     """The background check let finish (untimed), as the first epoch of a training run would
     let it, so that a later start finds every file's result in the cache."""
+    from daliaug.config import load_config
     from daliaug.engines.select import choose
     from daliaug.prepare import prepare
 
-    made = config(train, "background")
+    made = load_config(config(train, "background"))
     check = prepare(made, choose(made)).samples.background
     assert check is not None
     check.begin()
