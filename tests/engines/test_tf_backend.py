@@ -3,6 +3,7 @@ DALI, the same streams (order, batches, parameters) for one seed, and a pure tf.
 
 from __future__ import annotations
 
+import collections
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,7 @@ JITTER = [
     {"type": "flip"},
     {"type": "brightness", "factor": 0.3},
 ]
+FLIP = {"type": "flip"}
 
 
 @pytest.mark.slow
@@ -257,3 +259,23 @@ def test_the_fused_warp_of_arrays_matches_the_projective_transform(fill, nearest
     compiled = tf.function(lambda x, m: sample(x, m, (25, 35), fill, nearest), jit_compile=True)
     for got in (sample(images, matrices, (25, 35), fill, nearest), compiled(images, matrices)):
         assert np.abs(got.numpy() - expected).max() <= 2e-3
+
+
+def _graph_ops(dataset: tf.data.Dataset) -> collections.Counter:
+    """The operations of every function a ``tf.data`` dataset's graph holds, counted."""
+    graph = tf.compat.v1.GraphDef()
+    graph.ParseFromString(dataset._as_serialized_graph().numpy())
+    return collections.Counter(node.op for f in graph.library.function for node in f.node_def)
+
+
+def test_a_plan_that_only_resizes_traces_no_warp(square_dir: Path) -> None:
+    """Files resized and nothing moved: each image is decoded and resized, with no warp and no
+    branch between a warp and a resize traced (a third of the graph, and of a start's tracing);
+    a flip keeps them."""
+    plain = _graph_ops(make_dataset(config_for(square_dir, backend="tf")))
+    flipped = _graph_ops(make_dataset(config_for(square_dir, backend="tf", transforms=[FLIP])))
+    assert plain["ResizeBilinear"] == flipped["ResizeBilinear"] == 1
+    branches = plain["If"] + plain["StatelessIf"]
+    assert branches == 1  # the decoder's (JPEG or PNG), no warp's
+    assert flipped["If"] + flipped["StatelessIf"] > branches
+    assert 2 * sum(plain.values()) < sum(flipped.values())

@@ -161,6 +161,8 @@ def resample(image: tf.Tensor, matrix: tf.Tensor, spec: EngineSpec) -> tf.Tensor
 
     if not spec.plan.resizes:
         return warped()
+    if not spec.plan.warps:  # the map is the output's scale of the whole image, unflipped
+        return tf.image.resize(image, size, antialias=False)
     h, w = tf.unstack(tf.cast(tf.shape(image)[:2], tf.float32))
     x0, y0 = matrix[0, 2], matrix[1, 2]
     x1, y1 = matrix[0, 0] * size[1] + x0, matrix[1, 1] * size[0] + y0
