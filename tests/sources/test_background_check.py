@@ -10,6 +10,7 @@ import re
 import threading
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -229,6 +230,26 @@ def test_a_file_changed_since_it_was_listed_is_not_used(numbered: Path) -> None:
     check.begin()
     assert check.done.wait(60)
     assert "0004.png changed after daliaug checked it" in (check.reasons([path])[0] or "")
+
+
+@pytest.mark.parametrize("batches", [8, 2])
+def test_the_thread_begins_after_the_first_batches_the_feed_checks_itself(
+    numbered: Path, batches: int
+) -> None:
+    """The feed checks the files of an epoch's first :data:`~background.QUIET` batches itself
+    and the thread begins at the next (or at the epoch's last batch, if it comes first), so
+    that the first batch reaches training with no decoding beside it."""
+    paths = [str(numbered.parent / "img" / f"{i:04d}.png") for i in range(2 * batches)]
+    keys = {path: file_key(path) for path in paths}
+    check = background.BackgroundCheck(paths, keys, "test", lambda _: iter(()), "raise")
+    samples = SimpleNamespace(files={"path": paths})
+    bounds = [(2 * k, 2 * k + 2) for k in range(batches)]
+    epoch = background.CheckedEpoch(samples, check, np.arange(2 * batches), bounds, False)
+    begins = min(background.QUIET, batches - 1)
+    for k in range(batches):
+        assert epoch.bound(k) == bounds[k]  # its files checked by the feed, or the thread
+        assert check._begun.is_set() == (k >= begins), k
+    assert check.done.wait(60) and not check.bad
 
 
 def test_a_later_start_decodes_no_file_the_cache_knows(
