@@ -6,7 +6,12 @@ mid-way through the first rest.
 ``python -m tests.elastic_job SPEC_JSON``: SPEC has ``worlds`` (the worlds in turn: the first
 begins the epoch, each next one resumes the state its predecessor took after ``after[i]``
 batches; the last runs to the epoch's end) and ``out`` (``.json``: each world's samples, with
-weight above 0, per batch; ``.npz``: each sample's image as each world made it).
+weight above 0, per batch; ``.npz``: each sample's image as each world made it); with
+``listing`` (a file list whose labels are the samples' numbers) the samples are its files,
+checked beside training (``source.check: background``) with ``on_error``; with ``bad`` the
+job spoils, once the whole epoch has run, the first file past the first world's batches
+(:func:`spoil`); a refused restore or a bad file
+ends the job with the error's message in the report's ``error``.
 """
 
 from __future__ import annotations
@@ -36,15 +41,25 @@ def main(spec: dict) -> None:
         "shuffle": True,
         "transforms": [{"type": "rotation", "angle": 30}, {"type": "brightness", "factor": 0.3}],
     }
-    x = np.random.default_rng(1).integers(0, 256, (23, 20, 24, 3), dtype=np.uint8)
-    y = np.arange(23)
+    arrays: dict[str, Any] = {}
+    if "listing" in spec:
+        config["source"] = {
+            "type": "file_list",
+            "path": spec["listing"],
+            "check": "background",
+            "on_error": spec.get("on_error", "raise"),
+        }
+        config["label_mode"] = "int"
+    else:
+        arrays["x"] = np.random.default_rng(1).integers(0, 256, (23, 20, 24, 3), dtype=np.uint8)
+        arrays["y"] = np.arange(23)
 
     def dataset(world: int, state: Any = None) -> Any:
         devices = jax.devices()[:world]
         keras.distribution.set_distribution(
             keras.distribution.DataParallel(devices=devices) if world > 1 else None
         )
-        return daliaug.make_dataset(config, x=x, y=y, framework="jax", state=state)
+        return daliaug.make_dataset(config, framework="jax", state=state, **arrays)
 
     def taken(batch: Any) -> tuple[list[int], list[np.ndarray]]:
         images, labels = np.asarray(batch[0]), np.asarray(batch[1]).tolist()
@@ -61,20 +76,38 @@ def main(spec: dict) -> None:
         images.update({f"whole{label}": p for label, p in zip(labels, pixels, strict=True)})
     state = None
     for i, world in enumerate(spec["worlds"]):
-        ds = dataset(world, state)
-        after = spec["after"][i] if i < len(spec["after"]) else None
-        seen = []
-        for count, batch in enumerate(ds, 1):
-            labels, pixels = taken(batch)
-            seen.append(labels)
-            images.update({f"run{i}_{label}": p for label, p in zip(labels, pixels, strict=True)})
-            if count == after:
-                break
+        if i == 0 and spec.get("bad"):
+            spoil(spec["listing"], report["whole"][spec["after"][0]][0])
+        seen: list[list[int]] = []
+        report["runs"].append({"world": world, "seen": seen})
+        try:
+            ds = dataset(world, state)
+            after = spec["after"][i] if i < len(spec["after"]) else None
+            for count, batch in enumerate(ds, 1):
+                labels, pixels = taken(batch)
+                seen.append(labels)
+                named = {f"run{i}_{label}": p for label, p in zip(labels, pixels, strict=True)}
+                images.update(named)
+                if count == after:
+                    break
+        except (daliaug.ConfigError, daliaug.DataError) as e:
+            report["error"] = str(e)
+            break
         state = ds.get_state()
-        report["runs"].append({"world": world, "seen": seen, "state": state.as_dict()})
+        report["runs"][-1]["state"] = state.as_dict()
     out = Path(spec["out"])
     np.savez(out, **images)
     out.with_suffix(".json").write_text(json.dumps(report))
+
+
+def spoil(listing: str, sample: int) -> None:
+    """Cut short the file of ``sample`` in ``listing`` (its header still reads)."""
+    for line in Path(listing).read_text().splitlines()[1:]:
+        path, label = line.split(",")
+        if int(label) == sample:
+            file = Path(listing).parent / path
+            data = file.read_bytes()
+            file.write_bytes(data[: len(data) // 2])
 
 
 if __name__ == "__main__":

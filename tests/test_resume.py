@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -346,6 +347,42 @@ def test_a_state_restored_by_another_world_gives_the_rest_of_the_epoch_exactly_o
         worlds[0],
         4 * after[0],
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["good", "bad", "skip"])
+def test_another_world_resumes_files_checked_beside_training(case: str, tmp_path: Path) -> None:
+    """A file list checked beside training (``source.check: background``, what ``auto`` picks
+    for large sources): a world of 2's state restored by a world of 1 gives the rest of the
+    epoch exactly once, each sample its pixels; a bad file past the first world's batches
+    stops the epoch, named, before any batch holding it; with ``on_error: skip`` (which moves
+    samples past a bad file) the restore is refused by name."""
+    root = tmp_path / "data"
+    images = {"img": [structured_image(20, 24, seed=i) for i in range(23)]}
+    write_image_dir(root, images)
+    listing = root / "list.csv"
+    listing.write_text("path,label\n" + "".join(f"img/{i:04d}.png,{i}\n" for i in range(23)))
+    spec: dict[str, Any] = {"worlds": [2, 1], "after": [2], "out": str(tmp_path / "out.npz")}
+    spec |= {"listing": str(listing), "bad": case == "bad"}
+    spec |= {"on_error": "skip"} if case == "skip" else {}
+    env = {"DALIAUG_CACHE": str(tmp_path / "cache")}
+    report, pixels = run_keras_job("tests.elastic_job", "jax", spec, timeout=300, env=env)
+    seen = [x for run in report["runs"] for batch in run["seen"] for x in batch]
+    if case == "bad":  # (the check may find it while the first world runs, and stop it)
+        spoiled = report["whole"][2][0]
+        assert re.search(rf"img/{spoiled:04d}\.png", report["error"]), report["error"]
+        assert spoiled not in seen and len(set(seen)) == len(seen)
+        return
+    first, rest = (run["seen"] for run in report["runs"])
+    assert len(first) == 2 and sum(len(batch) for batch in first) == 8
+    if case == "skip":
+        assert rest == [] and "on_error: skip" in report["error"]
+        assert "restore it on that world" in report["error"]
+        return
+    assert "error" not in report and sorted(seen) == list(range(23))
+    for i, run in enumerate((first, rest)):
+        for label in {x for batch in run for x in batch}:
+            assert np.array_equal(pixels[f"run{i}_{label}"], pixels[f"whole{label}"])
 
 
 def kill_job(spec: dict[str, Any], kill_at: int | None = None) -> int:

@@ -39,7 +39,12 @@ from daliaug.epoch import Epochs, ParameterRows, RestOfEpoch
 from daliaug.errors import DataError, carried_error
 from daliaug.kernels.arrays import NUMPY, Arrays
 from daliaug.plan import Plan
-from daliaug.sources.background import CheckedEpoch, LazyBatches
+from daliaug.sources.background import (
+    BackgroundCheck,
+    CheckedEpoch,
+    CheckedRest,
+    LazyBatches,
+)
 from daliaug.sources.base import Samples, padded
 from daliaug.sources.checks import explain_failure
 from daliaug.sources.sample_set import SampleSet
@@ -532,13 +537,21 @@ class EpochFeed:
         with self._shared_lock:
             found = self._checked.get(epoch)
             if found is None:
-                shorten = self.weights is None and not self.epochs.drop_remainder
-                order = self.epochs.order(epoch)
-                found = CheckedEpoch(self.samples, check, order, self.epochs.bounds, shorten)
+                found = self._checked_batches(check, epoch)
                 self._checked[epoch] = found
                 while len(self._checked) > self.CHECKED_KEPT:
                     self._checked.popitem(last=False)
             return found
+
+    def _checked_batches(self, check: BackgroundCheck, epoch: int) -> CheckedEpoch:
+        """``epoch``'s batches checked by ``check``: the rest of an epoch another world began
+        keeps that world's positions (:class:`~daliaug.sources.background.CheckedRest`)."""
+        epochs = self.epochs
+        if isinstance(epochs, RestOfEpoch):
+            rest = epochs.batches(epoch)
+            return CheckedRest(self.samples, check, rest, epochs.bounds, epochs.valid)
+        shorten = self.weights is None and not epochs.drop_remainder
+        return CheckedEpoch(self.samples, check, epochs.order(epoch), epochs.bounds, shorten)
 
     def _parts(self, params: Mapping[str, np.ndarray], sizes: np.ndarray) -> dict[str, np.ndarray]:
         """The parts of ``warp`` (:attr:`FeedForm.warp`) of samples with ``params`` on images

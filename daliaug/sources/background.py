@@ -28,7 +28,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Protocol, Self, TypeVar, overload
 
@@ -472,3 +472,26 @@ class CheckedEpoch(LazyBatches):
                     good[j] = False
                     self._check.skipped(path, reason)
         return good
+
+
+class CheckedRest(CheckedEpoch):
+    """``batches`` whose every position holds a fixed sample (the rest of an epoch another
+    world began: :class:`~daliaug.epoch.RestOfEpoch`), padding where ``valid`` says, each
+    batch's files checked before it is given. ``on_error: raise`` only: leaving a sample out
+    would move the samples after it, which the other world's positions fix."""
+
+    def __init__(
+        self,
+        samples: Listed,
+        check: BackgroundCheck,
+        batches: Sequence[np.ndarray],
+        bounds: Sequence[tuple[int, int]],
+        valid: Callable[[int, int], np.ndarray],
+    ) -> None:
+        assert check.on_error == "raise", "a rest of an epoch leaves no sample out"
+        positions = np.concatenate([np.zeros(0, np.int64), *batches])
+        super().__init__(samples, check, positions, bounds, shorten=False)
+        self._valid = valid
+
+    def valid(self, start: int, stop: int) -> np.ndarray:
+        return self._valid(start, stop)

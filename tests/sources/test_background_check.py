@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import threading
 import warnings
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -250,6 +251,32 @@ def test_the_thread_begins_after_the_first_batches_the_feed_checks_itself(
         assert epoch.bound(k) == bounds[k]  # its files checked by the feed, or the thread
         assert check._begun.is_set() == (k >= begins), k
     assert check.done.wait(60) and not check.bad
+
+
+def test_the_rest_of_an_epoch_keeps_its_positions_and_stops_at_a_bad_file(numbered: Path) -> None:
+    """The rest of an epoch another world began (its samples fixed by position, padding at
+    the end): each batch's files checked as it is made, the batch with a bad file refused
+    by name before it is given, the padding where the rest says."""
+    from daliaug.engines import engine
+
+    bad = truncate(numbered, 5)
+    paths = [str(numbered.parent / "img" / f"{i:04d}.png") for i in range(8)]
+    keys = {path: file_key(path) for path in paths}
+    undecodable = partial(engine("opencv").undecodable, device="cpu")
+    check = background.BackgroundCheck(paths, keys, "test", undecodable, "raise")
+    rest = [np.array([7, 1]), np.array([3, 5]), np.array([0, 7])]  # 7 again: padding
+    bounds = [(0, 2), (2, 4), (4, 6)]
+    epoch = background.CheckedRest(
+        SimpleNamespace(files={"path": paths}),
+        check,
+        rest,
+        bounds,
+        lambda a, b: np.arange(a, b) < 5,
+    )
+    assert epoch.bound(0) == (0, 2) and epoch.batch(0).tolist() == [7, 1]
+    with pytest.raises(DataError, match=re.escape(str(bad))):
+        epoch.bound(1)
+    assert epoch.valid(4, 6).tolist() == [True, False]
 
 
 def test_a_later_start_decodes_no_file_the_cache_knows(

@@ -616,9 +616,11 @@ def test_a_server_lost_is_named_in_one_order_however_it_broke(
         "connection": EndpointConnectionError(endpoint_url="http://127.0.0.1:9/data"),
     }[broken]
     named = r"s3://data/train/part-2\.tar: cannot read bytes 0-9: .*unreachable.*127\.0\.0\.1:9"
-    with pytest.raises(DataError, match=named):
-        with storage.s3_errors("data", "train/part-2.tar", "read bytes 0-9"):
-            raise error
+    with (
+        pytest.raises(DataError, match=named),
+        storage.s3_errors("data", "train/part-2.tar", "read bytes 0-9"),
+    ):
+        raise error
 
 
 JOB = """
