@@ -194,6 +194,12 @@ class Readers:
         return self.checkpoints[shard]
 
 
+def first_batch(start: int | Rest | Readers) -> int:
+    """The batch of its epoch a pass from ``start`` (:meth:`Stream.start`) begins at (a rest
+    counts its own, from 0)."""
+    return start.first if isinstance(start, Readers) else start if isinstance(start, int) else 0
+
+
 @dataclass(frozen=True)
 class Stream:
     """A dataset's stream of batches as a state sees it: the config's ``seed``, the ``world``

@@ -5,13 +5,18 @@ interrupted in its third epoch and restored, beside an uninterrupted run.
 ``python -m tests.resume_job SPEC_JSON``: SPEC has ``numbered`` (a file list of images
 labelled by their index; or ``records``, the same as TFRecords, read by DALI's own reader, with
 ``index_dir``), ``backup`` (a folder for the backups) and ``out`` (``.npz``; the labels each
-run trained on go to the ``.json`` beside it).
+run trained on go to the ``.json`` beside it). With ``runs`` (JAX only), the runs after the
+uninterrupted one instead: each ``[world, crash]``, on ``world`` host devices
+(``keras.distribution.DataParallel``; 1: no distribution), interrupted after ``crash``
+batches (``null``: run to the end), each restoring its predecessor's backup; ``batch_size``
+replaces 5. Their labels go to the report's ``runs``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -68,6 +73,8 @@ def crash_at(recorder: Any, batches: int) -> Any:
 
 
 def main(spec: dict) -> None:
+    if "runs" in spec:
+        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
     import keras
 
     import daliaug
@@ -80,7 +87,7 @@ def main(spec: dict) -> None:
         {
             "source": source,
             "image_size": 24,
-            "batch_size": 5,
+            "batch_size": spec.get("batch_size", 5),
             "seed": 7,
             "shuffle": True,
             "backend": "cpu",
@@ -88,23 +95,39 @@ def main(spec: dict) -> None:
         }
     )
 
-    def fit(recorder: Recorder, crash: bool = False) -> None:
+    def fit(recorder: Recorder, crash: int | None = None) -> None:
         ds = daliaug.make_dataset(config)
         recorder.watch(ds)
         backup = BackupAndRestore(ds, spec["backup"], save_freq=2)
         # Keras takes a batch to build the model before training: not one it trains on
         forget = keras.callbacks.LambdaCallback(on_train_begin=lambda _: recorder.seen.clear())
-        callbacks = [backup, forget, *([crash_at(recorder, CRASH_AT)] if crash else [])]
+        callbacks = [backup, forget, *([crash_at(recorder, crash)] if crash else [])]
         recorder.model.fit(ds, epochs=4, verbose=0, shuffle=False, callbacks=callbacks)
 
-    whole, first, resumed = Recorder(), Recorder(), Recorder()
+    def on(world: int) -> Recorder:
+        """A recorder whose model is made on ``world`` devices (the distribution set first)."""
+        if "runs" in spec:
+            import jax
+
+            devices = jax.devices()[:world]
+            parallel = keras.distribution.DataParallel(devices=devices) if world > 1 else None
+            keras.distribution.set_distribution(parallel)
+        return Recorder()
+
+    runs = spec.get("runs", [[1, CRASH_AT], [1, None]])
+    whole = on(runs[0][0])
     fit(whole)
-    with contextlib.suppress(KeyboardInterrupt):
-        fit(first, crash=True)
-    fit(resumed)
+    seen = []
+    for world, crash in runs:
+        recorder = on(world)
+        with contextlib.suppress(KeyboardInterrupt):
+            fit(recorder, crash)
+        seen.append(recorder.seen)
     out = Path(spec["out"])
     np.savez(out, whole=np.concatenate(whole.seen))
-    report = {"whole": whole.seen, "first": first.seen, "resumed": resumed.seen}
+    report = {"whole": whole.seen, "runs": seen}
+    if "runs" not in spec:
+        report |= {"first": seen[0], "resumed": seen[1]}
     out.with_suffix(".json").write_text(json.dumps(report))
 
 

@@ -318,6 +318,37 @@ def test_backup_and_restore_resumes_model_fit_mid_epoch_on_jax_and_torch(
 
 
 @pytest.mark.slow
+def test_backup_and_restore_resumes_on_another_world_and_saves_within_the_rest(
+    tmp_path: Path,
+) -> None:
+    """``BackupAndRestore`` through a real ``model.fit`` on JAX: trained on 2 devices and
+    interrupted in epoch 2 (6 batches of 4 each), restored on 1 device, which trains the rest
+    of that epoch (the other world's order) and is interrupted in it after a save there, then
+    restored on 4: each epoch's samples exactly once across the runs, and the runs after end
+    after epoch 3, each whole."""
+    root = tmp_path / "data"
+    write_image_dir(root, {"img": [structured_image(24, 24, seed=i) for i in range(24)]})
+    listing = root / "list.csv"
+    listing.write_text("path,label\n" + "".join(f"img/{i:04d}.png,{i}\n" for i in range(24)))
+    spec = {
+        "numbered": str(listing),
+        "backup": str(tmp_path / "backup"),
+        "out": str(tmp_path / "out.npz"),
+        "batch_size": 4,
+        "runs": [[2, 15], [1, 3], [4, None]],
+    }
+    report, _ = run_keras_job("tests.resume_job", "jax", spec, timeout=600)
+    first, second, third = report["runs"]
+    # saves every 2 batches: the first run's last at its 14th (epoch 2, 2 batches in), the
+    # second's after the rest's 2nd batch (8 samples of the 16 left)
+    epoch2 = [x for batch in first[12:14] + second[:2] + third[:2] for x in batch]
+    assert sorted(epoch2) == list(range(24))
+    assert len(third) == 2 + 6 and sorted(x for batch in third[2:] for x in batch) == list(
+        range(24)
+    )
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("worlds", "after"), [([2, 4, 1], [2, 1]), ([1, 2], [3]), ([4, 2, 2], [1, 1])]
 )

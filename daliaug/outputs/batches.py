@@ -26,7 +26,7 @@ import numpy as np
 
 from daliaug.batch_layout import BatchLayout
 from daliaug.errors import ConfigError
-from daliaug.resume import Readers, Rest
+from daliaug.resume import Readers, Rest, first_batch
 
 if TYPE_CHECKING:
     from daliaug.outputs.options import DatasetOptions
@@ -113,7 +113,7 @@ class Batches:
         if (epoch, start) != (self._epoch, self._start) or start:
             self._stream = None
         self._epoch, self._start = epoch, start
-        self._taken = _first(start)
+        self._taken = first_batch(start)
 
     def get_state(self) -> State:
         """The state after the batches handed on so far (Grain's name)."""
@@ -150,7 +150,7 @@ class Batches:
     def __iter__(self) -> Iterator[Batch]:
         epoch, start = self._epoch, self._start
         rest = isinstance(start, Rest)
-        first, length = _first(start), start.batches if isinstance(start, Rest) else self._length
+        first, length = first_batch(start), start.batches if rest else self._length
         if self._stream is None or not self._ended:
             self._stream = self._open_at(epoch, start)
         self._ended, self._taken = False, first
@@ -166,11 +166,6 @@ class Batches:
                 if rest:  # its pipelines hold the rest of that epoch only
                     self._stream = None
             yield batch
-
-
-def _first(start: Start) -> int:
-    """The batch of its epoch a pass from ``start`` begins at (a rest counts its own)."""
-    return start.first if isinstance(start, Readers) else start if isinstance(start, int) else 0
 
 
 class Joined:
