@@ -12,8 +12,10 @@ same whether a run starts there or reaches it.
 from __future__ import annotations
 
 import threading
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -64,17 +66,18 @@ class EpochClock:
     clock when an iteration starts reading (:meth:`begin`): the next epoch for that stream,
     from ``start`` on, or the epoch :meth:`set` gave (Keras' own epoch number, through
     ``daliaug.keras.EpochSync``). Each stream's first iteration of epoch ``start`` begins at
-    batch ``first`` (a resumed epoch, :meth:`seek`), every other one at batch 0. Iterators made
+    batch ``first`` (a resumed epoch, :meth:`seek`), or runs the :class:`RestOfEpoch` it is
+    (a state another world took), every other one at batch 0. Iterators made
     and never read (``model.fit`` makes some) ask nothing, except those of a GPU-placed DALI
     dataset, whose pipeline starts reading when its iterator is made."""
 
-    def __init__(self, start: int = 0, first: int = 0) -> None:
+    def __init__(self, start: int = 0, first: int | RestOfEpoch = 0) -> None:
         self.start, self.first = start, first
         self._next: dict[object, int] = {}
         self._began: set[object] = set()
         self._lock = threading.Lock()
 
-    def begin(self, stream: object) -> tuple[int, int]:
+    def begin(self, stream: object) -> tuple[int, int | RestOfEpoch]:
         """The epoch ``stream``'s new iteration is, and the batch it begins at."""
         with self._lock:
             epoch = self._next.get(stream, self.start)
@@ -87,8 +90,9 @@ class EpochClock:
         """The epoch ``stream``'s new iteration is."""
         return self.begin(stream)[0]
 
-    def seek(self, epoch: int, first: int = 0) -> None:
-        """The next iteration of every stream is ``epoch``, from batch ``first``."""
+    def seek(self, epoch: int, first: int | RestOfEpoch = 0) -> None:
+        """The next iteration of every stream is ``epoch``, from batch ``first`` (or the rest
+        of it another world began)."""
         with self._lock:
             self.start, self.first = epoch, first
             self._next = dict.fromkeys(self._next, epoch)
@@ -349,6 +353,13 @@ class RestOfEpoch:
 
     def rows(self, plan: Plan, epoch: int) -> RestRows:
         return RestRows(self, plan)
+
+    @cached_property
+    def tag(self) -> tuple[int, ...]:
+        """What tells this rest's batches from those of another of the same epoch (another
+        world's, another position): its shard, world and a digest of its entries."""
+        digest = zlib.crc32(b"".join(a.tobytes() for a in (self.index, self.origin, self.place)))
+        return self.shard, self.world, len(self.index), digest
 
 
 class RestRows:

@@ -208,7 +208,10 @@ class Stream:
     daliaug's ``version`` (whose states alone it takes), ``shuffle`` and ``drop_remainder``;
     ``seeks``: whether it can start mid-epoch (not where DALI's own reader streams TFRecords);
     ``elastic``: whether it can take the rest of an epoch begun by another world
-    (:class:`Rest`: the NumPy, JAX and PyTorch batches of the host's engines); ``readers``:
+    (:class:`Rest`: the NumPy, JAX and PyTorch batches of the host's engines, and ``tf.data``
+    without a strategy); ``skips``: whether its files are checked beside training with
+    ``on_error: skip``, which moves each shard's samples after a bad file (so another world's
+    positions may hold other samples: such a rest is refused); ``readers``:
     where DALI's own reader streams TFRecords and keeps its checkpoints, the checkpoints after
     batch ``b`` of epoch ``e`` (:class:`~daliaug.reader_checkpoints.ReaderCheckpoints`),
     which its states hold and whence it starts mid-epoch."""
@@ -225,6 +228,7 @@ class Stream:
     drop_remainder: bool = False
     seeks: bool = True
     elastic: bool = False
+    skips: bool = False
     readers: ReaderCheckpoints | None = None
 
     @cached_property
@@ -358,7 +362,17 @@ class Stream:
             raise ConfigError(
                 f"state: taken by a world of {state.world} shards (in the order of "
                 f"{state.order_world}), this dataset is one of {self.world}: only the NumPy, "
-                "JAX and PyTorch batches of DALI on the CPU and OpenCV resume on another world"
+                "JAX and PyTorch batches of DALI on the CPU and OpenCV, and tf.data without a "
+                "strategy, resume on another world"
+            )
+        if self.skips:
+            raise ConfigError(
+                f"state: the rest of an epoch begun by a world of {state.order_world} shards, "
+                f"for one of {self.world}; this source's files are checked beside training "
+                "with on_error: skip, which moves each shard's samples after a bad file, so "
+                "that world's positions may not hold the same samples: restore it on that "
+                "world, or list the source with check: full (bad files left out before any "
+                "epoch begins)"
             )
         left = self.entries(state.order_world) - state.position
         per_shard = left / self.world / self.batch_size

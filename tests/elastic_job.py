@@ -6,7 +6,8 @@ mid-way through the first rest.
 ``python -m tests.elastic_job SPEC_JSON``: SPEC has ``worlds`` (the worlds in turn: the first
 begins the epoch, each next one resumes the state its predecessor took after ``after[i]``
 batches; the last runs to the epoch's end) and ``out`` (``.json``: each world's samples, with
-weight above 0, per batch; ``.npz``: each sample's image as each world made it); with
+weight above 0, per batch; ``.npz``: each sample's image as each world made it); ``backend``
+picks the engine (OpenCV by default); with
 ``listing`` (a file list whose labels are the samples' numbers) the samples are its files,
 checked beside training (``source.check: background``) with ``on_error``; with ``bad`` the
 job spoils, once the whole epoch has run, the first file past the first world's batches
@@ -24,6 +25,33 @@ from typing import Any
 
 import numpy as np
 
+X = np.random.default_rng(1).integers(0, 256, (23, 20, 24, 3), dtype=np.uint8)
+Y = np.arange(23)
+"""The arrays (labelled by their index) the job reads without a ``listing``."""
+
+
+def config_of(spec: dict) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The job's config for ``spec`` (its ``backend``: OpenCV unless given) and the arrays
+    ``make_dataset`` takes with it (none with a ``listing``)."""
+    config: dict[str, Any] = {
+        "source": {"type": "arrays"},
+        "image_size": 16,
+        "batch_size": 4,
+        "backend": spec.get("backend", "opencv"),
+        "seed": 5,
+        "shuffle": True,
+        "transforms": [{"type": "rotation", "angle": 30}, {"type": "brightness", "factor": 0.3}],
+    }
+    if "listing" not in spec:
+        return config, {"x": X, "y": Y}
+    config["source"] = {
+        "type": "file_list",
+        "path": spec["listing"],
+        "check": "background",
+        "on_error": spec.get("on_error", "raise"),
+    }
+    return config | {"label_mode": "int"}, {}
+
 
 def main(spec: dict) -> None:
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
@@ -32,27 +60,7 @@ def main(spec: dict) -> None:
 
     import daliaug
 
-    config = {
-        "source": {"type": "arrays"},
-        "image_size": 16,
-        "batch_size": 4,
-        "backend": "opencv",
-        "seed": 5,
-        "shuffle": True,
-        "transforms": [{"type": "rotation", "angle": 30}, {"type": "brightness", "factor": 0.3}],
-    }
-    arrays: dict[str, Any] = {}
-    if "listing" in spec:
-        config["source"] = {
-            "type": "file_list",
-            "path": spec["listing"],
-            "check": "background",
-            "on_error": spec.get("on_error", "raise"),
-        }
-        config["label_mode"] = "int"
-    else:
-        arrays["x"] = np.random.default_rng(1).integers(0, 256, (23, 20, 24, 3), dtype=np.uint8)
-        arrays["y"] = np.arange(23)
+    config, arrays = config_of(spec)
 
     def dataset(world: int, state: Any = None) -> Any:
         devices = jax.devices()[:world]

@@ -4,6 +4,7 @@ making or reading anything before it; a state of other data is refused by name."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -110,6 +111,12 @@ def test_a_tf_train_checkpoint_saves_and_restores_the_stream(saved_at: int, tmp_
     assert same(rest[0], whole[epoch][batch:]) and same(rest[1], whole[epoch + 1])
     with pytest.raises(ConfigError, match="restore the checkpoint before"):
         tf.train.Checkpoint(step=restored_step, data=restored).restore(path)
+    # a state another world took: the step counts this world's epochs, not that rest
+    wider = dataclasses.replace(resumed.state_at(0, 2), world=2, order_world=2)
+    other = DataCheckpoint(restored_step)
+    other.deserialize(wider.to_json())
+    with pytest.raises(ConfigError, match=r"DataCheckpoint: .* a world of 2 shards"):
+        other.make_dataset(config, x=X, y=Y)
 
 
 def test_batches_state_round_trips_under_grain_and_pytorch_names() -> None:
@@ -249,8 +256,10 @@ def test_a_state_of_other_data_or_damaged_is_refused_by_name() -> None:
     between = State(**{**fields, "position": 6})
     assert "not between two batches" in refusal(between.as_dict())
     wider = State(**{**fields, "world": 2, "order_world": 2}).as_dict()
-    with pytest.raises(ConfigError, match="taken by a world of 2 shards"):  # tf.data: same world
-        daliaug.make_dataset(arrays_config("opencv"), x=X, y=Y, framework="tensorflow", state=wider)
+    with pytest.raises(ConfigError, match="taken by a world of 2 shards"):  # not elastic
+        dataclasses.replace(dataset.stream, elastic=False).start(wider)
+    with pytest.raises(ConfigError, match="on_error: skip, which moves"):
+        dataclasses.replace(dataset.stream, skips=True).start(wider)
 
 
 @pytest.mark.slow
@@ -315,6 +324,40 @@ def test_backup_and_restore_resumes_model_fit_mid_epoch_on_jax_and_torch(
     epochs = [sorted(x for batch in whole[i : i + 5] for x in batch) for i in range(0, 20, 5)]
     assert all(e == list(range(23)) for e in epochs)
     assert resumed == whole[12:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["opencv", "cpu"])
+def test_tf_data_resumes_a_state_another_world_took(backend: str, tmp_path: Path) -> None:
+    """``tf.data`` (no strategy) given a state a JAX world of 2 devices took mid-epoch: its
+    next iteration is the rest of that epoch in that world's order (every sample of the epoch
+    once across both, each with the pixels the world of 2 gave it), on OpenCV and DALI on the
+    CPU; a state taken within that rest (``state_at``) resumed by another ``tf.data``
+    dataset gives the rest of it; the iteration after is the next epoch, whole."""
+    from tests.elastic_job import config_of
+
+    spec = {"worlds": [2], "after": [2], "out": str(tmp_path / "out.npz"), "backend": backend}
+    report, pixels = run_keras_job("tests.elastic_job", "jax", spec, timeout=300)
+    (taken,) = report["runs"]
+    config, arrays = config_of(spec)
+
+    def labels(batches: Any) -> list[list[int]]:
+        return [np.asarray(b[1]).tolist() for b in batches]  # (a world of 1: no padding)
+
+    ds = daliaug.make_dataset(config, framework="tensorflow", state=taken["state"], **arrays)
+    rest = list(ds)
+    seen = [x for batch in taken["seen"] + labels(rest) for x in batch]
+    assert sorted(seen) == list(range(23))
+    for images, label in rest:
+        for image, x in zip(images.numpy(), label.numpy(), strict=True):
+            assert np.array_equal(image, pixels[f"whole{x}"]), x
+    assert sorted(x for batch in labels(ds) for x in batch) == list(range(23))  # epoch 1 whole
+
+    mid = daliaug.make_dataset(config, framework="tensorflow", state=taken["state"], **arrays)
+    state = mid.state_at(0, 2)  # two batches of the rest consumed
+    assert (state.world, state.order_world, state.position) == (1, 2, 16)
+    again = daliaug.make_dataset(config, framework="tensorflow", state=state, **arrays)
+    assert labels(again) == labels(rest)[2:]
 
 
 @pytest.mark.slow

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 from math import prod
@@ -35,7 +35,7 @@ from daliaug.algebra import Canvas
 from daliaug.config import target_column
 from daliaug.detection import BoxTargets
 from daliaug.engine_spec import EngineSpec
-from daliaug.epoch import Epochs, ParameterRows, RestOfEpoch
+from daliaug.epoch import Epochs, ParameterRows, RestOfEpoch, RestRows
 from daliaug.errors import DataError, carried_error
 from daliaug.kernels.arrays import NUMPY, Arrays
 from daliaug.plan import Plan
@@ -327,9 +327,9 @@ class EpochFeed:
             BoxTargets(spec, samples, self.layout.fuse_roi) if "boxes" in samples.columns else None
         )
         self.params = None if params is None else np.asarray(params, dtype=np.float32)
-        self._shared: OrderedDict[tuple[str, int, int, int], dict[str, np.ndarray]] = OrderedDict()
+        self._shared: OrderedDict[tuple[Hashable, ...], dict[str, np.ndarray]] = OrderedDict()
         self._shared_lock = threading.Lock()
-        self._checked: OrderedDict[int, CheckedEpoch] = OrderedDict()
+        self._checked: OrderedDict[Hashable, CheckedEpoch] = OrderedDict()
         # input -> file column, for the files the host reads (form.reads)
         self._host_files = {
             READ_ON_HOST[name]: name
@@ -395,7 +395,7 @@ class EpochFeed:
         names: Sequence[str],
         size: int,
         check_files: bool = False,
-        first: int = 0,
+        first: int | RestOfEpoch = 0,
     ) -> Iterator[dict[str, np.ndarray]]:
         """:meth:`batches` joined a few at a time, about ``size`` samples per chunk (whole
         batches: cutting a chunk into ``batch_size`` pieces gives the batches back), each
@@ -414,7 +414,12 @@ class EpochFeed:
             yield {name: chunk[name] for name in names}
 
     def _groups(
-        self, epoch: int, names: Sequence[str], per_chunk: int, check_files: bool, first: int
+        self,
+        epoch: int,
+        names: Sequence[str],
+        per_chunk: int,
+        check_files: bool,
+        first: int | RestOfEpoch,
     ) -> Iterator[
         tuple[range, list[np.ndarray], np.ndarray, dict[str, np.ndarray], Callable[[int], None]]
     ]:
@@ -425,11 +430,14 @@ class EpochFeed:
         checks them as it reads; its samples kept as :attr:`recent`). With ``source.check:
         background`` the batches are those of :meth:`checked_epoch`, each file decoded before
         its batch is made, and the chunks grow from one batch to ``per_chunk`` (the first batch
-        waits for its own files only)."""
-        drawn = self.epochs.rows(self.plan, epoch) if self.params is None else None
-        checked = self.checked_epoch(epoch)
-        batches = _Tail(self.epochs.batches(epoch) if checked is None else checked, first)
-        bounds = self.epochs.bounds[first:]
+        waits for its own files only). A :class:`~daliaug.epoch.RestOfEpoch` as ``first``: its
+        batches whole, in place of the epoch's."""
+        epochs, first = (first, 0) if isinstance(first, RestOfEpoch) else (self.epochs, first)
+        key = epoch if epochs is self.epochs else (epoch, *epochs.tag)
+        drawn = epochs.rows(self.plan, epoch) if self.params is None else None
+        checked = self.checked_epoch(epoch, epochs)
+        batches = _Tail(epochs.batches(epoch) if checked is None else checked, first)
+        bounds = epochs.bounds[first:]
         watched = check_files and self.samples.checked is not None and not self._host_files
         watch = FileWatch(self.samples, batches) if watched else None
         made = [name for name in names if not self._stored(name)]
@@ -446,8 +454,8 @@ class EpochFeed:
                 group = batches[k : k + size]
                 index = group[0] if len(group) == 1 else np.concatenate(group)
                 span = (bounds[k][0], bounds[k][0] + len(index))  # (a last batch cut short)
-                valid = (self.epochs if checked is None else checked).valid(*span)
-                chunk = self._batch(made, index, span, drawn, epoch, valid)
+                valid = (epochs if checked is None else checked).valid(*span)
+                chunk = self._batch(made, index, span, drawn, key, valid)
                 yield range(k, k + len(group)), group, index, chunk, given
                 k, size = k + len(group), min(2 * size, per_chunk)
         finally:
@@ -455,7 +463,11 @@ class EpochFeed:
                 watch.close()
 
     def batches(
-        self, epoch: int, names: Sequence[str], check_files: bool = False, first: int = 0
+        self,
+        epoch: int,
+        names: Sequence[str],
+        check_files: bool = False,
+        first: int | RestOfEpoch = 0,
     ) -> Iterator[dict[str, Any]]:
         """Each batch of ``epoch`` as the arrays ``names`` asks for: inputs of :attr:`inputs`
         (files the host reads as a list of their bytes), ``index`` (the samples' indices) and
@@ -468,7 +480,9 @@ class EpochFeed:
         once per chunk: ``bench/host_cost.py``), their stored inputs read batch by batch.
         ``first``: the batches before it are left out, neither made nor read (a resumed
         epoch, :mod:`daliaug.resume`): each batch's samples and rows depend on its position
-        only, so batch ``first`` on is what it is in the whole epoch."""
+        only, so batch ``first`` on is what it is in the whole epoch; or the
+        :class:`~daliaug.epoch.RestOfEpoch` to run in place of the epoch (a state another
+        world took)."""
         stored = [name for name in names if self._stored(name)]
         per_chunk = max(1, FEED_CHUNK // self.epochs.batch_size)
         groups = self._groups(epoch, names, per_chunk, check_files, first)
@@ -487,13 +501,13 @@ class EpochFeed:
         names: Sequence[str],
         index: np.ndarray,
         bounds: tuple[int, int],
-        drawn: ParameterRows | None,
-        epoch: int,
+        drawn: ParameterRows | RestRows | None,
+        epoch: Hashable,
         valid: np.ndarray,
     ) -> dict[str, np.ndarray]:
-        """The arrays ``names`` of the batches at positions ``bounds`` of ``epoch``, samples
-        ``index``, ``valid`` where they are no padding; ``drawn``: the epoch's parameter rows
-        (``None``: the explicit ``params``)."""
+        """The arrays ``names`` of the batches at positions ``bounds`` of ``epoch`` (its
+        number, or a rest's number and tag), samples ``index``, ``valid`` where they are no
+        padding; ``drawn``: the epoch's parameter rows (``None``: the explicit ``params``)."""
         start, stop = bounds
         out: dict[str, np.ndarray] = {"index": index}
         moves_boxes = self.boxes is not None and not self.boxes.shapes.keys().isdisjoint(names)
@@ -526,27 +540,34 @@ class EpochFeed:
     """Epochs whose checked batches (:meth:`checked_epoch`) a feed keeps: its streams read one
     epoch, or two where one stream starts the next before another ends."""
 
-    def checked_epoch(self, epoch: int) -> CheckedEpoch | None:
+    def checked_epoch(
+        self, epoch: int, epochs: Epochs | RestOfEpoch | None = None
+    ) -> CheckedEpoch | None:
         """With ``source.check: background``, ``epoch``'s batches as the check leaves them
         (:class:`~daliaug.sources.background.CheckedEpoch`), one for every stream of the feed;
         ``None`` otherwise. A dataset without weights or ``drop_remainder`` ends an epoch
-        short of samples with a shorter last batch, any other pads it (weight 0)."""
+        short of samples with a shorter last batch, any other pads it (weight 0). ``epochs``:
+        the feed's, or a rest of the epoch run in its place."""
         check = self.samples.background
         if check is None:
             return None
+        epochs = epochs or self.epochs
+        key = epoch if epochs is self.epochs else (epoch, *epochs.tag)
         with self._shared_lock:
-            found = self._checked.get(epoch)
+            found = self._checked.get(key)
             if found is None:
-                found = self._checked_batches(check, epoch)
-                self._checked[epoch] = found
+                found = self._checked_batches(check, epoch, epochs)
+                self._checked[key] = found
                 while len(self._checked) > self.CHECKED_KEPT:
                     self._checked.popitem(last=False)
             return found
 
-    def _checked_batches(self, check: BackgroundCheck, epoch: int) -> CheckedEpoch:
-        """``epoch``'s batches checked by ``check``: the rest of an epoch another world began
-        keeps that world's positions (:class:`~daliaug.sources.background.CheckedRest`)."""
-        epochs = self.epochs
+    def _checked_batches(
+        self, check: BackgroundCheck, epoch: int, epochs: Epochs | RestOfEpoch
+    ) -> CheckedEpoch:
+        """``epoch``'s batches of ``epochs`` checked by ``check``: the rest of an epoch another
+        world began keeps that world's positions
+        (:class:`~daliaug.sources.background.CheckedRest`)."""
         if isinstance(epochs, RestOfEpoch):
             rest = epochs.batches(epoch)
             return CheckedRest(self.samples, check, rest, epochs.bounds, epochs.valid)
@@ -568,7 +589,7 @@ class EpochFeed:
     ask for the same chunks, a few apart."""
 
     def _made(
-        self, key: tuple[str, int, int, int], make: Callable[[], dict[str, np.ndarray]]
+        self, key: tuple[Hashable, ...], make: Callable[[], dict[str, np.ndarray]]
     ) -> dict[str, np.ndarray]:
         """What ``make`` gives for the chunk ``key`` (what, epoch, start, stop), made once for
         every stream that asks (made again only if it was let go)."""

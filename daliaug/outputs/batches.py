@@ -127,7 +127,6 @@ class Batches:
         rest of its epoch over this one's (:class:`~daliaug.resume.Rest`)."""
         epoch, start = self._stream_of().start(state)
         if isinstance(start, Rest):
-            _refuse_skipping(self.samples, start)
             start = dataclasses.replace(start, samples=self.samples)
         if isinstance(start, Readers):
             for shard in self.local:  # each held, before any pipeline is opened
@@ -241,21 +240,6 @@ def host_loaders(
         return Joined(loaders, convert, layout)
 
     return open_at
-
-
-def _refuse_skipping(samples: Any, rest: Rest) -> None:
-    """A :class:`ConfigError` where ``samples`` are checked beside training and bad files
-    left out (``on_error: skip``): each shard's epoch then holds the samples after a bad file
-    at other positions, which the rest of an epoch another world began does not follow."""
-    check = getattr(samples, "background", None)
-    if check is not None and check.on_error == "skip":
-        raise ConfigError(
-            f"state: the rest of an epoch begun by a world of {rest.order_world} shards, for "
-            f"one of {rest.stream.world}; this source's files are checked beside training with "
-            "on_error: skip, which moves each shard's samples after a bad file, so that other "
-            "world's positions may not hold the same samples: restore it on that world, or list "
-            "the source with check: full (bad files left out before any epoch begins)"
-        )
 
 
 def _rest_shard(rest: Rest, run: Run, options: DatasetOptions) -> Shard:

@@ -7,18 +7,20 @@ batches they have handed on, so they give their state themselves (``get_state``)
 batches consumed from its caller: ``state_at(epoch, batches)``; ``set_state(state)`` makes its
 next iteration the rest of the state's epoch (through its epoch clock), as ``make_dataset``'s
 ``state`` does; a dataset made without a state asserts its full length, so it is for callers
-that stop the resumed epoch at its last step (``daliaug.keras.BackupAndRestore``).
+that stop the resumed epoch at its last step (``daliaug.keras.BackupAndRestore``). Without a
+strategy it also takes a state another world took: that iteration is the rest of the epoch in
+that world's order (:class:`~daliaug.resume.Rest`), and ``state_at`` counts its batches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from daliaug.epoch import replica_length
+from daliaug.epoch import EpochClock, RestOfEpoch, replica_length
 from daliaug.reader_checkpoints import ReaderCheckpoints, keeps
-from daliaug.resume import State, Stream, config_fingerprint, source_fingerprint
+from daliaug.resume import Rest, State, Stream, config_fingerprint, source_fingerprint
 from daliaug.sources.base import Samples
 from daliaug.version import __version__
 
@@ -47,18 +49,39 @@ def resumable(
         batches = getattr(dataset, "batches_per_epoch", length // per_shard)
     else:
         world, per_shard, batches = dataset.world, dataset.shard_batch, len(dataset)
-    elastic = not tf_data and run.shards == 1
+    elastic = run.shards == 1 and world == 1 if tf_data else run.shards == 1
     stream = stream_of(run, world, per_shard, batches, tf_data, elastic, readers)
     dataset.stream = stream
     if tf_data:
-        clock = dataset.epoch_clock
-        dataset.state_at = stream.state
-        dataset.set_state = lambda given: clock.seek(*stream.start(given))
+        dataset.state_at, dataset.set_state = _tf_data_states(stream, dataset.epoch_clock)
     else:
         dataset.samples = samples
     if state is not None:
         dataset.set_state(state)
     return dataset
+
+
+def _tf_data_states(
+    stream: Stream, clock: EpochClock
+) -> tuple[Callable[[int, int], State], Callable[[Any], None]]:
+    """A ``tf.data`` dataset's ``state_at(epoch, batches)`` and ``set_state(state)``: a state
+    seeks its clock; one another world took makes the next iteration the rest of that epoch
+    (a world of one runs all of it), whose batches ``state_at`` counts from its start."""
+    resumed: dict[int, Rest] = {}
+
+    def set_state(given: Any) -> None:
+        epoch, start = stream.start(given)
+        resumed.clear()
+        if isinstance(start, Rest):
+            resumed[epoch] = start
+            start = start.shard(0)
+        assert isinstance(start, int | RestOfEpoch)  # (no reader checkpoints on tf.data)
+        clock.seek(epoch, start)
+
+    def state_at(epoch: int, batches: int) -> State:
+        return stream.state(epoch, batches, resumed.get(epoch))
+
+    return state_at, set_state
 
 
 def stream_of(
@@ -77,6 +100,7 @@ def stream_of(
     another world began (column samples only)."""
     config, samples = run.config, run.samples
     columns = isinstance(samples, Samples)
+    check = samples.background if columns else None
     if columns or tf_data or not keeps(run.device):
         readers = None
     return Stream(
@@ -92,5 +116,6 @@ def stream_of(
         config.drop_remainder,
         seeks=columns or tf_data,  # (tf.data reads TFRecords itself)
         elastic=columns and elastic,
+        skips=check is not None and check.on_error == "skip",
         readers=readers,
     )

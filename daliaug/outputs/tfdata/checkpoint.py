@@ -45,8 +45,18 @@ class DataCheckpoint(tf.train.experimental.PythonState):
         state if any, and the dataset this checkpoint saves the place of."""
         from daliaug.outputs.dataset import make_dataset
 
-        self.dataset = make_dataset(config, state=self.state, framework="tensorflow", **kwargs)
-        return self.dataset
+        dataset = make_dataset(config, state=self.state, framework="tensorflow", **kwargs)
+        state = self.state
+        if state is not None and state.position and state.order_world != dataset.stream.world:
+            raise ConfigError(
+                f"DataCheckpoint: the state restored was taken in the order of a world of "
+                f"{state.order_world} shards, and this dataset is one of "
+                f"{dataset.stream.world}: the training step counts this world's epochs, not "
+                "the rest of that one's; resume it with make_dataset(config, state=...) or "
+                "daliaug.keras.BackupAndRestore, or on the world that took it"
+            )
+        self.dataset = dataset
+        return dataset
 
     def serialize(self) -> str:
         """The state after ``step`` batches, as JSON."""
