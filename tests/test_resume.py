@@ -360,6 +360,23 @@ def test_tf_data_resumes_a_state_another_world_took(backend: str, tmp_path: Path
     assert labels(again) == labels(rest)[2:]
 
 
+def test_tf_data_on_the_tf_engine_runs_the_rest_another_world_left() -> None:
+    """TensorFlow's ops (whose graph gathers each sample by index) given a state a world of 2
+    took after 2 global batches: the next iteration holds exactly the samples that world's
+    order had left, then the next epoch is whole."""
+    from daliaug.epoch import world_order
+
+    config = arrays_config("tf")
+    taken = daliaug.make_dataset(config, x=X, y=Y).state_at(0, 2)
+    wider = dataclasses.replace(taken, world=2, order_world=2)  # 8 positions of that order
+    resumed = daliaug.make_dataset(config, x=X, y=Y, state=wider)
+    left = [np.argmax(np.asarray(b[1]), -1).tolist() for b in resumed]
+    index, _, _ = world_order(22, 2, 2, False, True, 3, 0)
+    assert [x for batch in left for x in batch] == index[8:].tolist()
+    whole = [x for b in resumed for x in np.argmax(np.asarray(b[1]), -1).tolist()]
+    assert sorted(whole) == list(range(22))
+
+
 @pytest.mark.slow
 def test_backup_and_restore_resumes_on_another_world_and_saves_within_the_rest(
     tmp_path: Path,
