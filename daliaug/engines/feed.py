@@ -551,7 +551,7 @@ class EpochFeed:
         check = self.samples.background
         if check is None:
             return None
-        epochs = epochs or self.epochs
+        epochs = self.epochs if epochs is None else epochs
         key = epoch if epochs is self.epochs else (epoch, *epochs.tag)
         with self._shared_lock:
             found = self._checked.get(key)
