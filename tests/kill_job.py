@@ -8,7 +8,9 @@ before the next.
 ``python -m tests.kill_job SPEC_JSON``: SPEC has ``backend`` (``opencv`` or ``cpu``), ``out``,
 ``state``, ``resume`` (start from the state file), ``free`` and optionally ``framework``
 (``numpy``, ``jax``, ``torch`` or ``tensorflow``; Keras' backend from ``KERAS_BACKEND``),
-``records`` and ``index_dir``.
+``records`` and ``index_dir``, and ``world`` (JAX: the batches split over that many host
+devices under ``keras.distribution.DataParallel``). Each record holds the batch's epoch and
+its labels but padding's (weight 0).
 """
 
 from __future__ import annotations
@@ -23,6 +25,14 @@ import numpy as np
 
 
 def main(spec: dict) -> None:
+    world = spec.get("world")
+    if world is not None:
+        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+        import jax
+        import keras
+
+        parallel = keras.distribution.DataParallel(devices=jax.devices()[:world])
+        keras.distribution.set_distribution(parallel if world > 1 else None)
     import daliaug
     from daliaug.resume import State
 
@@ -55,7 +65,10 @@ def main(spec: dict) -> None:
         while epoch < 2:
             for batch in dataset:  # each pass the next epoch (or the rest of the state's)
                 digest = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in batch))
-                record = {"digest": digest.hexdigest(), "labels": np.asarray(batch[1]).tolist()}
+                labels = np.asarray(batch[1])
+                if len(batch) > 2:  # a world's shards padded to equal batch counts
+                    labels = labels[np.asarray(batch[2]) > 0]
+                record = {"digest": digest.hexdigest(), "labels": labels.tolist(), "epoch": epoch}
                 records.write(json.dumps(record) + "\n")
                 records.flush()
                 os.fsync(records.fileno())

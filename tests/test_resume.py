@@ -556,6 +556,28 @@ def test_killed_at_any_batch_and_resumed_gives_the_uninterrupted_stream(
         assert sorted(x for batch in epoch for x in batch) == list(range(count))
 
 
+@pytest.mark.slow
+@settings(max_examples=3, derandomize=True, deadline=None)
+@given(kill_at=st.integers(1, 11), worlds=st.sampled_from([(2, 1), (1, 4), (4, 2)]))
+def test_killed_on_one_world_and_resumed_on_another_gives_each_sample_once(
+    kill_at: int, worlds: tuple[int, int]
+) -> None:
+    """SIGKILL after ``kill_at`` batches of JAX's batches split over ``worlds[0]`` devices,
+    resumed from the state it last wrote on ``worlds[1]``: over the two runs each of the two
+    epochs holds every sample exactly once (padding left out), the killed epoch's rest in the
+    first world's order."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        spec = {"backend": "opencv", "framework": "jax", "out": str(root / "out.jsonl")}
+        spec |= {"state": str(root / "s")}
+        assert kill_job({**spec, "world": worlds[0], "resume": False}, kill_at) == kill_at
+        kill_job({**spec, "world": worlds[1], "resume": True})
+        records = [json.loads(r) for r in (root / "out.jsonl").read_text().splitlines()]
+    for epoch in (0, 1):
+        seen = [x for r in records if r["epoch"] == epoch for x in r["labels"]]
+        assert sorted(seen) == list(range(22)), (epoch, seen)
+
+
 @pytest.mark.parametrize("check", ["full", "background"])
 def test_a_state_of_files_since_replaced_or_added_is_refused(
     numbered_list: Path, tmp_path: Path, check: str
