@@ -327,16 +327,24 @@ def test_backup_and_restore_resumes_model_fit_mid_epoch_on_jax_and_torch(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["opencv", "cpu"])
+@pytest.mark.parametrize("backend", ["opencv", "cpu", "files"])
 def test_tf_data_resumes_a_state_another_world_took(backend: str, tmp_path: Path) -> None:
     """``tf.data`` (no strategy) given a state a JAX world of 2 devices took mid-epoch: its
     next iteration is the rest of that epoch in that world's order (every sample of the epoch
     once across both, each with the pixels the world of 2 gave it), on OpenCV and DALI on the
-    CPU; a state taken within that rest (``state_at``) resumed by another ``tf.data``
-    dataset gives the rest of it; the iteration after is the next epoch, whole."""
+    CPU, and over files checked beside training (OpenCV); a state taken within that rest
+    (``state_at``) resumed by another ``tf.data`` dataset gives the rest of it; the iteration
+    after is the next epoch, whole."""
     from tests.elastic_job import config_of
 
     spec = {"worlds": [2], "after": [2], "out": str(tmp_path / "out.npz"), "backend": backend}
+    if backend == "files":
+        root = tmp_path / "data"
+        write_image_dir(root, {"img": [structured_image(20, 24, seed=i) for i in range(23)]})
+        listing = root / "list.csv"
+        rows = "".join(f"img/{i:04d}.png,{i}\n" for i in range(23))
+        listing.write_text("path,label\n" + rows)
+        spec |= {"backend": "opencv", "listing": str(listing)}
     report, pixels = run_keras_job("tests.elastic_job", "jax", spec, timeout=300)
     (taken,) = report["runs"]
     config, arrays = config_of(spec)
