@@ -433,7 +433,7 @@ class EpochFeed:
         waits for its own files only). A :class:`~daliaug.epoch.RestOfEpoch` as ``first``: its
         batches whole, in place of the epoch's."""
         epochs, first = (first, 0) if isinstance(first, RestOfEpoch) else (self.epochs, first)
-        key = epoch if epochs is self.epochs else (epoch, *epochs.tag)
+        key = self._key(epoch, epochs)
         drawn = epochs.rows(self.plan, epoch) if self.params is None else None
         checked = self.checked_epoch(epoch, epochs)
         batches = _Tail(epochs.batches(epoch) if checked is None else checked, first)
@@ -552,7 +552,7 @@ class EpochFeed:
         if check is None:
             return None
         epochs = self.epochs if epochs is None else epochs
-        key = epoch if epochs is self.epochs else (epoch, *epochs.tag)
+        key = self._key(epoch, epochs)
         with self._shared_lock:
             found = self._checked.get(key)
             if found is None:
@@ -561,6 +561,11 @@ class EpochFeed:
                 while len(self._checked) > self.CHECKED_KEPT:
                     self._checked.popitem(last=False)
             return found
+
+    def _key(self, epoch: int, epochs: Epochs | RestOfEpoch) -> Hashable:
+        """What the feed's caches know ``epoch`` of ``epochs`` by: its number, and a rest's
+        tag where a rest runs in its place."""
+        return epoch if epochs is self.epochs else (epoch, *epochs.tag)
 
     def _checked_batches(
         self, check: BackgroundCheck, epoch: int, epochs: Epochs | RestOfEpoch

@@ -49,7 +49,7 @@ def resumable(
         batches = getattr(dataset, "batches_per_epoch", length // per_shard)
     else:
         world, per_shard, batches = dataset.world, dataset.shard_batch, len(dataset)
-    elastic = run.shards == 1 and world == 1 if tf_data else run.shards == 1
+    elastic = run.shards == 1 and (world == 1 or not tf_data)  # (tf.data: no strategy)
     stream = stream_of(run, world, per_shard, batches, tf_data, elastic, readers)
     dataset.stream = stream
     if tf_data:
