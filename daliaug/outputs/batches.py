@@ -44,7 +44,8 @@ class Batches:
     """``(images, targets[, weights])`` batches, one epoch per pass, from
     ``open_at(epoch, first)``: an iterable whose every ``iter()`` runs the next epoch of
     pipelines opened at ``epoch``, from its batch ``first`` (0 but in a resumed epoch; reused
-    while passes run to their end). ``length``: batches per epoch; ``batch_size`` and
+    while passes run to their end, but for the next epoch after one resumed mid-way, where
+    DALI's own reader does not read it). ``length``: batches per epoch; ``batch_size`` and
     ``partial``: the full batch and the last one's size if smaller (else 0); ``pipelines``: how
     many run side by side (one per local shard).
 
@@ -162,7 +163,9 @@ class Batches:
                 if next(batches, None) is not None:
                     raise RuntimeError(f"epoch {epoch} ran past its {length} batches")
                 self._ended, self._epoch, self._start, self._taken = True, epoch + 1, 0, 0
-                if rest:  # its pipelines hold the rest of that epoch only
+                if rest or (first and not isinstance(start, Readers)):
+                    # its pipelines hold the rest of that epoch only (DALI's iterators count
+                    # its positions): the next pass opens them anew
                     self._stream = None
             yield batch
 
@@ -229,7 +232,7 @@ def host_loaders(
 
     def open_at(epoch: int, start: Start) -> Joined:
         if isinstance(start, Rest):
-            loaders = [loader(*_rest_shard(start, *shard), epoch) for shard in shards]
+            loaders = [loader(*rest_shard(start, *shard), epoch) for shard in shards]
         elif isinstance(start, Readers):
             loaders = [
                 loader(run, options, epoch, start.first, checkpoint=start.of(run.shard))
@@ -242,7 +245,7 @@ def host_loaders(
     return open_at
 
 
-def _rest_shard(rest: Rest, run: Run, options: DatasetOptions) -> Shard:
+def rest_shard(rest: Rest, run: Run, options: DatasetOptions) -> Shard:
     """The run (over all the samples) and options of a shard that runs ``rest`` (the rest of
     an epoch another world began) in place of its own epoch."""
     if options.sample_weights is not None:

@@ -148,12 +148,17 @@ def _pipeline(run: Run, start: LoaderStart) -> tuple[Pipeline, _Source | None]:
 
 
 def define_fed_pipeline(
-    run: Run, initial_epoch: int = 0, options: DatasetOptions = DEFAULT_OPTIONS
+    run: Run,
+    initial_epoch: int = 0,
+    options: DatasetOptions = DEFAULT_OPTIONS,
+    first_batch: int = 0,
 ) -> Pipeline:
     """The run's pipeline (its samples prepared and checked), not built, fed its epochs from
-    ``initial_epoch`` on (``options``: weights and the padded length, as for
-    ``make_dataset``); for DALI's own iterators."""
-    return _pipeline(run, LoaderStart(initial_epoch=initial_epoch, options=options))[0]
+    batch ``first_batch`` of ``initial_epoch`` on (``options``: weights and the padded length,
+    or the rest of an epoch another world began, as for ``make_dataset``); for DALI's own
+    iterators."""
+    start = LoaderStart(initial_epoch=initial_epoch, options=options, first_batch=first_batch)
+    return _pipeline(run, start)[0]
 
 
 def build_pipeline(

@@ -1,5 +1,10 @@
 """What DALI's own framework iterators (JAX, PyTorch) run on GPUs: one pipeline per shard,
-fed by the epochs of :mod:`daliaug.epoch` from the host, outputs staying on the GPU."""
+fed by the epochs of :mod:`daliaug.epoch` from the host, outputs staying on the GPU.
+
+A pass may begin mid-epoch (a state restored): the pipelines are fed from that batch, or the
+rest of an epoch another world began (:class:`~daliaug.resume.Rest`, each shard's part of it),
+and DALI's iterator is told the positions left (its epoch's size is fixed when it is made), so
+:class:`~daliaug.outputs.batches.Batches` opens them anew for the next epoch."""
 
 from __future__ import annotations
 
@@ -9,26 +14,32 @@ from typing import Any
 from nvidia.dali.pipeline import Pipeline
 
 from daliaug.batch_layout import BatchLayout
-from daliaug.errors import ConfigError
 from daliaug.outputs.ahead import Ahead
-from daliaug.outputs.batches import Batch, Shard
+from daliaug.outputs.batches import Batch, Shard, Start, rest_shard
 from daliaug.outputs.dali_loader import define_fed_pipeline
+from daliaug.resume import Readers, Rest
+from daliaug.run import Run
 
 
-def dali_gpu_pipelines(shards: list[Shard], epoch: int) -> list[Pipeline]:
-    """One GPU pipeline per shard (on its run's ``device_id``), from epoch ``epoch``."""
-    return [define_fed_pipeline(run, epoch, options) for run, options in shards]
+def iterates(run: Run) -> bool:
+    """Whether DALI's own framework iterator hands over the run's batches: where DALI runs on
+    GPUs (elsewhere the host's loaders make NumPy batches)."""
+    return run.device == "gpu"
 
 
-def mid_epoch_on_gpus(first: int) -> None:
-    """Refuses to open DALI's framework iterators mid-epoch: their epoch's size is fixed, so
-    a resumed epoch's fewer batches would end them out of step."""
-    if first:
-        raise ConfigError(
-            "state: DALI's JAX and PyTorch iterators on GPUs resume at an epoch's start only; "
-            "restore a state taken at the end of an epoch, or make the dataset with "
-            "backend: cpu or opencv to resume mid-epoch"
-        )
+def dali_gpu_pipelines(shards: list[Shard], epoch: int, start: Start) -> tuple[list[Pipeline], int]:
+    """One GPU pipeline per shard (on its run's ``device_id``) from batch ``start`` of epoch
+    ``epoch`` (or running the :class:`~daliaug.resume.Rest` of it another world began), and
+    the positions each runs until that epoch's end."""
+    assert not isinstance(start, Readers)  # (DALI's reader on the GPU keeps no checkpoints)
+    first = 0
+    if isinstance(start, Rest):
+        shards = [rest_shard(start, *shard) for shard in shards]
+    else:
+        first = start
+    pipelines = [define_fed_pipeline(run, epoch, options, first) for run, options in shards]
+    run, options = shards[0]
+    return pipelines, options.epochs(run).positions - first * run.batch_size
 
 
 PREFETCH = 2

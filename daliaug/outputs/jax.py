@@ -31,9 +31,9 @@ import numpy as np
 
 from daliaug.cuda import COMMAND_BUFFERS_OFF, XLA_VARIABLE, xla_command_buffers_off
 from daliaug.errors import BackendWarning, ConfigError, user_stacklevel
-from daliaug.outputs.batches import Batch, Shard, host_loaders, local_batches, shard_layout
+from daliaug.outputs.batches import Batch, Shard, Start, host_loaders, local_batches, shard_layout
 from daliaug.outputs.fit import FitBatches
-from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, mid_epoch_on_gpus
+from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, iterates
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
 from daliaug.run import Run
@@ -45,15 +45,14 @@ def jax_dataset(run: Run, options: DatasetOptions, initial_epoch: int) -> FitBat
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-    gpu = run.device == "gpu"
-    if gpu:
+    if run.device == "gpu":
         command_buffers_off()
     devices, shards = _local_shards(run, options)
     sharding = None
     if devices:
         axis = "batch"
         sharding = NamedSharding(Mesh(np.array(devices), (axis,)), PartitionSpec(axis))
-    if gpu:
+    if iterates(run):
         if devices:  # one GPU pipeline per local device, sharing this process's cores
             shards = [
                 (r.on(d.local_hardware_id), dataclasses.replace(o, gpus=len(devices)))
@@ -102,20 +101,19 @@ def _local_shards(run: Run, options: DatasetOptions) -> tuple[list[Any], list[Sh
     return [mesh[i] for i in local], [split.shard(i) for i in local]
 
 
-def _dali_jax(shards: list[Shard], sharding: Any) -> Callable[[int, int], IteratorEpochs]:
+def _dali_jax(shards: list[Shard], sharding: Any) -> Callable[[int, Start], IteratorEpochs]:
     """``open_at`` for ``shards`` on GPUs: DALI's JAX iterator over one pipeline per shard,
     its outputs laid out by ``sharding`` (without one: on the one pipeline's GPU)."""
     from nvidia.dali.plugin.jax import DALIGenericIterator
 
-    run, options = shards[0]
     layout = shard_layout(shards[0])
-    # DALI's iterator takes the epoch's size only with several pipelines (all full batches).
-    size = -1 if len(shards) == 1 else len(shards) * options.epochs(run).positions
 
-    def open_at(epoch: int, first: int) -> IteratorEpochs:
-        mid_epoch_on_gpus(first)
+    def open_at(epoch: int, start: Start) -> IteratorEpochs:
+        pipelines, positions = dali_gpu_pipelines(shards, epoch, start)
+        # DALI's iterator takes the epoch's size only with several pipelines (full batches)
+        size = -1 if len(shards) == 1 else len(shards) * positions
         iterator = DALIGenericIterator(
-            dali_gpu_pipelines(shards, epoch),
+            pipelines,
             list(layout.names),
             size=size,
             auto_reset=True,

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from daliaug.outputs.batches import Batch, Shard, host_loaders, local_batches, shard_layout
+from daliaug.outputs.batches import Batch, Shard, Start, host_loaders, local_batches, shard_layout
 from daliaug.outputs.fit import FitBatches
-from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, mid_epoch_on_gpus
+from daliaug.outputs.gpu import IteratorEpochs, dali_gpu_pipelines, iterates
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
 from daliaug.run import Run
@@ -33,7 +33,7 @@ def torch_dataset(run: Run, options: DatasetOptions, initial_epoch: int) -> FitB
     import torch
 
     shard = _rank_shard(run, options)
-    if run.device == "gpu":
+    if iterates(run):
         return local_batches([shard], _dali_torch(shard), initial_epoch, FitBatches)
 
     def convert(batch: Batch) -> Batch:
@@ -57,15 +57,14 @@ def _rank_shard(run: Run, options: DatasetOptions) -> Shard:
     return (shard.on(torch.cuda.current_device()) if run.device == "gpu" else shard), options
 
 
-def _dali_torch(shard: Shard) -> Callable[[int, int], IteratorEpochs]:
+def _dali_torch(shard: Shard) -> Callable[[int, Start], IteratorEpochs]:
     """``open_at`` for ``shard`` on its GPU: DALI's PyTorch iterator over its pipeline."""
     from nvidia.dali.plugin.pytorch import DALIGenericIterator
 
     layout = shard_layout(shard)
 
-    def open_at(epoch: int, first: int) -> IteratorEpochs:
-        mid_epoch_on_gpus(first)
-        pipelines = dali_gpu_pipelines([shard], epoch)
+    def open_at(epoch: int, start: Start) -> IteratorEpochs:
+        pipelines, _ = dali_gpu_pipelines([shard], epoch, start)
         iterator = DALIGenericIterator(
             pipelines, list(layout.names), auto_reset=True, prepare_first_batch=False
         )

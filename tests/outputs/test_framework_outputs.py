@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -128,6 +129,35 @@ def test_gpu_batches_stay_on_the_gpu(demo_dir: Path, framework: str) -> None:
         host = [np.asarray(a.cpu() if framework == "torch" else a) for a in (images, labels)]
         assert np.array_equal(host[1], cpu_labels)
         assert np.abs(host[0] - cpu_images).max() < 8  # nvJPEG and libjpeg decode apart
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("framework", ["jax", "torch"])
+def test_gpu_iterators_resume_mid_epoch_with_the_uninterrupted_batches(
+    demo_dir: Path, framework: str
+) -> None:
+    """DALI's iterator on the GPU restored after 1 of an epoch's batches: the rest of that
+    epoch and the next one are the uninterrupted run's (same samples, pixels as the GPU made
+    them)."""
+    if importlib.util.find_spec(framework) is None:
+        pytest.skip(f"{framework} is not installed")
+    config = config_for(demo_dir, backend="gpu", batch_size=8, seed=4)
+
+    def host(batches: Any) -> list[list[np.ndarray]]:
+        to = (lambda a: a.cpu().numpy()) if framework == "torch" else np.asarray
+        return [[to(a) for a in batch] for batch in batches]
+
+    whole = daliaug.make_dataset(config, framework=framework)
+    uninterrupted = host(whole) + host(whole)
+    taken = daliaug.make_dataset(config, framework=framework)
+    for _ in taken:
+        break
+    resumed = daliaug.make_dataset(config, framework=framework, state=taken.get_state())
+    again = host(resumed) + host(resumed)
+    assert len(again) == len(uninterrupted) - 1
+    for got, expected in zip(again, uninterrupted[1:], strict=True):
+        assert np.array_equal(got[1], expected[1])
+        assert np.abs(got[0].astype(float) - expected[0]).max() <= 1  # GPU resampling
 
 
 @pytest.mark.parametrize("framework", ["jax", "torch"])
