@@ -208,11 +208,12 @@ class Stream:
     daliaug's ``version`` (whose states alone it takes), ``shuffle`` and ``drop_remainder``;
     ``seeks``: whether it can start mid-epoch (not where DALI's own reader streams TFRecords);
     ``elastic``: whether it can take the rest of an epoch begun by another world
-    (:class:`Rest`: the NumPy, JAX and PyTorch batches of column sources, on any engine and
-    device, and ``tf.data`` without a strategy); ``skips``: whether its files are checked beside training with
-    ``on_error: skip``, which moves each shard's samples after a bad file (so another world's
-    positions may hold other samples: such a rest is refused); ``readers``:
-    where DALI's own reader streams TFRecords and keeps its checkpoints, the checkpoints after
+    (:class:`Rest`: the NumPy, JAX, PyTorch and Grain batches of column sources, on any
+    engine and device, and ``tf.data`` without a strategy); ``skips``: whether its files are
+    checked beside training with ``on_error: skip``, which moves each shard's samples after a
+    bad file (so another world's positions may hold other samples: such a rest is refused);
+    ``readers``: where DALI's own reader streams TFRecords and keeps its checkpoints, the
+    checkpoints after
     batch ``b`` of epoch ``e`` (:class:`~daliaug.reader_checkpoints.ReaderCheckpoints`),
     which its states hold and whence it starts mid-epoch."""
 
@@ -362,8 +363,8 @@ class Stream:
             raise ConfigError(
                 f"state: taken by a world of {state.world} shards (in the order of "
                 f"{state.order_world}), this dataset is one of {self.world}: only the NumPy, "
-                "JAX and PyTorch batches of column sources (any engine and device), and tf.data "
-                "without a strategy, resume on another world"
+                "JAX, PyTorch and Grain batches of column sources (any engine and device), and "
+                "tf.data without a strategy, resume on another world"
             )
         if self.skips:
             raise ConfigError(

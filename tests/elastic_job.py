@@ -11,7 +11,8 @@ picks the engine (OpenCV by default); with
 ``listing`` (a file list whose labels are the samples' numbers) the samples are its files,
 checked beside training (``source.check: background``) with ``on_error``; with ``bad`` the
 job spoils, once the whole epoch has run, the first file past the first world's batches
-(:func:`spoil`); a refused restore or a bad file
+(:func:`spoil`); with ``framework`` ``grain`` each world iterates a Grain dataset's iterator,
+restoring the Grain state its predecessor's iterator gave; a refused restore or a bad file
 ends the job with the error's message in the report's ``error``.
 """
 
@@ -62,12 +63,19 @@ def main(spec: dict) -> None:
 
     config, arrays = config_of(spec)
 
+    grain = spec.get("framework") == "grain"
+
     def dataset(world: int, state: Any = None) -> Any:
         devices = jax.devices()[:world]
         keras.distribution.set_distribution(
             keras.distribution.DataParallel(devices=devices) if world > 1 else None
         )
-        return daliaug.make_dataset(config, framework="jax", state=state, **arrays)
+        if not grain:
+            return daliaug.make_dataset(config, framework="jax", state=state, **arrays)
+        iterator = iter(daliaug.make_dataset(config, framework="grain", **arrays))
+        if state is not None:  # Grain's own state of the iterator, restored as Grain does
+            iterator.set_state(state)
+        return iterator
 
     def taken(batch: Any) -> tuple[list[int], list[np.ndarray]]:
         images, labels = np.asarray(batch[0]), np.asarray(batch[1]).tolist()
@@ -102,7 +110,7 @@ def main(spec: dict) -> None:
             report["error"] = str(e)
             break
         state = ds.get_state()
-        report["runs"][-1]["state"] = state.as_dict()
+        report["runs"][-1]["state"] = state if grain else state.as_dict()
     out = Path(spec["out"])
     np.savez(out, **images)
     out.with_suffix(".json").write_text(json.dumps(report))

@@ -449,6 +449,32 @@ def test_a_state_restored_by_another_world_gives_the_rest_of_the_epoch_exactly_o
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("worlds", "after"), [([2, 1, 4], [2, 1]), ([4, 2], [1])])
+def test_grains_own_state_restored_by_another_world_gives_each_sample_once(
+    worlds: list[int], after: list[int], tmp_path: Path
+) -> None:
+    """Grain's iterators (``framework="grain"``): the state a world's iterator gives (Grain's
+    ``get_state``, what its checkpoint handler saves) set into an iterator of a world of
+    another size yields the rest of that epoch dealt out over it, each sample once with its
+    pixels, and the states taken within that rest resume on a third world."""
+    spec = {"worlds": worlds, "after": after, "out": str(tmp_path / "out.npz")}
+    report, images = run_keras_job("tests.elastic_job", "jax", spec | {"framework": "grain"}, 300)
+    assert "error" not in report, report.get("error")
+    runs = report["runs"]
+    seen = [x for run in runs for batch in run["seen"] for x in batch]
+    assert sorted(seen) == list(range(23))
+    for i, run in enumerate(runs):
+        for label in {x for batch in run["seen"] for x in batch}:
+            assert np.array_equal(images[f"run{i}_{label}"], images[f"whole{label}"])
+    mid = runs[0]["state"]
+    assert (mid["epoch"], mid["batch"]) == (0, after[0])
+    assert (mid["stream"]["world"], mid["stream"]["position"]) == (worlds[0], 4 * after[0])
+    end = runs[-1]["state"]
+    assert end["batch"] == end["batches"]  # the rest's own batches, over
+    assert (end["stream"]["epoch"], end["stream"]["position"]) == (1, 0)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["good", "bad", "skip"])
 def test_another_world_resumes_files_checked_beside_training(case: str, tmp_path: Path) -> None:
     """A file list checked beside training (``source.check: background``, what ``auto`` picks

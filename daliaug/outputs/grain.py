@@ -13,13 +13,16 @@ data"; ``ds.repeat()``
 ``steps_per_epoch=len(ds)`` (one iterator for the whole run, no warning) and for loops of one's
 own. An iterator's state is
 :class:`Position`: the epoch and the next batch it yields, the batches per epoch and the seed
-it was saved under; restoring it into an iterator of the same config's dataset (the ``seed`` set
-in the config: a seedless config draws a new one per dataset, and the restore refuses it) makes
-it yield the rest of that epoch, byte for byte the batches the saved one would have given.
-The restore seeks (:meth:`~daliaug.outputs.batches.Batches.seek`, the seek behind
-:mod:`daliaug.resume`'s states): no batch before the restored one is made or read. Over
-TFRecords read by DALI's own reader on the CPU the state also holds ``readers``, the reader's
-checkpoints (:class:`~daliaug.reader_checkpoints.ReaderCheckpoints`), whence it is restored.
+it was saved under, and ``stream``, the stream's :class:`~daliaug.resume.State` there (what
+every output's state is: the positions the world has consumed, the samples' and the config's
+fingerprints; over TFRecords read by DALI's own reader on the CPU, the reader's checkpoints).
+Restoring it into an iterator of the same config's dataset (the ``seed`` set in the config: a
+seedless config draws a new one per dataset, and the restore refuses it) makes it yield the
+rest of that epoch, byte for byte the batches the saved one would have given; into a dataset
+of another number of processes or devices, the rest of that epoch dealt out over this world
+(:class:`~daliaug.resume.Rest`), each sample once, then the next epochs whole. The restore
+seeks (:meth:`~daliaug.outputs.batches.Batches.seek`, the seek behind :mod:`daliaug.resume`'s
+states): no batch before the restored one is made or read.
 
 Under a multi-process ``keras.distribution.DataParallel`` each process's dataset holds its own
 shard already (:mod:`daliaug.outputs.jax`); Keras refuses any input but ``tf.data`` there
@@ -38,7 +41,7 @@ import numpy as np
 
 from daliaug.errors import ConfigError
 from daliaug.outputs.batches import Batch, Batches, Start
-from daliaug.resume import Readers, Rest
+from daliaug.resume import Readers, Rest, Stream, first_batch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,18 +59,25 @@ class Position:
         return dataclasses.asdict(self)
 
     @classmethod
-    def restored(cls, state: Mapping[str, Any], batches: int, seed: int) -> Position:
-        """``state`` checked against the dataset it is restored into (``batches`` per epoch,
-        drawn with ``seed``): a ``ConfigError`` naming the field that does not fit."""
+    def parsed(cls, state: Any, extra: tuple[str, ...] = ()) -> Position:
+        """The position ``state`` holds, with its keys (and the ``extra`` ones) and whole
+        numbers checked: a ``ConfigError`` naming what does not fit."""
         names = [f.name for f in dataclasses.fields(cls)]
-        if not isinstance(state, Mapping) or sorted(state) != sorted(names):
+        if not isinstance(state, Mapping) or sorted(state) != sorted([*names, *extra]):
             given = sorted(state) if isinstance(state, Mapping) else type(state).__name__
-            raise ConfigError(f"state: a daliaug Grain state has the keys {names}, got {given}")
+            keys = [*names, *extra]
+            raise ConfigError(f"state: a daliaug Grain state has the keys {keys}, got {given}")
         for name in names:
             value = state[name]
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise ConfigError(f"state: {name} must be a whole number >= 0, got {value!r}")
-        position = cls(**{name: int(state[name]) for name in names})
+        return cls(**{name: int(state[name]) for name in names})
+
+    @classmethod
+    def restored(cls, state: Any, batches: int, seed: int) -> Position:
+        """``state`` checked against the dataset it is restored into (``batches`` per epoch,
+        drawn with ``seed``): a ``ConfigError`` naming the field that does not fit."""
+        position = cls.parsed(state)
         if position.seed != seed:
             raise ConfigError(
                 f"state: saved with seed {position.seed}, but this dataset's seed is {seed}; "
@@ -111,36 +121,38 @@ class GrainBatches(grain.IterDataset):
 
     def __iter__(self) -> BatchIterator:
         first = self.batches.start  # a dataset made with a state: the rest of its epoch
-        if isinstance(first, Rest):
-            raise ConfigError(
-                "framework='grain': a state taken by another number of shards resumes on the "
-                "NumPy, JAX or PyTorch batches only; restore it on the world that took it"
-            )
-        batch = first.first if isinstance(first, Readers) else first
-        start = Position(self.batches.epoch, batch, len(self), self.seed)
-        restore = (start.epoch, first) if isinstance(first, Readers) else None
-        return BatchIterator(self.batches, start, self.endless, restore)
+        epoch = self.batches.epoch
+        position = Position(epoch, first_batch(first), _length(first, len(self)), self.seed)
+        restore = None if isinstance(first, int) else (epoch, first)
+        return BatchIterator(self.batches, position, self.endless, restore)
 
     def __str__(self) -> str:
         every = "epoch after epoch" if self.endless else "one epoch per iteration"
         return f"daliaug.GrainBatches({len(self)} batches per epoch, {every})"
 
 
+def _length(start: Start, batches: int) -> int:
+    """The batches of a pass from ``start`` in a dataset of ``batches`` per epoch: the rest's
+    own where another world began the epoch."""
+    return start.batches if isinstance(start, Rest) else batches
+
+
 class BatchIterator(grain.DatasetIterator):
     """The batches of :class:`GrainBatches` from ``position`` to its epoch's end (``endless``:
-    on through the epochs after it; ``restore``: the epoch where DALI's readers are restored,
-    and how); its state is its position (and DALI's readers' checkpoints there, where they read
-    TFRecords)."""
+    on through the epochs after it; ``restore``: the epoch that starts otherwise than at a
+    batch, and how: DALI's readers restored, or the rest of it another world began); its
+    state is its position and the stream's state there."""
 
     def __init__(
         self,
         batches: Batches,
         position: Position,
         endless: bool,
-        restore: tuple[int, Readers] | None = None,
+        restore: tuple[int, Readers | Rest] | None = None,
     ) -> None:
         self._batches, self._position, self._endless = batches, position, endless
         self._restore = restore
+        self._rest = restore[1] if restore and isinstance(restore[1], Rest) else None
         self._stream: Generator[Batch] | None = None
         super().__init__()
 
@@ -153,7 +165,8 @@ class BatchIterator(grain.DatasetIterator):
                     self._batches.seek(position.epoch + 1, self._start(position.epoch + 1, 0))
                 raise StopIteration
             self._drop_stream()  # the epoch's pass has ended: the next opens the next epoch
-            position = dataclasses.replace(position, epoch=position.epoch + 1, batch=0)
+            self._rest = None
+            position = Position(position.epoch + 1, 0, len(self._batches), position.seed)
         if self._stream is None:  # no batch before it made
             self._batches.seek(position.epoch, self._start(position.epoch, position.batch))
             self._stream = iter(self._batches)  # type: ignore[assignment]  # a generator
@@ -163,30 +176,47 @@ class BatchIterator(grain.DatasetIterator):
 
     def get_state(self) -> dict[str, Any]:
         position, stream = self._position, self._batches.stream
-        if stream is None or stream.readers is None:
+        if stream is None:  # (batches not made by make_dataset)
             return position.state()
-        return {**position.state(), "readers": stream.readers(position.epoch, position.batch)}
+        epoch, batch, rest = position.epoch, position.batch, self._rest
+        if batch == position.batches:  # the epoch is over: the next one's start
+            epoch, batch, rest = epoch + 1, 0, None
+        return {**position.state(), "stream": stream.state(epoch, batch, rest).as_dict()}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        current = self._position
-        held = state.get("readers") if isinstance(state, Mapping) else None
-        if held is not None:
-            state = {k: v for k, v in state.items() if k != "readers"}
-        position = Position.restored(state, current.batches, current.seed)
-        self._position, self._restore = position, None
-        stream = self._batches.stream
-        if held and stream is not None and stream.readers is not None:
-            checkpoints = stream.readers.restored(position.epoch, position.batch, held)
-            ended = position.batch == position.batches  # the next epoch's start
-            epoch, batch = (position.epoch + 1, 0) if ended else (position.epoch, position.batch)
-            self._restore = (epoch, Readers(batch, checkpoints))
+        stream, seed = self._batches.stream, self._position.seed
+        if stream is None:
+            position, restore = Position.restored(state, len(self._batches), seed), None
+        else:
+            position, restore = self._restored(stream, state)
+        self._position, self._restore = position, restore
+        self._rest = restore[1] if restore and isinstance(restore[1], Rest) else None
         self._drop_stream()
 
+    def _restored(
+        self, stream: Stream, state: Any
+    ) -> tuple[Position, tuple[int, Readers | Rest] | None]:
+        """The position ``state`` restores and how its pass starts where not at a batch: the
+        stream's state decides (each refusal named), another world's as its rest."""
+        saved = Position.parsed(state, ("stream",))
+        epoch, start = stream.start(state["stream"])
+        batches = len(self._batches)
+        if isinstance(start, Rest):
+            start = dataclasses.replace(start, samples=self._batches.samples)
+            return Position(epoch, 0, start.batches, saved.seed), (epoch, start)
+        if saved.batch == saved.batches:  # the saved epoch (or rest) is over
+            return Position(saved.epoch, batches, batches, saved.seed), (
+                (epoch, start) if isinstance(start, Readers) else None
+            )
+        restore = (epoch, start) if isinstance(start, Readers) else None
+        return Position(epoch, first_batch(start), batches, saved.seed), restore
+
     def _start(self, epoch: int, batch: int) -> Start:
-        """Where a pass over ``epoch`` from ``batch`` starts: DALI's readers restored there
-        where the restored state holds their checkpoints (once), else the batch."""
+        """Where a pass over ``epoch`` from ``batch`` starts: DALI's readers restored there,
+        or the rest another world began, where the restored state says so (once), else the
+        batch."""
         restore, self._restore = self._restore, None
-        if restore is not None and (restore[0], restore[1].first) == (epoch, batch):
+        if restore is not None and (restore[0], first_batch(restore[1])) == (epoch, batch):
             return restore[1]
         return batch
 

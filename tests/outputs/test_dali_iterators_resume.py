@@ -93,13 +93,14 @@ def test_dalis_iterator_gives_its_state_and_set_state_seeks() -> None:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("iterators")
-@pytest.mark.parametrize("framework", ["jax", "torch"])
+@pytest.mark.parametrize("framework", ["jax", "torch", "grain"])
 def test_dalis_iterator_takes_the_rest_of_an_epoch_another_world_began(
     framework: str, tmp_path: Path
 ) -> None:
     """A state a world of 2 took (JAX devices under DataParallel, host batches) restored into
     DALI's iterator on a world of 1: every sample left exactly once, each with the pixels the
-    host's rest of the same state gives it, and the next epoch whole."""
+    host's rest of the same state gives it, and the next epoch whole (through Grain too: a
+    Grain dataset made with the state)."""
     spec = {"worlds": [2], "after": [2], "out": str(tmp_path / "out.npz"), "backend": "cpu"}
     report, _ = run_keras_job("tests.elastic_job", "jax", spec, timeout=300)
     state = report["runs"][0]["state"]

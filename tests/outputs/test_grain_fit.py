@@ -93,7 +93,14 @@ def test_grains_checkpoint_restores_the_same_batches_in_a_new_dataset(
     run: tuple[dict, dict],
 ) -> None:
     report, arrays = run
-    assert report["restored_state"] == {"epoch": 1, "batch": 2, "batches": 5, "seed": 5}
+    state = report["restored_state"]
+    assert {k: v for k, v in state.items() if k != "stream"} == {
+        "epoch": 1,
+        "batch": 2,
+        "batches": 5,
+        "seed": 5,
+    }
+    assert (state["stream"]["epoch"], state["stream"]["position"]) == (1, 10)  # 2 batches of 5
     saved, restored = batches(arrays, "after_save"), batches(arrays, "after_restore")
     assert len(saved) == len(restored) == 4
     for a, b in zip(saved, restored, strict=True):
@@ -105,12 +112,16 @@ def test_grains_checkpoint_restores_the_same_batches_in_a_new_dataset(
 def test_grains_checkpoint_of_dalis_own_reader_restores_the_same_batches(
     run: tuple[dict, dict], taken: int
 ) -> None:
-    """Over TFRecords read by DALI's own reader the Grain state also holds the reader's
-    checkpoints: restored in a new dataset, mid-epoch or at an epoch's end, the same batches."""
+    """Over TFRecords read by DALI's own reader the Grain state's stream state also holds
+    the reader's checkpoints: restored in a new dataset, mid-epoch or at an epoch's end, the
+    same batches."""
     report, arrays = run
     state = report[f"restored_staterecords{taken}"]
     assert (state["epoch"], state["batch"]) == ((0, 5) if taken == 5 else (1, 2))
-    assert state["readers"]
+    assert state["stream"]["readers"]  # the stream's state: the next epoch's start at 5
+    assert (state["stream"]["epoch"], state["stream"]["position"]) == (
+        (1, 0) if taken == 5 else (1, 10)
+    )
     saved = batches(arrays, f"after_saverecords{taken}")
     restored = batches(arrays, f"after_restorerecords{taken}")
     assert len(saved) == len(restored) == 4
