@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -71,13 +71,13 @@ class EpochClock:
     and never read (``model.fit`` makes some) ask nothing, except those of a GPU-placed DALI
     dataset, whose pipeline starts reading when its iterator is made."""
 
-    def __init__(self, start: int = 0, first: int | RestOfEpoch = 0) -> None:
+    def __init__(self, start: int = 0, first: int | RestOfEpoch | Dealt = 0) -> None:
         self.start, self.first = start, first
         self._next: dict[object, int] = {}
         self._began: set[object] = set()
         self._lock = threading.Lock()
 
-    def begin(self, stream: object) -> tuple[int, int | RestOfEpoch]:
+    def begin(self, stream: object) -> tuple[int, int | RestOfEpoch | Dealt]:
         """The epoch ``stream``'s new iteration is, and the batch it begins at."""
         with self._lock:
             epoch = self._next.get(stream, self.start)
@@ -90,9 +90,9 @@ class EpochClock:
         """The epoch ``stream``'s new iteration is."""
         return self.begin(stream)[0]
 
-    def seek(self, epoch: int, first: int | RestOfEpoch = 0) -> None:
+    def seek(self, epoch: int, first: int | RestOfEpoch | Dealt = 0) -> None:
         """The next iteration of every stream is ``epoch``, from batch ``first`` (or the rest
-        of it another world began)."""
+        of it another world began: this shard's, or the world's to deal out, :class:`Dealt`)."""
         with self._lock:
             self.start, self.first = epoch, first
             self._next = dict.fromkeys(self._next, epoch)
@@ -101,6 +101,30 @@ class EpochClock:
     def set(self, epoch: int) -> None:
         """The next iteration of every stream is ``epoch``."""
         self.seek(epoch)
+
+
+@runtime_checkable
+class Dealt(Protocol):
+    """The rest of an epoch another world began, for a world whose shards share one clock
+    (:class:`daliaug.resume.Rest`): each shard's part of it."""
+
+    def shard(self, shard: int) -> RestOfEpoch: ...
+
+
+class ShardClock(EpochClock):
+    """Shard ``shard``'s view of the ``clock`` its world's datasets share (a replica's under a
+    ``tf.distribute`` strategy): that clock's epochs, the rest of an epoch another world began
+    (:class:`Dealt`) as this shard's part of it. Holds no state of its own."""
+
+    def __init__(self, clock: EpochClock, shard: int) -> None:
+        self.clock, self.shard = clock, shard
+
+    def begin(self, stream: object) -> tuple[int, int | RestOfEpoch | Dealt]:
+        epoch, first = self.clock.begin(stream)
+        return epoch, first.shard(self.shard) if isinstance(first, Dealt) else first
+
+    def seek(self, epoch: int, first: int | RestOfEpoch | Dealt = 0) -> None:
+        self.clock.seek(epoch, first)
 
 
 class NumpyRandom:
@@ -163,6 +187,9 @@ class Epochs:
     stream: int = 0
     """The shard's own stream: shards of one seed draw different orders and parameters."""
     length: int | None = None
+    offset: int = 0
+    """The first sample's index, where the shard reads from all the samples (its own are
+    ``offset`` to ``offset + size``)."""
 
     @staticmethod
     def of(config: Config, size: int, length: int | None = None) -> Epochs:
@@ -192,10 +219,12 @@ class Epochs:
         return len(self.bounds)
 
     def order(self, epoch: int) -> np.ndarray:
-        """The sample order of ``epoch``: a permutation fixed by seed, shard and epoch."""
+        """The sample order of ``epoch``: a permutation fixed by seed, shard and epoch (of the
+        samples from ``offset`` on)."""
         if not self.shuffle:
-            return np.arange(self.size)
-        return np.random.default_rng([self.seed, self.stream, epoch]).permutation(self.size)
+            return np.arange(self.offset, self.offset + self.size)
+        order = np.random.default_rng([self.seed, self.stream, epoch]).permutation(self.size)
+        return order + self.offset if self.offset else order
 
     def batches(self, epoch: int) -> list[np.ndarray]:
         """The sample indices of each batch of ``epoch``."""

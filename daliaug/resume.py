@@ -208,8 +208,8 @@ class Stream:
     daliaug's ``version`` (whose states alone it takes), ``shuffle`` and ``drop_remainder``;
     ``seeks``: whether it can start mid-epoch (not where DALI's own reader streams TFRecords);
     ``elastic``: whether it can take the rest of an epoch begun by another world
-    (:class:`Rest`: the NumPy, JAX, PyTorch and Grain batches of column sources, on any
-    engine and device, and ``tf.data`` without a strategy); ``skips``: whether its files are
+    (:class:`Rest`: every output of ``make_dataset`` over column sources, on any engine and
+    device, but not a source the config shards itself); ``skips``: whether its files are
     checked beside training with ``on_error: skip``, which moves each shard's samples after a
     bad file (so another world's positions may hold other samples: such a rest is refused);
     ``readers``: where DALI's own reader streams TFRecords and keeps its checkpoints, the
@@ -362,9 +362,10 @@ class Stream:
         if not self.elastic:
             raise ConfigError(
                 f"state: taken by a world of {state.world} shards (in the order of "
-                f"{state.order_world}), this dataset is one of {self.world}: only the NumPy, "
-                "JAX, PyTorch and Grain batches of column sources (any engine and device), and "
-                "tf.data without a strategy, resume on another world"
+                f"{state.order_world}), this dataset is one of {self.world}: another world's "
+                "state resumes where make_dataset reads files, arrays or shards over all their "
+                "samples (not TFRecords read by DALI's own reader, a source sharded by its "
+                "config's num_shards, or a DaliLoader); restore it on the world that took it"
             )
         if self.skips:
             raise ConfigError(

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 class Run:
     """A config prepared to run here: its checked ``samples`` (this shard's), the ``choice``
     of engine and device, the resolved ``seed``, this shard's ``batch_size``, the shard
-    (``shard`` of ``shards``, as the epochs number it) and the GPU (``device_id``)."""
+    (``shard`` of ``shards``, as the epochs number it) and the GPU (``device_id``); ``span``:
+    where a shard reads from all the samples (a replica under a strategy, to which the rest
+    of an epoch another world began may deal any sample), its own among them."""
 
     config: Config
     samples: SampleSet
@@ -40,6 +42,7 @@ class Run:
     shard: int = 0
     shards: int = 1
     device_id: int = 0
+    span: tuple[int, int] | None = None
 
     @staticmethod
     def of(config: Config, samples: SampleSet, choice: Choice, seed: int | None = None) -> Run:
@@ -78,14 +81,16 @@ class Run:
         """This shard's epochs: its order, batches and parameter rows (``length``: positions
         per epoch where shards are padded or cut to equal batch counts)."""
         config = self.config
+        start, stop = self.span or (0, len(self.samples))
         return Epochs(
-            len(self.samples),
+            stop - start,
             self.batch_size,
             config.drop_remainder,
             config.shuffle,
             self.seed,
             self.shard,
             length,
+            start,
         )
 
     def layout(self, weighted: bool = False) -> BatchLayout:

@@ -7,9 +7,10 @@ batches they have handed on, so they give their state themselves (``get_state``)
 batches consumed from its caller: ``state_at(epoch, batches)``; ``set_state(state)`` makes its
 next iteration the rest of the state's epoch (through its epoch clock), as ``make_dataset``'s
 ``state`` does; a dataset made without a state asserts its full length, so it is for callers
-that stop the resumed epoch at its last step (``daliaug.keras.BackupAndRestore``). Without a
-strategy it also takes a state another world took: that iteration is the rest of the epoch in
-that world's order (:class:`~daliaug.resume.Rest`), and ``state_at`` counts its batches.
+that stop the resumed epoch at its last step (``daliaug.keras.BackupAndRestore``). It also
+takes a state another world took: that iteration is the rest of the epoch in that world's
+order (:class:`~daliaug.resume.Rest`; under a strategy each replica runs its part of it), and
+``state_at`` counts its batches.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from daliaug.epoch import EpochClock, RestOfEpoch, replica_length
+from daliaug.epoch import EpochClock, replica_length
 from daliaug.reader_checkpoints import ReaderCheckpoints, keeps
-from daliaug.resume import Rest, State, Stream, config_fingerprint, source_fingerprint
+from daliaug.resume import Readers, Rest, State, Stream, config_fingerprint, source_fingerprint
 from daliaug.sources.base import Samples
 from daliaug.version import __version__
 
@@ -49,8 +50,7 @@ def resumable(
         batches = getattr(dataset, "batches_per_epoch", length // per_shard)
     else:
         world, per_shard, batches = dataset.world, dataset.shard_batch, len(dataset)
-    elastic = run.shards == 1 and (world == 1 or not tf_data)  # (tf.data: no strategy)
-    stream = stream_of(run, world, per_shard, batches, tf_data, elastic, readers)
+    stream = stream_of(run, world, per_shard, batches, tf_data, run.shards == 1, readers)
     dataset.stream = stream
     if tf_data:
         dataset.state_at, dataset.set_state = _tf_data_states(stream, dataset.epoch_clock)
@@ -73,9 +73,9 @@ def _tf_data_states(
         epoch, start = stream.start(given)
         resumed.clear()
         if isinstance(start, Rest):
-            resumed[epoch] = start
-            start = start.shard(0)
-        assert isinstance(start, int | RestOfEpoch)  # (no reader checkpoints on tf.data)
+            resumed[epoch] = start  # a strategy's replicas deal it out (their ShardClocks)
+            start = start.shard(0) if stream.world == 1 else start
+        assert not isinstance(start, Readers)  # (no reader checkpoints on tf.data)
         clock.seek(epoch, start)
 
     def state_at(epoch: int, batches: int) -> State:

@@ -57,11 +57,16 @@ class Shards:
         )
         return Shards(dataclasses.replace(run, batch_size=per_shard), options, count)
 
-    def shard(self, index: int) -> tuple[Run, DatasetOptions]:
-        """Shard ``index``'s run and options."""
+    def shard(self, index: int, whole: bool = False) -> tuple[Run, DatasetOptions]:
+        """Shard ``index``'s run and options; ``whole``: over all the samples, its own their
+        ``span`` (so that it can run its part of the rest of an epoch another world began)."""
         run, count = self.run, self.count
+        span = shard_range(len(run.samples), index, count)
+        if whole:
+            sharded = dataclasses.replace(run.sharded(run.samples, index, count), span=span)
+            return sharded, self.options
         weights = self.options.sample_weights
         if weights is not None:
-            weights = weights[slice(*shard_range(len(run.samples), index, count))]
+            weights = weights[slice(*span)]
         options = dataclasses.replace(self.options, sample_weights=weights)
         return run.sharded(run.samples.shard(index, count), index, count), options

@@ -184,3 +184,33 @@ def test_sharded_sources_are_refused_under_a_strategy(numbered_list: Path) -> No
     config = config_for(numbered_list.parent, source=source, batch_size=4)
     with pytest.raises(ConfigError, match=r"source\.num_shards: 2, but under a strategy"):
         daliaug.make_dataset(config, strategy=strategy(2))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("backend", "worlds", "after"),
+    [("opencv", [2, 4], 2), ("tf", [1, 4], 3), ("cpu", [4, 2], 1), ("tf", [4, 2], 1)],
+)
+def test_a_strategy_takes_the_rest_of_an_epoch_another_world_began(
+    backend: str, worlds: list[int], after: int, tmp_path: Path
+) -> None:
+    """``tf.data`` under a ``MirroredStrategy`` given a state another number of replicas took
+    mid-epoch (or one dataset without a strategy): the replicas deal the rest of that epoch out
+    among them, every sample of the epoch once across both worlds, each with the pixels the
+    first world's uninterrupted epoch gave it; the next epoch is whole (on OpenCV, TensorFlow's
+    ops over arrays gathered by index, DALI on the CPU)."""
+    from tests.helpers import run_keras_job
+
+    spec = {"worlds": worlds, "after": after, "backend": backend, "out": str(tmp_path / "o.npz")}
+    report, images = run_keras_job("tests.outputs.strategy_resume_job", "tensorflow", spec, TIMEOUT)
+    everything = list(range(23))
+    assert sorted(x for batch in report["whole"] for x in batch) == everything
+    before = [x for batch in report["before"] for x in batch]
+    assert before == [x for batch in report["whole"][:after] for x in batch]
+    rest = [x for batch in report["rest"] for x in batch]
+    assert sorted(before + rest) == everything
+    for sample in rest:
+        assert np.array_equal(images[f"rest{sample}"], images[f"whole{sample}"])
+    assert sorted(x for batch in report["next"] for x in batch) == everything
+    state = report["state"]
+    assert (state["world"], state["position"]) == (worlds[0], 4 * after)

@@ -20,6 +20,7 @@ from daliaug.batch_layout import BatchLayout
 from daliaug.config import target_column
 from daliaug.engine_spec import EngineSpec
 from daliaug.engines.feed import WarpLayout
+from daliaug.engines.tf.held import held_constant
 from daliaug.engines.tf.image import (
     decode,
     finish,
@@ -137,9 +138,11 @@ def file_batches(
     feed, then the moved boxes and
     the weight, passed through): each file is read, decoded and resampled on its own (its size
     is its own), in parallel."""
-    paths = {name: tf.constant(list(map(os.fsencode, p))) for name, p in samples.files.items()}
-    column = target_column(spec.label_mode)
-    targets = tf.constant(samples.columns[column]) if column in samples.columns else None
+    paths = {
+        name: held_constant(samples, f"files:{name}", lambda p=p: list(map(os.fsencode, p)))
+        for name, p in samples.files.items()
+    }
+    targets = _targets(spec, samples)
 
     def one(index: tf.Tensor, flat: tf.Tensor, *rest: tf.Tensor) -> tuple:
         inputs = layout.unpack(flat, tf.reshape)
@@ -165,6 +168,14 @@ def file_batches(
     return _per_sample(spec, layout, batch_layout, per_sample, samples.num_classes)
 
 
+def _targets(spec: EngineSpec, samples: Samples) -> tf.Tensor | None:
+    """The samples' label column the spec's ``label_mode`` reads, if they have it."""
+    column = target_column(spec.label_mode)
+    if column not in samples.columns:
+        return None
+    return held_constant(samples, column, lambda: samples.columns[column])
+
+
 def as_bytes(row: tf.Tensor) -> tf.Tensor:
     """A ``uint8`` vector as one string of its bytes (``serialize_tensor`` ends with them)."""
     return tf.strings.substr(tf.io.serialize_tensor(row), -tf.size(row), tf.size(row))
@@ -185,9 +196,8 @@ def array_batches(
     """Finished batches for in-memory arrays from ``(index, warp, *rest)`` batches: a whole
     batch is gathered, then resampled (not where no transform moves pixels and the arrays have
     the output's size) and finished by one XLA function (the arrays share one size)."""
-    images = tf.constant(samples.columns["image"])
-    column = target_column(spec.label_mode)
-    targets = tf.constant(samples.columns[column]) if column in samples.columns else None
+    images = held_constant(samples, "image", lambda: samples.columns["image"])
+    targets = _targets(spec, samples)
     nearest = spec.interpolation == "nearest"
     fill, cut = fill_value(spec.fill), spec.fill_edge == "cut"
     unmoved = not spec.plan.warps and images.shape[1:3] == tuple(spec.image_size)

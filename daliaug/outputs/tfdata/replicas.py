@@ -4,7 +4,11 @@ strategy=...)`` returns for ``model.fit`` under a strategy.
 The config's ``batch_size`` is the global batch, split evenly over the replicas. Replica ``r``
 of ``R`` (numbered across all workers) reads contiguous shard ``r`` of ``R`` of the samples
 with its own order and parameters (the shard's stream of the config's one seed), and every
-replica runs the same number of batches per epoch (:func:`~daliaug.epoch.replica_length`):
+replica runs the same number of batches per epoch (:func:`~daliaug.epoch.replica_length`).
+Each replica's dataset holds all the samples (its own their span; the host arrays behind them
+are one tensor all replicas capture) and reads the epoch clock they share through its own
+:class:`~daliaug.epoch.ShardClock`, so that a state another world took deals the rest of its
+epoch out over the replicas (:mod:`daliaug.resume`);
 with ``drop_remainder: false`` shorter shards are padded with samples of weight 0 and the
 batches are ``(images, targets, weights)``; with ``drop_remainder: true`` every shard leaves out
 the same number of samples.
@@ -26,6 +30,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from daliaug.engines.select import Device
+from daliaug.epoch import ShardClock
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
 from daliaug.run import Run
@@ -60,11 +65,12 @@ def distributed_dataset(
         """Replica ``shard``'s dataset, for the replica on ``replica_device``: DALI on that
         replica's GPU, the dataset there too if ``on_device``, else on the host."""
         device_id = dali_gpu(device, replica_device)
-        replica_run, replica_options = shards.shard(shard)
+        replica_run, replica_options = shards.shard(shard, whole=True)
         if device_id is not None:
             replica_run = replica_run.on(device_id)
         place = replica_device if on_device and device_id is not None else "/cpu:0"
-        replica_options = dataclasses.replace(replica_options, place=place, gpus=gpus)
+        clock = ShardClock(options.epoch_clock(), shard)
+        replica_options = dataclasses.replace(replica_options, place=place, gpus=gpus, clock=clock)
         return engine_dataset(replica_run, replica_options)
 
     if isinstance(strategy, tf.distribute.MirroredStrategy):

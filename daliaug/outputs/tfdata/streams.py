@@ -23,6 +23,7 @@ import tensorflow as tf
 from daliaug.batch_layout import BatchLayout
 from daliaug.engine_spec import EngineSpec
 from daliaug.engines.feed import INPUTS, WARP_PART, EpochFeed
+from daliaug.engines.tf.held import held_constant
 from daliaug.engines.tf.traced import plain
 from daliaug.epoch import EpochClock
 from daliaug.run import Run
@@ -272,7 +273,7 @@ def feed_stream(
 def column_stream(feed: EpochFeed, name: str, clock: EpochClock) -> tf.data.Dataset:
     """Batches of the source column ``name``, gathered in the graph from the epoch's sample
     indices."""
-    column = tf.constant(feed.samples.columns[name])
+    column = held_constant(feed.samples, name, lambda: feed.samples.columns[name])
     indices = feed_stream(feed, "index", clock, check_files=name in feed.samples.files)
     return indices.map(plain(lambda index: tf.gather(column, index)))
 
