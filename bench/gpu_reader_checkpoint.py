@@ -4,14 +4,18 @@ under ``enable_checkpointing`` every operator of the graph saves its state once 
 that has never run on a GPU here. This turns it on for the GPU, runs three epochs of a
 ``DaliLoader`` over TFRecords on the GPU (random-resized crop decoded as a window, flip, colour
 jitter, rotation: the parameters drawn in DALI's graph), takes its state after every batch,
-restores each of a few in a new loader and compares the rest byte for byte.
+restores each of a few in a new loader and compares the rest byte for byte. Then, in the same
+process, DALI's own JAX iterator on the GPU (what ``make_dataset(framework="jax")`` hands over
+there, fed from the host: in-memory arrays, nothing to carry) resumed mid-epoch from a state,
+its next batches against the uninterrupted run's (the dry run: DALI's JAX iterator over CPU
+pipelines).
 
     python -m bench.gpu_reader_checkpoint --prepare .gpu-data/records   # here (TensorFlow)
     python -m bench.gpu_reader_checkpoint --data .gpu-data/records --out $OUT   # the GPU host
     python -m bench.gpu_reader_checkpoint --dry-run --data DIR --out DIR   # DALI on the CPU
 
 Writes ``gpu-reader-checkpoint-<date>.json`` and ``.md``; exits 0 where every restore gave the
-same batches, 1 where one did not, 2 where DALI failed (its error in the record).
+same batches (both parts), 1 where one did not, 2 where DALI failed (its error in the record).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import sys
 import tempfile
 import time
@@ -106,6 +111,55 @@ def trial(folder: Path, device: str) -> dict[str, Any]:
     }
 
 
+def iterator_trial(device: str) -> dict[str, Any]:
+    """DALI's JAX iterator on ``device``'s pipelines (``make_dataset``'s JAX output) restored
+    after batches 1 and 3 of an epoch of 5: its next batches (the rest of that epoch and the
+    next whole) against the uninterrupted run's, labels exactly, pixels within 1."""
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    import daliaug
+    from daliaug.outputs import jax as jax_output
+
+    if device == "cpu":  # the dry run: DALI's iterator over CPU pipelines, as on the GPU
+        jax_output.iterates = lambda run: True
+    rng = np.random.default_rng(2)
+    arrays = {"x": rng.integers(0, 256, (40, 48, 56, 3), dtype=np.uint8), "y": np.arange(40)}
+    made = {
+        "source": {"type": "arrays"},
+        "image_size": 32,
+        "batch_size": 8,
+        "backend": device,
+        "seed": 2,
+        "shuffle": True,
+        "label_mode": "int",
+        "transforms": [{"type": "rotation", "angle": 20}, {"type": "brightness", "factor": 0.3}],
+    }
+
+    def passes(dataset: Any, count: int) -> list[list[np.ndarray]]:
+        return [[np.asarray(a) for a in batch] for _ in range(count) for batch in dataset]
+
+    whole = passes(daliaug.make_dataset(made, framework="jax", **arrays), 2)
+    cases = []
+    for k in (1, 3):
+        taken = daliaug.make_dataset(made, framework="jax", **arrays)
+        for count, _ in enumerate(taken, 1):
+            if count == k:
+                break
+        resumed = daliaug.make_dataset(made, framework="jax", state=taken.get_state(), **arrays)
+        rest = passes(resumed, 2)
+        labels = len(rest) == len(whole) - k and all(
+            np.array_equal(a[1], b[1]) for a, b in zip(rest, whole[k:], strict=True)
+        )
+        differ = max(
+            float(np.abs(a[0].astype(float) - b[0]).max())
+            for a, b in zip(rest, whole[k:], strict=False)
+        )
+        cases.append({"k": k, "labels": labels, "max_difference": differ})
+    return {
+        "iterator_cases": cases,
+        "iterators_passed": all(c["labels"] and c["max_difference"] <= 1 for c in cases),
+    }
+
+
 def report(record: dict[str, Any]) -> str:
     lines = [
         f"# DALI's TFRecord reader restored from its checkpoints, {record['device']}",
@@ -124,6 +178,17 @@ def report(record: dict[str, Any]) -> str:
     ]
     for case in record["cases"]:
         lines.append(f"| {case['k']} | {case['same']} | {case['seconds']:.2f} |")
+    if "iterator_cases" in record:
+        verdict = "the same batches" if record["iterators_passed"] else "FAILED"
+        lines += [
+            "",
+            f"DALI's JAX iterator resumed mid-epoch (make_dataset's JAX output): {verdict}",
+            "",
+            "| restored after batch | labels the same | largest pixel difference |",
+            "| ---: | --- | ---: |",
+        ]
+        for case in record["iterator_cases"]:
+            lines.append(f"| {case['k']} | {case['labels']} | {case['max_difference']:g} |")
     return "\n".join(lines) + "\n"
 
 
@@ -146,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     record["machine"] = machine.describe()
     try:
         record.update(trial(args.data, device))
-        code = 0 if record["passed"] else 1
+        record.update(iterator_trial(device))
+        code = 0 if record["passed"] and record["iterators_passed"] else 1
     except Exception as e:  # DALI's own failure is what this asks about: keep it
         record["error"] = f"{type(e).__name__}: {e}"
         record["traceback"] = traceback.format_exc()

@@ -465,7 +465,8 @@ def test_start_over_shards_on_s3_counts_what_each_start_asks(tmp_path: Path) -> 
 @pytest.mark.slow
 def test_the_gpu_reader_checkpoint_trial_runs_dry(tmp_path: Path) -> None:
     """``bench.gpu_reader_checkpoint``'s two halves, DALI on the CPU standing in for the GPU:
-    the TFRecords prepared, every restore giving the same batches, the record written."""
+    the TFRecords prepared, every restore giving the same batches (DALI's reader, and DALI's
+    JAX iterator resumed mid-epoch), the record written."""
     records = tmp_path / "records"
     run_module(tmp_path, "bench.gpu_reader_checkpoint", "--prepare", str(records))
     out = tmp_path / "out"
@@ -482,3 +483,5 @@ def test_the_gpu_reader_checkpoint_trial_runs_dry(tmp_path: Path) -> None:
     found = json.loads(record.read_text())
     assert found["passed"] and found["batches_per_epoch"] == 6
     assert [c["k"] for c in found["cases"]] == [1, 3, 6, 8, 11]
+    assert found["iterators_passed"], found["iterator_cases"]
+    assert [c["k"] for c in found["iterator_cases"]] == [1, 3]
