@@ -6,7 +6,8 @@ then the next one whole.
 
 ``python -m tests.outputs.strategy_resume_job SPEC_JSON``: SPEC has ``worlds``, ``after``,
 ``backend`` and ``out`` (``.npz``: each sample's image as each world made it; ``.json``: the
-samples of each pass, weight above 0, and the states).
+samples of each pass, weight above 0, and the states), and ``listing`` where the samples are
+that file list's, checked beside training (:func:`tests.elastic_job.config_of`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def main(spec: dict) -> None:
     )
     import daliaug
 
-    config, arrays = config_of({"backend": spec["backend"]})
+    config, arrays = config_of(spec)  # arrays, or with a listing its files checked beside
 
     def strategy_of(world: int) -> Any:
         return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(world)])

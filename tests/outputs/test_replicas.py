@@ -189,7 +189,13 @@ def test_sharded_sources_are_refused_under_a_strategy(numbered_list: Path) -> No
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("backend", "worlds", "after"),
-    [("opencv", [2, 4], 2), ("tf", [1, 4], 3), ("cpu", [4, 2], 1), ("tf", [4, 2], 1)],
+    [
+        ("opencv", [2, 4], 2),
+        ("tf", [1, 4], 3),
+        ("cpu", [4, 2], 1),
+        ("tf", [4, 2], 1),
+        ("files", [2, 4], 1),
+    ],
 )
 def test_a_strategy_takes_the_rest_of_an_epoch_another_world_began(
     backend: str, worlds: list[int], after: int, tmp_path: Path
@@ -198,11 +204,21 @@ def test_a_strategy_takes_the_rest_of_an_epoch_another_world_began(
     mid-epoch (or one dataset without a strategy): the replicas deal the rest of that epoch out
     among them, every sample of the epoch once across both worlds, each with the pixels the
     first world's uninterrupted epoch gave it; the next epoch is whole (on OpenCV, TensorFlow's
-    ops over arrays gathered by index, DALI on the CPU)."""
+    ops over arrays gathered by index, DALI on the CPU; ``files``: a file list on TensorFlow's
+    ops, checked beside training)."""
     from tests.helpers import run_keras_job
 
-    spec = {"worlds": worlds, "after": after, "backend": backend, "out": str(tmp_path / "o.npz")}
-    report, images = run_keras_job("tests.outputs.strategy_resume_job", "tensorflow", spec, TIMEOUT)
+    spec: dict = {"worlds": worlds, "after": after, "out": str(tmp_path / "o.npz")}
+    spec["backend"] = "tf" if backend == "files" else backend
+    if backend == "files":
+        root = tmp_path / "data"
+        write_image_dir(root, {"img": [structured_image(20, 24, seed=i) for i in range(23)]})
+        listing = root / "list.csv"
+        listing.write_text("path,label\n" + "".join(f"img/{i:04d}.png,{i}\n" for i in range(23)))
+        spec["listing"] = str(listing)
+    env = {"DALIAUG_CACHE": str(tmp_path / "cache")}
+    job = "tests.outputs.strategy_resume_job"
+    report, images = run_keras_job(job, "tensorflow", spec, TIMEOUT, env)
     everything = list(range(23))
     assert sorted(x for batch in report["whole"] for x in batch) == everything
     before = [x for batch in report["before"] for x in batch]
