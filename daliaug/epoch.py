@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -103,7 +103,6 @@ class EpochClock:
         self.seek(epoch)
 
 
-@runtime_checkable
 class Dealt(Protocol):
     """The rest of an epoch another world began, for a world whose shards share one clock
     (:class:`daliaug.resume.Rest`): each shard's part of it."""
@@ -121,7 +120,8 @@ class ShardClock(EpochClock):
 
     def begin(self, stream: object) -> tuple[int, int | RestOfEpoch | Dealt]:
         epoch, first = self.clock.begin(stream)
-        return epoch, first.shard(self.shard) if isinstance(first, Dealt) else first
+        dealt = not isinstance(first, int | RestOfEpoch)  # the world's rest, not a shard's
+        return epoch, first.shard(self.shard) if dealt else first
 
     def seek(self, epoch: int, first: int | RestOfEpoch | Dealt = 0) -> None:
         self.clock.seek(epoch, first)

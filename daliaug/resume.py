@@ -364,8 +364,8 @@ class Stream:
                 f"state: taken by a world of {state.world} shards (in the order of "
                 f"{state.order_world}), this dataset is one of {self.world}: another world's "
                 "state resumes where make_dataset reads files, arrays or shards over all their "
-                "samples (not TFRecords read by DALI's own reader, a source sharded by its "
-                "config's num_shards, or a DaliLoader); restore it on the world that took it"
+                "samples (not TFRecords, a source sharded by its config's num_shards, or a "
+                "DaliLoader); restore it on the world that took it"
             )
         if self.skips:
             raise ConfigError(

@@ -28,7 +28,7 @@ class BackupAndRestore(keras.callbacks.BackupAndRestore):
     arguments are Keras'. A saved data state of another dataset (config, samples, version) is
     refused by name (:mod:`daliaug.resume`); one taken by another number of shards (devices
     of a distribution) resumes the rest of its epoch over this one's, where the dataset takes
-    it (NumPy, JAX and PyTorch batches of column sources), and the states saved during
+    it (every output of column sources), and the states saved during
     that rest are positions in the same order. List it before callbacks that stop training at
     an epoch's end (``EarlyStopping``): at the end of a resumed epoch it lets training go on."""
 

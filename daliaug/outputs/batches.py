@@ -44,8 +44,9 @@ class Batches:
     """``(images, targets[, weights])`` batches, one epoch per pass, from
     ``open_at(epoch, first)``: an iterable whose every ``iter()`` runs the next epoch of
     pipelines opened at ``epoch``, from its batch ``first`` (0 but in a resumed epoch; reused
-    while passes run to their end, but for the next epoch after one resumed mid-way, where
-    DALI's own reader does not read it). ``length``: batches per epoch; ``batch_size`` and
+    while passes run to their end, but after the rest of an epoch another world began, and
+    after a pass from mid-epoch where the iterable's ``whole_after`` is false: DALI's own
+    iterators, told the positions left). ``length``: batches per epoch; ``batch_size`` and
     ``partial``: the full batch and the last one's size if smaller (else 0); ``pipelines``: how
     many run side by side (one per local shard).
 
@@ -67,7 +68,7 @@ class Batches:
 
     def __init__(
         self,
-        open_at: Callable[[int, int], Iterable[Batch]],
+        open_at: Callable[[int, Start], Iterable[Batch]],
         length: int,
         batch_size: int,
         partial: int = 0,
@@ -163,9 +164,9 @@ class Batches:
                 if next(batches, None) is not None:
                     raise RuntimeError(f"epoch {epoch} ran past its {length} batches")
                 self._ended, self._epoch, self._start, self._taken = True, epoch + 1, 0, 0
-                if rest or (first and not isinstance(start, Readers)):
-                    # its pipelines hold the rest of that epoch only (DALI's iterators count
-                    # its positions): the next pass opens them anew
+                if rest or (first and not getattr(self._stream, "whole_after", True)):
+                    # its pipelines hold the rest of that epoch only, or count its positions
+                    # (DALI's iterators): the next pass opens them anew
                     self._stream = None
             yield batch
 
@@ -174,6 +175,9 @@ class Joined:
     """Several shards' epochs side by side: every ``iter()`` runs the next epoch of each, and
     each batch is theirs joined along the batch axis, in order (they run equal batch counts),
     passed through ``convert`` and nested as ``layout`` says."""
+
+    whole_after = True
+    """Opened mid-epoch, its loaders run the epochs after it whole."""
 
     def __init__(
         self, shards: list[Iterable[Batch]], convert: Callable[[Batch], Batch], layout: BatchLayout
@@ -202,7 +206,7 @@ def shard_layout(shard: Shard) -> BatchLayout:
 
 def local_batches(
     shards: list[Shard],
-    open_at: Callable[[int, int], Iterable[Batch]],
+    open_at: Callable[[int, Start], Iterable[Batch]],
     initial_epoch: int,
     kind: type[Batches] = Batches,
 ) -> Batches:
@@ -221,7 +225,7 @@ def local_batches(
 
 def host_loaders(
     shards: list[Shard], convert: Callable[[Batch], Batch]
-) -> Callable[[int, int], Joined]:
+) -> Callable[[int, Start], Joined]:
     """``open_at`` for ``shards`` run on the host: one loader each (its engine's host loader,
     :mod:`~daliaug.outputs.bridges`, on its device), their NumPy batches joined and
     ``convert``-ed."""

@@ -53,6 +53,9 @@ class IteratorEpochs:
     (the iterator's Python work, the pipeline's run and its outputs' hand-over happen beside
     the step, not in it)."""
 
+    whole_after = False
+    """Opened mid-epoch, DALI's iterator counts the positions left of that epoch only."""
+
     def __init__(self, iterator: Any, layout: BatchLayout) -> None:
         self.iterator, self.layout = iterator, layout
 

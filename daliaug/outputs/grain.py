@@ -198,6 +198,12 @@ class BatchIterator(grain.DatasetIterator):
     ) -> tuple[Position, tuple[int, Readers | Rest] | None]:
         """The position ``state`` restores and how its pass starts where not at a batch: the
         stream's state decides (each refusal named), another world's as its rest."""
+        if isinstance(state, Mapping) and "stream" not in state:
+            raise ConfigError(
+                "state: a daliaug Grain state holds the stream's state ('stream'), this one "
+                "has none: saved by an earlier daliaug, whose states this one does not take "
+                "(a stream's order is promised within one version)"
+            )
         saved = Position.parsed(state, ("stream",))
         epoch, start = stream.start(state["stream"])
         batches = len(self._batches)

@@ -7,8 +7,9 @@ then the next one whole.
 ``python -m tests.outputs.strategy_resume_job SPEC_JSON``: SPEC has ``worlds``, ``after``,
 ``backend`` and ``out`` (``.npz``: each sample's image as each world made it; ``.json``: the
 samples of each pass, weight above 0, and the states), and ``listing`` where the samples are
-that file list's, checked beside training (:func:`tests.elastic_job.config_of`).
-"""
+that file list's, checked beside training (:func:`tests.elastic_job.config_of`), or
+``records`` (and ``index_dir``) where they are those TFRecords; with ``one_replica`` a world
+of 1 is a strategy of one replica too."""
 
 from __future__ import annotations
 
@@ -32,12 +33,15 @@ def main(spec: dict) -> None:
     import daliaug
 
     config, arrays = config_of(spec)  # arrays, or with a listing its files checked beside
+    if "records" in spec:  # TFRecords labelled by their number, read by tf.data
+        source = {"type": "tfrecord", "path": spec["records"], "index_dir": spec["index_dir"]}
+        config, arrays = {**config, "source": source, "label_mode": "int"}, {}
 
     def strategy_of(world: int) -> Any:
         return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(world)])
 
     def dataset(world: int, state: Any = None) -> tuple[Any, Any]:
-        strategy = strategy_of(world) if world > 1 else None
+        strategy = strategy_of(world) if world > 1 or spec.get("one_replica") else None
         made = daliaug.make_dataset(config, strategy=strategy, state=state, **arrays)
         return made, strategy
 

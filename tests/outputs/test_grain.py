@@ -132,3 +132,17 @@ def test_grain_not_installed_is_a_backend_error_naming_the_extra(
     monkeypatch.setitem(sys.modules, "grain", None)  # as if not installed
     with pytest.raises(BackendError, match=r"install daliaug's grain extra: pip install"):
         daliaug.make_dataset(config_for(demo_dir), framework="grain")
+
+
+def test_a_grain_state_without_the_streams_state_is_refused_by_name(demo_dir: Path) -> None:
+    """Over ``make_dataset``'s batches a Grain state holds the stream's state, which decides
+    the restore; one without it (an earlier daliaug's) is refused, naming why."""
+    config = config_for(demo_dir, backend="opencv", seed=SEED)
+    iterator = iter(GrainBatches(daliaug.make_dataset(config, framework="numpy"), SEED))
+    next(iterator)
+    state = iterator.get_state()
+    assert state["stream"]["position"] == config.batch_size and state["batch"] == 1
+    with pytest.raises(ConfigError, match=r"state: .*has none: saved by an earlier daliaug"):
+        iterator.set_state({k: v for k, v in state.items() if k != "stream"})
+    iterator.set_state(state)
+    assert iterator.get_state() == state

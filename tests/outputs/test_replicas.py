@@ -195,6 +195,7 @@ def test_sharded_sources_are_refused_under_a_strategy(numbered_list: Path) -> No
         ("cpu", [4, 2], 1),
         ("tf", [4, 2], 1),
         ("files", [2, 4], 1),
+        ("one replica", [2, 1], 1),
     ],
 )
 def test_a_strategy_takes_the_rest_of_an_epoch_another_world_began(
@@ -205,11 +206,12 @@ def test_a_strategy_takes_the_rest_of_an_epoch_another_world_began(
     among them, every sample of the epoch once across both worlds, each with the pixels the
     first world's uninterrupted epoch gave it; the next epoch is whole (on OpenCV, TensorFlow's
     ops over arrays gathered by index, DALI on the CPU; ``files``: a file list on TensorFlow's
-    ops, checked beside training)."""
+    ops, checked beside training; ``one replica``: OpenCV, a strategy of one replica)."""
     from tests.helpers import run_keras_job
 
     spec: dict = {"worlds": worlds, "after": after, "out": str(tmp_path / "o.npz")}
-    spec["backend"] = "tf" if backend == "files" else backend
+    spec["backend"] = {"files": "tf", "one replica": "opencv"}.get(backend, backend)
+    spec["one_replica"] = backend == "one replica"
     if backend == "files":
         root = tmp_path / "data"
         write_image_dir(root, {"img": [structured_image(20, 24, seed=i) for i in range(23)]})
@@ -230,3 +232,27 @@ def test_a_strategy_takes_the_rest_of_an_epoch_another_world_began(
     assert sorted(x for batch in report["next"] for x in batch) == everything
     state = report["state"]
     assert (state["world"], state["position"]) == (worlds[0], 4 * after)
+
+
+@pytest.mark.slow
+def test_tfrecords_under_a_strategy_give_each_replica_its_own_records(
+    numbered_records: Path, tmp_path: Path
+) -> None:
+    """TFRecords read by ``tf.data`` under a strategy of 2 replicas: each record once per
+    epoch over both (each replica reads its own files), and a state taken after a batch
+    resumes the rest of that epoch on the same strategy, then the next epoch whole."""
+    from tests.helpers import run_keras_job
+
+    spec = {"worlds": [2, 2], "after": 1, "backend": "tf", "out": str(tmp_path / "o.npz")}
+    spec |= {"records": str(numbered_records), "index_dir": str(tmp_path / "idx")}
+    job = "tests.outputs.strategy_resume_job"
+    report, images = run_keras_job(job, "tensorflow", spec, TIMEOUT)
+    everything = list(range(23))
+    assert sorted(x for batch in report["whole"] for x in batch) == everything
+    before = [x for batch in report["before"] for x in batch]
+    assert before == report["whole"][0]
+    rest = [x for batch in report["rest"] for x in batch]
+    assert sorted(before + rest) == everything
+    for sample in rest:
+        assert np.array_equal(images[f"rest{sample}"], images[f"whole{sample}"])
+    assert sorted(x for batch in report["next"] for x in batch) == everything

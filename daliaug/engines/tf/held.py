@@ -16,7 +16,9 @@ _HELD: dict[tuple[int, str], tf.Tensor] = {}
 
 def held_constant(samples: object, name: str, values: Callable[[], Any]) -> tf.Tensor:
     """``values()`` as a constant, made once for column ``name`` of ``samples`` and dropped
-    with them."""
+    with them (made anew where a graph is being built: a graph's constant is its own)."""
+    if not tf.executing_eagerly():
+        return tf.constant(values())
     key = (id(samples), name)
     held = _HELD.get(key)
     if held is None:

@@ -5,8 +5,9 @@ The config's ``batch_size`` is the global batch, split evenly over the replicas.
 of ``R`` (numbered across all workers) reads contiguous shard ``r`` of ``R`` of the samples
 with its own order and parameters (the shard's stream of the config's one seed), and every
 replica runs the same number of batches per epoch (:func:`~daliaug.epoch.replica_length`).
-Each replica's dataset holds all the samples (its own their span; the host arrays behind them
-are one tensor all replicas capture) and reads the epoch clock they share through its own
+Each replica's dataset of column sources holds all the samples (its own their span; the host
+arrays behind them are one tensor all replicas capture) and reads the epoch clock they share
+through its own
 :class:`~daliaug.epoch.ShardClock`, so that a state another world took deals the rest of its
 epoch out over the replicas (:mod:`daliaug.resume`);
 with ``drop_remainder: false`` shorter shards are padded with samples of weight 0 and the
@@ -34,6 +35,7 @@ from daliaug.epoch import ShardClock
 from daliaug.outputs.options import DatasetOptions
 from daliaug.outputs.shards import Shards
 from daliaug.run import Run
+from daliaug.sources.base import Samples
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -58,6 +60,7 @@ def distributed_dataset(
     shards = Shards.split(run, options, replicas, "replica", "a strategy")
     options = shards.options
     devices = tuple(getattr(strategy.extended, "worker_devices", ("/cpu:0",)))
+    columns = isinstance(run.samples, Samples)  # (TFRecords: each replica reads its own files)
     # this process's GPU pipelines (one per local replica GPU) share its cores
     gpus = max(1, sum(dali_gpu(device, d) is not None for d in devices))
 
@@ -65,7 +68,7 @@ def distributed_dataset(
         """Replica ``shard``'s dataset, for the replica on ``replica_device``: DALI on that
         replica's GPU, the dataset there too if ``on_device``, else on the host."""
         device_id = dali_gpu(device, replica_device)
-        replica_run, replica_options = shards.shard(shard, whole=True)
+        replica_run, replica_options = shards.shard(shard, whole=columns)
         if device_id is not None:
             replica_run = replica_run.on(device_id)
         place = replica_device if on_device and device_id is not None else "/cpu:0"
