@@ -137,6 +137,11 @@ def _length(start: Start, batches: int) -> int:
     return start.batches if isinstance(start, Rest) else batches
 
 
+def _rest_in(restore: tuple[int, Readers | Rest] | None) -> Rest | None:
+    """The rest of an epoch another world began that a pass restores, if it is one."""
+    return restore[1] if restore and isinstance(restore[1], Rest) else None
+
+
 class BatchIterator(grain.DatasetIterator):
     """The batches of :class:`GrainBatches` from ``position`` to its epoch's end (``endless``:
     on through the epochs after it; ``restore``: the epoch that starts otherwise than at a
@@ -152,7 +157,7 @@ class BatchIterator(grain.DatasetIterator):
     ) -> None:
         self._batches, self._position, self._endless = batches, position, endless
         self._restore = restore
-        self._rest = restore[1] if restore and isinstance(restore[1], Rest) else None
+        self._rest = _rest_in(restore)
         self._stream: Generator[Batch] | None = None
         super().__init__()
 
@@ -190,7 +195,7 @@ class BatchIterator(grain.DatasetIterator):
         else:
             position, restore = self._restored(stream, state)
         self._position, self._restore = position, restore
-        self._rest = restore[1] if restore and isinstance(restore[1], Rest) else None
+        self._rest = _rest_in(restore)
         self._drop_stream()
 
     def _restored(
@@ -210,11 +215,9 @@ class BatchIterator(grain.DatasetIterator):
         if isinstance(start, Rest):
             start = dataclasses.replace(start, samples=self._batches.samples)
             return Position(epoch, 0, start.batches, saved.seed), (epoch, start)
-        if saved.batch == saved.batches:  # the saved epoch (or rest) is over
-            return Position(saved.epoch, batches, batches, saved.seed), (
-                (epoch, start) if isinstance(start, Readers) else None
-            )
         restore = (epoch, start) if isinstance(start, Readers) else None
+        if saved.batch == saved.batches:  # the saved epoch (or rest) is over: the next starts
+            return Position(saved.epoch, batches, batches, saved.seed), restore
         return Position(epoch, first_batch(start), batches, saved.seed), restore
 
     def _start(self, epoch: int, batch: int) -> Start:
