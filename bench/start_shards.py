@@ -14,7 +14,8 @@ Each start counts the requests its S3 client made and the bytes of its GETs unti
 batch.
 *bucket listing*: ``list_objects_v2`` over the prefix, the least any start asks of the server;
 *DALI webdataset*: ``fn.readers.webdataset`` over the local shard files with their ``wds2idx``
-index files, built and run once (DALI reads no S3 here). Writes ``start-shards-<date>.json``
+index files, built and run once; *DALI webdataset (S3)*: the same over the shards' ``s3://``
+paths on the same server (DALI's own S3 client). Writes ``start-shards-<date>.json``
 and ``.md``.
 """
 
@@ -155,10 +156,12 @@ def child(tool: str, path: str) -> dict[str, Any]:
 
         def start() -> None:
             next(iter(daliaug.make_dataset(config(path))))
-    elif tool == "dali":
+    elif tool in ("dali", "dali-s3"):
         from nvidia.dali import fn, pipeline_def
 
         shards = sorted(str(p) for p in Path(path).glob("*.tar"))
+        if tool == "dali-s3":  # the same shards, read from the server by DALI's own S3 client
+            shards = [f"s3://data/train/{Path(shard).name}" for shard in shards]
         index = str(Path(path).parents[1] / "template.idx")
 
         @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None)
@@ -234,6 +237,8 @@ def measure(n: int, per_shard: int, root: Path, repeats: int) -> dict[str, Any]:
         local = str(folder / "data" / "train")
         runs = [run("dali", local, {}) for _ in range(repeats)]
         row["dali webdataset"] = {"later": median(r["seconds"] for r in runs)}
+        runs = [run("dali-s3", local, env) for _ in range(repeats)]
+        row["dali webdataset s3"] = {"later": median(r["seconds"] for r in runs)}
         with tempfile.TemporaryDirectory(prefix="daliaug-start-shards-") as scratch:
             for mode in ("shards read", "listing files"):
                 if mode == "listing files":
@@ -266,6 +271,9 @@ def report(rows: list[dict[str, Any]], per_shard: int) -> str:
         "later",
         "first / DALI",
         "later / DALI",
+        "DALI webdataset (S3)",
+        "first / DALI (S3)",
+        "later / DALI (S3)",
         "writing the listings (once)",
         "first start: whole-object GET MiB, shards read / listing files",
         "requests",
@@ -282,13 +290,14 @@ def report(rows: list[dict[str, Any]], per_shard: int) -> str:
         "(its time in its own column). Whole-object GETs: shards or listing files (the "
         "first batch's images are read by range, in both); requests: every S3 request of the "
         "start up to its first batch. DALI's `fn.readers.webdataset` reads the same shards "
-        "from the local disk (it reads no S3 here), with their `wds2idx` index files.",
+        "from the local disk, and again from the same server (*S3*: its own S3 client, "
+        "`s3://` paths), with their `wds2idx` index files.",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
     ]
     for r in rows:
-        dali = r["dali webdataset"]["later"]
+        dali, dali_s3 = r["dali webdataset"]["later"], r["dali webdataset s3"]["later"]
         whole, files = r["shards read"], r["listing files"]
         mib = f"{whole['first_whole_bytes'] / 2**20:.1f} / {files['first_whole_bytes'] / 2**20:.2f}"
         requests = f"{whole['first_requests']:,} / {files['first_requests']:,}"
@@ -302,6 +311,9 @@ def report(rows: list[dict[str, Any]], per_shard: int) -> str:
             f"{files['later']:.2f}",
             f"{files['first'] / dali:.1f}x",
             f"{files['later'] / dali:.1f}x",
+            f"{dali_s3:.2f}",
+            f"{files['first'] / dali_s3:.2f}x",
+            f"{files['later'] / dali_s3:.2f}x",
             f"{r['write listings']['seconds']:.1f}",
             mib,
             requests,

@@ -133,11 +133,10 @@ def file_batches(
     batch_layout: BatchLayout,
     stream: tf.data.Dataset,
 ) -> tf.data.Dataset:
-    """Finished batches for file sources from ``(index, warp, *rest)`` batches (``rest``:
-    the ``encoded`` images (and ``mask_encoded`` masks) of WebDataset shards, read by the
-    feed, then the moved boxes and
-    the weight, passed through): each file is read, decoded and resampled on its own (its size
-    is its own), in parallel."""
+    """Finished batches for file sources from a ``stream`` of ``(index, warp, *rest)``
+    samples (``rest``: the ``encoded`` image (and ``mask_encoded`` mask) of a WebDataset
+    shard's sample, read by the feed, then the moved boxes and the weight, passed through):
+    each file is read, decoded and resampled on its own (its size is its own), in parallel."""
     paths = {
         name: held_constant(samples, f"files:{name}", lambda p=p: list(map(os.fsencode, p)))
         for name, p in samples.files.items()
@@ -164,7 +163,7 @@ def file_batches(
             target = tf.zeros([], tf.int32) if targets is None else tf.gather(targets, index)
         return image, flat, target, *rest
 
-    per_sample = stream.unbatch().map(plain(one), num_parallel_calls=tf.data.AUTOTUNE)
+    per_sample = stream.map(plain(one), num_parallel_calls=tf.data.AUTOTUNE)
     return _per_sample(spec, layout, batch_layout, per_sample, samples.num_classes)
 
 

@@ -253,11 +253,13 @@ def feed_stream(
     names: str | Sequence[str],
     clock: EpochClock,
     check_files: bool = False,
+    rows: bool = False,
 ) -> tf.data.Dataset:
     """Batches of ``names`` (see :meth:`EpochFeed.batches`, also for ``check_files``), one
-    epoch per iteration: tuples, or plain tensors for a single name given as a string. Python
-    makes them a chunk of batches at a time (:data:`CHUNK` samples), which ``tf.data`` cuts
-    back into batches; a daliaug error in Python reaches the iterator with its message."""
+    epoch per iteration: tuples, or plain tensors for a single name given as a string; with
+    ``rows``, their samples one by one. Python makes them a chunk of batches at a time
+    (:data:`CHUNK` samples), which ``tf.data`` cuts back into batches (or samples); a daliaug
+    error in Python reaches the iterator with its message."""
     single = isinstance(names, str)
     wanted = (names,) if single else tuple(names)
 
@@ -267,7 +269,7 @@ def feed_stream(
 
     specs = tuple(_spec(feed, name) for name in wanted)
     chunks = counted(epoch_chunks, specs[0] if single else specs, clock)
-    return chunks.rebatch(feed.epochs.batch_size)
+    return chunks.unbatch() if rows else chunks.rebatch(feed.epochs.batch_size)
 
 
 def column_stream(feed: EpochFeed, name: str, clock: EpochClock) -> tf.data.Dataset:

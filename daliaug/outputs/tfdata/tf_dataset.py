@@ -63,17 +63,14 @@ def _dataset(run: Run, options: DatasetOptions, params: Any) -> tf.data.Dataset:
         weight = ("weight",) if weights is not None else ()
         encoded = tuple(n for n in ("encoded", "mask_encoded") if n in samples.columns)
         made = ("index", "warp", *encoded, *box_names(samples), *weight)
-        stream = feed_stream(feed, made, clock, check_files=True)
-        if "image" in samples.columns:
+        arrays = "image" in samples.columns
+        stream = feed_stream(feed, made, clock, check_files=True, rows=not arrays)
+        if arrays:
             batches = array_batches(spec, samples, feed.layout, layout, stream)
         else:
             batches = file_batches(spec, samples, feed.layout, layout, stream)
-
-    def shaped(*batch: tf.Tensor) -> tuple[tf.Tensor, ...]:
-        return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
-
     # bounded, as DALI's queue: batches are large
-    ds = nested(batches.map(plain(shaped)), layout).prefetch(spec.prefetch)
+    ds = nested(_shaped(batches, specs), layout).prefetch(spec.prefetch)
     if spec.num_threads is not None:
         threads = tf.data.Options()
         threads.threading.private_threadpool_size = spec.num_threads
@@ -82,3 +79,16 @@ def _dataset(run: Run, options: DatasetOptions, params: Any) -> tf.data.Dataset:
     ds.batches_per_epoch = len(epochs)
     ds.epoch_clock = clock
     return named_faults(ds, feed)
+
+
+def _shaped(batches: tf.data.Dataset, specs: tuple[tf.TensorSpec, ...]) -> tf.data.Dataset:
+    """``batches`` with the shapes of ``specs`` (checked as each batch passes), where the graph
+    does not already give them."""
+    given = [spec.shape.as_list() for spec in tf.nest.flatten(batches.element_spec)]
+    if given == [spec.shape.as_list() for spec in specs]:
+        return batches
+
+    def shaped(*batch: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        return tuple(tf.ensure_shape(t, s.shape) for t, s in zip(batch, specs, strict=True))
+
+    return batches.map(plain(shaped))
