@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from functools import partial
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -17,6 +18,7 @@ from daliaug.config import load_config
 from daliaug.errors import ConfigError
 from daliaug.sources.base import Samples
 from daliaug.sources.directory import DirectorySource
+from daliaug.sources.webdataset import WebDatasetSource
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 """What a config file's name ends with (any other DATA is a folder of classes)."""
@@ -30,7 +32,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="folder with one sub-folder per class, or a pipeline config (.yaml, .json) whose "
         "source to convert (boxes written in its bounding_box_format)",
     )
-    parser.add_argument("out", type=Path, nargs="?", help="folder to write the shards into")
+    parser.add_argument(
+        "out",
+        nargs="?",
+        help="folder to write the shards into, or (WebDataset) an s3://bucket/prefix to upload "
+        "them to",
+    )
     parser.add_argument(
         "--format",
         choices=("tfrecord", "webdataset"),
@@ -47,6 +54,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="WebDataset: samples per tar shard (default 1000)",
     )
     parser.add_argument("--prefix", default="data", help="shard file name prefix (default data)")
+    parser.add_argument(
+        "--no-listing",
+        action="store_true",
+        help="WebDataset: write no listing file beside the shards (by default one is written, "
+        "every image decoded once to check it, so that no start reads a shard to list it)",
+    )
     parser.add_argument(
         "--overwrite",
         action="store_true",
@@ -76,9 +89,21 @@ def run(args: argparse.Namespace) -> int:
         return _from_keras(args)
     if args.data is None or args.out is None:
         raise ConfigError("convert: give DATA and OUT folders, or --from-keras MODEL -o FILE")
-    from daliaug.tools.convert import write_tfrecords, write_webdataset
+    from daliaug.sources.storage import is_s3
+    from daliaug.tools.convert import (
+        shard_listing_source,
+        upload_webdataset,
+        write_tfrecords,
+        write_webdataset,
+    )
 
-    box_format = "xyxy"
+    webdataset = args.format == "webdataset"
+    if is_s3(args.out) and not webdataset:
+        raise ConfigError(
+            f"convert: OUT {args.out}: TFRecords are written to a folder; give --format "
+            "webdataset to write shards to S3"
+        )
+    box_format, config = "xyxy", None
     with console.status(plain(f"listing {args.data}")):
         if args.data.suffix in CONFIG_SUFFIXES:
             config = load_config(args.data)
@@ -89,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
                     "the data it was written from"
                 )
             tfrecords = samples.labels is not None and bool(samples.paths)
-            if args.format != "webdataset" and not tfrecords:
+            if not webdataset and not tfrecords:
                 raise ConfigError(
                     "convert: TFRecords are written from image files with labels; give "
                     "--format webdataset for this config's source"
@@ -97,26 +122,42 @@ def run(args: argparse.Namespace) -> int:
         else:
             samples = DirectorySource(path=args.data).samples()
     columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    webdataset = args.format == "webdataset"
     what = "WebDataset shards" if webdataset else "TFRecords"
-    with Progress(f"writing {what}", *columns, console=console) as progress:
-        task = progress.add_task("convert", total=len(samples))
+    listed = webdataset and not args.no_listing
+    listing = shard_listing_source(config, samples, box_format) if listed else None
+    doing = f"writing and checking {what}" if listed else f"writing {what}"
+    with Progress(doing, *columns, console=console) as progress:
+        task = progress.add_task("convert", total=len(samples) * (2 if listed else 1))
 
         def advance(k: int) -> None:
             progress.advance(task, k)
 
-        if webdataset:
-            files = write_webdataset(
-                samples, args.out, args.shard_size, args.prefix, advance, box_format, args.overwrite
+        def shards(out: Path, listing: WebDatasetSource | None = listing) -> list[Path]:
+            return write_webdataset(
+                samples,
+                out,
+                args.shard_size,
+                args.prefix,
+                advance,
+                box_format,
+                args.overwrite,
+                listing,
             )
+
+        if webdataset and is_s3(args.out):
+            files = upload_webdataset(
+                args.out, args.overwrite, partial(shards, listing=None), listing, advance
+            )
+        elif webdataset:
+            files = shards(Path(args.out))
         else:
             files = write_tfrecords(
-                samples, args.out, args.shards, args.prefix, advance, args.overwrite
+                samples, Path(args.out), args.shards, args.prefix, advance, args.overwrite
             )
     console.print(
         f"wrote {len(samples)} {'samples' if webdataset else 'records'} of "
         f"{samples.num_classes} classes "
-        f"to {len(files)} files in {args.out}"
+        f"to {len(files)} files in {args.out}" + (" with their listing file" if listed else "")
     )
     return 0
 

@@ -435,6 +435,35 @@ def write_text(location: str, text: str) -> None:
         raise DataError(f"cannot write {location}: {e.strerror or e}") from e
 
 
+def upload(path: Path, location: str) -> None:
+    """The file at ``path`` as the object at the ``s3://`` ``location`` (in parts where it is
+    large: boto3's transfer); a :class:`DataError` names it where it cannot be written."""
+    bucket, key = split_s3(location)
+    with s3_errors(bucket, key, "write the object"):
+        _client().upload_file(str(path), bucket, key)
+
+
+def delete(locations: Sequence[str]) -> None:
+    """The objects at the ``s3://`` ``locations`` deleted (a :class:`DataError` names the
+    first that could not be)."""
+    by_bucket: dict[str, list[str]] = {}
+    for location in locations:
+        bucket, key = split_s3(location)
+        by_bucket.setdefault(bucket, []).append(key)
+    for bucket, keys in by_bucket.items():
+        for start in range(0, len(keys), 1000):  # (S3 deletes at most 1,000 keys a request)
+            part = keys[start : start + 1000]
+            with s3_errors(bucket, part[0], "delete the object"):
+                done = _client().delete_objects(
+                    Bucket=bucket, Delete={"Objects": [{"Key": k} for k in part]}
+                )
+            for error in done.get("Errors", []):
+                raise DataError(
+                    f"{S3}{bucket}/{error.get('Key')}: cannot delete the object: "
+                    f"{error.get('Code')}: {error.get('Message')}"
+                )
+
+
 def read_text(location: str) -> str | None:
     """The UTF-8 text at ``location``, ``None`` if there is no such file or key."""
     if not is_s3(location):

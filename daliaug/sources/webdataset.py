@@ -23,7 +23,7 @@ import hashlib
 import io
 import json
 import tarfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Literal
@@ -355,10 +355,25 @@ class WebDatasetSource(MaskTargets):
         """The fields a shard's listing depends on (not :data:`LISTING_FREE`)."""
         return self.model_dump(mode="json", exclude=set(LISTING_FREE))
 
-    def _listings(self, shards: list[str], identities: dict[str, str]) -> list[ShardListing]:
+    def _listings(
+        self,
+        shards: list[str],
+        identities: dict[str, str],
+        keep: bool = True,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[ShardListing]:
         """Each of ``shards``' listing for its identity now (``identities``, where the bucket's
         listing gave them, else looked up): from this host's cache, else its folder's listing
-        file, else read whole; kept in the cache where any came from elsewhere."""
+        file, else read whole (``progress`` told the samples of each shard read); with
+        ``keep``, kept in the cache where any came from elsewhere (and the index of each shard
+        read whole written)."""
+
+        def read(shard: str, known: str) -> ShardListing:
+            listing = self._read_shard(shard, known)
+            if progress is not None:
+                progress(len(listing.keys) + len(listing.rejected))
+            return listing
+
         with ThreadPoolExecutor(min(READERS, len(shards))) as pool:
             now = {shard: identities.get(shard, "") for shard in shards}
             unknown = [shard for shard, known in now.items() if not known]
@@ -382,8 +397,9 @@ class WebDatasetSource(MaskTargets):
                     "those shards are read whole to list them",
                 )
             todo = [shard for shard in shards if shard not in found]
-            read = pool.map(self._read_shard, todo, [now[shard] for shard in todo])
-            found.update(zip(todo, read, strict=True))
+            found.update(zip(todo, pool.map(read, todo, [now[s] for s in todo]), strict=True))
+        if not keep:
+            return [found[shard] for shard in shards]
         for shard in todo:
             self._write_index(shard, found[shard].index)
         if any(kept.get(shard) is not found[shard] for shard in shards):
@@ -438,26 +454,33 @@ class WebDatasetSource(MaskTargets):
         shown = "; ".join(f"{k} {theirs.get(k)!r} there, {ours.get(k)!r} here" for k in differ)
         return f"it was written with other source settings ({shown})"
 
-    def write_listings(self) -> list[str]:
-        """The listing file of each folder of this source's shards, written beside them (see
-        the module's docstring), for the shards as they are now, made with the full check
-        (from this host's cache or a listing file where they serve, else each shard read
-        whole): each holds this source's shards of its folder; the files written. A place
-        that cannot be written is a :class:`DataError` naming it."""
+    def folder_listings(
+        self, keep: bool = True, progress: Callable[[int], None] | None = None
+    ) -> dict[str, dict[str, dict[str, Any]]]:
+        """Each folder of this source's shards with the listing of each of its shards (by
+        name, as a listing file holds it), for the shards as they are now, made with the full
+        check (from this host's cache or a listing file where they serve, else each shard
+        read whole; ``keep`` and ``progress``: as for :meth:`_listings`)."""
         full = self.model_copy(update={"check": "full"})
         found = full.shard_files()
-        listings = full._listings(found.files, found.identities)
-        written = []
-        for folder in dict.fromkeys(map(folder_of, found.files)):
-            place = f"{folder}/{LISTING_NAME}"
-            entries = {
-                shard.rsplit("/", 1)[1]: stored(shard, listing)
-                for shard, listing in zip(found.files, listings, strict=True)
-                if folder_of(shard) == folder
-            }
-            listing_files.write(place, LISTING_FORMAT, {"settings": self._settings()}, entries)
-            written.append(place)
-        return written
+        listings = full._listings(found.files, found.identities, keep, progress)
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for shard, listing in zip(found.files, listings, strict=True):
+            out.setdefault(folder_of(shard), {})[shard.rsplit("/", 1)[1]] = stored(shard, listing)
+        return out
+
+    def write_listing(self, folder: str, entries: dict[str, dict[str, Any]]) -> str:
+        """The listing file of ``folder`` (a folder or prefix), holding ``entries`` (its shards'
+        listings by name) made with this source's settings; where it was written. A place
+        that cannot be written is a :class:`DataError` naming it."""
+        place = f"{folder}/{LISTING_NAME}"
+        listing_files.write(place, LISTING_FORMAT, {"settings": self._settings()}, entries)
+        return place
+
+    def write_listings(self) -> list[str]:
+        """The listing file of each folder of this source's shards, written beside them (see
+        the module's docstring and :meth:`folder_listings`); the files written."""
+        return [self.write_listing(f, entries) for f, entries in self.folder_listings().items()]
 
     def _read_shard(self, shard: str, known: str) -> ShardListing:
         out = ShardListing(identity=known)

@@ -10,17 +10,20 @@ import tarfile
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from daliaug.boxes import from_xyxy
 from daliaug.config import Config
 from daliaug.errors import ConfigError
-from daliaug.sources.base import Samples
+from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.checks import image_header
+from daliaug.sources.segmentation import MaskTargets
+from daliaug.sources.storage import identities, identity
 from daliaug.sources.tfrecord import METADATA
-from daliaug.sources.webdataset import MemberColumn
-from daliaug.tools.out_paths import replaced_folder
+from daliaug.sources.webdataset import MemberColumn, WebDatasetSource
+from daliaug.tools.out_paths import replaced_folder, uploaded_folder
 
 IMAGE_KEY = "image/encoded"
 LABEL_KEY = "image/class/label"
@@ -84,10 +87,14 @@ def write_webdataset(
     progress: Callable[[int], None] | None = None,
     box_format: str = "xyxy",
     overwrite: bool = False,
+    listing: WebDatasetSource | None = None,
 ) -> list[Path]:
     """Write ``samples`` in order to WebDataset tar shards of ``shard_size`` samples in
     ``out``, each with its index in DALI's ``wds2idx`` format (``<shard>.idx``), plus the
-    ``daliaug.json`` the ``webdataset`` source reads class names from. Sample ``k`` is
+    ``daliaug.json`` the ``webdataset`` source reads class names from, and with ``listing``
+    (a source of these shards) their listing file as that source makes it
+    (:func:`shard_listings`; ``progress`` is then told each sample twice, written and
+    checked). Sample ``k`` is
     ``{k:08d}.<jpg|png>`` (the file's bytes, or an in-memory image as PNG) and, with labels,
     ``.cls`` (the class index) and ``.json`` (``label``, ``class``, ``filename``); with boxes,
     ``.json`` holds ``boxes`` (in ``box_format``), ``labels`` (and ``keypoints``: ``x, y,
@@ -116,7 +123,59 @@ def write_webdataset(
             (tmp / name).with_suffix(".idx").write_text(index)
         meta = {"class_names": samples.class_names, "count": len(samples)}
         (tmp / METADATA).write_text(json.dumps(meta, indent=2))
+        if listing is not None:
+            listing.write_listing(str(tmp), shard_listings(listing, tmp, progress))
     return [out / name for name in names]
+
+
+def shard_listing_source(
+    config: Config | None, samples: Samples, box_format: str
+) -> WebDatasetSource:
+    """The ``webdataset`` source that reads shards written from ``samples`` (with the mask
+    fields of ``config``'s source, a segmentation source), whose listing file they get."""
+    fields: dict[str, Any] = {"bounding_box_format": box_format}
+    if samples.has_boxes:
+        fields["targets"] = "boxes"
+    elif "mask_path" in samples.columns or "mask_encoded" in samples.columns:
+        fields["targets"] = "masks"
+        mask_fields = set(MaskTargets.model_fields) - set(SourceConfig.model_fields)
+        fields.update(config.source.model_dump(include=mask_fields))  # type: ignore[union-attr]
+    return WebDatasetSource(path=".", **fields)
+
+
+def shard_listings(
+    listing: WebDatasetSource, folder: Path, progress: Callable[[int], None] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The listing of each shard in ``folder`` (by name) with the settings of ``listing``,
+    each image decoded once (the full check; ``progress`` told each shard's samples); nothing
+    kept in this host's cache."""
+    source = listing.model_copy(update={"path": str(folder)})
+    (entries,) = source.folder_listings(False, progress).values()
+    return entries
+
+
+def upload_webdataset(
+    out: str,
+    overwrite: bool,
+    write: Callable[[Path], list[Path]],
+    listing: WebDatasetSource | None,
+    progress: Callable[[int], None] | None = None,
+) -> list[str]:
+    """Shards written by ``write`` (into a local folder, without their listing file), uploaded
+    under the ``s3://`` prefix ``out`` (:func:`~daliaug.tools.out_paths.uploaded_folder`); with
+    ``listing``, their listing file then written beside them, holding each shard's ETag as the
+    server gives it (so every start on any host reads that file, not the shards; ``progress``:
+    as for :func:`write_webdataset`)."""
+    out = out.rstrip("/")
+    with uploaded_folder(out, "convert: OUT", overwrite, METADATA) as local:
+        files = write(local)
+        entries = shard_listings(listing, local, progress) if listing is not None else {}
+    now = identities([f"{out}/{name}" for name in entries])
+    for name, entry in entries.items():
+        entry["identity"] = now.get(f"{out}/{name}") or identity(f"{out}/{name}")
+    if listing is not None:
+        listing.write_listing(out, entries)
+    return [f"{out}/{file.name}" for file in files]
 
 
 def _image_member(samples: Samples, k: int) -> dict[str, bytes]:

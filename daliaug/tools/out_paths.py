@@ -1,6 +1,7 @@
 """Where a command writes: its OUT taken as given, a file in the way of its folders named, and
 a folder of outputs (``convert``'s shards) written whole beside it and renamed into place, so
-that no run leaves a mix of two runs' files."""
+that no run leaves a mix of two runs' files (under an ``s3://`` prefix: uploaded, its marker
+last, an earlier run's other objects deleted after)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from daliaug.errors import ConfigError
+from daliaug.sources.storage import delete, list_objects, upload
 
 
 def make_parent(out: Path, what: str) -> None:
@@ -36,18 +38,13 @@ def replaced_folder(out: Path, what: str, overwrite: bool, marker: str) -> Itera
     :class:`ConfigError` starting with ``what``."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{what} {out} is a file; give a folder to write into")
-    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
-    shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
-    if held and not overwrite:
-        raise ConfigError(
-            f"{what} {out} already holds {len(held)} files ({shown}); give --overwrite to "
-            "replace an earlier conversion there, or a new or empty folder"
-        )
-    if held and marker not in held:
-        raise ConfigError(
-            f"{what} {out} holds files no conversion wrote (no {marker}: {shown}); "
-            "--overwrite replaces only an earlier conversion's folder"
-        )
+    _may_replace(
+        str(out),
+        sorted(p.name for p in out.iterdir()) if out.is_dir() else [],
+        what,
+        overwrite,
+        marker,
+    )
     make_parent(out, what)
     try:
         tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
@@ -67,3 +64,39 @@ def replaced_folder(out: Path, what: str, overwrite: bool, marker: str) -> Itera
         shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def uploaded_folder(out: str, what: str, overwrite: bool, marker: str) -> Iterator[Path]:
+    """A local folder (not made yet) to write into, uploaded under the ``s3://`` prefix
+    ``out`` once the block is done, its ``marker`` last; then the objects of an earlier run
+    there that were not written again are deleted. The prefix must hold nothing; with
+    ``overwrite``, an earlier run's output (its ``marker``). Refusals as
+    :func:`replaced_folder`'s."""
+    out = out.rstrip("/")
+    objects = list_objects(f"{out}/", lambda key: not key.endswith("/"))
+    held = [url.removeprefix(f"{out}/") for url in objects]
+    _may_replace(out, held, what, overwrite, marker)
+    with tempfile.TemporaryDirectory(prefix="daliaug-upload-") as scratch:
+        local = Path(scratch) / "out"
+        yield local
+        names = sorted((p.name for p in local.iterdir()), key=lambda name: name == marker)
+        for name in names:
+            upload(local / name, f"{out}/{name}")
+    delete([f"{out}/{name}" for name in held if name not in names])
+
+
+def _may_replace(out: str, held: list[str], what: str, overwrite: bool, marker: str) -> None:
+    """A :class:`ConfigError` starting with ``what`` unless ``out``, which holds ``held``, is
+    empty, or (``overwrite``) holds an earlier run's output (its ``marker``)."""
+    shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+    if held and not overwrite:
+        raise ConfigError(
+            f"{what} {out} already holds {len(held)} files ({shown}); give --overwrite to "
+            "replace an earlier conversion there, or a new or empty folder"
+        )
+    if held and marker not in held:
+        raise ConfigError(
+            f"{what} {out} holds files no conversion wrote (no {marker}: {shown}); "
+            "--overwrite replaces only an earlier conversion's folder"
+        )

@@ -279,3 +279,82 @@ def test_write_listings_of_a_local_file_list_is_refused(
     config.write_text(json.dumps({"source": source, "image_size": 8}))
     assert main(["check", str(config), "--write-listings"]) == 2
     assert "the images of" in capsys.readouterr().err
+
+
+def convert(config, out: str | Path, tmp_path: Path, *extra: str) -> int:
+    """``daliaug convert CONFIG OUT --format webdataset --shard-size 4`` of ``config``'s
+    source."""
+    path = tmp_path / "convert.json"
+    path.write_text(config.model_dump_json())
+    command = ["convert", str(path), str(out), "--format", "webdataset", "--shard-size", "4"]
+    return main([*command, *extra])
+
+
+def test_convert_writes_the_listing_file_a_start_reads(
+    shards: Path, tmp_path: Path, fresh_cache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``daliaug convert`` writes the shards' listing file beside them: a new host's start
+    reads no shard, and gives the batches of a start that read the shards whole;
+    ``--no-listing`` writes none."""
+    files = {"type": "file_list", "path": str(shards / "list.csv")}
+    assert convert(reading(wds_config(shards, tmp_path), files), tmp_path / "out", tmp_path) == 0
+    out = tmp_path / "out"
+    assert (out / webdataset.LISTING_NAME).is_file()
+    config = wds_config(out, tmp_path)
+    read = spy_reads(monkeypatch)
+    fresh_cache()
+    listed = joined_epoch(DaliLoader(config))
+    assert read == []  # no shard opened to list it
+    (out / webdataset.LISTING_NAME).unlink()
+    fresh_cache()
+    whole = joined_epoch(DaliLoader(config))
+    assert len(read) == -(-COUNT // 4)  # each shard read whole
+    for got, want in zip(listed, whole, strict=True):
+        np.testing.assert_array_equal(got, want)
+    files_config = reading(wds_config(shards, tmp_path), files)
+    assert convert(files_config, out, tmp_path, "--overwrite", "--no-listing") == 0
+    assert not (out / webdataset.LISTING_NAME).exists()
+
+
+def test_convert_uploads_shards_with_a_listing_file_of_their_etags(
+    server: Server, shards: Path, bucket: Path, tmp_path: Path, fresh_cache, capsys
+) -> None:
+    """``daliaug convert CONFIG s3://bucket/prefix``: the shards, their indexes, class names
+    and listing file uploaded; a new host's start asks for the bucket's listing, the listing
+    file and the class names, no shard, and gives the batches of the same shards written
+    locally (whose listing file, copied to the bucket with them, does not serve there); the
+    prefix's refusals and ``--overwrite`` as a folder's (an earlier conversion's objects not
+    written again deleted)."""
+    files = reading(
+        wds_config(shards, tmp_path), {"type": "file_list", "path": str(shards / "list.csv")}
+    )
+    assert convert(files, "s3://data/converted", tmp_path) == 0
+    uploaded = bucket / "data" / "converted"
+    tars = [f"data-{i:05d}-of-00004.tar" for i in range(4)]
+    names = [*tars, *(t.replace(".tar", ".idx") for t in tars)]
+    assert sorted(p.name for p in uploaded.iterdir()) == sorted(
+        [webdataset.LISTING_NAME, "daliaug.json", *names]
+    )
+    assert convert(files, tmp_path / "local", tmp_path) == 0
+    want = joined_epoch(DaliLoader(wds_config(tmp_path / "local", tmp_path)))
+    for local in (tmp_path / "local").iterdir():  # (uploaded as they are, as aws s3 sync would)
+        storage.upload(local, f"s3://data/copied/{local.name}")
+    with pytest.warns(DataWarning, match=r"is not used: 4 of the shards it lists changed"):
+        prepare_samples(wds_config("s3://data/copied", tmp_path))
+    fresh_cache()
+    _, listing, _ = new_host_start(wds_config("s3://data/converted", tmp_path), want)
+    assert listing == [
+        ("GetObject", "converted/daliaug-listing.json", ""),
+        ("GetObject", "converted/daliaug.json", ""),
+        ("ListObjectsV2", "converted/", ""),
+    ]
+    capsys.readouterr()
+    assert convert(files, "s3://data/converted", tmp_path) == 2  # (not new, no --overwrite)
+    assert "already holds 10 files" in capsys.readouterr().err
+    assert convert(files, "s3://data/train", tmp_path, "--overwrite") == 2
+    assert "holds files no conversion wrote (no daliaug.json" in capsys.readouterr().err
+    assert convert(files, "s3://data/converted", tmp_path, "--overwrite", "--shard-size", "8") == 0
+    tars = [f"data-{i:05d}-of-00002.tar" for i in range(2)]
+    assert sorted(p.name for p in uploaded.iterdir()) == sorted(
+        [webdataset.LISTING_NAME, "daliaug.json", *tars, *(t.replace(".tar", ".idx") for t in tars)]
+    )
