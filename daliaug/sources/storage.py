@@ -62,6 +62,7 @@ def _client() -> Any:
         # botocore 1.3x fails on a server error (5xx) whose body it wraps for a checksum,
         # with an AttributeError instead of retrying and naming it; ETags check what is read
         response_checksum_validation="when_required",
+        max_pool_connections=S3_READERS,
     )
     return boto3.session.Session().client("s3", config=config)
 
