@@ -436,12 +436,25 @@ def write_text(location: str, text: str) -> None:
         raise DataError(f"cannot write {location}: {e.strerror or e}") from e
 
 
-def upload(path: Path, location: str) -> None:
-    """The file at ``path`` as the object at the ``s3://`` ``location`` (in parts where it is
-    large: boto3's transfer); a :class:`DataError` names it where it cannot be written."""
+def upload(files: Sequence[tuple[Path, str]]) -> None:
+    """Each ``(path, location)``: the file at ``path`` as the object at the ``s3://``
+    ``location`` (in parts where it is large: boto3's transfer), :data:`S3_READERS` at a
+    time; a :class:`DataError` names the first that cannot be written."""
+    list(_s3_pool().map(lambda file: _upload(*file), files))
+
+
+def _upload(path: Path, location: str) -> None:
+    from boto3.exceptions import S3UploadFailedError
+
     bucket, key = split_s3(location)
     with s3_errors(bucket, key, "write the object"):
-        _client().upload_file(str(path), bucket, key)
+        try:
+            _client().upload_file(str(path), bucket, key)
+        except S3UploadFailedError as e:  # (boto3's transfer wraps the server's error)
+            cause = e.__context__
+            if cause is not None:
+                raise cause from None
+            raise DataError(f"{location}: cannot write the object: {e}") from e
 
 
 def delete(locations: Sequence[str]) -> None:

@@ -11,9 +11,10 @@ column source, on every engine and output.
 A shard's listing is found in this order, each kept for the shard's identity (its size and
 ETag, or its size, times and inode), so a shard changed since is listed anew: this host's
 cache (one file for the source's shards); the listing file of the shard's folder
-(``daliaug-listing.json`` beside the shards, which ``daliaug check CONFIG --write-listings``
-writes once, on any host: one read per folder then replaces a read of every shard, on every
-host); else the shard itself, read whole in one pass (and its index written).
+(``daliaug-listing.json`` beside the shards, which ``daliaug convert`` writes with the shards
+and ``daliaug check CONFIG --write-listings`` writes once, on any host: one read per folder
+then replaces a read of every shard, on every host); else the shard itself, read whole in one
+pass (and its index written).
 """
 
 from __future__ import annotations
@@ -56,12 +57,7 @@ READERS = 16
 """Shards listed at once."""
 LISTING_NAME = "daliaug-listing.json"
 """The listing file of a folder (or prefix) of shards, beside them."""
-LISTING_FORMAT = "daliaug shard listing 1"
-LISTING_FREE = frozenset(
-    {"path", "shard_id", "num_shards", "index_dir", "check", "on_error", "class_names"}
-)
-"""The source's fields a shard's listing does not depend on (a listing file's is made with
-the full check, which serves every ``check``; class names are given to the labels later)."""
+LISTING_FORMAT = "daliaug shard listing 2"
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -352,8 +348,26 @@ class WebDatasetSource(MaskTargets):
         return names, columns
 
     def _settings(self) -> dict[str, Any]:
-        """The fields a shard's listing depends on (not :data:`LISTING_FREE`)."""
-        return self.model_dump(mode="json", exclude=set(LISTING_FREE))
+        """What a shard's listing depends on (made with the full check, which serves every
+        ``check``; class names are given to its labels later): the targets and the fields
+        that read them (the label's member and field; the boxes' format; the mask's member
+        and, where masks are checked, the classes they may hold, a class table by its
+        colours wherever its file is)."""
+        out: dict[str, Any] = {"type": self.type, "targets": self.targets}
+        if self.detection:
+            out["bounding_box_format"] = self.bounding_box_format
+        elif self.segmentation:
+            out |= {"mask_member": self.mask_member, "check_masks": self.check_masks}
+            if self.check_masks:
+                table = self.class_table()
+                colours = None if table is None else [list(c) for c in table.colours]
+                out |= {"colours": colours, "num_classes": self.num_classes}
+                out["ignore_index"] = self.ignore_index
+        else:
+            out["label_member"] = self.label_member
+            if self.label_member == "json":
+                out["json_field"] = self.json_field
+        return out
 
     def _listings(
         self,

@@ -102,7 +102,7 @@ def write_webdataset(
     ``.mask.png`` holds the mask file's bytes, what ``targets: masks`` reads. Images and masks
     are files, shards' members or arrays. ``out`` is new or empty, or with ``overwrite`` an
     earlier conversion's, replaced whole."""
-    if not {"label", "boxes", "mask_path"} & set(samples.columns):
+    if not {"label", "boxes", "mask_path", "mask_encoded"} & set(samples.columns):
         raise ConfigError(
             "convert --format webdataset: the source's samples have no labels, boxes or "
             "masks; shards are written from samples with targets"
@@ -167,14 +167,20 @@ def upload_webdataset(
     server gives it (so every start on any host reads that file, not the shards; ``progress``:
     as for :func:`write_webdataset`)."""
     out = out.rstrip("/")
-    with uploaded_folder(out, "convert: OUT", overwrite, METADATA) as local:
-        files = write(local)
-        entries = shard_listings(listing, local, progress) if listing is not None else {}
-    now = identities([f"{out}/{name}" for name in entries])
-    for name, entry in entries.items():
-        entry["identity"] = now.get(f"{out}/{name}") or identity(f"{out}/{name}")
-    if listing is not None:
+    entries: dict[str, dict[str, Any]] = {}
+
+    def listed() -> None:  # (once the shards are up: their ETags)
+        if listing is None:
+            return
+        now = identities([f"{out}/{name}" for name in entries])
+        for name, entry in entries.items():
+            entry["identity"] = now.get(f"{out}/{name}") or identity(f"{out}/{name}")
         listing.write_listing(out, entries)
+
+    with uploaded_folder(out, "convert: OUT", overwrite, METADATA, listed) as local:
+        files = write(local)
+        if listing is not None:
+            entries.update(shard_listings(listing, local, progress))
     return [f"{out}/{file.name}" for file in files]
 
 

@@ -1,7 +1,7 @@
 """Where a command writes: its OUT taken as given, a file in the way of its folders named, and
 a folder of outputs (``convert``'s shards) written whole beside it and renamed into place, so
-that no run leaves a mix of two runs' files (under an ``s3://`` prefix: uploaded, its marker
-last, an earlier run's other objects deleted after)."""
+that no run leaves a mix of two runs' files (under an ``s3://`` prefix: uploaded, an earlier
+run's other objects deleted, its marker last)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from daliaug.errors import ConfigError
@@ -67,11 +67,14 @@ def replaced_folder(out: Path, what: str, overwrite: bool, marker: str) -> Itera
 
 
 @contextlib.contextmanager
-def uploaded_folder(out: str, what: str, overwrite: bool, marker: str) -> Iterator[Path]:
+def uploaded_folder(
+    out: str, what: str, overwrite: bool, marker: str, finish: Callable[[], None] | None = None
+) -> Iterator[Path]:
     """A local folder (not made yet) to write into, uploaded under the ``s3://`` prefix
-    ``out`` once the block is done, its ``marker`` last; then the objects of an earlier run
-    there that were not written again are deleted. The prefix must hold nothing; with
-    ``overwrite``, an earlier run's output (its ``marker``). Refusals as
+    ``out`` once the block is done: its files but ``marker``, then the objects of an earlier
+    run there that were not written again deleted, then ``finish`` called (what must follow
+    the upload), and ``marker`` last (a run cut short leaves none). The prefix must hold
+    nothing; with ``overwrite``, an earlier run's output (its ``marker``). Refusals as
     :func:`replaced_folder`'s."""
     out = out.rstrip("/")
     objects = list_objects(f"{out}/", lambda key: not key.endswith("/"))
@@ -80,10 +83,13 @@ def uploaded_folder(out: str, what: str, overwrite: bool, marker: str) -> Iterat
     with tempfile.TemporaryDirectory(prefix="daliaug-upload-") as scratch:
         local = Path(scratch) / "out"
         yield local
-        names = sorted((p.name for p in local.iterdir()), key=lambda name: name == marker)
-        for name in names:
-            upload(local / name, f"{out}/{name}")
-    delete([f"{out}/{name}" for name in held if name not in names])
+        names = sorted(p.name for p in local.iterdir())
+        upload([(local / name, f"{out}/{name}") for name in names if name != marker])
+        delete([f"{out}/{name}" for name in held if name not in names and name != marker])
+        if finish is not None:
+            finish()
+        if marker in names:
+            upload([(local / marker, f"{out}/{marker}")])
 
 
 def _may_replace(out: str, held: list[str], what: str, overwrite: bool, marker: str) -> None:
@@ -98,5 +104,6 @@ def _may_replace(out: str, held: list[str], what: str, overwrite: bool, marker: 
     if held and marker not in held:
         raise ConfigError(
             f"{what} {out} holds files no conversion wrote (no {marker}: {shown}); "
-            "--overwrite replaces only an earlier conversion's folder"
+            "--overwrite replaces only an earlier conversion's folder (a conversion cut short "
+            f"writes no {marker}: delete what it left)"
         )

@@ -109,7 +109,7 @@ def test_listing_files_that_cannot_serve_are_named_and_the_shards_read(
         json.dumps({**kept, "settings": settings}),
         r"it was written with other source settings \(label_member 'json' there, 'cls' here\)",
     )
-    refused(json.dumps({**kept, "format": "x"}), r"it is not a 'daliaug shard listing 1' file")
+    refused(json.dumps({**kept, "format": "x"}), r"it is not a 'daliaug shard listing 2' file")
     # a shard rewritten, even at the same size (a label of one digit for another): its
     # listing no longer serves it; the other shards' still do
     data = (shards / "part-0.tar").read_bytes()
@@ -337,8 +337,8 @@ def test_convert_uploads_shards_with_a_listing_file_of_their_etags(
     )
     assert convert(files, tmp_path / "local", tmp_path) == 0
     want = joined_epoch(DaliLoader(wds_config(tmp_path / "local", tmp_path)))
-    for local in (tmp_path / "local").iterdir():  # (uploaded as they are, as aws s3 sync would)
-        storage.upload(local, f"s3://data/copied/{local.name}")
+    local = (tmp_path / "local").iterdir()  # (uploaded as they are, as aws s3 sync would)
+    storage.upload([(path, f"s3://data/copied/{path.name}") for path in local])
     with pytest.warns(DataWarning, match=r"is not used: 4 of the shards it lists changed"):
         prepare_samples(wds_config("s3://data/copied", tmp_path))
     fresh_cache()
@@ -358,3 +358,45 @@ def test_convert_uploads_shards_with_a_listing_file_of_their_etags(
     assert sorted(p.name for p in uploaded.iterdir()) == sorted(
         [webdataset.LISTING_NAME, "daliaug.json", *tars, *(t.replace(".tar", ".idx") for t in tars)]
     )
+
+
+def test_a_cut_short_upload_leaves_no_marker_and_is_named(
+    server: Server, shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """The conversion's marker (``daliaug.json``) goes up last, after the listing file: a
+    conversion cut short before it leaves none, and ``--overwrite`` then refuses the prefix,
+    saying what to do; an object that cannot be written is named."""
+    source = {"type": "file_list", "path": str(shards / "list.csv")}
+    files = reading(wds_config(shards, tmp_path), source)
+
+    def cut(*_: object) -> None:
+        raise DataError("the listing file could not be written (cut short)")
+
+    monkeypatch.setattr(webdataset.WebDatasetSource, "write_listing", cut)
+    assert convert(files, "s3://data/cut", tmp_path) != 0
+    monkeypatch.undo()
+    assert "daliaug.json" not in capsys.readouterr().err
+    assert convert(files, "s3://data/cut", tmp_path, "--overwrite") == 2
+    assert "a conversion cut short writes no daliaug.json" in capsys.readouterr().err
+    with pytest.raises(DataError, match=r"s3://nobucket/x\.tar: cannot write the object"):
+        storage.upload([(shards / "part-0.tar", "s3://nobucket/x.tar")])
+
+
+def test_a_shard_listing_depends_on_what_reads_the_targets_only(tmp_path: Path) -> None:
+    """A listing's settings: the targets and the fields that read them; a class table by its
+    colours (wherever its file is), not how masks are handed on."""
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "classes.csv").write_text("sky,0,0,255\ngrass,0,255,0\n")
+
+    def settings(**fields) -> dict:
+        return webdataset.WebDatasetSource(path="s3://b/p", **fields)._settings()
+
+    masks = {"targets": "masks", "classes": str(tmp_path / "a" / "classes.csv")}
+    moved = {**masks, "classes": str(tmp_path / "b" / "classes.csv"), "mask_output": "one_hot"}
+    assert settings(**masks) == settings(**moved)
+    (tmp_path / "b" / "classes.csv").write_text("sky,0,0,254\ngrass,0,255,0\n")
+    assert settings(**masks) != settings(**moved)
+    assert settings(num_classes=5) == settings(bounding_box_format="rel_xywh")
+    assert settings(targets="boxes") != settings(targets="boxes", bounding_box_format="rel_xywh")
+    assert settings(label_member="json") != settings(label_member="json", json_field="y")

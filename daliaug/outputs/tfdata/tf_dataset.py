@@ -84,8 +84,8 @@ def _dataset(run: Run, options: DatasetOptions, params: Any) -> tf.data.Dataset:
 def _shaped(batches: tf.data.Dataset, specs: tuple[tf.TensorSpec, ...]) -> tf.data.Dataset:
     """``batches`` with the shapes of ``specs`` (checked as each batch passes), where the graph
     does not already give them."""
-    given = [spec.shape.as_list() for spec in tf.nest.flatten(batches.element_spec)]
-    if given == [spec.shape.as_list() for spec in specs]:
+    given = [spec.shape for spec in tf.nest.flatten(batches.element_spec)]
+    if given == [spec.shape for spec in specs]:
         return batches
 
     def shaped(*batch: tf.Tensor) -> tuple[tf.Tensor, ...]:
