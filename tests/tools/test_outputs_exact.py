@@ -20,6 +20,7 @@ from daliaug.config import load_config
 from daliaug.errors import DataError
 from daliaug.prepare import prepare_samples
 from daliaug.sources.tfrecord import METADATA
+from daliaug.sources.webdataset import LISTING_NAME
 from daliaug.tools.convert import write_webdataset
 from tests.helpers import structured_image
 from tests.sources.test_webdataset import encode, write_tar
@@ -59,12 +60,13 @@ def test_convert_refuses_an_earlier_conversion_or_replaces_it_whole(
     first = sorted(p.name for p in out.iterdir())
     assert len([n for n in first if n.endswith(".tar")]) == 3
     code, text = run(capsys, "convert", folders, out, "--format", "webdataset", "--shard-size", "4")
-    assert code == 2 and f"convert: OUT {out} already holds 7 files" in text
+    assert code == 2 and f"convert: OUT {out} already holds 8 files" in text
     assert "--overwrite" in text and sorted(p.name for p in out.iterdir()) == first
     args = ("convert", folders, out, "--format", "webdataset", "--shard-size", "4", "--overwrite")
     assert run(capsys, *args)[0] == 0
     held = sorted(p.name for p in out.iterdir())
     assert held == [
+        LISTING_NAME,
         METADATA,
         "data-00000-of-00002.idx",
         "data-00000-of-00002.tar",
