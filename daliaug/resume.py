@@ -35,6 +35,7 @@ from daliaug.epoch import RestOfEpoch, replica_length, world_order
 from daliaug.errors import ConfigError, DataError
 from daliaug.reader_checkpoints import ReaderCheckpoints, decoded
 from daliaug.sources.checks import file_key
+from daliaug.sources.member_listing import MemberColumn
 from daliaug.sources.sample_set import shard_range
 
 if TYPE_CHECKING:
@@ -208,14 +209,14 @@ class Stream:
     daliaug's ``version`` (whose states alone it takes), ``shuffle`` and ``drop_remainder``;
     ``seeks``: whether it can start mid-epoch (not where DALI's own reader streams TFRecords);
     ``elastic``: whether it can take the rest of an epoch begun by another world
-    (:class:`Rest`: every output of ``make_dataset`` over column sources, on any engine and
-    device, but not a source the config shards itself); ``skips``: whether its files are
-    checked beside training with ``on_error: skip``, which moves each shard's samples after a
-    bad file (so another world's positions may hold other samples: such a rest is refused);
-    ``readers``: where DALI's own reader streams TFRecords and keeps its checkpoints, the
-    checkpoints after
-    batch ``b`` of epoch ``e`` (:class:`~daliaug.reader_checkpoints.ReaderCheckpoints`),
-    which its states hold and whence it starts mid-epoch."""
+    (:class:`Rest`: every output of ``make_dataset`` over column sources, TFRecords listed as
+    columns among them, on any engine and device, but not a source the config shards itself);
+    ``skips``: whether its files are checked beside training with ``on_error: skip``, which
+    moves each shard's samples after a bad file (so another world's positions may hold other
+    samples: such a rest is refused); ``readers``: where DALI's own reader streams TFRecords
+    and keeps its checkpoints, the checkpoints after batch ``b`` of epoch ``e``
+    (:class:`~daliaug.reader_checkpoints.ReaderCheckpoints`), which its states hold and whence
+    it starts mid-epoch."""
 
     seed: int
     world: int
@@ -364,8 +365,9 @@ class Stream:
                 f"state: taken by a world of {state.world} shards (in the order of "
                 f"{state.order_world}), this dataset is one of {self.world}: another world's "
                 "state resumes where make_dataset reads files, arrays or shards over all their "
-                "samples (not TFRecords, a source sharded by its config's num_shards, or a "
-                "DaliLoader); restore it on the world that took it"
+                "samples (not streamed TFRecords: give source.listed: true to list them; not a "
+                "source sharded by its config's num_shards, or a DaliLoader); restore it on "
+                "the world that took it"
             )
         if self.skips:
             raise ConfigError(
@@ -433,10 +435,10 @@ def _file_keys(samples: Any, paths: list[str]) -> list[tuple[int, int] | None]:
 
 
 def _update(digest: Any, column: Any) -> None:
-    """``column``'s contents into ``digest`` (a NumPy column, ragged rows, or one read from
-    storage, which its files' keys identify)."""
-    if not isinstance(column, np.ndarray):
-        digest.update(type(column).__name__.encode())
+    """``column``'s contents into ``digest`` (a NumPy column, ragged rows, or members read
+    from storage, which their files' identities and places identify)."""
+    if isinstance(column, MemberColumn):
+        digest.update(column.key())
         return
     if column.dtype != object:
         digest.update(f"{column.dtype}{column.shape}".encode())

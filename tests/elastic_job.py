@@ -9,7 +9,9 @@ batches; the last runs to the epoch's end) and ``out`` (``.json``: each world's 
 weight above 0, per batch; ``.npz``: each sample's image as each world made it); ``backend``
 picks the engine (OpenCV by default); with
 ``listing`` (a file list whose labels are the samples' numbers) the samples are its files,
-checked beside training (``source.check: background``) with ``on_error``; with ``bad`` the
+checked beside training (``source.check: background``) with ``on_error``; with ``records`` (a
+folder of TFRecords whose labels are the samples' numbers) the records, listed as columns
+(``source.listed``); with ``bad`` the
 job spoils, once the whole epoch has run, the first file past the first world's batches
 (:func:`spoil`); with ``framework`` ``grain`` each world iterates a Grain dataset's iterator,
 restoring the Grain state its predecessor's iterator gave; a refused restore or a bad file
@@ -43,6 +45,9 @@ def config_of(spec: dict) -> tuple[dict[str, Any], dict[str, Any]]:
         "shuffle": True,
         "transforms": [{"type": "rotation", "angle": 30}, {"type": "brightness", "factor": 0.3}],
     }
+    if "records" in spec:
+        source = {"type": "tfrecord", "path": spec["records"], "listed": True}
+        return config | {"source": source | {"num_classes": 23}, "label_mode": "int"}, {}
     if "listing" not in spec:
         return config, {"x": X, "y": Y}
     config["source"] = {

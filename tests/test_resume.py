@@ -429,7 +429,14 @@ def test_a_state_restored_by_another_world_gives_the_rest_of_the_epoch_exactly_o
     world's uninterrupted epoch gave it (it keeps its parameter row), and the epoch ends where
     the last world's first pass ends."""
     spec = {"worlds": worlds, "after": after, "out": str(tmp_path / "out.npz")}
-    report, images = run_keras_job("tests.elastic_job", "jax", spec, timeout=300)
+    each_sample_once(spec, *run_keras_job("tests.elastic_job", "jax", spec, timeout=300))
+
+
+def each_sample_once(spec: dict[str, Any], report: dict[str, Any], images: Any) -> None:
+    """Over the worlds of an elastic job's ``spec``: each of the 23 samples once, with the
+    pixels of the first world's uninterrupted epoch; the first world's batches its own; the
+    last run ends the epoch; the first state where its batches left it."""
+    worlds, after = spec["worlds"], spec["after"]
     assert sorted(x for batch in report["whole"] for x in batch) == list(range(23))
     runs = report["runs"]
     seen = [x for run in runs for batch in run["seen"] for x in batch]
@@ -446,6 +453,17 @@ def test_a_state_restored_by_another_world_gives_the_rest_of_the_epoch_exactly_o
         worlds[0],
         4 * after[0],
     )
+
+
+def test_listed_tfrecords_resume_a_state_another_world_took(
+    numbered_records: Path, tmp_path: Path
+) -> None:
+    """TFRecords listed as columns (``source.listed``): an epoch begun by 2 shards, resumed by
+    4, then by 1, gives each record once with its pixels, as any column source does."""
+    spec = {"worlds": [2, 4, 1], "after": [2, 1], "out": str(tmp_path / "out.npz")}
+    spec |= {"records": str(numbered_records)}
+    env = {"DALIAUG_CACHE": str(tmp_path / "cache")}
+    each_sample_once(spec, *run_keras_job("tests.elastic_job", "jax", spec, timeout=300, env=env))
 
 
 @pytest.mark.slow

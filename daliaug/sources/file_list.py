@@ -21,7 +21,7 @@ from daliaug.fields import Location
 from daliaug.sources import listing_files, storage
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.checks import check_image_files, image_header, pillow_reason
-from daliaug.sources.webdataset import MemberColumn
+from daliaug.sources.member_listing import MemberColumn
 
 
 class FileListSource(SourceConfig):
@@ -34,7 +34,7 @@ class FileListSource(SourceConfig):
     The list, ``root`` and the images may be ``s3://`` objects (credentials and endpoint
     from the AWS variables): each image on S3 is known at listing by its size and header (and
     its decode by Pillow with ``check: full``), then read by the host each batch, as
-    WebDataset members are (:class:`~daliaug.sources.webdataset.MemberColumn`); a missing or
+    WebDataset members are (:class:`~daliaug.sources.member_listing.MemberColumn`); a missing or
     unreadable object is named by its bucket and key. What an image is known by is taken from
     the list's listing file beside it (``train.csv`` -> ``train.listing.json``, which ``daliaug
     check CONFIG --write-listings`` writes) or this host's cache, for each object whose

@@ -6,20 +6,22 @@ import glob
 import hashlib
 import json
 import os
-import struct
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import BinaryIO, ClassVar, Literal, NoReturn
+from typing import Literal, NoReturn
 
 from daliaug.cache import default_cache_dir, write_atomically, write_cached
 from daliaug.config_files import read_text
 from daliaug.errors import ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath, Location
 from daliaug.sources import storage
-from daliaug.sources.base import SourceConfig
+from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.example_proto import Malformed, feature_kinds
+from daliaug.sources.record_framing import index_text, read_records
+from daliaug.sources.record_listing import listed_samples
 from daliaug.sources.sample_set import SampleSet, shard_range
 
 METADATA = "daliaug.json"
@@ -101,10 +103,15 @@ class RecordSamples(SampleSet):
                 )
 
     def check_params(self, which: str) -> None:
-        raise ValueError(f"{which} params need a column source, not TFRecords")
+        raise ValueError(
+            f"{which} params need a column source, not streamed TFRecords (source.listed)"
+        )
 
     def check_sample_weights(self) -> None:
-        raise ConfigError("sample_weight: TFRecords are streamed; weigh classes with class_weight")
+        raise ConfigError(
+            "sample_weight: TFRecords are streamed; weigh classes with class_weight, or list "
+            "them (source.listed: true)"
+        )
 
     def check_reader_weights(self, framework: str) -> None:
         raise ConfigError(
@@ -130,80 +137,6 @@ def _record_name(name: str) -> bool:
 
 def _unsplit(field: str, folder: Path) -> DataError:
     return DataError(f"{field}: give TFRecords as {folder}/train and {folder}/val folders")
-
-
-def write_index(record_file: str, index_file: Path) -> int:
-    """Write DALI's index (``offset size`` per record) of one TFRecord file; returns the count."""
-    text, count = index_text(record_file, int(storage.identity(record_file).split()[0]))
-    write_atomically(index_file, text)
-    return count
-
-
-HEADER = 12
-"""Bytes before a record's data: its length (8) and the length's checksum (4)."""
-FOOTER = 4
-"""Bytes after a record's data: its checksum."""
-
-
-def _truncated(record_file: str, offset: int) -> DataError:
-    return DataError(f"TFRecord file {record_file} is truncated at byte {offset}")
-
-
-def _read_exactly(stream: BinaryIO, count: int) -> bytes:
-    """``count`` bytes of ``stream``, fewer only at its end (a network stream may give them in
-    parts)."""
-    parts, left = [], count
-    while left > 0:
-        part = stream.read(min(left, 1 << 20))
-        if not part:
-            break
-        parts.append(part)
-        left -= len(part)
-    return b"".join(parts)
-
-
-def _record_end(stream: BinaryIO, record_file: str, offset: int) -> int:
-    """Where the record at ``offset`` ends, from the header read from ``stream``."""
-    header = _read_exactly(stream, HEADER)
-    if len(header) < HEADER:
-        raise _truncated(record_file, offset)
-    (length,) = struct.unpack("<Q", header[:8])
-    return offset + HEADER + length + FOOTER
-
-
-def index_text(record_file: str, size: int) -> tuple[str, int]:
-    """DALI's index of one TFRecord file of ``size`` bytes, local or ``s3://`` (``offset
-    size`` per record), and the record count: one pass over the headers (a local file seeks
-    past each record's data, an S3 object is streamed once)."""
-    lines, offset = [], 0
-    with storage.open_stream(record_file) as f:
-        skip = f.seekable()
-        while offset < size:
-            end = _record_end(f, record_file, offset)
-            if end > size:
-                raise _truncated(record_file, offset)
-            if skip:
-                f.seek(end)
-            elif len(_read_exactly(f, end - offset - HEADER)) < end - offset - HEADER:
-                raise _truncated(record_file, offset)
-            lines.append(f"{offset} {end - offset}\n")
-            offset = end
-    return "".join(lines), len(lines)
-
-
-def read_records(record_file: str, start: int, stop: int) -> Iterator[bytes]:
-    """The data of the records in bytes ``[start, stop)`` of a TFRecord file, local or
-    ``s3://`` (one streamed read); a record cut short is a :class:`DataError` naming the file
-    and where."""
-    with storage.open_stream(record_file, start, stop) as f:
-        offset = start
-        while offset < stop:
-            end = _record_end(f, record_file, offset)
-            body = _read_exactly(f, end - offset - HEADER)
-            if len(body) < end - offset - HEADER:
-                raise _truncated(record_file, offset)
-            yield body[:-FOOTER]
-            offset = end
 
 
 INDEXERS = 8
@@ -253,22 +186,45 @@ class TFRecordSource(SourceConfig):
     """
 
     type: Literal["tfrecord"] = "tfrecord"
-    streamed: ClassVar[str | None] = (
-        "TFRecords are streamed (convert them to a directory or file list)"
-    )
     path: Location
     image_key: str = "image/encoded"
     label_key: str = "image/class/label"
     class_names: ClassNames | None = None
     num_classes: ClassCount | None = None
     index_dir: FilePath | None = None
+    listed: bool = False
+    """``True``: the records are listed on the host as columns, like WebDataset shards (each
+    file read through once per contents, every image's place, size and label kept in the
+    cache, each image decoded once unless ``check: headers``; :mod:`daliaug.sources.
+    record_listing`), and each batch's images read by byte range: the records are then
+    samples like any column source's (another world's state resumes, per-sample weights and
+    parameters, batch stages, a random split, every engine). ``False`` (the default):
+    streamed, each engine's own reader (DALI's, ``tf.data``'s) reading the files in order,
+    with nothing read at a start but each file's index."""
+
+    @property
+    def streamed(self) -> str | None:  # type: ignore[override]
+        """Why the records are not column samples, unless ``listed``."""
+        if self.listed:
+            return None
+        return "TFRecords are streamed (give source.listed: true, or convert them)"
 
     def record_files(self) -> list[str]:
         """The TFRecord files at ``path``, sorted (:func:`~daliaug.sources.storage.list_files`:
         a file or object taken literally, else a folder, else a glob), not DALI's index files
         (``.idx``, which an ``index_dir`` of the same folder holds)."""
-        found = storage.list_files([str(self.path)], _record_name, "TFRecord")
-        return found.files
+        return self._found().files
+
+    def _found(self) -> storage.Found:
+        return storage.list_files([str(self.path)], _record_name, "TFRecord")
+
+    def list_samples(self) -> Samples:
+        """The records as column samples (``listed``: :mod:`daliaug.sources.record_listing`)."""
+        found = self._found()
+        files, keys = found.files, (self.image_key, self.label_key)
+        decode = self.check != "headers"
+        names = partial(self._class_names, files)
+        return listed_samples(str(self.path), files, found.identities, keys, names, decode)
 
     def _class_names(self, files: list[str]) -> list[str]:
         if self.class_names:
@@ -329,7 +285,9 @@ class TFRecordSource(SourceConfig):
                 ) from e
         return str(write_cached(f"tfrecord-index/{name}", text, "a TFRecord index")), count
 
-    def samples(self, seed: int | None = None) -> RecordSamples:  # type: ignore[override]
+    def samples(self, seed: int | None = None) -> RecordSamples | Samples:  # type: ignore[override]
+        if self.listed:
+            return super().samples(seed)
         files = self.record_files()
         with ThreadPoolExecutor(min(INDEXERS, len(files))) as pool:
             indexed = list(pool.map(self._index, files))

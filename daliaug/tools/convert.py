@@ -19,10 +19,11 @@ from daliaug.config import Config
 from daliaug.errors import ConfigError
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.checks import image_header
+from daliaug.sources.member_listing import MemberColumn
 from daliaug.sources.segmentation import MaskTargets
 from daliaug.sources.storage import identities, identity
 from daliaug.sources.tfrecord import METADATA
-from daliaug.sources.webdataset import MemberColumn, WebDatasetSource
+from daliaug.sources.webdataset import WebDatasetSource
 from daliaug.tools.out_paths import replaced_folder, uploaded_folder
 
 IMAGE_KEY = "image/encoded"

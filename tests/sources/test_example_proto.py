@@ -1,5 +1,6 @@
-"""``tf.train.Example``'s feature kinds read from protobuf's wire format without TensorFlow
-(:mod:`daliaug.sources.example_proto`), against TensorFlow's own serialization and parser."""
+"""``tf.train.Example``'s features read from protobuf's wire format without TensorFlow
+(:mod:`daliaug.sources.example_proto`), against TensorFlow's own serialization and parser, and
+bytes written by hand."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daliaug.sources.example_proto import Malformed, feature_kinds
+from daliaug.sources.example_proto import features as read_features
 
 VALUES = st.one_of(
     st.lists(st.binary(max_size=40), max_size=3).map(
@@ -33,7 +35,28 @@ def test_the_kinds_are_tensorflows(features: dict[str, tf.train.Feature]) -> Non
     example = tf.train.Example(features=tf.train.Features(feature=features))
     parsed = tf.train.Example.FromString(example.SerializeToString()).features.feature
     want = {key: parsed[key].WhichOneof("kind") or "empty" for key in parsed}
-    assert feature_kinds(example.SerializeToString()) == want
+    data = example.SerializeToString()
+    assert feature_kinds(data) == want
+    for key, (kind, values) in read_features(data).items():
+        if kind == "bytes_list":
+            assert [data[a:b] for a, b in values] == list(parsed[key].bytes_list.value)
+        elif kind == "int64_list":
+            assert values == list(parsed[key].int64_list.value)
+
+
+def test_unpacked_integers_and_their_order_are_read() -> None:
+    """An ``Int64List`` whose values are not packed (each its own field, as protobuf allows and
+    older writers wrote), written by hand: each value, a negative one as ``int64``; a feature
+    of a kind no ``Feature`` has is ``empty``."""
+    ints = b"\x08\x05" + b"\x08" + b"\xff" * 9 + b"\x01"  # 5, then -1 (ten bytes)
+    feature = b"\x1a" + bytes([len(ints)]) + ints  # Feature.int64_list
+    entry = b"\x0a\x01y" + b"\x12" + bytes([len(feature)]) + feature
+    odd = b"\x0a\x01z\x12\x02\x20\x01"  # field 4, a varint: no kind
+    outer = b"\x0a" + bytes([len(entry)]) + entry + b"\x0a" + bytes([len(odd)]) + odd
+    example = b"\x0a" + bytes([len(outer)]) + outer
+    assert read_features(example) == {"y": ("int64_list", [5, -1]), "z": ("empty", [])}
+    parsed = tf.train.Example.FromString(example).features.feature
+    assert list(parsed["y"].int64_list.value) == [5, -1]
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)

@@ -16,9 +16,9 @@ from daliaug.outputs.dali_loader import DaliLoader
 from daliaug.outputs.dataset import make_dataset
 from daliaug.prepare import prepare_samples
 from daliaug.sources.arrays import array_samples
+from daliaug.sources.record_framing import write_index
 from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.segmentation import ClassTable
-from daliaug.sources.tfrecord import write_index
 from daliaug.tools.demo import splits
 from tests.helpers import config_for, structured_image, write_image_dir
 
@@ -455,9 +455,13 @@ def test_tfrecords_refuse_what_needs_the_host(records: Path, tmp_path: Path) -> 
     assert [len(samples.shard(i, 3)) for i in range(3)] == [7, 8, 8]
     assert samples.size_hint is None and samples.target_shape == ()
     params = np.zeros((len(samples), len(config.plan.param_keys)), np.float32)
-    with pytest.raises(ValueError, match="explicit params need a column source, not TFRecords"):
+    with pytest.raises(
+        ValueError, match="explicit params need a column source, not streamed TFRecords"
+    ):
         DaliLoader(config, params=params)
-    with pytest.raises(ValueError, match="returned params need a column source, not TFRecords"):
+    with pytest.raises(
+        ValueError, match="returned params need a column source, not streamed TFRecords"
+    ):
         DaliLoader(config, return_params=True)
     with pytest.raises(ConfigError, match="sample_weight: TFRecords are streamed; weigh classes"):
         make_dataset(config, sample_weight=np.ones(len(samples)), framework="tensorflow")

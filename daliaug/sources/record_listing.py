@@ -1,0 +1,155 @@
+"""TFRecords listed as columns (``source.listed``): each file read through once per contents,
+every record's image found in it (where its bytes lie in the file: the record's offset plus
+the image's place in the ``tf.train.Example``, :func:`~daliaug.sources.example_proto.features`),
+its label and image size read and, unless ``check: headers``, the image decoded once.
+
+The listing is kept in this host's cache for each file's identity (its size and ETag, or its
+size, times and inode), so a later start reads no record and a file changed since is listed
+anew. The records are then samples like any column source's (ARCHITECTURE.md, "Two kinds of
+samples"): the feed reads a batch's images by byte range (the ``encoded`` column of
+:class:`~daliaug.sources.member_listing.MemberColumn`, as for WebDataset shards), so sharding,
+the epoch's order (the same over any world: another world's state resumes), parameter rows,
+weights and splits are those of every column source, on every engine and output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from daliaug.cache import read_cached, write_cached
+from daliaug.errors import DataError
+from daliaug.sources.base import Samples
+from daliaug.sources.checks import image_header, pillow_reason
+from daliaug.sources.example_proto import Malformed, features
+from daliaug.sources.member_listing import MemberColumn, ShardListing, restored, rows, stored
+from daliaug.sources.record_framing import Truncated, records_at
+from daliaug.sources.storage import identity
+
+READERS = 16
+"""Files listed at once."""
+LISTING_FORMAT = "daliaug record listing 1"
+"""The version of what the cache keeps of a file's records."""
+
+
+def listed_samples(
+    path: str,
+    files: list[str],
+    identities: dict[str, str],
+    keys: tuple[str, str],
+    class_names: Callable[[], list[str]],
+    decode: bool,
+) -> Samples:
+    """The records of ``files`` (in order; those at ``path``) as column samples: ``encoded``
+    (each image's bytes by range) and ``label`` (the int64 feature under ``keys[1]``, an index into
+    ``class_names()``), the image under ``keys[0]``; ``identities`` where the bucket's listing
+    gave them; ``decode``: each image decoded once when its file is listed. A record without
+    the features, or whose image or label fails, is left out in ``rejected`` with the reason."""
+    listings = _listings(path, files, identities, keys, decode)
+    rejected = {k: v for one in listings for k, v in one.rejected.items()}
+    where, sizes = rows(listings, "where"), rows(listings, "sizes")[:, 1:]
+    labels = np.asarray([label for one in listings for label in one.labels], np.int64)
+    if not len(where) and not rejected:
+        raise DataError(f"source.path: the TFRecords at {files[0]} hold no records")
+    names = class_names()
+    outside = np.flatnonzero((labels < 0) | (labels >= len(names)))
+    if len(outside):
+        owners = [f"{f}#{k}" for f, one in zip(files, listings, strict=True) for k in one.keys]
+        for i in outside.tolist():
+            rejected[owners[i]] = (
+                f"record {owners[i]}: label {labels[i]} is not one of the {len(names)} classes "
+                "(source.class_names or num_classes)"
+            )
+        keep = np.setdiff1d(np.arange(len(labels)), outside)
+        where, sizes, labels = where[keep], sizes[keep], labels[keep]
+    column = MemberColumn(files, where, [one.identity for one in listings])
+    return Samples(
+        {"encoded": column, "label": labels.astype(np.int32)},
+        names,
+        sizes,
+        rejected=rejected,
+    )
+
+
+def _listings(
+    path: str, files: list[str], identities: dict[str, str], keys: tuple[str, str], decode: bool
+) -> list[ShardListing]:
+    """Each file's listing for its identity now: this host's cache's (one file for the
+    source at ``path``), else the file read."""
+    settings = json.dumps([LISTING_FORMAT, path, keys, decode])
+    cache = f"tfrecord-listing/{hashlib.sha1(settings.encode()).hexdigest()[:24]}.json"
+    try:
+        kept = {f: restored(f, one) for f, one in (read_cached(cache) or {}).items()}
+    except (ValueError, TypeError, KeyError, AttributeError):
+        kept = {}
+    with ThreadPoolExecutor(min(READERS, len(files))) as pool:
+        unknown = [f for f in files if f not in identities]
+        now = identities | dict(zip(unknown, pool.map(identity, unknown), strict=True))
+        found = {f: kept[f] for f in files if f in kept and kept[f].identity == now[f]}
+        todo = [f for f in files if f not in found]
+        read = pool.map(lambda f: list_file(f, now[f], keys, decode), todo)
+        found.update(zip(todo, read, strict=True))
+    if todo:
+        text = json.dumps({f: stored(f, found[f]) for f in files})
+        write_cached(cache, text, "a TFRecord listing")
+    return [found[f] for f in files]
+
+
+def list_file(file: str, known: str, keys: tuple[str, str], decode: bool) -> ShardListing:
+    """The records of TFRecord file ``file`` (of identity ``known``), read through once: each
+    one's image (its bytes' place in the file), size and label, or why it is left out (a file
+    cut short: the records from there on)."""
+    out = ShardListing(identity=known)
+    records = records_at(file, 0, int(known.split()[0]), known)
+    number = 0
+    while True:
+        try:
+            got = next(records, None)
+        except Truncated as e:
+            out.rejected[f"{file}#{number}"] = f"{e}; the records from {number} on are left out"
+            return out
+        if got is None:
+            return out
+        offset, data = got
+        name = f"{file}#{number}"
+        try:
+            (start, stop), label = _image_and_label(name, data, keys)
+            image = data[start:stop]
+            _, height, width = image_header(name, image)
+            broken = pillow_reason(io.BytesIO(image)) if decode else None
+            if broken is not None:
+                raise DataError(f"cannot decode the image of record {name}: {broken}")
+        except DataError as e:
+            out.rejected[name] = str(e)
+        else:
+            out.keys.append(str(number))
+            out.where.append((offset + start, stop - start))
+            out.sizes.append((height, width))
+            out.labels.append(label)
+        number += 1
+
+
+def _image_and_label(name: str, data: bytes, keys: tuple[str, str]) -> tuple[Any, int]:
+    """Where record ``name``'s image lies in ``data`` and its label."""
+    try:
+        found = features(data)
+    except Malformed as e:
+        raise DataError(f"record {name} is not a tf.train.Example ({e})") from None
+    (image_kind, images), (label_kind, labels) = (found.get(k, ("none", [])) for k in keys)
+    if image_kind != "bytes_list" or len(images) != 1:
+        raise DataError(
+            f"record {name}: no image under {keys[0]!r} (one bytes value; it holds "
+            f"{image_kind} of {len(images)}; source.image_key)"
+        )
+    if label_kind != "int64_list" or len(labels) != 1:
+        raise DataError(
+            f"record {name}: no label under {keys[1]!r} (one int64 value; it holds "
+            f"{label_kind} of {len(labels)}; source.label_key)"
+        )
+    return images[0], int(labels[0])  # type: ignore[arg-type]
