@@ -7,10 +7,17 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
 from daliaug.cli.common import console, plain, positive_int
@@ -126,11 +133,15 @@ def run(args: argparse.Namespace) -> int:
     listed = webdataset and not args.no_listing
     listing = shard_listing_source(config, samples, box_format) if listed else None
     doing = f"writing and checking {what}" if listed else f"writing {what}"
-    with Progress(doing, *columns, console=console) as progress:
-        task = progress.add_task("convert", total=len(samples) * (2 if listed else 1))
+    with Progress(TextColumn("{task.description}"), *columns, console=console) as progress:
+        task = progress.add_task(doing, total=len(samples) * (2 if listed else 1))
 
         def advance(k: int) -> None:
             progress.advance(task, k)
+
+        def uploading(total: int) -> Callable[[int], None]:
+            upload = progress.add_task(f"uploading to {args.out} (bytes)", total=total)
+            return partial(progress.advance, upload)
 
         def shards(out: Path, listing: WebDatasetSource | None = listing) -> list[Path]:
             return write_webdataset(
@@ -146,7 +157,12 @@ def run(args: argparse.Namespace) -> int:
 
         if webdataset and is_s3(args.out):
             files = upload_webdataset(
-                args.out, args.overwrite, partial(shards, listing=None), listing, advance
+                args.out,
+                args.overwrite,
+                partial(shards, listing=None),
+                listing,
+                advance,
+                uploading,
             )
         elif webdataset:
             files = shards(Path(args.out))

@@ -436,20 +436,21 @@ def write_text(location: str, text: str) -> None:
         raise DataError(f"cannot write {location}: {e.strerror or e}") from e
 
 
-def upload(files: Sequence[tuple[Path, str]]) -> None:
+def upload(files: Sequence[tuple[Path, str]], sent: Callable[[int], None] | None = None) -> None:
     """Each ``(path, location)``: the file at ``path`` as the object at the ``s3://``
     ``location`` (in parts where it is large: boto3's transfer), :data:`S3_READERS` at a
-    time; a :class:`DataError` names the first that cannot be written."""
-    list(_s3_pool().map(lambda file: _upload(*file), files))
+    time, ``sent`` told the bytes of each part as it goes; a :class:`DataError` names the
+    first that cannot be written."""
+    list(_s3_pool().map(lambda file: _upload(*file, sent), files))
 
 
-def _upload(path: Path, location: str) -> None:
+def _upload(path: Path, location: str, sent: Callable[[int], None] | None) -> None:
     from boto3.exceptions import S3UploadFailedError
 
     bucket, key = split_s3(location)
     with s3_errors(bucket, key, "write the object"):
         try:
-            _client().upload_file(str(path), bucket, key)
+            _client().upload_file(str(path), bucket, key, Callback=sent)
         except S3UploadFailedError as e:  # (boto3's transfer wraps the server's error)
             cause = e.__context__
             if cause is not None:

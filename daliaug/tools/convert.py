@@ -161,12 +161,13 @@ def upload_webdataset(
     write: Callable[[Path], list[Path]],
     listing: WebDatasetSource | None,
     progress: Callable[[int], None] | None = None,
+    uploading: Callable[[int], Callable[[int], None]] | None = None,
 ) -> list[str]:
     """Shards written by ``write`` (into a local folder, without their listing file), uploaded
-    under the ``s3://`` prefix ``out`` (:func:`~daliaug.tools.out_paths.uploaded_folder`); with
-    ``listing``, their listing file then written beside them, holding each shard's ETag as the
-    server gives it (so every start on any host reads that file, not the shards; ``progress``:
-    as for :func:`write_webdataset`)."""
+    under the ``s3://`` prefix ``out`` (:func:`~daliaug.tools.out_paths.uploaded_folder`, with
+    its ``uploading`` progress); with ``listing``, their listing file then written beside
+    them, holding each shard's ETag as the server gives it (so every start on any host reads
+    that file, not the shards; ``progress``: as for :func:`write_webdataset`)."""
     out = out.rstrip("/")
     entries: dict[str, dict[str, Any]] = {}
 
@@ -178,7 +179,7 @@ def upload_webdataset(
             entry["identity"] = now.get(f"{out}/{name}") or identity(f"{out}/{name}")
         listing.write_listing(out, entries)
 
-    with uploaded_folder(out, "convert: OUT", overwrite, METADATA, listed) as local:
+    with uploaded_folder(out, "convert: OUT", overwrite, METADATA, listed, uploading) as local:
         files = write(local)
         if listing is not None:
             entries.update(shard_listings(listing, local, progress))

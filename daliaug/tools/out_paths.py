@@ -68,14 +68,20 @@ def replaced_folder(out: Path, what: str, overwrite: bool, marker: str) -> Itera
 
 @contextlib.contextmanager
 def uploaded_folder(
-    out: str, what: str, overwrite: bool, marker: str, finish: Callable[[], None] | None = None
+    out: str,
+    what: str,
+    overwrite: bool,
+    marker: str,
+    finish: Callable[[], None] | None = None,
+    uploading: Callable[[int], Callable[[int], None]] | None = None,
 ) -> Iterator[Path]:
     """A local folder (not made yet) to write into, uploaded under the ``s3://`` prefix
     ``out`` once the block is done: its files but ``marker``, then the objects of an earlier
     run there that were not written again deleted, then ``finish`` called (what must follow
     the upload), and ``marker`` last (a run cut short leaves none). The prefix must hold
     nothing; with ``overwrite``, an earlier run's output (its ``marker``). Refusals as
-    :func:`replaced_folder`'s."""
+    :func:`replaced_folder`'s. ``uploading``, told the bytes to upload, gives what to tell
+    the bytes sent as they go (progress)."""
     out = out.rstrip("/")
     objects = list_objects(f"{out}/", lambda key: not key.endswith("/"))
     held = [url.removeprefix(f"{out}/") for url in objects]
@@ -84,7 +90,9 @@ def uploaded_folder(
         local = Path(scratch) / "out"
         yield local
         names = sorted(p.name for p in local.iterdir())
-        upload([(local / name, f"{out}/{name}") for name in names if name != marker])
+        files = [(local / name, f"{out}/{name}") for name in names if name != marker]
+        total = sum(path.stat().st_size for path, _ in files)
+        upload(files, None if uploading is None else uploading(total))
         delete([f"{out}/{name}" for name in held if name not in names and name != marker])
         if finish is not None:
             finish()

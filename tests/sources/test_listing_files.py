@@ -320,7 +320,7 @@ def test_convert_uploads_shards_with_a_listing_file_of_their_etags(
     server: Server, shards: Path, bucket: Path, tmp_path: Path, fresh_cache, capsys
 ) -> None:
     """``daliaug convert CONFIG s3://bucket/prefix``: the shards, their indexes, class names
-    and listing file uploaded; a new host's start asks for the bucket's listing, the listing
+    and listing file uploaded (the upload's progress shown); a new host's start asks for the bucket's listing, the listing
     file and the class names, no shard, and gives the batches of the same shards written
     locally (whose listing file, copied to the bucket with them, does not serve there); the
     prefix's refusals and ``--overwrite`` as a folder's (an earlier conversion's objects not
@@ -329,6 +329,8 @@ def test_convert_uploads_shards_with_a_listing_file_of_their_etags(
         wds_config(shards, tmp_path), {"type": "file_list", "path": str(shards / "list.csv")}
     )
     assert convert(files, "s3://data/converted", tmp_path) == 0
+    shown = capsys.readouterr()
+    assert "uploading to s3://data/converted" in shown.out + shown.err
     uploaded = bucket / "data" / "converted"
     tars = [f"data-{i:05d}-of-00004.tar" for i in range(4)]
     names = [*tars, *(t.replace(".tar", ".idx") for t in tars)]
