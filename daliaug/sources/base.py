@@ -340,8 +340,8 @@ class SourceConfig(Tagged):
         A source whose data has none: a :class:`ConfigError` saying which do."""
         raise ConfigError(
             f"--write-listings: source.type is {getattr(self, 'type', '?')}; listing files are "
-            "written beside WebDataset shards (webdataset) and file lists of s3:// images "
-            "(file_list)"
+            "written beside WebDataset shards (webdataset), file lists of s3:// images "
+            "(file_list) and TFRecords listed as columns (tfrecord with listed: true)"
         )
 
     def with_path(self, path: Path | str) -> SourceConfig:

@@ -1,18 +1,28 @@
 """Members of container files (tar shards, TFRecord files) as byte ranges: a file's listing
 (:class:`ShardListing`: each sample's image member and what the listing read of it), as the
-cache and listing files keep it (:func:`stored`, :func:`restored`), and the ``encoded`` column
-that reads a batch's members by range (:class:`MemberColumn`)."""
+cache and listing files keep it (:func:`stored`, :func:`restored`), where a start finds it
+(:class:`Lister`: this host's cache, the listing file of the file's folder, else the file read
+whole), and the ``encoded`` column that reads a batch's members by range
+(:class:`MemberColumn`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import json
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from daliaug.cache import read_cached, write_cached
+from daliaug.sources import listing_files
 from daliaug.sources.base import padded
-from daliaug.sources.storage import is_s3, read_ranges
+from daliaug.sources.storage import identity, is_s3, read_ranges
+
+READERS = 16
+"""Files listed at once."""
 
 
 class MemberColumn:
@@ -117,3 +127,115 @@ def rows(listings: list[ShardListing], column: str) -> np.ndarray:
     shard = np.repeat(np.arange(len(parts)), [len(part) for part in parts])
     pairs = np.concatenate(parts) if parts else np.zeros((0, 2), np.int64)
     return np.column_stack([shard, pairs]).astype(np.int64)
+
+
+LISTING_NAME = "daliaug-listing.json"
+"""The listing file of a folder (or prefix) of shards or TFRecord files, beside them."""
+
+
+def folder_of(file: str) -> str:
+    return file.rsplit("/", 1)[0]
+
+
+@dataclass(frozen=True)
+class Lister:
+    """How a source's files (shards, TFRecord files) are listed: each file's listing is found
+    for the file's identity in this host's cache (``cache``, one file for the source), else in
+    the listing file of its folder (:data:`LISTING_NAME`, written in ``format`` with these
+    ``settings``: :mod:`~daliaug.sources.listing_files`), else ``read`` from the file itself
+    (``files`` names them in messages)."""
+
+    format: str
+    settings: dict[str, Any]
+    cache: str
+    read: Callable[[str, str], ShardListing]
+    files: str = "shards"
+
+    def listings(
+        self, files: list[str], identities: dict[str, str], keep: bool = True
+    ) -> tuple[list[ShardListing], list[str]]:
+        """Each file's listing for its identity now (``identities``, where the bucket's
+        listing gave them, else looked up), and the files read; with ``keep``, the listings
+        kept in the cache where any came from elsewhere."""
+        with ThreadPoolExecutor(min(READERS, len(files))) as pool:
+            now = {file: identities.get(file, "") for file in files}
+            unknown = [file for file, known in now.items() if not known]
+            now.update(zip(unknown, pool.map(identity, unknown), strict=True))
+            kept = self.cached()
+            found = {f: kept[f] for f in files if f in kept and kept[f].identity == now[f]}
+            missing = [file for file in files if file not in found]
+            filed = self.filed(missing) if missing else {}
+            stale: dict[str, list[str]] = {}
+            for file in missing:
+                listing = filed.get(file)
+                if listing is not None and listing.identity == now[file]:
+                    found[file] = listing
+                elif listing is not None:
+                    stale.setdefault(f"{folder_of(file)}/{LISTING_NAME}", []).append(file)
+            for place, changed in stale.items():
+                shown = f"{changed[0]}{', ...' if len(changed) > 1 else ''}"
+                listing_files.unused(
+                    place,
+                    f"{len(changed)} of the {self.files} it lists changed since ({shown})",
+                    f"those {self.files} are read whole to list them",
+                )
+            todo = [file for file in files if file not in found]
+            found.update(zip(todo, pool.map(self.read, todo, [now[f] for f in todo]), strict=True))
+        if keep and any(kept.get(file) is not found[file] for file in files):
+            text = json.dumps({file: stored(file, found[file]) for file in files})
+            write_cached(self.cache, text, f"a listing of {self.files}")
+        return [found[file] for file in files], todo
+
+    def cached(self) -> dict[str, ShardListing]:
+        """The listings this host's cache keeps for these files (empty where none)."""
+        kept = read_cached(self.cache) or {}
+        with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
+            return {file: restored(file, listing) for file, listing in kept.items()}
+        return {}
+
+    def filed(self, files: list[str]) -> dict[str, ShardListing]:
+        """The listings that the listing files of ``files``' folders hold, where they were
+        written with these settings and are whole (else named: :func:`listing_files.read`)."""
+        out: dict[str, ShardListing] = {}
+        for folder in dict.fromkeys(map(folder_of, files)):
+            place = f"{folder}/{LISTING_NAME}"
+            instead = f"the {self.files} it lists are read whole to list them"
+            kept = listing_files.read(place, self.format, instead)
+            if kept is None:
+                continue
+            try:
+                why = self.other_settings(kept["settings"])
+                if why is None:
+                    for name, listing in kept["listing"].items():
+                        out[f"{folder}/{name}"] = restored(f"{folder}/{name}", listing)
+                    continue
+            except (ValueError, TypeError, KeyError, AttributeError) as e:
+                why = f"it cannot be read ({type(e).__name__}: {e})"
+            listing_files.unused(place, why, instead)
+        return out
+
+    def other_settings(self, theirs: dict[str, Any]) -> str | None:
+        """How the settings ``theirs`` (a listing file's) differ from these (``None``: not)."""
+        ours = self.settings
+        differ = [k for k in sorted(ours.keys() | theirs.keys()) if ours.get(k) != theirs.get(k)]
+        if not differ:
+            return None
+        shown = "; ".join(f"{k} {theirs.get(k)!r} there, {ours.get(k)!r} here" for k in differ)
+        return f"it was written with other source settings ({shown})"
+
+    def write(self, folder: str, entries: dict[str, dict[str, Any]]) -> str:
+        """The listing file of ``folder`` (a folder or prefix), holding ``entries`` (its
+        files' listings by name); where it was written. A place that cannot be written is a
+        :class:`DataError` naming it."""
+        place = f"{folder}/{LISTING_NAME}"
+        listing_files.write(place, self.format, {"settings": self.settings}, entries)
+        return place
+
+
+def by_folder(files: list[str], listings: list[ShardListing]) -> dict[str, dict[str, Any]]:
+    """Each folder of ``files`` with the listing of each of its files (by name, as a listing
+    file holds it)."""
+    out: dict[str, dict[str, Any]] = {}
+    for file, listing in zip(files, listings, strict=True):
+        out.setdefault(folder_of(file), {})[file.rsplit("/", 1)[1]] = stored(file, listing)
+    return out

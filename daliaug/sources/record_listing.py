@@ -1,15 +1,17 @@
-"""TFRecords listed as columns (``source.listed``): each file read through once per contents,
-every record's image found in it (where its bytes lie in the file: the record's offset plus
-the image's place in the ``tf.train.Example``, :func:`~daliaug.sources.example_proto.features`),
-its label and image size read and, unless ``check: headers``, the image decoded once.
+"""TFRecords listed as columns (``source.listed``): each file read through once per contents, every
+record's image found in it (where its bytes lie in the file: the record's offset plus the
+image's place in the ``tf.train.Example``, :func:`~daliaug.sources.example_proto.features`), its
+label and image size read and, unless ``check: headers``, the image decoded once.
 
-The listing is kept in this host's cache for each file's identity (its size and ETag, or its
-size, times and inode), so a later start reads no record and a file changed since is listed
-anew. The records are then samples like any column source's (ARCHITECTURE.md, "Two kinds of
-samples"): the feed reads a batch's images by byte range (the ``encoded`` column of
-:class:`~daliaug.sources.member_listing.MemberColumn`, as for WebDataset shards), so sharding,
-the epoch's order (the same over any world: another world's state resumes), parameter rows,
-weights and splits are those of every column source, on every engine and output.
+The listing is kept in this host's cache for each file's identity (its size and ETag, or its size,
+times and inode), so a later start reads no record and a file changed since is listed anew;
+``daliaug check CONFIG --write-listings`` writes it beside the files (the listing file of their
+folder), so that a start on any host reads that file instead of the records. The records are then
+samples like any column source's (ARCHITECTURE.md, "Two kinds of samples"): the feed reads a
+batch's images by byte range (the ``encoded`` column of
+:class:`~daliaug.sources.member_listing.MemberColumn`, as for WebDataset shards), so sharding, the
+epoch's order (the same over any world: another world's state resumes), parameter rows, weights and
+splits are those of every column source, on every engine and output.
 """
 
 from __future__ import annotations
@@ -18,22 +20,18 @@ import hashlib
 import io
 import json
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from daliaug.cache import read_cached, write_cached
 from daliaug.errors import DataError
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import image_header, pillow_reason
 from daliaug.sources.example_proto import Malformed, features
-from daliaug.sources.member_listing import MemberColumn, ShardListing, restored, rows, stored
+from daliaug.sources.member_listing import Lister, MemberColumn, ShardListing, by_folder, rows
 from daliaug.sources.record_framing import Truncated, records_at
-from daliaug.sources.storage import identity
 
-READERS = 16
-"""Files listed at once."""
 LISTING_FORMAT = "daliaug record listing 1"
 """The version of what the cache keeps of a file's records."""
 
@@ -51,7 +49,7 @@ def listed_samples(
     ``class_names()``), the image under ``keys[0]``; ``identities`` where the bucket's listing
     gave them; ``decode``: each image decoded once when its file is listed. A record without
     the features, or whose image or label fails, is left out in ``rejected`` with the reason."""
-    listings = _listings(path, files, identities, keys, decode)
+    listings, _ = lister(path, keys, decode).listings(files, identities)
     rejected = {k: v for one in listings for k, v in one.rejected.items()}
     where, sizes = rows(listings, "where"), rows(listings, "sizes")[:, 1:]
     labels = np.asarray([label for one in listings for label in one.labels], np.int64)
@@ -77,28 +75,26 @@ def listed_samples(
     )
 
 
-def _listings(
-    path: str, files: list[str], identities: dict[str, str], keys: tuple[str, str], decode: bool
-) -> list[ShardListing]:
-    """Each file's listing for its identity now: this host's cache's (one file for the
-    source at ``path``), else the file read."""
-    settings = json.dumps([LISTING_FORMAT, path, keys, decode])
-    cache = f"tfrecord-listing/{hashlib.sha1(settings.encode()).hexdigest()[:24]}.json"
-    try:
-        kept = {f: restored(f, one) for f, one in (read_cached(cache) or {}).items()}
-    except (ValueError, TypeError, KeyError, AttributeError):
-        kept = {}
-    with ThreadPoolExecutor(min(READERS, len(files))) as pool:
-        unknown = [f for f in files if f not in identities]
-        now = identities | dict(zip(unknown, pool.map(identity, unknown), strict=True))
-        found = {f: kept[f] for f in files if f in kept and kept[f].identity == now[f]}
-        todo = [f for f in files if f not in found]
-        read = pool.map(lambda f: list_file(f, now[f], keys, decode), todo)
-        found.update(zip(todo, read, strict=True))
-    if todo:
-        text = json.dumps({f: stored(f, found[f]) for f in files})
-        write_cached(cache, text, "a TFRecord listing")
-    return [found[f] for f in files]
+def write_listings(
+    path: str, files: list[str], identities: dict[str, str], keys: tuple[str, str]
+) -> list[str]:
+    """The listing file of each folder of ``files`` (those at ``path``), made with the full
+    check (which serves every ``check``), written beside them; the files written."""
+    found = lister(path, keys, True)
+    listings, _ = found.listings(files, identities)
+    return [found.write(folder, entries) for folder, entries in by_folder(files, listings).items()]
+
+
+def lister(path: str, keys: tuple[str, str], decode: bool) -> Lister:
+    """Where the listings of the TFRecord files at ``path`` are found and kept: this host's
+    cache (with ``decode``), the listing file of their folder (``daliaug check CONFIG
+    --write-listings`` writes it, decoding each image), else each file read through
+    (:func:`list_file`)."""
+    settings = {"type": "tfrecord", "image_key": keys[0], "label_key": keys[1]}
+    key = json.dumps([LISTING_FORMAT, path, settings, decode], sort_keys=True)
+    cache = f"tfrecord-listing/{hashlib.sha1(key.encode()).hexdigest()[:24]}.json"
+    read = partial(list_file, keys=keys, decode=decode)
+    return Lister(LISTING_FORMAT, settings, cache, read, "TFRecord files")
 
 
 def list_file(file: str, known: str, keys: tuple[str, str], decode: bool) -> ShardListing:

@@ -21,7 +21,7 @@ from daliaug.sources import storage
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.example_proto import Malformed, feature_kinds
 from daliaug.sources.record_framing import index_text, read_records
-from daliaug.sources.record_listing import listed_samples
+from daliaug.sources.record_listing import listed_samples, write_listings
 from daliaug.sources.sample_set import SampleSet, shard_range
 
 METADATA = "daliaug.json"
@@ -225,6 +225,15 @@ class TFRecordSource(SourceConfig):
         decode = self.check != "headers"
         names = partial(self._class_names, files)
         return listed_samples(str(self.path), files, found.identities, keys, names, decode)
+
+    def write_listings(self) -> list[str]:
+        """The listing file of each folder of the records, where they are ``listed``
+        (:func:`~daliaug.sources.record_listing.write_listings`)."""
+        if not self.listed:
+            return super().write_listings()
+        found = self._found()
+        keys = (self.image_key, self.label_key)
+        return write_listings(str(self.path), found.files, found.identities, keys)
 
     def _class_names(self, files: list[str]) -> list[str]:
         if self.class_names:

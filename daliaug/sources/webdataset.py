@@ -19,31 +19,34 @@ pass (and its index written).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
 import tarfile
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, Literal
 
 import numpy as np
 from pydantic import field_validator, model_validator
 
 from daliaug.boxes import BoxFormat, to_xyxy
-from daliaug.cache import read_cached, write_atomically, write_cached
+from daliaug.cache import write_atomically, write_cached
 from daliaug.errors import ConfigError, DataError
 from daliaug.fields import ClassCount, ClassNames, FilePath
-from daliaug.sources import listing_files
 from daliaug.sources.annotations import ImageAnnotations, checked_targets, object_column
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import image_header, pillow_reason
-from daliaug.sources.member_listing import MemberColumn, ShardListing, restored, rows, stored
+from daliaug.sources.member_listing import (
+    LISTING_NAME,
+    Lister,
+    MemberColumn,
+    ShardListing,
+    by_folder,
+    rows,
+)
 from daliaug.sources.segmentation import MaskTargets
 from daliaug.sources.storage import (
     Found,
-    identity,
     list_files,
     open_stream,
     read_text,
@@ -52,10 +55,6 @@ from daliaug.sources.tfrecord import METADATA
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png")
 """The members an image is read from, the first one a sample has."""
-READERS = 16
-"""Shards listed at once."""
-LISTING_NAME = "daliaug-listing.json"
-"""The listing file of a folder (or prefix) of shards, beside them."""
 LISTING_FORMAT = "daliaug shard listing 2"
 
 
@@ -103,10 +102,6 @@ def members(stream: BinaryIO) -> Iterator[tuple[str, str, int, bytes]]:
 
 INT32 = 2**31 - 1
 """The largest class index (labels are ``int32``)."""
-
-
-def folder_of(shard: str) -> str:
-    return shard.rsplit("/", 1)[0]
 
 
 class WebDatasetSource(MaskTargets):
@@ -280,18 +275,10 @@ class WebDatasetSource(MaskTargets):
                 out["json_field"] = self.json_field
         return out
 
-    def _listings(
-        self,
-        shards: list[str],
-        identities: dict[str, str],
-        keep: bool = True,
-        progress: Callable[[int], None] | None = None,
-    ) -> list[ShardListing]:
-        """Each of ``shards``' listing for its identity now (``identities``, where the bucket's
-        listing gave them, else looked up): from this host's cache, else its folder's listing
-        file, else read whole (``progress`` told the samples of each shard read); with
-        ``keep``, kept in the cache where any came from elsewhere (and the index of each shard
-        read whole written)."""
+    def _lister(self, progress: Callable[[int], None] | None = None) -> Lister:
+        """Where this source's shard listings are found and kept (:class:`Lister`: this
+        host's cache, with the source's ``check``; the listing file of each folder; else the
+        shard read whole, ``progress`` told its samples)."""
 
         def read(shard: str, known: str) -> ShardListing:
             listing = self._read_shard(shard, known)
@@ -299,85 +286,25 @@ class WebDatasetSource(MaskTargets):
                 progress(len(listing.keys) + len(listing.rejected))
             return listing
 
-        with ThreadPoolExecutor(min(READERS, len(shards))) as pool:
-            now = {shard: identities.get(shard, "") for shard in shards}
-            unknown = [shard for shard, known in now.items() if not known]
-            now.update(zip(unknown, pool.map(identity, unknown), strict=True))
-            kept = self._cached()
-            found = {s: kept[s] for s in shards if s in kept and kept[s].identity == now[s]}
-            missing = [shard for shard in shards if shard not in found]
-            filed = self._filed(missing) if missing else {}
-            stale: dict[str, list[str]] = {}
-            for shard in missing:
-                listing = filed.get(shard)
-                if listing is not None and listing.identity == now[shard]:
-                    found[shard] = listing
-                elif listing is not None:
-                    stale.setdefault(self._listing_file(shard), []).append(shard)
-            for place, changed in stale.items():
-                shown = f"{changed[0]}{', ...' if len(changed) > 1 else ''}"
-                listing_files.unused(
-                    place,
-                    f"{len(changed)} of the shards it lists changed since ({shown})",
-                    "those shards are read whole to list them",
-                )
-            todo = [shard for shard in shards if shard not in found]
-            found.update(zip(todo, pool.map(read, todo, [now[s] for s in todo]), strict=True))
-        if not keep:
-            return [found[shard] for shard in shards]
-        for shard in todo:
-            self._write_index(shard, found[shard].index)
-        if any(kept.get(shard) is not found[shard] for shard in shards):
-            text = json.dumps({shard: stored(shard, found[shard]) for shard in shards})
-            write_cached(self._cache_name(), text, "a WebDataset listing")
-        return [found[shard] for shard in shards]
-
-    def _cache_name(self) -> str:
-        """This host's cache of the listings of this source's shards (with its ``check``)."""
         key = json.dumps([LISTING_FORMAT, self.path, self._settings(), self.check], sort_keys=True)
-        return f"webdataset-listing/{hashlib.sha1(key.encode()).hexdigest()[:24]}.json"
+        cache = f"webdataset-listing/{hashlib.sha1(key.encode()).hexdigest()[:24]}.json"
+        return Lister(LISTING_FORMAT, self._settings(), cache, read)
 
-    def _cached(self) -> dict[str, ShardListing]:
-        """The listings this host's cache keeps for these shards (empty where none)."""
-        kept = read_cached(self._cache_name()) or {}
-        with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
-            return {shard: restored(shard, listing) for shard, listing in kept.items()}
-        return {}
-
-    @staticmethod
-    def _listing_file(shard: str) -> str:
-        """The listing file of ``shard``'s folder."""
-        return f"{folder_of(shard)}/{LISTING_NAME}"
-
-    def _filed(self, shards: list[str]) -> dict[str, ShardListing]:
-        """The listings that the listing files of ``shards``' folders hold, where they were
-        written with these settings and are whole (else named: :func:`listing_files.read`)."""
-        out: dict[str, ShardListing] = {}
-        for folder in dict.fromkeys(map(folder_of, shards)):
-            place = f"{folder}/{LISTING_NAME}"
-            instead = "the shards it lists are read whole to list them"
-            kept = listing_files.read(place, LISTING_FORMAT, instead)
-            if kept is None:
-                continue
-            try:
-                why = self._other_settings(kept["settings"])
-                if why is None:
-                    for name, listing in kept["listing"].items():
-                        out[f"{folder}/{name}"] = restored(f"{folder}/{name}", listing)
-                    continue
-            except (ValueError, TypeError, KeyError, AttributeError) as e:
-                why = f"it cannot be read ({type(e).__name__}: {e})"
-            listing_files.unused(place, why, instead)
-        return out
-
-    def _other_settings(self, theirs: dict[str, Any]) -> str | None:
-        """How the settings ``theirs`` (a listing file's) differ from these (``None``: not)."""
-        ours = self._settings()
-        differ = [k for k in sorted(ours.keys() | theirs.keys()) if ours.get(k) != theirs.get(k)]
-        if not differ:
-            return None
-        shown = "; ".join(f"{k} {theirs.get(k)!r} there, {ours.get(k)!r} here" for k in differ)
-        return f"it was written with other source settings ({shown})"
+    def _listings(
+        self,
+        shards: list[str],
+        identities: dict[str, str],
+        keep: bool = True,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[ShardListing]:
+        """Each of ``shards``' listing for its identity now (:meth:`Lister.listings`;
+        ``progress`` told the samples of each shard read); with ``keep``, the index of each
+        shard read whole written."""
+        listings, read = self._lister(progress).listings(shards, identities, keep)
+        if keep:
+            for shard in read:
+                self._write_index(shard, listings[shards.index(shard)].index)
+        return listings
 
     def folder_listings(
         self, keep: bool = True, progress: Callable[[int], None] | None = None
@@ -388,19 +315,13 @@ class WebDatasetSource(MaskTargets):
         read whole; ``keep`` and ``progress``: as for :meth:`_listings`)."""
         full = self.model_copy(update={"check": "full"})
         found = full.shard_files()
-        listings = full._listings(found.files, found.identities, keep, progress)
-        out: dict[str, dict[str, dict[str, Any]]] = {}
-        for shard, listing in zip(found.files, listings, strict=True):
-            out.setdefault(folder_of(shard), {})[shard.rsplit("/", 1)[1]] = stored(shard, listing)
-        return out
+        return by_folder(found.files, full._listings(found.files, found.identities, keep, progress))
 
     def write_listing(self, folder: str, entries: dict[str, dict[str, Any]]) -> str:
         """The listing file of ``folder`` (a folder or prefix), holding ``entries`` (its shards'
         listings by name) made with this source's settings; where it was written. A place
         that cannot be written is a :class:`DataError` naming it."""
-        place = f"{folder}/{LISTING_NAME}"
-        listing_files.write(place, LISTING_FORMAT, {"settings": self._settings()}, entries)
-        return place
+        return self._lister().write(folder, entries)
 
     def write_listings(self) -> list[str]:
         """The listing file of each folder of this source's shards, written beside them (see

@@ -74,9 +74,9 @@ def test_a_later_start_reads_no_record_and_a_changed_file_is_read_anew(
     read: list[str] = []
     real = record_listing.list_file
 
-    def counted(file: str, *args: Any) -> Any:
+    def counted(file: str, *args: Any, **kwargs: Any) -> Any:
         read.append(Path(file).name)
-        return real(file, *args)
+        return real(file, *args, **kwargs)
 
     monkeypatch.setattr(record_listing, "list_file", counted)
     folder = tmp_path / "records"
@@ -172,7 +172,9 @@ def test_a_state_over_records_since_changed_is_refused(
     whole = [np.asarray(b[0]) for b in make_dataset(made, framework="numpy")]
     state = make_dataset(made, framework="numpy").stream.state(0, 2)
     rest = [np.asarray(b[0]) for b in make_dataset(made, framework="numpy", state=state)]
-    assert len(rest) == 3 and all(np.array_equal(a, b) for a, b in zip(rest, whole[2:]))
+    assert len(rest) == 3 and all(
+        np.array_equal(a, b) for a, b in zip(rest, whole[2:], strict=True)
+    )
     os.utime(sorted(folder.glob("*.tfrecord"))[2], ns=(1, 1))
     with pytest.raises(DataError, match="samples changed"):
         make_dataset(made, framework="numpy", state=state)

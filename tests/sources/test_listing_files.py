@@ -320,11 +320,11 @@ def test_convert_uploads_shards_with_a_listing_file_of_their_etags(
     server: Server, shards: Path, bucket: Path, tmp_path: Path, fresh_cache, capsys
 ) -> None:
     """``daliaug convert CONFIG s3://bucket/prefix``: the shards, their indexes, class names
-    and listing file uploaded (the upload's progress shown); a new host's start asks for the bucket's listing, the listing
-    file and the class names, no shard, and gives the batches of the same shards written
-    locally (whose listing file, copied to the bucket with them, does not serve there); the
-    prefix's refusals and ``--overwrite`` as a folder's (an earlier conversion's objects not
-    written again deleted)."""
+    and listing file uploaded (the upload's progress shown); a new host's start asks for the
+    bucket's listing, the listing file and the class names, no shard, and gives the batches of
+    the same shards written locally (whose listing file, copied to the bucket with them, does
+    not serve there); the prefix's refusals and ``--overwrite`` as a folder's (an earlier
+    conversion's objects not written again deleted)."""
     files = reading(
         wds_config(shards, tmp_path), {"type": "file_list", "path": str(shards / "list.csv")}
     )

@@ -114,7 +114,8 @@ def test_s3_records_listed_give_the_batches_of_local_ones(
 ) -> None:
     """Listed as columns (``source.listed``): each object streamed once to list it, then each
     batch's images read by ranged GETs: the batches of the same records listed on disk, each
-    record once; a later start streams no object."""
+    record once; a later start streams no object, nor does a new host's once the listing file
+    is written beside the records (``daliaug check --write-listings``)."""
     monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
     listed = {"source": {"listed": True}, "backend": "opencv"}
     remote = records_config("s3://data/rec", tmp_path, **listed)
@@ -130,6 +131,11 @@ def test_s3_records_listed_give_the_batches_of_local_ones(
     again = joined_epoch(make_dataset(remote, framework="numpy"))
     assert streamed == []
     np.testing.assert_array_equal(again[0], got[0])
+    assert remote.source.write_listings() == ["s3://data/rec/daliaug-listing.json"]
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "new-host"))
+    new_host = joined_epoch(make_dataset(remote, framework="numpy"))
+    assert streamed == []
+    np.testing.assert_array_equal(new_host[0], got[0])
 
 
 def test_s3_record_failures_are_named(
