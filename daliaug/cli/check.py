@@ -8,8 +8,9 @@ links to folders that are not followed) is named too, and so is each bad annotat
 outside its image, an unknown class) and each note (an image without annotations).
 
 ``--write-listings`` first writes the listing files of a config's data beside it (a folder of
-WebDataset shards', a file list's of ``s3://`` images), so that every later start, on any
-host, reads them instead of the data (:mod:`daliaug.sources.listing_files`).
+WebDataset shards' or of TFRecords listed as columns, a file list's of ``s3://`` images), so
+that every later start, on any host that sees the same files, reads them instead of the data
+(:mod:`daliaug.sources.listing_files`).
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--write-listings",
         action="store_true",
         help="first write the listing files of the config's data beside it (daliaug-listing.json "
-        "in each folder of WebDataset shards, <list>.listing.json beside a file list of s3:// "
-        "images), so that every start, on any host, reads them instead of the shards or images",
+        "in each folder of WebDataset shards or listed TFRecords, <list>.listing.json beside a "
+        "file list of s3:// images), so that every start, on any host, reads them instead of "
+        "the shards, records or images",
     )
 
 

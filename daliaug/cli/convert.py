@@ -128,12 +128,19 @@ def run(args: argparse.Namespace) -> int:
                 )
         else:
             samples = DirectorySource(path=args.data).samples()
-    columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
     what = "WebDataset shards" if webdataset else "TFRecords"
     listed = webdataset and not args.no_listing
     listing = shard_listing_source(config, samples, box_format) if listed else None
     doing = f"writing and checking {what}" if listed else f"writing {what}"
-    with Progress(TextColumn("{task.description}"), *columns, console=console) as progress:
+    with Progress(
+        TextColumn("{task.description}", markup=False), *columns, console=console
+    ) as progress:
         task = progress.add_task(doing, total=len(samples) * (2 if listed else 1))
 
         def advance(k: int) -> None:

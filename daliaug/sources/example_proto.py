@@ -15,6 +15,9 @@ KINDS = {1: "bytes_list", 2: "float_list", 3: "int64_list"}
 _FIXED = {1: 8, 5: 4}
 """Bytes of the fixed-size wire types (64-bit, 32-bit)."""
 
+MASK = (1 << 64) - 1
+"""A varint's bits that protobuf keeps."""
+
 Span = tuple[int, int]
 """Where a length-delimited value lies in the message: bytes ``[start, stop)``."""
 
@@ -116,5 +119,5 @@ def _varint(buffer: bytes, at: int, stop: int) -> tuple[int, int]:
         value |= (byte & 0x7F) << shift
         at, shift = at + 1, shift + 7
         if not byte & 0x80:
-            return value, at
+            return value & MASK, at  # (protobuf keeps a varint's low 64 bits)
     raise Malformed("a varint runs past the message's end")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from daliaug.cache import read_cached, write_cached
+from daliaug.errors import DataWarning
 from daliaug.sources import listing_files
 from daliaug.sources.base import padded
 from daliaug.sources.storage import identity, is_s3, read_ranges
@@ -102,7 +104,7 @@ def stored(shard: str, listing: ShardListing) -> dict[str, Any]:
     for name in PAIRS:
         out[name] = np.asarray(out[name], np.int64).reshape(-1).tolist()
     out["rejected"] = {
-        k.split("#", 1)[1]: why.replace(shard, HERE) for k, why in listing.rejected.items()
+        k.removeprefix(f"{shard}#"): why.replace(shard, HERE) for k, why in listing.rejected.items()
     }
     return out
 
@@ -153,10 +155,10 @@ class Lister:
 
     def listings(
         self, files: list[str], identities: dict[str, str], keep: bool = True
-    ) -> tuple[list[ShardListing], list[str]]:
+    ) -> list[ShardListing]:
         """Each file's listing for its identity now (``identities``, where the bucket's
-        listing gave them, else looked up), and the files read; with ``keep``, the listings
-        kept in the cache where any came from elsewhere."""
+        listing gave them, else looked up); with ``keep``, the listings kept in the cache
+        where any came from elsewhere."""
         with ThreadPoolExecutor(min(READERS, len(files))) as pool:
             now = {file: identities.get(file, "") for file in files}
             unknown = [file for file, known in now.items() if not known]
@@ -184,7 +186,7 @@ class Lister:
         if keep and any(kept.get(file) is not found[file] for file in files):
             text = json.dumps({file: stored(file, found[file]) for file in files})
             write_cached(self.cache, text, f"a listing of {self.files}")
-        return [found[file] for file in files], todo
+        return [found[file] for file in files]
 
     def cached(self) -> dict[str, ShardListing]:
         """The listings this host's cache keeps for these files (empty where none)."""
@@ -223,12 +225,23 @@ class Lister:
         shown = "; ".join(f"{k} {theirs.get(k)!r} there, {ours.get(k)!r} here" for k in differ)
         return f"it was written with other source settings ({shown})"
 
-    def write(self, folder: str, entries: dict[str, dict[str, Any]]) -> str:
+    def write(self, folder: str, entries: dict[str, dict[str, Any]], others: bool = False) -> str:
         """The listing file of ``folder`` (a folder or prefix), holding ``entries`` (its
-        files' listings by name); where it was written. A place that cannot be written is a
-        :class:`DataError` naming it."""
+        files' listings by name) and, with ``others``, those the file there holds of other
+        files, where it was written with these settings (another source's files in the same
+        folder: a training and a validation split); where it was written. A place that cannot
+        be written is a :class:`DataError` naming it."""
         place = f"{folder}/{LISTING_NAME}"
-        listing_files.write(place, self.format, {"settings": self.settings}, entries)
+        held: dict[str, Any] = {}
+        if others:
+            with warnings.catch_warnings():  # (one that cannot serve is written anew)
+                warnings.simplefilter("ignore", DataWarning)
+                kept = listing_files.read(place, self.format, "") or {}
+            theirs, listed = kept.get("settings"), kept.get("listing")
+            if isinstance(theirs, dict) and isinstance(listed, dict):
+                held = listed if self.other_settings(theirs) is None else {}
+        listing = {**held, **entries}
+        listing_files.write(place, self.format, {"settings": self.settings}, listing)
         return place
 
 

@@ -1,26 +1,18 @@
 """The framing of TFRecord files (``length``, its checksum, the data, its checksum: 12 bytes
 before a record's data, 4 after), read on the host, local or ``s3://``: DALI's index of a file
 (``offset size`` per record) and the records of a byte range, each with where its data lies.
-Checksums are not verified (DALI's and TensorFlow's readers verify them when they read)."""
+Checksums are not verified here: a record whose length is wrong is one that runs past the end
+of the file or the range (named as a file cut short); its data is then checked as an
+``Example`` and its image decoded, where TFRecords are listed as columns."""
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from pathlib import Path
 from typing import BinaryIO
 
-from daliaug.cache import write_atomically
 from daliaug.errors import DataError
 from daliaug.sources import storage
-
-
-def write_index(record_file: str, index_file: Path) -> int:
-    """Write DALI's index (``offset size`` per record) of one TFRecord file; returns the count."""
-    text, count = index_text(record_file, int(storage.identity(record_file).split()[0]))
-    write_atomically(index_file, text)
-    return count
-
 
 HEADER = 12
 """Bytes before a record's data: its length (8) and the length's checksum (4)."""
@@ -95,6 +87,8 @@ def records_at(
         offset = start
         while offset < stop:
             end = _record_end(f, record_file, offset)
+            if end > stop:
+                raise _truncated(record_file, offset)
             body = _read_exactly(f, end - offset - HEADER)
             if len(body) < end - offset - HEADER:
                 raise _truncated(record_file, offset)

@@ -6,7 +6,8 @@ label and image size read and, unless ``check: headers``, the image decoded once
 The listing is kept in this host's cache for each file's identity (its size and ETag, or its size,
 times and inode), so a later start reads no record and a file changed since is listed anew;
 ``daliaug check CONFIG --write-listings`` writes it beside the files (the listing file of their
-folder), so that a start on any host reads that file instead of the records. The records are then
+folder), so that a start on any host that sees the same files (an S3 bucket's objects, or the
+same file system) reads that file instead of the records. The records are then
 samples like any column source's (ARCHITECTURE.md, "Two kinds of samples"): the feed reads a
 batch's images by byte range (the ``encoded`` column of
 :class:`~daliaug.sources.member_listing.MemberColumn`, as for WebDataset shards), so sharding, the
@@ -31,6 +32,7 @@ from daliaug.sources.checks import image_header, pillow_reason
 from daliaug.sources.example_proto import Malformed, features
 from daliaug.sources.member_listing import Lister, MemberColumn, ShardListing, by_folder, rows
 from daliaug.sources.record_framing import Truncated, records_at
+from daliaug.sources.storage import Found
 
 LISTING_FORMAT = "daliaug record listing 1"
 """The version of what the cache keeps of a file's records."""
@@ -38,23 +40,24 @@ LISTING_FORMAT = "daliaug record listing 1"
 
 def listed_samples(
     path: str,
-    files: list[str],
-    identities: dict[str, str],
+    found: Found,
     keys: tuple[str, str],
     class_names: Callable[[], list[str]],
     decode: bool,
 ) -> Samples:
-    """The records of ``files`` (in order; those at ``path``) as column samples: ``encoded``
-    (each image's bytes by range) and ``label`` (the int64 feature under ``keys[1]``, an index into
-    ``class_names()``), the image under ``keys[0]``; ``identities`` where the bucket's listing
-    gave them; ``decode``: each image decoded once when its file is listed. A record without
-    the features, or whose image or label fails, is left out in ``rejected`` with the reason."""
-    listings, _ = lister(path, keys, decode).listings(files, identities)
+    """The records of the files ``found`` at ``path`` (in order) as column samples:
+    ``encoded`` (each image's bytes by range) and ``label`` (the int64 feature under
+    ``keys[1]``, an index into ``class_names()``), the image under ``keys[0]``; ``decode``: each
+    image decoded once when its file is listed. A record without the features, or whose image
+    or label fails, is left out in ``rejected`` with the reason; what the folder holds beside
+    the files is in ``ignored``."""
+    files = found.files
+    listings = lister(path, keys, decode).listings(files, found.identities)
     rejected = {k: v for one in listings for k, v in one.rejected.items()}
     where, sizes = rows(listings, "where"), rows(listings, "sizes")[:, 1:]
     labels = np.asarray([label for one in listings for label in one.labels], np.int64)
     if not len(where) and not rejected:
-        raise DataError(f"source.path: the TFRecords at {files[0]} hold no records")
+        raise DataError(f"source.path: the TFRecords at {path} hold no records")
     names = class_names()
     outside = np.flatnonzero((labels < 0) | (labels >= len(names)))
     if len(outside):
@@ -72,17 +75,17 @@ def listed_samples(
         names,
         sizes,
         rejected=rejected,
+        ignored=found.ignored,
     )
 
 
-def write_listings(
-    path: str, files: list[str], identities: dict[str, str], keys: tuple[str, str]
-) -> list[str]:
-    """The listing file of each folder of ``files`` (those at ``path``), made with the full
-    check (which serves every ``check``), written beside them; the files written."""
-    found = lister(path, keys, True)
-    listings, _ = found.listings(files, identities)
-    return [found.write(folder, entries) for folder, entries in by_folder(files, listings).items()]
+def write_listings(path: str, found: Found, keys: tuple[str, str]) -> list[str]:
+    """The listing file of each folder of the files ``found`` at ``path``, made with the full
+    check (which serves every ``check``), written beside them (keeping what it held of other
+    files); the files written."""
+    kept = lister(path, keys, True)
+    entries = by_folder(found.files, kept.listings(found.files, found.identities))
+    return [kept.write(folder, held, others=True) for folder, held in entries.items()]
 
 
 def lister(path: str, keys: tuple[str, str], decode: bool) -> Lister:
@@ -102,7 +105,10 @@ def list_file(file: str, known: str, keys: tuple[str, str], decode: bool) -> Sha
     one's image (its bytes' place in the file), size and label, or why it is left out (a file
     cut short: the records from there on)."""
     out = ShardListing(identity=known)
-    records = records_at(file, 0, int(known.split()[0]), known)
+    size = int(known.split()[0])
+    if not size:
+        return out
+    records = records_at(file, 0, size, known)
     number = 0
     while True:
         try:

@@ -221,19 +221,17 @@ class TFRecordSource(SourceConfig):
     def list_samples(self) -> Samples:
         """The records as column samples (``listed``: :mod:`daliaug.sources.record_listing`)."""
         found = self._found()
-        files, keys = found.files, (self.image_key, self.label_key)
-        decode = self.check != "headers"
-        names = partial(self._class_names, files)
-        return listed_samples(str(self.path), files, found.identities, keys, names, decode)
+        keys, decode = (self.image_key, self.label_key), self.check != "headers"
+        names = partial(self._class_names, found.files)
+        return listed_samples(str(self.path), found, keys, names, decode)
 
     def write_listings(self) -> list[str]:
         """The listing file of each folder of the records, where they are ``listed``
         (:func:`~daliaug.sources.record_listing.write_listings`)."""
         if not self.listed:
             return super().write_listings()
-        found = self._found()
         keys = (self.image_key, self.label_key)
-        return write_listings(str(self.path), found.files, found.identities, keys)
+        return write_listings(str(self.path), self._found(), keys)
 
     def _class_names(self, files: list[str]) -> list[str]:
         if self.class_names:

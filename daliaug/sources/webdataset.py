@@ -275,13 +275,16 @@ class WebDatasetSource(MaskTargets):
                 out["json_field"] = self.json_field
         return out
 
-    def _lister(self, progress: Callable[[int], None] | None = None) -> Lister:
+    def _lister(self, progress: Callable[[int], None] | None = None, keep: bool = True) -> Lister:
         """Where this source's shard listings are found and kept (:class:`Lister`: this
         host's cache, with the source's ``check``; the listing file of each folder; else the
-        shard read whole, ``progress`` told its samples)."""
+        shard read whole, ``progress`` told its samples, and with ``keep`` its index
+        written)."""
 
         def read(shard: str, known: str) -> ShardListing:
             listing = self._read_shard(shard, known)
+            if keep:
+                self._write_index(shard, listing.index)
             if progress is not None:
                 progress(len(listing.keys) + len(listing.rejected))
             return listing
@@ -298,13 +301,9 @@ class WebDatasetSource(MaskTargets):
         progress: Callable[[int], None] | None = None,
     ) -> list[ShardListing]:
         """Each of ``shards``' listing for its identity now (:meth:`Lister.listings`;
-        ``progress`` told the samples of each shard read); with ``keep``, the index of each
-        shard read whole written."""
-        listings, read = self._lister(progress).listings(shards, identities, keep)
-        if keep:
-            for shard in read:
-                self._write_index(shard, listings[shards.index(shard)].index)
-        return listings
+        ``progress`` told the samples of each shard read; with ``keep``, the index of each
+        shard read whole written)."""
+        return self._lister(progress, keep).listings(shards, identities, keep)
 
     def folder_listings(
         self, keep: bool = True, progress: Callable[[int], None] | None = None
@@ -317,16 +316,20 @@ class WebDatasetSource(MaskTargets):
         found = full.shard_files()
         return by_folder(found.files, full._listings(found.files, found.identities, keep, progress))
 
-    def write_listing(self, folder: str, entries: dict[str, dict[str, Any]]) -> str:
+    def write_listing(
+        self, folder: str, entries: dict[str, dict[str, Any]], others: bool = False
+    ) -> str:
         """The listing file of ``folder`` (a folder or prefix), holding ``entries`` (its shards'
-        listings by name) made with this source's settings; where it was written. A place
-        that cannot be written is a :class:`DataError` naming it."""
-        return self._lister().write(folder, entries)
+        listings by name) made with this source's settings (``others``: as for
+        :meth:`Lister.write`); where it was written. A place that cannot be written is a
+        :class:`DataError` naming it."""
+        return self._lister().write(folder, entries, others)
 
     def write_listings(self) -> list[str]:
         """The listing file of each folder of this source's shards, written beside them (see
         the module's docstring and :meth:`folder_listings`); the files written."""
-        return [self.write_listing(f, entries) for f, entries in self.folder_listings().items()]
+        folders = self.folder_listings().items()
+        return [self.write_listing(f, entries, others=True) for f, entries in folders]
 
     def _read_shard(self, shard: str, known: str) -> ShardListing:
         out = ShardListing(identity=known)

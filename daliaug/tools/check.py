@@ -99,7 +99,8 @@ def write_listings(target: str | Config) -> list[str]:
     if not isinstance(target, Config) and Path(target).is_dir():
         raise ConfigError(
             f"--write-listings: {target} is a folder of images; listing files are written "
-            "for a config's source (WebDataset shards, a file list of s3:// images)"
+            "for a config's source (WebDataset shards, listed TFRecords, a file list of s3:// "
+            "images)"
         )
     return load_config(target).source.write_listings()
 

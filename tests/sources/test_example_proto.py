@@ -57,6 +57,13 @@ def test_unpacked_integers_and_their_order_are_read() -> None:
     assert read_features(example) == {"y": ("int64_list", [5, -1]), "z": ("empty", [])}
     parsed = tf.train.Example.FromString(example).features.feature
     assert list(parsed["y"].int64_list.value) == [5, -1]
+    wide = b"\x08" + b"\xff" * 9 + b"\x7f"  # ten bytes past 64 bits: protobuf keeps the low 64
+    feature = b"\x1a" + bytes([len(wide)]) + wide
+    entry = b"\x0a\x01w" + b"\x12" + bytes([len(feature)]) + feature
+    outer = b"\x0a" + bytes([len(entry)]) + entry
+    example = b"\x0a" + bytes([len(outer)]) + outer
+    assert read_features(example) == {"w": ("int64_list", [-1])}
+    assert list(tf.train.Example.FromString(example).features.feature["w"].int64_list.value) == [-1]
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)

@@ -6,7 +6,9 @@ named by file and number, or left out; records written by TensorFlow's own write
 from __future__ import annotations
 
 import io
+import json
 import os
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import tensorflow as tf
 from PIL import Image
 
 from daliaug import make_dataset
+from daliaug.cli import main
 from daliaug.config import load_config
 from daliaug.errors import DataError, DataWarning
 from daliaug.sources import record_listing
@@ -116,9 +119,10 @@ def label_feature(value: int) -> tf.train.Feature:
 
 @pytest.fixture
 def bad_records(tmp_path: Path) -> Path:
-    """Two files by TensorFlow's writer: records 0 and 5 of ``a`` good, 1 without its image,
+    """Three files by TensorFlow's writer: records 0 and 5 of ``a`` good, 1 without its image,
     2 a PNG cut after its header, 3 labelled past the 4 classes, 4 no ``Example``; ``b`` one
-    good record and a second cut short by hand."""
+    good record and a second cut short by hand; ``c`` one good record and a header whose
+    length runs a terabyte past the file's end; a text file beside them."""
     folder = tmp_path / "bad"
     folder.mkdir()
     key, label = "image/encoded", "image/class/label"
@@ -134,28 +138,37 @@ def bad_records(tmp_path: Path) -> Path:
         writer.write(example(**{key: image_feature(png(5)), label: label_feature(2)}))
     cut = folder / "b.tfrecord"
     cut.write_bytes(cut.read_bytes()[:-40])
+    with tf.io.TFRecordWriter(str(folder / "c.tfrecord")) as writer:
+        writer.write(example(**{key: image_feature(png(6)), label: label_feature(0)}))
+    with open(folder / "c.tfrecord", "ab") as f:  # a length past the file's end, by hand
+        f.write(struct.pack("<Q", 1 << 40) + bytes(4) + b"no record this long")
+    (folder / "notes.txt").write_text("not a record")
     return folder
 
 
 def test_each_bad_record_is_named_or_left_out(bad_records: Path) -> None:
     """``on_error: raise``: a DataError naming the records by file and number, with why;
-    ``skip``: the 3 good records alone."""
+    ``skip``: the 4 good records alone; the text file named as ignored."""
     source = {"type": "tfrecord", "path": str(bad_records), "listed": True, "num_classes": 4}
     plain = config(source, "opencv") | {"transforms": [], "label_mode": "int", "shuffle": False}
-    with pytest.raises(DataError, match=r"5 of 8 files") as raised:
+    with pytest.raises(DataError, match=r"6 of 10 files") as raised:
         make_dataset(plain, framework="numpy")
-    a, b = bad_records / "a.tfrecord", bad_records / "b.tfrecord"
+    a, b, c = (bad_records / f"{name}.tfrecord" for name in "abc")
     assert f"record {a}#1: no image under 'image/encoded'" in str(raised.value)
     assert f"cannot decode the image of record {a}#2" in str(raised.value)
     skipping = plain | {"source": source | {"on_error": "skip"}}
     samples = load_config(skipping).source.samples()
-    assert len(samples) == 3 and samples.labels.tolist() == [1, 3, 2]
-    assert set(samples.rejected) == {f"{a}#{k}" for k in (1, 2, 3, 4)} | {f"{b}#1"}
+    assert len(samples) == 4 and samples.labels.tolist() == [1, 3, 2, 0]
+    assert set(samples.rejected) == {f"{a}#{k}" for k in (1, 2, 3, 4)} | {f"{b}#1", f"{c}#1"}
     assert "label 9 is not one of the 4 classes" in samples.rejected[f"{a}#3"]
     assert "not a tf.train.Example" in samples.rejected[f"{a}#4"]
-    assert "is truncated" in samples.rejected[f"{b}#1"]
-    with pytest.warns(DataWarning, match="left out 5 unusable files"):
-        assert joined_epoch(make_dataset(skipping, framework="numpy"))[1].tolist() == [1, 3, 2]
+    assert (
+        "is truncated" in samples.rejected[f"{b}#1"]
+        and "is truncated" in samples.rejected[f"{c}#1"]
+    )
+    assert list(samples.ignored) == [str(bad_records / "notes.txt")]
+    with pytest.warns(DataWarning, match="left out 6 unusable files"):
+        assert joined_epoch(make_dataset(skipping, framework="numpy"))[1].tolist() == [1, 3, 2, 0]
 
 
 def test_a_state_over_records_since_changed_is_refused(
@@ -178,3 +191,34 @@ def test_a_state_over_records_since_changed_is_refused(
     os.utime(sorted(folder.glob("*.tfrecord"))[2], ns=(1, 1))
     with pytest.raises(DataError, match="samples changed"):
         make_dataset(made, framework="numpy", state=state)
+
+
+def test_two_splits_in_one_folder_share_its_listing_file(
+    numbered_records: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``daliaug check CONFIG --write-listings`` for a training and a validation split whose
+    records share a folder: its listing file keeps both, and a new host's start of either
+    reads no record."""
+    folder = tmp_path / "records"
+    folder.mkdir()
+    (folder / "daliaug.json").write_bytes((numbered_records / "daliaug.json").read_bytes())
+    for i, file in enumerate(sorted(numbered_records.glob("*.tfrecord"))):
+        name = f"{'val' if i == 2 else 'train'}-{i}.tfrecord"
+        (folder / name).write_bytes(file.read_bytes())
+    configs = []
+    for split in ("train", "val"):
+        source = {"type": "tfrecord", "path": str(folder / f"{split}-*"), "listed": True}
+        configs.append(config(source, "opencv"))
+        path = tmp_path / f"{split}.json"
+        path.write_text(json.dumps(configs[-1]))
+        assert main(["check", str(path), "--write-listings"]) == 0
+    listed = json.loads((folder / "daliaug-listing.json").read_text())["listing"]
+    assert sorted(listed) == ["train-0.tfrecord", "train-1.tfrecord", "val-2.tfrecord"]
+    read: list[str] = []
+    real = record_listing.list_file
+    monkeypatch.setattr(
+        record_listing, "list_file", lambda *a, **k: read.append(a) or real(*a, **k)
+    )
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "new-host"))
+    sizes = [len(joined_epoch(make_dataset(c, framework="numpy"))[1]) for c in configs]
+    assert read == [] and sum(sizes) == 23

@@ -16,7 +16,7 @@ from daliaug.outputs.dali_loader import DaliLoader
 from daliaug.outputs.dataset import make_dataset
 from daliaug.prepare import prepare_samples
 from daliaug.sources.arrays import array_samples
-from daliaug.sources.record_framing import write_index
+from daliaug.sources.record_framing import index_text
 from daliaug.sources.sample_set import SampleSet
 from daliaug.sources.segmentation import ClassTable
 from daliaug.tools.demo import splits
@@ -489,7 +489,7 @@ def test_a_tfrecord_file_replaced_by_an_older_one_is_indexed_anew(
     os.utime(first, ns=(1, 1))  # older than its index
     samples = prepare_samples(config)
     counts = dict(zip(map(os.path.basename, samples.files), samples.counts, strict=True))
-    assert counts[first.name] == counts[last.name] == write_index(str(last), tmp_path / "x.idx")
+    assert counts[first.name] == counts[last.name] == index_text(str(last), last.stat().st_size)[1]
     assert len(list((tmp_path / "idx").glob(f"{first.name}.*.idx"))) == 1  # the old one went
     labels = np.concatenate(epoch_targets(make_dataset(config)))
     assert len(labels) == len(samples) == sum(counts.values())
