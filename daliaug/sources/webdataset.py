@@ -289,9 +289,10 @@ class WebDatasetSource(MaskTargets):
                 progress(len(listing.keys) + len(listing.rejected))
             return listing
 
-        key = json.dumps([LISTING_FORMAT, self.path, self._settings(), self.check], sort_keys=True)
+        settings = self._settings()  # (a class table's colours read once)
+        key = json.dumps([LISTING_FORMAT, self.path, settings, self.check], sort_keys=True)
         cache = f"webdataset-listing/{hashlib.sha1(key.encode()).hexdigest()[:24]}.json"
-        return Lister(LISTING_FORMAT, self._settings(), cache, read)
+        return Lister(LISTING_FORMAT, settings, cache, read)
 
     def _listings(
         self,
