@@ -125,12 +125,16 @@ class BackgroundCheck:
         file, each file's key is taken first, and its header read before it is decoded (a
         file that cannot be read or whose header fails is bad, and not cached: it is read
         again at the next start, as a listing would); a result from the cache needs the key
-        alone (so a resumed epoch's earlier files cost a ``stat`` each)."""
+        alone, and brings the size read when it was checked (so a later start's files, and a
+        resumed epoch's earlier ones, cost a ``stat`` each)."""
         failed = self._take_keys(paths)
         paths = [p for p in paths if p not in failed]
         known: dict[str, str | None] = {}
         if cached:
-            known = self._cache.lookup_few(self.decoder, {p: self.keys[p] for p in paths})
+            found = self._cache.lookup_few(self.decoder, {p: self.keys[p] for p in paths})
+            known = {p: c.reason for p, c in found.items()}
+            if self._sizes is not None:  # (the keys matched: the files are those checked)
+                self._sizes.update((p, c.size) for p, c in found.items() if c.size is not None)
             paths = [p for p in paths if p not in known]
         failed.update(self._read_sizes(paths))
         self._keep({**failed, **known})
@@ -143,7 +147,7 @@ class BackgroundCheck:
                     assert_unchanged(path, self.keys[path])
                 except DataError as e:
                     results[path] = str(e)
-        self._cache.store(self.decoder, results, self.keys)
+        self._cache.store(self.decoder, results, self.keys, self._sizes)
         self._keep(results)
         return {**failed, **known, **results}
 
@@ -178,15 +182,14 @@ class BackgroundCheck:
 
     def sizes(self, paths: Sequence[str]) -> np.ndarray:
         """Each of ``paths``' ``(height, width)`` (int32), its file checked now if it was not
-        yet and its header read now if its result came from the cache; ``(0, 0)`` for a bad
-        file (a batch never holds its sample). A file changed since it was checked is a
-        :class:`DataError` naming it."""
+        yet and its header read now if its result came from the cache without it; ``(0, 0)``
+        for a bad file (a batch never holds its sample). A file changed since it was checked
+        is a :class:`DataError` naming it."""
         assert self._sizes is not None, "the listing read the headers: Samples.sizes has them"
         todo = [p for p in paths if p not in self._sizes]
         if todo:
-            reasons = self.reasons(todo)
-            unread = [p for p, r in zip(todo, reasons, strict=True) if r is None]
-            for reason in self._read_sizes(unread).values():
+            self.reasons(todo)
+            for reason in self._unsized(todo).values():
                 raise DataError(str(reason))
         return np.array([self._sizes.get(p, (0, 0)) for p in paths], np.int32).reshape(-1, 2)
 
@@ -233,9 +236,9 @@ class BackgroundCheck:
             if not chunk:
                 break
             self._decode(chunk, cached=self._sizes is not None)
-            # sizes of files the cache knew, read here so the feed need not (a file that
-            # fails now is left to the feed, which reads it again and names it)
-            self._read_sizes([p for p in chunk if self._reasons.get(p, "") is None])
+            # (read here so the feed need not: a file that fails now is left to the feed,
+            # which reads it again and names it)
+            self._unsized(chunk)
             if report and time.monotonic() - shown > REPORT_EVERY:
                 shown = time.monotonic()
                 _say(f"checked {len(self._reasons):,} of {total:,} files")
@@ -245,6 +248,19 @@ class BackgroundCheck:
             _say(f"{len(bad)} of {total:,} files cannot be used; all are listed in {listed}")
         elif report:
             _say(f"checked {total:,} files in {time.monotonic() - start:.0f} s: all can be used")
+
+    def _unsized(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """The sizes of those of ``paths`` found good without one (the cache kept their
+        results before it kept sizes), read and kept in the cache; the reason of each whose
+        header fails now."""
+        if self._sizes is None:
+            return {}
+        unsized = [p for p in paths if self._reasons.get(p, "") is None and p not in self._sizes]
+        failed = self._read_sizes(unsized)
+        sized = dict.fromkeys(p for p in unsized if p in self._sizes)
+        if sized:
+            self._cache.store(self.decoder, sized, self.keys, self._sizes)
+        return failed
 
     def _next_chunk(self, pending: Iterator[str]) -> list[str]:
         """Up to :data:`CHUNK` files not checked yet: the urgent ones first."""

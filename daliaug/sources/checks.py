@@ -20,13 +20,13 @@ import io
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -461,10 +461,23 @@ FEW = 500
 """Paths per query of :meth:`CheckCache.lookup_few` (SQLite takes 32,766 parameters at most)."""
 
 
+Size = tuple[int, int]
+"""An image's ``(height, width)``."""
+
+
+class Cached(NamedTuple):
+    """A file's cached check: why it cannot be used (``None``: it decodes) and, where its
+    header was read when it was checked, its size."""
+
+    reason: str | None
+    size: Size | None
+
+
 class CheckCache:
-    """Decode results by path, valid while the file's size and modification time hold. Where
-    the cache cannot be read or written, it answers nothing and keeps nothing (with one
-    :class:`~daliaug.errors.CacheWarning`): the files are decoded again."""
+    """Decode results by path (and the image's size where it was read), valid while the
+    file's size and modification time hold. Where the cache cannot be read or written, it
+    answers nothing and keeps nothing (with one :class:`~daliaug.errors.CacheWarning`): the
+    files are decoded again."""
 
     def __init__(self, path: Path | None = None) -> None:
         self._path = path
@@ -478,11 +491,7 @@ class CheckCache:
                 with writing_cache(path, "the decode check's results"):
                     path.parent.mkdir(parents=True, exist_ok=True)
                     with closing(sqlite3.connect(path, timeout=60)) as db:
-                        db.execute(
-                            "CREATE TABLE IF NOT EXISTS files (decoder TEXT, path TEXT, "
-                            "size INTEGER, mtime_ns INTEGER, reason TEXT, "
-                            "PRIMARY KEY (decoder, path))"
-                        )
+                        _create(db)
                         return work(db)
             except CacheError as e:
                 self.usable = False
@@ -510,42 +519,73 @@ class CheckCache:
                 found[path] = reason
         return found
 
-    def lookup_few(self, decoder: str, keys: dict[str, FileKey]) -> dict[str, str | None]:
-        """:meth:`lookup` for a few files (a batch's), by their paths: a query per
-        :data:`FEW` files, on the table's key."""
+    def lookup_few(self, decoder: str, keys: dict[str, FileKey]) -> dict[str, Cached]:
+        """:meth:`lookup` for a few files (a batch's), by their paths, with their sizes: a
+        query per :data:`FEW` files, on the table's key."""
         return self._use(partial(self._lookup_few, decoder=decoder, keys=keys), {})
 
     @staticmethod
     def _lookup_few(
         db: sqlite3.Connection, decoder: str, keys: dict[str, FileKey]
-    ) -> dict[str, str | None]:
-        found: dict[str, str | None] = {}
+    ) -> dict[str, Cached]:
+        found: dict[str, Cached] = {}
         paths = list(keys)
         for i in range(0, len(paths), FEW):
             part = [_stored(p) for p in paths[i : i + FEW]]
             rows = db.execute(
-                "SELECT path, size, mtime_ns, reason FROM files WHERE decoder = ? AND path IN "
-                f"({', '.join('?' * len(part))})",
+                "SELECT path, size, mtime_ns, reason, height, width FROM files "
+                f"WHERE decoder = ? AND path IN ({', '.join('?' * len(part))})",
                 (decoder, *part),
             )
-            for stored, size, mtime_ns, reason in rows:
+            for stored, size, mtime_ns, reason, height, width in rows:
                 path = stored if isinstance(stored, str) else os.fsdecode(stored)
                 key = keys[path]
                 if key[0] == size and key[1] == mtime_ns:
-                    found[path] = reason
+                    found[path] = Cached(reason, None if height is None else (height, width))
         return found
 
-    def store(self, decoder: str, results: dict[str, str | None], keys: dict[str, FileKey]) -> None:
+    def store(
+        self,
+        decoder: str,
+        results: dict[str, str | None],
+        keys: dict[str, FileKey],
+        sizes: Mapping[str, Size] | None = None,
+    ) -> None:
+        """Keep ``results`` under the files' ``keys``, with their ``sizes`` where given."""
+        sizes = sizes or {}
         rows = [
-            (decoder, _stored(p), *keys[p][:2], reason and readable(reason))
+            (decoder, _stored(p), *keys[p][:2], reason and readable(reason), *sizes.get(p, _NO))
             for p, reason in results.items()
         ]
 
         def insert(db: sqlite3.Connection) -> None:
             with db:
-                db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
+                db.executemany(f"INSERT OR REPLACE INTO files ({_COLUMNS}) VALUES ({_ROW})", rows)
 
         self._use(insert, None)
+
+
+_COLUMNS = "decoder, path, size, mtime_ns, reason, height, width"
+_ROW = ", ".join("?" * len(_COLUMNS.split(", ")))
+_NO = (None, None)
+
+
+def _create(db: sqlite3.Connection) -> None:
+    """The results' table, made where it is not; a table from before sizes were kept gets
+    their columns (its rows keep their results, their sizes unknown)."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS files (decoder TEXT, path TEXT, size INTEGER, "
+        "mtime_ns INTEGER, reason TEXT, height INTEGER, width INTEGER, "
+        "PRIMARY KEY (decoder, path))"
+    )
+    columns = {row[1] for row in db.execute("PRAGMA table_info(files)")}
+    for column in ("height", "width"):
+        if column not in columns:
+            try:
+                db.execute(f"ALTER TABLE files ADD COLUMN {column} INTEGER")
+            except sqlite3.OperationalError as e:  # another process added it first
+                if "duplicate column" not in str(e):
+                    raise
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
+import weakref
 from collections.abc import Iterator
 
 import numpy as np
@@ -15,6 +18,7 @@ import tensorflow as tf
 
 from daliaug.epoch import EpochClock
 from daliaug.errors import DataError
+from daliaug.outputs.tfdata import streams
 from daliaug.outputs.dataset import make_dataset
 from daliaug.outputs.tfdata.streams import counted
 from tests.helpers import spec_of
@@ -156,3 +160,50 @@ def test_an_aligned_batch_reaches_tf_data_without_a_copy() -> None:
     spec = tf.TensorSpec((None, 7, 9, 3), tf.float32)
     (tensor,) = counted(lambda epoch, _: iter([batch]), spec, EpochClock())
     assert np.shares_memory(np.asarray(tensor), batch)
+
+
+@pytest.fixture
+def exiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The streams' exit bookkeeping of this test's own (ending it stops no other stream)."""
+    monkeypatch.setattr(streams, "_CALLS", streams._StreamCalls())
+    monkeypatch.setattr(streams, "_STREAMS", weakref.WeakSet())
+
+
+def _begun() -> tuple[streams._Epochs, np.int64]:
+    """A stream with one iteration begun (its first item read) and that iteration's token."""
+    stream = streams._Epochs(epoch_rows, PAIR, EpochClock())
+    token, more, *_ = stream.read(streams._Epochs.NEW)
+    assert more and stream.live
+    return stream, token
+
+
+@pytest.mark.usefixtures("exiting")
+def test_exit_waits_for_an_iteration_still_read_to_make_its_next_call() -> None:
+    """An iterator filling its buffers at exit calls its stream again a little later (here
+    after 0.05 s, when the old wait had returned): the exit waits for that call, which ends the
+    iteration, so no call can begin once Python's teardown has (the thread asking for the GIL
+    then is ended, its call never returns, and the iterator's destructor waits for it)."""
+    stream, token = _begun()
+    answers: list[tuple] = []
+
+    def later_call() -> None:
+        time.sleep(0.05)
+        answers.append(stream.read(token))
+
+    caller = threading.Thread(target=later_call)
+    caller.start()
+    streams._end_streams()
+    assert answers and not answers[0][1]  # the call came, and ended the iteration
+    assert not stream.live
+    caller.join()
+
+
+@pytest.mark.usefixtures("exiting")
+def test_exit_does_not_wait_long_for_an_iteration_that_makes_no_call() -> None:
+    """An iterator whose buffers are full (or that was dropped) makes no call: the exit waits
+    :data:`IDLE` seconds for it, not its whole timeout."""
+    stream, _ = _begun()
+    started = time.monotonic()
+    streams._end_streams(timeout=5.0)
+    assert time.monotonic() - started < 1.0
+    assert stream.live

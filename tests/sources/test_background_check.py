@@ -7,8 +7,10 @@ DALI on the CPU, TensorFlow and OpenCV, through NumPy, tf.data, JAX and PyTorch.
 from __future__ import annotations
 
 import re
+import sqlite3
 import threading
 import warnings
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,7 +23,7 @@ import daliaug
 import daliaug.sources.background as background
 import daliaug.sources.base as base
 from daliaug.errors import DataError, DataWarning, carried_error
-from daliaug.sources.checks import file_key
+from daliaug.sources.checks import file_key, header_and_key
 from tests.helpers import config_for, prepared, structured_image, write_image_dir
 
 COUNT, BATCH = 23, 4
@@ -389,11 +391,10 @@ def test_a_file_that_is_no_image_is_found_when_its_header_is_read(
 def test_a_resumed_epoch_reads_no_file_before_its_batch(
     numbered: Path, monkeypatch: pytest.MonkeyPatch, on_error: str
 ) -> None:
-    """Restored at batch 3 (a later start: the cache holds the first run's results), the
-    earlier batches' files are never read: the headers read and the files decoded are those
-    of the batches handed on, which are the uninterrupted epoch's. With ``skip`` the earlier
-    files are looked up by their key (a ``stat`` each: a bad one moves the later samples up);
-    with ``raise`` (no sample is ever moved) not even that."""
+    """Restored at batch 3 (a later start: the cache holds the first run's results and sizes),
+    no file is read: the batches handed on are the uninterrupted epoch's, their files looked up
+    in the cache by their key (a ``stat`` each). With ``skip`` the earlier files are looked up
+    too (a bad one moves the later samples up); with ``raise`` (no sample is ever moved) not."""
     made = config(numbered, on_error, "opencv", shuffle=True)
     samples = prepared(made).samples
     check = samples.background
@@ -430,13 +431,69 @@ def test_a_resumed_epoch_reads_no_file_before_its_batch(
     rest = epoch(resumed)
     assert rest == whole[3:]
     handed = {f"{label:04d}.png" for (batch,) in rest for label in batch}
-    assert {p.rsplit("/", 1)[-1] for p in read} == handed
+    assert read == []
     stated = {p.rsplit("/", 1)[-1] for p in keyed}
     assert (
         stated == handed
         if on_error == "raise"
         else stated == {f"{i:04d}.png" for i in range(COUNT)}
     )
+
+
+def _old_cache(cache: Path) -> None:
+    """The check's results as a cache from before sizes were kept holds them."""
+    with closing(sqlite3.connect(cache / "check.sqlite")) as db, db:
+        db.execute("CREATE TABLE kept AS SELECT decoder, path, size, mtime_ns, reason FROM files")
+        db.execute("DROP TABLE files")
+        db.execute(
+            "CREATE TABLE files (decoder TEXT, path TEXT, size INTEGER, mtime_ns INTEGER, "
+            "reason TEXT, PRIMARY KEY (decoder, path))"
+        )
+        db.execute("INSERT INTO files SELECT * FROM kept")
+        db.execute("DROP TABLE kept")
+
+
+@pytest.mark.parametrize("old", [False, True], ids=["cache", "cache from before sizes"])
+def test_a_later_start_reads_no_file_the_cache_holds_with_its_size(
+    numbered: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: bool
+) -> None:
+    """The check keeps each file's size with its result, so a later start reads no header and
+    decodes nothing, and gives the first start's batches (a random crop drawn in each file's
+    own pixels). A cache from before sizes were kept keeps its results (nothing decoded) and
+    gains the sizes as the headers are read once more; the start after reads none."""
+    chain = [{"type": "random_resized_crop", "scale": [0.3, 1.0]}, {"type": "flip"}]
+    made = config(numbered, "raise", "opencv", shuffle=True, transforms=chain, image_size=24)
+    samples = prepared(made).samples
+    first = list(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+    check = samples.background
+    assert check is not None and check.done.wait(60)
+    if old:
+        _old_cache(tmp_path / "cache")
+    starts = []
+    for _ in range(2):
+        read: list[str] = []
+        monkeypatch.setattr(background, "header_and_key", _recording(read, header_and_key))
+        monkeypatch.setattr(background, "screened", _recording(read, background.screened))
+        samples = prepared(made).samples
+        later = list(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+        assert samples.background is not None and samples.background.done.wait(60)
+        for (image, label), (first_image, first_label) in zip(later, first, strict=True):
+            assert np.array_equal(image, first_image) and np.array_equal(label, first_label)
+        starts.append(sorted({p.rsplit("/", 1)[-1] for p in read}))
+        monkeypatch.undo()
+        monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    every = [f"{i:04d}.png" for i in range(COUNT)]
+    assert starts == ([every, []] if old else [[], []])
+
+
+def _recording(read: list[str], real: Any) -> Any:
+    """``real`` (a header read or the decode check), its paths kept in ``read``."""
+
+    def recorded(paths: Any, *args: Any, **kwargs: Any) -> Any:
+        read.extend([paths] if isinstance(paths, str) else paths)
+        return real(paths, *args, **kwargs)
+
+    return recorded
 
 
 def test_auto_checks_a_large_source_beside_training(

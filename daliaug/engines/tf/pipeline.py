@@ -4,7 +4,8 @@
 
 Per-sample stages (read, decode, resample: each file has its own size) run in parallel maps;
 what follows the resampling (recolour, clip, normalize, dtype, layout) runs once per batch as
-one XLA-compiled function, which fuses it into one pass over the pixels. In-memory arrays share
+one XLA-compiled function, which fuses it into one pass over the pixels (none where nothing
+follows). In-memory arrays share
 one size, so their whole batch, resampling included, is one XLA function.
 """
 
@@ -24,6 +25,7 @@ from daliaug.engines.tf.held import held_constant
 from daliaug.engines.tf.image import (
     decode,
     finish,
+    finishes_nothing,
     mask_target,
     resample,
     sample,
@@ -44,11 +46,14 @@ Finisher = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 
 
 def finisher(spec: EngineSpec, layout: WarpLayout) -> Finisher:
-    """``finish`` of a batch of resampled images and their ``warp`` vectors, XLA-compiled."""
+    """``finish`` of a batch of resampled images and their ``warp`` vectors, XLA-compiled
+    where it computes something (compiling nothing would cost a start 20-30 ms)."""
 
     def run(images: tf.Tensor, flat: tf.Tensor) -> tf.Tensor:
         return finish(images, layout.unpack(flat, tf.reshape, batched=True), spec)
 
+    if finishes_nothing(spec, layout.names):
+        return run
     return tf.function(run, jit_compile=True, reduce_retracing=True, autograph=False)
 
 

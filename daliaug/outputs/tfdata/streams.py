@@ -15,6 +15,7 @@ import atexit
 import itertools
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
@@ -153,6 +154,7 @@ class _Epochs:
         self.live: dict[int, Iterator] = {}
         self.tokens = itertools.count()
         self.dropped: set[int] = set()
+        _STREAMS.add(self)
 
     def begin(self) -> np.int64:
         token = next(self.tokens)
@@ -189,22 +191,26 @@ class _Epochs:
 
 
 class _StreamCalls:
-    """The streams' Python calls in progress, and whether the interpreter is exiting.
+    """The streams' Python calls in progress, when the last began, and whether the
+    interpreter is exiting.
 
     A ``tf.data`` iterator still being read when a script ends is destroyed during the
     interpreter's teardown, which holds the GIL while the iterator waits for its stream's call
-    in flight; that call needs the GIL, and the process would hang. So at exit every stream is
-    ended first (:func:`_end_streams`): calls in progress finish, later ones end the stream
-    without running."""
+    in flight; that call needs the GIL (a thread that asks for it once the teardown has begun
+    is ended by Python, and its call never returns), and the process would hang. So at exit
+    every stream is ended first (:func:`_end_streams`): calls in progress finish, later ones
+    end the stream without running."""
 
     def __init__(self) -> None:
         self.exiting = False
         self.running = 0
+        self.began = time.monotonic()
         self._lock = threading.Lock()
 
     def __enter__(self) -> None:
         with self._lock:
             self.running += 1
+            self.began = time.monotonic()
 
     def __exit__(self, *exc: object) -> None:
         with self._lock:
@@ -213,16 +219,27 @@ class _StreamCalls:
 
 _CALLS = _StreamCalls()
 _END = object()
+_STREAMS: weakref.WeakSet[_Epochs] = weakref.WeakSet()
+IDLE = 0.1
+"""Seconds without a stream's call after which a stream's iterations left unended at exit are
+taken as idle (their iterators full, or dropped) and the exit goes on."""
 
 
 @atexit.register
 def _end_streams(timeout: float = 5.0) -> None:
     """Ends every stream before Python tears its objects down (see :class:`_StreamCalls`):
-    calls already waiting for the GIL get it while this sleeps, and those running finish."""
+    calls already waiting for the GIL get it while this sleeps, those running finish, and the
+    iterations still read (an iterator filling its buffers) are each ended by their next call;
+    an iteration that makes none for :data:`IDLE` seconds is not waited for."""
     _CALLS.exiting = True
     deadline = time.monotonic() + timeout
     time.sleep(0.02)
-    while _CALLS.running and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        if not _CALLS.running:
+            if not any(stream.live for stream in list(_STREAMS)):
+                return
+            if time.monotonic() - _CALLS.began > IDLE:
+                return
         time.sleep(0.01)
 
 
