@@ -133,8 +133,10 @@ class BackgroundCheck:
         if cached:
             found = self._cache.lookup_few(self.decoder, {p: self.keys[p] for p in paths})
             known = {p: c.reason for p, c in found.items()}
-            if self._sizes is not None:  # (the keys matched: the files are those checked)
-                self._sizes.update((p, c.size) for p, c in found.items() if c.size is not None)
+            if self._sizes is not None:  # (a good file's whole key matched its size's)
+                self._sizes.update(
+                    (p, c.size) for p, c in found.items() if c.size is not None and c.reason is None
+                )
             paths = [p for p in paths if p not in known]
         failed.update(self._read_sizes(paths))
         self._keep({**failed, **known})

@@ -467,7 +467,7 @@ Size = tuple[int, int]
 
 class Cached(NamedTuple):
     """A file's cached check: why it cannot be used (``None``: it decodes) and, where its
-    header was read when it was checked, its size."""
+    header was read when it was checked and its whole key still matches, its size."""
 
     reason: str | None
     size: Size | None
@@ -520,8 +520,9 @@ class CheckCache:
         return found
 
     def lookup_few(self, decoder: str, keys: dict[str, FileKey]) -> dict[str, Cached]:
-        """:meth:`lookup` for a few files (a batch's), by their paths, with their sizes: a
-        query per :data:`FEW` files, on the table's key."""
+        """:meth:`lookup` for a few files (a batch's), by their paths, with their sizes where
+        the whole key (inode and status-change time too) still matches: a query per
+        :data:`FEW` files, on the tables' key."""
         return self._use(partial(self._lookup_few, decoder=decoder, keys=keys), {})
 
     @staticmethod
@@ -533,15 +534,18 @@ class CheckCache:
         for i in range(0, len(paths), FEW):
             part = [_stored(p) for p in paths[i : i + FEW]]
             rows = db.execute(
-                "SELECT path, size, mtime_ns, reason, height, width FROM files "
-                f"WHERE decoder = ? AND path IN ({', '.join('?' * len(part))})",
+                "SELECT f.path, f.size, f.mtime_ns, f.reason, s.size, s.mtime_ns, s.inode, "
+                "s.ctime_ns, s.height, s.width FROM files f LEFT JOIN sizes s "
+                "ON s.decoder = f.decoder AND s.path = f.path "
+                f"WHERE f.decoder = ? AND f.path IN ({', '.join('?' * len(part))})",
                 (decoder, *part),
             )
-            for stored, size, mtime_ns, reason, height, width in rows:
+            for stored, size, mtime_ns, reason, *sized_key, height, width in rows:
                 path = stored if isinstance(stored, str) else os.fsdecode(stored)
                 key = keys[path]
                 if key[0] == size and key[1] == mtime_ns:
-                    found[path] = Cached(reason, None if height is None else (height, width))
+                    same = tuple(sized_key) == tuple(key)
+                    found[path] = Cached(reason, (height, width) if same else None)
         return found
 
     def store(
@@ -551,41 +555,38 @@ class CheckCache:
         keys: dict[str, FileKey],
         sizes: Mapping[str, Size] | None = None,
     ) -> None:
-        """Keep ``results`` under the files' ``keys``, with their ``sizes`` where given."""
+        """Keep ``results`` under the files' ``keys``, and their ``sizes`` where given."""
         sizes = sizes or {}
         rows = [
-            (decoder, _stored(p), *keys[p][:2], reason and readable(reason), *sizes.get(p, _NO))
+            (decoder, _stored(p), *keys[p][:2], reason and readable(reason))
             for p, reason in results.items()
         ]
+        sized = [(decoder, _stored(p), *keys[p], *sizes[p]) for p in results if p in sizes]
 
         def insert(db: sqlite3.Connection) -> None:
             with db:
-                db.executemany(f"INSERT OR REPLACE INTO files ({_COLUMNS}) VALUES ({_ROW})", rows)
+                db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
+                db.executemany(f"INSERT OR REPLACE INTO sizes VALUES ({_SIZE_ROW})", sized)
 
         self._use(insert, None)
 
 
-_COLUMNS = "decoder, path, size, mtime_ns, reason, height, width"
-_ROW = ", ".join("?" * len(_COLUMNS.split(", ")))
-_NO = (None, None)
+_SIZE_ROW = ", ".join("?" * 8)
+"""A row of the sizes' table: decoder, path, the file's key (four values), height, width."""
 
 
 def _create(db: sqlite3.Connection) -> None:
-    """The results' table, made where it is not; a table from before sizes were kept gets
-    their columns (its rows keep their results, their sizes unknown)."""
+    """The results' table and the sizes' (a table of its own: a daliaug from before sizes were
+    kept, sharing the cache, writes its rows of five values into the results' table)."""
     db.execute(
         "CREATE TABLE IF NOT EXISTS files (decoder TEXT, path TEXT, size INTEGER, "
-        "mtime_ns INTEGER, reason TEXT, height INTEGER, width INTEGER, "
+        "mtime_ns INTEGER, reason TEXT, PRIMARY KEY (decoder, path))"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS sizes (decoder TEXT, path TEXT, size INTEGER, "
+        "mtime_ns INTEGER, inode INTEGER, ctime_ns INTEGER, height INTEGER, width INTEGER, "
         "PRIMARY KEY (decoder, path))"
     )
-    columns = {row[1] for row in db.execute("PRAGMA table_info(files)")}
-    for column in ("height", "width"):
-        if column not in columns:
-            try:
-                db.execute(f"ALTER TABLE files ADD COLUMN {column} INTEGER")
-            except sqlite3.OperationalError as e:  # another process added it first
-                if "duplicate column" not in str(e):
-                    raise
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ import tensorflow as tf
 
 from daliaug.epoch import EpochClock
 from daliaug.errors import DataError
-from daliaug.outputs.tfdata import streams
 from daliaug.outputs.dataset import make_dataset
+from daliaug.outputs.tfdata import streams
 from daliaug.outputs.tfdata.streams import counted
 from tests.helpers import spec_of
 
@@ -178,30 +178,34 @@ def _begun() -> tuple[streams._Epochs, np.int64]:
 
 
 @pytest.mark.usefixtures("exiting")
-def test_exit_waits_for_an_iteration_still_read_to_make_its_next_call() -> None:
+def test_exit_waits_for_an_iteration_still_read_to_make_its_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """An iterator filling its buffers at exit calls its stream again a little later (here
-    after 0.05 s, when the old wait had returned): the exit waits for that call, which ends the
-    iteration, so no call can begin once Python's teardown has (the thread asking for the GIL
-    then is ended, its call never returns, and the iterator's destructor waits for it)."""
+    after 0.2 s, when the old wait had returned): the exit waits for that call, which ends the
+    iteration, so that the call does not begin once Python's teardown has (the thread asking
+    for the GIL then is ended, its call never returns, and the iterator's destructor waits for
+    it)."""
+    monkeypatch.setattr(streams, "IDLE", 2.0)  # (a loaded machine's delays well within it)
     stream, token = _begun()
     answers: list[tuple] = []
 
     def later_call() -> None:
-        time.sleep(0.05)
+        time.sleep(0.2)
         answers.append(stream.read(token))
 
     caller = threading.Thread(target=later_call)
     caller.start()
     streams._end_streams()
-    assert answers and not answers[0][1]  # the call came, and ended the iteration
-    assert not stream.live
+    assert not stream.live  # the call came, and ended the iteration
     caller.join()
+    assert not answers[0][1]
 
 
 @pytest.mark.usefixtures("exiting")
 def test_exit_does_not_wait_long_for_an_iteration_that_makes_no_call() -> None:
     """An iterator whose buffers are full (or that was dropped) makes no call: the exit waits
-    :data:`IDLE` seconds for it, not its whole timeout."""
+    about :data:`IDLE` seconds for it, not its whole timeout."""
     stream, _ = _begun()
     started = time.monotonic()
     streams._end_streams(timeout=5.0)

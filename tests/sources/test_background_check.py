@@ -6,6 +6,8 @@ DALI on the CPU, TensorFlow and OpenCV, through NumPy, tf.data, JAX and PyTorch.
 
 from __future__ import annotations
 
+import io
+import os
 import re
 import sqlite3
 import threading
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import daliaug
 import daliaug.sources.background as background
@@ -441,16 +444,23 @@ def test_a_resumed_epoch_reads_no_file_before_its_batch(
 
 
 def _old_cache(cache: Path) -> None:
-    """The check's results as a cache from before sizes were kept holds them."""
+    """The check's results as a cache from before sizes were kept holds them (no sizes)."""
     with closing(sqlite3.connect(cache / "check.sqlite")) as db, db:
-        db.execute("CREATE TABLE kept AS SELECT decoder, path, size, mtime_ns, reason FROM files")
-        db.execute("DROP TABLE files")
-        db.execute(
-            "CREATE TABLE files (decoder TEXT, path TEXT, size INTEGER, mtime_ns INTEGER, "
-            "reason TEXT, PRIMARY KEY (decoder, path))"
-        )
-        db.execute("INSERT INTO files SELECT * FROM kept")
-        db.execute("DROP TABLE kept")
+        assert db.execute("SELECT COUNT(*) FROM sizes").fetchone() == (COUNT,)
+        db.execute("DROP TABLE sizes")
+
+
+def test_a_daliaug_from_before_sizes_still_writes_the_cache(numbered: Path, tmp_path: Path) -> None:
+    """The sizes are a table of their own: a daliaug from before them, sharing the cache,
+    writes its results as it did (five values a row)."""
+    check = prepared(config(numbered, "raise", "opencv")).samples.background
+    assert check is not None
+    check.begin()
+    assert check.done.wait(60)
+    with closing(sqlite3.connect(tmp_path / "cache" / "check.sqlite")) as db, db:
+        row = ("old", "a.png", 1, 2, None)
+        db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", row)
+        assert db.execute("SELECT COUNT(*) FROM files").fetchone() == (COUNT + 1,)
 
 
 @pytest.mark.parametrize("old", [False, True], ids=["cache", "cache from before sizes"])
@@ -484,6 +494,31 @@ def test_a_later_start_reads_no_file_the_cache_holds_with_its_size(
         monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
     every = [f"{i:04d}.png" for i in range(COUNT)]
     assert starts == ([every, []] if old else [[], []])
+
+
+def test_a_file_replaced_with_its_size_and_time_kept_has_its_size_read_again(
+    numbered: Path,
+) -> None:
+    """A file replaced by one of other dimensions, padded to the same length, its modification
+    time set back (as ``cp -p`` or ``tar`` keep it): the cached size is not used (its key
+    holds the inode and status-change time too), the header is read again."""
+    made = config(numbered, "raise", "opencv")
+    check = prepared(made).samples.background
+    assert check is not None
+    check.begin()
+    assert check.done.wait(60)
+    path = numbered.parent / "img" / "0005.png"
+    before, stat = path.read_bytes(), path.stat()
+    buffer = io.BytesIO()
+    Image.fromarray(structured_image(9, 13, seed=5)).save(buffer, format="PNG")
+    replacement = buffer.getvalue()
+    assert len(replacement) < len(before)
+    path.unlink()  # (a new inode, as a copy's)
+    path.write_bytes(replacement + bytes(len(before) - len(replacement)))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    later = prepared(made).samples.background
+    assert later is not None
+    assert later.sizes([str(path)]).tolist() == [[9, 13]]
 
 
 def _recording(read: list[str], real: Any) -> Any:

@@ -221,8 +221,9 @@ _CALLS = _StreamCalls()
 _END = object()
 _STREAMS: weakref.WeakSet[_Epochs] = weakref.WeakSet()
 IDLE = 0.1
-"""Seconds without a stream's call after which a stream's iterations left unended at exit are
-taken as idle (their iterators full, or dropped) and the exit goes on."""
+"""Seconds of the exit without a stream's call after which the iterations left unended are
+taken as idle (their iterators full, or dropped) and the exit goes on: a heuristic (an
+iterator may still call later, as its autotuning grows a buffer)."""
 
 
 @atexit.register
@@ -230,17 +231,27 @@ def _end_streams(timeout: float = 5.0) -> None:
     """Ends every stream before Python tears its objects down (see :class:`_StreamCalls`):
     calls already waiting for the GIL get it while this sleeps, those running finish, and the
     iterations still read (an iterator filling its buffers) are each ended by their next call;
-    an iteration that makes none for :data:`IDLE` seconds is not waited for."""
+    where none comes for :data:`IDLE` seconds of the exit, the exit goes on."""
     _CALLS.exiting = True
-    deadline = time.monotonic() + timeout
+    began = time.monotonic()
+    deadline = began + timeout
     time.sleep(0.02)
     while time.monotonic() < deadline:
         if not _CALLS.running:
-            if not any(stream.live for stream in list(_STREAMS)):
+            if _all_ended():
                 return
-            if time.monotonic() - _CALLS.began > IDLE:
+            if time.monotonic() - max(began, _CALLS.began) > IDLE:
                 return
         time.sleep(0.01)
+
+
+def _all_ended() -> bool:
+    """Whether no stream has an iteration still live (asked again later where a stream was
+    being made meanwhile)."""
+    try:
+        return not any(stream.live for stream in list(_STREAMS))
+    except RuntimeError:  # (the set changed size while it was copied)
+        return False
 
 
 def _spec(feed: EpochFeed, name: str) -> tf.TensorSpec:
