@@ -12,8 +12,10 @@ start* has a fresh, empty ``DALIAUG_CACHE`` (only the tree is kept elsewhere), *
 keep that cache (a ``background`` start's check is let finish after the first batch, untimed,
 as a first epoch would). DALI's reader: ``readers.file(file_root)`` + CPU decode + resize,
 built and run once; tf.data: ``list_files`` + its first element. The file system's own cost is
-``os.scandir`` over the tree. The tree is in the page cache throughout (it was just written
-or listed): these are warm-file-system times. ``--profile N`` runs one later start and one
+``os.scandir`` over the tree. The clock stops at the first batch: each tool's iterator or
+pipeline is torn down after (records before 2026-12-07 11:30 timed the teardown too). The
+tree is in the page cache throughout (it was just written or listed): these are
+warm-file-system times. ``--profile N`` runs one later start and one
 first start of daliaug under cProfile and records the top functions. Writes
 ``start-<date>.json`` and ``.md``.
 """
@@ -107,8 +109,9 @@ def child(tool: str, train: str, check: str, profile: str | None, finish: bool) 
 
         _import_all()
 
-        def start() -> None:
-            next(iter(daliaug.make_dataset(config(Path(train), check))))
+        def start() -> Any:
+            iterator = iter(daliaug.make_dataset(config(Path(train), check)))
+            return iterator, next(iterator)
     elif tool == "dali":
         from nvidia.dali import fn, pipeline_def
 
@@ -118,28 +121,29 @@ def child(tool: str, train: str, check: str, profile: str | None, finish: bool) 
             images = fn.resize(fn.decoders.image(files), size=(SIZE, SIZE))
             return images, labels
 
-        def start() -> None:
+        def start() -> Any:
             pipe = reader()
             pipe.build()
-            pipe.run()
+            return pipe, pipe.run()
     elif tool == "tf.data":
         import tensorflow as tf
 
-        def start() -> None:
-            next(iter(tf.data.Dataset.list_files(f"{train}/*/*.jpg", shuffle=False)))
+        def start() -> Any:
+            iterator = iter(tf.data.Dataset.list_files(f"{train}/*/*.jpg", shuffle=False))
+            return iterator, next(iterator)
     else:  # the file system alone
 
-        def start() -> None:
-            for entry in os.scandir(train):
-                list(os.scandir(entry.path))
+        def start() -> Any:
+            return [list(os.scandir(entry.path)) for entry in os.scandir(train)]
 
     t0, cpu0 = time.perf_counter(), time.process_time()
     if profile:
         profiler = cProfile.Profile()
-        profiler.runcall(start)
+        started = profiler.runcall(start)
     else:
-        start()
+        started = start()
     seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    del started  # (the iterator or pipeline torn down once the clock has stopped)
     result: dict[str, Any] = {"seconds": seconds, "cpu": cpu, "max_rss_mib": _max_rss_mib()}
     if profile:
         profiler.dump_stats(profile)
@@ -325,7 +329,8 @@ def report(rows: list[dict[str, Any]], profile: dict[str, Any] | None, extrapola
         f"{SOURCES * MAX_LINKS:,} files: {MAX_LINKS:,} links each at most; 96-120 x 128), "
         f"{PER_CLASS} per "
         f"class, image_size {SIZE}, batch {BATCH}; seconds from `make_dataset` (or the "
-        "reader's build) to the first batch, imports excluded, each start a fresh process. "
+        "reader's build) to the first batch (its iterator or pipeline torn down after the "
+        "clock stops), imports excluded, each start a fresh process. "
         "First start: fresh `DALIAUG_CACHE`; later: the median of the later starts. Warm page "
         f"cache. Below {FINISH_BELOW:,} files the background check is let finish after the "
         "first start (untimed); above, the later starts find the decode results of the first "
