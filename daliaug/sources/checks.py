@@ -474,10 +474,10 @@ class Cached(NamedTuple):
 
 
 class CheckCache:
-    """Decode results by path (and the image's size where it was read), valid while the
-    file's size and modification time hold. Where the cache cannot be read or written, it
-    answers nothing and keeps nothing (with one :class:`~daliaug.errors.CacheWarning`): the
-    files are decoded again."""
+    """Decode results by path, valid while the file's size and modification time hold, and
+    the image's size where it was read, valid while the file's whole key holds. Where the cache
+    cannot be read or written, it answers nothing and keeps nothing (with one
+    :class:`~daliaug.errors.CacheWarning`): the files are decoded again."""
 
     def __init__(self, path: Path | None = None) -> None:
         self._path = path

@@ -5,8 +5,8 @@
 Per-sample stages (read, decode, resample: each file has its own size) run in parallel maps;
 what follows the resampling (recolour, clip, normalize, dtype, layout) runs once per batch as
 one XLA-compiled function, which fuses it into one pass over the pixels (none where nothing
-follows). In-memory arrays share
-one size, so their whole batch, resampling included, is one XLA function.
+follows). In-memory arrays share one size, so their whole batch, resampling included, is one
+XLA function.
 """
 
 from __future__ import annotations
