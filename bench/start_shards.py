@@ -7,9 +7,11 @@ bucket and DALI's own ``fn.readers.webdataset`` over the same shards on the loca
 The shards are N hard links to one tar of ``--per-shard`` samples (a 32 x 32 JPEG and its
 class each; links cost folder entries, not bytes), in the bucket ``data`` under ``train/``.
 Each start is a fresh process (imports not timed): ``make_dataset(config)`` then its first
-batch. *First start*: a fresh, empty ``DALIAUG_CACHE`` (a new host); *later start*: that cache
-kept. *listing files*: the folder's listing file written once beside the shards by ``daliaug
-check CONFIG --write-listings`` (timed, as the one-off it is); *shards read*: none there.
+batch, where the clock stops (its iterator or pipeline torn down after; records before
+2026-12-07 12:15 timed the teardown too). *First start*: a fresh, empty ``DALIAUG_CACHE``
+(a new host); *later start*: that cache kept. *listing files*: the folder's listing file
+written once beside the shards by ``daliaug check CONFIG --write-listings`` (timed, as the
+one-off it is); *shards read*: none there.
 Each start counts the requests its S3 client made and the bytes of its GETs until the first
 batch.
 *bucket listing*: ``list_objects_v2`` over the prefix, the least any start asks of the server;
@@ -154,8 +156,9 @@ def child(tool: str, path: str) -> dict[str, Any]:
 
         events.register("after-call.s3", counted)
 
-        def start() -> None:
-            next(iter(daliaug.make_dataset(config(path))))
+        def start() -> Any:
+            iterator = iter(daliaug.make_dataset(config(path)))
+            return iterator, next(iterator)
     elif tool in ("dali", "dali-s3"):
         from nvidia.dali import fn, pipeline_def
 
@@ -175,28 +178,26 @@ def child(tool: str, path: str) -> dict[str, Any]:
             )
             return fn.resize(fn.decoders.image(jpg), size=(SIZE, SIZE)), cls
 
-        def start() -> None:
+        def start() -> Any:
             pipe = reader()
             pipe.build()
-            pipe.run()
+            return pipe, pipe.run()
     else:  # the bucket listing
         import boto3
 
         client = boto3.client("s3")
 
-        def start() -> None:
+        def start() -> Any:
             pages = client.get_paginator("list_objects_v2").paginate(Bucket="data", Prefix="train/")
             for page in pages:
                 calls["requests"] += 1
                 len(page.get("Contents", []))
 
     t0, cpu0 = time.perf_counter(), time.process_time()
-    start()
-    return {
-        "seconds": time.perf_counter() - t0,
-        "cpu": time.process_time() - cpu0,
-        **calls,
-    }
+    started = start()
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    del started  # (the iterator or pipeline torn down once the clock has stopped)
+    return {"seconds": seconds, "cpu": cpu, **calls}
 
 
 def run(tool: str, path: str, env: dict[str, str]) -> dict[str, Any]:
@@ -283,7 +284,8 @@ def report(rows: list[dict[str, Any]], per_shard: int) -> str:
         "",
         f"N shards on `rclone serve s3` (127.0.0.1), each {per_shard} samples (a {SIZE} x {SIZE} "
         f"JPEG and its class), image_size {SIZE}, batch {BATCH}; seconds from `make_dataset` "
-        "to the first batch, imports excluded, each start a fresh process. First start: fresh "
+        "to the first batch (its iterator or pipeline torn down after the clock stops), imports "
+        "excluded, each start a fresh process. First start: fresh "
         "`DALIAUG_CACHE` (a new host); later: the median of the later starts (cache kept). "
         "*shards read*: no listing files beside the shards (each shard read whole on a first "
         "start); *listing files*: `daliaug check CONFIG --write-listings` run once before "
