@@ -20,7 +20,7 @@ import numpy as np
 
 from daliaug.errors import DataError
 from daliaug.sources.base import Samples
-from daliaug.sources.checks import check_image_files
+from daliaug.sources.checks import image_headers
 
 TOLERANCE = 1.0
 """How far (pixels) a box may reach outside its image and still be clipped, not refused."""
@@ -147,11 +147,13 @@ def detection_samples(
     rejected: dict[str, str] | None = None,
 ) -> Samples:
     """The samples of image ``paths`` with their annotations ``found``: each image's header
-    read, its declared size and boxes checked; a sample that fails goes into ``rejected`` with
-    every reason, one without boxes into ``notes`` (``keypoints`` only with
-    ``num_keypoints``)."""
+    read (kept for the next start with the file's key, which the samples hand on to the read
+    check, as a class folder's), its declared size and boxes checked; a sample that fails goes
+    into ``rejected`` with every reason, one without boxes into ``notes`` (``keypoints`` only
+    with ``num_keypoints``)."""
     notes = dict(notes)
-    sizes, failed = check_image_files(paths)
+    headers = image_headers(paths)
+    sizes, failed = headers.sizes, headers.rejected
     origins = dict(zip(paths, (f.origin for f in found), strict=True))
     failed = {p: f"{origins[p]}: {r}" if origins[p] else r for p, r in failed.items()}
     rejected = {**(rejected or {}), **failed}
@@ -180,4 +182,7 @@ def detection_samples(
     if num_keypoints is not None:
         zero = np.zeros((0, num_keypoints, 3), np.float32)
         arrays["keypoints"] = object_column([zero if p is None else p for _, _, p in columns])
-    return Samples.of_files({"path": paths}, class_names, sizes, rejected, ignored, notes, **arrays)
+    listed = {p: key for p, key in headers.key_of(paths).items() if p not in rejected}
+    return Samples.of_files(
+        {"path": paths}, class_names, sizes, rejected, ignored, notes, listed, **arrays
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+import daliaug.sources.checks as checks
 from daliaug.config import load_config
 from daliaug.errors import ConfigError, DataError
 from daliaug.sources.annotations import ImageAnnotations, box_problem, checked_targets
@@ -154,6 +156,38 @@ def test_coco_boxes_labels_and_keypoints(coco: Path) -> None:
     np.testing.assert_array_equal(samples.sizes, [[48, 64], [30, 40], [32, 32]])
     no_points = coco_source(coco, on_error="skip", keypoints=False).samples()
     assert "keypoints" not in no_points.columns
+
+
+def test_a_later_coco_start_reads_no_header_and_a_file_changed_is_still_named(
+    coco: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each image's header is kept for the next start with the file's key (one ``stat`` at a
+    later start, no header read), and the samples hand the keys on: a file broken in place
+    since is read again and refused at the next start, and one broken after the listing is
+    named when a batch reads it."""
+    monkeypatch.setenv("DALIAUG_CACHE", str(coco / "cache"))
+    first = coco_source(coco, on_error="skip").samples()
+    read: list[str] = []
+    real = checks.image_header
+
+    def image_header(path: str, *args: Any) -> Any:
+        read.append(path)
+        return real(path, *args)
+
+    monkeypatch.setattr(checks, "image_header", image_header)
+    again = coco_source(coco, on_error="skip").samples()
+    assert read == [] and again.paths == first.paths
+    np.testing.assert_array_equal(again.sizes, first.sizes)
+    broken = coco / "images" / "a.jpg"
+    with broken.open("r+b") as f:  # in place: its folder's status is as it was
+        f.write(b"broken")
+    refused = coco_source(coco, on_error="skip").samples()
+    assert read == [str(broken)] and str(broken) in refused.rejected
+    later = coco / "images" / "sub" / "b.jpg"
+    with later.open("r+b") as f:
+        f.write(b"broken")
+    with pytest.raises(DataError, match=r"b\.jpg changed after daliaug checked it"):
+        refused.read("path", np.arange(len(refused)))
 
 
 def test_coco_problems_are_each_named(coco: Path) -> None:
