@@ -3,6 +3,7 @@ results), and how it writes them so that processes sharing the cache never see h
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -13,9 +14,11 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from daliaug.errors import CacheError, CacheWarning
+
+T = TypeVar("T")
 
 FIX = "set DALIAUG_CACHE to a folder you can write to, on a disk with free space"
 
@@ -103,6 +106,56 @@ def write_atomically(path: Path, data: str | bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def kept_between_starts(
+    relative: str,
+    what: str,
+    read: Callable[[Path], T | None],
+    make: Callable[[], tuple[T, bytes | None]],
+) -> T:
+    """What ``read`` takes from the file ``relative`` in the cache (``None``: nothing usable),
+    else the value ``make()`` gives with the bytes to keep for the next start (``None``: keep
+    nothing). Processes of a host (and of hosts sharing a file system with working locks) make
+    it one at a time, the others then reading what the first kept; where the cache cannot be
+    used, each makes its own."""
+    with contextlib.ExitStack() as held:
+        try:
+            path = default_cache_dir() / relative
+            with writing_cache(path, f"the lock of {what}"):
+                held.enter_context(_host_lock(path))
+        except CacheError as e:
+            go_on_without(e)
+            return make()[0]
+        kept = read(path)
+        if kept is not None:
+            return kept
+        value, record = make()  # (its own errors are the caller's, not the cache's)
+        if record is not None:
+            try:
+                with writing_cache(path, what):
+                    write_atomically(path, record)
+            except CacheError as e:
+                go_on_without(e)
+        return value
+
+
+@contextmanager
+def _host_lock(path: Path) -> Iterator[None]:
+    """Hold the lock beside ``path`` (an ``flock``: processes of this host, and of hosts sharing
+    a file system with working locks, one at a time)."""
+    try:
+        import fcntl
+    except ImportError:  # not on a POSIX system: each process on its own
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def build_folder_atomically(path: Path, build: Callable[[Path], None]) -> Path:

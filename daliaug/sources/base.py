@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import model_validator
@@ -328,6 +328,11 @@ class SourceConfig(Tagged):
     def list_samples(self) -> Samples:
         """All samples of the source, before sharding."""
         raise NotImplementedError
+
+    def listing_settings(self) -> dict[str, Any]:
+        """The settings :meth:`list_samples` depends on (not those applied after it: the
+        shard, the check, what a bad file does), as JSON values."""
+        return self.model_dump(mode="json", exclude={"shard_id", "num_shards", "check", "on_error"})
 
     def part(self, samples: Samples, seed: int | None) -> Samples:
         """The part of the listed ``samples`` this source reads (split by the config's

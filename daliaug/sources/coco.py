@@ -15,6 +15,7 @@ from daliaug.errors import ConfigError, DataError
 from daliaug.fields import FilePath
 from daliaug.sources.annotations import ImageAnnotations, detection_samples
 from daliaug.sources.base import Samples, SourceConfig
+from daliaug.sources.kept_samples import kept_samples
 
 
 def _numbers(value: Any, count: int) -> list[float] | None:
@@ -86,6 +87,12 @@ class CocoSource(SourceConfig):
         return data
 
     def list_samples(self) -> Samples:
+        """The samples, as kept from the last start where neither the annotations nor an
+        image changed since (:mod:`daliaug.sources.kept_samples`)."""
+        inputs = [str(self.annotations.expanduser())]
+        return kept_samples(self.listing_settings(), inputs, self._samples)
+
+    def _samples(self) -> Samples:
         origin = self.annotations.expanduser()
         data = self._read()
         categories = _entries(data, "categories", {"id": int, "name": str}, origin)

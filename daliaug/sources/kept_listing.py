@@ -8,7 +8,8 @@ name; the check, which keys each file by its size and time, finds it). A folder 
 :data:`SETTLE_NS` of the listing is not trusted to show its next change (a change in the same
 tick of the file system's clock keeps the time), so such a listing is not kept; nor is one
 that could not read a folder. While one process lists, the others of the host wait for it
-(an ``flock`` on the kept file's lock) and then read what it kept: one listing per host.
+and then read what it kept (:func:`~daliaug.cache.kept_between_starts`): one listing per
+host.
 
 The kept file is one line of JSON (the folders walked and their times, the counts per listed
 folder, the files left out, the digest of what follows) then each listed folder's file names,
@@ -17,17 +18,15 @@ relative to it, joined by NUL (which no path holds).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from daliaug.cache import default_cache_dir, go_on_without, write_atomically, writing_cache
-from daliaug.errors import CacheError
+from daliaug.cache import kept_between_starts
 from daliaug.sources.listing import IMAGE_EXTENSIONS, Listing, walk_images
 
 SETTLE_NS = 2_000_000_000
@@ -58,44 +57,19 @@ def kept_listing(
     start where no folder it walked has changed since, else ``list_now()``'s, kept for the
     next start."""
     digest = hashlib.sha256(json.dumps(key).encode("utf-8", "surrogateescape")).hexdigest()
-    with contextlib.ExitStack() as held:
-        try:
-            path = default_cache_dir() / "listings" / f"{digest[:32]}.listing"
-            with writing_cache(path, "the lock of a folder listing"):
-                held.enter_context(_host_lock(path))
-        except CacheError as e:
-            go_on_without(e)
-            return list_now()[0]
-        kept = _read(path, folders)
-        if kept is not None:
-            return kept
+
+    def listed() -> tuple[Listing, bytes | None]:
         started = time.time_ns()
-        listing, walked = list_now()  # (its own errors are the source's, not the cache's)
-        if walked is not None and _settled(walked, started):
-            try:
-                with writing_cache(path, "a folder listing"):
-                    write_atomically(path, _encoded(listing, walked, folders))
-            except CacheError as e:
-                go_on_without(e)
-        return listing
+        listing, walked = list_now()
+        keep = walked is not None and _settled(walked, started)
+        return listing, _encoded(listing, walked, folders) if keep else None  # type: ignore[arg-type]
 
-
-@contextlib.contextmanager
-def _host_lock(path: Path) -> Iterator[None]:
-    """Hold the lock beside ``path`` (processes of this host, and of hosts sharing a file
-    system with working locks, list one at a time; the others then read the kept file)."""
-    try:
-        import fcntl
-    except ImportError:  # not on a POSIX system: each process lists for itself
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    return kept_between_starts(
+        f"listings/{digest[:32]}.listing",
+        "a folder listing",
+        lambda path: _read(path, folders),
+        listed,
+    )
 
 
 def _prefix(folder: str) -> str:

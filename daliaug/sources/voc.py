@@ -12,6 +12,7 @@ from daliaug.fields import ClassNames, FilePath
 from daliaug.sources.annotations import ImageAnnotations, detection_samples, folders_of
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.kept_listing import list_images
+from daliaug.sources.kept_samples import kept_samples
 
 CORNERS = ("xmin", "ymin", "xmax", "ymax")
 
@@ -74,15 +75,30 @@ class VocSource(SourceConfig):
         return True
 
     def list_samples(self) -> Samples:
+        """The samples, as kept from the last start where no file listed, no annotation file
+        and no image changed since (:mod:`daliaug.sources.kept_samples`)."""
         root = self.path.expanduser()
         xml_dir, images = folders_of(root, ("Annotations", "JPEGImages"), "Pascal VOC")
         xmls = list_images([xml_dir], root, (".xml",))
-        ignored = {**xmls.ignored, **xmls.skipped}
         if not xmls.all_images:
             raise DataError(f"source.path: found no .xml annotation files under {xml_dir}")
+        listing = list_images([images], root)
+        ignored = {**xmls.ignored, **xmls.skipped}
+        inputs = [*xmls.all_images, *listing.all_images, *ignored]
+        return kept_samples(
+            self.listing_settings(),
+            inputs,
+            lambda: self._samples(xmls.all_images, images, listing.all_images, ignored),
+        )
+
+    def _samples(
+        self, xmls: list[str], images: Path, listed: list[str], ignored: dict[str, str]
+    ) -> Samples:
+        """The samples the annotation files ``xmls`` name (in ``images``, which holds the
+        files ``listed``)."""
         paths, found, names, rejected = [], [], [], {}
         named_by: dict[str, str] = {}
-        for xml in xmls.all_images:
+        for xml in xmls:
             try:
                 path, annotations, classes = parse_xml(xml, images)
             except DataError as e:
@@ -104,8 +120,8 @@ class VocSource(SourceConfig):
                 if name not in index:
                     annotations.problems.append(f"{where}: class {name!r} is not in source.classes")
                 annotations.labels[i] = index.get(name, 0)
-        listing = list_images([images], root)
         named = set(paths)
-        unnamed = [p for p in listing.all_images if p not in named]
+        unnamed = [p for p in listed if p not in named]
+        ignored = dict(ignored)
         ignored.update(dict.fromkeys(unnamed, "no annotation file in Annotations/ names it"))
         return detection_samples(paths, found, class_names, ignored, {}, rejected=rejected)

@@ -18,6 +18,7 @@ from daliaug.fields import FilePath
 from daliaug.sources.annotations import ImageAnnotations, detection_samples, folders_of
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.kept_listing import list_images
+from daliaug.sources.kept_samples import kept_samples
 
 NAME_FILES = ("data.yaml", "dataset.yaml")
 """Where a YOLO dataset names its classes (``names``), in ``path`` or its parent."""
@@ -203,6 +204,8 @@ class YoloSource(SourceConfig):
         return names
 
     def list_samples(self) -> Samples:
+        """The samples, as kept from the last start where no file listed, no label file and
+        no image changed since (:mod:`daliaug.sources.kept_samples`)."""
         root = self.path.expanduser()
         images_dir, labels_dir = folders_of(root, ("images", "labels"), "YOLO")
         listing = list_images([images_dir], root)
@@ -211,9 +214,27 @@ class YoloSource(SourceConfig):
         paths = listing.all_images
         if not paths:
             raise DataError(f"source.path: found no images under {images_dir}")
+        source = self._class_file()
+        inputs = [str(source)] if source else []
+        inputs += [*paths, *labels.all_images, *ignored]
+
+        def list_now() -> Samples:
+            return self._samples(paths, labels.all_images, images_dir, labels_dir, ignored)
+
+        return kept_samples(self.listing_settings(), inputs, list_now)
+
+    def _samples(
+        self,
+        paths: list[str],
+        label_paths: list[str],
+        images_dir: Path,
+        labels_dir: Path,
+        ignored: dict[str, str],
+    ) -> Samples:
+        """The samples of the images ``paths`` with the label files ``label_paths`` read."""
         label_files = {
             str(Path(p).relative_to(labels_dir).with_suffix("")): p
-            for p in labels.all_images
+            for p in label_paths
             if Path(p) != labels_dir / "classes.txt"
         }
         stems = [str(Path(p).relative_to(images_dir).with_suffix("")) for p in paths]
@@ -233,6 +254,7 @@ class YoloSource(SourceConfig):
                 found.append(parse_labels(text, label_file, kpt_shape))
             except DataError as e:
                 found.append(ImageAnnotations(problems=[str(e)]))
+        ignored = dict(ignored)
         for stem in sorted(label_files.keys() - set(stems)):
             ignored[label_files[stem]] = f"a label file without an image images/{stem}.*"
         names = self._class_names(found)

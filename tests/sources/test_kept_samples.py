@@ -1,0 +1,207 @@
+"""A detection source's samples kept between starts (:mod:`daliaug.sources.kept_samples`): a
+later start over unchanged files takes the samples kept, parsing and reading nothing, and equal
+in every field to a listing; each kind of change (an annotation, an image replaced, removed or
+added, a label file added) is listed anew; a listing whose files changed near its start, or a
+damaged record, is not taken."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import daliaug.sources.checks as checks
+from daliaug.sources import kept_samples
+from daliaug.sources.base import Samples, SourceConfig
+from daliaug.sources.coco import CocoSource
+from daliaug.sources.voc import VocSource
+from daliaug.sources.yolo import YoloSource
+from daliaug.tools.demo_data import write_detection_dataset
+
+KINDS = {
+    "coco": lambda root: CocoSource(
+        annotations=root / "annotations.json", images=root / "images", on_error="skip"
+    ),
+    "yolo": lambda root: YoloSource(path=root, on_error="skip"),
+    "voc": lambda root: VocSource(path=root, on_error="skip"),
+}
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_detection_dataset(tmp_path_factory.mktemp("det") / "d", count=10, seed=5)
+
+
+@pytest.fixture
+def root(written: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the demo detection set of this test's own, with a COCO image whose file is
+    missing (left out) and one without annotations (a note), its cache of its own; files
+    written just now count as settled (the record's settling is its own test)."""
+    copy = Path(shutil.copytree(written, tmp_path / "d"))
+    coco = json.loads((copy / "annotations.json").read_text())
+    coco["images"] += [
+        {"id": 900, "file_name": "missing.jpg", "height": 8, "width": 8},
+        {"id": 901, "file_name": coco["images"][0]["file_name"].replace(".jpg", "b.jpg")},
+    ]
+    shutil.copy(
+        copy / "images" / coco["images"][0]["file_name"],
+        copy / "images" / coco["images"][-1]["file_name"],
+    )
+    (copy / "annotations.json").write_text(json.dumps(coco))
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(kept_samples, "SETTLE_NS", -(10**12))
+    return copy
+
+
+def assert_same(a: Samples, b: Samples) -> None:
+    """Every field a listing gives, equal."""
+    assert a.columns.keys() == b.columns.keys()
+    for name, column in a.columns.items():
+        if column.dtype == object:
+            assert len(column) == len(b.columns[name])
+            for x, y in zip(column, b.columns[name], strict=True):
+                assert x.dtype == y.dtype and x.shape == y.shape
+                np.testing.assert_array_equal(x, y)
+        else:
+            np.testing.assert_array_equal(column, b.columns[name])
+    np.testing.assert_array_equal(a.sizes, b.sizes)
+    assert a.sizes.dtype == b.sizes.dtype
+    assert (a.class_names, a.files, a.rejected) == (b.class_names, b.files, b.rejected)
+    assert (a.ignored, a.notes, a.listed) == (b.ignored, b.notes, b.listed)
+    assert (a.flip_indices, a.sized) == (b.flip_indices, b.sized)
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, source: SourceConfig) -> list[int]:
+    """How many times the source lists its samples (parses its annotations) from now on."""
+    calls: list[int] = []
+    real = type(source)._samples
+
+    def listed(self, *args, **kwargs) -> Samples:
+        calls.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(source), "_samples", listed)
+    return calls
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_later_start_takes_the_samples_kept_and_reads_nothing(
+    kind: str, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Equal in every field to a listing (the COCO set's missing image left out, its image
+    without annotations noted), and another process's shard takes them too."""
+    source = KINDS[kind](root)
+    first = source.list_samples()
+    assert len(first) >= 10 and (kind != "coco" or (first.rejected and first.notes))
+    calls = counting(monkeypatch, source)
+    read: list[str] = []
+    real = checks.image_header
+    monkeypatch.setattr(
+        checks, "image_header", lambda path, *a: read.append(path) or real(path, *a)
+    )
+    again = source.list_samples()
+    assert calls == [] and read == []
+    assert_same(again, first)
+    shard = source.model_copy(update={"shard_id": 1, "num_shards": 2}).samples()
+    assert calls == [] and shard.paths == first.shard(1, 2).paths
+
+
+def _rewrite_annotation(root: Path) -> None:
+    coco = json.loads((root / "annotations.json").read_text())
+    coco["annotations"][0]["bbox"][0] += 1
+    (root / "annotations.json").write_text(json.dumps(coco))
+
+
+def _replace_image(root: Path) -> None:
+    for folder in ("images", "JPEGImages"):
+        path = sorted((root / folder).glob("*.jpg"))[0]
+        Image.new("RGB", (300, 200), (1, 2, 3)).save(path)
+
+
+def _remove_image(root: Path) -> None:
+    for folder in ("images", "JPEGImages"):
+        sorted((root / folder).glob("*.jpg"))[1].unlink()
+
+
+def _add_missing_image(root: Path) -> None:
+    Image.new("RGB", (8, 8)).save(root / "images" / "missing.jpg")
+    Image.new("RGB", (8, 8)).save(root / "JPEGImages" / "missing.jpg")
+
+
+def _remove_label_file(root: Path) -> None:
+    sorted((root / "labels").glob("*.txt"))[0].unlink()
+    sorted((root / "Annotations").glob("*.xml"))[0].unlink()
+
+
+CHANGES: dict[str, Callable[[Path], None]] = {
+    "annotation": _rewrite_annotation,
+    "image replaced": _replace_image,
+    "image removed": _remove_image,
+    "image added": _add_missing_image,
+    "label file removed": _remove_label_file,
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("change", CHANGES)
+def test_each_change_is_listed_anew(kind: str, change: str, root: Path) -> None:
+    """After a change the kept samples are not taken: the next start gives what a listing
+    with no record gives."""
+    source = KINDS[kind](root)
+    before = source.list_samples()
+    CHANGES[change](root)
+    after = source.list_samples()
+    shutil.rmtree(root.parent / "cache" / "samples")
+    assert_same(after, source.list_samples())
+    differs = (
+        after.paths != before.paths
+        or after.rejected != before.rejected
+        or after.ignored != before.ignored
+        or after.notes != before.notes
+        or not np.array_equal(after.sizes, before.sizes)
+        or any(
+            not np.array_equal(a, b)
+            for a, b in zip(after.columns["boxes"], before.columns["boxes"], strict=True)
+        )
+    )
+    touched = {"annotation": kind == "coco", "label file removed": kind != "coco"}
+    assert differs == touched.get(change, True)
+
+
+def test_a_listing_whose_files_changed_near_its_start_is_not_kept(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files written within the settling time of the listing (here, all of them) keep no
+    record: a change in the same tick of the clock would keep a file's key."""
+    monkeypatch.setattr(kept_samples, "SETTLE_NS", 10**12)
+    source = KINDS["coco"](root)
+    calls = counting(monkeypatch, source)
+    source.list_samples()
+    source.list_samples()
+    assert calls == [1, 1] and not list((root.parent / "cache" / "samples").glob("*.npz"))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "other format"])
+def test_a_damaged_record_is_listed_anew(
+    damage: str, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = KINDS["coco"](root)
+    first = source.list_samples()
+    (record,) = (root.parent / "cache" / "samples").glob("*.npz")
+    data = record.read_bytes()
+    if damage == "garbage":
+        record.write_bytes(b"not a record")
+    elif damage == "truncated":
+        record.write_bytes(data[: len(data) // 2])
+    else:
+        monkeypatch.setattr(kept_samples, "FORMAT", kept_samples.FORMAT + 1)
+    calls = counting(monkeypatch, source)
+    assert_same(source.list_samples(), first)
+    assert calls == [1]
+    source.list_samples()
+    assert calls == [1]  # (kept again)
