@@ -1,7 +1,8 @@
 """Time to the first batch over a class-folder tree of N files (issue 59), against DALI's
 ``fn.readers.file`` and tf.data's ``list_files`` over the same folder, in the same run.
 
-    python -m bench.start [--files 10000 100000] [--imagenet] [--profile 100000] --out bench/results
+    python -m bench.start [--files 10000 100000] [--imagenet] [--coco] [--profile 100000] \
+        --out bench/results
 
 The tree is ``<class>/<i>.jpg`` hard links to a few real small JPEGs (``os.link``: N entries
 cost folder entries, not image bytes), 1,000 files per class (ImageNet's 1,281 per class is
@@ -12,12 +13,14 @@ start* has a fresh, empty ``DALIAUG_CACHE`` (only the tree is kept elsewhere), *
 keep that cache (a ``background`` start's check is let finish after the first batch, untimed,
 as a first epoch would). DALI's reader: ``readers.file(file_root)`` + CPU decode + resize,
 built and run once; tf.data: ``list_files`` + its first element. The file system's own cost is
-``os.scandir`` over the tree. The clock stops at the first batch: each tool's iterator or
-pipeline is torn down after (records before 2026-12-07 11:30 timed the teardown too). The
-tree is in the page cache throughout (it was just written or listed): these are
-warm-file-system times. ``--profile N`` runs one later start and one
-first start of daliaug under cProfile and records the top functions. Writes
-``start-<date>.json`` and ``.md``.
+``os.scandir`` over the tree. ``--coco`` adds a COCO file over the same tree (one box per
+image, each image's size declared, written once beside it): daliaug's ``coco`` source (``check:
+background``) against DALI's ``fn.readers.coco`` + CPU decode + resize. The clock stops at the
+first batch: each tool's iterator or pipeline is torn down after (records before 2026-12-07
+11:30 timed the teardown too). The tree is in the page cache throughout (it was just written or
+listed): these are warm-file-system times. ``--profile N`` runs one later start and one first
+start of daliaug under cProfile and records the top functions. Writes ``start-<date>.json`` and
+``.md``.
 """
 
 from __future__ import annotations
@@ -102,17 +105,46 @@ def config(train: Path, check: str) -> dict[str, Any]:
     }
 
 
+def coco_config(train: Path, check: str) -> dict[str, Any]:
+    source = {"type": "coco", "annotations": str(annotations(train)), "images": str(train)}
+    return {**config(train, check), "source": {**source, "check": check}, "label_mode": "none"}
+
+
+def annotations(train: Path) -> Path:
+    """A COCO file over the tree (written once beside it): one box per image, each image's
+    size declared (the size of the JPEG its file links to)."""
+    path = train.parent / "annotations.json"
+    if path.exists():
+        return path
+    files = sorted(str(p.relative_to(train)) for p in train.glob("*/*.jpg"))
+    sources = _sources(len(files))
+    images = [
+        {"id": i, "file_name": name, "width": 128, "height": 96 + 8 * (i % sources % SOURCES)}
+        for i, name in enumerate(files)
+    ]
+    boxes = [
+        {"id": i, "image_id": i, "category_id": 1, "bbox": [4, 4, 20, 20], "iscrowd": 0}
+        for i in range(len(files))
+    ]
+    data = {"images": images, "annotations": boxes, "categories": [{"id": 1, "name": "a"}]}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(path)
+    return path
+
+
 def child(tool: str, train: str, check: str, profile: str | None, finish: bool) -> dict[str, Any]:
     """One start of ``tool`` in this (fresh) process: seconds to the first batch."""
-    if tool == "daliaug":
+    if tool.startswith("daliaug"):
         import daliaug
 
         _import_all()
+        made = (coco_config if tool == "daliaug coco" else config)(Path(train), check)
 
         def start() -> Any:
-            iterator = iter(daliaug.make_dataset(config(Path(train), check)))
+            iterator = iter(daliaug.make_dataset(made))
             return iterator, next(iterator)
-    elif tool == "dali":
+    elif tool.startswith("dali"):
         from nvidia.dali import fn, pipeline_def
 
         @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None)
@@ -121,8 +153,20 @@ def child(tool: str, train: str, check: str, profile: str | None, finish: bool) 
             images = fn.resize(fn.decoders.image(files), size=(SIZE, SIZE))
             return images, labels
 
+        @pipeline_def(batch_size=BATCH, num_threads=2, device_id=None)
+        def coco_reader() -> Any:
+            files, boxes, labels = fn.readers.coco(
+                file_root=train,
+                annotations_file=str(annotations(Path(train))),
+                ltrb=True,
+                random_shuffle=True,
+                seed=0,
+            )
+            images = fn.resize(fn.decoders.image(files), size=(SIZE, SIZE))
+            return images, boxes, labels
+
         def start() -> Any:
-            pipe = reader()
+            pipe = (coco_reader if tool == "dali coco" else reader)()
             pipe.build()
             return pipe, pipe.run()
     elif tool == "tf.data":
@@ -240,35 +284,45 @@ def listed_memory(train: Path, cache: Path, check: str) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(n: int, root: Path, repeats: int, checks: tuple[str, ...] = CHECKS) -> dict[str, Any]:
+def measure(
+    n: int, root: Path, repeats: int, checks: tuple[str, ...] = CHECKS, coco: bool = False
+) -> dict[str, Any]:
     """Every tool's first and later starts over the tree of ``n`` files, daliaug's with each
     of ``checks``; a background check is let finish after its first start below
     :data:`FINISH_BELOW` files (else its later starts find the decode results of the first
-    batches only: the start itself reads no other)."""
+    batches only: the start itself reads no other). ``coco``: DALI's and daliaug's COCO
+    readers too (daliaug's check not let finish: its later starts find the first batches'
+    results only)."""
     t0 = time.perf_counter()
     train = tree(root, n)
+    if coco:
+        annotations(train)
     row: dict[str, Any] = {"files": n, "tree_seconds": time.perf_counter() - t0}
+    tools = ("scandir", "dali", "tf.data", *(("dali coco",) if coco else ()))
+    starts = [(f"daliaug {c}", "daliaug", c) for c in checks]
+    starts += [("daliaug coco background", "daliaug coco", "background")] if coco else []
     with tempfile.TemporaryDirectory(prefix="daliaug-start-") as scratch:
-        for tool in ("scandir", "dali", "tf.data"):
+        for tool in tools:
             runs = [run(tool, train, Path(scratch) / "x") for _ in range(repeats)]
             row[tool] = {
                 "first": runs[0]["seconds"],
                 "later": median(r["seconds"] for r in runs),
                 "later_cpu": median(r["cpu"] for r in runs),
             }
-        for check in checks:
-            cache = Path(scratch) / check
-            first = run("daliaug", train, cache, check, finish=n < FINISH_BELOW)
-            later = [run("daliaug", train, cache, check, finish=False) for _ in range(repeats)]
-            row[f"daliaug {check}"] = {
+        for name, tool, check in starts:
+            cache = Path(scratch) / name
+            finish = n < FINISH_BELOW and tool == "daliaug"
+            first = run(tool, train, cache, check, finish=finish)
+            later = [run(tool, train, cache, check, finish=False) for _ in range(repeats)]
+            row[name] = {
                 "first": first["seconds"],
                 "first_cpu": first["cpu"],
                 "later": median(r["seconds"] for r in later),
                 "later_cpu": median(r["cpu"] for r in later),
                 "max_rss_mib": max(r["max_rss_mib"] for r in later),
             }
-            print(f"{n}: daliaug {check} {row[f'daliaug {check}']}", flush=True)
-        row["memory"] = {c: listed_memory(train, Path(scratch) / c, c) for c in checks}
+            print(f"{n}: {name} {row[name]}", flush=True)
+        row["memory"] = {c: listed_memory(train, Path(scratch) / f"daliaug {c}", c) for c in checks}
         row["check_finished"] = n < FINISH_BELOW
     return row
 
@@ -352,6 +406,25 @@ def report(rows: list[dict[str, Any]], profile: dict[str, Any] | None, extrapola
             found = memory.get(c)
             cells.append(f"{found['per_sample_bytes']:.0f}" if found else "not run")
         lines.append("| " + " | ".join(cells) + " |")
+    coco = [r for r in rows if "dali coco" in r]
+    if coco:
+        lines += [
+            "",
+            "## COCO (one box per image, sizes declared) over the same trees",
+            "",
+            "daliaug's `coco` source with `check: background` (its check not let finish), "
+            "against DALI's `readers.coco` (+ decode + resize).",
+            "",
+            "| N | DALI readers.coco | daliaug first | daliaug later | first / DALI "
+            "| later / DALI |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in coco:
+            dali, ours = r["dali coco"]["later"], r["daliaug coco background"]
+            cells = [f"{r['files']:,}", f"{dali:.3f}"]
+            cells += [_cell(ours, s) for s in ("first", "later")]
+            cells += [_cell(ours, s, dali) for s in ("first", "later")]
+            lines.append("| " + " | ".join(cells) + " |")
     if profile:
         for start in ("first", "later"):
             p = profile[start]
@@ -378,6 +451,7 @@ def main() -> None:
         choices=CHECKS,
         help="the checks timed at ImageNet's N (the full check of 1.28M files takes ~25 min)",
     )
+    parser.add_argument("--coco", action="store_true", help="time COCO readers too")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", type=int, default=0, help="cProfile daliaug at this N")
     parser.add_argument("--out", type=Path, default=None)
@@ -394,9 +468,10 @@ def main() -> None:
     from daliaug.cache import default_cache_dir
 
     root = default_cache_dir() / "bench"
-    rows = [measure(n, root, args.repeats) for n in args.files]
+    rows = [measure(n, root, args.repeats, coco=args.coco) for n in args.files]
     if args.imagenet:
-        rows.append(measure(IMAGENET, root, args.repeats, tuple(args.imagenet_checks)))
+        checks = tuple(args.imagenet_checks)
+        rows.append(measure(IMAGENET, root, args.repeats, checks, coco=args.coco))
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M")
     profile = profiled(args.profile, root, args.out or root, stamp) if args.profile else None
     extrapolated = {}
