@@ -76,8 +76,8 @@ def _record(
     watched = list(inputs)
     rows = {p: i for i, p in enumerate(watched)}
     for p in paths:
-        rows.setdefault(p, len(watched))
-        if rows[p] == len(watched):
+        if p not in rows:
+            rows[p] = len(watched)
             watched.append(p)
     left_out = [p for p in samples.rejected if p not in rows]
     keys = np.concatenate(
