@@ -209,5 +209,5 @@ def test_exit_does_not_wait_long_for_an_iteration_that_makes_no_call() -> None:
     stream, _ = _begun()
     started = time.monotonic()
     streams._end_streams(timeout=5.0)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 2.5
     assert stream.live

@@ -220,10 +220,11 @@ class _StreamCalls:
 _CALLS = _StreamCalls()
 _END = object()
 _STREAMS: weakref.WeakSet[_Epochs] = weakref.WeakSet()
-IDLE = 0.1
+IDLE = 0.5
 """Seconds of the exit without a stream's call after which the iterations left unended are
 taken as idle (their iterators full, or dropped) and the exit goes on: a heuristic (an
-iterator may still call later, as its autotuning grows a buffer)."""
+iterator may still call later, as its autotuning grows a buffer), long enough for a thread
+of a machine loaded past its cores to be run."""
 
 
 @atexit.register
