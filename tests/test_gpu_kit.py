@@ -44,7 +44,9 @@ def test_recv_unpacks_a_kit_and_names_what_is_wrong(
     def recv() -> subprocess.CompletedProcess:
         env = {**os.environ, "GPU_SITE": str(tmp_path / "host")}
         command = ["bash", ".gpu/bin/recv", "t"]
-        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+        return subprocess.run(
+            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        )
 
     done = recv()
     assert done.returncode == 0, done.stdout + done.stderr

@@ -34,7 +34,9 @@ import pytest
 )
 def test_module_does_not_import_tensorflow(module: str) -> None:
     code = f"import sys, {module}; print('tensorflow' in sys.modules, 'keras' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+    )
     assert out.stdout.split() == ["False", "False"]
 
 
@@ -44,7 +46,9 @@ def test_parity_package_imports_neither_tensorflow_nor_dali() -> None:
         "import sys, daliaug.parity; "
         "print('tensorflow' in sys.modules, 'nvidia.dali' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+    )
     assert out.stdout.split() == ["False", "False"]
 
 
@@ -55,7 +59,9 @@ def test_import_daliaug_loads_neither_framework_and_its_loader_dali_alone() -> N
         "import sys, daliaug; seen = lambda: ('tensorflow' in sys.modules, 'nvidia.dali' in "
         "sys.modules); before = seen(); daliaug.DaliLoader; print(*before, *seen())"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+    )
     assert out.stdout.split() == ["False", "False", "False", "True"]
 
 
@@ -66,5 +72,7 @@ def test_from_torchvision_imports_neither_torch_nor_torchvision() -> None:
         "import sys, daliaug; daliaug.from_torchvision; "
         "print('torch' in sys.modules, 'torchvision' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+    )
     assert out.stdout.split() == ["False", "False"]

@@ -72,6 +72,7 @@ def fresh_venv(venv: Path) -> tuple[Path, Path]:
         check=True,
         capture_output=True,
         text=True,
+        timeout=600,
     ).stdout.strip()
     return python, Path(site)
 

@@ -59,7 +59,9 @@ def test_the_check_survives_python_optimisations() -> None:
         "Brightness.draw = lambda self, rng: {};"
         "Plan.of([Brightness(factor=0.3)], (8, 8)).draw(NumpyRandom(np.random.default_rng(0), 2))"
     )
-    result = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-O", "-c", code], capture_output=True, text=True, timeout=600
+    )
     assert result.returncode != 0 and "TypeError" in result.stderr
 
 

@@ -51,7 +51,9 @@ def test_build_pipeline_needs_no_tensorflow_and_defines_gpu_graphs_without_a_gpu
         " 'image_size': 32, 'transforms': [{'type': 'flip'}]};"
         "print(graph_problems(lambda: daliaug.build_pipeline(config, 'gpu')))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
 
 

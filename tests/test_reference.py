@@ -107,7 +107,9 @@ def test_check_reference_needs_no_tensorflow(tmp_path: Path) -> None:
         f" sys.exit(main(['parity', '--check-reference', {str(REFERENCE)!r}, '--device', 'cpu',"
         f" '--json', {str(out)!r}]))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(out.read_text())
     assert report["passed"] and "JPEG decoders" in result.stderr

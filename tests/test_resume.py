@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -528,31 +529,45 @@ def test_another_world_resumes_files_checked_beside_training(case: str, tmp_path
             assert np.array_equal(pixels[f"run{i}_{label}"], pixels[f"whole{label}"])
 
 
+JOB_TIMEOUT = 300
+"""Seconds a :func:`kill_job` run may take (they take a few here)."""
+
+
 def kill_job(spec: dict[str, Any], kill_at: int | None = None) -> int:
     """Runs :mod:`tests.kill_job`; with ``kill_at``, SIGKILLs it once it has handed on that
     many batches (it waits for a line after each). The batches it handed on."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.kill_job", json.dumps({**spec, "free": kill_at is None})],
-        cwd=Path(__file__).parents[1],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", **backend_of(spec)},
-    )
-    assert process.stdin is not None and process.stdout is not None
-    handed = 0
-    for line in process.stdout:
-        handed = int(line.split()[1])
-        if handed == kill_at:
-            process.send_signal(signal.SIGKILL)
-            break
-        if kill_at is not None:
-            process.stdin.write("\n")
-            process.stdin.flush()
-    _, errors = process.communicate(timeout=120)
+    with tempfile.TemporaryFile("w+") as errors:  # (not a pipe: what it says cannot block it)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.kill_job", json.dumps({**spec, "free": kill_at is None})],
+            cwd=Path(__file__).parents[1],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            env={**os.environ, "CUDA_VISIBLE_DEVICES": "", **backend_of(spec)},
+        )
+        assert process.stdin is not None and process.stdout is not None
+        hung = threading.Event()
+        watchdog = threading.Timer(JOB_TIMEOUT, lambda: hung.set() or process.kill())
+        watchdog.start()  # (a job that hangs is ended, and named below)
+        handed = 0
+        try:
+            for line in process.stdout:
+                handed = int(line.split()[1])
+                if handed == kill_at:
+                    process.send_signal(signal.SIGKILL)
+                    break
+                if kill_at is not None:
+                    process.stdin.write("\n")
+                    process.stdin.flush()
+            process.communicate(timeout=120)
+        finally:
+            watchdog.cancel()
+        errors.seek(0)
+        said = errors.read()[-3000:]
+    assert not hung.is_set(), f"tests.kill_job ran past {JOB_TIMEOUT} s: {said}"
     expected = -signal.SIGKILL if kill_at is not None else 0
-    assert process.returncode == expected, errors[-3000:]
+    assert process.returncode == expected, said
     return handed
 
 

@@ -34,7 +34,11 @@ print(shapes, str(daliaug.describe(batches)), "tensorflow" in sys.modules,
 
 def test_numpy_batches_need_neither_tensorflow_nor_dali() -> None:
     out = subprocess.run(
-        [sys.executable, "-c", RUN_WITHOUT_FRAMEWORKS], capture_output=True, text=True, check=True
+        [sys.executable, "-c", RUN_WITHOUT_FRAMEWORKS],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
     )
     assert out.stdout.strip() == (
         "[(4, 32, 32, 3), (2, 32, 32, 3)] OpenCV on the CPU False False"

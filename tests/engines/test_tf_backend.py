@@ -132,6 +132,7 @@ def test_auto_falls_back_to_tf_without_dali(square_dir: Path) -> None:
         text=True,
         check=True,
         cwd=Path(__file__).parents[2],
+        timeout=600,
     )
     lines = out.stdout.splitlines()
     assert lines[0] == "(1, 32, 32, 3) float32 int32"
@@ -156,7 +157,9 @@ def test_auto_without_a_cuda_driver_never_imports_dali(square_dir: Path) -> None
 
     assert not cuda_driver()
     code = textwrap.dedent(_WITHOUT_A_DRIVER.format(root=str(square_dir)))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+    )
     assert out.stdout.splitlines()[-1] == "(1, 32, 32, 3) False"
 
 

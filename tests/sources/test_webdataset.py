@@ -128,7 +128,7 @@ def test_index_is_dalis(shards: Path, tmp_path: Path, monkeypatch: pytest.Monkey
     (kept,) = (tmp_path / "idx").glob("part-0.tar.*.idx")
     theirs = tmp_path / "theirs.idx"
     wds2idx = Path(sys.executable).parent / "wds2idx"
-    subprocess.run([str(wds2idx), str(shards / "part-0.tar"), str(theirs)], check=True)
+    subprocess.run([str(wds2idx), str(shards / "part-0.tar"), str(theirs)], check=True, timeout=600)
     assert kept.read_text().split() == theirs.read_text().split()
 
     @pipeline_def(batch_size=5, num_threads=1, device_id=None)
@@ -223,7 +223,10 @@ def test_convert_writes_shards_with_dalis_index_that_train(tmp_path: Path) -> No
     out = tmp_path / "shards"
     command = [sys.executable, "-m", "daliaug.cli", "convert", str(classes), str(out)]
     result = subprocess.run(
-        [*command, "--format", "webdataset", "--shard-size", "3"], capture_output=True, text=True
+        [*command, "--format", "webdataset", "--shard-size", "3"],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
     assert "wrote 7 samples of 3 classes to 3 files" in result.stderr
@@ -231,7 +234,9 @@ def test_convert_writes_shards_with_dalis_index_that_train(tmp_path: Path) -> No
     assert [t.name for t in tars] == [f"data-0000{i}-of-00003.tar" for i in range(3)]
     wds2idx = Path(sys.executable).parent / "wds2idx"
     for tar in tars:
-        subprocess.run([str(wds2idx), str(tar), str(tmp_path / "theirs.idx")], check=True)
+        subprocess.run(
+            [str(wds2idx), str(tar), str(tmp_path / "theirs.idx")], check=True, timeout=600
+        )
         assert tar.with_suffix(".idx").read_text().split() == (
             (tmp_path / "theirs.idx").read_text().split()
         )
@@ -439,14 +444,16 @@ def test_convert_writes_any_source_a_config_reads(tmp_path: Path) -> None:
     )
     out = tmp_path / "shards"
     command = [sys.executable, "-m", "daliaug.cli", "convert", str(tmp_path / "c.yaml"), str(out)]
-    result = subprocess.run([*command, "--format", "webdataset"], capture_output=True, text=True)
+    result = subprocess.run(
+        [*command, "--format", "webdataset"], capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stderr
     assert "wrote 5 samples of 3 classes to 1 files" in result.stderr
     read = prepare_samples(wds_config(out, tmp_path))
     assert read.labels.tolist() == [0, 1, 2, 1, 0]
     for row, want in zip(np.asarray(read.columns["encoded"]), images, strict=True):
         np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(row.tobytes()))), want)
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode != 0 and "TFRecords are written from image files" in result.stderr
 
 

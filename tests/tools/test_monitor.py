@@ -24,7 +24,7 @@ def busy_while_monitored(busy: bool) -> float:
 
 def test_cpu_is_this_process_and_not_the_machine() -> None:
     # A process that is not a descendant (its parent, the shell, exits at once) burns a core.
-    subprocess.run(["sh", "-c", f'"{sys.executable}" -c "{BURN}" &'], check=True)
+    subprocess.run(["sh", "-c", f'"{sys.executable}" -c "{BURN}" &'], check=True, timeout=600)
     idle = busy_while_monitored(busy=False)
     busy = busy_while_monitored(busy=True)
     assert idle < 10.0, idle  # the other process's core is not counted
