@@ -180,7 +180,8 @@ def checked_samples(
     samples (no files of their own, nothing left out when listed), ``check: headers`` and
     samples checked before (an output opening an epoch over prepared samples: the check and
     its warning happen once) as they are; ``check: background``, or ``auto`` where the
-    listing left the headers to it: the check started beside training
+    listing left the headers to it or chose it (:attr:`Samples.beside
+    <daliaug.sources.base.Samples.beside>`): the check started beside training
     (:func:`~daliaug.sources.background.background_checked`)."""
     if config.source.check == "headers" or not isinstance(samples, Samples):
         return samples
@@ -188,6 +189,6 @@ def checked_samples(
         return samples
     if samples.checked is not None:
         return samples
-    if config.source.check == "background" or not samples.sized:  # (auto: as listed)
+    if config.source.check == "background" or not samples.sized or samples.beside:  # (auto)
         return background_checked(samples, decoder, undecodable, config.source.on_error)
     return checked(samples, decoder, undecodable, config.source.on_error)

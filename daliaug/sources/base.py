@@ -86,6 +86,10 @@ class Samples(SampleSet):
     them to the background check (``check: background`` over local files: a start costs the
     listing alone), which reads each with the file's key when it checks the file
     (:meth:`sizes_at`)."""
+    beside: bool = False
+    """Whether ``check: auto`` chose the check beside training for samples whose listing
+    read their headers (a box source of :data:`BACKGROUND_FROM` images or more), decided on
+    the whole listing, before any shard, so every process of a job decides the same."""
 
     @staticmethod
     def of_files(
@@ -176,6 +180,7 @@ class Samples(SampleSet):
             self.listed,
             self.background,
             self.sized,
+            self.beside,
         )
 
     @property
@@ -273,7 +278,8 @@ class SourceConfig(Tagged):
     (:mod:`daliaug.sources.background`); ``headers``: only the headers read (a file that then
     fails to decode stops training unnamed); ``auto`` (the default): ``background`` for a
     class folder or local file list of :data:`BACKGROUND_FROM` files or more (a start then
-    costs the listing alone, whatever the size), else ``full`` (seconds; every bad file named
+    costs the listing alone, whatever the size) and for a COCO, YOLO or VOC source of as many
+    images (its listing reads their headers), else ``full`` (seconds; every bad file named
     before ``make_dataset`` returns)."""
     on_error: Literal["raise", "skip"] = "raise"
     """What a file that fails the full check does: stop with an error naming it, or leave its
@@ -318,7 +324,11 @@ class SourceConfig(Tagged):
         """List and check this shard's samples (of the source's part, see :meth:`part`).
         Files that fail the checks are a :class:`DataError` naming them (``on_error:
         raise``), or left out and recorded in ``Samples.rejected`` (``skip``)."""
-        samples = self.part(self.list_samples(), seed)
+        listed = self.list_samples()
+        if self.detection and listed.sized and listed.files and self.check == "auto":
+            whole = len(listed) + len(listed.rejected)
+            listed = dataclasses.replace(listed, beside=self.defers_headers(whole))
+        samples = self.part(listed, seed)
         if samples.rejected and self.on_error == "raise":
             raise DataError(
                 describe_rejected(samples.rejected, len(samples) + len(samples.rejected))

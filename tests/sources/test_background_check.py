@@ -586,3 +586,32 @@ def test_a_class_folder_is_listed_by_name_alone_and_split_as_checked_in_full(
     assert len(beside) == len(full) > 0
     for got, want in zip(beside, full, strict=True):
         assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+
+
+def test_auto_checks_a_large_box_source_beside_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A COCO source (whose listing reads every header) of ``BACKGROUND_FROM`` images or
+    more is checked beside training under ``check: auto``, decided on the whole listing (a
+    shard of half as many decides the same); below, in full before ``make_dataset`` returns."""
+    from daliaug.tools.demo_data import write_detection_dataset
+
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    root = write_detection_dataset(tmp_path / "det", count=12, seed=2)
+    broken = sorted((root / "images").glob("*.jpg"))[7]
+    data = broken.read_bytes()
+    broken.write_bytes(data[: len(data) // 2])  # its header whole, its pixels cut
+    coco = {"type": "coco", "annotations": str(root / "annotations.json")}
+    made = config_for(
+        None, source={**coco, "images": str(root / "images")}, image_size=32, batch_size=4
+    )
+    with pytest.raises(DataError, match=f"cannot be used: {broken}"):
+        prepared(made)
+    monkeypatch.setattr(base, "BACKGROUND_FROM", 12)
+    for shard in ({}, {"shard_id": 1, "num_shards": 2}):
+        sharded = made.model_copy(update={"source": made.source.model_copy(update=shard)})
+        samples = prepared(sharded).samples
+        assert samples.sized and samples.beside and samples.background is not None
+    samples = prepared(made).samples
+    with pytest.raises(DataError, match=f"cannot be used: .*{broken}"):
+        epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
