@@ -61,8 +61,9 @@ def kept_listing(
     def listed() -> tuple[Listing, bytes | None]:
         started = time.time_ns()
         listing, walked = list_now()
-        keep = walked is not None and _settled(walked, started)
-        return listing, _encoded(listing, walked, folders) if keep else None  # type: ignore[arg-type]
+        if walked is None or not _settled(walked, started):
+            return listing, None
+        return listing, _encoded(listing, walked, folders)
 
     return kept_between_starts(
         f"listings/{digest[:32]}.listing",
