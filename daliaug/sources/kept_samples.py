@@ -19,12 +19,13 @@ watched and their keys, and the samples' paths, sizes and boxes as flat arrays.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import io
 import json
 import os
+import sys
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ def kept_samples(
     """The samples ``list_now()`` gives for a source of ``settings`` reading ``inputs`` (and
     the images they name), as kept from an earlier start where no file they came from has
     changed since, else listed now and kept for the next start."""
-    key = json.dumps({**settings, "cwd": os.getcwd()}, sort_keys=True)
+    key = json.dumps({**settings, "cwd": os.getcwd(), "code": _code()}, sort_keys=True)
     digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
 
     def listed() -> tuple[Samples, bytes | None]:
@@ -62,6 +63,17 @@ def kept_samples(
         lambda path: _read(path, digest, inputs),
         listed,
     )
+
+
+@functools.cache
+def _code() -> str:
+    """A digest of the code a box source's samples come from (a daliaug that parses, checks or
+    keeps them otherwise lists anew rather than take another's record)."""
+    from daliaug.sources import annotations, checks, coco, voc, yolo
+
+    modules = (annotations, checks, coco, voc, yolo, sys.modules[__name__])
+    sources = b"".join(Path(m.__file__).read_bytes() for m in modules if m.__file__)
+    return hashlib.sha256(sources).hexdigest()
 
 
 def _record(
@@ -145,7 +157,7 @@ def _read(path: Path, digest: str, inputs: Sequence[str]) -> Samples | None:
         if not np.array_equal(keys, arrays["keys"]):
             return None
         return _samples(header, arrays, watched, keys)
-    except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, zipfile.BadZipFile):
+    except Exception:  # (a record damaged any way is listed anew: it is a cache)
         return None
 
 
@@ -156,7 +168,7 @@ def _samples(
     rows = arrays["rows"]
     paths = [watched[i] for i in rows.tolist()]
     ends = np.cumsum(arrays["counts"]).tolist()
-    spans = list(zip([0, *ends[:-1]], ends, strict=True))
+    spans = list(zip([0, *ends], ends, strict=False))  # (the last start has no span)
     columns = {
         name: object_column([arrays[name][a:b] for a, b in spans])
         for name in _TARGETS

@@ -138,13 +138,44 @@ def _remove_label_file(root: Path) -> None:
     sorted((root / "Annotations").glob("*.xml"))[0].unlink()
 
 
+def _rewrite_label_files(root: Path) -> None:
+    """A YOLO label file and a VOC XML file each rewritten in place, one box moved."""
+    label = sorted((root / "labels").glob("*.txt"))[0]
+    first, *rest = label.read_text().splitlines()
+    cls, x, *box = first.split()
+    label.write_text("\n".join([" ".join([cls, f"{float(x) + 0.01:.6f}", *box]), *rest]) + "\n")
+    xml = sorted((root / "Annotations").glob("*.xml"))[0]
+    text = xml.read_text()
+    start = text.index("<xmin>") + len("<xmin>")
+    end = text.index("</xmin>")
+    xml.write_text(text[:start] + str(int(text[start:end]) + 1) + text[end:])
+
+
+def _rename_a_class(root: Path) -> None:
+    """A class renamed in YOLO's data.yaml and among COCO's categories."""
+    yaml = root / "data.yaml"
+    yaml.write_text(yaml.read_text().replace("0: circle", "0: disc"))
+    coco = json.loads((root / "annotations.json").read_text())
+    coco["categories"][0]["name"] = "disc"
+    (root / "annotations.json").write_text(json.dumps(coco))
+
+
 CHANGES: dict[str, Callable[[Path], None]] = {
     "annotation": _rewrite_annotation,
     "image replaced": _replace_image,
     "image removed": _remove_image,
     "image added": _add_missing_image,
     "label file removed": _remove_label_file,
+    "label file rewritten": _rewrite_label_files,
+    "class renamed": _rename_a_class,
 }
+TOUCHES = {
+    "annotation": {"coco"},
+    "label file removed": {"yolo", "voc"},
+    "label file rewritten": {"yolo", "voc"},
+    "class renamed": {"coco", "yolo"},
+}
+"""The sources each change touches (the others: every source)."""
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -160,6 +191,7 @@ def test_each_change_is_listed_anew(kind: str, change: str, root: Path) -> None:
     assert_same(after, source.list_samples())
     differs = (
         after.paths != before.paths
+        or after.class_names != before.class_names
         or after.rejected != before.rejected
         or after.ignored != before.ignored
         or after.notes != before.notes
@@ -169,8 +201,7 @@ def test_each_change_is_listed_anew(kind: str, change: str, root: Path) -> None:
             for a, b in zip(after.columns["boxes"], before.columns["boxes"], strict=True)
         )
     )
-    touched = {"annotation": kind == "coco", "label file removed": kind != "coco"}
-    assert differs == touched.get(change, True)
+    assert differs == (kind in TOUCHES.get(change, KINDS))
 
 
 def test_a_listing_whose_files_changed_near_its_start_is_not_kept(
@@ -205,3 +236,30 @@ def test_a_damaged_record_is_listed_anew(
     assert calls == [1]
     source.list_samples()
     assert calls == [1]  # (kept again)
+
+
+def test_other_settings_are_listed_anew(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A setting the samples depend on (COCO's ``keypoints``, VOC's ``classes``) has a
+    record of its own."""
+    coco = KINDS["coco"](root)
+    coco.list_samples()
+    calls = counting(monkeypatch, coco)
+    plain = coco.model_copy(update={"keypoints": False})
+    assert "keypoints" not in plain.list_samples().columns and calls == [1]
+    voc = KINDS["voc"](root)
+    every = voc.list_samples()
+    named = voc.model_copy(update={"classes": list(reversed(every.class_names))})
+    assert named.list_samples().class_names == list(reversed(every.class_names))
+
+
+def test_samples_all_left_out_are_kept_too(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listing that left every sample out is read back as it was (nothing to train on,
+    which ``make_dataset`` says by name)."""
+    for image in (root / "images").glob("*.jpg"):
+        image.unlink()
+    source = KINDS["coco"](root)
+    first = source.list_samples()
+    assert len(first) == 0 and first.rejected
+    calls = counting(monkeypatch, source)
+    assert_same(source.list_samples(), first)
+    assert calls == []
