@@ -117,17 +117,24 @@ def kept_between_starts(
     """What ``read`` takes from the file ``relative`` in the cache (``None``: nothing usable),
     else the value ``make()`` gives with the bytes to keep for the next start (``None``: keep
     nothing). Processes of a host (and of hosts sharing a file system with working locks) make
-    it one at a time, the others then reading what the first kept; where the cache cannot be
-    used, each makes its own."""
+    it one at a time, the others then reading what the first kept (a kept file is read without
+    the lock); where the cache cannot be used, each makes its own."""
+    try:
+        path = default_cache_dir() / relative
+    except CacheError as e:
+        go_on_without(e)
+        return make()[0]
+    kept = read(path)  # (kept files are written whole: no lock needed to read one)
+    if kept is not None:
+        return kept
     with contextlib.ExitStack() as held:
         try:
-            path = default_cache_dir() / relative
             with writing_cache(path, f"the lock of {what}"):
                 held.enter_context(_host_lock(path))
         except CacheError as e:
             go_on_without(e)
             return make()[0]
-        kept = read(path)
+        kept = read(path)  # (another process may have made it meanwhile)
         if kept is not None:
             return kept
         value, record = make()  # (its own errors are the caller's, not the cache's)
