@@ -189,6 +189,7 @@ def checked_samples(
         return samples
     if samples.checked is not None:
         return samples
-    if config.source.check == "background" or not samples.sized or samples.beside:  # (auto)
+    beside = config.source.check == "auto" and samples.beside
+    if config.source.check == "background" or not samples.sized or beside:
         return background_checked(samples, decoder, undecodable, config.source.on_error)
     return checked(samples, decoder, undecodable, config.source.on_error)
