@@ -558,11 +558,19 @@ def kill_job(spec: dict[str, Any], kill_at: int | None = None) -> int:
                     process.send_signal(signal.SIGKILL)
                     break
                 if kill_at is not None:
-                    process.stdin.write("\n")
-                    process.stdin.flush()
+                    try:
+                        process.stdin.write("\n")
+                        process.stdin.flush()
+                    except BrokenPipeError:  # (it ended: its code and stderr say how)
+                        break
             process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            hung.set()
         finally:
             watchdog.cancel()
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
         errors.seek(0)
         said = errors.read()[-3000:]
     assert not hung.is_set(), f"tests.kill_job ran past {JOB_TIMEOUT} s: {said}"
