@@ -295,9 +295,9 @@ def measure(
     results only)."""
     t0 = time.perf_counter()
     train = tree(root, n)
+    row: dict[str, Any] = {"files": n, "tree_seconds": time.perf_counter() - t0}
     if coco:
         annotations(train)
-    row: dict[str, Any] = {"files": n, "tree_seconds": time.perf_counter() - t0}
     tools = ("scandir", "dali", "tf.data", *(("dali coco",) if coco else ()))
     starts = [(f"daliaug {c}", "daliaug", c) for c in checks]
     starts += [("daliaug coco background", "daliaug coco", "background")] if coco else []
