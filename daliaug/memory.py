@@ -28,7 +28,7 @@ def sample_bytes(config: Config, samples: SampleSet) -> int:
     pixels = h * w
     output = np.dtype(config.output.dtype).itemsize
     source = 0.0  # streamed images' sizes are not known before decoding, nor deferred headers
-    sizes = samples.sizes if isinstance(samples, Samples) and samples.sized else None
+    sizes = samples.sizes if isinstance(samples, Samples) and samples.size_hint else None
     if isinstance(sizes, np.ndarray) and len(samples):  # (not a Keras flow's lazy sizes)
         source = float(np.mean(sizes[:, 0].astype(np.float64) * sizes[:, 1]))
     decoded = source * config.channels

@@ -1,5 +1,7 @@
 """Detection annotations, shared by the box sources (``coco``, ``yolo``, ``voc``): each image's
-boxes checked against its header's size, and the samples built from them.
+boxes checked against its size (its header's, or the one its annotations declare where the
+listing leaves the headers to the background check), every box of a source at once as columns
+(:class:`BoxTable`), and the samples built from them.
 
 Boxes come out in absolute pixel ``xyxy`` of the source image, with pixel-corner coordinates
 (the whole image is ``[0, W] x [0, H]``): the ``boxes`` column holds one float32 ``(n, 4)``
@@ -12,7 +14,7 @@ area or not finite, or keypoints not finite, fail its sample (``source.on_error`
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +51,73 @@ class ImageAnnotations:
         self.boxes.append(box)
         self.labels.append(label)
         self.where.append(where)
+
+
+@dataclass(frozen=True)
+class BoxTable:
+    """A source's boxes as columns, before they meet the images' sizes: box ``k`` belongs to
+    image ``image[k]`` (ascending), its ``boxes[k]`` absolute ``xyxy`` (fractions of the
+    image's width and height where the image is ``normalised``), its class ``labels[k]`` and,
+    with keypoints, ``keypoints[k]`` (``(K, 3)``). Per image: the ``origins`` of its
+    annotations (for messages), the ``(height, width)`` it ``declared`` (``-1`` where none),
+    and the ``problems`` that fail it; ``where(k)`` names box ``k`` (``file:line``,
+    ``annotation 17``), made only for a message."""
+
+    origins: Sequence[str]
+    declared: np.ndarray
+    normalised: np.ndarray
+    image: np.ndarray
+    boxes: np.ndarray
+    labels: np.ndarray
+    keypoints: np.ndarray | None
+    problems: dict[int, list[str]]
+    where: Callable[[int], str]
+
+    @staticmethod
+    def of(found: Sequence[ImageAnnotations], num_keypoints: int | None) -> BoxTable:
+        """The table of images annotated one :class:`ImageAnnotations` each (an image
+        with fewer keypoints than boxes has a problem already: its missing ones are zeros)."""
+        n = len(found)
+        counts = np.fromiter((len(f.boxes) for f in found), np.int64, n)
+        points = None
+        if num_keypoints is not None:
+            padded = [p for f in found for p in _padded(f, num_keypoints)]
+            points = np.array(padded, np.float32).reshape(-1, num_keypoints, 3)
+        wheres = [w for f in found for w in f.where]
+        return BoxTable(
+            [f.origin for f in found],
+            np.array([f.size or (-1, -1) for f in found], np.int32).reshape(n, 2),
+            np.fromiter((f.normalised for f in found), bool, n),
+            np.repeat(np.arange(n), counts),
+            np.array([b for f in found for b in f.boxes], np.float64).reshape(-1, 4),
+            np.array([v for f in found for v in f.labels], np.int32),
+            points,
+            {i: f.problems for i, f in enumerate(found) if f.problems},
+            wheres.__getitem__,
+        )
+
+    def annotations(self, i: int) -> ImageAnnotations:
+        """Image ``i``'s annotations, one object (for :func:`checked_targets`' messages)."""
+        a, b = np.searchsorted(self.image, [i, i + 1]).tolist()
+        size = tuple(self.declared[i].tolist())
+        return ImageAnnotations(
+            boxes=list(self.boxes[a:b]),
+            labels=self.labels[a:b].tolist(),
+            where=[self.where(k) for k in range(a, b)],
+            keypoints=[] if self.keypoints is None else list(self.keypoints[a:b]),
+            normalised=bool(self.normalised[i]),
+            origin=self.origins[i],
+            size=None if size[0] < 0 else size,
+            problems=list(self.problems.get(i, [])),
+        )
+
+
+def _padded(found: ImageAnnotations, num_keypoints: int) -> list[np.ndarray]:
+    """``found``'s keypoints, a ``(K, 3)`` array per box (zeros where a box has none)."""
+    zero = np.zeros((num_keypoints, 3), np.float32)
+    return [*found.keypoints, *[zero] * (len(found.boxes) - len(found.keypoints))][
+        : len(found.boxes)
+    ]
 
 
 def folders_of(root: Path, names: Sequence[str], kind: str) -> list[Path]:
@@ -139,50 +208,99 @@ def checked_targets(
 
 def detection_samples(
     paths: list[str],
-    found: list[ImageAnnotations],
+    table: BoxTable,
     class_names: list[str],
     ignored: dict[str, str],
     notes: dict[str, str],
-    num_keypoints: int | None = None,
     rejected: dict[str, str] | None = None,
+    defer: bool = False,
 ) -> Samples:
-    """The samples of image ``paths`` with their annotations ``found``: each image's header
-    read (kept for the next start with the file's key, which the samples hand on to the read
+    """The samples of image ``paths`` with their boxes ``table``: each image's header read
+    (kept for the next start with the file's key, which the samples hand on to the read
     check, as a class folder's), its declared size and boxes checked; a sample that fails goes
-    into ``rejected`` with every reason, one without boxes into ``notes`` (``keypoints`` only
-    with ``num_keypoints``)."""
+    into ``rejected`` with every reason, one without boxes into ``notes``. With ``defer`` and
+    every image's size declared (COCO's, VOC's), no header is read: the boxes are checked
+    against the declared sizes, and the background check holds each file's header to its size
+    (:attr:`Samples.declared`)."""
     notes = dict(notes)
-    headers = image_headers(paths)
-    sizes, failed = headers.sizes, headers.rejected
-    origins = dict(zip(paths, (f.origin for f in found), strict=True))
-    failed = {p: f"{origins[p]}: {r}" if origins[p] else r for p, r in failed.items()}
-    rejected = {**(rejected or {}), **failed}
-    empty = (np.zeros((0, 4), np.float32), np.zeros(0, np.int32), None)
-    columns: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
-    for path, image, (height, width) in zip(paths, found, sizes, strict=True):
-        targets = empty
-        if path not in rejected:
-            try:
-                if image.size not in (None, (height, width)):
-                    h, w = image.size
-                    raise DataError(
-                        f"{image.origin}: the annotations say the image is {w}x{h}, but "
-                        f"its file is {width}x{height}"
-                    )
-                targets = checked_targets(image, int(height), int(width), num_keypoints)
-            except DataError as e:
-                rejected[path] = str(e)
-        if path not in rejected and not len(targets[0]) and path not in notes:
-            notes[path] = f"{image.origin} has no annotations: a sample without boxes"
-        columns.append(targets)
-    arrays = {
-        "boxes": object_column([boxes for boxes, _, _ in columns]),
-        "box_labels": object_column([labels for _, labels, _ in columns]),
-    }
-    if num_keypoints is not None:
-        zero = np.zeros((0, num_keypoints, 3), np.float32)
-        arrays["keypoints"] = object_column([zero if p is None else p for _, _, p in columns])
-    listed = {p: key for p, key in headers.key_of(paths).items() if p not in rejected}
+    declared = table.declared
+    defer = defer and bool((declared >= 0).all())
+    rejected = dict(rejected or {})
+    listed = None
+    if defer:
+        sizes = declared
+    else:
+        headers = image_headers(paths)
+        sizes = headers.sizes
+        listed = headers.key_of(paths)
+        position = dict(zip(paths, range(len(paths)), strict=True)) if headers.rejected else {}
+        for path, reason in headers.rejected.items():
+            origin = table.origins[position[path]]
+            rejected[path] = f"{origin}: {reason}" if origin else reason
+        differ = (declared >= 0).all(1) & sizes.any(1) & (declared != sizes).any(1)
+        for i in np.flatnonzero(differ).tolist():
+            (h, w), (height, width) = declared[i], sizes[i]
+            rejected[paths[i]] = (
+                f"{table.origins[i]}: the annotations say the image is {w}x{h}, but its file "
+                f"is {width}x{height}"
+            )
+    arrays = _targets(paths, table, sizes, rejected)
+    counts = np.bincount(table.image, minlength=len(paths))
+    for i in np.flatnonzero(counts == 0).tolist():
+        path = paths[i]
+        if path not in rejected and path not in notes:
+            notes[path] = f"{table.origins[i]} has no annotations: a sample without boxes"
+    if listed is not None:
+        listed = {p: key for p, key in listed.items() if p not in rejected}
     return Samples.of_files(
-        {"path": paths}, class_names, sizes, rejected, ignored, notes, listed, **arrays
+        {"path": paths},
+        class_names,
+        sizes,
+        rejected,
+        ignored,
+        notes,
+        listed,
+        declared=defer,
+        **arrays,
     )
+
+
+def _targets(
+    paths: list[str], table: BoxTable, sizes: np.ndarray, rejected: dict[str, str]
+) -> dict[str, np.ndarray]:
+    """The ``boxes``, ``box_labels`` (and ``keypoints``) columns of the images of ``table``
+    of ``sizes``, every box checked at once; an image whose annotations fail goes into
+    ``rejected`` with every reason (:func:`checked_targets`)."""
+    n, image = len(paths), table.image
+    wh = sizes[image][:, ::-1].astype(np.float64)
+    normalised = table.normalised[image]
+    boxes = table.boxes.copy()
+    boxes[normalised] *= np.tile(wh[normalised], 2)
+    clipped = np.clip(boxes, 0, np.tile(wh, 2))
+    with np.errstate(invalid="ignore"):  # NaN compares False: refused below
+        fine = (
+            (clipped[:, 2:] > clipped[:, :2]).all(1)
+            & (boxes[:, 2:] > boxes[:, :2]).all(1)
+            & (boxes[:, :2] >= -TOLERANCE).all(1)
+            & (boxes[:, 2:] <= wh + TOLERANCE).all(1)
+        )
+    bad = np.bincount(image[~fine], minlength=n) > 0
+    bad[list(table.problems)] = True
+    columns = {"boxes": clipped.astype(np.float32), "box_labels": table.labels}
+    if table.keypoints is not None:
+        points = table.keypoints.copy()
+        bad |= np.bincount(image[~np.isfinite(points).all((1, 2))], minlength=n) > 0
+        points[normalised, :, :2] *= wh[normalised][:, None, :]
+        columns["keypoints"] = points
+    ends = np.cumsum(np.bincount(image, minlength=n))
+    spans = list(zip([0, *ends[:-1].tolist()], ends.tolist(), strict=True))
+    out = {name: [column[a:b] for a, b in spans] for name, column in columns.items()}
+    held = np.fromiter((p not in rejected for p in paths), bool, n)
+    count = None if table.keypoints is None else table.keypoints.shape[1]
+    for i in np.flatnonzero(bad & held).tolist():  # (each problem named, the slow way)
+        height, width = sizes[i].tolist()
+        try:
+            checked_targets(table.annotations(i), height, width, count)
+        except DataError as e:
+            rejected[paths[i]] = str(e)
+    return {name: object_column(column) for name, column in out.items()}

@@ -59,6 +59,8 @@ class Listed(Protocol):
     rejected: dict[str, str]
     listed: dict[str, FileKey] | None
     sized: bool
+    declared: bool
+    sizes: np.ndarray
 
     @property
     def image_files(self) -> list[str]: ...
@@ -99,12 +101,16 @@ class BackgroundCheck:
         on_error: str,
         cache: CheckCache | None = None,
         headers: bool = False,
+        declared: dict[str, tuple[int, int]] | None = None,
     ) -> None:
         self.files = list(dict.fromkeys(files))
         self.keys, self.decoder, self.on_error = keys, decoder, on_error
         self._sizes: dict[str, tuple[int, int]] | None = {} if headers else None
         """With ``headers`` (the listing read none): each file's ``(height, width)``, read
         with its key when the file is checked."""
+        self._declared = declared or {}
+        """The ``(height, width)`` the annotations declare of files whose headers the listing
+        left to the check: a file whose header differs is bad (its boxes were placed by it)."""
         self._undecodable = undecodable
         self._cache = cache or CheckCache()
         self._reasons: dict[str, str | None] = {}
@@ -134,9 +140,9 @@ class BackgroundCheck:
             found = self._cache.lookup_few(self.decoder, {p: self.keys[p] for p in paths})
             known = {p: c.reason for p, c in found.items()}
             if self._sizes is not None:  # (a good file's whole key matched its size's)
-                self._sizes.update(
-                    (p, c.size) for p, c in found.items() if c.size is not None and c.reason is None
-                )
+                for p, c in found.items():
+                    if c.size is not None and c.reason is None:
+                        known[p] = self._size_read(p, c.size)
             paths = [p for p in paths if p not in known]
         failed.update(self._read_sizes(paths))
         self._keep({**failed, **known})
@@ -178,9 +184,23 @@ class BackgroundCheck:
         for path, got in zip(fresh, read, strict=True):
             if got is not None and got[1] != self.keys[path]:
                 reasons[path] = str(changed(path))
-            elif got is not None:
-                self._sizes[path] = got[0]
+            elif got is not None and (reason := self._size_read(path, got[0])):
+                reasons[path] = reason
         return reasons
+
+    def _size_read(self, path: str, size: tuple[int, int]) -> str | None:
+        """``size`` (read from ``path``'s header) kept; why the file is bad if the
+        annotations declare another (``None``: they do not)."""
+        want = self._declared.get(path)
+        if want is not None and tuple(want) != tuple(size):
+            return (
+                f"{path} is {size[1]}x{size[0]} pixels, but its annotations declare "
+                f"{want[1]}x{want[0]} (its boxes were checked against that): fix the "
+                "annotations or the image"
+            )
+        assert self._sizes is not None
+        self._sizes[path] = size
+        return None
 
     def sizes(self, paths: Sequence[str]) -> np.ndarray:
         """Each of ``paths``' ``(height, width)`` (int32), its file checked now if it was not
@@ -345,7 +365,13 @@ def background_checked(samples: L, decoder: str, undecodable: Undecodable, on_er
             DataWarning,
             stacklevel=user_stacklevel(),
         )
-    check = BackgroundCheck(files, keys, decoder, undecodable, on_error, headers=not samples.sized)
+    declared = None
+    if samples.declared:
+        sizes = map(tuple, samples.sizes.tolist())
+        declared = dict(zip(samples.files["path"], sizes, strict=True))
+    check = BackgroundCheck(
+        files, keys, decoder, undecodable, on_error, headers=not samples.sized, declared=declared
+    )
     return samples.with_checked(keys).with_background(check)
 
 

@@ -86,6 +86,10 @@ class Samples(SampleSet):
     them to the background check (``check: background`` over local files: a start costs the
     listing alone), which reads each with the file's key when it checks the file
     (:meth:`sizes_at`)."""
+    declared: bool = False
+    """Whether ``sizes`` are those the annotations declare (COCO's, VOC's) where the listing
+    read no header (``sized`` false): the boxes were checked against them, and the background
+    check holds each file's header to its declared size, a file that differs being bad."""
     beside: bool = False
     """Whether ``check: auto`` chose the check beside training for samples whose listing
     read their headers (a box source of :data:`BACKGROUND_FROM` images or more), decided on
@@ -100,11 +104,13 @@ class Samples(SampleSet):
         ignored: dict[str, str] | None = None,
         notes: dict[str, str] | None = None,
         listed: dict[str, FileKey] | None = None,
+        declared: bool = False,
         **arrays: np.ndarray,
     ) -> Samples:
         """Samples whose file columns are the given file lists (encoded for DALI), without the
-        samples that have a file in ``rejected``; ``sizes`` ``None``: the listing left the
-        headers to the background check (see :attr:`sized`)."""
+        samples that have a file in ``rejected``; ``sizes`` ``None``, or ``declared`` (the
+        annotations' sizes): the listing left the headers to the background check (see
+        :attr:`sized`, :attr:`declared`)."""
         rejected = rejected or {}
         count = len(next(iter(files.values())))
         keep = np.arange(count)
@@ -125,7 +131,8 @@ class Samples(SampleSet):
             ignored or {},
             notes or {},
             listed=listed,
-            sized=sizes is not None,
+            sized=sizes is not None and not declared,
+            declared=declared,
         )
 
     def __len__(self) -> int:
@@ -159,7 +166,7 @@ class Samples(SampleSet):
 
     @property
     def size_hint(self) -> tuple[int, int] | None:
-        if not self.sized or not len(self.sizes):
+        if not (self.sized or self.declared) or not len(self.sizes):
             return None
         height, width = np.asarray(self.sizes).max(axis=0)
         return int(height), int(width)
@@ -180,6 +187,7 @@ class Samples(SampleSet):
             self.listed,
             self.background,
             self.sized,
+            self.declared,
             self.beside,
         )
 
@@ -279,8 +287,9 @@ class SourceConfig(Tagged):
     fails to decode stops training unnamed); ``auto`` (the default): ``background`` for a
     class folder or local file list of :data:`BACKGROUND_FROM` files or more (a start then
     costs the listing alone, whatever the size) and for a COCO, YOLO or VOC source of as many
-    images (its listing reads their headers), else ``full`` (seconds; every bad file named
-    before ``make_dataset`` returns)."""
+    images (a COCO or VOC listing whose every image declares its size then reads no header;
+    YOLO's reads them all), else ``full`` (seconds; every bad file named before
+    ``make_dataset`` returns)."""
     on_error: Literal["raise", "skip"] = "raise"
     """What a file that fails the full check does: stop with an error naming it, or leave its
     sample out of every epoch (listed next to the cache)."""
@@ -299,8 +308,9 @@ class SourceConfig(Tagged):
         """Whether listing ``files`` local image files leaves each file's header to the
         background check, which reads it when it checks the file (``check: background``, or
         ``auto`` from :data:`BACKGROUND_FROM` files): a start then costs the listing alone,
-        not a read of every file. Decided on the whole listing, before any shard or split, so
-        every process of a job decides the same."""
+        not a read of every file (a COCO or VOC source's where every image's size is
+        declared: the check then holds each header to it). Decided on the whole listing,
+        before any shard or split, so every process of a job decides the same."""
         return self.check == "background" or (self.check == "auto" and files >= BACKGROUND_FROM)
 
     @property
@@ -341,8 +351,9 @@ class SourceConfig(Tagged):
 
     def listing_settings(self) -> dict[str, Any]:
         """The settings :meth:`list_samples` depends on (not those applied after it: the
-        shard, the check, what a bad file does), as JSON values."""
-        return self.model_dump(mode="json", exclude={"shard_id", "num_shards", "check", "on_error"})
+        shard, what a bad file does), as JSON values; ``check`` among them, as it decides
+        whether a listing reads the headers (:meth:`defers_headers`)."""
+        return self.model_dump(mode="json", exclude={"shard_id", "num_shards", "on_error"})
 
     def part(self, samples: Samples, seed: int | None) -> Samples:
         """The part of the listed ``samples`` this source reads (split by the config's

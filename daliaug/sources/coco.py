@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from daliaug.config_files import read_text
 from daliaug.errors import ConfigError, DataError
 from daliaug.fields import FilePath
-from daliaug.sources.annotations import ImageAnnotations, detection_samples
+from daliaug.sources.annotations import BoxTable, detection_samples
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.kept_samples import kept_samples
 
@@ -55,7 +57,8 @@ class CocoSource(SourceConfig):
     left out (``daliaug check`` counts them). With ``keypoints`` and categories that list
     keypoints (person keypoints), each box carries ``(x, y, visible)`` per keypoint (COCO's
     ``v`` 0 becomes 0, 1 and 2 become 1). An image without annotations is a sample with no
-    boxes; the sizes the file declares are checked against the images' headers.
+    boxes; the sizes the file declares are checked against the images' headers (when the
+    listing reads them, else by the background check: :meth:`defers_headers`).
     """
 
     type: Literal["coco"] = "coco"
@@ -102,35 +105,104 @@ class CocoSource(SourceConfig):
         ids = sorted(c["id"] for c in categories)
         if len(set(ids)) != len(ids):
             raise DataError(f"COCO annotations {origin}: category ids repeat: {ids}")
-        index = {cid: i for i, cid in enumerate(ids)}
         by_id = {c["id"]: c for c in categories}
-        num_keypoints = self._num_keypoints(categories, origin)
-        found: dict[int, ImageAnnotations] = {}
-        for image in images:
-            if image["id"] in found:
+        row: dict[int, int] = {}
+        declared = np.full((len(images), 2), -1, np.int32)
+        for i, image in enumerate(images):
+            if row.setdefault(image["id"], i) != i:
                 raise DataError(f"COCO annotations {origin}: image id {image['id']} repeats")
             size = (image.get("height"), image.get("width"))
-            declared = all(isinstance(v, int) for v in size)
-            found[image["id"]] = ImageAnnotations(
-                origin=f"{origin}: image id {image['id']}", size=size if declared else None
-            )
+            if all(isinstance(v, int) for v in size):
+                declared[i] = size
+        annotations = _entries(data, "annotations", {}, origin)
+        num_keypoints = self._num_keypoints(categories, origin)
+        table, crowds = self._table(annotations, images, row, declared, ids, num_keypoints)
+        root = str(self.images.expanduser())
+        paths = [os.path.join(root, image["file_name"]) for image in images]
         notes: dict[str, str] = {}
-        crowds = 0
-        for i, annotation in enumerate(_entries(data, "annotations", {}, origin)):
-            image_id = annotation.get("image_id")
-            image = found.get(image_id) if type(image_id) is int else None
-            where = f"{origin}: annotation {annotation.get('id', f'#{i}')} (image_id {image_id!r})"
-            if image is None:  # its box would be lost, or be another image's: the file is wrong
-                raise DataError(f"{where}: its image_id is not the id of an entry of 'images'")
-            if annotation.get("iscrowd"):
-                crowds += 1
-            else:
-                self._add(image, annotation, where, index, num_keypoints)
-        paths = [str(self.images.expanduser() / image["file_name"]) for image in images]
         if crowds:
             notes[str(origin)] = f"{crowds} iscrowd annotations left out (crowd regions)"
         names = [by_id[cid]["name"] for cid in ids]
-        return detection_samples(paths, list(found.values()), names, {}, notes, num_keypoints)
+        defer = self.defers_headers(len(paths))
+        return detection_samples(paths, table, names, {}, notes, defer=defer)
+
+    def _table(
+        self,
+        annotations: list[dict[str, Any]],
+        images: list[dict[str, Any]],
+        row: dict[int, int],
+        declared: np.ndarray,
+        ids: list[int],
+        num_keypoints: int | None,
+    ) -> tuple[BoxTable, int]:
+        """The boxes of ``annotations`` over ``images`` (each one's row by its id, and the
+        sizes they declare), and how many crowd annotations were left out; an annotation
+        whose category, box or keypoints cannot be read is a problem of its image."""
+        origin = self.annotations.expanduser()
+        index = {cid: i for i, cid in enumerate(ids)}
+        at, boxes, labels, named, points = [], [], [], [], []
+        problems: dict[int, list[str]] = {}
+        crowds = 0
+        zero = [0.0] * (3 * (num_keypoints or 0))
+
+        def where(i: int) -> str:
+            annotation = annotations[i]
+            name = annotation.get("id", f"#{i}")
+            return f"{origin}: annotation {name} (image_id {annotation.get('image_id')!r})"
+
+        for i, annotation in enumerate(annotations):
+            image_id = annotation.get("image_id")
+            image = row.get(image_id) if type(image_id) is int else None
+            if image is None:  # its box would be lost, or be another image's: the file is wrong
+                raise DataError(f"{where(i)}: its image_id is not the id of an entry of 'images'")
+            if annotation.get("iscrowd"):
+                crowds += 1
+                continue
+            category = annotation.get("category_id")
+            box = _numbers(annotation.get("bbox"), 4)
+            if category not in index:
+                problem = f"{where(i)}: category_id {category!r} is not in 'categories'"
+            elif box is None:
+                shown = str(annotation.get("bbox"))[:100]
+                problem = f"{where(i)}: bbox {shown} is not [x, y, width, height]"
+            else:
+                problem = None
+            if problem is not None:
+                problems.setdefault(image, []).append(problem)
+                continue
+            x, y, w, h = box
+            at.append(image)
+            boxes.append((x, y, x + w, y + h))
+            labels.append(index[category])
+            named.append(i)
+            if num_keypoints is None:
+                continue
+            given = annotation.get("keypoints")
+            values = zero if given is None else _numbers(given, 3 * num_keypoints)
+            if values is None:
+                problems.setdefault(image, []).append(
+                    f"{where(i)}: keypoints must be {3 * num_keypoints} numbers (x, y, v for "
+                    f"each of {num_keypoints}), got {str(given)[:100]}"
+                )
+                values = zero
+            points.append(values)
+        order = np.argsort(np.array(at, np.int64), kind="stable")
+        keypoints = None
+        if num_keypoints is not None:
+            keypoints = np.array(points, np.float32).reshape(-1, num_keypoints, 3)[order]
+            keypoints[..., 2] = keypoints[..., 2] > 0
+        table = BoxTable(
+            origins=_Origins(str(origin), images),
+            declared=declared,
+            normalised=np.zeros(len(images), bool),
+            image=np.array(at, np.int64)[order],
+            boxes=np.array(boxes, np.float64).reshape(-1, 4)[order],
+            labels=np.array(labels, np.int32)[order],
+            keypoints=keypoints,
+            problems=problems,
+            where=lambda k: where(named[order[k]]),
+        )
+        return table, crowds
 
     def _num_keypoints(self, categories: list[dict], origin: Path) -> int | None:
         """How many keypoints each box carries: ``None`` without keypoints; the categories
@@ -145,39 +217,22 @@ class CocoSource(SourceConfig):
             )
         return counts.pop()
 
-    @staticmethod
-    def _add(
-        image: ImageAnnotations,
-        annotation: dict[str, Any],
-        where: str,
-        index: dict[int, int],
-        num_keypoints: int | None,
-    ) -> None:
-        """One annotation's box (and keypoints) onto ``image``, or the problem it has."""
-        category = annotation.get("category_id")
-        box = _numbers(annotation.get("bbox"), 4)
-        if category not in index:
-            image.problems.append(f"{where}: category_id {category!r} is not in 'categories'")
-            return
-        if box is None:
-            shown = str(annotation.get("bbox"))[:100]
-            image.problems.append(f"{where}: bbox {shown} is not [x, y, width, height]")
-            return
-        x, y, w, h = box
-        image.add((x, y, x + w, y + h), index[category], where)
-        if num_keypoints is None:
-            return
-        points = annotation.get("keypoints")
-        if points is None:
-            image.keypoints.append(np.zeros((num_keypoints, 3), np.float32))
-            return
-        values = _numbers(points, 3 * num_keypoints)
-        if values is None:
-            image.problems.append(
-                f"{where}: keypoints must be {3 * num_keypoints} numbers (x, y, v for each of "
-                f"{num_keypoints}), got {str(points)[:100]}"
-            )
-            return
-        triples = np.array(values, np.float32).reshape(num_keypoints, 3)
-        triples[:, 2] = triples[:, 2] > 0
-        image.keypoints.append(triples)
+
+class _Origins(Sequence[str]):
+    """Where each image's annotations are (``file: image id 3``), made only when a message
+    asks (a string per image would cost a start at a million images)."""
+
+    def __init__(self, origin: str, images: list[dict[str, Any]]) -> None:
+        self._origin, self._images = origin, images
+
+    def __len__(self) -> int:
+        return len(self._images)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return f"{self._origin}: image id {self._images[i]['id']}"

@@ -4,7 +4,9 @@ checking a box again, once a ``stat`` of each file they came from says none chan
 
 A listing's samples depend on its source's settings and on files: those the source reads
 before it knows its images (a COCO file; YOLO's listed images and label files; VOC's XML
-files and listed images), each image whose header was read, and each file left out. The
+files and listed images), each image whose header was read (none where the listing left
+them to the background check, which holds each to the size its annotations declare), and each
+file left out. The
 record holds each file's key (size, modification and status-change times, inode) as it was
 before it was read; a file added, removed, replaced or rewritten in place changes a key or the
 list of files, and the samples are listed anew. A listing in which a file changed within
@@ -38,7 +40,7 @@ from daliaug.sources.base import Samples
 from daliaug.sources.checks import stat_keys
 from daliaug.sources.kept_listing import SETTLE_NS
 
-FORMAT = 1
+FORMAT = 2
 """The record's format (a record of another is listed anew)."""
 
 
@@ -82,25 +84,26 @@ def _record(
 ) -> bytes | None:
     """The record of ``samples`` (``before``: the keys of ``inputs`` before they were read),
     or ``None`` where it is not to be kept (a file changed near the listing, a sample without
-    its key)."""
+    its key). Its watched files are the inputs, the files left out, and the images where the
+    listing read their headers (``Samples.sized``: else the background check reads them)."""
     paths, listed = samples.files["path"], samples.listed or {}
-    if any(p not in listed for p in paths):
+    if samples.sized and any(p not in listed for p in paths):
         return None
     watched = list(inputs)
     rows = {p: i for i, p in enumerate(watched)}
-    for p in paths:
+    for p in [*samples.rejected, *paths]:
         if p not in rows:
             rows[p] = len(watched)
             watched.append(p)
-    left_out = [p for p in samples.rejected if p not in rows]
+    left_out = [p for p in watched[len(inputs) :] if p in samples.rejected]
+    images = watched[len(inputs) + len(left_out) :] if samples.sized else []
     keys = np.concatenate(
         [
             before,
-            np.array([listed[p] for p in watched[len(inputs) :]], np.int64).reshape(-1, 4),
             stat_keys(left_out),  # (taken after their read: the settling below covers it)
+            np.array([listed[p] for p in images], np.int64).reshape(-1, 4),
         ]
     )
-    watched += left_out
     if (keys[:, [1, 3]] >= started - SETTLE_NS).any():
         return None
     boxes = samples.columns["boxes"]
@@ -108,6 +111,8 @@ def _record(
         "format": FORMAT,
         "digest": digest,
         "inputs": len(inputs),
+        "held": len(keys),
+        "declared": samples.declared,
         "class_names": samples.class_names,
         "rejected": samples.rejected,
         "ignored": samples.ignored,
@@ -154,7 +159,7 @@ def _read(path: Path, digest: str, inputs: Sequence[str]) -> Samples | None:
             return None
         if watched[:k] != list(inputs):
             return None
-        keys = stat_keys(watched)
+        keys = stat_keys(watched[: header["held"]])
         if not np.array_equal(keys, arrays["keys"]):
             return None
         return _samples(header, arrays, watched, keys)
@@ -175,7 +180,9 @@ def _samples(
         for name in _TARGETS
         if name in arrays
     }
-    listed = dict(zip(paths, zip(*keys[rows].T.tolist(), strict=True), strict=True))
+    listed = None
+    if not header["declared"]:  # (every image's key is held: the listing read its header)
+        listed = dict(zip(paths, zip(*keys[rows].T.tolist(), strict=True), strict=True))
     samples = Samples.of_files(
         {"path": paths},
         header["class_names"],
@@ -183,6 +190,7 @@ def _samples(
         ignored=header["ignored"],
         notes=header["notes"],
         listed=listed,
+        declared=header["declared"],
         **columns,
     )
     flip = header["flip_indices"]

@@ -9,7 +9,12 @@ from typing import Literal
 
 from daliaug.errors import DataError
 from daliaug.fields import ClassNames, FilePath
-from daliaug.sources.annotations import ImageAnnotations, detection_samples, folders_of
+from daliaug.sources.annotations import (
+    BoxTable,
+    ImageAnnotations,
+    detection_samples,
+    folders_of,
+)
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.kept_listing import list_images
 from daliaug.sources.kept_samples import kept_samples
@@ -124,4 +129,8 @@ class VocSource(SourceConfig):
         unnamed = [p for p in listed if p not in named]
         ignored = dict(ignored)
         ignored.update(dict.fromkeys(unnamed, "no annotation file in Annotations/ names it"))
-        return detection_samples(paths, found, class_names, ignored, {}, rejected=rejected)
+        defer = self.defers_headers(len(paths))
+        table = BoxTable.of(found, None)
+        return detection_samples(
+            paths, table, class_names, ignored, {}, rejected=rejected, defer=defer
+        )

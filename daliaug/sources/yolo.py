@@ -15,7 +15,12 @@ import numpy as np
 from daliaug.config_files import read_config_file, read_text
 from daliaug.errors import DataError
 from daliaug.fields import FilePath
-from daliaug.sources.annotations import ImageAnnotations, detection_samples, folders_of
+from daliaug.sources.annotations import (
+    BoxTable,
+    ImageAnnotations,
+    detection_samples,
+    folders_of,
+)
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.kept_listing import list_images
 from daliaug.sources.kept_samples import kept_samples
@@ -259,5 +264,6 @@ class YoloSource(SourceConfig):
             ignored[label_files[stem]] = f"a label file without an image images/{stem}.*"
         names = self._class_names(found)
         num_keypoints = None if kpt_shape is None else kpt_shape[0]
-        samples = detection_samples(paths, found, names, ignored, notes, num_keypoints)
+        table = BoxTable.of(found, num_keypoints)
+        samples = detection_samples(paths, table, names, ignored, notes)
         return dataclasses.replace(samples, flip_indices=flip)

@@ -591,9 +591,10 @@ def test_a_class_folder_is_listed_by_name_alone_and_split_as_checked_in_full(
 def test_auto_checks_a_large_box_source_beside_training(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A COCO source (whose listing reads every header) of ``BACKGROUND_FROM`` images or
-    more is checked beside training under ``check: auto``, decided on the whole listing (a
-    shard of half as many decides the same); below, in full before ``make_dataset`` returns."""
+    """A COCO or YOLO source of ``BACKGROUND_FROM`` images or more is checked beside training
+    under ``check: auto``, decided on the whole listing (a shard of half as many decides the
+    same): COCO's listing then reads no header (its sizes are declared), YOLO's reads them
+    all; below, in full before ``make_dataset`` returns."""
     from daliaug.tools.demo_data import write_detection_dataset
 
     monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
@@ -601,17 +602,68 @@ def test_auto_checks_a_large_box_source_beside_training(
     broken = sorted((root / "images").glob("*.jpg"))[7]
     data = broken.read_bytes()
     broken.write_bytes(data[: len(data) // 2])  # its header whole, its pixels cut
-    coco = {"type": "coco", "annotations": str(root / "annotations.json")}
-    made = config_for(
-        None, source={**coco, "images": str(root / "images")}, image_size=32, batch_size=4
-    )
-    with pytest.raises(DataError, match=f"cannot be used: {broken}"):
-        prepared(made)
-    monkeypatch.setattr(base, "BACKGROUND_FROM", 12)
-    for shard in ({}, {"shard_id": 1, "num_shards": 2}):
-        sharded = made.model_copy(update={"source": made.source.model_copy(update=shard)})
-        samples = prepared(sharded).samples
-        assert samples.sized and samples.beside and samples.background is not None
+    sources = {
+        "coco": {"type": "coco", "annotations": str(root / "annotations.json")},
+        "yolo": {"type": "yolo", "path": str(root)},
+    }
+    for kind, source in sources.items():
+        if kind == "coco":
+            source["images"] = str(root / "images")
+        made = config_for(None, source=source, image_size=32, batch_size=4)
+        monkeypatch.setattr(base, "BACKGROUND_FROM", 10_000)
+        with pytest.raises(DataError, match=f"cannot be used: {broken}"):
+            prepared(made)
+        monkeypatch.setattr(base, "BACKGROUND_FROM", 12)
+        for shard in ({}, {"shard_id": 1, "num_shards": 2}):
+            sharded = made.model_copy(update={"source": made.source.model_copy(update=shard)})
+            samples = prepared(sharded).samples
+            assert samples.background is not None
+            if kind == "coco":
+                assert samples.declared and not samples.sized and not samples.listed
+            else:
+                assert samples.sized and samples.beside and not samples.declared
+        samples = prepared(made).samples
+        with pytest.raises(DataError, match=f"cannot be used: .*{broken}"):
+            epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+
+
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_a_header_unlike_its_declared_size_is_named_before_its_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_error: str
+) -> None:
+    """Where the listing took COCO's declared sizes and read no header, the background check
+    holds each header to its size: an image replaced by one of another size is named before a
+    batch holds it (``raise``), or left out with every other sample given once (``skip``);
+    the rest train as a listing that read the headers gives them."""
+    from daliaug.tools.demo_data import write_detection_dataset
+
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    root = write_detection_dataset(tmp_path / "det", count=10, seed=4)
+    files = sorted((root / "images").glob("*.jpg"))
+    with Image.open(files[6]) as im:
+        width, height = im.size
+    Image.new("RGB", (width + 8, height), (90, 20, 200)).save(files[6])
+    source = {
+        "type": "coco",
+        "annotations": str(root / "annotations.json"),
+        "images": str(root / "images"),
+        "on_error": on_error,
+    }
+    made = config_for(None, source={**source, "check": "background"}, image_size=32, batch_size=4)
     samples = prepared(made).samples
-    with pytest.raises(DataError, match=f"cannot be used: .*{broken}"):
-        epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+    assert samples.declared and not samples.sized
+    if on_error == "raise":
+        with pytest.raises(DataError, match=f"{files[6]} is {width + 8}x{height} pixels, but"):
+            epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+        return
+    with pytest.warns(DataWarning, match=f"left out {files[6]}"):
+        got = list(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+    full = config_for(None, source={**source, "check": "full"}, image_size=32, batch_size=4)
+    with pytest.warns(DataWarning, match="left out 1 unusable files"):
+        want = list(daliaug.make_dataset(full, framework="numpy"))
+
+    def boxes(batches: list[Any]) -> list[bytes]:
+        return sorted(np.asarray(b).tobytes() for batch in batches for b in batch[1]["boxes"])
+
+    assert sum(len(batch[0]) for batch in got) == 9 == sum(len(batch[0]) for batch in want)
+    assert boxes(got) == boxes(want)

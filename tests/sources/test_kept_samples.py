@@ -29,7 +29,25 @@ KINDS = {
     ),
     "yolo": lambda root: YoloSource(path=root, on_error="skip"),
     "voc": lambda root: VocSource(path=root, on_error="skip"),
+    "coco deferred": lambda root: CocoSource(
+        annotations=_declared(root), images=root / "images", on_error="skip", check="background"
+    ),
+    "voc deferred": lambda root: VocSource(path=root, on_error="skip", check="background"),
 }
+"""The sources, and two whose listing leaves the headers to the background check (their
+images' sizes declared)."""
+
+
+def _declared(root: Path) -> Path:
+    """The COCO file with every image's size declared (the one without, given its file's)."""
+    path = root / "annotations.json"
+    coco = json.loads(path.read_text())
+    for image in coco["images"]:
+        if "width" not in image:
+            with Image.open(root / "images" / image["file_name"]) as im:
+                image["width"], image["height"] = im.size
+    path.write_text(json.dumps(coco))
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +91,7 @@ def assert_same(a: Samples, b: Samples) -> None:
     assert a.sizes.dtype == b.sizes.dtype
     assert (a.class_names, a.files, a.rejected) == (b.class_names, b.files, b.rejected)
     assert (a.ignored, a.notes, a.listed) == (b.ignored, b.notes, b.listed)
-    assert (a.flip_indices, a.sized) == (b.flip_indices, b.sized)
+    assert (a.flip_indices, a.sized, a.declared) == (b.flip_indices, b.sized, b.declared)
 
 
 def counting(monkeypatch: pytest.MonkeyPatch, source: SourceConfig) -> list[int]:
@@ -98,6 +116,7 @@ def test_a_later_start_takes_the_samples_kept_and_reads_nothing(
     source = KINDS[kind](root)
     first = source.list_samples()
     assert len(first) >= 10 and (kind != "coco" or (first.rejected and first.notes))
+    assert first.declared == kind.endswith("deferred") != first.sized
     calls = counting(monkeypatch, source)
     read: list[str] = []
     real = checks.image_header
@@ -170,12 +189,17 @@ CHANGES: dict[str, Callable[[Path], None]] = {
     "class renamed": _rename_a_class,
 }
 TOUCHES = {
-    "annotation": {"coco"},
-    "label file removed": {"yolo", "voc"},
-    "label file rewritten": {"yolo", "voc"},
-    "class renamed": {"coco", "yolo"},
+    "annotation": {"coco", "coco deferred"},
+    "image replaced": {"coco", "yolo", "voc"},
+    "image removed": {"coco", "yolo", "voc"},
+    "image added": {"coco", "yolo", "voc", "voc deferred"},
+    "label file removed": {"yolo", "voc", "voc deferred"},
+    "label file rewritten": {"yolo", "voc", "voc deferred"},
+    "class renamed": {"coco", "yolo", "coco deferred"},
 }
-"""The sources each change touches (the others: every source)."""
+"""The sources whose samples each change touches: a listing that leaves the headers to the
+background check gives the same samples whatever an image holds (the check refuses a file
+that differs from what its annotations declare)."""
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -201,7 +225,7 @@ def test_each_change_is_listed_anew(kind: str, change: str, root: Path) -> None:
             for a, b in zip(after.columns["boxes"], before.columns["boxes"], strict=True)
         )
     )
-    assert differs == (kind in TOUCHES.get(change, KINDS))
+    assert differs == (kind in TOUCHES[change])
 
 
 def test_a_listing_whose_files_changed_near_its_start_is_not_kept(
@@ -263,3 +287,22 @@ def test_samples_all_left_out_are_kept_too(root: Path, monkeypatch: pytest.Monke
     calls = counting(monkeypatch, source)
     assert_same(source.list_samples(), first)
     assert calls == []
+
+
+def test_a_listing_that_read_no_header_watches_its_annotations_alone(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A COCO listing that left the headers to the background check takes its record back
+    while only images changed (a ``stat`` of the COCO file, none of an image): what an
+    image holds is the check's to hold against the sizes declared."""
+    source = KINDS["coco deferred"](root)
+    first = source.list_samples()
+    assert first.declared and first.listed is None and not first.rejected
+    _replace_image(root)
+    _remove_image(root)
+    calls = counting(monkeypatch, source)
+    stated: list[list[str]] = []
+    real = kept_samples.stat_keys
+    monkeypatch.setattr(kept_samples, "stat_keys", lambda p: stated.append(list(p)) or real(p))
+    assert_same(source.list_samples(), first)
+    assert calls == [] and stated == [[str(root / "annotations.json")]]
