@@ -87,6 +87,22 @@ REPORT_EVERY = 10.0
 """Seconds between progress lines of a check of :data:`PROGRESS_FROM` files or more."""
 
 
+class DeclaredSizes:
+    """The ``(height, width)`` the annotations declare of each of ``paths`` (``sizes``, a row
+    each), looked up by path (the index made at the first lookup, in the thread that asks:
+    no Python object per file at a start)."""
+
+    def __init__(self, paths: Sequence[str], sizes: np.ndarray) -> None:
+        self._paths, self._sizes = paths, sizes
+        self._rows: dict[str, int] | None = None
+
+    def get(self, path: str) -> tuple[int, int] | None:
+        if self._rows is None:
+            self._rows = dict(zip(self._paths, range(len(self._paths)), strict=True))
+        row = self._rows.get(path)
+        return None if row is None else (int(self._sizes[row, 0]), int(self._sizes[row, 1]))
+
+
 class BackgroundCheck:
     """The decode check of ``files`` (their ``keys`` as listed) by ``undecodable``, its results
     cached under ``decoder``: on a daemon thread, and on the spot for the files a batch needs
@@ -101,14 +117,14 @@ class BackgroundCheck:
         on_error: str,
         cache: CheckCache | None = None,
         headers: bool = False,
-        declared: dict[str, tuple[int, int]] | None = None,
+        declared: DeclaredSizes | None = None,
     ) -> None:
         self.files = list(dict.fromkeys(files))
         self.keys, self.decoder, self.on_error = keys, decoder, on_error
         self._sizes: dict[str, tuple[int, int]] | None = {} if headers else None
         """With ``headers`` (the listing read none): each file's ``(height, width)``, read
         with its key when the file is checked."""
-        self._declared = declared or {}
+        self._declared = declared
         """The ``(height, width)`` the annotations declare of files whose headers the listing
         left to the check: a file whose header differs is bad (its boxes were placed by it)."""
         self._undecodable = undecodable
@@ -191,8 +207,8 @@ class BackgroundCheck:
     def _size_read(self, path: str, size: tuple[int, int]) -> str | None:
         """``size`` (read from ``path``'s header) kept; why the file is bad if the
         annotations declare another (``None``: they do not)."""
-        want = self._declared.get(path)
-        if want is not None and tuple(want) != tuple(size):
+        want = None if self._declared is None else self._declared.get(path)
+        if want is not None and want != tuple(size):
             return (
                 f"{path} is {size[1]}x{size[0]} pixels, but its annotations declare "
                 f"{want[1]}x{want[0]} (its boxes were checked against that): fix the "
@@ -365,10 +381,7 @@ def background_checked(samples: L, decoder: str, undecodable: Undecodable, on_er
             DataWarning,
             stacklevel=user_stacklevel(),
         )
-    declared = None
-    if samples.declared:
-        sizes = map(tuple, samples.sizes.tolist())
-        declared = dict(zip(samples.files["path"], sizes, strict=True))
+    declared = DeclaredSizes(samples.files["path"], samples.sizes) if samples.declared else None
     check = BackgroundCheck(
         files, keys, decoder, undecodable, on_error, headers=not samples.sized, declared=declared
     )

@@ -38,13 +38,19 @@ def padded(rows: Sequence[bytes | np.ndarray]) -> np.ndarray:
     return out
 
 
+def fs_names(paths: Sequence[str]) -> list[bytes]:
+    """The bytes of each file name on the file system, encoded at once (not a call a name;
+    no name Linux allows holds a zero byte)."""
+    return os.fsencode("\0".join(paths)).split(b"\0") if paths else []
+
+
 def encode_paths(paths: Sequence[str]) -> np.ndarray:
     """File names as a zero-padded ``uint8`` matrix, one row per file (for ``fn.io.file.read``):
-    the bytes of each name on the file system (any name Linux allows; none holds a zero
-    byte, so NumPy's fixed-width bytes, zero-padded, are the rows as they are)."""
+    the bytes of each name on the file system (NumPy's fixed-width bytes, zero-padded, are
+    the rows as they are)."""
     if not paths:
         return np.zeros((0, 1), np.uint8)
-    names = np.array(os.fsencode("\0".join(paths)).split(b"\0"))  # one encode, not one a name
+    names = np.array(fs_names(paths))
     return names.view(np.uint8).reshape(len(names), max(names.itemsize, 1))
 
 

@@ -11,7 +11,6 @@ XLA function.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from functools import partial
 
@@ -35,7 +34,7 @@ from daliaug.engines.tf.math import TF_ARRAYS
 from daliaug.engines.tf.pixels import KERNELS
 from daliaug.engines.tf.traced import plain
 from daliaug.kernels.targets import label_target
-from daliaug.sources.base import Samples
+from daliaug.sources.base import Samples, fs_names
 from daliaug.transforms.base import fill_value
 
 RESIZES = False
@@ -143,7 +142,7 @@ def file_batches(
     shard's sample, read by the feed, then the moved boxes and the weight, passed through):
     each file is read, decoded and resampled on its own (its size is its own), in parallel."""
     paths = {
-        name: held_constant(samples, f"files:{name}", lambda p=p: list(map(os.fsencode, p)))
+        name: held_constant(samples, f"files:{name}", lambda p=p: fs_names(p))
         for name, p in samples.files.items()
     }
     targets = _targets(spec, samples)
