@@ -114,7 +114,10 @@ def run(args: argparse.Namespace) -> int:
     with console.status(plain(f"listing {args.data}")):
         if args.data.suffix in CONFIG_SUFFIXES:
             config = load_config(args.data)
-            samples, box_format = config.source.samples(config.seed), config.bounding_box_format
+            # (every header read, as convert decodes nothing: sizes a listing would leave to
+            # the background check are held to the files before their boxes are written)
+            listing = config.source.model_copy(update={"check": "full"})
+            samples, box_format = listing.samples(config.seed), config.bounding_box_format
             if not isinstance(samples, Samples):
                 raise ConfigError(
                     f"convert: a {config.source.type} source is streamed, not listed; convert "

@@ -457,6 +457,27 @@ def test_convert_writes_any_source_a_config_reads(tmp_path: Path) -> None:
     assert result.returncode != 0 and "TFRecords are written from image files" in result.stderr
 
 
+def test_convert_holds_declared_sizes_to_the_images(tmp_path: Path) -> None:
+    """A COCO config whose listing would leave the headers to the background check (``check:
+    background``) is converted from its images' headers: an image unlike the size its
+    annotations declare is named, its boxes never written."""
+    from daliaug.tools.demo_data import write_detection_dataset
+
+    root = write_detection_dataset(tmp_path / "det", count=4, seed=3)
+    image = sorted((root / "images").glob("*.jpg"))[2]
+    Image.new("RGB", (50, 40)).save(image)
+    source = {"type": "coco", "annotations": str(root / "annotations.json")}
+    source.update(images=str(root / "images"), check="background")
+    (tmp_path / "c.yaml").write_text(json.dumps({"source": source, "image_size": 16}))
+    out = tmp_path / "shards"
+    command = [sys.executable, "-m", "daliaug.cli", "convert", str(tmp_path / "c.yaml"), str(out)]
+    result = subprocess.run(
+        [*command, "--format", "webdataset"], capture_output=True, text=True, timeout=600
+    )
+    said = " ".join(result.stderr.split())
+    assert result.returncode == 3 and f"{image}" in said and "but its file is 50x40" in said
+
+
 # ---------------------------------------------------------------- masks from png members
 
 
