@@ -545,8 +545,7 @@ def test_auto_checks_a_large_source_beside_training(
     monkeypatch.setattr(base, "BACKGROUND_FROM", COUNT)
     samples = prepared(made).samples
     assert not samples.sized and samples.background is not None
-    with pytest.raises(DataError, match=f"cannot be used: .*{path}"):
-        epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+    named_when_reached(made, samples, path)
 
 
 @pytest.mark.parametrize("subset", ["training", "validation"])
@@ -588,6 +587,13 @@ def test_a_class_folder_is_listed_by_name_alone_and_split_as_checked_in_full(
         assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
 
 
+def named_when_reached(made: daliaug.Config, samples: Any, path: Path) -> None:
+    """An epoch of ``samples`` stops with a :class:`DataError` naming ``path``, found beside
+    training."""
+    with pytest.raises(DataError, match=f"cannot be used: .*{path}"):
+        epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+
+
 def test_auto_checks_a_large_box_source_beside_training(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -622,9 +628,7 @@ def test_auto_checks_a_large_box_source_beside_training(
                 assert samples.declared and not samples.sized and not samples.listed
             else:
                 assert samples.sized and samples.beside and not samples.declared
-        samples = prepared(made).samples
-        with pytest.raises(DataError, match=f"cannot be used: .*{broken}"):
-            epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+        named_when_reached(made, prepared(made).samples, broken)
 
 
 @pytest.mark.parametrize("on_error", ["raise", "skip"])
