@@ -22,7 +22,7 @@ import numpy as np
 
 from daliaug.errors import DataError
 from daliaug.sources.base import Samples
-from daliaug.sources.checks import image_headers
+from daliaug.sources.checks import MAX_PIXELS, image_headers
 
 TOLERANCE = 1.0
 """How far (pixels) a box may reach outside its image and still be clipped, not refused."""
@@ -59,11 +59,13 @@ class BoxTable:
     image ``image[k]`` (ascending), its ``boxes[k]`` absolute ``xyxy`` (fractions of the
     image's width and height where the image is ``normalised``), its class ``labels[k]`` and,
     with keypoints, ``keypoints[k]`` (``(K, 3)``). Per image: the ``origins`` of its
-    annotations (for messages), the ``(height, width)`` it ``declared`` (``-1`` where none),
-    and the ``problems`` that fail it; ``where(k)`` names box ``k`` (``file:line``,
-    ``annotation 17``), made only for a message."""
+    annotations (for messages), whether it ``declares`` a size and the ``(height, width)``
+    ``declared`` (int64, as :func:`clamped` keeps them), and the ``problems`` that fail it;
+    ``where(k)`` names box ``k`` (``file:line``, ``annotation 17``), made only for a
+    message."""
 
     origins: Sequence[str]
+    declares: np.ndarray
     declared: np.ndarray
     normalised: np.ndarray
     image: np.ndarray
@@ -86,11 +88,12 @@ class BoxTable:
         wheres = [w for f in found for w in f.where]
         return BoxTable(
             [f.origin for f in found],
-            np.array([f.size or (-1, -1) for f in found], np.int32).reshape(n, 2),
+            np.fromiter((f.size is not None for f in found), bool, n),
+            np.array([clamped(f.size or (0, 0)) for f in found], np.int64).reshape(n, 2),
             np.fromiter((f.normalised for f in found), bool, n),
             np.repeat(np.arange(n), counts),
             np.array([b for f in found for b in f.boxes], np.float64).reshape(-1, 4),
-            np.array([v for f in found for v in f.labels], np.int32),
+            np.array(clamped([v for f in found for v in f.labels]), np.int64),
             points,
             {i: f.problems for i, f in enumerate(found) if f.problems},
             wheres.__getitem__,
@@ -99,7 +102,7 @@ class BoxTable:
     def annotations(self, i: int) -> ImageAnnotations:
         """Image ``i``'s annotations, one object (for :func:`checked_targets`' messages)."""
         a, b = np.searchsorted(self.image, [i, i + 1]).tolist()
-        size = tuple(self.declared[i].tolist())
+        size = tuple(self.declared[i].tolist()) if self.declares[i] else None
         return ImageAnnotations(
             boxes=list(self.boxes[a:b]),
             labels=self.labels[a:b].tolist(),
@@ -107,9 +110,19 @@ class BoxTable:
             keypoints=[] if self.keypoints is None else list(self.keypoints[a:b]),
             normalised=bool(self.normalised[i]),
             origin=self.origins[i],
-            size=None if size[0] < 0 else size,
+            size=size,
             problems=list(self.problems.get(i, [])),
         )
+
+
+LIMIT = 2**62
+"""What :func:`clamped` keeps integers within: beyond any image's size or class (a value
+further out fails its sample, named, rather than overflow an int64 column)."""
+
+
+def clamped(values: Sequence[int]) -> list[int]:
+    """``values`` within ``[-LIMIT, LIMIT]``."""
+    return [max(-LIMIT, min(int(v), LIMIT)) for v in values]
 
 
 def _padded(found: ImageAnnotations, num_keypoints: int) -> list[np.ndarray]:
@@ -223,12 +236,19 @@ def detection_samples(
     against the declared sizes, and the background check holds each file's header to its size
     (:attr:`Samples.declared`)."""
     notes = dict(notes)
-    declared = table.declared
-    defer = defer and bool((declared >= 0).all())
+    declares, declared = table.declares, table.declared
+    defer = defer and bool(declares.all())
     rejected = dict(rejected or {})
     listed = None
     if defer:
-        sizes = declared
+        plausible = (declared >= 1).all(1) & (declared.astype(np.float64).prod(1) <= MAX_PIXELS)
+        for i in np.flatnonzero(~plausible).tolist():
+            h, w = declared[i].tolist()
+            rejected[paths[i]] = (
+                f"{table.origins[i]}: the annotations declare a {w}x{h} image, beyond what "
+                f"daliaug decodes (1 to {MAX_PIXELS:,} pixels)"
+            )
+        sizes = np.where(plausible[:, None], declared, 0).astype(np.int32)
     else:
         headers = image_headers(paths)
         sizes = headers.sizes
@@ -237,7 +257,7 @@ def detection_samples(
         for path, reason in headers.rejected.items():
             origin = table.origins[position[path]]
             rejected[path] = f"{origin}: {reason}" if origin else reason
-        differ = (declared >= 0).all(1) & sizes.any(1) & (declared != sizes).any(1)
+        differ = declares & sizes.any(1) & (declared != sizes).any(1)
         for i in np.flatnonzero(differ).tolist():
             (h, w), (height, width) = declared[i], sizes[i]
             rejected[paths[i]] = (
@@ -275,9 +295,9 @@ def _targets(
     wh = sizes[image][:, ::-1].astype(np.float64)
     normalised = table.normalised[image]
     boxes = table.boxes.copy()
-    boxes[normalised] *= np.tile(wh[normalised], 2)
-    clipped = np.clip(boxes, 0, np.tile(wh, 2))
-    with np.errstate(invalid="ignore"):  # NaN compares False: refused below
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN compares False: refused below
+        boxes[normalised] *= np.tile(wh[normalised], 2)
+        clipped = np.clip(boxes, 0, np.tile(wh, 2))
         fine = (
             (clipped[:, 2:] > clipped[:, :2]).all(1)
             & (boxes[:, 2:] > boxes[:, :2]).all(1)
@@ -286,14 +306,17 @@ def _targets(
         )
     bad = np.bincount(image[~fine], minlength=n) > 0
     bad[list(table.problems)] = True
-    columns = {"boxes": clipped.astype(np.float32), "box_labels": table.labels}
+    labels = table.labels.astype(np.int32)  # (a label beyond int32 fails its sample: named)
+    columns = {"boxes": clipped.astype(np.float32), "box_labels": labels}
     if table.keypoints is not None:
         points = table.keypoints.copy()
         bad |= np.bincount(image[~np.isfinite(points).all((1, 2))], minlength=n) > 0
-        points[normalised, :, :2] *= wh[normalised][:, None, :]
+        with np.errstate(invalid="ignore", over="ignore"):
+            points[normalised, :, :2] *= wh[normalised][:, None, :]
         columns["keypoints"] = points
-    ends = np.cumsum(np.bincount(image, minlength=n))
-    spans = list(zip([0, *ends[:-1].tolist()], ends.tolist(), strict=True))
+    counts = np.bincount(image, minlength=n)
+    ends = np.cumsum(counts)
+    spans = list(zip((ends - counts).tolist(), ends.tolist(), strict=True))
     out = {name: [column[a:b] for a, b in spans] for name, column in columns.items()}
     held = np.fromiter((p not in rejected for p in paths), bool, n)
     count = None if table.keypoints is None else table.keypoints.shape[1]

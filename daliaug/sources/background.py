@@ -89,18 +89,31 @@ REPORT_EVERY = 10.0
 
 class DeclaredSizes:
     """The ``(height, width)`` the annotations declare of each of ``paths`` (``sizes``, a row
-    each), looked up by path (the index made at the first lookup, in the thread that asks:
-    no Python object per file at a start)."""
+    each; a file named twice may be declared twice), looked up by path (the index made at the
+    first lookup, in the thread that asks: no Python object per file at a start)."""
 
     def __init__(self, paths: Sequence[str], sizes: np.ndarray) -> None:
         self._paths, self._sizes = paths, sizes
         self._rows: dict[str, int] | None = None
+        self._twice: dict[str, set[tuple[int, int]]] = {}
 
-    def get(self, path: str) -> tuple[int, int] | None:
+    def _index(self) -> dict[str, int]:
         if self._rows is None:
-            self._rows = dict(zip(self._paths, range(len(self._paths)), strict=True))
-        row = self._rows.get(path)
-        return None if row is None else (int(self._sizes[row, 0]), int(self._sizes[row, 1]))
+            rows = dict(zip(self._paths, range(len(self._paths)), strict=True))
+            if len(rows) < len(self._paths):  # (a file some entries share: each size it has)
+                for path, (h, w) in zip(self._paths, self._sizes.tolist(), strict=True):
+                    self._twice.setdefault(path, set()).add((h, w))
+            self._rows = rows
+        return self._rows
+
+    def unlike(self, path: str, size: tuple[int, int]) -> tuple[int, int] | None:
+        """A size declared of ``path`` other than ``size`` (its header's), if one is."""
+        row = self._index().get(path)
+        if row is None:
+            return None
+        declared = {(int(self._sizes[row, 0]), int(self._sizes[row, 1]))}
+        other = sorted(self._twice.get(path, declared) - {tuple(size)})
+        return other[0] if other else None
 
 
 class BackgroundCheck:
@@ -159,6 +172,9 @@ class BackgroundCheck:
                 for p, c in found.items():
                     if c.size is not None and c.reason is None:
                         known[p] = self._size_read(p, c.size)
+                if self._declared is not None:  # (a result kept without its size: read now)
+                    bare = [p for p, reason in known.items() if reason is None]
+                    known.update(self._read_sizes([p for p in bare if p not in self._sizes]))
             paths = [p for p in paths if p not in known]
         failed.update(self._read_sizes(paths))
         self._keep({**failed, **known})
@@ -207,8 +223,8 @@ class BackgroundCheck:
     def _size_read(self, path: str, size: tuple[int, int]) -> str | None:
         """``size`` (read from ``path``'s header) kept; why the file is bad if the
         annotations declare another (``None``: they do not)."""
-        want = None if self._declared is None else self._declared.get(path)
-        if want is not None and want != tuple(size):
+        want = None if self._declared is None else self._declared.unlike(path, size)
+        if want is not None:
             return (
                 f"{path} is {size[1]}x{size[0]} pixels, but its annotations declare "
                 f"{want[1]}x{want[0]} (its boxes were checked against that): fix the "

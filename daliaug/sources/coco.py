@@ -15,7 +15,7 @@ import numpy as np
 from daliaug.config_files import read_text
 from daliaug.errors import ConfigError, DataError
 from daliaug.fields import FilePath
-from daliaug.sources.annotations import BoxTable, detection_samples
+from daliaug.sources.annotations import BoxTable, clamped, detection_samples
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.kept_samples import kept_samples
 
@@ -107,16 +107,19 @@ class CocoSource(SourceConfig):
             raise DataError(f"COCO annotations {origin}: category ids repeat: {ids}")
         by_id = {c["id"]: c for c in categories}
         row: dict[int, int] = {}
-        declared = np.full((len(images), 2), -1, np.int32)
+        declares = np.zeros(len(images), bool)
+        declared = np.zeros((len(images), 2), np.int64)
         for i, image in enumerate(images):
             if row.setdefault(image["id"], i) != i:
                 raise DataError(f"COCO annotations {origin}: image id {image['id']} repeats")
             size = (image.get("height"), image.get("width"))
             if all(isinstance(v, int) for v in size):
-                declared[i] = size
+                declares[i] = True
+                declared[i] = clamped(size)
         annotations = _entries(data, "annotations", {}, origin)
         num_keypoints = self._num_keypoints(categories, origin)
-        table, crowds = self._table(annotations, images, row, declared, ids, num_keypoints)
+        sized = declares, declared
+        table, crowds = self._table(annotations, images, row, sized, ids, num_keypoints)
         root = str(self.images.expanduser())
         paths = [os.path.join(root, image["file_name"]) for image in images]
         notes: dict[str, str] = {}
@@ -131,13 +134,14 @@ class CocoSource(SourceConfig):
         annotations: list[dict[str, Any]],
         images: list[dict[str, Any]],
         row: dict[int, int],
-        declared: np.ndarray,
+        sized: tuple[np.ndarray, np.ndarray],
         ids: list[int],
         num_keypoints: int | None,
     ) -> tuple[BoxTable, int]:
         """The boxes of ``annotations`` over ``images`` (each one's row by its id, and the
-        sizes they declare), and how many crowd annotations were left out; an annotation
-        whose category, box or keypoints cannot be read is a problem of its image."""
+        sizes they declare: ``sized``, as :class:`BoxTable` holds them), and how many crowd
+        annotations were left out; an annotation whose category, box or keypoints cannot be
+        read is a problem of its image."""
         origin = self.annotations.expanduser()
         index = {cid: i for i, cid in enumerate(ids)}
         at, boxes, labels, named, points = [], [], [], [], []
@@ -193,7 +197,8 @@ class CocoSource(SourceConfig):
             keypoints[..., 2] = keypoints[..., 2] > 0
         table = BoxTable(
             origins=_Origins(str(origin), images),
-            declared=declared,
+            declares=sized[0],
+            declared=sized[1],
             normalised=np.zeros(len(images), bool),
             image=np.array(at, np.int64)[order],
             boxes=np.array(boxes, np.float64).reshape(-1, 4)[order],

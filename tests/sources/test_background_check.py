@@ -7,6 +7,7 @@ DALI on the CPU, TensorFlow and OpenCV, through NumPy, tf.data, JAX and PyTorch.
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import sqlite3
@@ -671,3 +672,40 @@ def test_a_header_unlike_its_declared_size_is_named_before_its_batch(
 
     assert sum(len(batch[0]) for batch in got) == 9 == sum(len(batch[0]) for batch in want)
     assert boxes(got) == boxes(want)
+
+
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_a_declared_size_is_held_to_a_header_the_cache_kept_no_size_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_error: str
+) -> None:
+    """Files checked in full at one start (their results kept without sizes), then a COCO
+    file that declares one image's size wrongly and adds an entry naming another file with a
+    size of its own: under ``check: background`` each file is named before a batch holds it
+    (``raise``) or left out, each named (``skip``)."""
+    from daliaug.tools.demo_data import write_detection_dataset
+
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    root = write_detection_dataset(tmp_path / "det", count=6, seed=8)
+    source = {"type": "coco", "annotations": str(root / "annotations.json")}
+    source.update(images=str(root / "images"), on_error=on_error)
+    full = config_for(None, source={**source, "check": "full"}, image_size=16, batch_size=2)
+    assert prepared(full).samples.checked
+    coco = json.loads((root / "annotations.json").read_text())
+    first, second = coco["images"][1], coco["images"][4]
+    first["width"] += 3
+    coco["images"].append({**second, "id": 99, "height": second["height"] + 1})
+    (root / "annotations.json").write_text(json.dumps(coco))
+    made = config_for(None, source={**source, "check": "background"}, image_size=16, batch_size=2)
+    samples = prepared(made).samples
+    assert samples.declared and len(samples) == 7
+    bad = {str(root / "images" / image["file_name"]) for image in (first, second)}
+    if on_error == "raise":
+        with pytest.raises(DataError, match="but its annotations declare") as raised:
+            epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+        assert any(path in str(raised.value) for path in bad)
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+    left = {m.group(1) for w in caught if (m := re.search(r"left out (\S+) and", str(w.message)))}
+    assert left == bad

@@ -629,3 +629,41 @@ def test_check_names_each_bad_annotation(coco: Path, yolo: Path, tmp_path: Path)
         result.returncode == 3
         and f"{pose / 'labels' / 'a.txt'}:1: expected 'class cx cy w h' and 1 keypoints" in out
     )
+
+
+@pytest.mark.parametrize("check", ["full", "background"])
+def test_numbers_beyond_any_image_fail_their_sample(tmp_path: Path, check: str) -> None:
+    """A declared size or class index too large for any column (or a negative size) fails
+    its own sample, named, whether the listing reads the headers or leaves them to the
+    background check; the other samples are listed."""
+    root = write_detection_dataset(tmp_path / "d", count=4, seed=6)
+    coco = json.loads((root / "annotations.json").read_text())
+    coco["images"][1]["height"] = 3_000_000_000
+    coco["images"][2]["width"] = -5
+    (root / "annotations.json").write_text(json.dumps(coco))
+    source = CocoSource(
+        annotations=root / "annotations.json", images=root / "images", on_error="skip"
+    )
+    samples = source.model_copy(update={"check": check}).list_samples()
+    assert len(samples) == 2 and samples.declared == (check == "background")
+    names = [str(root / "images" / coco["images"][k]["file_name"]) for k in (1, 2)]
+    assert sorted(samples.rejected) == sorted(names)
+    assert "3000000000" in samples.rejected[names[0]] and "-5" in samples.rejected[names[1]]
+    yolo = yolo_set(
+        tmp_path / "y",
+        {"a": "3000000000 0.5 0.5 0.2 0.2\n", "b": "0 0.5 0.5 0.2 0.2\n"},
+        {"names": ["x"]},
+    )
+    listed = YoloSource(path=yolo, on_error="skip").list_samples()
+    assert len(listed) == 1 and "3000000000" in listed.rejected[str(yolo / "images" / "a.jpg")]
+
+
+def test_a_voc_set_whose_every_file_fails_is_named(tmp_path: Path) -> None:
+    """No XML that parses: no sample listed, and ``samples`` names the files."""
+    root = write_detection_dataset(tmp_path / "d", count=2, seed=7)
+    for xml in (root / "Annotations").glob("*.xml"):
+        xml.write_text("<annotation><object>")
+    source = VocSource(path=root)
+    assert len(source.list_samples()) == 0
+    with pytest.raises(DataError, match="is not valid XML"):
+        source.samples()
