@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class BoxTable:
     image's width and height where the image is ``normalised``), its class ``labels[k]`` and,
     with keypoints, ``keypoints[k]`` (``(K, 3)``). Per image: the ``origins`` of its
     annotations (for messages), whether it ``declares`` a size and the ``(height, width)``
-    ``declared`` (int64, as :func:`clamped` keeps them), and the ``problems`` that fail it;
+    ``declared`` (as :func:`int_array` keeps them), and the ``problems`` that fail it;
     ``where(k)`` names box ``k`` (``file:line``, ``annotation 17``), made only for a
     message."""
 
@@ -89,11 +90,11 @@ class BoxTable:
         return BoxTable(
             [f.origin for f in found],
             np.fromiter((f.size is not None for f in found), bool, n),
-            np.array([clamped(f.size or (0, 0)) for f in found], np.int64).reshape(n, 2),
+            int_array([f.size or (0, 0) for f in found]).reshape(n, 2),
             np.fromiter((f.normalised for f in found), bool, n),
             np.repeat(np.arange(n), counts),
             np.array([b for f in found for b in f.boxes], np.float64).reshape(-1, 4),
-            np.array(clamped([v for f in found for v in f.labels]), np.int64),
+            int_array([v for f in found for v in f.labels]),
             points,
             {i: f.problems for i, f in enumerate(found) if f.problems},
             wheres.__getitem__,
@@ -116,13 +117,24 @@ class BoxTable:
 
 
 LIMIT = 2**62
-"""What :func:`clamped` keeps integers within: beyond any image's size or class (a value
+"""What :func:`int_array` keeps integers within: beyond any image's size or class (a value
 further out fails its sample, named, rather than overflow an int64 column)."""
 
 
-def clamped(values: Sequence[int]) -> list[int]:
-    """``values`` within ``[-LIMIT, LIMIT]``."""
-    return [max(-LIMIT, min(int(v), LIMIT)) for v in values]
+def int_array(values: Sequence[object]) -> np.ndarray:
+    """``values`` (integers, or tuples of them) as an int64 array, each kept within
+    ``[-LIMIT, LIMIT]`` (clamped only where one is not: a listing makes one array at once)."""
+    try:
+        array = np.array(values, np.int64)
+    except OverflowError:
+        array = np.array(_clamped(values), np.int64)
+    return np.clip(array, -LIMIT, LIMIT)
+
+
+def _clamped(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_clamped(v) for v in value]
+    return max(-LIMIT, min(int(value), LIMIT))
 
 
 def _padded(found: ImageAnnotations, num_keypoints: int) -> list[np.ndarray]:

@@ -15,7 +15,7 @@ import numpy as np
 from daliaug.config_files import read_text
 from daliaug.errors import ConfigError, DataError
 from daliaug.fields import FilePath
-from daliaug.sources.annotations import BoxTable, clamped, detection_samples
+from daliaug.sources.annotations import BoxTable, detection_samples, int_array
 from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.kept_samples import kept_samples
 
@@ -107,18 +107,17 @@ class CocoSource(SourceConfig):
             raise DataError(f"COCO annotations {origin}: category ids repeat: {ids}")
         by_id = {c["id"]: c for c in categories}
         row: dict[int, int] = {}
-        declares = np.zeros(len(images), bool)
-        declared = np.zeros((len(images), 2), np.int64)
+        declares, sizes = [], []
         for i, image in enumerate(images):
             if row.setdefault(image["id"], i) != i:
                 raise DataError(f"COCO annotations {origin}: image id {image['id']} repeats")
             size = (image.get("height"), image.get("width"))
-            if all(isinstance(v, int) for v in size):
-                declares[i] = True
-                declared[i] = clamped(size)
+            given = isinstance(size[0], int) and isinstance(size[1], int)
+            declares.append(given)
+            sizes.append(size if given else (0, 0))
         annotations = _entries(data, "annotations", {}, origin)
         num_keypoints = self._num_keypoints(categories, origin)
-        sized = declares, declared
+        sized = np.array(declares, bool), int_array(sizes).reshape(-1, 2)
         table, crowds = self._table(annotations, images, row, sized, ids, num_keypoints)
         root = str(self.images.expanduser())
         paths = [os.path.join(root, image["file_name"]) for image in images]
