@@ -23,7 +23,7 @@ import numpy as np
 
 from daliaug.errors import DataError
 from daliaug.sources.base import Samples
-from daliaug.sources.checks import MAX_PIXELS, image_headers
+from daliaug.sources.checks import MAX_PIXELS, image_headers, unlike_declared
 
 TOLERANCE = 1.0
 """How far (pixels) a box may reach outside its image and still be clipped, not refused."""
@@ -271,11 +271,7 @@ def detection_samples(
             rejected[path] = f"{origin}: {reason}" if origin else reason
         differ = declares & sizes.any(1) & (declared != sizes).any(1)
         for i in np.flatnonzero(differ).tolist():
-            (h, w), (height, width) = declared[i], sizes[i]
-            rejected[paths[i]] = (
-                f"{table.origins[i]}: the annotations say the image is {w}x{h}, but its file "
-                f"is {width}x{height}"
-            )
+            rejected[paths[i]] = unlike_declared(table.origins[i], declared[i], sizes[i])
     arrays = _targets(paths, table, sizes, rejected)
     counts = np.bincount(table.image, minlength=len(paths))
     for i in np.flatnonzero(counts == 0).tolist():

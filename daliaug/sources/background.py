@@ -48,6 +48,7 @@ from daliaug.sources.checks import (
     header_and_key,
     screened,
     skip_list,
+    unlike_declared,
 )
 
 
@@ -225,11 +226,7 @@ class BackgroundCheck:
         annotations declare another (``None``: they do not)."""
         want = None if self._declared is None else self._declared.unlike(path, size)
         if want is not None:
-            return (
-                f"{path} is {size[1]}x{size[0]} pixels, but its annotations declare "
-                f"{want[1]}x{want[0]} (its boxes were checked against that): fix the "
-                "annotations or the image"
-            )
+            return unlike_declared(path, want, size)
         assert self._sizes is not None
         self._sizes[path] = size
         return None

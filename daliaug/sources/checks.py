@@ -90,6 +90,13 @@ def image_header(path: str, data: bytes | None = None) -> tuple[str, int, int]:
     return kind, height, width
 
 
+def unlike_declared(where: str, declared: Sequence[int], found: Sequence[int]) -> str:
+    """Why an image is refused whose annotations declare ``declared`` (height, width) but
+    whose file is ``found``, starting with ``where`` (the annotations' place, or the file)."""
+    (h, w), (height, width) = declared, found
+    return f"{where}: the annotations say the image is {w}x{h}, but its file is {width}x{height}"
+
+
 PROGRESS_FROM = 20_000
 """Checks of at least this many items show a progress bar (on stderr)."""
 CHUNK = 64

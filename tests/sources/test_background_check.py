@@ -658,7 +658,8 @@ def test_a_header_unlike_its_declared_size_is_named_before_its_batch(
     samples = prepared(made).samples
     assert samples.declared and not samples.sized
     if on_error == "raise":
-        with pytest.raises(DataError, match=f"{files[6]} is {width + 8}x{height} pixels, but"):
+        said = f"{files[6]}: the annotations say the image is {width}x{height}, but its file is"
+        with pytest.raises(DataError, match=f"{said} {width + 8}x{height}"):
             epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
         return
     with pytest.warns(DataWarning, match=f"left out {files[6]}"):
@@ -700,7 +701,7 @@ def test_a_declared_size_is_held_to_a_header_the_cache_kept_no_size_of(
     assert samples.declared and len(samples) == 7
     bad = {str(root / "images" / image["file_name"]) for image in (first, second)}
     if on_error == "raise":
-        with pytest.raises(DataError, match="but its annotations declare") as raised:
+        with pytest.raises(DataError, match="the annotations say the image is") as raised:
             epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
         assert any(path in str(raised.value) for path in bad)
         return
