@@ -28,8 +28,7 @@ def sample_bytes(config: Config, samples: SampleSet) -> int:
     pixels = h * w
     output = np.dtype(config.output.dtype).itemsize
     source = 0.0  # streamed images' sizes are not known before decoding, nor deferred headers
-    known = isinstance(samples, Samples) and (samples.sized or samples.declared)
-    sizes = samples.sizes if known else None
+    sizes = samples.sizes if isinstance(samples, Samples) and samples.sizes_known else None
     if isinstance(sizes, np.ndarray) and len(samples):  # (not a Keras flow's lazy sizes)
         source = float(np.mean(sizes[:, 0].astype(np.float64) * sizes[:, 1]))
     decoded = source * config.channels

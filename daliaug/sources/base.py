@@ -171,8 +171,14 @@ class Samples(SampleSet):
         return () if target is None else tuple(target.shape[1:])
 
     @property
+    def sizes_known(self) -> bool:
+        """Whether ``sizes`` holds every image's size before any file is checked: read by the
+        listing, or as the annotations declare it."""
+        return self.sized or self.declared
+
+    @property
     def size_hint(self) -> tuple[int, int] | None:
-        if not (self.sized or self.declared) or not len(self.sizes):
+        if not self.sizes_known or not len(self.sizes):
             return None
         height, width = np.asarray(self.sizes).max(axis=0)
         return int(height), int(width)
