@@ -1,8 +1,8 @@
 """Time to the first batch over a class-folder tree of N files (issue 59), against DALI's
 ``fn.readers.file`` and tf.data's ``list_files`` over the same folder, in the same run.
 
-    python -m bench.start [--files 10000 100000] [--imagenet] [--coco] [--profile 100000] \
-        --out bench/results
+    python -m bench.start [--files 10000 100000] [--imagenet] [--coco] [--yolo] \
+        [--profile 100000] --out bench/results
 
 The tree is ``<class>/<i>.jpg`` hard links to a few real small JPEGs (``os.link``: N entries
 cost folder entries, not image bytes), 1,000 files per class (ImageNet's 1,281 per class is
@@ -15,12 +15,16 @@ as a first epoch would). DALI's reader: ``readers.file(file_root)`` + CPU decode
 built and run once; tf.data: ``list_files`` + its first element. The file system's own cost is
 ``os.scandir`` over the tree. ``--coco`` adds a COCO file over the same tree (one box per
 image, each image's size declared, written once beside it): daliaug's ``coco`` source (``check:
-background``) against DALI's ``fn.readers.coco`` + CPU decode + resize. The clock stops at the
-first batch: each tool's iterator or pipeline is torn down after (records before 2026-12-07
-11:30 timed the teardown too). The tree is in the page cache throughout (it was just written or
-listed): these are warm-file-system times. ``--profile N`` runs one later start and one first
-start of daliaug under cProfile and records the top functions. Writes ``start-<date>.json`` and
-``.md``.
+background``) against DALI's ``fn.readers.coco`` + CPU decode + resize. ``--yolo`` adds a
+YOLO folder over the same images (``images/`` a link to the tree, ``labels/`` one box per image,
+hard links to one label file): daliaug's ``yolo`` source (``check: background``) against DALI's
+``readers.file`` above (DALI has no YOLO reader; it reads no label file) and the file system's
+part of a YOLO listing (``os.scandir`` of ``labels/`` and every label file read). The clock
+stops at the first batch: each tool's iterator or pipeline is torn down after (records before
+2026-12-07 11:30 timed the teardown too). The tree is in the page cache throughout (it was
+just written or listed): these are warm-file-system times. ``--profile N`` runs one later start
+and one first start of daliaug under cProfile and records the top functions. Writes
+``start-<date>.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ PER_CLASS = 1000
 SIZE = 32
 BATCH = 32
 SOURCES = 4
+"""Real JPEGs the tree's files are hard links to."""
 CHECKS = ("full", "background", "headers")
 """The ``source.check`` modes timed: the full check first, beside training, headers only."""
 MAX_LINKS = 50_000
@@ -56,7 +61,8 @@ MAX_LINKS = 50_000
 FINISH_BELOW = 500_000
 """Trees below this many files have their background check let finish (untimed) after the
 first start; at ImageNet's size it would decode 1.28 million files (about half an hour here)."""
-"""Real JPEGs the tree's files are hard links to."""
+BOXES = ("coco", "yolo")
+"""The box sources a run may time beside the class folders."""
 
 
 def tree(root: Path, n: int) -> Path:
@@ -110,6 +116,37 @@ def coco_config(train: Path, check: str) -> dict[str, Any]:
     return {**config(train, check), "source": {**source, "check": check}, "label_mode": "none"}
 
 
+def yolo_config(train: Path, check: str) -> dict[str, Any]:
+    source = {"type": "yolo", "path": str(yolo_root(train)), "check": check}
+    return {**config(train, check), "source": source, "label_mode": "none"}
+
+
+def yolo_root(train: Path) -> Path:
+    """A YOLO folder over the tree (made once beside it): ``images`` a link to the tree,
+    ``labels/<class>/<i>.txt`` hard links to one box line (a file per :data:`MAX_LINKS`)."""
+    root = train.parent / "yolo"
+    marker = root / ".whole"
+    if marker.exists():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "labels").mkdir(parents=True)
+    (root / "images").symlink_to(train, target_is_directory=True)
+    (root / "data.yaml").write_text("names: [a]\n")
+    line = root / "line.txt"
+    count = 0
+    for folder in sorted(train.iterdir()):
+        labels = root / "labels" / folder.name
+        labels.mkdir()
+        for image in sorted(folder.iterdir()):
+            if count % MAX_LINKS == 0:
+                line = root / f"line-{count // MAX_LINKS}.txt"
+                line.write_text("0 0.5 0.5 0.25 0.25\n")
+            os.link(line, labels / f"{image.stem}.txt")
+            count += 1
+    marker.touch()
+    return root
+
+
 def annotations(train: Path) -> Path:
     """A COCO file over the tree (written once beside it): one box per image, each image's
     size declared (the size of the JPEG its file links to)."""
@@ -139,7 +176,8 @@ def child(tool: str, train: str, check: str, profile: str | None, finish: bool) 
         import daliaug
 
         _import_all()
-        made = (coco_config if tool == "daliaug coco" else config)(Path(train), check)
+        configs = {"daliaug coco": coco_config, "daliaug yolo": yolo_config}
+        made = configs.get(tool, config)(Path(train), check)
 
         def start() -> Any:
             iterator = iter(daliaug.make_dataset(made))
@@ -175,6 +213,11 @@ def child(tool: str, train: str, check: str, profile: str | None, finish: bool) 
         def start() -> Any:
             iterator = iter(tf.data.Dataset.list_files(f"{train}/*/*.jpg", shuffle=False))
             return iterator, next(iterator)
+    elif tool == "yolo labels":  # the file system's part of a YOLO listing
+
+        def start() -> Any:
+            labels = yolo_root(Path(train)) / "labels"
+            return [_read(f.path) for d in os.scandir(labels) for f in os.scandir(d.path)]
     else:  # the file system alone
 
         def start() -> Any:
@@ -194,6 +237,11 @@ def child(tool: str, train: str, check: str, profile: str | None, finish: bool) 
     if tool == "daliaug" and check == "background" and finish:
         _finish_check(Path(train))
     return result
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
 
 
 def _finish_check(train: Path) -> None:
@@ -285,22 +333,30 @@ def listed_memory(train: Path, cache: Path, check: str) -> dict[str, float]:
 
 
 def measure(
-    n: int, root: Path, repeats: int, checks: tuple[str, ...] = CHECKS, coco: bool = False
+    n: int,
+    root: Path,
+    repeats: int,
+    checks: tuple[str, ...] = CHECKS,
+    boxes: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Every tool's first and later starts over the tree of ``n`` files, daliaug's with each
     of ``checks``; a background check is let finish after its first start below
     :data:`FINISH_BELOW` files (else its later starts find the decode results of the first
-    batches only: the start itself reads no other). ``coco``: DALI's and daliaug's COCO
-    readers too (daliaug's check not let finish: its later starts find the first batches'
-    results only)."""
+    batches only: the start itself reads no other). ``boxes``: daliaug's box sources among
+    :data:`BOXES` too, and DALI's COCO reader with COCO (daliaug's check not let finish: its
+    later starts find the first batches' results only)."""
     t0 = time.perf_counter()
     train = tree(root, n)
     row: dict[str, Any] = {"files": n, "tree_seconds": time.perf_counter() - t0}
+    coco = "coco" in boxes
     if coco:
         annotations(train)
+    if "yolo" in boxes:
+        yolo_root(train)
     tools = ("scandir", "dali", "tf.data", *(("dali coco",) if coco else ()))
+    tools += ("yolo labels",) if "yolo" in boxes else ()
     starts = [(f"daliaug {c}", "daliaug", c) for c in checks]
-    starts += [("daliaug coco background", "daliaug coco", "background")] if coco else []
+    starts += [(f"daliaug {kind} background", f"daliaug {kind}", "background") for kind in boxes]
     with tempfile.TemporaryDirectory(prefix="daliaug-start-") as scratch:
         for tool in tools:
             runs = [run(tool, train, Path(scratch) / "x") for _ in range(repeats)]
@@ -406,25 +462,15 @@ def report(rows: list[dict[str, Any]], profile: dict[str, Any] | None, extrapola
             found = memory.get(c)
             cells.append(f"{found['per_sample_bytes']:.0f}" if found else "not run")
         lines.append("| " + " | ".join(cells) + " |")
-    coco = [r for r in rows if "dali coco" in r]
-    if coco:
+    for kind, heading, dali_tool, against in BOX_TABLES:
+        lines += _box_table(rows, kind, heading, dali_tool, against)
+    labels = [r for r in rows if "yolo labels" in r]
+    if labels:
         lines += [
             "",
-            "## COCO (one box per image, sizes declared) over the same trees",
-            "",
-            "daliaug's `coco` source with `check: background` (its check not let finish), "
-            "against DALI's `readers.coco` (+ decode + resize).",
-            "",
-            "| N | DALI readers.coco | daliaug first | daliaug later | first / DALI "
-            "| later / DALI |",
-            "|---|---|---|---|---|---|",
+            "Reading every label file (a `scandir` of `labels/`, each file opened and read):",
         ]
-        for r in coco:
-            dali, ours = r["dali coco"]["later"], r["daliaug coco background"]
-            cells = [f"{r['files']:,}", f"{dali:.3f}"]
-            cells += [_cell(ours, s) for s in ("first", "later")]
-            cells += [_cell(ours, s, dali) for s in ("first", "later")]
-            lines.append("| " + " | ".join(cells) + " |")
+        lines += [""] + [f"- {r['files']:,}: {r['yolo labels']['later']:.3f} s" for r in labels]
     if profile:
         for start in ("first", "later"):
             p = profile[start]
@@ -440,6 +486,53 @@ def report(rows: list[dict[str, Any]], profile: dict[str, Any] | None, extrapola
     return "\n".join(lines) + "\n"
 
 
+BOX_TABLES = (
+    (
+        "coco",
+        "COCO (one box per image, sizes declared) over the same trees",
+        "dali coco",
+        "DALI's `readers.coco` (+ decode + resize)",
+    ),
+    (
+        "yolo",
+        "YOLO (one box per image) over the same images",
+        "dali",
+        "DALI's `readers.file` over the same images (DALI has no YOLO reader; it reads no "
+        "label file)",
+    ),
+)
+"""Each box source's table: its kind, heading, the DALI tool it is set against, and what
+that tool is."""
+
+
+def _box_table(
+    rows: list[dict[str, Any]], kind: str, heading: str, dali_tool: str, against: str
+) -> list[str]:
+    """The lines of the table of daliaug's ``kind`` source against ``dali_tool`` (none where
+    the run did not time it)."""
+    timed = [r for r in rows if f"daliaug {kind} background" in r]
+    if not timed:
+        return []
+    reader = against.split("`")[1]
+    lines = [
+        "",
+        f"## {heading}",
+        "",
+        f"daliaug's `{kind}` source with `check: background` (its check not let finish), "
+        f"against {against}.",
+        "",
+        f"| N | DALI {reader} | daliaug first | daliaug later | first / DALI | later / DALI |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in timed:
+        dali, ours = r[dali_tool]["later"], r[f"daliaug {kind} background"]
+        cells = [f"{r['files']:,}", f"{dali:.3f}"]
+        cells += [_cell(ours, s) for s in ("first", "later")]
+        cells += [_cell(ours, s, dali) for s in ("first", "later")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, nargs="+", default=[10_000, 100_000])
@@ -452,6 +545,7 @@ def main() -> None:
         help="the checks timed at ImageNet's N (the full check of 1.28M files takes ~25 min)",
     )
     parser.add_argument("--coco", action="store_true", help="time COCO readers too")
+    parser.add_argument("--yolo", action="store_true", help="time daliaug's YOLO source too")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", type=int, default=0, help="cProfile daliaug at this N")
     parser.add_argument("--out", type=Path, default=None)
@@ -468,10 +562,11 @@ def main() -> None:
     from daliaug.cache import default_cache_dir
 
     root = default_cache_dir() / "bench"
-    rows = [measure(n, root, args.repeats, coco=args.coco) for n in args.files]
+    boxes = tuple(kind for kind in BOXES if getattr(args, kind))
+    rows = [measure(n, root, args.repeats, boxes=boxes) for n in args.files]
     if args.imagenet:
         checks = tuple(args.imagenet_checks)
-        rows.append(measure(IMAGENET, root, args.repeats, checks, coco=args.coco))
+        rows.append(measure(IMAGENET, root, args.repeats, checks, boxes))
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M")
     profile = profiled(args.profile, root, args.out or root, stamp) if args.profile else None
     extrapolated = {}

@@ -27,10 +27,15 @@ MAX_DEPTH = 64
 MAX_NODES = 100_000
 
 
-def read_text(path: Path, what: str, error: type[DaliaugError] = DataError) -> str:
-    """The text of ``path``, or an ``error`` that starts with ``what`` and names it."""
+def read_text(path: Path | str, what: str, error: type[DaliaugError] = DataError) -> str:
+    """The UTF-8 text of ``path`` (its line ends made ``\\n``, as Python's text files make
+    them), or an ``error`` that starts with ``what`` and names it. Read as bytes, then
+    decoded: half the time of a text file's read, for a listing that reads one small file an
+    image (YOLO's label files)."""
     try:
-        return path.expanduser().read_text()
+        with open(os.path.expanduser(path), "rb") as file:
+            text = file.read().decode("utf-8")
+        return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
     except OSError as e:
         raise error(f"{what} {path}: {e.strerror or e}") from e
     except UnicodeDecodeError as e:

@@ -19,6 +19,7 @@ from daliaug.algebra import Canvas
 from daliaug.boxes import Rules, Targets
 from daliaug.engine_spec import EngineSpec
 from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
+from daliaug.sources.annotations import in_pixels
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
 
@@ -59,6 +60,8 @@ class BoxTargets:
         self.boxes = columns["boxes"]
         self.labels = columns["box_labels"]
         self.keypoints = columns.get("keypoints")
+        self.normalised = samples.normalised
+        """Whether the columns hold fractions of each image (scaled by the sizes of a batch)."""
         self.fuse_roi = fuse_roi
         self.files = samples.paths
         self.rules = Rules(
@@ -100,9 +103,12 @@ class BoxTargets:
         batch: :meth:`Plan.paired <daliaug.plan.Plan.paired>`, as the pixels have them),
         source ``sizes`` and real positions ``valid``."""
         plan = self.spec.plan
+        boxes = list(self.boxes[index])
         keypoints = None if self.keypoints is None else list(self.keypoints[index])
+        if self.normalised:
+            boxes, keypoints = in_pixels(boxes, keypoints, sizes)
         targets = Targets.of(
-            list(self.boxes[index]),
+            boxes,
             list(self.labels[index]),
             keypoints,
             self.shapes.get("keypoints", (0, 0))[1],

@@ -23,6 +23,7 @@ from daliaug.engines import engine
 from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
 from daliaug.memory import check_memory
 from daliaug.run import Run
+from daliaug.sources.annotations import size_rule
 from daliaug.sources.arrays import array_samples
 from daliaug.sources.background import background_checked
 from daliaug.sources.base import Samples
@@ -191,5 +192,6 @@ def checked_samples(
         return samples
     beside = config.source.check == "auto" and samples.beside
     if config.source.check == "background" or not samples.sized or beside:
-        return background_checked(samples, decoder, undecodable, config.source.on_error)
+        on_error = config.source.on_error
+        return background_checked(samples, decoder, undecodable, on_error, size_rule(samples))
     return checked(samples, decoder, undecodable, config.source.on_error)

@@ -1,7 +1,10 @@
 """Detection annotations, shared by the box sources (``coco``, ``yolo``, ``voc``): each image's
 boxes checked against its size (its header's, or the one its annotations declare where the
 listing leaves the headers to the background check), every box of a source at once as columns
-(:class:`BoxTable`), and the samples built from them.
+(:class:`BoxTable`), and the samples built from them. Where the listing leaves the headers to
+the background check and no size is declared (YOLO's), boxes stay fractions of their image
+until a batch holds them, and the check holds each image's boxes to its size
+(:class:`NormalisedBoxes`).
 
 Boxes come out in absolute pixel ``xyxy`` of the source image, with pixel-corner coordinates
 (the whole image is ``[0, W] x [0, H]``): the ``boxes`` column holds one float32 ``(n, 4)``
@@ -22,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from daliaug.errors import DataError
+from daliaug.sources.background import DeclaredSizes, PathRows, SizeRule
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import MAX_PIXELS, image_headers, unlike_declared
 
@@ -162,15 +166,19 @@ def _shown(box: Sequence[float]) -> str:
     return "[" + ", ".join(f"{v:g}" for v in box) + "]"
 
 
-def box_problem(box: Sequence[float], height: int, width: int, where: str) -> str | None:
+def box_problem(
+    box: Sequence[float], height: int | None, width: int | None, where: str
+) -> str | None:
     """Why ``box`` (absolute ``xyxy``) cannot be clipped to a ``width`` x ``height`` image,
     starting with ``where``: not finite, no area, or more than :data:`TOLERANCE` pixels
-    outside; ``None`` if it can."""
+    outside (the size ``None``: not known yet, not asked); ``None`` if it can."""
     x0, y0, x1, y1 = (float(v) for v in box)
     if not all(math.isfinite(v) for v in (x0, y0, x1, y1)):
         return f"{where}: box {_shown(box)} is not finite"
     if x1 <= x0 or y1 <= y0:
         return f"{where}: box xyxy {_shown(box)} has a non-positive width or height"
+    if height is None or width is None:
+        return None
     outside = min(x0, y0) < -TOLERANCE or x1 > width + TOLERANCE or y1 > height + TOLERANCE
     if outside or min(x1, width) <= max(x0, 0) or min(y1, height) <= max(y0, 0):
         return (
@@ -178,6 +186,24 @@ def box_problem(box: Sequence[float], height: int, width: int, where: str) -> st
             f"than {TOLERANCE:g} pixel)"
         )
     return None
+
+
+def fitting(boxes: np.ndarray, wh: np.ndarray | None) -> np.ndarray:
+    """Which of ``boxes`` (absolute ``xyxy``, float64 ``(n, 4)``) of images ``wh`` (width,
+    height: one, or a row per box) can be clipped to their image (see :func:`box_problem`);
+    ``wh`` ``None``: the sizes not known yet, only those finite and of positive width and
+    height."""
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN compares False: refused
+        fine = np.isfinite(boxes).all(1) & (boxes[:, 2:] > boxes[:, :2]).all(1)
+        if wh is None:
+            return fine
+        clipped = np.clip(boxes, 0, np.tile(wh, 2))
+        return (
+            fine
+            & (clipped[:, 2:] > clipped[:, :2]).all(1)
+            & (boxes[:, :2] >= -TOLERANCE).all(1)
+            & (boxes[:, 2:] <= wh + TOLERANCE).all(1)
+        )
 
 
 def object_column(arrays: list[np.ndarray]) -> np.ndarray:
@@ -194,41 +220,38 @@ def _problem(problems: list[str]) -> str:
 
 
 def checked_targets(
-    found: ImageAnnotations, height: int, width: int, num_keypoints: int | None
+    found: ImageAnnotations, height: int | None, width: int | None, num_keypoints: int | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """One image's boxes, labels and keypoints, checked; a :class:`DataError` naming each
-    problem (the source's and the boxes')."""
-    scale = np.array([width, height, width, height], np.float64) if found.normalised else 1.0
+    problem (the source's and the boxes'). The size ``None`` (not known yet): normalised
+    boxes stay fractions, unclipped, not yet held to their image."""
+    size = None if height is None or width is None else (width, height)
+    scale = np.array(size * 2, np.float64) if found.normalised and size else 1.0
     boxes = np.array(found.boxes, np.float64).reshape(-1, 4) * scale
-    clipped = np.clip(boxes, 0, [width, height, width, height])
-    with np.errstate(invalid="ignore"):  # NaN compares False: refused below
-        fine = (
-            (clipped[:, 2:] > clipped[:, :2]).all()
-            and (boxes[:, 2:] > boxes[:, :2]).all()
-            and (boxes[:, :2] >= -TOLERANCE).all()
-            and (boxes[:, 2:] <= np.array([width, height]) + TOLERANCE).all()
-        )
     problems = list(found.problems)
     problems += [
         f"{where}: its keypoints are not all finite numbers"
         for where, p in zip(found.where, found.keypoints, strict=False)
         if not np.isfinite(np.asarray(p, np.float64)).all()
     ]
-    if not fine:  # each bad box named
+    wh = None if size is None else np.array(size, np.float64)
+    if not fitting(boxes, wh).all():  # each bad box named
         reasons = (
             box_problem(b, height, width, w) for b, w in zip(boxes, found.where, strict=True)
         )
         problems += [reason for reason in reasons if reason]
     if problems:
         raise DataError(_problem(problems))
+    if size is not None:
+        boxes = np.clip(boxes, 0, size * 2)
     points = None
     if num_keypoints is not None:
-        points = np.zeros((len(clipped), num_keypoints, 3), np.float32)
+        points = np.zeros((len(boxes), num_keypoints, 3), np.float32)
         for i, p in enumerate(found.keypoints):
             points[i] = p
-        if found.normalised:
-            points[..., :2] *= (width, height)
-    return clipped.astype(np.float32), np.array(found.labels, np.int32), points
+        if found.normalised and size is not None:
+            points[..., :2] *= size
+    return boxes.astype(np.float32), np.array(found.labels, np.int32), points
 
 
 def detection_samples(
@@ -243,15 +266,18 @@ def detection_samples(
     """The samples of image ``paths`` with their boxes ``table``: each image's header read
     (kept for the next start with the file's key, which the samples hand on to the read
     check, as a class folder's), its declared size and boxes checked; a sample that fails goes
-    into ``rejected`` with every reason, one without boxes into ``notes``. With ``defer`` and
-    every image's size declared (COCO's, VOC's), no header is read: the boxes are checked
-    against the declared sizes, and the background check holds each file's header to its size
-    (:attr:`Samples.declared`)."""
+    into ``rejected`` with every reason, one without boxes into ``notes``. With ``defer``, no
+    header is read where every image's size is declared (COCO's, VOC's: the boxes are checked
+    against the declared sizes, :attr:`Samples.declared`) or none is and every image's boxes
+    are fractions of it (YOLO's: kept so, :attr:`Samples.normalised`); the background check
+    holds each file's header to them (:func:`size_rule`)."""
     notes = dict(notes)
     declares, declared = table.declares, table.declared
+    normalised = defer and not declares.any() and bool(table.normalised[table.image].all())
     defer = defer and bool(declares.all())
     rejected = dict(rejected or {})
     listed = None
+    sizes: np.ndarray | None = None
     if defer:
         plausible = (declared >= 1).all(1) & (declared.astype(np.float64).prod(1) <= MAX_PIXELS)
         for i in np.flatnonzero(~plausible).tolist():
@@ -261,7 +287,7 @@ def detection_samples(
                 f"daliaug decodes (1 to {MAX_PIXELS:,} pixels)"
             )
         sizes = np.where(plausible[:, None], declared, 0).astype(np.int32)
-    else:
+    elif not normalised:
         headers = image_headers(paths)
         sizes = headers.sizes
         listed = headers.key_of(paths)
@@ -289,38 +315,41 @@ def detection_samples(
         notes,
         listed,
         declared=defer,
+        normalised=normalised,
         **arrays,
     )
 
 
 def _targets(
-    paths: list[str], table: BoxTable, sizes: np.ndarray, rejected: dict[str, str]
+    paths: list[str], table: BoxTable, sizes: np.ndarray | None, rejected: dict[str, str]
 ) -> dict[str, np.ndarray]:
     """The ``boxes``, ``box_labels`` (and ``keypoints``) columns of the images of ``table``
     of ``sizes``, every box checked at once; an image whose annotations fail goes into
-    ``rejected`` with every reason (:func:`checked_targets`)."""
+    ``rejected`` with every reason (:func:`checked_targets`). ``sizes`` ``None`` (normalised
+    boxes whose images' sizes are not known yet): the boxes stay fractions, unclipped, checked
+    for what needs no size."""
     n, image = len(paths), table.image
-    wh = sizes[image][:, ::-1].astype(np.float64)
-    normalised = table.normalised[image]
     boxes = table.boxes.copy()
-    with np.errstate(invalid="ignore", over="ignore"):  # NaN compares False: refused below
-        boxes[normalised] *= np.tile(wh[normalised], 2)
-        clipped = np.clip(boxes, 0, np.tile(wh, 2))
-        fine = (
-            (clipped[:, 2:] > clipped[:, :2]).all(1)
-            & (boxes[:, 2:] > boxes[:, :2]).all(1)
-            & (boxes[:, :2] >= -TOLERANCE).all(1)
-            & (boxes[:, 2:] <= wh + TOLERANCE).all(1)
-        )
+    wh = None
+    if sizes is not None:
+        wh = sizes[image][:, ::-1].astype(np.float64)
+        normalised = table.normalised[image]
+        with np.errstate(invalid="ignore", over="ignore"):
+            boxes[normalised] *= np.tile(wh[normalised], 2)
+    fine = fitting(boxes, wh)
+    if wh is not None:
+        boxes = np.clip(boxes, 0, np.tile(wh, 2))
     bad = np.bincount(image[~fine], minlength=n) > 0
     bad[list(table.problems)] = True
     labels = table.labels.astype(np.int32)  # (a label beyond int32 fails its sample: named)
-    columns = {"boxes": clipped.astype(np.float32), "box_labels": labels}
+    kept = boxes if wh is None else boxes.astype(np.float32)
+    columns = {"boxes": kept, "box_labels": labels}
     if table.keypoints is not None:
         points = table.keypoints.copy()
         bad |= np.bincount(image[~np.isfinite(points).all((1, 2))], minlength=n) > 0
-        with np.errstate(invalid="ignore", over="ignore"):
-            points[normalised, :, :2] *= wh[normalised][:, None, :]
+        if wh is not None:
+            with np.errstate(invalid="ignore", over="ignore"):
+                points[normalised, :, :2] *= wh[normalised][:, None, :]
         columns["keypoints"] = points
     counts = np.bincount(image, minlength=n)
     ends = np.cumsum(counts)
@@ -329,9 +358,59 @@ def _targets(
     held = np.fromiter((p not in rejected for p in paths), bool, n)
     count = None if table.keypoints is None else table.keypoints.shape[1]
     for i in np.flatnonzero(bad & held).tolist():  # (each problem named, the slow way)
-        height, width = sizes[i].tolist()
+        height, width = (None, None) if sizes is None else sizes[i].tolist()
         try:
             checked_targets(table.annotations(i), height, width, count)
         except DataError as e:
             rejected[paths[i]] = str(e)
     return {name: object_column(column) for name, column in out.items()}
+
+
+def in_pixels(
+    boxes: list[np.ndarray], keypoints: list[np.ndarray] | None, sizes: np.ndarray
+) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+    """Normalised ``boxes`` and ``keypoints`` (an array per image) of images of ``sizes``
+    (``(height, width)`` rows) in pixels, each box clipped to its image: what a listing that
+    read the headers holds (:func:`_targets`, the same arithmetic)."""
+    wh = sizes[:, ::-1].astype(np.float64)
+    pixels = [
+        np.clip(b * np.tile(s, 2), 0, np.tile(s, 2)).astype(np.float32)
+        for b, s in zip(boxes, wh, strict=True)
+    ]
+    if keypoints is None:
+        return pixels, None
+    points = [p.copy() for p in keypoints]
+    for p, s in zip(points, wh, strict=True):
+        p[:, :, :2] *= s
+    return pixels, points
+
+
+class NormalisedBoxes:
+    """Each image's boxes as fractions of its width and height (``boxes``: a float64 ``(n,
+    4)`` array per image of ``paths``, unclipped), held to the size its header gives: a box
+    that image cannot hold (:func:`box_problem`) makes the file bad, as a listing that read the
+    header would have refused it."""
+
+    def __init__(self, paths: Sequence[str], boxes: np.ndarray) -> None:
+        self._rows, self._boxes = PathRows(paths), boxes
+
+    def problem(self, path: str, size: tuple[int, int]) -> str | None:
+        height, width = size
+        for row in self._rows(path):
+            boxes = self._boxes[row] * (width, height, width, height)
+            if fitting(boxes, np.array([width, height], np.float64)).all():
+                continue
+            wheres = (f"{path}, box {k + 1}" for k in range(len(boxes)))
+            reasons = (box_problem(b, height, width, w) for b, w in zip(boxes, wheres, strict=True))
+            return _problem([reason for reason in reasons if reason])
+        return None
+
+
+def size_rule(samples: Samples) -> SizeRule | None:
+    """What each image's header must meet where the listing placed its boxes without it:
+    the size its annotations declare, or one its boxes (fractions of it) fit."""
+    if samples.declared:
+        return DeclaredSizes(samples.paths, samples.sizes)
+    if samples.normalised:
+        return NormalisedBoxes(samples.paths, samples.columns["boxes"])
+    return None

@@ -60,8 +60,6 @@ class Listed(Protocol):
     rejected: dict[str, str]
     listed: dict[str, FileKey] | None
     sized: bool
-    declared: bool
-    sizes: np.ndarray
 
     @property
     def image_files(self) -> list[str]: ...
@@ -88,33 +86,52 @@ REPORT_EVERY = 10.0
 """Seconds between progress lines of a check of :data:`PROGRESS_FROM` files or more."""
 
 
-class DeclaredSizes:
-    """The ``(height, width)`` the annotations declare of each of ``paths`` (``sizes``, a row
-    each; a file named twice may be declared twice), looked up by path (the index made at the
-    first lookup, in the thread that asks: no Python object per file at a start)."""
+class SizeRule(Protocol):
+    """What an image's header size must meet besides decoding, where the listing read no
+    header but placed the image's boxes without it: the size its annotations declare
+    (:class:`DeclaredSizes`), or one its boxes, fractions of it, fit
+    (:class:`~daliaug.sources.annotations.NormalisedBoxes`)."""
 
-    def __init__(self, paths: Sequence[str], sizes: np.ndarray) -> None:
-        self._paths, self._sizes = paths, sizes
+    def problem(self, path: str, size: tuple[int, int]) -> str | None:
+        """Why ``path``, whose header says ``size`` (height, width), is bad (``None``: it is
+        not)."""
+        ...
+
+
+class PathRows:
+    """The rows of ``paths`` that name each file (a file named twice has two), the index made
+    at the first lookup, in the thread that asks: no Python object per file at a start."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self._paths = paths
         self._rows: dict[str, int] | None = None
-        self._twice: dict[str, set[tuple[int, int]]] = {}
+        self._twice: dict[str, list[int]] = {}
 
-    def _index(self) -> dict[str, int]:
+    def __call__(self, path: str) -> list[int]:
         if self._rows is None:
             rows = dict(zip(self._paths, range(len(self._paths)), strict=True))
-            if len(rows) < len(self._paths):  # (a file some entries share: each size it has)
-                for path, (h, w) in zip(self._paths, self._sizes.tolist(), strict=True):
-                    self._twice.setdefault(path, set()).add((h, w))
+            if len(rows) < len(self._paths):  # (a file some rows share: each row it has)
+                for row, named in enumerate(self._paths):
+                    self._twice.setdefault(named, []).append(row)
             self._rows = rows
-        return self._rows
+        if path in self._twice:
+            return self._twice[path]
+        row = self._rows.get(path)
+        return [] if row is None else [row]
 
-    def unlike(self, path: str, size: tuple[int, int]) -> tuple[int, int] | None:
-        """A size declared of ``path`` other than ``size`` (its header's), if one is."""
-        row = self._index().get(path)
-        if row is None:
-            return None
-        declared = {(int(self._sizes[row, 0]), int(self._sizes[row, 1]))}
-        other = sorted(self._twice.get(path, declared) - {tuple(size)})
-        return other[0] if other else None
+
+class DeclaredSizes:
+    """The ``(height, width)`` the annotations declare of each of ``paths`` (``sizes``, a row
+    each; a file named twice may be declared twice): a file whose header gives another is bad,
+    its boxes having been placed by the declared one."""
+
+    def __init__(self, paths: Sequence[str], sizes: np.ndarray) -> None:
+        self._rows, self._sizes = PathRows(paths), sizes
+
+    def problem(self, path: str, size: tuple[int, int]) -> str | None:
+        declared = {tuple(self._sizes[row].tolist()) for row in self._rows(path)}
+        other = sorted(declared - {tuple(size)})
+        return unlike_declared(path, other[0], size) if other else None
 
 
 class BackgroundCheck:
@@ -131,16 +148,16 @@ class BackgroundCheck:
         on_error: str,
         cache: CheckCache | None = None,
         headers: bool = False,
-        declared: DeclaredSizes | None = None,
+        rule: SizeRule | None = None,
     ) -> None:
         self.files = list(dict.fromkeys(files))
         self.keys, self.decoder, self.on_error = keys, decoder, on_error
         self._sizes: dict[str, tuple[int, int]] | None = {} if headers else None
         """With ``headers`` (the listing read none): each file's ``(height, width)``, read
         with its key when the file is checked."""
-        self._declared = declared
-        """The ``(height, width)`` the annotations declare of files whose headers the listing
-        left to the check: a file whose header differs is bad (its boxes were placed by it)."""
+        self._rule = rule
+        """What each file's header size must meet where the listing placed its boxes without
+        it (:class:`SizeRule`): a file whose header does not is bad."""
         self._undecodable = undecodable
         self._cache = cache or CheckCache()
         self._reasons: dict[str, str | None] = {}
@@ -173,7 +190,7 @@ class BackgroundCheck:
                 for p, c in found.items():
                     if c.size is not None and c.reason is None:
                         known[p] = self._size_read(p, c.size)
-                if self._declared is not None:  # (a result kept without its size: read now)
+                if self._rule is not None:  # (a result kept without its size: read now)
                     bare = [p for p, reason in known.items() if reason is None]
                     known.update(self._read_sizes([p for p in bare if p not in self._sizes]))
             paths = [p for p in paths if p not in known]
@@ -222,11 +239,11 @@ class BackgroundCheck:
         return reasons
 
     def _size_read(self, path: str, size: tuple[int, int]) -> str | None:
-        """``size`` (read from ``path``'s header) kept; why the file is bad if the
-        annotations declare another (``None``: they do not)."""
-        want = None if self._declared is None else self._declared.unlike(path, size)
-        if want is not None:
-            return unlike_declared(path, want, size)
+        """``size`` (read from ``path``'s header) kept; why the file is bad if it fails the
+        size rule (``None``: it does not)."""
+        problem = None if self._rule is None else self._rule.problem(path, size)
+        if problem is not None:
+            return problem
         assert self._sizes is not None
         self._sizes[path] = size
         return None
@@ -373,11 +390,17 @@ def _say(line: str) -> None:
     print(f"daliaug: {line}", file=sys.stderr, flush=True)
 
 
-def background_checked(samples: L, decoder: str, undecodable: Undecodable, on_error: str) -> L:
+def background_checked(
+    samples: L,
+    decoder: str,
+    undecodable: Undecodable,
+    on_error: str,
+    rule: SizeRule | None = None,
+) -> L:
     """``samples`` with a :class:`BackgroundCheck` of their files started, and the keys the
     read check holds each file to: the listing's, else taken now, one ``stat`` per file; where
     the listing read no headers (``sized`` false), each taken with its header when the file
-    is checked (the check fills the dict the samples hold)."""
+    is checked (the check fills the dict the samples hold), the header held to ``rule``."""
     files = samples.image_files
     listed = samples.listed or {}
     keys: dict[str, FileKey] = {}
@@ -394,9 +417,8 @@ def background_checked(samples: L, decoder: str, undecodable: Undecodable, on_er
             DataWarning,
             stacklevel=user_stacklevel(),
         )
-    declared = DeclaredSizes(samples.files["path"], samples.sizes) if samples.declared else None
     check = BackgroundCheck(
-        files, keys, decoder, undecodable, on_error, headers=not samples.sized, declared=declared
+        files, keys, decoder, undecodable, on_error, headers=not samples.sized, rule=rule
     )
     return samples.with_checked(keys).with_background(check)
 

@@ -96,6 +96,13 @@ class Samples(SampleSet):
     """Whether ``sizes`` are those the annotations declare (COCO's, VOC's) where the listing
     read no header (``sized`` false): the boxes were checked against them, and the background
     check holds each file's header to its declared size, a file that differs being bad."""
+    normalised: bool = False
+    """Whether the ``boxes`` and ``keypoints`` are fractions of each image's width and height
+    (YOLO's, unclipped) where the listing read no header (``sized`` false) and none was
+    declared: boxes are scaled (and clipped) by the sizes the background check reads, as the
+    batch that holds them is made, and the check holds each image's boxes to its size (a box
+    that its image does not hold, as a listing that read the header would refuse it, makes
+    the file bad)."""
     beside: bool = False
     """Whether ``check: auto`` chose the check beside training for samples whose listing
     read their headers (a box source of :data:`BACKGROUND_FROM` images or more), decided on
@@ -111,12 +118,13 @@ class Samples(SampleSet):
         notes: dict[str, str] | None = None,
         listed: dict[str, FileKey] | None = None,
         declared: bool = False,
+        normalised: bool = False,
         **arrays: np.ndarray,
     ) -> Samples:
         """Samples whose file columns are the given file lists (encoded for DALI), without the
         samples that have a file in ``rejected``; ``sizes`` ``None``, or ``declared`` (the
         annotations' sizes): the listing left the headers to the background check (see
-        :attr:`sized`, :attr:`declared`)."""
+        :attr:`sized`, :attr:`declared`, :attr:`normalised`)."""
         rejected = rejected or {}
         count = len(next(iter(files.values())))
         keep = np.arange(count)
@@ -139,6 +147,7 @@ class Samples(SampleSet):
             listed=listed,
             sized=sizes is not None and not declared,
             declared=declared,
+            normalised=normalised,
         )
 
     def __len__(self) -> int:
@@ -200,6 +209,7 @@ class Samples(SampleSet):
             self.background,
             self.sized,
             self.declared,
+            self.normalised,
             self.beside,
         )
 
@@ -299,9 +309,10 @@ class SourceConfig(Tagged):
     fails to decode stops training unnamed); ``auto`` (the default): ``background`` for a
     class folder or local file list of :data:`BACKGROUND_FROM` files or more (a start then
     costs the listing alone, whatever the size) and for a COCO, YOLO or VOC source of as many
-    images (a COCO or VOC listing whose every image declares its size then reads no header;
-    YOLO's reads them all), else ``full`` (seconds; every bad file named before
-    ``make_dataset`` returns)."""
+    images (a COCO or VOC listing whose every image declares its size, or a YOLO listing,
+    then reads no header: the check holds each to the declared size or to the image's
+    boxes), else ``full`` (seconds; every bad file named before ``make_dataset``
+    returns)."""
     on_error: Literal["raise", "skip"] = "raise"
     """What a file that fails the full check does: stop with an error naming it, or leave its
     sample out of every epoch (listed next to the cache)."""
@@ -321,7 +332,8 @@ class SourceConfig(Tagged):
         background check, which reads it when it checks the file (``check: background``, or
         ``auto`` from :data:`BACKGROUND_FROM` files): a start then costs the listing alone,
         not a read of every file (a COCO or VOC source's where every image's size is
-        declared: the check then holds each header to it). Decided on the whole listing,
+        declared, a YOLO source's: the check then holds each header to the declared size or
+        to the image's boxes). Decided on the whole listing,
         before any shard or split, so every process of a job decides the same."""
         return self.check == "background" or (self.check == "auto" and files >= BACKGROUND_FROM)
 

@@ -3,13 +3,14 @@ and images takes them from the cache, without parsing the annotations, reading a
 checking a box again, once a ``stat`` of each file they came from says none changed.
 
 A listing's samples depend on its source's settings and on files: those the source reads
-before it knows its images (a COCO file; YOLO's listed images and label files; VOC's XML
-files and listed images), each image whose header was read (none where the listing left
-them to the background check, which holds each to the size its annotations declare), and each
-file left out. The
-record holds each file's key (size, modification and status-change times, inode) as it was
-before it was read; a file added, removed, replaced or rewritten in place changes a key or the
-list of files, and the samples are listed anew. A listing in which a file changed within
+before it knows its images (a COCO file; YOLO's label files; VOC's XML files and listed
+images), each image whose header was read (none where the listing left them to the
+background check, which holds each to the size its annotations declare, or to its boxes where
+they are fractions of it), each file left out, and the names of the images a YOLO folder
+holds (their keys too where the listing read their headers). The record holds each file's
+key (size, modification and status-change times, inode) as it was before it was read; a file
+added, removed, replaced or rewritten in place changes a key or the list of files, and the
+samples are listed anew. A listing in which a file changed within
 :data:`~daliaug.sources.kept_listing.SETTLE_NS` of its start (a change in the same tick of the
 file system's clock keeps the key) is not kept. Processes of a host list one at a time, the
 others reading what the first kept (as a folder listing's).
@@ -40,18 +41,26 @@ from daliaug.sources.base import Samples
 from daliaug.sources.checks import stat_keys
 from daliaug.sources.kept_listing import SETTLE_NS
 
-FORMAT = 2
+FORMAT = 3
 """The record's format (a record of another is listed anew)."""
 
 
 def kept_samples(
-    settings: dict[str, Any], inputs: Sequence[str], list_now: Callable[[], Samples]
+    settings: dict[str, Any],
+    inputs: Sequence[str],
+    list_now: Callable[[], Samples],
+    named: Sequence[str] = (),
 ) -> Samples:
     """The samples ``list_now()`` gives for a source of ``settings`` reading ``inputs`` (and
     the images they name), as kept from an earlier start where no file they came from has
-    changed since, else listed now and kept for the next start."""
+    changed since, else listed now and kept for the next start. ``named``: files the samples
+    depend on by name alone, not by what they hold (images a listing that reads no header
+    finds in a folder), in the record's key and never asked for a ``stat``."""
     key = json.dumps({**settings, "cwd": os.getcwd(), "code": _code()}, sort_keys=True)
-    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+    hashed = hashlib.sha256(key.encode("utf-8", "surrogateescape"))
+    if named:
+        hashed.update("\0".join(named).encode("utf-8", "surrogateescape"))
+    digest = hashed.hexdigest()
 
     def listed() -> tuple[Samples, bytes | None]:
         started = time.time_ns()
@@ -113,6 +122,7 @@ def _record(
         "inputs": len(inputs),
         "held": len(keys),
         "declared": samples.declared,
+        "normalised": samples.normalised,
         "class_names": samples.class_names,
         "rejected": samples.rejected,
         "ignored": samples.ignored,
@@ -181,16 +191,18 @@ def _samples(
         if name in arrays
     }
     listed = None
-    if not header["declared"]:  # (every image's key is held: the listing read its header)
+    read = not header["declared"] and not header["normalised"]
+    if read:  # (every image's key is held: the listing read its header)
         listed = dict(zip(paths, zip(*keys[rows].T.tolist(), strict=True), strict=True))
     samples = Samples.of_files(
         {"path": paths},
         header["class_names"],
-        arrays["sizes"],
+        None if header["normalised"] else arrays["sizes"],
         ignored=header["ignored"],
         notes=header["notes"],
         listed=listed,
         declared=header["declared"],
+        normalised=header["normalised"],
         **columns,
     )
     flip = header["flip_indices"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -87,7 +88,7 @@ def _numbers(fields: list[str]) -> list[float] | None:
         values = [float(v) for v in fields]
     except ValueError:
         return None
-    return values if all(math.isfinite(v) for v in values) else None
+    return values if all(map(math.isfinite, values)) else None
 
 
 def _expected(kpt_shape: KeypointShape | None) -> str:
@@ -157,10 +158,19 @@ def parse_labels(
     return found
 
 
+def _stems(paths: list[str], folder: Path) -> list[str]:
+    """Each of ``paths`` (listed under ``folder``) relative to it, without its suffix: string
+    arithmetic, as a listing's paths are ``folder``'s own name joined with theirs."""
+    cut = len(str(folder)) + 1
+    return [os.path.splitext(path[cut:])[0] for path in paths]
+
+
 class YoloSource(SourceConfig):
     """``path/images/**`` and ``path/labels/**.txt``: ``images/a/b.jpg``'s boxes are in
     ``labels/a/b.txt``, a line ``class cx cy w h`` each (centre and size as fractions of the
-    image), converted to absolute ``xyxy`` with the image's header size. A pose dataset (its
+    image), converted to absolute ``xyxy`` with the image's header size (read by the listing,
+    or, where the background check reads the headers, as each batch is made, the check holding
+    each image's boxes to it). A pose dataset (its
     ``data.yaml`` has ``kpt_shape: [K, 2 or 3]``) follows each box with its K keypoints
     ``px py [v]`` (the ``keypoints`` column), swapped by its ``flip_idx`` where a flip
     mirrors the image (unless the config gives ``flip_indices``); a segment line ``class x1
@@ -220,13 +230,15 @@ class YoloSource(SourceConfig):
         if not paths:
             raise DataError(f"source.path: found no images under {images_dir}")
         source = self._class_file()
+        defer = self.defers_headers(len(paths))
         inputs = [str(source)] if source else []
-        inputs += [*paths, *labels.all_images, *ignored]
+        inputs += [*([] if defer else paths), *labels.all_images, *ignored]
 
         def list_now() -> Samples:
-            return self._samples(paths, labels.all_images, images_dir, labels_dir, ignored)
+            return self._samples(paths, labels.all_images, images_dir, labels_dir, ignored, defer)
 
-        return kept_samples(self.listing_settings(), inputs, list_now)
+        named = paths if defer else ()  # (what an image holds is the background check's)
+        return kept_samples(self.listing_settings(), inputs, list_now, named)
 
     def _samples(
         self,
@@ -235,14 +247,14 @@ class YoloSource(SourceConfig):
         images_dir: Path,
         labels_dir: Path,
         ignored: dict[str, str],
+        defer: bool,
     ) -> Samples:
-        """The samples of the images ``paths`` with the label files ``label_paths`` read."""
-        label_files = {
-            str(Path(p).relative_to(labels_dir).with_suffix("")): p
-            for p in label_paths
-            if Path(p) != labels_dir / "classes.txt"
-        }
-        stems = [str(Path(p).relative_to(images_dir).with_suffix("")) for p in paths]
+        """The samples of the images ``paths`` with the label files ``label_paths`` read (the
+        headers left to the background check with ``defer``)."""
+        classes = str(labels_dir / "classes.txt")
+        label_paths = [p for p in label_paths if p != classes]
+        label_files = dict(zip(_stems(label_paths, labels_dir), label_paths, strict=True))
+        stems = _stems(paths, images_dir)
         source = self._class_file()
         pose = None if source is None or source.suffix == ".txt" else _pose(source)
         kpt_shape, flip = (None, None) if pose is None else pose
@@ -255,7 +267,7 @@ class YoloSource(SourceConfig):
                 found.append(ImageAnnotations())
                 continue
             try:
-                text = read_text(Path(label_file), "cannot read label file")
+                text = read_text(label_file, "cannot read label file")
                 found.append(parse_labels(text, label_file, kpt_shape))
             except DataError as e:
                 found.append(ImageAnnotations(problems=[str(e)]))
@@ -265,5 +277,5 @@ class YoloSource(SourceConfig):
         names = self._class_names(found)
         num_keypoints = None if kpt_shape is None else kpt_shape[0]
         table = BoxTable.of(found, num_keypoints)
-        samples = detection_samples(paths, table, names, ignored, notes)
+        samples = detection_samples(paths, table, names, ignored, notes, defer=defer)
         return dataclasses.replace(samples, flip_indices=flip)

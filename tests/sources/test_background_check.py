@@ -600,8 +600,9 @@ def test_auto_checks_a_large_box_source_beside_training(
 ) -> None:
     """A COCO or YOLO source of ``BACKGROUND_FROM`` images or more is checked beside training
     under ``check: auto``, decided on the whole listing (a shard of half as many decides the
-    same): COCO's listing then reads no header (its sizes are declared), YOLO's reads them
-    all; below, in full before ``make_dataset`` returns."""
+    same): the listing then reads no header, COCO's boxes placed by the declared sizes,
+    YOLO's kept as fractions of their images; below, in full before ``make_dataset``
+    returns."""
     from daliaug.tools.demo_data import write_detection_dataset
 
     monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
@@ -628,7 +629,7 @@ def test_auto_checks_a_large_box_source_beside_training(
             if kind == "coco":
                 assert samples.declared and not samples.sized and not samples.listed
             else:
-                assert samples.sized and samples.beside and not samples.declared
+                assert samples.normalised and not samples.sized and not samples.listed
         named_when_reached(made, prepared(made).samples, broken)
 
 
@@ -710,3 +711,93 @@ def test_a_declared_size_is_held_to_a_header_the_cache_kept_no_size_of(
         epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
     left = {m.group(1) for w in caught if (m := re.search(r"left out (\S+) and", str(w.message)))}
     assert left == bad
+
+
+def yolo_pose_set(root: Path, widths: list[int], line: str) -> Path:
+    """A YOLO pose set (two keypoints a box) of images ``widths`` wide and 40 high, image ``i``
+    labelled ``line`` and a box of its own."""
+    (root / "labels").mkdir(parents=True)
+    (root / "images").mkdir()
+    for i, width in enumerate(widths):
+        pixels = structured_image(40, width, seed=i)
+        Image.fromarray(pixels).save(root / "images" / f"{i:02d}.jpg", quality=90)
+        own = f"1 0.{3 + i % 5} 0.5 0.2 0.3 0.{2 + i % 6} 0.4 2 0.35 0.6 1\n"
+        (root / "labels" / f"{i:02d}.txt").write_text(line + own)
+    data = {"names": ["a", "b"], "kpt_shape": [2, 3], "flip_idx": [1, 0]}
+    (root / "data.yaml").write_text(json.dumps(data))
+    return root
+
+
+def yolo_config(root: Path, check: str, on_error: str = "raise") -> daliaug.Config:
+    chain = [{"type": "random_resized_crop", "scale": [0.5, 1.0]}, {"type": "flip"}]
+    source = {"type": "yolo", "path": str(root), "check": check, "on_error": on_error}
+    return config_for(
+        None, source=source, backend="opencv", transforms=chain, image_size=24, batch_size=3
+    )
+
+
+def test_yolo_boxes_stay_fractions_until_a_batch_holds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A YOLO listing under ``check: background`` reads no header: its boxes and keypoints
+    stay fractions of their images, scaled as each batch is made by the sizes the check
+    reads; every batch (pixels, boxes, keypoints, labels) is the one a listing that read the
+    headers gives, through a crop and a flip."""
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    root = yolo_pose_set(
+        tmp_path / "yolo", [40, 64, 90, 33, 120, 57, 71], "0 0.5 0.5 0.6 0.7 0.4 0.4 2 0.6 0.6 2\n"
+    )
+    full = list(daliaug.make_dataset(yolo_config(root, "full"), framework="numpy"))
+    opened: list[str] = []
+    real = background.header_and_key
+    monkeypatch.setattr(
+        background, "header_and_key", lambda p, keyed: opened.append(p) or real(p, keyed)
+    )
+    made = yolo_config(root, "background")
+    samples = prepared(made).samples
+    assert samples.normalised and not samples.sized and opened == []
+    beside = list(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+    assert set(opened) == set(samples.paths)  # (read by the check, each as its batch came)
+    assert len(beside) == len(full) == 3
+    for (images, got), (want_images, want) in zip(beside, full, strict=True):
+        np.testing.assert_array_equal(images, want_images)
+        assert got.keys() == want.keys() == {"boxes", "labels", "keypoints"}
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name])
+
+
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_a_yolo_box_its_image_cannot_hold_is_named_before_its_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_error: str
+) -> None:
+    """A box 2% of its image's width past the left edge: within the 1-pixel tolerance of a
+    40-pixel image, 4 pixels out of a 200-pixel one. A listing that read no header cannot
+    tell; the check holds each image's boxes to its size, and names the wide image before a
+    batch holds it (``raise``), or leaves it out with every other sample given once
+    (``skip``), as a listing that read the headers does."""
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    root = yolo_pose_set(
+        tmp_path / "yolo", [40, 200, 40, 40, 40], "0 0.28 0.5 0.6 0.5 0.3 0.5 2 0.5 0.5 2\n"
+    )
+    wide = root / "images" / "01.jpg"
+    made = yolo_config(root, "background", on_error)
+    samples = prepared(made).samples
+    assert samples.normalised and len(samples) == 5 and not samples.rejected
+    said = f"{wide}, box 1: box xyxy \\[-4, 10, 116, 30\\] lies outside the 200x40 image"
+    if on_error == "raise":
+        with pytest.raises(DataError, match=said):
+            epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+        return
+    with pytest.warns(DataWarning, match=f"left out {wide}"):
+        got = list(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+    with pytest.warns(DataWarning, match="left out 1 unusable files"):
+        want = list(daliaug.make_dataset(yolo_config(root, "full", on_error), framework="numpy"))
+    with pytest.warns(DataWarning, match="left out 1 unusable files"):
+        rejected = prepared(yolo_config(root, "full", "skip")).samples.rejected
+    assert "lies outside the 200x40 image" in rejected[str(wide)]
+
+    def boxes(batches: list[Any]) -> list[bytes]:
+        return sorted(np.asarray(b).tobytes() for batch in batches for b in batch[1]["boxes"])
+
+    assert sum(len(batch[0]) for batch in got) == 4 == sum(len(batch[0]) for batch in want)
+    assert boxes(got) == boxes(want)

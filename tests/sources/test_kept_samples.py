@@ -33,9 +33,10 @@ KINDS = {
         annotations=_declared(root), images=root / "images", on_error="skip", check="background"
     ),
     "voc deferred": lambda root: VocSource(path=root, on_error="skip", check="background"),
+    "yolo deferred": lambda root: YoloSource(path=root, on_error="skip", check="background"),
 }
-"""The sources, and two whose listing leaves the headers to the background check (their
-images' sizes declared)."""
+"""The sources, and three whose listing leaves the headers to the background check (their
+images' sizes declared, or their boxes fractions of them)."""
 
 
 def _declared(root: Path) -> Path:
@@ -91,7 +92,8 @@ def assert_same(a: Samples, b: Samples) -> None:
     assert a.sizes.dtype == b.sizes.dtype
     assert (a.class_names, a.files, a.rejected) == (b.class_names, b.files, b.rejected)
     assert (a.ignored, a.notes, a.listed) == (b.ignored, b.notes, b.listed)
-    assert (a.flip_indices, a.sized, a.declared) == (b.flip_indices, b.sized, b.declared)
+    assert (a.flip_indices, a.sized) == (b.flip_indices, b.sized)
+    assert (a.declared, a.normalised) == (b.declared, b.normalised)
 
 
 def counting(monkeypatch: pytest.MonkeyPatch, source: SourceConfig) -> list[int]:
@@ -116,7 +118,7 @@ def test_a_later_start_takes_the_samples_kept_and_reads_nothing(
     source = KINDS[kind](root)
     first = source.list_samples()
     assert len(first) >= 10 and (kind != "coco" or (first.rejected and first.notes))
-    assert first.declared == kind.endswith("deferred") != first.sized
+    assert (first.declared or first.normalised) == kind.endswith("deferred") != first.sized
     calls = counting(monkeypatch, source)
     read: list[str] = []
     real = checks.image_header
@@ -191,11 +193,11 @@ CHANGES: dict[str, Callable[[Path], None]] = {
 TOUCHES = {
     "annotation": {"coco", "coco deferred"},
     "image replaced": {"coco", "yolo", "voc"},
-    "image removed": {"coco", "yolo", "voc"},
-    "image added": {"coco", "yolo", "voc", "voc deferred"},
-    "label file removed": {"yolo", "voc", "voc deferred"},
-    "label file rewritten": {"yolo", "voc", "voc deferred"},
-    "class renamed": {"coco", "yolo", "coco deferred"},
+    "image removed": {"coco", "yolo", "voc", "yolo deferred"},
+    "image added": {"coco", "yolo", "voc", "voc deferred", "yolo deferred"},
+    "label file removed": {"yolo", "voc", "voc deferred", "yolo deferred"},
+    "label file rewritten": {"yolo", "voc", "voc deferred", "yolo deferred"},
+    "class renamed": {"coco", "yolo", "coco deferred", "yolo deferred"},
 }
 """The sources whose samples each change touches: a listing that leaves the headers to the
 background check gives the same samples whatever an image holds (the check refuses a file
@@ -301,8 +303,34 @@ def test_a_listing_that_read_no_header_watches_its_annotations_alone(
     _replace_image(root)
     _remove_image(root)
     calls = counting(monkeypatch, source)
+    stated = stats(monkeypatch)
+    assert_same(source.list_samples(), first)
+    assert calls == [] and stated == [[str(root / "annotations.json")]]
+
+
+def stats(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The files each ``stat`` of the kept samples asks for from now on."""
     stated: list[list[str]] = []
     real = kept_samples.stat_keys
     monkeypatch.setattr(kept_samples, "stat_keys", lambda p: stated.append(list(p)) or real(p))
+    return stated
+
+
+def test_a_yolo_listing_that_read_no_header_holds_its_images_by_name(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A YOLO listing that left the headers to the background check takes its record back
+    while an image was rewritten (a ``stat`` of the class and label files, none of an image),
+    and lists anew once an image is gone: the images are held by name, what each holds is
+    the check's to hold against its boxes."""
+    source = KINDS["yolo deferred"](root)
+    first = source.list_samples()
+    assert first.normalised and first.listed is None
+    _replace_image(root)
+    calls = counting(monkeypatch, source)
+    stated = stats(monkeypatch)
     assert_same(source.list_samples(), first)
-    assert calls == [] and stated == [[str(root / "annotations.json")]]
+    labels = sorted(str(p) for p in (root / "labels").glob("*.txt"))
+    assert calls == [] and stated == [[str(root / "data.yaml"), *labels]]
+    _remove_image(root)
+    assert len(source.list_samples()) == len(first) - 1 and calls == [1]
