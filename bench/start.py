@@ -468,7 +468,7 @@ def report(rows: list[dict[str, Any]], profile: dict[str, Any] | None, extrapola
     if labels:
         lines += [
             "",
-            "Reading every label file (a `scandir` of `labels/`, each file opened and read):",
+            "Reading every label file (`labels/` listed, each file opened and read):",
         ]
         lines += [""] + [f"- {r['files']:,}: {r['yolo labels']['later']:.3f} s" for r in labels]
     if profile:

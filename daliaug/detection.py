@@ -48,10 +48,11 @@ def box_shapes(samples: SampleSet, max_boxes: int) -> dict[str, tuple[int, ...]]
 
 class BoxTargets:
     """The detection targets of a set of samples, one batch at a time: ``boxes`` (absolute
-    ``xyxy`` per sample, object array), ``labels`` and optional ``keypoints`` columns, moved
-    by the plan of ``spec`` (``fuse_roi``: the graph decodes windows, as
-    :class:`~daliaug.engines.feed.WarpLayout` says) and padded to ``spec.max_boxes`` in
-    ``spec.bounding_box_format``."""
+    ``xyxy`` per sample, object array; fractions of each image, scaled by the batch's sizes,
+    where :attr:`Samples.normalised <daliaug.sources.base.Samples.normalised>`), ``labels``
+    and optional ``keypoints`` columns, moved by the plan of ``spec`` (``fuse_roi``: the
+    graph decodes windows, as :class:`~daliaug.engines.feed.WarpLayout` says) and padded to
+    ``spec.max_boxes`` in ``spec.bounding_box_format``."""
 
     def __init__(self, spec: EngineSpec, samples: Samples, fuse_roi: bool) -> None:
         columns = samples.columns

@@ -8,10 +8,12 @@ until a batch holds them, and the check holds each image's boxes to its size
 
 Boxes come out in absolute pixel ``xyxy`` of the source image, with pixel-corner coordinates
 (the whole image is ``[0, W] x [0, H]``): the ``boxes`` column holds one float32 ``(n, 4)``
-array per sample, ``box_labels`` one int32 ``(n,)`` array of class indices, and ``keypoints``
-(where the source has them) one float32 ``(n, K, 3)`` array of ``(x, y, visible)``. A box
-within :data:`TOLERANCE` pixels outside its image is clipped to it; a box further out, of no
-area or not finite, or keypoints not finite, fail its sample (``source.on_error``).
+array per sample (float64 fractions of the image's width and height, unclipped, where
+:attr:`Samples.normalised`: :func:`in_pixels` places them once the size is read),
+``box_labels`` one int32 ``(n,)`` array of class indices, and ``keypoints`` (where the source
+has them) one float32 ``(n, K, 3)`` array of ``(x, y, visible)``. A box within
+:data:`TOLERANCE` pixels outside its image is clipped to it; a box further out, of no area or
+not finite, or keypoints not finite, fail its sample (``source.on_error``).
 """
 
 from __future__ import annotations
@@ -273,7 +275,8 @@ def detection_samples(
     holds each file's header to them (:func:`size_rule`)."""
     notes = dict(notes)
     declares, declared = table.declares, table.declared
-    normalised = defer and not declares.any() and bool(table.normalised[table.image].all())
+    boxed = table.normalised[table.image]  # (YOLO's: fractions; none declares a size)
+    normalised = defer and not declares.any() and bool(len(boxed) and boxed.all())
     defer = defer and bool(declares.all())
     rejected = dict(rejected or {})
     listed = None
@@ -383,6 +386,18 @@ def in_pixels(
     for p, s in zip(points, wh, strict=True):
         p[:, :, :2] *= s
     return pixels, points
+
+
+def pixel_targets(samples: Samples) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+    """Each sample's boxes (and keypoints) in pixels of its image, as its source gives them:
+    scaled by the sizes the background check read where they are fractions
+    (:attr:`Samples.normalised`, each file checked now if it was not yet)."""
+    boxes = list(samples.columns["boxes"])
+    points = samples.columns.get("keypoints")
+    keypoints = None if points is None else list(points)
+    if not samples.normalised:
+        return boxes, keypoints
+    return in_pixels(boxes, keypoints, samples.sizes_at(np.arange(len(samples))))
 
 
 class NormalisedBoxes:

@@ -395,7 +395,7 @@ def background_checked(
     decoder: str,
     undecodable: Undecodable,
     on_error: str,
-    rule: SizeRule | None = None,
+    rule: SizeRule | None,
 ) -> L:
     """``samples`` with a :class:`BackgroundCheck` of their files started, and the keys the
     read check holds each file to: the listing's, else taken now, one ``stat`` per file; where

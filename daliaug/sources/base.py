@@ -138,7 +138,7 @@ class Samples(SampleSet):
         return Samples(
             {**columns, **arrays},
             list(class_names),
-            np.zeros((count, 2), np.int32) if sizes is None else sizes[keep],
+            np.zeros((len(keep), 2), np.int32) if sizes is None else sizes[keep],
             kept,
             None,
             rejected,

@@ -55,9 +55,11 @@ def kept_samples(
     the images they name), as kept from an earlier start where no file they came from has
     changed since, else listed now and kept for the next start. ``named``: files the samples
     depend on by name alone, not by what they hold (images a listing that reads no header
-    finds in a folder), in the record's key and never asked for a ``stat``."""
+    finds in a folder), in the record's digest and never asked for a ``stat``. The record is
+    named by the settings alone: a listing of other files takes its place."""
     key = json.dumps({**settings, "cwd": os.getcwd(), "code": _code()}, sort_keys=True)
     hashed = hashlib.sha256(key.encode("utf-8", "surrogateescape"))
+    name = hashed.hexdigest()[:32]
     if named:
         hashed.update("\0".join(named).encode("utf-8", "surrogateescape"))
     digest = hashed.hexdigest()
@@ -69,7 +71,7 @@ def kept_samples(
         return samples, _record(samples, digest, inputs, before, started)
 
     return kept_between_starts(
-        f"samples/{digest[:32]}.npz",
+        f"samples/{name}.npz",
         "a detection listing",
         lambda path: _read(path, digest, inputs),
         listed,

@@ -48,7 +48,8 @@ class SampleSet(ABC):
 
     @property
     def has_boxes(self) -> bool:
-        """Whether each sample holds boxes: the ``boxes`` (absolute ``xyxy``) and
+        """Whether each sample holds boxes: the ``boxes`` (absolute ``xyxy``, or fractions of
+        the image until its size is read: ``Samples.normalised``) and
         ``box_labels`` columns, and ``keypoints`` where the source has them."""
         return False
 

@@ -161,8 +161,13 @@ def parse_labels(
 def _stems(paths: list[str], folder: Path) -> list[str]:
     """Each of ``paths`` (listed under ``folder``) relative to it, without its suffix: string
     arithmetic, as a listing's paths are ``folder``'s own name joined with theirs."""
-    cut = len(str(folder)) + 1
-    return [os.path.splitext(path[cut:])[0] for path in paths]
+    prefix = os.path.join(folder, "")
+    return [
+        os.path.splitext(p[len(prefix) :] if p.startswith(prefix) else os.path.relpath(p, folder))[
+            0
+        ]
+        for p in paths
+    ]
 
 
 class YoloSource(SourceConfig):
@@ -220,7 +225,9 @@ class YoloSource(SourceConfig):
 
     def list_samples(self) -> Samples:
         """The samples, as kept from the last start where no file listed, no label file and
-        no image changed since (:mod:`daliaug.sources.kept_samples`)."""
+        no image changed since (:mod:`daliaug.sources.kept_samples`); where the listing leaves
+        the headers to the background check, the images are held by name (what each holds is
+        the check's)."""
         root = self.path.expanduser()
         images_dir, labels_dir = folders_of(root, ("images", "labels"), "YOLO")
         listing = list_images([images_dir], root)

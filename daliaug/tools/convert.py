@@ -108,6 +108,11 @@ def write_webdataset(
             "convert --format webdataset: the source's samples have no labels, boxes or "
             "masks; shards are written from samples with targets"
         )
+    if samples.has_boxes and not samples.sizes_known:  # (boxes written in pixels of each)
+        raise ConfigError(
+            "convert --format webdataset: the boxes' images were listed without their sizes "
+            "(source.check: background); list them with source.check: full"
+        )
     count = -(-len(samples) // shard_size)
     names = [f"{prefix}-{i:05d}-of-{count:05d}.tar" for i in range(count)]
     with replaced_folder(out, "convert: OUT", overwrite, METADATA) as tmp:

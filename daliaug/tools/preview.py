@@ -18,6 +18,7 @@ from daliaug.detection import box_names
 from daliaug.engines.select import named_choice
 from daliaug.prepare import prepare
 from daliaug.run import Run
+from daliaug.sources.annotations import pixel_targets
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
 from daliaug.tools.out_paths import make_parent
@@ -118,15 +119,14 @@ class Marks:
         """Each sample's own boxes, as its source gives them (``None`` without boxes)."""
         if not box_names(samples):
             return [None] * len(samples)
-        columns = samples.columns
-        points = columns.get("keypoints")
+        boxes, points = pixel_targets(samples)
         return [
             Marks(
                 np.asarray(b, np.float32).reshape(-1, 4),
                 np.asarray(c),
                 None if points is None else np.asarray(points[i]),
             )
-            for i, (b, c) in enumerate(zip(columns["boxes"], columns["box_labels"], strict=True))
+            for i, (b, c) in enumerate(zip(boxes, samples.columns["box_labels"], strict=True))
         ]
 
 

@@ -26,7 +26,7 @@ from PIL import Image
 import daliaug
 import daliaug.sources.background as background
 import daliaug.sources.base as base
-from daliaug.errors import DataError, DataWarning, carried_error
+from daliaug.errors import ConfigError, DataError, DataWarning, carried_error
 from daliaug.sources.checks import file_key, header_and_key
 from tests.helpers import config_for, prepared, structured_image, write_image_dir
 
@@ -742,7 +742,8 @@ def test_yolo_boxes_stay_fractions_until_a_batch_holds_them(
     """A YOLO listing under ``check: background`` reads no header: its boxes and keypoints
     stay fractions of their images, scaled as each batch is made by the sizes the check
     reads; every batch (pixels, boxes, keypoints, labels) is the one a listing that read the
-    headers gives, through a crop and a flip."""
+    headers gives, through a crop and a flip, and ``daliaug preview`` draws each original's
+    boxes where that listing places them."""
     monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
     root = yolo_pose_set(
         tmp_path / "yolo", [40, 64, 90, 33, 120, 57, 71], "0 0.5 0.5 0.6 0.7 0.4 0.4 2 0.6 0.6 2\n"
@@ -764,6 +765,13 @@ def test_yolo_boxes_stay_fractions_until_a_batch_holds_them(
         assert got.keys() == want.keys() == {"boxes", "labels", "keypoints"}
         for name in want:
             np.testing.assert_array_equal(got[name], want[name])
+    from daliaug.tools.preview import augmented_versions  # (its originals' own boxes)
+
+    drawn = [augmented_versions(yolo_config(root, c), 4, 1).marks for c in ("full", "background")]
+    for shown, want_shown in zip(*drawn, strict=True):
+        assert shown is not None and want_shown is not None
+        np.testing.assert_array_equal(shown.boxes, want_shown.boxes)
+        np.testing.assert_array_equal(shown.keypoints, want_shown.keypoints)
 
 
 @pytest.mark.parametrize("on_error", ["raise", "skip"])
@@ -801,3 +809,19 @@ def test_a_yolo_box_its_image_cannot_hold_is_named_before_its_batch(
 
     assert sum(len(batch[0]) for batch in got) == 4 == sum(len(batch[0]) for batch in want)
     assert boxes(got) == boxes(want)
+
+
+def test_shards_are_not_written_from_boxes_whose_images_sizes_were_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """WebDataset shards hold boxes in pixels of each image: a YOLO listing that left the
+    headers to the background check is refused by name (``daliaug convert`` lists with
+    ``check: full``)."""
+    from daliaug.tools.convert import write_webdataset
+
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    root = yolo_pose_set(tmp_path / "yolo", [40, 50], "0 0.5 0.5 0.6 0.7 0.4 0.4 2 0.6 0.6 2\n")
+    samples = yolo_config(root, "background").source.samples()
+    assert samples.normalised
+    with pytest.raises(ConfigError, match=r"listed without their sizes.*check: full"):
+        write_webdataset(samples, tmp_path / "shards")

@@ -59,8 +59,9 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def root(written: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the demo detection set of this test's own, with a COCO image whose file is
-    missing (left out) and one without annotations (a note), its cache of its own; files
-    written just now count as settled (the record's settling is its own test)."""
+    missing (left out), one without annotations (a note) and a YOLO label line that is not
+    finite (its image left out), its cache of its own; files written just now count as
+    settled (the record's settling is its own test)."""
     copy = Path(shutil.copytree(written, tmp_path / "d"))
     coco = json.loads((copy / "annotations.json").read_text())
     coco["images"] += [
@@ -72,6 +73,8 @@ def root(written: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path
         copy / "images" / coco["images"][-1]["file_name"],
     )
     (copy / "annotations.json").write_text(json.dumps(coco))
+    label = sorted((copy / "labels").glob("*.txt"))[-1]
+    label.write_text(label.read_text() + "0 nan 0.5 0.1 0.1\n")
     monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(kept_samples, "SETTLE_NS", -(10**12))
     return copy
@@ -118,6 +121,7 @@ def test_a_later_start_takes_the_samples_kept_and_reads_nothing(
     source = KINDS[kind](root)
     first = source.list_samples()
     assert len(first) >= 10 and (kind != "coco" or (first.rejected and first.notes))
+    assert "yolo" not in kind or any("finite numbers" in r for r in first.rejected.values())
     assert (first.declared or first.normalised) == kind.endswith("deferred") != first.sized
     calls = counting(monkeypatch, source)
     read: list[str] = []
@@ -320,7 +324,8 @@ def test_a_yolo_listing_that_read_no_header_holds_its_images_by_name(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A YOLO listing that left the headers to the background check takes its record back
-    while an image was rewritten (a ``stat`` of the class and label files, none of an image),
+    while an image was rewritten (a ``stat`` of the class and label files and of the image
+    left out, none of another),
     and lists anew once an image is gone: the images are held by name, what each holds is
     the check's to hold against its boxes."""
     source = KINDS["yolo deferred"](root)
@@ -331,6 +336,7 @@ def test_a_yolo_listing_that_read_no_header_holds_its_images_by_name(
     stated = stats(monkeypatch)
     assert_same(source.list_samples(), first)
     labels = sorted(str(p) for p in (root / "labels").glob("*.txt"))
-    assert calls == [] and stated == [[str(root / "data.yaml"), *labels]]
+    left_out = list(first.rejected)  # (its bad label line: watched, as files left out are)
+    assert calls == [] and stated == [[str(root / "data.yaml"), *labels, *left_out]]
     _remove_image(root)
     assert len(source.list_samples()) == len(first) - 1 and calls == [1]
