@@ -162,12 +162,10 @@ def _stems(paths: list[str], folder: Path) -> list[str]:
     """Each of ``paths`` (listed under ``folder``) relative to it, without its suffix: string
     arithmetic, as a listing's paths are ``folder``'s own name joined with theirs."""
     prefix = os.path.join(folder, "")
-    return [
-        os.path.splitext(p[len(prefix) :] if p.startswith(prefix) else os.path.relpath(p, folder))[
-            0
-        ]
-        for p in paths
-    ]
+    inside = (
+        p[len(prefix) :] if p.startswith(prefix) else os.path.relpath(p, folder) for p in paths
+    )
+    return [os.path.splitext(path)[0] for path in inside]
 
 
 class YoloSource(SourceConfig):

@@ -825,3 +825,33 @@ def test_shards_are_not_written_from_boxes_whose_images_sizes_were_not_read(
     assert samples.normalised
     with pytest.raises(ConfigError, match=r"listed without their sizes.*check: full"):
         write_webdataset(samples, tmp_path / "shards")
+
+
+def test_a_yolo_box_is_held_to_the_size_the_cache_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A later start takes each image's size from the check's cache, reading no header: a
+    label file rewritten since so that a box leaves its 200-pixel image is still named before
+    a batch holds it."""
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    root = yolo_pose_set(
+        tmp_path / "yolo", [40, 200, 40], "0 0.5 0.5 0.6 0.5 0.3 0.5 2 0.5 0.5 2\n"
+    )
+    made = yolo_config(root, "background")
+    samples = prepared(made).samples
+    assert samples.background is not None
+    epoch(daliaug.make_dataset(made, samples=samples, framework="numpy"))
+    samples.background.begin()
+    assert samples.background.done.wait(60) and not samples.background.bad
+    label = root / "labels" / "01.txt"
+    label.write_text(label.read_text().replace("0 0.5 0.5 0.6", "0 0.28 0.5 0.6"))
+    opened: list[str] = []
+    real = background.header_and_key
+    monkeypatch.setattr(
+        background, "header_and_key", lambda p, keyed: opened.append(p) or real(p, keyed)
+    )
+    again = prepared(made).samples
+    wide = root / "images" / "01.jpg"
+    with pytest.raises(DataError, match=f"{wide}, box 1: .* lies outside the 200x40 image"):
+        epoch(daliaug.make_dataset(made, samples=again, framework="numpy"))
+    assert opened == []
