@@ -3,14 +3,13 @@ and images takes them from the cache, without parsing the annotations, reading a
 checking a box again, once a ``stat`` of each file they came from says none changed.
 
 A listing's samples depend on its source's settings and on files: those the source reads
-before it knows its images (a COCO file; YOLO's label files; VOC's XML files and listed
-images), each image whose header was read (none where the listing left them to the
-background check, which holds each to the size its annotations declare, or to its boxes where
-they are fractions of it), each file left out, and the names of the images a YOLO folder
-holds (their keys too where the listing read their headers). The record holds each file's
-key (size, modification and status-change times, inode) as it was before it was read; a file
-added, removed, replaced or rewritten in place changes a key or the list of files, and the
-samples are listed anew. A listing in which a file changed within
+before it knows its images (a COCO file; YOLO's label files; VOC's XML files), each image
+whose header was read (none where the listing left them to the background check, which holds
+each to the size its annotations declare, or to its boxes where they are fractions of it),
+each file left out, and the names of the images a YOLO or VOC folder holds. The record holds
+each file's key (size, modification and status-change times, inode) as it was before it was
+read; a file added, removed, replaced or rewritten in place changes a key or the list of
+files, and the samples are listed anew. A listing in which a file changed within
 :data:`~daliaug.sources.kept_listing.SETTLE_NS` of its start (a change in the same tick of the
 file system's clock keeps the key) is not kept. Processes of a host list one at a time, the
 others reading what the first kept (as a folder listing's).
@@ -53,10 +52,11 @@ def kept_samples(
 ) -> Samples:
     """The samples ``list_now()`` gives for a source of ``settings`` reading ``inputs`` (and
     the images they name), as kept from an earlier start where no file they came from has
-    changed since, else listed now and kept for the next start. ``named``: files the samples
-    depend on by name alone, not by what they hold (images a listing that reads no header
-    finds in a folder), in the record's digest and never asked for a ``stat``. The record is
-    named by the settings alone: a listing of other files takes its place."""
+    changed since, else listed now and kept for the next start. ``named``: the files a folder
+    holds whose names the samples depend on (the images a YOLO or VOC folder holds), in the
+    record's digest; each is asked for a ``stat`` only where the listing read its header (its
+    key is then held with the samples'), never where the background check reads it. The record
+    is named by the settings alone: a listing of other files takes its place."""
     key = json.dumps({**settings, "cwd": os.getcwd(), "code": _code()}, sort_keys=True)
     hashed = hashlib.sha256(key.encode("utf-8", "surrogateescape"))
     name = hashed.hexdigest()[:32]

@@ -81,7 +81,9 @@ class VocSource(SourceConfig):
 
     def list_samples(self) -> Samples:
         """The samples, as kept from the last start where no file listed, no annotation file
-        and no image changed since (:mod:`daliaug.sources.kept_samples`)."""
+        and no image changed since (:mod:`daliaug.sources.kept_samples`); where the listing
+        leaves the headers to the background check, the images are held by name (what each
+        holds is the check's)."""
         root = self.path.expanduser()
         xml_dir, images = folders_of(root, ("Annotations", "JPEGImages"), "Pascal VOC")
         xmls = list_images([xml_dir], root, (".xml",))
@@ -89,11 +91,11 @@ class VocSource(SourceConfig):
             raise DataError(f"source.path: found no .xml annotation files under {xml_dir}")
         listing = list_images([images], root)
         ignored = {**xmls.ignored, **xmls.skipped}
-        inputs = [*xmls.all_images, *listing.all_images, *ignored]
         return kept_samples(
             self.listing_settings(),
-            inputs,
+            [*xmls.all_images, *ignored],
             lambda: self._samples(xmls.all_images, images, listing.all_images, ignored),
+            listing.all_images,
         )
 
     def _samples(

@@ -237,13 +237,12 @@ class YoloSource(SourceConfig):
         source = self._class_file()
         defer = self.defers_headers(len(paths))
         inputs = [str(source)] if source else []
-        inputs += [*([] if defer else paths), *labels.all_images, *ignored]
+        inputs += [*labels.all_images, *ignored]
 
         def list_now() -> Samples:
             return self._samples(paths, labels.all_images, images_dir, labels_dir, ignored, defer)
 
-        named = paths if defer else ()  # (what an image holds is the background check's)
-        return kept_samples(self.listing_settings(), inputs, list_now, named)
+        return kept_samples(self.listing_settings(), inputs, list_now, paths)
 
     def _samples(
         self,

@@ -320,23 +320,27 @@ def stats(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return stated
 
 
-def test_a_yolo_listing_that_read_no_header_holds_its_images_by_name(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("kind", ["yolo deferred", "voc deferred"])
+def test_a_folder_listing_that_read_no_header_holds_its_images_by_name(
+    kind: str, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A YOLO listing that left the headers to the background check takes its record back
-    while an image was rewritten (a ``stat`` of the class and label files and of the image
-    left out, none of another),
-    and lists anew once an image is gone: the images are held by name, what each holds is
-    the check's to hold against its boxes."""
-    source = KINDS["yolo deferred"](root)
+    """A YOLO or VOC listing that left the headers to the background check takes its record
+    back while an image was rewritten (a ``stat`` of the class, label or XML files and of the
+    files left out, none of an image), and lists anew once an image is gone: the images are
+    held by name, what each holds is the check's to hold against its boxes or declared size."""
+    source = KINDS[kind](root)
     first = source.list_samples()
-    assert first.normalised and first.listed is None
+    assert (first.normalised or first.declared) and first.listed is None
     _replace_image(root)
     calls = counting(monkeypatch, source)
     stated = stats(monkeypatch)
     assert_same(source.list_samples(), first)
-    labels = sorted(str(p) for p in (root / "labels").glob("*.txt"))
-    left_out = list(first.rejected)  # (its bad label line: watched, as files left out are)
-    assert calls == [] and stated == [[str(root / "data.yaml"), *labels, *left_out]]
+    if kind == "yolo deferred":
+        read = [root / "data.yaml", *sorted((root / "labels").glob("*.txt"))]
+    else:
+        read = sorted((root / "Annotations").glob("*.xml"))
+    left_out = list(first.rejected)  # (watched, as files left out are)
+    assert calls == [] and stated == [[*map(str, read), *left_out]]
     _remove_image(root)
-    assert len(source.list_samples()) == len(first) - 1 and calls == [1]
+    again = source.list_samples()  # (a VOC file still names it: the check finds it missing)
+    assert calls == [1] and len(again) == len(first) - (kind == "yolo deferred")
