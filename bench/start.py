@@ -462,8 +462,8 @@ def report(rows: list[dict[str, Any]], profile: dict[str, Any] | None, extrapola
             found = memory.get(c)
             cells.append(f"{found['per_sample_bytes']:.0f}" if found else "not run")
         lines.append("| " + " | ".join(cells) + " |")
-    for kind, heading, dali_tool, against in BOX_TABLES:
-        lines += _box_table(rows, kind, heading, dali_tool, against)
+    for table in BOX_TABLES:
+        lines += _box_table(rows, *table)
     labels = [r for r in rows if "yolo labels" in r]
     if labels:
         lines += [
@@ -491,29 +491,30 @@ BOX_TABLES = (
         "coco",
         "COCO (one box per image, sizes declared) over the same trees",
         "dali coco",
+        "readers.coco",
         "DALI's `readers.coco` (+ decode + resize)",
     ),
     (
         "yolo",
         "YOLO (one box per image) over the same images",
         "dali",
+        "readers.file",
         "DALI's `readers.file` over the same images (DALI has no YOLO reader; it reads no "
         "label file)",
     ),
 )
-"""Each box source's table: its kind, heading, the DALI tool it is set against, and what
-that tool is."""
+"""Each box source's table: its kind, heading, the DALI tool it is set against, that tool's
+reader, and what the tool is."""
 
 
 def _box_table(
-    rows: list[dict[str, Any]], kind: str, heading: str, dali_tool: str, against: str
+    rows: list[dict[str, Any]], kind: str, heading: str, dali_tool: str, reader: str, against: str
 ) -> list[str]:
     """The lines of the table of daliaug's ``kind`` source against ``dali_tool`` (none where
     the run did not time it)."""
     timed = [r for r in rows if f"daliaug {kind} background" in r]
     if not timed:
         return []
-    reader = against.split("`")[1]
     lines = [
         "",
         f"## {heading}",

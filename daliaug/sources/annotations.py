@@ -333,10 +333,10 @@ def _targets(
     for what needs no size."""
     n, image = len(paths), table.image
     boxes = table.boxes.copy()
+    normalised = table.normalised[image]
     wh = None
     if sizes is not None:
         wh = sizes[image][:, ::-1].astype(np.float64)
-        normalised = table.normalised[image]
         with np.errstate(invalid="ignore", over="ignore"):
             boxes[normalised] *= np.tile(wh[normalised], 2)
     fine = fitting(boxes, wh)
