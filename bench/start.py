@@ -17,7 +17,8 @@ built and run once; tf.data: ``list_files`` + its first element. The file system
 image, each image's size declared, written once beside it): daliaug's ``coco`` source (``check:
 background``) against DALI's ``fn.readers.coco`` + CPU decode + resize. ``--yolo`` adds a
 YOLO folder over the same images (``images/`` a link to the tree, ``labels/`` one box per image,
-hard links to one label file): daliaug's ``yolo`` source (``check: background``) against DALI's
+hard links to one label file, ``data.yaml`` naming the class: the check reads the label files):
+daliaug's ``yolo`` source (``check: background``) against DALI's
 ``readers.file`` above (DALI has no YOLO reader; it reads no label file) and the file system's
 part of a YOLO listing (``os.scandir`` of ``labels/`` and every label file read). The clock
 stops at the first batch: each tool's iterator or pipeline is torn down after (records before
@@ -496,7 +497,7 @@ BOX_TABLES = (
     ),
     (
         "yolo",
-        "YOLO (one box per image) over the same images",
+        "YOLO (one box per image, its classes named in `data.yaml`) over the same images",
         "dali",
         "readers.file",
         "DALI's `readers.file` over the same images (DALI has no YOLO reader; it reads no "

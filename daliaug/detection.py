@@ -22,6 +22,7 @@ from daliaug.errors import ConfigError, DataError, DataWarning, user_stacklevel
 from daliaug.sources.annotations import in_pixels
 from daliaug.sources.base import Samples
 from daliaug.sources.sample_set import SampleSet
+from daliaug.sources.yolo_labels import LabelColumn
 
 COLUMNS = ("boxes", "box_labels", "keypoints")
 """The source columns of detection samples (ragged: one array per sample) and the graph
@@ -41,7 +42,11 @@ def box_shapes(samples: SampleSet, max_boxes: int) -> dict[str, tuple[int, ...]]
     n = max_boxes
     shapes = {"boxes": (n, 4), "box_labels": (n,)}
     if "keypoints" in box_names(samples):
-        count = max((p.shape[1] for p in samples.columns["keypoints"]), default=0)  # type: ignore[attr-defined]
+        points = samples.columns["keypoints"]  # type: ignore[attr-defined]
+        if isinstance(points, LabelColumn):  # (label files read late: as the data declares)
+            count = points.files.keypoints_per_box
+        else:
+            count = max((p.shape[1] for p in points), default=0)
         shapes["keypoints"] = (n, count, 3)
     return {name: shapes[name] for name in box_names(samples)}
 
@@ -70,8 +75,8 @@ class BoxTargets:
             spec.min_visibility,
             samples.flip_indices if spec.flip_indices is None else spec.flip_indices,
         )
-        if self.keypoints is not None:
-            self._check_keypoints()
+        if self.keypoints is not None and not isinstance(self.keypoints, LabelColumn):
+            self._check_keypoints()  # (label files read late: each parsed to the declared K)
 
     def _check_keypoints(self) -> None:
         """Every box has as many keypoints (``K``), which ``flip_indices`` (if given) names."""

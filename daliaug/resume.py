@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -35,7 +35,6 @@ from daliaug.epoch import RestOfEpoch, replica_length, world_order
 from daliaug.errors import ConfigError, DataError
 from daliaug.reader_checkpoints import ReaderCheckpoints, decoded
 from daliaug.sources.checks import file_key
-from daliaug.sources.member_listing import MemberColumn
 from daliaug.sources.sample_set import shard_range
 
 if TYPE_CHECKING:
@@ -434,10 +433,22 @@ def _file_keys(samples: Any, paths: list[str]) -> list[tuple[int, int] | None]:
     return [key[:2] if (key := found.get(path)) else None for path in paths]
 
 
+@runtime_checkable
+class Keyed(Protocol):
+    """A column read from storage as batches need it (members of shards:
+    :class:`~daliaug.sources.member_listing.MemberColumn`; label files read late:
+    :class:`~daliaug.sources.yolo_labels.LabelColumn`), identified by its files, not its
+    contents."""
+
+    def key(self) -> bytes:
+        """Its files, each with what identifies it now, and its rows."""
+        ...
+
+
 def _update(digest: Any, column: Any) -> None:
-    """``column``'s contents into ``digest`` (a NumPy column, ragged rows, or members read
-    from storage, which their files' identities and places identify)."""
-    if isinstance(column, MemberColumn):
+    """``column``'s contents into ``digest`` (a NumPy column, ragged rows, or a column read
+    from storage, which its files' identities and its rows identify: :class:`Keyed`)."""
+    if isinstance(column, Keyed):
         digest.update(column.key())
         return
     if column.dtype != object:

@@ -376,10 +376,12 @@ class EpochFeed:
 
     def _stored(self, name: str) -> bool:
         """Whether input ``name`` is read from storage for each batch (files the host reads,
-        a column read from shards), not held in memory."""
+        a column read from shards), not held in memory (the moved boxes are made here, from
+        whatever column holds them)."""
+        made = () if self.boxes is None else self.boxes.shapes
         column = self.samples.columns.get(name)
         stored_column = column is not None and not isinstance(column, np.ndarray)
-        return name in self._host_files or stored_column
+        return name in self._host_files or (stored_column and name not in made)
 
     def _read(self, name: str, index: np.ndarray) -> list[np.ndarray] | np.ndarray:
         """The stored input ``name`` of the samples ``index``: the files' bytes (one array a

@@ -4,7 +4,8 @@ listing leaves the headers to the background check), every box of a source at on
 (:class:`BoxTable`), and the samples built from them. Where the listing leaves the headers to
 the background check and no size is declared (YOLO's), boxes stay fractions of their image
 until a batch holds them, and the check holds each image's boxes to its size
-(:class:`NormalisedBoxes`).
+(:class:`NormalisedBoxes`); with a class file, YOLO's listing reads no label file either, the
+check reading each with its image's header (:mod:`daliaug.sources.yolo_labels`).
 
 Boxes come out in absolute pixel ``xyxy`` of the source image, with pixel-corner coordinates
 (the whole image is ``[0, W] x [0, H]``): the ``boxes`` column holds one float32 ``(n, 4)``
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from daliaug.errors import DataError
-from daliaug.sources.background import DeclaredSizes, PathRows, SizeRule
+from daliaug.sources.background import DeclaredSizes, PathRows, ReadLate, SizeRule
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import MAX_PIXELS, image_headers, unlike_declared
 
@@ -423,9 +424,13 @@ class NormalisedBoxes:
 
 def size_rule(samples: Samples) -> SizeRule | None:
     """What each image's header must meet where the listing placed its boxes without it:
-    the size its annotations declare, or one its boxes (fractions of it) fit."""
+    the size its annotations declare, or one its boxes (fractions of it) fit, the boxes read
+    then where the listing read none (:class:`~daliaug.sources.background.ReadLate`)."""
     if samples.declared:
         return DeclaredSizes(samples.paths, samples.sizes)
+    boxes = samples.columns.get("boxes")
+    if isinstance(boxes, ReadLate):
+        return boxes.rule(samples.paths)
     if samples.normalised:
         return NormalisedBoxes(samples.paths, samples.columns["boxes"])
     return None

@@ -30,7 +30,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from typing import Protocol, Self, TypeVar, overload
+from typing import Protocol, Self, TypeVar, overload, runtime_checkable
 
 import numpy as np
 
@@ -95,6 +95,16 @@ class SizeRule(Protocol):
     def problem(self, path: str, size: tuple[int, int]) -> str | None:
         """Why ``path``, whose header says ``size`` (height, width), is bad (``None``: it is
         not)."""
+        ...
+
+
+@runtime_checkable
+class ReadLate(Protocol):
+    """A target column whose rows the check reads as it holds each image to its header's
+    size (YOLO's label files, where the listing read none): the rule it holds them to."""
+
+    def rule(self, paths: Sequence[str]) -> SizeRule:
+        """The :class:`SizeRule` of the images ``paths`` (a row each, as the column's)."""
         ...
 
 

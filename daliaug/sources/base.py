@@ -102,7 +102,9 @@ class Samples(SampleSet):
     declared: boxes are scaled (and clipped) by the sizes the background check reads, as the
     batch that holds them is made, and the check holds each image's boxes to its size (a box
     that its image does not hold, as a listing that read the header would refuse it, makes
-    the file bad)."""
+    the file bad). Where a class file names YOLO's classes the listing reads no label file
+    either: the columns are read as the check holds each image
+    (:class:`~daliaug.sources.yolo_labels.LabelColumn`)."""
     beside: bool = False
     """Whether ``check: auto`` chose the check beside training for samples whose listing
     read their headers (a box source of :data:`BACKGROUND_FROM` images or more), decided on

@@ -6,7 +6,9 @@ A listing's samples depend on its source's settings and on files: those the sour
 before it knows its images (a COCO file; YOLO's label files; VOC's XML files), each image
 whose header was read (none where the listing left them to the background check, which holds
 each to the size its annotations declare, or to its boxes where they are fractions of it),
-each file left out, and the names of the images a YOLO or VOC folder holds. The record holds
+each file left out, and the names of the images a YOLO or VOC folder holds (and of YOLO's
+label files, where the check reads them: :mod:`daliaug.sources.yolo_labels`; the record then
+holds each sample's label file, not its boxes). The record holds
 each file's key (size, modification and status-change times, inode) as it was before it was
 read; a file added, removed, replaced or rewritten in place changes a key or the list of
 files, and the samples are listed anew. A listing in which a file changed within
@@ -39,8 +41,9 @@ from daliaug.sources.annotations import object_column
 from daliaug.sources.base import Samples
 from daliaug.sources.checks import stat_keys
 from daliaug.sources.kept_listing import SETTLE_NS
+from daliaug.sources.yolo_labels import LabelColumn, LabelFiles
 
-FORMAT = 3
+FORMAT = 4
 """The record's format (a record of another is listed anew)."""
 
 
@@ -84,7 +87,8 @@ def _code() -> str:
     keeps them otherwise lists anew rather than take another's record)."""
     here = Path(__file__).parent
     digest = hashlib.sha256()
-    for name in ("annotations.py", "checks.py", "coco.py", "voc.py", "yolo.py", "kept_samples.py"):
+    names = ("annotations.py", "checks.py", "coco.py", "voc.py", "yolo.py", "yolo_labels.py")
+    for name in (*names, "kept_samples.py"):
         with contextlib.suppress(OSError):  # (a file that cannot be read adds nothing)
             digest.update((here / name).read_bytes())
     return digest.hexdigest()
@@ -118,6 +122,7 @@ def _record(
     if (keys[:, [1, 3]] >= started - SETTLE_NS).any():
         return None
     boxes = samples.columns["boxes"]
+    late = isinstance(boxes, LabelColumn)
     header = {
         "format": FORMAT,
         "digest": digest,
@@ -130,6 +135,7 @@ def _record(
         "ignored": samples.ignored,
         "notes": samples.notes,
         "flip_indices": samples.flip_indices,
+        "late": _late(boxes) if late else None,
     }
     arrays = {
         "header": _bytes(json.dumps(header).encode()),
@@ -137,12 +143,24 @@ def _record(
         "keys": keys,
         "rows": np.array([rows[p] for p in paths], np.int64),
         "sizes": samples.sizes,
-        "counts": np.array([len(b) for b in boxes], np.int64),
-        **{name: _flat(samples.columns[name]) for name in _TARGETS if name in samples.columns},
     }
+    if late:  # (each sample's label file, read by the check)
+        arrays["label_files"] = _bytes(os.fsencode("\0".join(boxes.label_files())))
+    else:
+        arrays["counts"] = np.array([len(b) for b in boxes], np.int64)
+        arrays.update(
+            {name: _flat(samples.columns[name]) for name in _TARGETS if name in samples.columns}
+        )
     out = io.BytesIO()
     np.savez(out, **arrays)
     return out.getvalue()
+
+
+def _late(column: LabelColumn) -> dict[str, Any]:
+    """What a record keeps of label files read late, besides each sample's file."""
+    files = column.files
+    shape = None if files.kpt_shape is None else list(files.kpt_shape)
+    return {"classes": files.classes, "among": files.among, "kpt_shape": shape}
 
 
 _TARGETS = ("boxes", "box_labels", "keypoints")
@@ -185,13 +203,19 @@ def _samples(
     """The samples a record holds (``keys``: its watched files' keys, as they still are)."""
     rows = arrays["rows"]
     paths = [watched[i] for i in rows.tolist()]
-    ends = np.cumsum(arrays["counts"]).tolist()
-    spans = list(zip([0, *ends], ends, strict=False))  # (the last start has no span)
-    columns = {
-        name: object_column([arrays[name][a:b] for a, b in spans])
-        for name in _TARGETS
-        if name in arrays
-    }
+    late = header["late"]
+    if late is not None:
+        files = os.fsdecode(arrays["label_files"].tobytes()).split("\0")
+        shape = None if late["kpt_shape"] is None else tuple(late["kpt_shape"])
+        columns = LabelColumn.columns(LabelFiles(files, late["classes"], late["among"], shape))
+    else:
+        ends = np.cumsum(arrays["counts"]).tolist()
+        spans = list(zip([0, *ends], ends, strict=False))  # (the last start has no span)
+        columns = {
+            name: object_column([arrays[name][a:b] for a, b in spans])
+            for name in _TARGETS
+            if name in arrays
+        }
     listed = None
     read = not header["declared"] and not header["normalised"]
     if read:  # (every image's key is held: the listing read its header)

@@ -21,6 +21,7 @@ from daliaug.sources.base import Samples, SourceConfig
 from daliaug.sources.coco import CocoSource
 from daliaug.sources.voc import VocSource
 from daliaug.sources.yolo import YoloSource
+from daliaug.sources.yolo_labels import LabelColumn
 from daliaug.tools.demo_data import write_detection_dataset
 
 KINDS = {
@@ -34,9 +35,27 @@ KINDS = {
     ),
     "voc deferred": lambda root: VocSource(path=root, on_error="skip", check="background"),
     "yolo deferred": lambda root: YoloSource(path=root, on_error="skip", check="background"),
+    "yolo deferred, no class file": lambda root: YoloSource(
+        path=_unnamed(root), on_error="skip", check="background"
+    ),
 }
-"""The sources, and three whose listing leaves the headers to the background check (their
-images' sizes declared, or their boxes fractions of them)."""
+"""The sources, and four whose listing leaves the headers to the background check (their
+images' sizes declared, or their boxes fractions of them; YOLO's with a class file reads no
+label file either, the check reading each)."""
+
+
+def _unnamed(root: Path) -> Path:
+    """The YOLO set without its class file (the listing reads every label file)."""
+    (root / "data.yaml").unlink(missing_ok=True)
+    return root
+
+
+def targets(samples: Samples) -> list[object]:
+    """Each sample's boxes, or where the check reads them, its label file (a listing's)."""
+    boxes = samples.columns["boxes"]
+    if isinstance(boxes, LabelColumn):
+        return list(boxes.label_files())
+    return list(boxes)
 
 
 def _declared(root: Path) -> Path:
@@ -84,7 +103,13 @@ def assert_same(a: Samples, b: Samples) -> None:
     """Every field a listing gives, equal."""
     assert a.columns.keys() == b.columns.keys()
     for name, column in a.columns.items():
-        if column.dtype == object:
+        if isinstance(column, LabelColumn):
+            other = b.columns[name]
+            assert isinstance(other, LabelColumn) and column.part == other.part
+            assert column.label_files() == other.label_files()
+            held = [(c.files.classes, c.files.among, c.files.kpt_shape) for c in (column, other)]
+            assert held[0] == held[1]
+        elif column.dtype == object:
             assert len(column) == len(b.columns[name])
             for x, y in zip(column, b.columns[name], strict=True):
                 assert x.dtype == y.dtype and x.shape == y.shape
@@ -121,8 +146,9 @@ def test_a_later_start_takes_the_samples_kept_and_reads_nothing(
     source = KINDS[kind](root)
     first = source.list_samples()
     assert len(first) >= 10 and (kind != "coco" or (first.rejected and first.notes))
-    assert "yolo" not in kind or any("finite numbers" in r for r in first.rejected.values())
-    assert (first.declared or first.normalised) == kind.endswith("deferred") != first.sized
+    reads_labels = kind.startswith("yolo") and kind != "yolo deferred"
+    assert not reads_labels or any("finite numbers" in r for r in first.rejected.values())
+    assert (first.declared or first.normalised) == ("deferred" in kind) != first.sized
     calls = counting(monkeypatch, source)
     read: list[str] = []
     real = checks.image_header
@@ -179,7 +205,8 @@ def _rewrite_label_files(root: Path) -> None:
 def _rename_a_class(root: Path) -> None:
     """A class renamed in YOLO's data.yaml and among COCO's categories."""
     yaml = root / "data.yaml"
-    yaml.write_text(yaml.read_text().replace("0: circle", "0: disc"))
+    if yaml.exists():
+        yaml.write_text(yaml.read_text().replace("0: circle", "0: disc"))
     coco = json.loads((root / "annotations.json").read_text())
     coco["categories"][0]["name"] = "disc"
     (root / "annotations.json").write_text(json.dumps(coco))
@@ -194,18 +221,20 @@ CHANGES: dict[str, Callable[[Path], None]] = {
     "label file rewritten": _rewrite_label_files,
     "class renamed": _rename_a_class,
 }
+UNNAMED = "yolo deferred, no class file"
 TOUCHES = {
     "annotation": {"coco", "coco deferred"},
     "image replaced": {"coco", "yolo", "voc"},
-    "image removed": {"coco", "yolo", "voc", "yolo deferred"},
-    "image added": {"coco", "yolo", "voc", "voc deferred", "yolo deferred"},
-    "label file removed": {"yolo", "voc", "voc deferred", "yolo deferred"},
-    "label file rewritten": {"yolo", "voc", "voc deferred", "yolo deferred"},
+    "image removed": {"coco", "yolo", "voc", "yolo deferred", UNNAMED},
+    "image added": {"coco", "yolo", "voc", "voc deferred", "yolo deferred", UNNAMED},
+    "label file removed": {"yolo", "voc", "voc deferred", "yolo deferred", UNNAMED},
+    "label file rewritten": {"yolo", "voc", "voc deferred", UNNAMED},
     "class renamed": {"coco", "yolo", "coco deferred", "yolo deferred"},
 }
 """The sources whose samples each change touches: a listing that leaves the headers to the
 background check gives the same samples whatever an image holds (the check refuses a file
-that differs from what its annotations declare)."""
+that differs from what its annotations declare), and where it reads no label file, whatever
+a label file holds (the check reads it as its batch comes)."""
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -227,8 +256,7 @@ def test_each_change_is_listed_anew(kind: str, change: str, root: Path) -> None:
         or after.notes != before.notes
         or not np.array_equal(after.sizes, before.sizes)
         or any(
-            not np.array_equal(a, b)
-            for a, b in zip(after.columns["boxes"], before.columns["boxes"], strict=True)
+            not np.array_equal(a, b) for a, b in zip(targets(after), targets(before), strict=True)
         )
     )
     assert differs == (kind in TOUCHES[change])
@@ -320,7 +348,7 @@ def stats(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return stated
 
 
-@pytest.mark.parametrize("kind", ["yolo deferred", "voc deferred"])
+@pytest.mark.parametrize("kind", ["yolo deferred", UNNAMED, "voc deferred"])
 def test_a_folder_listing_that_read_no_header_holds_its_images_by_name(
     kind: str, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -335,12 +363,14 @@ def test_a_folder_listing_that_read_no_header_holds_its_images_by_name(
     calls = counting(monkeypatch, source)
     stated = stats(monkeypatch)
     assert_same(source.list_samples(), first)
-    if kind == "yolo deferred":
-        read = [root / "data.yaml", *sorted((root / "labels").glob("*.txt"))]
+    if kind == "yolo deferred":  # (the check reads the label files)
+        read = [root / "data.yaml"]
+    elif kind == UNNAMED:
+        read = sorted((root / "labels").glob("*.txt"))
     else:
         read = sorted((root / "Annotations").glob("*.xml"))
     left_out = list(first.rejected)  # (watched, as files left out are)
     assert calls == [] and stated == [[*map(str, read), *left_out]]
     _remove_image(root)
     again = source.list_samples()  # (a VOC file still names it: the check finds it missing)
-    assert calls == [1] and len(again) == len(first) - (kind == "yolo deferred")
+    assert calls == [1] and len(again) == len(first) - kind.startswith("yolo")
