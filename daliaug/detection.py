@@ -75,13 +75,15 @@ class BoxTargets:
             spec.min_visibility,
             samples.flip_indices if spec.flip_indices is None else spec.flip_indices,
         )
-        if self.keypoints is not None and not isinstance(self.keypoints, LabelColumn):
-            self._check_keypoints()  # (label files read late: each parsed to the declared K)
+        if self.keypoints is not None:
+            self._check_keypoints()
 
     def _check_keypoints(self) -> None:
-        """Every box has as many keypoints (``K``), which ``flip_indices`` (if given) names."""
+        """Every box has as many keypoints (``K``), which ``flip_indices`` (if given) names
+        (label files read late are each parsed to the ``K`` the data declares)."""
         count = self.shapes["keypoints"][1]
-        for i, points in enumerate(self.keypoints):  # type: ignore[arg-type]
+        listed = () if isinstance(self.keypoints, LabelColumn) else self.keypoints
+        for i, points in enumerate(listed):  # type: ignore[arg-type]
             if len(points) and points.shape[1] != count:
                 name = self.files[i] if self.files else f"image {i}"
                 raise DataError(

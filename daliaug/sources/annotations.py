@@ -389,16 +389,30 @@ def in_pixels(
     return pixels, points
 
 
-def pixel_targets(samples: Samples) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
-    """Each sample's boxes (and keypoints) in pixels of its image, as its source gives them:
-    scaled by the sizes the background check read where they are fractions
-    (:attr:`Samples.normalised`, each file checked now if it was not yet)."""
-    boxes = list(samples.columns["boxes"])
-    points = samples.columns.get("keypoints")
-    keypoints = None if points is None else list(points)
+def pixel_targets(
+    samples: Samples,
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray] | None]:
+    """Each sample's boxes, labels (and keypoints) in pixels of its image, as its source gives
+    them: scaled by the sizes the background check read where they are fractions
+    (:attr:`Samples.normalised`, each file checked now if it was not yet; a file it found bad
+    has none)."""
+    names = [name for name in ("boxes", "box_labels", "keypoints") if name in samples.columns]
     if not samples.normalised:
-        return boxes, keypoints
-    return in_pixels(boxes, keypoints, samples.sizes_at(np.arange(len(samples))))
+        boxes, labels, *points = (list(samples.columns[name]) for name in names)
+        return boxes, labels, points[0] if points else None
+    sizes = samples.sizes_at(np.arange(len(samples)))
+    good = sizes.any(1).tolist()  # (a bad file's size is (0, 0))
+    empty = {
+        "boxes": np.zeros((0, 4)),
+        "box_labels": np.zeros(0, np.int32),
+        "keypoints": np.zeros((0, 0, 3), np.float32),
+    }
+    boxes, labels, *points = (
+        [column[i] if held else empty[name] for i, held in enumerate(good)]
+        for name, column in ((name, samples.columns[name]) for name in names)
+    )
+    pixels, keypoints = in_pixels(boxes, points[0] if points else None, sizes)
+    return pixels, labels, keypoints
 
 
 class NormalisedBoxes:

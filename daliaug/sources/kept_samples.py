@@ -17,7 +17,8 @@ file system's clock keeps the key) is not kept. Processes of a host list one at 
 others reading what the first kept (as a folder listing's).
 
 The record is one ``.npz``: the settings' digest and the samples' messages as JSON, the files
-watched and their keys, and the samples' paths, sizes and boxes as flat arrays.
+watched and their keys, and the samples' paths, sizes and boxes as flat arrays (or, where the
+check reads the label files, each sample's label file).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def kept_samples(
     """The samples ``list_now()`` gives for a source of ``settings`` reading ``inputs`` (and
     the images they name), as kept from an earlier start where no file they came from has
     changed since, else listed now and kept for the next start. ``named``: the files a folder
-    holds whose names the samples depend on (the images a YOLO or VOC folder holds), in the
+    holds whose names the samples depend on (the images a YOLO or VOC folder holds, and
+    YOLO's label files where the check reads them), in the
     record's digest; each is asked for a ``stat`` only where the listing read its header (its
     key is then held with the samples'), never where the background check reads it. The record
     is named by the settings alone: a listing of other files takes its place."""

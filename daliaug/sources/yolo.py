@@ -152,8 +152,9 @@ class YoloSource(SourceConfig):
         """The samples, as kept from the last start where no file listed, no label file and
         no image changed since (:mod:`daliaug.sources.kept_samples`); where the listing leaves
         the headers to the background check, the images are held by name (what each holds is
-        the check's), and with a class file the label files too: the check reads each as it
-        reads its image's header (:mod:`daliaug.sources.yolo_labels`)."""
+        the check's), and with a class file the label files too (a label file rewritten in
+        place keeps the record: the check reads each as it reads its image's header,
+        :mod:`daliaug.sources.yolo_labels`)."""
         root = self.path.expanduser()
         images_dir, labels_dir = folders_of(root, ("images", "labels"), "YOLO")
         listing = list_images([images_dir], root)

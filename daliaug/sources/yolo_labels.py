@@ -174,12 +174,13 @@ class LabelFiles:
 
     def targets(self, row: int) -> Targets:
         """Image ``row``'s targets: as the check held them, else read now and checked for what
-        needs no size (a :class:`DataError` naming each problem)."""
+        needs no size (a :class:`DataError` naming each problem; not kept, the check not
+        having held them to the image)."""
         held = self._read.get(row)
         if held is None:
             found = self._parsed(row)
             checked_targets(found, None, None, self.keypoints_per_box)
-            held = self._read[row] = self._targets(found)
+            return self._targets(found)
         return held
 
     def _targets(self, found: ImageAnnotations) -> Targets:

@@ -119,14 +119,14 @@ class Marks:
         """Each sample's own boxes, as its source gives them (``None`` without boxes)."""
         if not box_names(samples):
             return [None] * len(samples)
-        boxes, points = pixel_targets(samples)
+        boxes, labels, points = pixel_targets(samples)
         return [
             Marks(
                 np.asarray(b, np.float32).reshape(-1, 4),
                 np.asarray(c),
                 None if points is None else np.asarray(points[i]),
             )
-            for i, (b, c) in enumerate(zip(boxes, samples.columns["box_labels"], strict=True))
+            for i, (b, c) in enumerate(zip(boxes, labels, strict=True))
         ]
 
 

@@ -224,6 +224,12 @@ def test_a_bad_label_line_is_named_by_its_file_and_line_before_its_batch(
     with pytest.warns(DataWarning, match="left out 2 unusable files"):
         want = epoch(yolo_config(root, "full", on_error))
 
+    from daliaug.tools.preview import augmented_versions
+
+    with pytest.warns(DataWarning, match="left out"):  # (the bad ones drawn without boxes)
+        drawn = augmented_versions(made, 7, 1).marks
+    assert [len(m.boxes) for m in drawn if m is not None] == [2, 2, 0, 2, 2, 0, 2]
+
     def in_order(batches: list[Any]) -> list[bytes]:
         return [np.asarray(b).tobytes() for batch in batches for b in batch[1]["boxes"]]
 
@@ -300,3 +306,16 @@ def test_a_later_start_reads_and_stats_no_label_file_and_trains_on_what_they_hol
     assert asked == [str(root / "data.yaml")] and label_reads == []
     assert source_fingerprint(later) != before
     assert_same_batches(epoch(made, later), epoch(yolo_config(root, "full")))
+
+
+def test_flip_indices_are_held_to_the_keypoints_the_data_declares(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A config's ``flip_indices`` that does not name the data's two keypoints is refused by
+    name before any batch, whether the listing read the label files or the check reads them."""
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    root = yolo_set(tmp_path / "yolo", [40, 64], LINE)
+    for check in ("full", "background"):
+        made = yolo_config(root, check).model_copy(update={"flip_indices": [2, 1, 0]})
+        with pytest.raises(ConfigError, match=r"flip_indices: \[2, 1, 0\] for 2 keypoints"):
+            epoch(made)
