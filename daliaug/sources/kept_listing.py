@@ -31,7 +31,7 @@ from daliaug.sources.listing import IMAGE_EXTENSIONS, Listing, walk_images
 
 SETTLE_NS = 2_000_000_000
 """A folder modified this close to its listing (or after it began) keeps no listing."""
-FORMAT = 1
+FORMAT = 2
 """The kept file's format (a file of another is listed again)."""
 
 Walked = dict[str, int] | None
@@ -61,9 +61,11 @@ def kept_listing(
     def listed() -> tuple[Listing, bytes | None]:
         started = time.time_ns()
         listing, walked = list_now()
+        blob, counts = _blob(listing, folders)
+        listing.digest = _digest(blob, counts)
         if walked is None or not _settled(walked, started):
             return listing, None
-        return listing, _encoded(listing, walked, folders)
+        return listing, _encoded(listing, walked, blob, counts)
 
     return kept_between_starts(
         f"listings/{digest[:32]}.listing",
@@ -83,18 +85,29 @@ def _settled(walked: dict[str, int], started: int) -> bool:
     return all(mtime < started - SETTLE_NS for mtime in walked.values())
 
 
-def _encoded(listing: Listing, walked: dict[str, int], folders: list[str]) -> bytes:
+def _blob(listing: Listing, folders: list[str]) -> tuple[bytes, list[int]]:
+    """The names ``listing`` found under ``folders``, each without its folder, as one text,
+    and how many each folder holds."""
     names = [
         path[len(_prefix(folder)) :]
         for folder in folders
         for path in listing.images.get(folder, [])
     ]
-    blob = "\0".join(names).encode("utf-8", "surrogateescape")
+    counts = [len(listing.images.get(folder, [])) for folder in folders]
+    return "\0".join(names).encode("utf-8", "surrogateescape"), counts
+
+
+def _digest(blob: bytes, counts: list[int]) -> str:
+    """The SHA-256 of a listing's names (``blob``) and ``counts``: :attr:`Listing.digest`."""
+    return hashlib.sha256(json.dumps(counts).encode() + b"\n" + blob).hexdigest()
+
+
+def _encoded(listing: Listing, walked: dict[str, int], blob: bytes, counts: list[int]) -> bytes:
     header = {
         "format": FORMAT,
-        "digest": hashlib.sha256(blob).hexdigest(),
+        "digest": listing.digest,
         "walked": walked,
-        "counts": [len(listing.images.get(folder, [])) for folder in folders],
+        "counts": counts,
         "ignored": listing.ignored,
         "skipped": listing.skipped,
     }
@@ -117,12 +130,12 @@ def _read(path: Path, folders: list[str]) -> Listing | None:
                 return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if header.get("digest") != hashlib.sha256(blob).hexdigest():
+    if header.get("digest") != _digest(blob, header["counts"]):
         return None
     names = blob.decode("utf-8", "surrogateescape").split("\0") if blob else []
     if len(names) != sum(header["counts"]):
         return None
-    listing = Listing(ignored=header["ignored"], skipped=header["skipped"])
+    listing = Listing(ignored=header["ignored"], skipped=header["skipped"], digest=header["digest"])
     start = 0
     for folder, count in zip(folders, header["counts"], strict=True):
         prefix = _prefix(folder)

@@ -56,17 +56,18 @@ def kept_samples(
 ) -> Samples:
     """The samples ``list_now()`` gives for a source of ``settings`` reading ``inputs`` (and
     the images they name), as kept from an earlier start where no file they came from has
-    changed since, else listed now and kept for the next start. ``named``: the files a folder
-    holds whose names the samples depend on (the images a YOLO or VOC folder holds, and
-    YOLO's label files where the check reads them), in the
-    record's digest; each is asked for a ``stat`` only where the listing read its header (its
-    key is then held with the samples'), never where the background check reads it. The record
-    is named by the settings alone: a listing of other files takes its place."""
+    changed since, else listed now and kept for the next start. ``named``: the digests of the
+    folder listings whose names the samples depend on
+    (:attr:`~daliaug.sources.listing.Listing.digest`: of the images a YOLO or VOC folder holds,
+    and of YOLO's label files where the check reads them), in the record's digest (an image
+    is asked for a ``stat`` only where the listing read its header, its key then held with
+    the samples'). The record is named by the settings alone: a listing of other files takes
+    its place."""
     key = json.dumps({**settings, "cwd": os.getcwd(), "code": _code()}, sort_keys=True)
     hashed = hashlib.sha256(key.encode("utf-8", "surrogateescape"))
     name = hashed.hexdigest()[:32]
     if named:
-        hashed.update("\0".join(named).encode("utf-8", "surrogateescape"))
+        hashed.update(" ".join(named).encode())
     digest = hashed.hexdigest()
 
     def listed() -> tuple[Samples, bytes | None]:

@@ -28,6 +28,10 @@ class Listing:
     """Files that are not listed (another extension, not a regular file), with the reason."""
     skipped: dict[str, str] = field(default_factory=dict)
     """Links to folders that were not followed, with the reason."""
+    digest: str = field(default="", compare=False)
+    """The SHA-256 of the files' names and how many each folder holds, as
+    :func:`~daliaug.sources.kept_listing.list_images` gives it: what a record of samples taken
+    from these files holds their names by (:mod:`daliaug.sources.kept_samples`)."""
 
     @property
     def all_images(self) -> list[str]:

@@ -95,7 +95,7 @@ class VocSource(SourceConfig):
             self.listing_settings(),
             [*xmls.all_images, *ignored],
             lambda: self._samples(xmls.all_images, images, listing.all_images, ignored),
-            listing.all_images,
+            [listing.digest],
         )
 
     def _samples(

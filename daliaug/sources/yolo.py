@@ -82,13 +82,17 @@ def _pose(path: Path) -> tuple[KeypointShape, tuple[int, ...] | None] | None:
 
 
 def _stems(paths: list[str], folder: Path) -> list[str]:
-    """Each of ``paths`` (listed under ``folder``) relative to it, without its suffix: string
-    arithmetic, as a listing's paths are ``folder``'s own name joined with theirs."""
+    """Each of ``paths`` (listed under ``folder`` by their suffix) relative to it, without its
+    suffix: string arithmetic, as a listing's paths are ``folder``'s own name joined with
+    theirs, each ending in the suffix it was listed by."""
     prefix = os.path.join(folder, "")
-    inside = (
-        p[len(prefix) :] if p.startswith(prefix) else os.path.relpath(p, folder) for p in paths
-    )
-    return [os.path.splitext(path)[0] for path in inside]
+    n = len(prefix)
+    return [
+        p[n : p.rindex(".")]
+        if p.startswith(prefix)
+        else os.path.splitext(os.path.relpath(p, folder))[0]
+        for p in paths
+    ]
 
 
 class YoloSource(SourceConfig):
@@ -167,7 +171,7 @@ class YoloSource(SourceConfig):
         defer = self.defers_headers(len(paths))
         late = defer and source is not None
         inputs = [str(source)] if source else []
-        named = [*paths, *labels.all_images] if late else paths
+        named = [listing.digest, labels.digest] if late else [listing.digest]
         inputs += [*([] if late else labels.all_images), *ignored]
 
         def list_now() -> Samples:
@@ -191,20 +195,25 @@ class YoloSource(SourceConfig):
         headers left to the background check with ``defer``; with ``late``, the label files
         too)."""
         classes = str(labels_dir / "classes.txt")
-        label_paths = [p for p in label_paths if p != classes]
-        label_files = dict(zip(_stems(label_paths, labels_dir), label_paths, strict=True))
+        by_name = {  # (each by the name an image's label file has: a .txt suffix)
+            p if p.endswith(".txt") else p[:-4] + ".txt": p for p in label_paths if p != classes
+        }
         stems = _stems(paths, images_dir)
         source = self._class_file()
         pose = None if source is None or source.suffix == ".txt" else _pose(source)
         kpt_shape, flip = (None, None) if pose is None else pose
+        where = os.path.join(labels_dir, "")
+        files = [by_name.get(f"{where}{stem}.txt", "") for stem in stems]
         notes: dict[str, str] = {}
+        if "" in files:
+            for path, stem, label_file in zip(paths, stems, files, strict=True):
+                if not label_file:
+                    notes[path] = f"no label file labels/{stem}.txt: a sample without boxes"
         ignored = dict(ignored)
-        for stem in sorted(label_files.keys() - set(stems)):
-            ignored[label_files[stem]] = f"a label file without an image images/{stem}.*"
-        files = [label_files.get(stem, "") for stem in stems]
-        for path, stem, label_file in zip(paths, stems, files, strict=True):
-            if not label_file:
-                notes[path] = f"no label file labels/{stem}.txt: a sample without boxes"
+        if len(set(files) - {""}) < len(by_name):  # (a label file no image took)
+            unused = sorted(set(by_name.values()) - set(files))
+            for label_file, stem in zip(unused, _stems(unused, labels_dir), strict=True):
+                ignored[label_file] = f"a label file without an image images/{stem}.*"
         if late:
             names, among = self._classes()
             late_files = LabelFiles(files, len(names), among, kpt_shape)

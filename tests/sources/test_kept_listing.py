@@ -60,7 +60,8 @@ def _folders(root: Path) -> list[Path]:
 
 
 def _same(first: object, second: object) -> bool:
-    return vars(first) == vars(second)
+    """Equal in every field a walk gives (the names' digest is the kept listing's)."""
+    return {**vars(first), "digest": ""} == {**vars(second), "digest": ""}
 
 
 def test_an_unchanged_tree_is_read_back_not_walked(
@@ -79,6 +80,7 @@ def test_an_unchanged_tree_is_read_back_not_walked(
     assert list(first.ignored) == [str(root / "a" / "notes.txt")]
     again = list_images(_folders(root), root)
     assert walks == [1] and _same(again, first)
+    assert again.digest == first.digest and len(first.digest) == 64
     assert _same(
         again, walk_images([str(f) for f in _folders(root)], root, (".jpg", ".jpeg", ".png"))[0]
     )
