@@ -140,9 +140,10 @@ class LabelFiles:
         kpt_shape: tuple[int, int] | None,
     ) -> None:
         self.files, self.classes, self.among, self.kpt_shape = files, classes, among, kpt_shape
-        self._read: dict[int, Targets] = {}
-        """Each image's targets once its label file was read and held (a dict's items hold
-        under the GIL: the check's thread and the feed's may both read one file)."""
+        self._read: dict[int, bytes] = {}
+        """Each image's targets once its label file was read and held, packed (one ``bytes``
+        an image, about 155 bytes with one box; a dict's items hold under the GIL: the
+        check's thread and the feed's may both read one file)."""
 
     @property
     def keypoints_per_box(self) -> int | None:
@@ -169,7 +170,9 @@ class LabelFiles:
             checked_targets(found, *size, self.keypoints_per_box)
         except DataError as e:
             return str(e)
-        self._read[row] = self._targets(found)
+        boxes, labels, points = self._targets(found)
+        parts = (boxes, labels) if points is None else (boxes, labels, points)
+        self._read[row] = b"".join(part.tobytes() for part in parts)
         return None
 
     def targets(self, row: int) -> Targets:
@@ -181,7 +184,14 @@ class LabelFiles:
             found = self._parsed(row)
             checked_targets(found, None, None, self.keypoints_per_box)
             return self._targets(found)
-        return held
+        count = self.keypoints_per_box
+        n = len(held) // (36 + 12 * (count or 0))  # (a box: 4 float64, an int32, K x 3 float32)
+        boxes = np.frombuffer(held, np.float64, 4 * n).reshape(n, 4)
+        labels = np.frombuffer(held, np.int32, n, offset=32 * n)
+        if count is None:
+            return boxes, labels, None
+        points = np.frombuffer(held, np.float32, 3 * count * n, offset=36 * n)
+        return boxes, labels, points.reshape(n, count, 3)
 
     def _targets(self, found: ImageAnnotations) -> Targets:
         """``found`` as arrays, as a listing that read every label file holds them."""

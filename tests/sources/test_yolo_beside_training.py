@@ -108,12 +108,15 @@ def test_the_boxes_of_a_batch_are_read_as_it_comes(
     named: bool,
 ) -> None:
     """The listing reads no header, and with a class file no label file; the check reads
-    each as its batch comes. Every batch (pixels, boxes, keypoints, labels) is the one a
-    listing that read every file gives, through a crop and a flip, and ``daliaug preview``
-    draws each original's boxes where that listing places them."""
+    each as its batch comes. Every batch (pixels, boxes, keypoints, labels; an image with an
+    empty label file, one with none) is the one a listing that read every file gives, through
+    a crop and a flip, and ``daliaug preview`` draws each original's boxes where that listing
+    places them."""
     monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
     widths = [40, 64, 90, 33, 120, 57, 71]
     root = yolo_set(tmp_path / "yolo", widths, LINE, named)
+    (root / "labels" / "03.txt").write_text("")  # (no box)
+    (root / "labels" / "05.txt").unlink()  # (no label file: no box)
     labels = sorted(str(p) for p in (root / "labels").glob("*.txt"))
     full = epoch(yolo_config(root, "full"))
     label_reads.clear()
