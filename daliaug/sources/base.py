@@ -313,8 +313,9 @@ class SourceConfig(Tagged):
     costs the listing alone, whatever the size) and for a COCO, YOLO or VOC source of as many
     images (a COCO or VOC listing whose every image declares its size, or a YOLO listing,
     then reads no header: the check holds each to the declared size or to the image's
-    boxes), else ``full`` (seconds; every bad file named before ``make_dataset``
-    returns)."""
+    boxes; a YOLO listing with a class file reads no label file either, the check reading
+    each with its image's header), else ``full`` (seconds; every bad file named before
+    ``make_dataset`` returns)."""
     on_error: Literal["raise", "skip"] = "raise"
     """What a file that fails the full check does: stop with an error naming it, or leave its
     sample out of every epoch (listed next to the cache)."""
