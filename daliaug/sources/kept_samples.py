@@ -67,6 +67,7 @@ def kept_samples(
     hashed = hashlib.sha256(key.encode("utf-8", "surrogateescape"))
     name = hashed.hexdigest()[:32]
     if named:
+        assert all(named), "a listing's digest is made by list_images"
         hashed.update(" ".join(named).encode())
     digest = hashed.hexdigest()
 

@@ -142,8 +142,8 @@ class LabelFiles:
         self.files, self.classes, self.among, self.kpt_shape = files, classes, among, kpt_shape
         self._read: dict[int, bytes] = {}
         """Each image's targets once its label file was read and held, packed (one ``bytes``
-        an image, about 155 bytes with one box; a dict's items hold under the GIL: the
-        check's thread and the feed's may both read one file)."""
+        an image, about 155 bytes with one box and no keypoints; a dict's items hold under the
+        GIL: the check's thread and the feed's may both read one file)."""
 
     @property
     def keypoints_per_box(self) -> int | None:

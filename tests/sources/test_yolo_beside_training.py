@@ -322,3 +322,18 @@ def test_flip_indices_are_held_to_the_keypoints_the_data_declares(
         made = yolo_config(root, check).model_copy(update={"flip_indices": [2, 1, 0]})
         with pytest.raises(ConfigError, match=r"flip_indices: \[2, 1, 0\] for 2 keypoints"):
             epoch(made)
+
+
+def test_a_label_file_gone_after_the_listing_is_named_before_its_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A label file removed between the listing and its batch is named by the check, not
+    trained on as an image without boxes."""
+    monkeypatch.setenv("DALIAUG_CACHE", str(tmp_path / "cache"))
+    root = yolo_set(tmp_path / "yolo", [40, 64, 90, 33], LINE)
+    made = yolo_config(root, "background")
+    samples = prepared(made).samples
+    gone = root / "labels" / "02.txt"
+    gone.unlink()
+    with pytest.raises(DataError, match=f"cannot read label file {gone}: No such file"):
+        epoch(made, samples)
