@@ -1,7 +1,7 @@
 """Time to the first batch over a class-folder tree of N files (issue 59), against DALI's
 ``fn.readers.file`` and tf.data's ``list_files`` over the same folder, in the same run.
 
-    python -m bench.start [--files 10000 100000] [--imagenet] [--coco] [--yolo] \
+    python -m bench.start [--files 10000 100000] [--imagenet] [--coco] [--yolo] [--voc] \
         [--profile 100000] --out bench/results
 
 The tree is ``<class>/<i>.jpg`` hard links to a few real small JPEGs (``os.link``: N entries
@@ -20,7 +20,10 @@ YOLO folder over the same images (``images/`` a link to the tree, ``labels/`` on
 hard links to one label file, ``data.yaml`` naming the class: the check reads the label files):
 daliaug's ``yolo`` source (``check: background``) against DALI's
 ``readers.file`` above (DALI has no YOLO reader; it reads no label file) and the file system's
-part of a YOLO listing (``os.scandir`` of ``labels/`` and every label file read). The clock
+part of a YOLO listing (``os.scandir`` of ``labels/`` and every label file read). ``--voc``
+adds a Pascal VOC folder over them (``JPEGImages`` a link to the tree, an XML file an image
+naming it, its size declared and one box): daliaug's ``voc`` source (``check: background``)
+against the same ``readers.file`` (DALI has no VOC reader). The clock
 stops at the first batch: each tool's iterator or pipeline is torn down after (records before
 2026-12-07 11:30 timed the teardown too). The tree is in the page cache throughout (it was
 just written or listed): these are warm-file-system times. ``--profile N`` runs one later start
@@ -62,7 +65,7 @@ MAX_LINKS = 50_000
 FINISH_BELOW = 500_000
 """Trees below this many files have their background check let finish (untimed) after the
 first start; at ImageNet's size it would decode 1.28 million files (about half an hour here)."""
-BOXES = ("coco", "yolo")
+BOXES = ("coco", "yolo", "voc")
 """The box sources a run may time beside the class folders."""
 
 
@@ -122,6 +125,41 @@ def yolo_config(train: Path, check: str) -> dict[str, Any]:
     return {**config(train, check), "source": source, "label_mode": "none"}
 
 
+def voc_config(train: Path, check: str) -> dict[str, Any]:
+    source = {"type": "voc", "path": str(voc_root(train)), "check": check}
+    return {**config(train, check), "source": source, "label_mode": "none"}
+
+
+VOC_XML = (
+    "<annotation><filename>{name}</filename><size><width>128</width><height>{height}</height>"
+    "<depth>3</depth></size><object><name>a</name><bndbox><xmin>5</xmin><ymin>5</ymin>"
+    "<xmax>24</xmax><ymax>24</ymax></bndbox></object></annotation>\n"
+)
+"""A VOC annotation file: its image (``<filename>``, under ``JPEGImages``), its size and one
+box."""
+
+
+def voc_root(train: Path) -> Path:
+    """A Pascal VOC folder over the tree (made once beside it): ``JPEGImages`` a link to the
+    tree, ``Annotations/<class>/<i>.xml`` one file an image (each names its own), declaring
+    the size of the JPEG its image links to, as the COCO file does."""
+    root = train.parent / "voc"
+    marker = root / ".whole"
+    if marker.exists():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "Annotations").mkdir(parents=True)
+    (root / "JPEGImages").symlink_to(train, target_is_directory=True)
+    files = sorted(str(p.relative_to(train)) for p in train.glob("*/*.jpg"))
+    sources = _sources(len(files))
+    for i, name in enumerate(files):
+        xml = root / "Annotations" / Path(name).with_suffix(".xml")
+        xml.parent.mkdir(exist_ok=True)
+        xml.write_text(VOC_XML.format(name=name, height=96 + 8 * (i % sources % SOURCES)))
+    marker.touch()
+    return root
+
+
 def yolo_root(train: Path) -> Path:
     """A YOLO folder over the tree (made once beside it): ``images`` a link to the tree,
     ``labels/<class>/<i>.txt`` hard links to one box line (a file per :data:`MAX_LINKS`)."""
@@ -177,7 +215,11 @@ def child(tool: str, train: str, check: str, profile: str | None, finish: bool) 
         import daliaug
 
         _import_all()
-        configs = {"daliaug coco": coco_config, "daliaug yolo": yolo_config}
+        configs = {
+            "daliaug coco": coco_config,
+            "daliaug yolo": yolo_config,
+            "daliaug voc": voc_config,
+        }
         made = configs.get(tool, config)(Path(train), check)
 
         def start() -> Any:
@@ -354,6 +396,8 @@ def measure(
         annotations(train)
     if "yolo" in boxes:
         yolo_root(train)
+    if "voc" in boxes:
+        voc_root(train)
     tools = ("scandir", "dali", "tf.data", *(("dali coco",) if coco else ()))
     tools += ("yolo labels",) if "yolo" in boxes else ()
     starts = [(f"daliaug {c}", "daliaug", c) for c in checks]
@@ -503,6 +547,13 @@ BOX_TABLES = (
         "DALI's `readers.file` over the same images (DALI has no YOLO reader; it reads no "
         "label file)",
     ),
+    (
+        "voc",
+        "Pascal VOC (one box per image, sizes declared) over the same images",
+        "dali",
+        "readers.file",
+        "DALI's `readers.file` over the same images (DALI has no VOC reader; it reads no XML file)",
+    ),
 )
 """Each box source's table: its kind, heading, the DALI tool it is set against, that tool's
 reader, and what the tool is."""
@@ -548,6 +599,7 @@ def main() -> None:
     )
     parser.add_argument("--coco", action="store_true", help="time COCO readers too")
     parser.add_argument("--yolo", action="store_true", help="time daliaug's YOLO source too")
+    parser.add_argument("--voc", action="store_true", help="time daliaug's VOC source too")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", type=int, default=0, help="cProfile daliaug at this N")
     parser.add_argument("--out", type=Path, default=None)

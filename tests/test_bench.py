@@ -435,20 +435,22 @@ def test_graph_ops_counts_both_gpu_graphs_without_a_gpu(tmp_path: Path) -> None:
 def test_start_times_every_tool_and_check_at_a_small_tree(tmp_path: Path) -> None:
     """``bench.start`` over 300 files: every tool's and check's first and later starts run
     (the background check let finish after its first start), DALI's and daliaug's COCO
-    readers over the COCO file written beside the tree and daliaug's YOLO source over the
-    label files made beside it too, the record and tables written."""
+    readers over the COCO file written beside the tree, daliaug's YOLO source over the
+    label files made beside it and its VOC source over the XML files made beside it too, the
+    record and tables written."""
     out = str(tmp_path)
-    args = ("--files", "300", "--repeats", "1", "--coco", "--yolo", "--out", out)
+    args = ("--files", "300", "--repeats", "1", "--coco", "--yolo", "--voc", "--out", out)
     run_module(tmp_path, "bench.start", *args)
     (record,) = tmp_path.glob("start-*.json")
     (row,) = json.loads(record.read_text())["rows"]
     assert row["files"] == 300 and row["check_finished"]
     tools = ("scandir", "dali", "tf.data", "daliaug full", "daliaug background", "dali coco")
-    for tool in (*tools, "yolo labels", "daliaug coco background", "daliaug yolo background"):
+    boxes = ("daliaug coco background", "daliaug yolo background", "daliaug voc background")
+    for tool in (*tools, "yolo labels", *boxes):
         assert row[tool]["first"] > 0 and row[tool]["later"] > 0, tool
     assert row["memory"]["background"]["samples"] == 300
     text = record.with_suffix(".md").read_text()
-    assert "| 300 |" in text and "## COCO" in text and "## YOLO" in text
+    assert "| 300 |" in text and "## COCO" in text and "## YOLO" in text and "## Pascal VOC" in text
 
 
 @pytest.mark.slow
