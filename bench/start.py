@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -121,13 +122,31 @@ def coco_config(train: Path, check: str) -> dict[str, Any]:
 
 
 def yolo_config(train: Path, check: str) -> dict[str, Any]:
-    source = {"type": "yolo", "path": str(yolo_root(train)), "check": check}
-    return {**config(train, check), "source": source, "label_mode": "none"}
+    return folder_config(train, check, "yolo", yolo_root(train))
 
 
 def voc_config(train: Path, check: str) -> dict[str, Any]:
-    source = {"type": "voc", "path": str(voc_root(train)), "check": check}
+    return folder_config(train, check, "voc", voc_root(train))
+
+
+def folder_config(train: Path, check: str, kind: str, root: Path) -> dict[str, Any]:
+    """The config of a ``kind`` box source over the folder ``root`` made beside the tree."""
+    source = {"type": kind, "path": str(root), "check": check}
     return {**config(train, check), "source": source, "label_mode": "none"}
+
+
+def made_beside(train: Path, name: str, images: str, fill: Callable[[Path], None]) -> Path:
+    """The folder ``name`` beside the tree, made once: ``images`` in it a link to the tree,
+    the rest written by ``fill``."""
+    root = train.parent / name
+    marker = root / ".whole"
+    if not marker.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        (root / images).symlink_to(train, target_is_directory=True)
+        fill(root)
+        marker.touch()
+    return root
 
 
 VOC_XML = (
@@ -143,47 +162,37 @@ def voc_root(train: Path) -> Path:
     """A Pascal VOC folder over the tree (made once beside it): ``JPEGImages`` a link to the
     tree, ``Annotations/<class>/<i>.xml`` one file an image (each names its own), declaring
     the size of the JPEG its image links to, as the COCO file does."""
-    root = train.parent / "voc"
-    marker = root / ".whole"
-    if marker.exists():
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    (root / "Annotations").mkdir(parents=True)
-    (root / "JPEGImages").symlink_to(train, target_is_directory=True)
-    files = sorted(str(p.relative_to(train)) for p in train.glob("*/*.jpg"))
-    sources = _sources(len(files))
-    for i, name in enumerate(files):
-        xml = root / "Annotations" / Path(name).with_suffix(".xml")
-        xml.parent.mkdir(exist_ok=True)
-        xml.write_text(VOC_XML.format(name=name, height=96 + 8 * (i % sources % SOURCES)))
-    marker.touch()
-    return root
+
+    def fill(root: Path) -> None:
+        files = sorted(str(p.relative_to(train)) for p in train.glob("*/*.jpg"))
+        sources = _sources(len(files))
+        for i, name in enumerate(files):
+            xml = root / "Annotations" / Path(name).with_suffix(".xml")
+            xml.parent.mkdir(parents=True, exist_ok=True)
+            xml.write_text(VOC_XML.format(name=name, height=96 + 8 * (i % sources % SOURCES)))
+
+    return made_beside(train, "voc", "JPEGImages", fill)
 
 
 def yolo_root(train: Path) -> Path:
     """A YOLO folder over the tree (made once beside it): ``images`` a link to the tree,
     ``labels/<class>/<i>.txt`` hard links to one box line (a file per :data:`MAX_LINKS`)."""
-    root = train.parent / "yolo"
-    marker = root / ".whole"
-    if marker.exists():
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    (root / "labels").mkdir(parents=True)
-    (root / "images").symlink_to(train, target_is_directory=True)
-    (root / "data.yaml").write_text("names: [a]\n")
-    line = root / "line.txt"
-    count = 0
-    for folder in sorted(train.iterdir()):
-        labels = root / "labels" / folder.name
-        labels.mkdir()
-        for image in sorted(folder.iterdir()):
-            if count % MAX_LINKS == 0:
-                line = root / f"line-{count // MAX_LINKS}.txt"
-                line.write_text("0 0.5 0.5 0.25 0.25\n")
-            os.link(line, labels / f"{image.stem}.txt")
-            count += 1
-    marker.touch()
-    return root
+
+    def fill(root: Path) -> None:
+        (root / "data.yaml").write_text("names: [a]\n")
+        line = root / "line.txt"
+        count = 0
+        for folder in sorted(train.iterdir()):
+            labels = root / "labels" / folder.name
+            labels.mkdir(parents=True)
+            for image in sorted(folder.iterdir()):
+                if count % MAX_LINKS == 0:
+                    line = root / f"line-{count // MAX_LINKS}.txt"
+                    line.write_text("0 0.5 0.5 0.25 0.25\n")
+                os.link(line, labels / f"{image.stem}.txt")
+                count += 1
+
+    return made_beside(train, "yolo", "images", fill)
 
 
 def annotations(train: Path) -> Path:
