@@ -34,7 +34,7 @@ import numpy as np
 from daliaug.epoch import RestOfEpoch, replica_length, world_order
 from daliaug.errors import ConfigError, DataError
 from daliaug.reader_checkpoints import ReaderCheckpoints, decoded
-from daliaug.sources.checks import file_key
+from daliaug.sources.checks import size_and_time
 from daliaug.sources.sample_set import shard_range
 
 if TYPE_CHECKING:
@@ -426,7 +426,7 @@ def _file_keys(samples: Any, paths: list[str]) -> list[tuple[int, int] | None]:
     the listing took none and the background check takes them as it goes (``Samples.sized``
     false), each taken now (one ``stat``)."""
     if not samples.sized:
-        return list(map(_size_and_time, paths))
+        return list(map(size_and_time, paths))
     found = samples.held_keys
     if not found:
         return [None] * len(paths)
@@ -459,11 +459,3 @@ def _update(digest: Any, column: Any) -> None:
         values = np.asarray(row)
         data = repr(row).encode() if values.dtype == object else values.tobytes()
         digest.update(f"{values.dtype}{values.shape}".encode() + data + b"\0")
-
-
-def _size_and_time(path: str) -> tuple[int, int] | None:
-    """The file's size and modification time now (``None`` if it cannot be had)."""
-    try:
-        return file_key(path)[:2]
-    except OSError:
-        return None

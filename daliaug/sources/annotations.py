@@ -407,9 +407,10 @@ def pixel_targets(
         "box_labels": np.zeros(0, np.int32),
         "keypoints": np.zeros((0, 0, 3), np.float32),
     }
+    columns = {name: samples.columns[name] for name in names}
     boxes, labels, *points = (
         [column[i] if held else empty[name] for i, held in enumerate(good)]
-        for name, column in ((name, samples.columns[name]) for name in names)
+        for name, column in columns.items()
     )
     pixels, keypoints = in_pixels(boxes, points[0] if points else None, sizes)
     return pixels, labels, keypoints

@@ -386,6 +386,15 @@ def file_key(path: str) -> FileKey:
     return stat_key(os.stat(path))
 
 
+def size_and_time(path: str) -> tuple[int, int] | None:
+    """The file's size and modification time now (``None`` if it cannot be had): what a
+    resumed run's fingerprint holds a file to."""
+    try:
+        return file_key(path)[:2]
+    except OSError:
+        return None
+
+
 def stat_key(stat: os.stat_result) -> FileKey:
     return stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns
 

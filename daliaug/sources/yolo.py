@@ -27,7 +27,7 @@ from daliaug.sources.yolo_labels import (
     LabelColumn,
     LabelFiles,
     class_problems,
-    parse_labels,
+    read_labels,
 )
 
 NAME_FILES = ("data.yaml", "dataset.yaml")
@@ -128,10 +128,10 @@ class YoloSource(SourceConfig):
         candidates += [root / "classes.txt", root / "labels" / "classes.txt"]
         return next((c for c in candidates if c.is_file()), None)
 
-    def _classes(self) -> tuple[list[str], str]:
-        """The class names the class file gives (see the class; without one, every name
-        :data:`UNNAMED_CLASSES` allows) and which they are, for messages."""
-        source = self._class_file()
+    @staticmethod
+    def _classes(source: Path | None) -> tuple[list[str], str]:
+        """The class names the class file ``source`` gives (see the class; without one, every
+        name :data:`UNNAMED_CLASSES` allows) and which they are, for messages."""
         if source is None:
             names = [str(i) for i in range(UNNAMED_CLASSES)]
         elif source.name == "classes.txt":
@@ -142,12 +142,13 @@ class YoloSource(SourceConfig):
             names = _names_from_yaml(source)
         return names, f"the {len(names)} classes of {source or 'a dataset without a class file'}"
 
-    def _class_names(self, found: list[ImageAnnotations]) -> list[str]:
-        """The class names (see the class), checked against the indices ``found``."""
-        names, among = self._classes()
+    def _class_names(self, found: list[ImageAnnotations], source: Path | None) -> list[str]:
+        """The class names (see the class; ``source``: the class file), checked against the
+        indices ``found``."""
+        names, among = self._classes(source)
         for f in found:
             class_problems(f, len(names), among)
-        if self._class_file() is None:  # "0" to the largest index found
+        if source is None:  # "0" to the largest index found
             top = max((x for f in found for x in f.labels if x < UNNAMED_CLASSES), default=0)
             return names[: top + 1]
         return names
@@ -210,32 +211,22 @@ class YoloSource(SourceConfig):
                 if not label_file:
                     notes[path] = f"no label file labels/{stem}.txt: a sample without boxes"
         ignored = dict(ignored)
-        if len(set(files) - {""}) < len(by_name):  # (a label file no image took)
-            unused = sorted(set(by_name.values()) - set(files))
+        taken = set(files) - {""}
+        if len(taken) < len(by_name):  # (a label file no image took)
+            unused = sorted(set(by_name.values()) - taken)
             for label_file, stem in zip(unused, _stems(unused, labels_dir), strict=True):
                 ignored[label_file] = f"a label file without an image images/{stem}.*"
         if late:
-            names, among = self._classes()
+            names, among = self._classes(source)
             late_files = LabelFiles(files, len(names), among, kpt_shape)
             columns = LabelColumn.columns(late_files)
             samples = Samples.of_files(
                 {"path": paths}, names, None, None, ignored, notes, normalised=True, **columns
             )
             return dataclasses.replace(samples, flip_indices=flip)
-        found = [_read_labels(label_file, kpt_shape) for label_file in files]
-        names = self._class_names(found)
+        found = [read_labels(label_file, kpt_shape) for label_file in files]
+        names = self._class_names(found, source)
         num_keypoints = None if kpt_shape is None else kpt_shape[0]
         table = BoxTable.of(found, num_keypoints)
         samples = detection_samples(paths, table, names, ignored, notes, defer=defer)
         return dataclasses.replace(samples, flip_indices=flip)
-
-
-def _read_labels(label_file: str, kpt_shape: KeypointShape | None) -> ImageAnnotations:
-    """``label_file`` parsed (``""``: no label file, no boxes); a file that cannot be read is
-    a problem naming it."""
-    if not label_file:
-        return ImageAnnotations()
-    try:
-        return parse_labels(read_text(label_file, "cannot read label file"), label_file, kpt_shape)
-    except DataError as e:
-        return ImageAnnotations(problems=[str(e)])

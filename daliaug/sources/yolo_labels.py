@@ -28,7 +28,7 @@ from daliaug.config_files import read_text
 from daliaug.errors import DataError
 from daliaug.sources.annotations import ImageAnnotations, checked_targets
 from daliaug.sources.background import PathRows, SizeRule
-from daliaug.sources.checks import file_key
+from daliaug.sources.checks import size_and_time
 
 KeypointShape = tuple[int, int]
 """A pose dataset's ``kpt_shape``: keypoints per object, and 2 (``px py``) or 3 numbers each
@@ -111,6 +111,17 @@ def parse_labels(
     return found
 
 
+def read_labels(label_file: str, kpt_shape: KeypointShape | None) -> ImageAnnotations:
+    """``label_file`` parsed (``""``: no label file, no boxes); a file that cannot be read is
+    a problem naming it."""
+    if not label_file:
+        return ImageAnnotations()
+    try:
+        return parse_labels(read_text(label_file, "cannot read label file"), label_file, kpt_shape)
+    except DataError as e:
+        return ImageAnnotations(problems=[str(e)])
+
+
 def class_problems(found: ImageAnnotations, count: int, among: str) -> None:
     """Each of ``found``'s boxes whose class is not below ``count`` (``among``: the classes,
     for messages), a problem of ``found`` naming its line."""
@@ -151,14 +162,7 @@ class LabelFiles:
 
     def _parsed(self, row: int) -> ImageAnnotations:
         """Image ``row``'s label file parsed, its classes checked."""
-        path = self.files[row]
-        if not path:
-            return ImageAnnotations(normalised=True)
-        try:
-            text = read_text(path, "cannot read label file")
-        except DataError as e:
-            return ImageAnnotations(normalised=True, problems=[str(e)])
-        found = parse_labels(text, path, self.kpt_shape)
+        found = read_labels(self.files[row], self.kpt_shape)
         class_problems(found, self.classes, self.among)
         return found
 
@@ -247,22 +251,13 @@ class LabelColumn:
         key = self.part.encode() + self.rows.tobytes()
         if self.part != "boxes":
             return key
-        lines = [f"{path}\0{_size_and_time(path)}\n" for path in self.label_files()]
+        lines = [f"{path}\0{size_and_time(path) or ''}\n" for path in self.label_files()]
         return key + os.fsencode("".join(lines))
 
     def rule(self, paths: Sequence[str]) -> SizeRule:
         """What the check holds each of ``paths`` (the samples' images) to: its label file's
         boxes fit its size (:class:`HeldLabels`)."""
         return HeldLabels(paths, self)
-
-
-def _size_and_time(path: str) -> str:
-    if not path:
-        return ""
-    try:
-        return " ".join(map(str, file_key(path)[:2]))
-    except OSError:
-        return "unreadable"
 
 
 class HeldLabels:
